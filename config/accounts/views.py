@@ -1,0 +1,69 @@
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.accounts.api import ALL_SCOPES, OrgApiView
+from config.accounts.models import Membership, Role
+from config.accounts.serializers import InvitationCreateIn, InvitationOut, KeyInfoOut, UserMeOut, VerifyOut
+from config.accounts.services import invitation_accept, invitation_create
+from config.core import clock
+from config.core.errors import Forbidden, NotFound, Unauthorized
+from config.core.serialization import parse
+
+
+class VerifyApi(OrgApiView):
+    allow_publishable = True
+    read_scopes = ALL_SCOPES
+
+    def get(self, request):
+        organization = self.organization
+        return Response(VerifyOut({"organization": organization, "verified": True,
+                                   "created_at": organization.created_at,
+                                   "updated_at": organization.updated_at}).data)
+
+
+class MeKeyApi(OrgApiView):
+    allow_publishable = True
+    read_scopes = ALL_SCOPES
+
+    def get(self, request):
+        return Response(KeyInfoOut(self.api_key).data)
+
+
+class SessionApiView(APIView):
+    """Routes for a signed-in person (dashboard session); API keys are refused with 403."""
+
+    authentication_classes = [SessionAuthentication]
+
+    def initial(self, request, *args, **kwargs):
+        if request.META.get("HTTP_X_API_KEY"):
+            raise Forbidden("This endpoint needs a signed-in user session; API keys are not accepted.")
+        super().initial(request, *args, **kwargs)
+        if not request.user or not request.user.is_authenticated:
+            raise Unauthorized("Sign in to use this endpoint.")
+
+
+class UserMeApi(SessionApiView):
+    def get(self, request):
+        return Response(UserMeOut(request.user).data)
+
+
+class InvitationCreateApi(SessionApiView):
+    def post(self, request):
+        data = parse(InvitationCreateIn, request.data)
+        membership = (Membership.objects.select_related("organization")
+                      .filter(user=request.user, organization_id=data["organization_id"]).first())
+        if membership is None:
+            raise NotFound("Organization not found")
+        if membership.role not in (Role.OWNER, Role.ADMIN):
+            raise Forbidden("Only an owner or admin can invite members.")
+        invitation, _ = invitation_create(organization=membership.organization, email=data["email"],
+                                          role=data["role"], invited_by=request.user, now=clock.now())
+        return Response(InvitationOut(invitation).data, status=201)
+
+
+class InvitationAcceptApi(SessionApiView):
+    def post(self, request, token):
+        membership = invitation_accept(raw_token=token, user=request.user, now=clock.now())
+        return Response({"accepted": True, "organizationId": str(membership.organization_id),
+                         "role": membership.role}, status=201)

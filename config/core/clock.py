@@ -1,0 +1,70 @@
+"""The one reader of the wall clock, and the ISO 8601 / window helpers."""
+from datetime import date, datetime, time, timedelta, timezone as dt_timezone
+
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+
+from config.core.errors import BadRequest
+
+UTC = dt_timezone.utc
+
+
+def now() -> datetime:
+    return timezone.now()
+
+
+def parse_instant(value: str, *, field: str = "date") -> datetime:
+    """ISO 8601 date or timestamp to an aware UTC datetime; no offset means UTC; garbage is a 400."""
+    if isinstance(value, datetime):
+        parsed = value
+    else:
+        text = str(value).strip()
+        try:
+            parsed = parse_datetime(text)
+        except ValueError:
+            parsed = None
+        if parsed is None:
+            try:
+                day = parse_date(text)
+            except ValueError:
+                day = None
+            if day is None:
+                raise BadRequest([f"{field}: Not a valid ISO 8601 date or timestamp."])
+            parsed = datetime.combine(day, time.min)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def period_end_instant(value, *, field: str = "endDate") -> datetime:
+    """A period end: `...T23:59:59` (the last second of a day) means the following midnight."""
+    parsed = parse_instant(value, field=field)
+    if (parsed.hour, parsed.minute, parsed.second) == (23, 59, 59):
+        parsed = parsed.replace(second=0, microsecond=0, minute=0, hour=0) + timedelta(days=1)
+    return parsed
+
+
+def day_start(day: date) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+def inclusive_days_window(start: date, end: date) -> tuple[datetime, datetime]:
+    """Inclusive startDate/endDate become the half-open [start 00:00Z, day after end 00:00Z)."""
+    return day_start(start), day_start(end) + timedelta(days=1)
+
+
+def month_window(moment: datetime) -> tuple[datetime, datetime]:
+    start = moment.astimezone(UTC).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    return start, (start + timedelta(days=32)).replace(day=1)
+
+
+def week_window(moment: datetime) -> tuple[datetime, datetime]:
+    """Weeks start Monday 00:00 UTC."""
+    day = moment.astimezone(UTC).date()
+    start = day_start(day - timedelta(days=day.weekday()))
+    return start, start + timedelta(days=7)
+
+
+def day_window(moment: datetime) -> tuple[datetime, datetime]:
+    start = day_start(moment.astimezone(UTC).date())
+    return start, start + timedelta(days=1)

@@ -1,0 +1,32 @@
+"""Organization scoping: every read of an org-owned table starts here.
+
+A `Book` is one organization's test or live books; the API key decides which one a request
+reads and writes, so scoping to the book is scoping to the caller's organization.
+"""
+import uuid
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Model, QuerySet
+
+from config.core.errors import NotFound
+
+
+def owned(model: type[Model], book) -> QuerySet:
+    return model.objects.filter(book=book)
+
+
+def not_found(model: type[Model]) -> NotFound:
+    return NotFound(f"{model._meta.verbose_name.capitalize()} not found")
+
+
+def get_owned(model: type[Model], book, pk, queryset: QuerySet | None = None):
+    """The record with this id in the caller's book; missing, malformed and foreign ids are the same 404."""
+    try:
+        pk = uuid.UUID(str(pk))
+    except (ValueError, TypeError, AttributeError):
+        raise not_found(model)
+    base = queryset if queryset is not None else owned(model, book)
+    try:
+        return base.get(pk=pk)
+    except (model.DoesNotExist, ValueError, DjangoValidationError):
+        raise not_found(model)

@@ -1,0 +1,70 @@
+"""Edge helpers for serializers: parsing a request body and exact money fields."""
+from decimal import Decimal
+
+from rest_framework import serializers
+
+from config.core.money import EXACT_DIGITS, EXACT_PLACES
+
+
+def parse(serializer_class, data, *, partial: bool = False, context: dict | None = None) -> dict:
+    """Validate a request body with an In serializer; a failure is a 400 naming the fields."""
+    serializer = serializer_class(data=data, partial=partial, context=context or {})
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def decimal_text(value: Decimal | None) -> str | None:
+    """An exact decimal as a plain string without exponent or trailing zeros ("0.00045")."""
+    if value is None:
+        return None
+    text = format(value, "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def decimal_number(value: Decimal | None):
+    """An exact decimal as a JSON number: int when whole, otherwise the float nearest its short text."""
+    if value is None:
+        return None
+    if value == value.to_integral_value():
+        return int(value)
+    return float(decimal_text(value))
+
+
+class DecimalIn(serializers.DecimalField):
+    """An exact decimal input (JSON number or string) at the stored precision; never via float."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_digits", EXACT_DIGITS)
+        kwargs.setdefault("decimal_places", EXACT_PLACES)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, bool):
+            self.fail("invalid")
+        if isinstance(data, float):
+            data = repr(data)  # shortest text of the JSON number, not its binary expansion
+        return super().to_internal_value(data)
+
+
+class DecimalNumber(serializers.Field):
+    """Output: a Decimal rendered as a JSON number."""
+
+    def __init__(self, **kwargs):
+        kwargs["read_only"] = True
+        super().__init__(**kwargs)
+
+    def to_representation(self, value):
+        return decimal_number(value)
+
+
+class DecimalText(serializers.Field):
+    """Output: a Decimal rendered as a decimal string ("0.00045")."""
+
+    def __init__(self, **kwargs):
+        kwargs["read_only"] = True
+        super().__init__(**kwargs)
+
+    def to_representation(self, value):
+        return decimal_text(value)

@@ -1,0 +1,37 @@
+"""Unauthenticated process endpoints and the JSON answers for unknown URLs."""
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.http import JsonResponse
+
+
+def healthz(request):
+    """The process is up (no dependency is checked)."""
+    return JsonResponse({"status": "ok"})
+
+
+def readyz(request):
+    """Ready to serve: the database answers and, when configured, Redis answers."""
+    checks = {}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        checks["database"] = "ok"
+    except Exception:
+        checks["database"] = "unavailable"
+    if settings.REDIS_URL:
+        try:
+            cache.set("readyz", "1", 5)
+            checks["redis"] = "ok" if cache.get("readyz") == "1" else "unavailable"
+        except Exception:
+            checks["redis"] = "unavailable"
+    ready = all(value == "ok" for value in checks.values())
+    return JsonResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)
+
+
+def json_not_found(request, exception=None):
+    return JsonResponse({"message": f"Not found: {request.path}"}, status=404)
+
+
+def json_server_error(request):
+    return JsonResponse({"message": "Internal server error."}, status=500)

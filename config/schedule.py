@@ -1,0 +1,33 @@
+"""Every periodic job, listed once. Celery beat and `manage.py run_scheduled_jobs --now` both run these.
+
+Each job is a plain function `job(*, now)` that is safe to run twice (it acts only on what is due).
+Order matters for `run_scheduled_jobs`: statuses first, then billing, then alerts.
+"""
+from dataclasses import dataclass
+
+from django.utils.module_loading import import_string
+
+
+@dataclass(frozen=True)
+class ScheduledJob:
+    name: str
+    function_path: str
+    every_seconds: int
+
+    def run(self, *, now):
+        return import_string(self.function_path)(now=now)
+
+
+SCHEDULED_JOBS: list[ScheduledJob] = []
+
+
+def job_named(name: str) -> ScheduledJob:
+    for job in SCHEDULED_JOBS:
+        if job.name == name:
+            return job
+    raise KeyError(name)
+
+
+def beat_schedule() -> dict:
+    return {job.name: {"task": "core.run_scheduled_job", "schedule": float(job.every_seconds), "args": [job.name]}
+            for job in SCHEDULED_JOBS}

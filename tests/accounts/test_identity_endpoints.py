@@ -1,0 +1,66 @@
+"""GET /v1/verify, GET /v1/me/key and the user-session-only routes."""
+import pytest
+
+from config.accounts.models import Membership
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def test_verify_identifies_the_organization(api, org):
+    resp = api.get("/v1/verify")
+    assert resp.status_code == 200
+    body = resp.json()
+    assert body["verified"] is True
+    assert body["organization"] == {"id": str(org.id), "name": org.name}
+    assert body["createdAt"].endswith("Z") and body["updatedAt"].endswith("Z")
+
+
+def test_me_key_describes_the_calling_key(client_for):
+    client = client_for(role="finance", scope="ingest", environment="live")
+    resp = client.get("/v1/me/key")
+    assert resp.status_code == 200
+    body = resp.json()
+    assert body["id"] == str(client.key.id)
+    assert (body["type"], body["environment"], body["scope"], body["role"]) == ("secret", "live", "ingest", "finance")
+    assert body["livemode"] is True
+    assert body["prefix"] == client.raw_key[:16]
+    assert client.raw_key not in resp.content.decode()
+    assert body["createdAt"].endswith("Z")
+    assert "lastUsedAt" in body
+
+
+def test_me_key_reports_last_use_after_a_request(api):
+    api.get("/v1/verify")
+    assert api.get("/v1/me/key").json()["lastUsedAt"] is not None
+
+
+def test_user_session_routes_refuse_api_keys_with_403(api):
+    resp = api.get("/v1/users/me")
+    assert resp.status_code == 403
+    assert "signed-in user" in resp.json()["message"]
+    assert api.post("/v1/invitations/accept/whatever", {}).status_code == 403
+
+
+def test_user_session_route_without_session_is_401(anonymous):
+    assert anonymous.get("/v1/users/me").status_code == 401
+
+
+def test_signed_in_user_reads_their_profile_and_accepts_an_invitation(org, anonymous, settings):
+    from rest_framework.test import APIClient
+
+    from config.accounts.services import invitation_create
+    from config.core import clock
+
+    owner = UserFactory(email="boss@acme.example")
+    Membership.objects.create(organization=org, user=owner, role="owner")
+    invitee = UserFactory(email="new@acme.example")
+    _, token = invitation_create(organization=org, email=invitee.email, role="finance", invited_by=owner,
+                                 now=clock.now())
+    client = APIClient()
+    client.force_login(invitee)
+    assert client.get("/v1/users/me").json()["memberships"] == []
+    accepted = client.post(f"/v1/invitations/accept/{token}")
+    assert accepted.status_code == 201
+    assert Membership.objects.get(organization=org, user=invitee).role == "finance"
+    assert client.post(f"/v1/invitations/accept/{token}").status_code == 404  # single use

@@ -1,0 +1,63 @@
+"""Every API-key request is logged (key id, never the secret) without an INSERT per request."""
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from config.accounts.models import ApiRequestLog
+from config.accounts.request_log import LogEntry, buffer, flush_request_log
+from config.core import clock
+
+pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.accounts.policy_urls")]
+
+
+def test_each_api_key_request_is_logged_with_key_org_method_path_status_ip(api, org):
+    api.get("/v1/probe", REMOTE_ADDR="203.0.113.7")
+    api.delete("/v1/probe")  # 405: still an API-key request
+    entries = list(ApiRequestLog.objects.order_by("created_at"))
+    assert [(e.method, e.path, e.status) for e in entries] == [("GET", "/v1/probe", 200),
+                                                               ("DELETE", "/v1/probe", 405)]
+    first = entries[0]
+    assert (first.api_key_id, first.organization_id, first.ip) == (api.key.id, org.id, "203.0.113.7")
+    assert first.created_at is not None
+
+
+def test_refused_requests_are_logged_too(client_for):
+    member = client_for(role="member")
+    member.post("/v1/probe/caps", {})
+    assert ApiRequestLog.objects.get().status == 403
+
+
+def test_log_never_holds_the_secret(api):
+    api.get("/v1/probe?x=1")
+    entry = ApiRequestLog.objects.get()
+    assert api.raw_key not in " ".join(str(getattr(entry, f.attname)) for f in ApiRequestLog._meta.fields)
+
+
+def test_requests_without_a_valid_key_are_not_logged(anonymous):
+    anonymous.get("/v1/probe")
+    assert not ApiRequestLog.objects.exists()
+
+
+def test_buffered_entries_are_written_in_one_bulk_insert(api, org, settings):
+    settings.API_REQUEST_LOG_FLUSH_SECONDS = 3600  # the writer thread stays asleep; flush by hand
+    for _ in range(25):
+        assert api.get("/v1/probe").status_code == 200
+    assert not ApiRequestLog.objects.exists()
+    with CaptureQueriesContext(connection) as queries:
+        assert flush_request_log() == 25
+    statements = [q["sql"].split()[0] for q in queries.captured_queries]
+    assert statements.count("INSERT") == 1 and statements.count("UPDATE") == 1  # last_used_at, once per key
+    assert ApiRequestLog.objects.filter(api_key=api.key).count() == 25
+
+
+def test_an_unstorable_entry_is_dropped_without_losing_its_neighbours(api, org, settings):
+    settings.API_REQUEST_LOG_FLUSH_SECONDS = 3600
+    good = LogEntry(organization_id=org.id, api_key_id=api.key.id, method="GET", path="/v1/ok", status=200,
+                    ip="192.0.2.1", created_at=clock.now())
+    bad = LogEntry(organization_id=org.id, api_key_id=api.key.id, method="GET", path="/v1/bad", status=200,
+                   ip="not-an-address", created_at=clock.now())
+    buffer.append(good)
+    buffer.append(bad)
+    assert flush_request_log() == 1
+    assert list(ApiRequestLog.objects.values_list("path", flat=True)) == ["/v1/ok"]
+    assert flush_request_log() == 0
