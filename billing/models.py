@@ -1,0 +1,153 @@
+"""Pricing plans, their strategies and subscriptions (invoices and credit pools build on these)."""
+from django.db import models
+from django.db.models import Q
+
+from config.core.models import OrgOwned
+from config.core.money import ExactField
+
+
+class PricingPlan(OrgOwned):
+    name = models.CharField(max_length=255)
+    description = models.CharField(max_length=255, blank=True)
+    features_list = models.JSONField(default=dict, blank=True)
+    is_active = models.BooleanField(default=True)
+    agents = models.ManyToManyField("customers.Agent", through="PlanAgent", related_name="plans")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.name
+
+
+class PlanAgent(OrgOwned):
+    """A plan linked to an agent. An agent with linked plans cannot be deleted."""
+
+    plan = models.ForeignKey(PricingPlan, on_delete=models.CASCADE, related_name="agent_links")
+    agent = models.ForeignKey("customers.Agent", on_delete=models.PROTECT, related_name="plan_links")
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [models.UniqueConstraint(fields=["plan", "agent"], name="plan_agent_uniq")]
+
+
+class ChargeType(models.TextChoices):
+    USAGE = "usage"
+    RECURRING = "recurring"
+    ONETIME = "onetime"
+    SEAT_BASED = "seat_based"
+
+
+class PricingModel(models.TextChoices):
+    FLAT = "flat"
+    GRADUATED = "graduated"
+    VOLUME = "volume"
+    CREDIT_POOL = "credit_pool"
+
+
+class BillingFrequency(models.TextChoices):
+    MONTHLY = "monthly"
+    YEARLY = "yearly"
+
+
+class PricingStrategy(OrgOwned):
+    plan = models.ForeignKey(PricingPlan, on_delete=models.CASCADE, related_name="strategies")
+    agent = models.ForeignKey("customers.Agent", on_delete=models.PROTECT, related_name="strategies")
+    name = models.CharField(max_length=255)
+    charge_type = models.CharField(max_length=16, choices=ChargeType.choices)
+    signal = models.ForeignKey("customers.Signal", on_delete=models.PROTECT, null=True, blank=True,
+                               related_name="strategies")
+    pricing_model = models.CharField(max_length=16, choices=PricingModel.choices, null=True, blank=True)
+    billing_frequency = models.CharField(max_length=8, choices=BillingFrequency.choices,
+                                         default=BillingFrequency.MONTHLY)
+    # [{"lower": "0", "upper": "100" | null, "rate": "0.10"}], decimals kept as strings (exact).
+    tiers = models.JSONField(default=list, blank=True)
+    rate = ExactField(null=True, blank=True)
+    minimum_commitment = ExactField(null=True, blank=True)
+    active = models.BooleanField(default=True)
+    tags = models.JSONField(default=list, blank=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        verbose_name_plural = "pricing strategies"
+
+    def __str__(self):
+        return f"{self.name} ({self.charge_type})"
+
+
+class SubscriptionStatus(models.TextChoices):
+    UPCOMING = "upcoming"
+    ACTIVE = "active"
+    ENDED = "ended"
+
+
+class BillingCycle(models.TextChoices):
+    MONTHLY = "monthly"
+    YEARLY = "yearly"
+    CUSTOM = "custom"
+
+
+class BillingModel(models.TextChoices):
+    SUBSCRIPTION = "subscription"
+    USAGE = "usage"
+    HYBRID = "hybrid"
+
+
+class Subscription(OrgOwned):
+    name = models.CharField(max_length=255)
+    plan = models.ForeignKey(PricingPlan, on_delete=models.PROTECT, related_name="subscriptions")
+    agent = models.ForeignKey("customers.Agent", on_delete=models.PROTECT, related_name="subscriptions")
+    customer = models.ForeignKey("customers.Customer", on_delete=models.PROTECT, related_name="subscriptions")
+    start_date = models.DateTimeField()
+    status = models.CharField(max_length=16, choices=SubscriptionStatus.choices, default=SubscriptionStatus.UPCOMING)
+    billing_cycle = models.CharField(max_length=8, choices=BillingCycle.choices, default=BillingCycle.MONTHLY)
+    billing_model = models.CharField(max_length=16, choices=BillingModel.choices, default=BillingModel.SUBSCRIPTION)
+    net_terms = models.PositiveIntegerField(default=30)
+    end_date = models.DateTimeField(null=True, blank=True)
+    is_forever = models.BooleanField(default=False)
+    subscription_details = models.JSONField(default=dict, blank=True)
+    seats_count = models.PositiveIntegerField(default=0)
+    custom_cycle_days = models.PositiveIntegerField(null=True, blank=True)
+    prorated_amount = ExactField(null=True, blank=True)
+    timezone = models.CharField(max_length=64, default="UTC")
+    billing_day = models.PositiveSmallIntegerField(null=True, blank=True)
+    invoice_memo = models.TextField(blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    # Credit-pool alert emails are silenced while true; the countdown keeps counting.
+    pool_alerts_paused = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(billing_day__isnull=True) | Q(billing_day__gte=1, billing_day__lte=31),
+                                   name="subscription_billing_day_range"),
+        ]
+        indexes = [
+            models.Index(fields=["book", "status"], name="subscription_book_status"),
+            models.Index(fields=["customer", "agent"], name="subscription_customer_agent"),
+        ]
+
+    def __str__(self):
+        return self.name
+
+
+class SubscriptionChange(OrgOwned):
+    """The changelog of a subscription: plan changes, price updates, date adjustments, status transitions."""
+
+    class Kind(models.TextChoices):
+        CREATED = "created"
+        PLAN_CHANGE = "plan_change"
+        PRICE_UPDATE = "price_update"
+        DATE_ADJUSTMENT = "date_adjustment"
+        STATUS_TRANSITION = "status_transition"
+        UPDATE = "update"
+
+    subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="changes")
+    kind = models.CharField(max_length=24, choices=Kind.choices)
+    summary = models.CharField(max_length=500)
+    changes = models.JSONField(default=dict, blank=True, help_text="{field: {before, after}}")
+    actor = models.CharField(max_length=255, blank=True, help_text="api-key:<id>, user:<id> or system")
+
+    class Meta:
+        ordering = ["created_at"]

@@ -1,0 +1,71 @@
+"""The services catalog (global, not organization-scoped) and per-organization model aliases."""
+import uuid
+
+from django.db import models
+
+from config.core.models import OrgOwned
+from config.core.money import ExactField
+
+
+class CatalogSource(models.TextChoices):
+    OPENROUTER = "openrouter"
+    LITELLM = "litellm"
+    CURATED = "curated"
+
+
+class ServiceEntry(models.Model):
+    """A priced model or API service. LLM rates are USD per single token; a non-LLM entry's
+    `input_cost` is its USD price per `cost_unit` (request, minute, character, image, page, ...)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    external_id = models.CharField(max_length=255, unique=True, help_text="Stable key from the source data.")
+    canonical_name = models.CharField(max_length=255, help_text="Lowercase; sent as `model`.")
+    display_name = models.CharField(max_length=255)
+    provider = models.CharField(max_length=100, help_text="Lowercase; sent as `modelProvider`.")
+    service_type = models.CharField(max_length=64)
+    input_cost = ExactField(null=True, blank=True)
+    output_cost = ExactField(null=True, blank=True)
+    cache_read_cost = ExactField(null=True, blank=True)
+    cache_write_cost = ExactField(null=True, blank=True)
+    # Long-context pricing: above this many input tokens the *_above_threshold rates apply to the whole request.
+    long_context_threshold = models.BigIntegerField(null=True, blank=True)
+    input_cost_above_threshold = ExactField(null=True, blank=True)
+    output_cost_above_threshold = ExactField(null=True, blank=True)
+    cache_read_cost_above_threshold = ExactField(null=True, blank=True)
+    cost_unit = models.CharField(max_length=32, default="token")
+    context_window = models.BigIntegerField(null=True, blank=True)
+    source = models.CharField(max_length=16, choices=CatalogSource.choices)
+    is_api = models.BooleanField(default=False)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["provider", "canonical_name"]
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "canonical_name"], name="service_provider_name_uniq"),
+        ]
+        indexes = [models.Index(fields=["is_active", "is_api", "provider"], name="service_listing")]
+        verbose_name = "catalog service"
+        verbose_name_plural = "catalog services"
+
+    def __str__(self):
+        return f"{self.provider}/{self.canonical_name}"
+
+
+class ModelAlias(OrgOwned):
+    """An organization's mapping of a model name it sends (unknown to the catalog) onto a catalog entry."""
+
+    model = models.CharField(max_length=255, help_text="Lowercase, trimmed, as events send it.")
+    model_provider = models.CharField(max_length=100)
+    service = models.ForeignKey(ServiceEntry, on_delete=models.PROTECT, related_name="aliases")
+
+    class Meta:
+        ordering = ["model"]
+        constraints = [
+            models.UniqueConstraint(fields=["book", "model_provider", "model"], name="model_alias_uniq"),
+        ]
+        verbose_name_plural = "model aliases"
+
+    def __str__(self):
+        return f"{self.model_provider}/{self.model} -> {self.service}"

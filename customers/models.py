@@ -1,0 +1,162 @@
+"""Customers, agents, signals and the usage ledger.
+
+The ledger (`UsageEvent`) is append-only and the single source of truth: balances, analytics and
+invoices are derived from it. An event keeps the names it was recorded with (`agent_code`,
+`customer_external_id`, `signal_name`) so it stays readable after a signal is deleted.
+"""
+import uuid
+
+from django.db import models
+from django.db.models import Q
+
+from config.core.models import OrgOwned
+from config.core.money import ExactField
+
+# Usage recorded under this agent code is the operator's own internal coding-agent spend (contract.md);
+# its customers are developers, identified by email, and never billed.
+CODING_AGENT_CODE = "svc-coding-agent"
+
+
+class CustomerStatus(models.TextChoices):
+    ACTIVE = "active"
+    INACTIVE = "inactive"
+    SUSPENDED = "suspended"
+
+
+class Customer(OrgOwned):
+    name = models.CharField(max_length=255)
+    external_id = models.CharField(max_length=255, null=True, blank=True)
+    email = models.EmailField(max_length=255, blank=True)
+    phone = models.CharField(max_length=64, blank=True)
+    address_line1 = models.CharField(max_length=255, blank=True)
+    address_line2 = models.CharField(max_length=255, blank=True)
+    city = models.CharField(max_length=255, blank=True)
+    state = models.CharField(max_length=255, blank=True)
+    zip_code = models.CharField(max_length=32, blank=True)
+    country = models.CharField(max_length=255, blank=True)
+    timezone = models.CharField(max_length=64, default="UTC")
+    status = models.CharField(max_length=16, choices=CustomerStatus.choices, default=CustomerStatus.ACTIVE)
+    billing_contact_name = models.CharField(max_length=255, blank=True)
+    billing_contact_email = models.EmailField(max_length=255, blank=True)
+    net_terms = models.PositiveIntegerField(default=30)
+    invoice_email_recipients = models.JSONField(default=list, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    # A developer whose internal coding-agent usage was recorded: never billed, never a watch target.
+    is_internal = models.BooleanField(default=False)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["book", "external_id"], condition=Q(deleted_at__isnull=True),
+                                    name="customer_external_id_uniq"),
+        ]
+        indexes = [models.Index(fields=["book", "-created_at"], name="customer_book_created")]
+
+    def __str__(self):
+        return self.name
+
+
+class Agent(OrgOwned):
+    name = models.CharField(max_length=255)
+    agent_code = models.CharField(max_length=255)
+    description = models.TextField(blank=True)
+    is_active = models.BooleanField(default=True)
+    context = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["book", "agent_code"], name="agent_code_uniq")]
+
+    def __str__(self):
+        return f"{self.name} ({self.agent_code})"
+
+
+class SignalType(models.TextChoices):
+    USAGE = "usage"  # outcome: bills on results delivered
+    VOLUME = "volume"  # activity: bills on attempts regardless of result
+
+
+class CostCategory(models.TextChoices):
+    """Where a signal's cost lands, sorted by the first event that carries `environment`."""
+
+    PRODUCTION = "production", "Production (Cost of Goods Sold)"
+    STAGING = "staging", "Pre-production (Research and Development)"
+    DEVELOPMENT = "development", "Development (Research and Development)"
+    TESTING = "testing", "Quality assurance (Research and Development)"
+
+
+class Signal(OrgOwned):
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="signals")
+    name = models.CharField(max_length=255)
+    short_name = models.CharField(max_length=255)
+    type = models.CharField(max_length=8, choices=SignalType.choices, default=SignalType.USAGE)
+    cost_category = models.CharField(max_length=16, choices=CostCategory.choices, null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "name"], name="signal_agent_name_uniq"),
+            models.UniqueConstraint(fields=["agent", "short_name"], name="signal_agent_short_name_uniq"),
+        ]
+
+    def __str__(self):
+        return self.short_name
+
+
+class EventStatus(models.TextChoices):
+    PROCESSED = "PROCESSED"  # cost resolved from the catalog
+    NEEDS_COST_BACKFILL = "NEEDS_COST_BACKFILL"  # cost null until the model is mapped
+
+
+class Environment(models.TextChoices):
+    PRODUCTION = "production"
+    STAGING = "staging"
+    DEVELOPMENT = "development"
+    TESTING = "testing"
+
+
+class UsageEvent(OrgOwned):
+    """One business outcome delivered by an agent for a customer (append-only)."""
+
+    raw_event_id = models.UUIDField(default=uuid.uuid4, editable=False)
+    customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="events")
+    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, related_name="events")
+    # Deleting a signal leaves its events orphaned (signal null), never deleted.
+    signal = models.ForeignKey(Signal, on_delete=models.SET_NULL, null=True, related_name="events")
+    customer_external_id = models.CharField(max_length=255)
+    agent_code = models.CharField(max_length=255)
+    signal_name = models.CharField(max_length=255)
+    # Single-service shape: the resolved service and its usage; multi-service: `services` holds each part.
+    model = models.CharField(max_length=255, null=True, blank=True)
+    model_provider = models.CharField(max_length=255, null=True, blank=True)
+    service = models.ForeignKey("catalog.ServiceEntry", on_delete=models.SET_NULL, null=True, blank=True,
+                                related_name="+")
+    input_tokens = models.BigIntegerField(null=True, blank=True)
+    output_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_read_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_write_tokens = models.BigIntegerField(null=True, blank=True)
+    services = models.JSONField(null=True, blank=True)
+    quantity = ExactField(default=1)
+    usage_cost = ExactField(null=True, blank=True)
+    event_status = models.CharField(max_length=24, choices=EventStatus.choices, default=EventStatus.PROCESSED)
+    usage_date = models.DateTimeField()
+    environment = models.CharField(max_length=16, choices=Environment.choices, null=True, blank=True)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-usage_date", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["book", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
+                                    name="usage_event_idem_uniq"),
+        ]
+        indexes = [
+            models.Index(fields=["book", "usage_date"], name="usage_event_book_date"),
+            models.Index(fields=["customer", "agent", "usage_date"], name="usage_event_cust_agent_date"),
+            models.Index(fields=["book", "model"], condition=Q(usage_cost__isnull=True),
+                         name="usage_event_unpriced"),
+        ]
+
+    def __str__(self):
+        return f"{self.signal_name} x {self.quantity} for {self.customer_external_id}"
