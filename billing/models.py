@@ -114,6 +114,10 @@ class Subscription(OrgOwned):
     billing_day = models.PositiveSmallIntegerField(null=True, blank=True)
     invoice_memo = models.TextField(blank=True)
     metadata = models.JSONField(default=dict, blank=True)
+    # The stored current billing period [start, end); null until the subscription gets its first period.
+    # Rolled forward by the scheduled job; a read outside it is a gap between periods.
+    current_period_start = models.DateTimeField(null=True, blank=True)
+    current_period_end = models.DateTimeField(null=True, blank=True)
     # Credit-pool alert emails are silenced while true; the countdown keeps counting.
     pool_alerts_paused = models.BooleanField(default=False)
 

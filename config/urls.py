@@ -6,6 +6,12 @@ from config.core import views as core_views
 
 api_patterns = [
     path("", include("config.accounts.urls")),
+    path("", include("catalog.urls")),
+    path("", include("customers.urls")),
+    path("", include("matters.urls")),
+    path("", include("billing.urls")),
+    path("", include("controls.urls")),
+    path("", include("portal.urls")),
 ]
 
 urlpatterns = [
