@@ -1,0 +1,346 @@
+"""The pricing engine: what a subscription's strategies charge for one billing period.
+
+Pure (STYLE.md §6): frozen dataclasses and `Decimal` in, exact `Decimal` out; no ORM, no clock, no
+settings, never float. Amounts stay exact (28 significant digits through divisions) until an invoice
+line is written; `invoice_totals` rounds each line once, half-up (contract: Rounding). The rules and
+worked examples are in docs/decisions/pricing.md.
+"""
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal, InvalidOperation
+from typing import Callable, Iterable, Mapping, Sequence
+from zoneinfo import ZoneInfo
+
+from config.core.money import ZERO, to_cents
+
+USAGE, RECURRING, ONETIME, SEAT_BASED = "usage", "recurring", "onetime", "seat_based"
+PRORATED = "prorated"  # the line that carries a subscription's proratedAmount
+CHARGE_TYPES = (USAGE, RECURRING, ONETIME, SEAT_BASED)
+FEE_TYPES = (RECURRING, SEAT_BASED)  # billed by the period, converted by billingFrequency, prorated
+# A fee's billingFrequency and a subscription's billingCycle, in months.
+MONTHS = {"monthly": 1, "yearly": 12}
+DAYS_PER_YEAR = Decimal(365)  # a custom cycle bills fees by the day at 1/365 of the yearly fee
+HUNDRED = Decimal(100)
+
+
+@dataclass(frozen=True)
+class Tier:
+    """A quantity `q` falls in the tier with `lower < q <= upper` (the first tier also holds 0)."""
+
+    lower: Decimal
+    upper: Decimal | None  # None: open-ended
+    rate: Decimal
+
+
+# --------------------------------------------------------------------------- pricing models
+# Tiers are contiguous from 0 with an open last tier (StrategyTerms.from_values makes it so).
+
+def flat(quantity: Decimal, rate: Decimal) -> Decimal:
+    return quantity * rate
+
+
+def graduated(quantity: Decimal, tiers: Sequence[Tier]) -> Decimal:
+    total = Decimal(0)
+    for tier in tiers:
+        if quantity <= tier.lower:
+            break
+        top = quantity if tier.upper is None else min(quantity, tier.upper)
+        total += (top - tier.lower) * tier.rate
+    return total
+
+
+def volume(quantity: Decimal, tiers: Sequence[Tier]) -> Decimal:
+    """The rate of the tier the total falls in prices every unit."""
+    tier = next((t for t in tiers if t.upper is None or quantity <= t.upper), tiers[-1])
+    return quantity * tier.rate
+
+
+def credit_pool(quantity: Decimal, tiers: Sequence[Tier]) -> Decimal:
+    """Tier 1: the pool (upper = pool size, rate = the pool's flat price); tier 2 rate: per unit beyond.
+    The pool price is billed even with no usage."""
+    pool, overage = tiers[0], tiers[1]
+    return pool.rate + max(quantity - pool.upper, ZERO) * overage.rate
+
+
+PRICING_MODELS: dict[str, Callable[[Decimal, "StrategyTerms"], Decimal]] = {
+    "flat": lambda quantity, terms: flat(quantity, terms.rate),
+    "graduated": lambda quantity, terms: graduated(quantity, terms.tiers),
+    "volume": lambda quantity, terms: volume(quantity, terms.tiers),
+    "credit_pool": lambda quantity, terms: credit_pool(quantity, terms.tiers),
+}
+
+
+# --------------------------------------------------------------------------- inputs
+
+def _exact(value, field: str) -> Decimal:
+    """A plain value (Decimal, int or decimal string) as an exact Decimal; floats are refused."""
+    if isinstance(value, (float, bool)) or not isinstance(value, (Decimal, int, str)):
+        raise TypeError(f"{field}: expected Decimal, int or a decimal string, got {type(value).__name__}.")
+    try:
+        number = Decimal(value)
+    except InvalidOperation:
+        raise ValueError(f"{field}: {value!r} is not a number.") from None
+    if not number.is_finite():
+        raise ValueError(f"{field}: must be a finite number.")
+    return number
+
+
+def _tier(value, index: int) -> Tier:
+    if isinstance(value, Tier):
+        return value
+    upper = value.get("upper")
+    return Tier(_exact(value.get("lower", 0), f"tiers[{index}].lower"),
+                None if upper is None else _exact(upper, f"tiers[{index}].upper"),
+                _exact(value.get("rate"), f"tiers[{index}].rate"))
+
+
+def tier_errors(pricing_model: str | None, tiers: Sequence[Tier]) -> list[str]:
+    """Why a tier list cannot be priced (empty when it can), as `field: message` strings.
+
+    Tiers start at 0, each starts where the previous one ends, rates are not negative; only the last
+    may be open. A credit pool has exactly two tiers: [0, pool size] and [pool size, open)."""
+    errors = []
+    for index, tier in enumerate(tiers):
+        if tier.rate < 0:
+            errors.append(f"tiers[{index}].rate: Must not be negative.")
+        expected_lower = ZERO if index == 0 else tiers[index - 1].upper
+        if expected_lower is not None and tier.lower != expected_lower:
+            errors.append(f"tiers[{index}].lower: Must be {expected_lower} (tiers are contiguous from 0).")
+        if tier.upper is not None and tier.upper <= tier.lower:
+            errors.append(f"tiers[{index}].upper: Must be greater than lower.")
+        if tier.upper is None and index < len(tiers) - 1:
+            errors.append(f"tiers[{index}].upper: Only the last tier may be open-ended.")
+    if pricing_model == "credit_pool" and (len(tiers) != 2 or tiers[0].upper is None or tiers[0].upper <= 0):
+        errors.append("tiers: A credit pool has two tiers: the pool [0, pool size] and the overage [pool size, null].")
+    return errors
+
+
+@dataclass(frozen=True)
+class StrategyTerms:
+    """A pricing strategy reduced to what prices it. Build with `from_values`, which validates and
+    resolves the spec's fallbacks: `rate` is the flat rate or the fee; `tiers` the tier models' tiers."""
+
+    charge_type: str
+    pricing_model: str | None
+    rate: Decimal | None
+    tiers: tuple[Tier, ...]
+    minimum_commitment: Decimal
+    billing_frequency: str
+    strategy_id: str = ""
+
+    @classmethod
+    def from_values(cls, *, charge_type: str, pricing_model: str | None = None, rate=None, tiers=(),
+                    minimum_commitment=None, billing_frequency: str | None = "monthly",
+                    strategy_id: str = "") -> "StrategyTerms":
+        """Raises ValueError (TypeError for a float) on terms that cannot be priced; the strategy API
+        rejects those before they are stored."""
+        if charge_type not in CHARGE_TYPES:
+            raise ValueError(f"chargeType: Unknown charge type {charge_type!r}.")
+        billing_frequency = billing_frequency or "monthly"
+        if billing_frequency not in MONTHS:
+            raise ValueError(f"billingFrequency: Unknown billing frequency {billing_frequency!r}.")
+        rate = None if rate is None else _exact(rate, "rate")
+        tiers = tuple(_tier(tier, index) for index, tier in enumerate(tiers or ()))
+        minimum = ZERO if minimum_commitment is None else _exact(minimum_commitment, "minimumCommitment")
+        if minimum < 0 or (rate is not None and rate < 0):
+            raise ValueError("rate, minimumCommitment: Must not be negative.")
+        if charge_type in (USAGE, SEAT_BASED):
+            if pricing_model not in PRICING_MODELS:
+                raise ValueError(f"pricingModel: Required for {charge_type}; one of {', '.join(PRICING_MODELS)}.")
+            rate, tiers = cls._resolve_model(pricing_model, rate, tiers)
+        elif rate is None:
+            raise ValueError(f"rate: Required for {charge_type} (the fee).")
+        return cls(charge_type, pricing_model, rate, tiers, minimum, billing_frequency, strategy_id)
+
+    @staticmethod
+    def _resolve_model(pricing_model: str, rate: Decimal | None, tiers: tuple[Tier, ...]):
+        # Spec: `rate` is used when the model is flat or there are no tiers. A flat strategy given only
+        # tiers is priced at its first tier's rate.
+        if pricing_model == "flat":
+            if rate is None and not tiers:
+                raise ValueError("rate: A flat strategy needs a rate (or tiers, whose first rate is used).")
+            return (tiers[0].rate if rate is None else rate), ()
+        if not tiers and rate is not None and pricing_model != "credit_pool":
+            tiers = (Tier(ZERO, None, rate),)
+        errors = tier_errors(pricing_model, tiers) or ([] if tiers else ["tiers: Required for this pricing model."])
+        if errors:
+            raise ValueError(" ".join(errors))
+        if pricing_model != "credit_pool" and tiers[-1].upper is not None:
+            # Units above a closed last tier bill at its rate rather than for free.
+            tiers = (*tiers[:-1], Tier(tiers[-1].lower, None, tiers[-1].rate))
+        return rate, tiers
+
+
+@dataclass(frozen=True)
+class Period:
+    """A billing period as local calendar days of the subscription's timezone, half-open [start, end).
+    It is the whole billing cycle even when the subscription covers only part of it."""
+
+    start: date
+    end: date
+
+    @property
+    def days(self) -> int:
+        return (self.end - self.start).days
+
+    @classmethod
+    def from_instants(cls, start: datetime, end: datetime, timezone: str) -> "Period":
+        """Boundaries at local midnight become the local days they fall on."""
+        return cls(local_day(start, timezone), local_day(end, timezone))
+
+
+@dataclass(frozen=True)
+class SubscriptionTerms:
+    """What of a subscription pricing needs. `start` is the first covered local day, `end` the first
+    local day no longer covered (None: forever)."""
+
+    start: date
+    end: date | None = None
+    billing_cycle: str = "monthly"
+    seats_count: Decimal = ZERO
+    prorated_amount: Decimal | None = None
+
+    @classmethod
+    def from_values(cls, *, start_date: datetime, end_date: datetime | None = None, is_forever: bool = False,
+                    timezone: str = "UTC", billing_cycle: str = "monthly", seats_count=0,
+                    prorated_amount=None) -> "SubscriptionTerms":
+        """Days are counted in the subscription's timezone; endDate (an ISO date) is the last covered
+        day, inclusive; `isForever` ignores it."""
+        if billing_cycle not in (*MONTHS, "custom"):
+            raise ValueError(f"billingCycle: Unknown billing cycle {billing_cycle!r}.")
+        end = None if is_forever or end_date is None else local_day(end_date, timezone) + timedelta(days=1)
+        return cls(local_day(start_date, timezone), end, billing_cycle, _exact(seats_count, "seatsCount"),
+                   None if prorated_amount is None else _exact(prorated_amount, "proratedAmount"))
+
+    def starts_in(self, period: Period) -> bool:
+        return period.start <= self.start < period.end
+
+
+@dataclass(frozen=True)
+class Line:
+    """One charge of one period, exact. `quantity` is the units or seats billed (after the minimum
+    commitment), 1 for a fee; `prorated_days` is (covered days, days in the period) when prorated."""
+
+    charge_type: str
+    strategy_id: str | None
+    quantity: Decimal
+    amount: Decimal
+    prorated_days: tuple[int, int] | None = None
+
+
+@dataclass(frozen=True)
+class Discount:
+    percent: Decimal = ZERO  # of the rounded subtotal, 0-100
+    amount: Decimal = ZERO  # fixed USD
+
+
+@dataclass(frozen=True)
+class Totals:
+    subtotal: Decimal
+    discount: Decimal
+    tax: Decimal
+    total: Decimal
+
+
+def local_day(instant: datetime, timezone: str) -> date:
+    """The calendar day an aware instant falls on in an IANA timezone."""
+    if instant.tzinfo is None:
+        raise ValueError("Naive datetimes are not accepted; pass an aware instant.")
+    return instant.astimezone(ZoneInfo(timezone)).date()
+
+
+# --------------------------------------------------------------------------- charges
+
+def billed_quantity(quantity: Decimal, terms: StrategyTerms) -> Decimal:
+    """`minimumCommitment` raises the quantity (units or seats) before it goes through the tiers."""
+    return max(quantity, terms.minimum_commitment)
+
+
+def price_quantity(quantity: Decimal, terms: StrategyTerms) -> Decimal:
+    """A usage strategy's charge for the period's TOTAL quantity, or a seat strategy's for its seats."""
+    return PRICING_MODELS[terms.pricing_model](billed_quantity(quantity, terms), terms)
+
+
+def agent_earned(quantity: Decimal, terms: StrategyTerms) -> Decimal:
+    """Agent-Earned (spec §1) of a usage strategy over a window: its pricing model on the window's actual
+    total; no minimum commitment, and nothing without events (a pool price alone is not earned)."""
+    if quantity == 0:
+        return ZERO
+    return PRICING_MODELS[terms.pricing_model](quantity, terms)
+
+
+def fee_for_period(fee: Decimal, *, frequency: str, billing_cycle: str, period_days: int) -> Decimal:
+    """A fee stated per `frequency` (monthly, yearly) for one whole period of the billing cycle: a yearly fee
+    is a twelfth on a monthly cycle, a monthly one x12 on a yearly cycle, and a custom cycle pays by the day
+    (1/365 of the yearly amount per day)."""
+    yearly_fee = fee * 12 / MONTHS[frequency]
+    if billing_cycle == "custom":
+        return yearly_fee * period_days / DAYS_PER_YEAR
+    return yearly_fee * MONTHS[billing_cycle] / 12
+
+
+def covered_days(subscription: SubscriptionTerms, period: Period) -> int:
+    start = max(period.start, subscription.start)
+    end = period.end if subscription.end is None else min(period.end, subscription.end)
+    return max((end - start).days, 0)
+
+
+def prorate(fee: Decimal, *, covered: int, period_days: int) -> Decimal:
+    """Contract: fee x covered days / days in the period; a period covered whole bills the whole fee."""
+    return fee if covered >= period_days else fee * covered / period_days
+
+
+def strategy_line(terms: StrategyTerms, *, subscription: SubscriptionTerms, period: Period,
+                  quantity: Decimal = ZERO) -> Line | None:
+    """One strategy's charge for one billing period; None when it has none (a one-time fee after the
+    subscription's first period). `quantity` is the usage total of the period (usage strategies only).
+    Usage charges (pool price and minimum commitment included) are never prorated; recurring and seat
+    fees are, where the subscription starts or ends inside the period."""
+    if terms.charge_type == USAGE:
+        return Line(USAGE, terms.strategy_id, billed_quantity(quantity, terms), price_quantity(quantity, terms))
+    if terms.charge_type == ONETIME:
+        return Line(ONETIME, terms.strategy_id, Decimal(1), terms.rate) if subscription.starts_in(period) else None
+    if terms.charge_type == SEAT_BASED:
+        units = billed_quantity(subscription.seats_count, terms)
+        stated_fee = price_quantity(subscription.seats_count, terms)
+    else:
+        units, stated_fee = Decimal(1), terms.rate
+    fee = fee_for_period(stated_fee, frequency=terms.billing_frequency, billing_cycle=subscription.billing_cycle,
+                         period_days=period.days)
+    covered = covered_days(subscription, period)
+    days = (covered, period.days) if covered < period.days else None
+    return Line(terms.charge_type, terms.strategy_id, units, prorate(fee, covered=covered, period_days=period.days),
+                days)
+
+
+def period_lines(strategies: Sequence[StrategyTerms], *, subscription: SubscriptionTerms, period: Period,
+                 usage: Mapping[str, Decimal]) -> list[Line]:
+    """Every charge of a subscription's strategies for one billing period, in strategy order.
+
+    `usage` maps strategy_id to the period's total quantity (missing: 0). When the subscription has a
+    `proratedAmount` and covers its first period only in part, that amount replaces the day-prorated
+    recurring and seat fees of the period with one `prorated` line, placed where the first of them was."""
+    lines = [line for terms in strategies
+             if (line := strategy_line(terms, subscription=subscription, period=period,
+                                       quantity=usage.get(terms.strategy_id, ZERO))) is not None]
+    first_fee = next((index for index, line in enumerate(lines) if line.charge_type in FEE_TYPES), None)
+    covered = covered_days(subscription, period)
+    if subscription.prorated_amount is None or first_fee is None or not subscription.starts_in(period) \
+            or covered >= period.days:
+        return lines
+    override = Line(PRORATED, None, Decimal(1), subscription.prorated_amount, (covered, period.days))
+    return [*lines[:first_fee], override, *(line for line in lines[first_fee:] if line.charge_type not in FEE_TYPES)]
+
+
+# --------------------------------------------------------------------------- invoice totals
+
+def invoice_totals(line_amounts: Iterable[Decimal], *, discount: Discount | None = None,
+                   tax_percent: Decimal = ZERO) -> Totals:
+    """Contract: each line is rounded once to cents half-up; the subtotal is the sum of rounded lines.
+    The discount (percent of the subtotal plus a fixed amount, at most the subtotal) and the tax (percent
+    of the subtotal after the discount) are computed from rounded amounts and rounded half-up once each."""
+    subtotal = sum((to_cents(amount) for amount in line_amounts), ZERO)
+    discount = discount or Discount()
+    discount_amount = min(to_cents(subtotal * discount.percent / HUNDRED + discount.amount), max(subtotal, ZERO))
+    tax = to_cents((subtotal - discount_amount) * tax_percent / HUNDRED)
+    return Totals(subtotal, discount_amount, tax, subtotal - discount_amount + tax)
