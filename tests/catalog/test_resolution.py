@@ -14,7 +14,8 @@ def entry(provider, name):
 
 
 def resolve_one(book, model, provider):
-    return resolve_services(book=book, pairs=[(model, provider)])[(normalize_model(model), normalize_provider(provider))]
+    pair = (normalize_model(model), normalize_provider(provider))
+    return resolve_services(book=book, pairs=[(model, provider)])[pair]
 
 
 @pytest.mark.parametrize("model, provider, expected", [

@@ -5,7 +5,8 @@ from config.core import clock
 
 
 class Command(BaseCommand):
-    help = "Load the services catalog from catalog/data (idempotent: ids stay, rates update, dropped entries go inactive)."
+    help = ("Load the services catalog from catalog/data (idempotent: ids stay, rates update, "
+            "dropped entries go inactive).")
 
     def handle(self, *args, **options):
         result = catalog_load(now=clock.now())
