@@ -27,11 +27,13 @@ class ServiceEntry(models.Model):
     output_cost = ExactField(null=True, blank=True)
     cache_read_cost = ExactField(null=True, blank=True)
     cache_write_cost = ExactField(null=True, blank=True)
-    # Long-context pricing: above this many input tokens the *_above_threshold rates apply to the whole request.
+    # Long-context pricing: when a request's prompt tokens (input + cache read + cache write) exceed this
+    # threshold, the *_above_threshold rates apply to all of its tokens (see catalog/costing.py).
     long_context_threshold = models.BigIntegerField(null=True, blank=True)
     input_cost_above_threshold = ExactField(null=True, blank=True)
     output_cost_above_threshold = ExactField(null=True, blank=True)
     cache_read_cost_above_threshold = ExactField(null=True, blank=True)
+    cache_write_cost_above_threshold = ExactField(null=True, blank=True)
     cost_unit = models.CharField(max_length=32, default="token")
     context_window = models.BigIntegerField(null=True, blank=True)
     source = models.CharField(max_length=16, choices=CatalogSource.choices)

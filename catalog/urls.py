@@ -1,3 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from catalog import views
+
+urlpatterns = [
+    path("services", views.ServiceListApi.as_view()),
+    path("services/<str:service_id>", views.ServiceDetailApi.as_view()),
+]

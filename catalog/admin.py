@@ -1,0 +1,38 @@
+from django.contrib import admin
+
+from catalog.models import ModelAlias, ServiceEntry
+from config.accounts.admin_scoping import BookScopedAdmin, OperatorPermissionsMixin
+
+
+@admin.register(ServiceEntry)
+class ServiceEntryAdmin(OperatorPermissionsMixin, admin.ModelAdmin):
+    """The global catalog: every operator reads it; `load_catalog` owns its rates (edits are overwritten on
+    the next load, so only superusers may change rows, e.g. to deactivate one)."""
+
+    list_display = ["canonical_name", "provider", "service_type", "input_cost", "output_cost", "cache_read_cost",
+                    "cache_write_cost", "cost_unit", "context_window", "source", "is_api", "is_active", "updated_at"]
+    list_filter = ["source", "is_api", "is_active", "service_type", "provider"]
+    search_fields = ["canonical_name", "display_name", "provider", "external_id"]
+    ordering = ["provider", "canonical_name"]
+    date_hierarchy = "updated_at"
+    readonly_fields = ["id", "external_id", "created_at", "updated_at"]
+    list_per_page = 100
+
+    def has_add_permission(self, request, *args):
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # deactivate instead: events and aliases point at entries
+
+
+@admin.register(ModelAlias)
+class ModelAliasAdmin(BookScopedAdmin):
+    list_display = ["model", "model_provider", "service", "book", "created_at"]
+    list_filter = ["model_provider", "book__environment", "book__organization"]
+    search_fields = ["model", "model_provider", "service__canonical_name"]
+    date_hierarchy = "created_at"
+    list_select_related = ["book__organization", "service"]
+    autocomplete_fields = ["service"]

@@ -1,0 +1,130 @@
+"""The cost engine: what one usage event cost, from catalog rates. Pure functions over Decimal (no ORM,
+clock or settings); `catalog.resolution.rates_for(entry)` adapts a catalog row into `Rates`.
+
+Rules (docs/decisions/catalog.md):
+- Token-priced service (LLM, `cost_unit == "token"`, rates in USD per single token):
+  `input_tokens x input + output_tokens x output + cache_read_tokens x cache_read
+  + cache_write_tokens x cache_write`. `input_tokens` are the input tokens NOT read from the cache:
+  providers such as OpenAI count cached tokens inside their prompt tokens, so a caller who sends the
+  provider's prompt count as `inputTokens` and the cached part as `cacheReadTokens` pays for those
+  tokens twice. A token count of zero (or omitted) costs nothing and needs no rate; a positive count
+  whose rate the catalog lacks makes the cost unresolvable (None).
+- Long context: where a model has a `long_context_threshold`, a request whose prompt tokens
+  (`input + cache_read + cache_write`) exceed it is priced at the above-threshold rates for all of its
+  tokens, output included (the providers' rule for Gemini and Claude long-context requests). A kind of
+  token without an above-threshold rate keeps its base rate. At or below the threshold: base rates.
+- Any other service (`cost_unit` request, minute, character, image, page, ...): `quantity x unit rate`;
+  fractional quantities are kept as sent, never rounded.
+- An event with several services costs the sum of its services; if any one is unresolvable (unknown
+  service or missing rate), the event's cost is None (`NEEDS_COST_BACKFILL`).
+- Precision: costs are exact, then quantized once (half-up) to the 12 decimal places that the event's
+  `ExactField` stores. Rounding to cents happens only when an invoice line is written.
+"""
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+
+from config.core.money import ZERO, to_exact
+
+TOKEN_UNIT = "token"
+# Products of 12-place quantities and 12-place rates need more than the default 28 significant digits.
+WORKING_PRECISION = 80
+
+
+@dataclass(frozen=True)
+class LongContextRates:
+    """Rates for requests whose prompt tokens exceed `threshold`; None means "the base rate"."""
+
+    threshold: int
+    input: Decimal | None = None
+    output: Decimal | None = None
+    cache_read: Decimal | None = None
+    cache_write: Decimal | None = None
+
+
+@dataclass(frozen=True)
+class Rates:
+    """A catalog service's prices: per token (`cost_unit == "token"`) or `input` per `cost_unit`."""
+
+    cost_unit: str
+    input: Decimal | None = None
+    output: Decimal | None = None
+    cache_read: Decimal | None = None
+    cache_write: Decimal | None = None
+    long_context: LongContextRates | None = None
+
+    @property
+    def is_token_priced(self) -> bool:
+        return self.cost_unit == TOKEN_UNIT
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one service did in an event: token counts for an LLM, `quantity` units for anything else."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    quantity: Decimal = Decimal(1)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+def _effective_rates(rates: Rates, usage: Usage) -> tuple:
+    """(input, output, cache_read, cache_write) rates for this request size."""
+    base = (rates.input, rates.output, rates.cache_read, rates.cache_write)
+    long_context = rates.long_context
+    if long_context is None or usage.prompt_tokens <= long_context.threshold:
+        return base
+    above = (long_context.input, long_context.output, long_context.cache_read, long_context.cache_write)
+    return tuple(base_rate if above_rate is None else above_rate for base_rate, above_rate in zip(base, above))
+
+
+def token_cost(rates: Rates, usage: Usage) -> Decimal | None:
+    """Exact USD cost of an LLM request; None when a positive token count has no rate."""
+    counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
+    total = ZERO
+    with localcontext() as context:
+        context.prec = WORKING_PRECISION
+        for count, rate in zip(counts, _effective_rates(rates, usage)):
+            if not count:
+                continue
+            if rate is None:
+                return None
+            total += Decimal(count) * rate
+    return total
+
+
+def unit_cost(rates: Rates, quantity: Decimal) -> Decimal | None:
+    """Exact USD cost of `quantity` units of a per-unit service; None without a unit rate."""
+    if rates.input is None:
+        return None
+    with localcontext() as context:
+        context.prec = WORKING_PRECISION
+        return quantity * rates.input
+
+
+def service_cost(rates: Rates | None, usage: Usage) -> Decimal | None:
+    """Exact cost of one service's usage; None for an unknown service (no rates) or a missing rate."""
+    if rates is None:
+        return None
+    return token_cost(rates, usage) if rates.is_token_priced else unit_cost(rates, usage.quantity)
+
+
+def event_cost(parts: Iterable[tuple[Rates | None, Usage]]) -> Decimal | None:
+    """The cost of an event: the sum of its services, at the stored precision (12 places, half-up).
+
+    None when any service is unresolvable, so a partly priced event is never stored as if complete.
+    """
+    total = ZERO
+    with localcontext() as context:
+        context.prec = WORKING_PRECISION
+        for rates, usage in parts:
+            cost = service_cost(rates, usage)
+            if cost is None:
+                return None
+            total += cost
+        return to_exact(total)

@@ -1,0 +1,113 @@
+"""Model resolution: which catalog entry prices a (model, modelProvider) pair, for a whole batch at once.
+
+    pairs = [(normalize_model(r["model"]), normalize_provider(r["modelProvider"])) for r in records]
+    services = resolve_services(book=book, pairs=pairs)   # at most 2 queries, whatever the batch size
+    entry = services[pair]                                # ServiceEntry, or None: unresolvable
+    cost = event_cost([(rates_for(entry) if entry else None, Usage(...))])
+
+`resolve_services` accepts raw or normalized pairs and keys its answer by the normalized pair
+(`normalize_model`: trimmed and lowercased; `normalize_provider`: trimmed and lowercased). One query
+reads the book's aliases, one reads the catalog; only active catalog entries resolve.
+
+Order, first match wins (docs/decisions/catalog.md):
+1. the book's `ModelAlias` for exactly this (model, provider), when its entry is active;
+2. the catalog entry (provider, model);
+3. a provider-prefixed id whose prefix names the same provider: `openai/gpt-4o` with `openai` is
+   (openai, gpt-4o);
+4. the same with a known synonym of the provider (`gemini` -> `google`, `vertex` -> `vertex_ai`, ...);
+5. a dated snapshot that the catalog lacks, without its date: `gpt-4o-2024-08-06` -> `gpt-4o`,
+   `claude-x-20250101` -> `claude-x`, `model@20240620` -> `model`. A dated id that the catalog has
+   resolves to itself (step 2), never to the undated model.
+"""
+import re
+from collections.abc import Iterable
+
+from catalog.costing import LongContextRates, Rates
+from catalog.models import ModelAlias, ServiceEntry
+from config.core.scoping import owned
+
+PROVIDER_SYNONYMS = {
+    "gemini": "google",
+    "google-ai-studio": "google",
+    "google_ai_studio": "google",
+    "vertex": "vertex_ai",
+    "vertexai": "vertex_ai",
+    "google-vertex": "vertex_ai",
+    "google_vertex": "vertex_ai",
+    "amazon-bedrock": "bedrock",
+    "aws-bedrock": "bedrock",
+    "azure-openai": "azure",
+    "azure_openai": "azure",
+    "mistralai": "mistral",
+    "x-ai": "xai",
+    "together": "together_ai",
+    "togetherai": "together_ai",
+    "fireworks": "fireworks_ai",
+}
+DATE_SUFFIX = re.compile(r"[-@](?:\d{4}-\d{2}-\d{2}|\d{8})$")
+
+Pair = tuple[str, str]
+
+
+def normalize_model(model: str) -> str:
+    return (model or "").strip().lower()
+
+
+def normalize_provider(provider: str) -> str:
+    return (provider or "").strip().lower()
+
+
+def _providers(provider: str) -> list[str]:
+    synonym = PROVIDER_SYNONYMS.get(provider)
+    return [provider, synonym] if synonym else [provider]
+
+
+def candidates(model: str, provider: str) -> list[Pair]:
+    """Catalog keys (provider, canonical_name) to try for a normalized pair, best first."""
+    providers = _providers(provider)
+    names = [model]
+    prefix, slash, rest = model.partition("/")
+    if slash and rest and (prefix in providers or PROVIDER_SYNONYMS.get(prefix) in providers):
+        names.append(rest)
+    ordered = [(name_provider, name) for name in names for name_provider in providers]
+    undated = [(name_provider, DATE_SUFFIX.sub("", name)) for name_provider, name in ordered
+               if DATE_SUFFIX.search(name)]
+    return list(dict.fromkeys(ordered + undated))
+
+
+def resolve_services(*, book, pairs: Iterable[Pair]) -> dict[Pair, ServiceEntry | None]:
+    """The catalog entry for each (model, provider) pair, keyed by the normalized pair; None if unknown."""
+    wanted = {(normalize_model(model), normalize_provider(provider)) for model, provider in pairs}
+    if not wanted:
+        return {}
+    aliases = {}
+    if book is not None:
+        rows = (owned(ModelAlias, book).select_related("service")
+                .filter(model__in={model for model, _ in wanted},
+                        model_provider__in={provider for _, provider in wanted}))
+        aliases = {(alias.model, alias.model_provider): alias.service for alias in rows
+                   if (alias.model, alias.model_provider) in wanted and alias.service.is_active}
+    keys = {pair: candidates(*pair) for pair in wanted if pair not in aliases}
+    flat = {key for pair_keys in keys.values() for key in pair_keys}
+    catalog = {}
+    if flat:
+        rows = ServiceEntry.objects.filter(is_active=True, provider__in={provider for provider, _ in flat},
+                                           canonical_name__in={name for _, name in flat})
+        catalog = {(entry.provider, entry.canonical_name): entry for entry in rows}
+    resolved = dict.fromkeys(wanted)
+    resolved.update(aliases)
+    for pair, pair_keys in keys.items():
+        resolved[pair] = next((catalog[key] for key in pair_keys if key in catalog), None)
+    return resolved
+
+
+def rates_for(entry: ServiceEntry) -> Rates:
+    """The cost engine's view of a catalog entry."""
+    long_context = None
+    if entry.long_context_threshold is not None:
+        long_context = LongContextRates(
+            threshold=entry.long_context_threshold, input=entry.input_cost_above_threshold,
+            output=entry.output_cost_above_threshold, cache_read=entry.cache_read_cost_above_threshold,
+            cache_write=entry.cache_write_cost_above_threshold)
+    return Rates(cost_unit=entry.cost_unit, input=entry.input_cost, output=entry.output_cost,
+                 cache_read=entry.cache_read_cost, cache_write=entry.cache_write_cost, long_context=long_context)

@@ -1,0 +1,55 @@
+"""Reads of the services catalog (global: not scoped to a book)."""
+import uuid
+
+import django_filters
+from django.db.models import Q, QuerySet
+
+from catalog.models import ServiceEntry
+from config.core.errors import BadRequest, NotFound
+
+
+class ServiceFilter(django_filters.FilterSet):
+    """Query parameters of GET /v1/services; a bad value is a 400 naming the parameter."""
+
+    provider = django_filters.CharFilter(field_name="provider", method="filter_iexact")
+    serviceType = django_filters.CharFilter(field_name="service_type", method="filter_iexact")
+    isApi = django_filters.TypedChoiceFilter(field_name="is_api", choices=[("true", "true"), ("false", "false")],
+                                             coerce=lambda value: value == "true")
+    search = django_filters.CharFilter(method="filter_search")
+
+    def filter_iexact(self, queryset, name, value):
+        value = value.strip()
+        return queryset.filter(**{f"{name}__iexact": value}) if value else queryset
+
+    def filter_search(self, queryset, name, value):
+        term = value.strip()
+        if not term:
+            return queryset
+        return queryset.filter(Q(canonical_name__icontains=term) | Q(display_name__icontains=term))
+
+
+def services_active() -> QuerySet:
+    """Active entries in the listing's stable order: provider, canonical name (unique together), id."""
+    return ServiceEntry.objects.filter(is_active=True).order_by("provider", "canonical_name", "id")
+
+
+def service_list(*, params) -> QuerySet:
+    data = params.copy()
+    if "isApi" in data:
+        data["isApi"] = str(data["isApi"]).strip().lower()
+    filterset = ServiceFilter(data, queryset=services_active())
+    if not filterset.is_valid():
+        raise BadRequest([f"{name}: {message}" for name, messages in filterset.errors.items() for message in messages])
+    return filterset.qs
+
+
+def service_get(*, service_id) -> ServiceEntry:
+    """An active entry; missing, malformed and deactivated ids are the same 404."""
+    try:
+        pk = uuid.UUID(str(service_id))
+    except ValueError:
+        raise NotFound("Service not found")
+    entry = services_active().filter(pk=pk).first()
+    if entry is None:
+        raise NotFound("Service not found")
+    return entry

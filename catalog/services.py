@@ -1,0 +1,55 @@
+"""Writes to the services catalog."""
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import transaction
+
+from catalog.models import ServiceEntry
+from catalog.sources import ENTRY_FIELDS, catalog_rows
+
+UPDATABLE_FIELDS = [field for field in ENTRY_FIELDS if field != "external_id"]
+
+
+@dataclass(frozen=True)
+class CatalogLoadResult:
+    created: int
+    updated: int
+    unchanged: int
+    deactivated: int
+
+
+def catalog_load(*, now: datetime, rows: list[dict] | None = None, service_model=ServiceEntry) -> CatalogLoadResult:
+    """Upsert the catalog from its data files (or `rows`), keyed on `external_id`.
+
+    Idempotent: an entry keeps its id across reloads and only changed rows are written; an entry that
+    the data no longer lists becomes inactive (never deleted: events and aliases point at it); a listed
+    inactive entry is reactivated. `service_model` lets a data migration pass its historical model.
+    Bulk statements only, so a fresh database (and the test database) loads it in about a second.
+    """
+    rows = catalog_rows() if rows is None else rows
+    known_fields = {field.name for field in service_model._meta.fields}  # a historical model may lack newer fields
+    fields = [field for field in UPDATABLE_FIELDS if field in known_fields]
+    rows = [{name: value for name, value in row.items() if name in known_fields} for row in rows]
+    with transaction.atomic():
+        existing = {entry.external_id: entry for entry in service_model.objects.all()}
+        to_create, to_update, unchanged = [], [], 0
+        for row in rows:
+            entry = existing.get(row["external_id"])
+            if entry is None:
+                to_create.append(service_model(**row, is_active=True, created_at=now, updated_at=now))
+                continue
+            changed = [field for field in fields if getattr(entry, field) != row[field]]
+            if not changed and entry.is_active:
+                unchanged += 1
+                continue
+            for field in fields:
+                setattr(entry, field, row[field])
+            entry.is_active, entry.updated_at = True, now
+            to_update.append(entry)
+        listed = {row["external_id"] for row in rows}
+        dropped = [entry.pk for external_id, entry in existing.items() if external_id not in listed and entry.is_active]
+        service_model.objects.bulk_create(to_create, batch_size=1000)
+        service_model.objects.bulk_update(to_update, [*fields, "is_active", "updated_at"], batch_size=500)
+        service_model.objects.filter(pk__in=dropped).update(is_active=False, updated_at=now)
+    return CatalogLoadResult(created=len(to_create), updated=len(to_update), unchanged=unchanged,
+                             deactivated=len(dropped))

@@ -1,0 +1,39 @@
+"""The operator console: the catalog is searchable; model aliases are scoped to the operator's organizations."""
+import pytest
+from django.test import Client
+
+from catalog.models import ModelAlias, ServiceEntry
+from config.accounts.services import member_ensure
+
+pytestmark = pytest.mark.django_db
+
+
+def console_for(org, *, superuser=False):
+    user = member_ensure(organization=org, email=f"staff-{superuser}@{org.id}.example.com", role="owner").user
+    user.is_staff, user.is_superuser = True, superuser
+    user.save()
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_operator_searches_and_filters_the_catalog(org):
+    console = console_for(org)
+    resp = console.get("/admin/catalog/serviceentry/", {"q": "whisper-1", "is_api__exact": "1"})
+    assert resp.status_code == 200
+    assert list(resp.context["cl"].result_list) == [ServiceEntry.objects.get(provider="openai",
+                                                                              canonical_name="whisper-1")]
+
+
+def test_only_a_superuser_changes_catalog_rows(org):
+    gpt = ServiceEntry.objects.get(provider="openai", canonical_name="gpt-4o")
+    assert console_for(org).post(f"/admin/catalog/serviceentry/{gpt.id}/change/", {}).status_code == 403
+
+
+def test_model_aliases_of_other_organizations_are_invisible(org, book, other_book):
+    gpt = ServiceEntry.objects.get(provider="openai", canonical_name="gpt-4o")
+    mine = ModelAlias.objects.create(book=book, model="house-model", model_provider="acme", service=gpt)
+    ModelAlias.objects.create(book=other_book, model="their-model", model_provider="acme", service=gpt)
+    resp = console_for(org).get("/admin/catalog/modelalias/")
+    assert resp.status_code == 200
+    assert list(resp.context["cl"].result_list) == [mine]

@@ -1,0 +1,157 @@
+"""The catalog's data: LiteLLM prices as loaded, curated services, load_catalog idempotency, the refresh script."""
+import json
+import zipfile
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+
+from catalog.models import ServiceEntry
+from catalog.services import catalog_load
+from catalog.sources import CURATED_FILE, LITELLM_FILE, catalog_name, catalog_provider, catalog_rows
+from config.core import clock
+from scripts import refresh_litellm_prices as refresh
+
+pytestmark = pytest.mark.django_db
+
+RATE_FIELDS = {"input": "input_cost", "output": "output_cost", "cache_read": "cache_read_cost",
+               "cache_write": "cache_write_cost", "input_above_threshold": "input_cost_above_threshold",
+               "output_above_threshold": "output_cost_above_threshold",
+               "cache_read_above_threshold": "cache_read_cost_above_threshold",
+               "cache_write_above_threshold": "cache_write_cost_above_threshold"}
+
+
+def price_data() -> dict:
+    with LITELLM_FILE.open() as handle:
+        return json.load(handle, parse_float=Decimal)
+
+
+def test_fifty_catalog_llm_entries_carry_the_price_file_rates_exactly():
+    models = price_data()["models"]
+    keys = sorted(models)[::max(1, len(models) // 50)][:50] + ["gpt-4o", "claude-sonnet-4-5", "gemini/gemini-2.5-pro"]
+    checked = 0
+    for key in keys:
+        source = models[key]
+        entry = ServiceEntry.objects.get(provider=catalog_provider(source["provider"]),
+                                         canonical_name=catalog_name(key, source["provider"]))
+        if entry.display_name != key.strip()[-len(entry.canonical_name):]:
+            continue  # another LiteLLM key of the same (provider, name) was preferred
+        assert (entry.source, entry.is_api, entry.cost_unit, entry.is_active) == ("litellm", False, "token", True)
+        for name, field in RATE_FIELDS.items():
+            expected = Decimal(source[name]) if name in source else None
+            assert getattr(entry, field) == expected, (key, field)
+        assert entry.long_context_threshold == source.get("long_context_threshold")
+        assert entry.context_window == source.get("context_window")
+        checked += 1
+    assert checked >= 50
+
+
+def test_catalog_names_and_providers_are_lowercase_and_unique_per_provider():
+    rows = catalog_rows()
+    assert len({(row["provider"], row["canonical_name"]) for row in rows}) == len(rows)
+    assert all(row["provider"] == row["provider"].lower() and row["canonical_name"] == row["canonical_name"].lower()
+               for row in rows)
+    assert ServiceEntry.objects.filter(is_active=True).count() == len(rows)
+
+
+def test_litellm_keys_map_to_the_names_users_send():
+    assert (catalog_provider("openai"), catalog_name("gpt-4o", "openai")) == ("openai", "gpt-4o")
+    assert (catalog_provider("gemini"), catalog_name("gemini/gemini-2.5-pro", "gemini")) == ("google", "gemini-2.5-pro")
+    assert (catalog_provider("vertex_ai-anthropic_models"),
+            catalog_name("vertex_ai/claude-3-5-sonnet@20240620", "vertex_ai-anthropic_models")) \
+        == ("vertex_ai", "claude-3-5-sonnet@20240620")
+    assert catalog_name("Azure/GPT-4o", "azure") == "gpt-4o"
+
+
+def test_curated_services_are_priced_per_named_unit():
+    services = json.loads(CURATED_FILE.read_text())["services"]
+    assert len(services) >= 15
+    entries = ServiceEntry.objects.filter(source="curated")
+    assert entries.count() == len(services)
+    assert {entry.service_type for entry in entries} >= {"web_search", "speech_to_text", "text_to_speech", "sms",
+                                                         "image_generation", "web_scraping"}
+    for entry in entries:
+        assert entry.is_api and entry.cost_unit != "token" and entry.input_cost > 0 and entry.output_cost is None
+
+
+def test_fresh_database_has_the_catalog_from_the_data_migration():
+    assert ServiceEntry.objects.filter(source="litellm").count() > 3000
+    assert ServiceEntry.objects.filter(provider="openai", canonical_name="gpt-4o", is_active=True).exists()
+
+
+def test_reloading_keeps_ids_updates_rates_and_deactivates_dropped_entries(capsys):
+    rows = catalog_rows()
+    before = dict(ServiceEntry.objects.values_list("external_id", "id"))
+    now = clock.now()
+    assert catalog_load(now=now, rows=rows).created == 0
+
+    changed = [dict(row) for row in rows if row["external_id"] != "openai/whisper-1"]
+    for row in changed:
+        if row["external_id"] == "openai/gpt-4o":
+            row["input_cost"] = Decimal("0.000003")
+    result = catalog_load(now=now, rows=changed)
+    assert (result.created, result.updated, result.deactivated) == (0, 1, 1)
+    gpt = ServiceEntry.objects.get(external_id="openai/gpt-4o")
+    assert (gpt.id, gpt.input_cost) == (before["openai/gpt-4o"], Decimal("0.000003"))
+    whisper = ServiceEntry.objects.get(external_id="openai/whisper-1")
+    assert (whisper.id, whisper.is_active) == (before["openai/whisper-1"], False)
+
+    call_command("load_catalog")  # back to the data files: the rate returns, the entry is reactivated
+    assert "0 created, 2 updated" in capsys.readouterr().out
+    assert dict(ServiceEntry.objects.values_list("external_id", "id")) == before
+    assert ServiceEntry.objects.get(external_id="openai/gpt-4o").input_cost == Decimal("0.0000025")
+    assert ServiceEntry.objects.get(external_id="openai/whisper-1").is_active
+    assert catalog_load(now=now).unchanged == len(rows)
+
+
+RAW_PRICES = """{
+ "sample_spec": {"litellm_provider": "one of the providers", "input_cost_per_token": 0.0},
+ "gpt-x": {"litellm_provider": "openai", "mode": "chat", "max_input_tokens": 128000,
+           "input_cost_per_token": 2.5e-06, "output_cost_per_token": 1e-05,
+           "cache_read_input_token_cost": 3.0000000000000004e-07, "input_cost_per_token_batches": 1.25e-06},
+ "gemini/gemini-x": {"litellm_provider": "gemini", "input_cost_per_token": 1.25e-06, "output_cost_per_token": 1e-05,
+           "input_cost_per_token_above_200k_tokens": 2.5e-06, "output_cost_per_token_above_200k_tokens": 1.5e-05,
+           "input_cost_per_token_above_1000k_tokens": 5e-06},
+ "dashscope/qwen-x": {"litellm_provider": "dashscope", "tiered_pricing": [
+           {"input_cost_per_token": 5e-08, "output_cost_per_token": 4e-07, "range": [0, 256000.0]},
+           {"input_cost_per_token": 2.5e-07, "output_cost_per_token": 2e-06, "range": [256000.0, 1000000.0]}]},
+ "rerank-x": {"litellm_provider": "cohere", "mode": "rerank", "input_cost_per_token": 0.0,
+           "output_cost_per_token": 0.0, "input_cost_per_query": 0.002},
+ "whisper-x": {"litellm_provider": "openai", "mode": "audio_transcription", "input_cost_per_second": 0.0001},
+ "local-x": {"litellm_provider": "ollama", "mode": "chat", "input_cost_per_token": 0.0, "output_cost_per_token": 0.0}
+}"""
+
+
+def test_refresh_script_reduces_the_wheel_json_exactly(tmp_path):
+    wheel = tmp_path / "litellm-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("litellm/model_prices_and_context_window_backup.json", RAW_PRICES)
+    output = tmp_path / "prices.json"
+    output.write_text(json.dumps({"litellm_version": "9.9.8", "retired": {}, "models": {
+        "old-x": {"provider": "openai", "mode": "chat", "input": "0.000001", "output": "0.000002"}}}))
+    refresh.main(["--wheel", str(wheel), "--output", str(output)])
+    data = json.loads(output.read_text())
+    assert data["litellm_version"] == "9.9.9"
+    assert data["models"] == {
+        "gpt-x": {"provider": "openai", "mode": "chat", "context_window": 128000,
+                  "input": "0.0000025", "output": "0.00001", "cache_read": "0.0000003"},
+        "gemini/gemini-x": {"provider": "gemini", "mode": "chat", "input": "0.00000125", "output": "0.00001",
+                            "long_context_threshold": 200000, "input_above_threshold": "0.0000025",
+                            "output_above_threshold": "0.000015"},
+        "dashscope/qwen-x": {"provider": "dashscope", "mode": "chat", "input": "0.00000005", "output": "0.0000004",
+                             "long_context_threshold": 256000, "input_above_threshold": "0.00000025",
+                             "output_above_threshold": "0.000002"},
+        "local-x": {"provider": "ollama", "mode": "chat", "input": "0", "output": "0"},
+    }
+    assert data["retired"] == {"old-x": {"provider": "openai", "mode": "chat", "input": "0.000001",
+                                         "output": "0.000002", "last_release": "9.9.8"}}
+
+    refresh.main(["--wheel", str(wheel), "--output", str(output), "--replace"])
+    assert json.loads(output.read_text())["retired"] == {}
+
+
+def test_exact_text_never_goes_through_float():
+    assert refresh.exact_text(Decimal("1.41953125E-7")) == "0.000000141953"
+    assert refresh.exact_text(Decimal("3.0000000000000004E-7")) == "0.0000003"
+    assert refresh.exact_text(Decimal("0.0000029999900000000002")) == "0.00000299999"
+    assert refresh.exact_text(0) == "0"

@@ -1,0 +1,94 @@
+"""The cost engine (catalog/costing.py): pure rules, table-driven, hand-computed."""
+from decimal import Decimal as D
+
+import pytest
+
+from catalog.costing import LongContextRates, Rates, Usage, event_cost, service_cost
+
+GPT_4O = Rates("token", input=D("0.0000025"), output=D("0.00001"), cache_read=D("0.00000125"))
+SONNET = Rates("token", input=D("0.000003"), output=D("0.000015"), cache_read=D("0.0000003"),
+               cache_write=D("0.00000375"))
+GEMINI_PRO = Rates("token", input=D("0.00000125"), output=D("0.00001"), cache_read=D("0.000000125"),
+                   long_context=LongContextRates(200_000, input=D("0.0000025"), output=D("0.000015"),
+                                                 cache_read=D("0.00000025")))
+WHISPER = Rates("minute", input=D("0.006"))
+
+
+@pytest.mark.parametrize("rates, usage, expected", [
+    (GPT_4O, Usage(input_tokens=1000, output_tokens=500), "0.0075"),
+    (GPT_4O, Usage(input_tokens=1000, output_tokens=500, cache_read_tokens=2000), "0.01"),
+    (SONNET, Usage(input_tokens=10_000, output_tokens=2000, cache_read_tokens=50_000, cache_write_tokens=4000),
+     "0.09"),
+    (SONNET, Usage(), "0"),
+])
+def test_llm_cost_is_each_token_kind_times_its_rate(rates, usage, expected):
+    assert event_cost([(rates, usage)]) == D(expected)
+
+
+@pytest.mark.parametrize("usage, expected", [
+    (Usage(input_tokens=100_000, output_tokens=10_000), "0.225"),          # base rates
+    (Usage(input_tokens=200_000, output_tokens=10_000), "0.35"),           # exactly at the threshold: base
+    (Usage(input_tokens=200_001, output_tokens=10_000), "0.6500025"),      # above: every token at long rates
+    (Usage(input_tokens=150_000, cache_read_tokens=60_000, output_tokens=1000), "0.405"),  # cache counts in prompt
+])
+def test_long_context_rates_apply_to_the_whole_request_above_the_threshold(usage, expected):
+    assert event_cost([(GEMINI_PRO, usage)]) == D(expected)
+
+
+def test_long_context_without_an_above_rate_keeps_the_base_rate_for_that_kind():
+    rates = Rates("token", input=D("0.000001"), output=D("0.000002"), cache_write=D("0.000004"),
+                  long_context=LongContextRates(1000, input=D("0.00001")))
+    usage = Usage(input_tokens=2000, output_tokens=100, cache_write_tokens=10)
+    assert event_cost([(rates, usage)]) == D("0.02") + D("0.0002") + D("0.00004")
+
+
+@pytest.mark.parametrize("usage", [
+    Usage(input_tokens=1, cache_write_tokens=1),     # gpt-4o has no cache-write rate
+    Usage(output_tokens=1, cache_write_tokens=5),
+])
+def test_positive_tokens_without_a_rate_make_the_cost_unresolvable(usage):
+    assert service_cost(GPT_4O, usage) is None
+    assert event_cost([(GPT_4O, usage)]) is None
+
+
+def test_omitted_cache_tokens_cost_nothing_and_need_no_rate():
+    input_only = Rates("token", input=D("0.000001"))
+    assert event_cost([(input_only, Usage(input_tokens=1000))]) == D("0.001")
+
+
+@pytest.mark.parametrize("quantity, expected", [
+    ("1", "0.006"), ("12.5", "0.075"), ("0.333333333333", "0.002"), ("0", "0"), ("1000000", "6000"),
+])
+def test_non_llm_cost_is_quantity_times_unit_rate_with_fractions_kept(quantity, expected):
+    assert event_cost([(WHISPER, Usage(quantity=D(quantity)))]) == D(expected)
+
+
+def test_non_llm_cost_ignores_token_counts():
+    assert event_cost([(WHISPER, Usage(input_tokens=10_000, quantity=D("2")))]) == D("0.012")
+
+
+def test_fractional_cost_is_kept_to_twelve_places_and_rounded_half_up_only_there():
+    per_character = Rates("character", input=D("0.000015"))
+    # 0.0000003 characters x 0.000015 = 4.5e-12 -> 0.000000000005 (half-up at the 12th place)
+    assert event_cost([(per_character, Usage(quantity=D("0.0000003")))]) == D("0.000000000005")
+    assert service_cost(per_character, Usage(quantity=D("0.0000003"))) == D("0.0000000000045")
+
+
+def test_large_quantities_keep_every_digit():
+    rate = Rates("request", input=D("0.987654321098"))
+    # 123456789.123456789012 x 0.987654321098 = 121932631.246666665458585886175176
+    assert event_cost([(rate, Usage(quantity=D("123456789.123456789012")))]) == D("121932631.246666665459")
+
+
+def test_multi_service_event_costs_the_sum_of_its_services():
+    parts = [(GPT_4O, Usage(input_tokens=1000, output_tokens=500)), (WHISPER, Usage(quantity=D("3")))]
+    assert event_cost(parts) == D("0.0075") + D("0.018")
+
+
+def test_one_unknown_service_makes_the_whole_event_unresolvable():
+    parts = [(GPT_4O, Usage(input_tokens=1000)), (None, Usage(quantity=D(1)))]
+    assert event_cost(parts) is None
+
+
+def test_per_unit_service_without_a_rate_is_unresolvable():
+    assert event_cost([(Rates("request"), Usage(quantity=D(2)))]) is None
