@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from billing import views
+
+urlpatterns = [
+    path("usage/record", views.UsageRecordApi.as_view()),
+]

@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from customers import views
+
+urlpatterns = [
+    path("events", views.UsageEventListApi.as_view()),
+]

@@ -40,3 +40,22 @@ class MembershipFactory(factory.django.DjangoModelFactory):
 
 def book_of(organization: Organization, environment: str = "test") -> Book:
     return Book.objects.get(organization=organization, environment=environment)
+
+
+class ServiceEntryFactory(factory.django.DjangoModelFactory):
+    """A catalog entry with known rates (tests never depend on the loaded price data's values)."""
+
+    class Meta:
+        model = "catalog.ServiceEntry"
+
+    external_id = factory.Sequence(lambda n: f"test:model-{n}")
+    canonical_name = factory.Sequence(lambda n: f"test-model-{n}")
+    display_name = factory.LazyAttribute(lambda entry: entry.canonical_name)
+    provider = "testai"
+    service_type = "chat"
+    input_cost = None
+    output_cost = None
+    cost_unit = "token"
+    source = "curated"
+    is_api = False
+    is_active = True

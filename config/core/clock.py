@@ -68,3 +68,13 @@ def week_window(moment: datetime) -> tuple[datetime, datetime]:
 def day_window(moment: datetime) -> tuple[datetime, datetime]:
     start = day_start(moment.astimezone(UTC).date())
     return start, start + timedelta(days=1)
+
+
+def parse_window_end(value: str, *, field: str = "endDate") -> datetime:
+    """The exclusive end of a window: a date-only value includes that whole day (next midnight);
+    a timestamp is taken as is."""
+    text = str(value).strip()
+    parsed = parse_instant(text, field=field)
+    if "T" not in text and " " not in text:
+        parsed += timedelta(days=1)
+    return parsed

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Ingestion benchmark: batches of 100 records from several concurrent clients.
+
+It starts nothing itself. Two modes:
+
+  # the service, as `make run` serves it (gunicorn + PostgreSQL)
+  bench/ingest.py --url http://127.0.0.1:8000 --key svc_sk_test_... [--clients 4] [--seconds 20]
+
+  # the baseline: the same rows into an equivalent table with plain psycopg batched INSERTs
+  bench/ingest.py --baseline --database-url postgres://postgres:postgres@127.0.0.1:5432/billing
+
+Both print events per second and p50/p99 batch latency (one batch = 100 records = one request or one
+INSERT). Clients are processes (not threads) so the load generator is not limited by one interpreter.
+The baseline table is created with `CREATE TABLE ... (LIKE customers_usageevent INCLUDING ALL)`: the
+same columns, defaults, checks and indexes as the ledger (foreign keys aside), and dropped afterwards.
+"""
+import argparse
+import http.client
+import json
+import multiprocessing
+import statistics
+import time
+import urllib.parse
+import uuid
+from datetime import datetime, timedelta, timezone
+
+BATCH = 100
+MODELS = [("gpt-4o", "openai"), ("gpt-4o-mini", "openai"), ("claude-3-5-sonnet-20241022", "anthropic")]
+
+
+def make_records(client: int, batch_number: int, customers: int) -> list[dict]:
+    base = datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(minutes=batch_number)
+    records = []
+    for i in range(BATCH):
+        model, provider = MODELS[i % len(MODELS)]
+        records.append({
+            "customerExternalId": f"bench-customer-{(client * 7 + i) % customers}",
+            "agentCode": f"bench-agent-{i % 3}",
+            "signalName": f"bench-signal-{i % 5}",
+            "model": model, "modelProvider": provider,
+            "inputTokens": 1000 + i, "outputTokens": 200 + i,
+            "quantity": 1 + (i % 3),
+            "usageDate": (base + timedelta(seconds=i)).isoformat().replace("+00:00", "Z"),
+            "idempotencyKey": f"bench-{uuid.uuid4().hex}",
+            "metadata": {"bench": True, "batch": batch_number},
+        })
+    return records
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
+
+
+# --------------------------------------------------------------------------- the service
+
+def http_client(args, client: int, deadline: float, queue):
+    target = urllib.parse.urlsplit(args.url)
+    connection = http.client.HTTPConnection(target.hostname, target.port or 80, timeout=60)
+    headers = {"x-api-key": args.key, "Content-Type": "application/json"}
+    latencies, accepted, errors, batch_number = [], 0, 0, 0
+    while time.time() < deadline:
+        body = json.dumps({"records": make_records(client, batch_number, args.customers)})
+        started = time.perf_counter()
+        connection.request("POST", "/v1/usage/record", body=body, headers=headers)
+        response = connection.getresponse()
+        payload = response.read()
+        latencies.append(time.perf_counter() - started)
+        batch_number += 1
+        if response.status == 200:
+            accepted += json.loads(payload)["processed"]
+        else:
+            errors += 1
+    queue.put((latencies, accepted, errors))
+
+
+# --------------------------------------------------------------------------- the baseline
+
+COLUMNS = ("id", "raw_event_id", "book_id", "customer_id", "agent_id", "signal_id", "customer_external_id",
+           "agent_code", "signal_name", "model", "model_provider", "input_tokens", "output_tokens", "quantity",
+           "usage_cost", "event_status", "usage_date", "idempotency_key", "metadata", "created_at", "updated_at")
+
+
+def baseline_client(args, client: int, deadline: float, queue):
+    import psycopg
+
+    book, customer, agent, signal = (uuid.uuid4() for _ in range(4))
+    placeholders = "(" + ", ".join(["%s"] * len(COLUMNS)) + ")"
+    latencies, accepted, batch_number = [], 0, 0
+    with psycopg.connect(args.database_url) as connection:
+        while time.time() < deadline:
+            now = datetime.now(timezone.utc)
+            rows = []
+            for record in make_records(client, batch_number, args.customers):
+                rows.extend([uuid.uuid4(), uuid.uuid4(), book, customer, agent, signal,
+                             record["customerExternalId"], record["agentCode"], record["signalName"],
+                             record["model"], record["modelProvider"], record["inputTokens"],
+                             record["outputTokens"], record["quantity"], "0.0042", "PROCESSED",
+                             record["usageDate"], record["idempotencyKey"], json.dumps(record["metadata"]), now, now])
+            sql = (f"INSERT INTO bench_usage_events_baseline ({', '.join(COLUMNS)}) VALUES "
+                   + ", ".join([placeholders] * BATCH) + " ON CONFLICT DO NOTHING")
+            started = time.perf_counter()
+            with connection.transaction():
+                connection.execute(sql, rows)
+            latencies.append(time.perf_counter() - started)
+            batch_number += 1
+            accepted += BATCH
+    queue.put((latencies, accepted, 0))
+
+
+def prepare_baseline(database_url: str):
+    import psycopg
+
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute("DROP TABLE IF EXISTS bench_usage_events_baseline")
+        connection.execute("CREATE TABLE bench_usage_events_baseline (LIKE customers_usageevent INCLUDING ALL)")
+
+
+def drop_baseline(database_url: str):
+    import psycopg
+
+    with psycopg.connect(database_url, autocommit=True) as connection:
+        connection.execute("DROP TABLE IF EXISTS bench_usage_events_baseline")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url", help="base URL of the service")
+    parser.add_argument("--key", help="a secret API key")
+    parser.add_argument("--baseline", action="store_true", help="plain psycopg INSERTs instead of the service")
+    parser.add_argument("--database-url", help="PostgreSQL URL for --baseline (the service's database)")
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=20)
+    parser.add_argument("--customers", type=int, default=500, help="distinct customers the records name")
+    args = parser.parse_args()
+    if args.baseline and not args.database_url:
+        parser.error("--baseline needs --database-url")
+    if not args.baseline and not (args.url and args.key):
+        parser.error("--url and --key are required (or --baseline)")
+
+    target = baseline_client if args.baseline else http_client
+    if args.baseline:
+        prepare_baseline(args.database_url)
+    queue = multiprocessing.Queue()
+    deadline = time.time() + args.seconds
+    started = time.time()
+    workers = [multiprocessing.Process(target=target, args=(args, n, deadline, queue)) for n in range(args.clients)]
+    for worker in workers:
+        worker.start()
+    results = [queue.get() for _ in workers]
+    for worker in workers:
+        worker.join()
+    elapsed = time.time() - started
+    if args.baseline:
+        drop_baseline(args.database_url)
+
+    latencies = [value for result in results for value in result[0]]
+    accepted = sum(result[1] for result in results)
+    errors = sum(result[2] for result in results)
+    mode = "baseline (psycopg batched INSERT)" if args.baseline else f"service {args.url}"
+    print(f"mode: {mode}")
+    print(f"clients: {args.clients}, seconds: {elapsed:.1f}, batches: {len(latencies)}, errors: {errors}")
+    print(f"events/s: {accepted / elapsed:,.0f}")
+    print(f"batch latency ms: p50 {percentile(latencies, 0.5) * 1000:.1f}, "
+          f"p99 {percentile(latencies, 0.99) * 1000:.1f}, mean {statistics.mean(latencies) * 1000:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,127 @@
+"""Recording usage: `POST /v1/usage/record`, the hot path of the service.
+
+For a batch of up to 100 records, in one transaction:
+1. validate each record (a bad one becomes a per-record failure, never spoiling its neighbours);
+2. provision the customers, agents and signals it names (one round of lookups, one insert per kind);
+3. resolve every (model, provider) pair against the catalog once and price each record;
+4. append all events with one bulk insert, the database deciding idempotency;
+5. attribute the new events to matters and hand them to the post-ingestion work.
+No query depends on the number of records.
+"""
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import transaction
+
+from billing.record_validation import InvalidRecord, RecordDraft, check_request_shape, validate_record
+from catalog.event_pricing import price_event
+from catalog.resolution import resolve_services
+from config.core.scoping import owned
+from config.core.serialization import decimal_text
+from customers.ledger import events_append
+from customers.models import CODING_AGENT_CODE, EventStatus, Signal, UsageEvent
+from customers.provisioning import identities_provision
+
+
+# Codes of `results.failed[]` (docs/decisions/usage-recording.md): `invalid_record` (not stored, fix and
+# resend) here; `unknown_model` and `unpriced_usage` (stored with cost null) from catalog.event_pricing.
+INVALID_RECORD = "invalid_record"
+
+
+@dataclass
+class RecordingOutcome:
+    processed: int
+    success: list[dict] = field(default_factory=list)
+    failed: list[dict] = field(default_factory=list)
+    new_events: list[UsageEvent] = field(default_factory=list)
+
+
+def _echo(draft: RecordDraft) -> dict:
+    single = None if draft.is_multi_service else draft.services[0]
+    return {"customerExternalId": draft.customer_external_id, "agentCode": draft.agent_code,
+            "signalName": draft.signal_name, "model": single.model if single else None,
+            "modelProvider": single.model_provider if single else None}
+
+
+def _build_event(book, draft: RecordDraft, identities, priced) -> UsageEvent:
+    single = None if draft.is_multi_service else draft.services[0]
+    return UsageEvent(
+        id=uuid.uuid4(), raw_event_id=uuid.uuid4(), book=book,
+        customer=identities.customers[draft.customer_external_id], agent=identities.agents[draft.agent_code],
+        signal=identities.signals[(draft.agent_code, draft.signal_name)],
+        customer_external_id=draft.customer_external_id, agent_code=draft.agent_code,
+        signal_name=draft.signal_name,
+        model=single.model if single else None, model_provider=single.model_provider if single else None,
+        service=priced.parts[0].service if single else None,
+        input_tokens=single.input_tokens if single else None,
+        output_tokens=single.output_tokens if single else None,
+        cache_read_tokens=single.cache_read_tokens if single else None,
+        cache_write_tokens=single.cache_write_tokens if single else None,
+        services=priced.services_json() if draft.is_multi_service else None,
+        quantity=draft.quantity, usage_cost=priced.total,
+        event_status=EventStatus.PROCESSED if priced.total is not None else EventStatus.NEEDS_COST_BACKFILL,
+        usage_date=draft.usage_date, environment=draft.environment, idempotency_key=draft.idempotency_key,
+        metadata=draft.metadata,
+    )
+
+
+def _sort_signals_into_cost_categories(book, drafts: list[RecordDraft], identities) -> None:
+    """Spec §2: the first event carrying `environment` sorts its signal into a cost category."""
+    first_environment: dict = {}
+    for draft in sorted(drafts, key=lambda d: d.index):
+        signal = identities.signals[(draft.agent_code, draft.signal_name)]
+        if draft.environment and signal.cost_category is None:
+            first_environment.setdefault(signal.pk, draft.environment)
+    by_category: dict[str, list] = {}
+    for signal_id, environment in first_environment.items():
+        by_category.setdefault(environment, []).append(signal_id)
+    for category, signal_ids in by_category.items():
+        # Conditional: a concurrent batch that sorted the signal first wins.
+        owned(Signal, book).filter(pk__in=signal_ids, cost_category__isnull=True).update(cost_category=category)
+
+
+def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
+    """Record a batch; a malformed request (size, shape) is a 400 before anything is stored."""
+    records = check_request_shape(body)
+    checked = [validate_record(index, record, now=now) for index, record in enumerate(records)]
+    drafts = [item for item in checked if isinstance(item, RecordDraft)]
+    outcome = RecordingOutcome(processed=len(records))
+    failures_by_index: dict[int, dict] = {
+        item.index: {"index": item.index, **item.echo, "code": INVALID_RECORD,
+                     "message": item.errors, "stored": False}
+        for item in checked if isinstance(item, InvalidRecord)
+    }
+    successes_by_index: dict[int, dict] = {}
+    if drafts:
+        with transaction.atomic():
+            identities = identities_provision(
+                book=book,
+                customer_external_ids={d.customer_external_id for d in drafts},
+                agent_codes={d.agent_code for d in drafts},
+                signal_keys={(d.agent_code, d.signal_name) for d in drafts},
+                internal_external_ids={d.customer_external_id for d in drafts if d.agent_code == CODING_AGENT_CODE},
+            )
+            _sort_signals_into_cost_categories(book, drafts, identities)
+            resolved = resolve_services(book=book, pairs={part.key for d in drafts for part in d.services})
+            priced_by_index = {d.index: price_event(d.services, resolved) for d in drafts}
+            events = [_build_event(book, d, identities, priced_by_index[d.index]) for d in drafts]
+            appended = events_append(book=book, events=events)
+        for draft, result in zip(drafts, appended):
+            event = result.event
+            if not result.replayed:
+                outcome.new_events.append(event)
+            entry = {"index": draft.index, **_echo(draft), "eventId": str(event.id), "rawEventId": str(event.raw_event_id),
+                     "totalCostUsd": decimal_text(event.usage_cost),
+                     "timestamp": event.usage_date.isoformat().replace("+00:00", "Z")}
+            if result.replayed:
+                entry["replayed"] = True
+            if event.usage_cost is None:
+                priced = priced_by_index[draft.index]
+                failures_by_index[draft.index] = {**entry, "code": priced.failure_code,
+                                                  "message": priced.failure_message, "stored": True}
+            else:
+                successes_by_index[draft.index] = entry
+    outcome.success = [successes_by_index[i] for i in sorted(successes_by_index)]
+    outcome.failed = [failures_by_index[i] for i in sorted(failures_by_index)]
+    return outcome

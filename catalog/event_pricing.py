@@ -1,0 +1,87 @@
+"""Pricing one usage event from resolved catalog entries: the adapter between catalog rows and the pure
+cost engine, shared by recording (billing) and cost backfill (customers)."""
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+
+from catalog.costing import Usage, event_cost, service_cost
+from catalog.models import ServiceEntry
+from catalog.resolution import rates_for
+from config.core.serialization import decimal_text
+
+UNKNOWN_MODEL = "unknown_model"
+UNPRICED_USAGE = "unpriced_usage"
+
+
+@dataclass(frozen=True)
+class ServiceUsage:
+    """One priced part of an event: a model or API service (normalized names) and how much was used."""
+
+    model: str
+    model_provider: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    quantity: Decimal | None = None  # service units for a non-LLM service; None: 1 unit
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.model, self.model_provider
+
+    def engine_usage(self) -> Usage:
+        return Usage(input_tokens=self.input_tokens or 0, output_tokens=self.output_tokens or 0,
+                     cache_read_tokens=self.cache_read_tokens or 0, cache_write_tokens=self.cache_write_tokens or 0,
+                     quantity=self.quantity if self.quantity is not None else Decimal(1))
+
+    def as_json(self) -> dict:
+        return {"model": self.model, "modelProvider": self.model_provider, "inputTokens": self.input_tokens,
+                "outputTokens": self.output_tokens, "cacheReadTokens": self.cache_read_tokens,
+                "cacheWriteTokens": self.cache_write_tokens, "quantity": decimal_text(self.quantity)}
+
+    @classmethod
+    def from_json(cls, part: dict) -> "ServiceUsage":
+        quantity = part.get("quantity")
+        return cls(part["model"], part["modelProvider"], part.get("inputTokens"), part.get("outputTokens"),
+                   part.get("cacheReadTokens"), part.get("cacheWriteTokens"),
+                   Decimal(quantity) if quantity is not None else None)
+
+
+@dataclass(frozen=True)
+class PricedPart:
+    usage: ServiceUsage
+    service: ServiceEntry | None
+    cost: Decimal | None
+
+
+@dataclass(frozen=True)
+class PricedEvent:
+    parts: tuple[PricedPart, ...]
+    total: Decimal | None  # None: unresolvable, the event needs a cost backfill
+    failure_code: str | None = None
+    failure_message: list[str] | None = None
+
+    def services_json(self) -> list[dict]:
+        """The parts of a multi-service event as stored on it, each with its own cost."""
+        return [{**part.usage.as_json(), "serviceId": str(part.service.pk) if part.service else None,
+                 "costUsd": decimal_text(part.cost)} for part in self.parts]
+
+
+def price_event(parts: Sequence[ServiceUsage], resolved: Mapping[tuple[str, str], ServiceEntry | None]) -> PricedEvent:
+    """Cost of an event whose (model, provider) pairs were resolved once for the batch."""
+    priced = []
+    for usage in parts:
+        service = resolved.get(usage.key)
+        rates = rates_for(service) if service is not None else None
+        priced.append(PricedPart(usage, service, service_cost(rates, usage.engine_usage())))
+    total = event_cost((rates_for(p.service) if p.service else None, p.usage.engine_usage()) for p in priced)
+    if total is not None:
+        return PricedEvent(tuple(priced), total)
+    unknown = [p.usage for p in priced if p.service is None]
+    if unknown:
+        return PricedEvent(tuple(priced), None, UNKNOWN_MODEL, [
+            f"model: {u.model!r} from provider {u.model_provider!r} is not in the catalog; the event is stored "
+            f"with cost null until the model is mapped (POST /v1/events/map-model)." for u in unknown])
+    return PricedEvent(tuple(priced), None, UNPRICED_USAGE, [
+        f"model: {p.usage.model!r} has no catalog rate for part of this usage; the event is stored with cost null."
+        for p in priced if p.cost is None])

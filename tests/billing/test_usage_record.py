@@ -1,0 +1,282 @@
+"""POST /v1/usage/record through HTTP (spec §2, §4; contract.md Decisions)."""
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from billing.models import PricingPlan, Subscription
+from customers.models import Agent, Customer, Signal, UsageEvent
+from tests.factories import ServiceEntryFactory
+
+pytestmark = pytest.mark.django_db
+
+D = Decimal
+
+
+@pytest.fixture
+def llm(db):
+    """$3 per million input tokens, $15 per million output, cache read $0.30/M, cache write $3.75/M."""
+    return ServiceEntryFactory(canonical_name="acme-llm-1", provider="acmeai", input_cost=D("0.000003"),
+                               output_cost=D("0.000015"), cache_read_cost=D("0.0000003"),
+                               cache_write_cost=D("0.00000375"))
+
+
+@pytest.fixture
+def search_api(db):
+    """$0.005 per request."""
+    return ServiceEntryFactory(canonical_name="acme-search", provider="acmesearch", input_cost=D("0.005"),
+                               cost_unit="request", service_type="search", is_api=True)
+
+
+def rec(llm=None, **fields):
+    record = {"customerExternalId": "cust-1", "agentCode": "support-bot", "signalName": "tickets_resolved"}
+    if llm is not None:
+        record.update(model=llm.canonical_name, modelProvider=llm.provider, inputTokens=1000, outputTokens=200)
+    record.update(fields)
+    return record
+
+
+def post(api, *records):
+    return api.post("/v1/usage/record", {"records": list(records)})
+
+
+# --------------------------------------------------------------------------- shape of the answer
+
+
+def test_single_record_answers_200_with_counts_and_a_success_entry(api, llm):
+    resp = post(api, rec(llm, quantity=3))
+    assert resp.status_code == 200, resp.json()
+    body = resp.json()
+    assert (body["processed"], body["successful"], body["failed"]) == (1, 1, 0)
+    entry = body["results"]["success"][0]
+    assert entry["customerExternalId"] == "cust-1" and entry["agentCode"] == "support-bot"
+    assert entry["signalName"] == "tickets_resolved"
+    assert (entry["model"], entry["modelProvider"]) == ("acme-llm-1", "acmeai")
+    assert entry["totalCostUsd"] == "0.006"  # 1000 x 0.000003 + 200 x 0.000015
+    event = UsageEvent.objects.get(pk=entry["eventId"])
+    assert str(event.raw_event_id) == entry["rawEventId"]
+    assert entry["timestamp"] == event.usage_date.isoformat().replace("+00:00", "Z")
+    assert body["results"]["failed"] == []
+
+
+def test_model_and_provider_are_matched_case_insensitively_and_trimmed(api, llm):
+    resp = post(api, rec(llm, model="  ACME-LLM-1 ", modelProvider="AcmeAI"))
+    entry = resp.json()["results"]["success"][0]
+    assert (entry["model"], entry["modelProvider"], entry["totalCostUsd"]) == ("acme-llm-1", "acmeai", "0.006")
+
+
+@pytest.mark.parametrize("records", [[], [rec()] * 101])
+def test_batch_outside_1_to_100_records_is_400(api, records):
+    resp = api.post("/v1/usage/record", {"records": records})
+    assert resp.status_code == 400
+    assert "between 1 and 100" in resp.json()["message"][0]
+    assert not UsageEvent.objects.exists()
+
+
+@pytest.mark.parametrize("body", [{}, {"records": "x"}, {"records": [1]}, []])
+def test_malformed_bodies_are_400(api, body):
+    assert api.post("/v1/usage/record", body).status_code == 400
+
+
+def test_both_shapes_in_one_record_is_400_and_stores_nothing(api, llm):
+    both = rec(llm, services=[{"model": llm.canonical_name, "modelProvider": llm.provider, "inputTokens": 1}])
+    resp = post(api, rec(llm), both)
+    assert resp.status_code == 400
+    assert resp.json()["message"] == ["records[1]: Send either model and modelProvider (single-service shape) or "
+                                      "services (multi-service shape), not both."]
+    assert not UsageEvent.objects.exists()
+
+
+def test_neither_shape_is_400(api):
+    resp = post(api, rec(quantity=1))
+    assert resp.status_code == 400
+    assert "neither was given" in resp.json()["message"][0]
+
+
+# --------------------------------------------------------------------------- per-record failures
+
+
+@pytest.mark.parametrize("bad, field", [
+    ({"inputTokens": -5}, "inputTokens: Must be zero or more."),
+    ({"outputTokens": 1.5}, "outputTokens: Must be a whole number of tokens."),
+    ({"cacheReadTokens": "12"}, "cacheReadTokens: Must be a whole number of tokens."),
+    ({"quantity": -1}, "quantity: Must be zero or more."),
+    ({"quantity": "lots"}, "quantity: Must be a number."),
+    ({"quantity": "0.0000000000001"}, "quantity: Ensure there are no more than 12 decimal places."),
+    ({"usageDate": "yesterday"}, "usageDate: Not a valid ISO 8601 date or timestamp."),
+    ({"environment": "prod"}, "environment: Must be one of development, production, staging, testing."),
+    ({"idempotencyKey": "k" * 256}, "idempotencyKey: Ensure this field has no more than 255 characters."),
+    ({"metadata": ["not", "an", "object"]}, "metadata: Must be an object."),
+    ({"customerExternalId": None}, "customerExternalId: This field is required."),
+    ({"agentCode": "a" * 256}, "agentCode: Ensure this field has no more than 255 characters."),
+    ({"signalName": "   "}, "signalName: May not be blank."),
+    ({"modelProvider": None}, "modelProvider: This field is required."),
+])
+def test_an_invalid_record_fails_alone_and_is_not_stored(api, llm, bad, field):
+    resp = post(api, rec(llm), rec(llm, **bad))
+    assert resp.status_code == 200
+    body = resp.json()
+    assert (body["processed"], body["successful"], body["failed"]) == (2, 1, 1)
+    failure = body["results"]["failed"][0]
+    assert (failure["index"], failure["code"], failure["stored"]) == (1, "invalid_record", False)
+    assert field in failure["message"]
+    assert "eventId" not in failure
+    assert UsageEvent.objects.count() == 1
+
+
+def test_invalid_service_part_names_its_position(api, llm):
+    record = rec(services=[{"model": llm.canonical_name, "modelProvider": llm.provider},
+                           {"model": llm.canonical_name, "modelProvider": llm.provider, "inputTokens": -1}])
+    failure = post(api, record).json()["results"]["failed"][0]
+    assert failure["message"] == ["services[1].inputTokens: Must be zero or more."]
+
+
+def test_unknown_model_is_stored_with_null_cost_and_reported_as_failed(api, llm):
+    resp = post(api, rec(llm), rec(model="mystery-model-9", modelProvider="nobody", inputTokens=10))
+    body = resp.json()
+    assert (body["successful"], body["failed"]) == (1, 1)
+    failure = body["results"]["failed"][0]
+    assert (failure["code"], failure["stored"], failure["index"]) == ("unknown_model", True, 1)
+    assert failure["totalCostUsd"] is None
+    event = UsageEvent.objects.get(pk=failure["eventId"])
+    assert event.usage_cost is None and event.event_status == "NEEDS_COST_BACKFILL"
+    assert (event.model, event.model_provider, event.input_tokens) == ("mystery-model-9", "nobody", 10)
+
+
+# --------------------------------------------------------------------------- cost
+
+
+def test_llm_cost_includes_cache_tokens_at_their_rates(api, llm):
+    record = rec(llm, inputTokens=2_000_000, outputTokens=1_000_000, cacheReadTokens=500_000,
+                 cacheWriteTokens=100_000)
+    entry = post(api, record).json()["results"]["success"][0]
+    # 6 + 15 + 0.15 + 0.375
+    assert D(entry["totalCostUsd"]) == D("21.525")
+    assert UsageEvent.objects.get().usage_cost == D("21.525")
+
+
+def test_non_llm_cost_is_quantity_times_unit_rate_with_fractions_kept(api, search_api):
+    record = rec(model="acme-search", modelProvider="acmesearch", quantity=2.75)
+    entry = post(api, record).json()["results"]["success"][0]
+    assert D(entry["totalCostUsd"]) == D("0.01375")
+    assert UsageEvent.objects.get().quantity == D("2.75")
+
+
+def test_multi_service_cost_is_the_sum_of_its_services(api, llm, search_api):
+    record = rec(quantity=1, services=[
+        {"model": "acme-llm-1", "modelProvider": "acmeai", "inputTokens": 1_000_000, "outputTokens": 0},
+        {"model": "acme-llm-1", "modelProvider": "acmeai", "inputTokens": 0, "outputTokens": 1_000_000},
+        {"model": "acme-search", "modelProvider": "acmesearch", "quantity": 4},
+    ])
+    entry = post(api, record).json()["results"]["success"][0]
+    assert D(entry["totalCostUsd"]) == D("18.02")
+    assert (entry["model"], entry["modelProvider"]) == (None, None)
+    event = UsageEvent.objects.get()
+    assert event.model is None and len(event.services) == 3
+    assert [D(part["costUsd"]) for part in event.services] == [D("3"), D("15"), D("0.02")]
+
+
+def test_multi_service_with_an_unknown_part_is_stored_unpriced(api, llm):
+    record = rec(services=[{"model": "acme-llm-1", "modelProvider": "acmeai", "inputTokens": 10},
+                           {"model": "nope", "modelProvider": "nobody", "quantity": 1}])
+    failure = post(api, record).json()["results"]["failed"][0]
+    assert (failure["code"], failure["stored"]) == ("unknown_model", True)
+    assert UsageEvent.objects.get().usage_cost is None
+
+
+# --------------------------------------------------------------------------- auto-provisioning
+
+
+def test_unseen_names_create_customer_agent_and_signal_named_after_them(api, llm):
+    post(api, rec(llm, customerExternalId="new-cust", agentCode="new-agent", signalName="pages"))
+    customer = Customer.objects.get(external_id="new-cust")
+    agent = Agent.objects.get(agent_code="new-agent")
+    signal = Signal.objects.get(agent=agent)
+    assert (customer.name, agent.name, signal.name, signal.short_name) == ("new-cust", "new-agent", "pages", "pages")
+    assert (customer.status, customer.timezone, customer.net_terms, signal.type) == ("active", "UTC", 30, "usage")
+
+
+def test_existing_identities_are_reused_and_signals_match_by_short_name_or_name(api, llm, book):
+    agent = Agent.objects.create(book=book, name="Bot", agent_code="support-bot")
+    by_short = Signal.objects.create(book=book, agent=agent, name="Tickets Resolved", short_name="tickets_resolved")
+    by_name = Signal.objects.create(book=book, agent=agent, name="Pages", short_name="pg")
+    post(api, rec(llm), rec(llm, signalName="Pages"), rec(llm))
+    assert Agent.objects.count() == 1 and Signal.objects.count() == 2
+    assert UsageEvent.objects.filter(signal=by_short).count() == 2
+    assert UsageEvent.objects.filter(signal=by_name).count() == 1
+
+
+def test_recording_never_creates_plans_or_subscriptions(api, llm):
+    post(api, rec(llm))
+    assert not PricingPlan.objects.exists() and not Subscription.objects.exists()
+
+
+def test_coding_agent_usage_marks_its_customer_internal(api, llm):
+    post(api, rec(llm, customerExternalId="dev@acme.example", agentCode="svc-coding-agent"),
+         rec(llm, customerExternalId="cust-9"))
+    assert Customer.objects.get(external_id="dev@acme.example").is_internal is True
+    assert Customer.objects.get(external_id="cust-9").is_internal is False
+
+
+def test_first_event_with_environment_sorts_its_signal_into_a_cost_category(api, llm):
+    post(api, rec(llm), rec(llm, environment="staging"), rec(llm, environment="production"))
+    assert Signal.objects.get().cost_category == "staging"
+    post(api, rec(llm, environment="production"))
+    assert Signal.objects.get().cost_category == "staging"  # sorted once, by the first event
+
+
+# --------------------------------------------------------------------------- idempotency
+
+
+def test_replaying_an_idempotency_key_returns_the_original_event_and_cost(api, llm):
+    first = post(api, rec(llm, idempotencyKey="k-1")).json()["results"]["success"][0]
+    again = post(api, rec(llm, idempotencyKey="k-1", inputTokens=999999)).json()["results"]["success"][0]
+    assert again["eventId"] == first["eventId"] and again["totalCostUsd"] == first["totalCostUsd"]
+    assert again["replayed"] is True and "replayed" not in first
+    assert UsageEvent.objects.count() == 1
+
+
+def test_a_key_repeated_inside_one_batch_stores_one_event(api, llm):
+    body = post(api, rec(llm, idempotencyKey="dup"), rec(llm, idempotencyKey="dup")).json()
+    ids = {entry["eventId"] for entry in body["results"]["success"]}
+    assert len(ids) == 1 and UsageEvent.objects.count() == 1
+
+
+def test_keys_are_per_book(api, client_for, llm):
+    post(api, rec(llm, idempotencyKey="same"))
+    post(client_for(environment="live"), rec(llm, idempotencyKey="same"))
+    assert UsageEvent.objects.count() == 2
+
+
+def test_without_a_key_every_request_is_recorded(api, llm):
+    post(api, rec(llm))
+    post(api, rec(llm))
+    assert UsageEvent.objects.count() == 2
+
+
+# --------------------------------------------------------------------------- keys and scope
+
+
+@pytest.mark.parametrize("scope", ["full", "ingest", "legal"])
+def test_every_secret_scope_may_record(client_for, llm, scope):
+    assert post(client_for(scope=scope), rec(llm)).status_code == 200
+
+
+def test_publishable_key_may_not_record(client_for, llm):
+    assert post(client_for(key_type="publishable"), rec(llm)).status_code == 403
+    assert not UsageEvent.objects.exists()
+
+
+# --------------------------------------------------------------------------- hot path
+
+
+def test_query_count_does_not_grow_with_the_batch(api, llm, search_api):
+    def queries_for(count: int, prefix: str) -> int:
+        records = [rec(llm, customerExternalId=f"{prefix}-c{i}", agentCode=f"{prefix}-a{i % 7}",
+                       signalName=f"s{i % 5}", idempotencyKey=f"{prefix}-{i}") for i in range(count)]
+        with CaptureQueriesContext(connection) as captured:
+            assert post(api, *records).status_code == 200
+        return len(captured)
+
+    assert queries_for(100, "big") == queries_for(1, "one")
