@@ -154,6 +154,8 @@ API_REQUEST_LOG_BATCH_SIZE = env_int("API_REQUEST_LOG_BATCH_SIZE", 200)
 # Behind a reverse proxy, take the caller's address from the first X-Forwarded-For hop.
 USE_X_FORWARDED_FOR = env_bool("USE_X_FORWARDED_FOR", False)
 CUSTOMER_ALERT_LIMIT = env_int("CUSTOMER_ALERT_LIMIT", 100)
+# Up to this many unpriced events are priced inside the map-model request; more go to a Celery task.
+MAP_MODEL_INLINE_BACKFILL_LIMIT = env_int("MAP_MODEL_INLINE_BACKFILL_LIMIT", 500)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],

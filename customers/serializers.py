@@ -30,3 +30,32 @@ class UsageEventOut(serializers.Serializer):
     idempotencyKey = serializers.CharField(source="idempotency_key", allow_null=True)
     metadata = serializers.JSONField()
     createdAt = serializers.DateTimeField(source="created_at")
+
+
+class ModelMapIn(serializers.Serializer):
+    model = serializers.CharField(max_length=255, help_text="the unknown model name, as events send it")
+    modelProvider = serializers.CharField(source="model_provider", max_length=100)
+    serviceId = serializers.UUIDField(source="service_id", help_text="an active catalog entry")
+
+
+class ModelAliasOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    model = serializers.CharField()
+    modelProvider = serializers.CharField(source="model_provider")
+    serviceId = serializers.UUIDField(source="service_id")
+    serviceCanonicalName = serializers.CharField(source="service.canonical_name")
+    serviceProvider = serializers.CharField(source="service.provider")
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+
+
+class BackfillOut(serializers.Serializer):
+    eventsWaiting = serializers.IntegerField(source="events_waiting")
+    eventsPriced = serializers.IntegerField(source="events_priced")
+    scheduled = serializers.BooleanField()
+
+
+class ModelMapOut(serializers.Serializer):
+    mapping = ModelAliasOut(source="alias")
+    created = serializers.BooleanField()
+    backfill = BackfillOut(source="*")

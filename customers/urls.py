@@ -4,4 +4,5 @@ from customers import views
 
 urlpatterns = [
     path("events", views.UsageEventListApi.as_view()),
+    path("events/map-model", views.ModelMapApi.as_view()),
 ]

@@ -1,9 +1,12 @@
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
 
 from config.accounts.api import OrgApiView
 from config.core.pagination import array_response
+from config.core.serialization import parse
+from customers.backfill import model_map
 from customers.selectors import usage_event_list
-from customers.serializers import UsageEventOut
+from customers.serializers import ModelMapIn, ModelMapOut, UsageEventOut
 
 
 class UsageEventListApi(OrgApiView):
@@ -23,3 +26,12 @@ class UsageEventListApi(OrgApiView):
     def get(self, request):
         return array_response(usage_event_list(book=self.book, params=request.query_params), request.query_params,
                               UsageEventOut)
+
+
+class ModelMapApi(OrgApiView):
+    @extend_schema(operation_id="events_map_model", request=ModelMapIn,
+                   responses={200: ModelMapOut, 201: ModelMapOut})
+    def post(self, request):
+        data = parse(ModelMapIn, request.data)
+        mapping = model_map(book=self.book, **data)
+        return Response(ModelMapOut(mapping).data, status=201 if mapping.created else 200)

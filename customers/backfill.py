@@ -1,0 +1,126 @@
+"""Mapping an unknown model name onto a catalog entry, and pricing the events that waited for it.
+
+A mapping (`catalog.ModelAlias`) can only point at an existing active entry: it never creates rates.
+Backfill prices every event of the book saved with cost null whose model (or one of whose services)
+is the mapped name; events already priced are never re-priced. Later events with that name resolve at
+record time through the same alias.
+"""
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from catalog.event_pricing import ServiceUsage, price_event
+from catalog.models import ModelAlias, ServiceEntry
+from catalog.resolution import normalize_model, normalize_provider, resolve_services
+from config.core.errors import BadRequest, NotFound
+from config.core.scoping import owned
+from customers.models import EventStatus, UsageEvent
+
+BACKFILL_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class Mapping:
+    alias: ModelAlias
+    created: bool
+    events_waiting: int  # unpriced events naming the model when the mapping was made
+    events_priced: int  # priced now (0 when the backfill was handed to a worker)
+    scheduled: bool
+
+
+def _waiting_events(book, model: str, provider: str):
+    """Unpriced events naming this model: single-service by column, multi-service by their parts."""
+    unpriced = owned(UsageEvent, book).filter(usage_cost__isnull=True)
+    return unpriced.filter(model=model, model_provider=provider), unpriced.filter(model__isnull=True,
+                                                                                 services__isnull=False)
+
+
+def _names_model(event: UsageEvent, model: str, provider: str) -> bool:
+    return any(part.get("model") == model and part.get("modelProvider") == provider for part in event.services)
+
+
+def _event_parts(event: UsageEvent) -> list[ServiceUsage]:
+    if event.services is not None:
+        return [ServiceUsage.from_json(part) for part in event.services]
+    return [ServiceUsage(event.model, event.model_provider, event.input_tokens, event.output_tokens,
+                         event.cache_read_tokens, event.cache_write_tokens, event.quantity)]
+
+
+def events_backfill_cost(*, book, model: str, model_provider: str) -> int:
+    """Price the unpriced events naming this model, in chunks; returns how many got a cost."""
+    model, model_provider = normalize_model(model), normalize_provider(model_provider)
+    single, multi = _waiting_events(book, model, model_provider)
+    priced_count = 0
+    last_pk = None
+    while True:
+        with transaction.atomic():
+            chunk_query = single.order_by("pk")
+            if last_pk is not None:
+                chunk_query = chunk_query.filter(pk__gt=last_pk)
+            chunk = list(chunk_query.select_for_update(skip_locked=True)[:BACKFILL_CHUNK])
+            if not chunk:
+                break
+            last_pk = chunk[-1].pk
+            priced_count += _price_and_save(book, chunk)
+    with transaction.atomic():
+        candidates = [event for event in multi.select_for_update(skip_locked=True)
+                      if _names_model(event, model, model_provider)]
+        priced_count += _price_and_save(book, candidates)
+    return priced_count
+
+
+def _price_and_save(book, events: list[UsageEvent]) -> int:
+    parts_by_event = {event.pk: _event_parts(event) for event in events}
+    resolved = resolve_services(book=book, pairs={part.key for parts in parts_by_event.values() for part in parts})
+    changed = []
+    for event in events:
+        priced = price_event(parts_by_event[event.pk], resolved)
+        if priced.total is None:
+            continue
+        event.usage_cost = priced.total
+        event.event_status = EventStatus.PROCESSED
+        if event.services is not None:
+            event.services = priced.services_json()
+        else:
+            event.service = priced.parts[0].service
+        changed.append(event)
+    UsageEvent.objects.bulk_update(changed, ["usage_cost", "event_status", "services", "service"])
+    return len(changed)
+
+
+def model_map(*, book, model: str, model_provider: str, service_id) -> Mapping:
+    """Point an unknown model name at a catalog entry, then backfill (inline when few events wait,
+    otherwise in a Celery task)."""
+    from customers.tasks import backfill_event_costs_task  # tasks import this module
+
+    model, model_provider = normalize_model(model), normalize_provider(model_provider)
+    try:
+        service = ServiceEntry.objects.get(pk=service_id, is_active=True)
+    except (ServiceEntry.DoesNotExist, ValueError):
+        raise NotFound("Catalog service not found")
+    known = resolve_services(book=None, pairs=[(model, model_provider)])[(model, model_provider)]
+    if known is not None:
+        raise BadRequest([f"model: {model!r} from {model_provider!r} is already in the catalog "
+                          f"({known.provider}/{known.canonical_name}); mapping only redirects unknown names."])
+    with transaction.atomic():
+        alias = owned(ModelAlias, book).select_for_update().filter(model=model, model_provider=model_provider).first()
+        created = alias is None
+        if created:
+            try:
+                with transaction.atomic():
+                    alias = ModelAlias.objects.create(book=book, model=model, model_provider=model_provider,
+                                                      service=service)
+            except IntegrityError:  # a concurrent request mapped it first: remap that alias
+                alias = owned(ModelAlias, book).select_for_update().get(model=model, model_provider=model_provider)
+                created = False
+        if not created:
+            alias.service = service
+            alias.save(update_fields=["service", "updated_at"])
+    single, multi = _waiting_events(book, model, model_provider)
+    waiting = single.count() + sum(1 for event in multi if _names_model(event, model, model_provider))
+    if waiting > settings.MAP_MODEL_INLINE_BACKFILL_LIMIT:
+        transaction.on_commit(lambda: backfill_event_costs_task.delay(str(book.pk), model, model_provider))
+        return Mapping(alias, created, waiting, 0, scheduled=True)
+    priced = events_backfill_cost(book=book, model=model, model_provider=model_provider) if waiting else 0
+    return Mapping(alias, created, waiting, priced, scheduled=False)
