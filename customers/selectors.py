@@ -1,9 +1,41 @@
-from config.core.filtering import apply_filters
-from config.core.scoping import owned
-from customers.filters import UsageEventFilter
-from customers.models import UsageEvent
+"""Reads of customers, agents and signals, always within the caller's book."""
+from django.db.models import QuerySet
+
+from config.core.filtering import filtered
+from config.core.scoping import get_owned, owned
+from customers.filters import AgentFilter, CustomerFilter, SignalFilter, UsageEventFilter
+from customers.models import Agent, Customer, Signal, UsageEvent
 
 
-def usage_event_list(*, book, params):
+def customers_live(*, book) -> QuerySet:
+    """The book's customers that are not soft-deleted: a deleted customer is unlisted and reads as 404."""
+    return owned(Customer, book).filter(deleted_at__isnull=True)
+
+
+def customer_get(*, book, customer_id) -> Customer:
+    return get_owned(Customer, book, customer_id, queryset=customers_live(book=book))
+
+
+def customer_list(*, book, params) -> QuerySet:
+    return filtered(CustomerFilter, params, customers_live(book=book)).order_by("-created_at", "-id")
+
+
+def agent_get(*, book, agent_id) -> Agent:
+    return get_owned(Agent, book, agent_id)
+
+
+def agent_list(*, book, params) -> QuerySet:
+    return filtered(AgentFilter, params, owned(Agent, book)).order_by("-created_at", "-id")
+
+
+def signal_get(*, book, signal_id) -> Signal:
+    return get_owned(Signal, book, signal_id)
+
+
+def signal_list(*, book, params) -> QuerySet:
+    return filtered(SignalFilter, params, owned(Signal, book)).order_by("-created_at", "-id")
+
+
+def usage_event_list(*, book, params) -> QuerySet:
     """The book's events, newest first, narrowed by the documented filters."""
-    return apply_filters(UsageEventFilter, params, owned(UsageEvent, book).order_by("-usage_date", "-id"))
+    return filtered(UsageEventFilter, params, owned(UsageEvent, book)).order_by("-usage_date", "-id")

@@ -1,6 +1,213 @@
+"""Request and response shapes of customers, agents and signals (JSON camelCase, Python snake_case).
+
+Keys inside `metadata` and `context` are stored and returned exactly as sent: no case conversion.
+"""
+import math
+from functools import cache
+from zoneinfo import available_timezones
+
 from rest_framework import serializers
 
 from config.core.serialization import DecimalText
+
+from customers.models import CustomerStatus, SignalType
+
+NAME_MAX = 255
+MAX_INVOICE_RECIPIENTS = 50
+MAX_NET_TERMS_DAYS = 365
+MAX_BULK_SIGNALS = 100
+
+
+@cache
+def iana_timezones() -> frozenset[str]:
+    # "localtime" is a link to the host's zone, not an IANA name.
+    return frozenset(available_timezones() - {"localtime"})
+
+
+def unstorable(value) -> bool:
+    """What PostgreSQL's jsonb refuses: NUL characters in strings or keys, and infinite numbers (1e999)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(unstorable(key) or unstorable(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(unstorable(item) for item in value)
+    return False
+
+
+class JsonObject(serializers.JSONField):
+    """Input: a JSON object, stored and returned verbatim."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise serializers.ValidationError("Must be a JSON object.")
+        if unstorable(data):
+            raise serializers.ValidationError("Must not contain NUL (\\u0000) characters or infinite numbers.")
+        return super().to_internal_value(data)
+
+
+class Text(serializers.CharField):
+    """Input: a JSON string only; numbers and booleans are a wrong type (400), not silently converted."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class Flag(serializers.BooleanField):
+    """Input: JSON true or false only."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
+class UuidText(serializers.UUIDField):
+    """Input: a UUID string only (DRF would also read an integer as a UUID)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
+class TextOut(serializers.CharField):
+    """Output: an optional text column; empty reads as null."""
+
+    def to_representation(self, value):
+        return value or None
+
+
+# --------------------------------------------------------------------------- customers
+
+class CustomerWriteIn(serializers.Serializer):
+    """Every customer field a client may send; `name` is required on create (PATCH parses it partial)."""
+
+    name = Text(max_length=NAME_MAX)
+    externalId = Text(source="external_id", max_length=255, allow_null=True, required=False)
+    email = serializers.EmailField(max_length=255, allow_blank=True, allow_null=True, required=False)
+    phone = Text(max_length=64, allow_blank=True, allow_null=True, required=False)
+    addressLine1 = Text(source="address_line1", max_length=255, allow_blank=True,
+                                         allow_null=True, required=False)
+    addressLine2 = Text(source="address_line2", max_length=255, allow_blank=True,
+                                         allow_null=True, required=False)
+    city = Text(max_length=255, allow_blank=True, allow_null=True, required=False)
+    state = Text(max_length=255, allow_blank=True, allow_null=True, required=False)
+    zipCode = Text(source="zip_code", max_length=32, allow_blank=True, allow_null=True,
+                                    required=False)
+    country = Text(max_length=255, allow_blank=True, allow_null=True, required=False)
+    timezone = Text(max_length=64, required=False)
+    status = serializers.ChoiceField(choices=CustomerStatus.values, required=False)
+    billingContactName = Text(source="billing_contact_name", max_length=255, allow_blank=True,
+                                               allow_null=True, required=False)
+    billingContactEmail = serializers.EmailField(source="billing_contact_email", max_length=255,
+                                                 allow_blank=True, allow_null=True, required=False)
+    netTerms = serializers.IntegerField(source="net_terms", min_value=0, max_value=MAX_NET_TERMS_DAYS,
+                                        required=False)
+    invoiceEmailRecipients = serializers.ListField(source="invoice_email_recipients",
+                                                   child=serializers.EmailField(max_length=255),
+                                                   max_length=MAX_INVOICE_RECIPIENTS, required=False)
+    metadata = JsonObject(required=False)
+
+    # Optional text columns are NOT NULL in the table: null clears them to "".
+    CLEARABLE = ("email", "phone", "address_line1", "address_line2", "city", "state", "zip_code", "country",
+                 "billing_contact_name", "billing_contact_email")
+
+    def validate_timezone(self, value):
+        if value not in iana_timezones():
+            raise serializers.ValidationError("Must be an IANA time zone name such as UTC or Europe/Lisbon.")
+        return value
+
+    def validate(self, data):
+        return {field: ("" if value is None and field in self.CLEARABLE else value)
+                for field, value in data.items()}
+
+
+class CustomerOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    externalId = serializers.CharField(source="external_id", allow_null=True)
+    email = TextOut()
+    phone = TextOut()
+    addressLine1 = TextOut(source="address_line1")
+    addressLine2 = TextOut(source="address_line2")
+    city = TextOut()
+    state = TextOut()
+    zipCode = TextOut(source="zip_code")
+    country = TextOut()
+    timezone = serializers.CharField()
+    status = serializers.CharField()
+    billingContactName = TextOut(source="billing_contact_name")
+    billingContactEmail = TextOut(source="billing_contact_email")
+    netTerms = serializers.IntegerField(source="net_terms")
+    invoiceEmailRecipients = serializers.ListField(source="invoice_email_recipients", child=serializers.CharField())
+    metadata = serializers.JSONField()
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+
+
+# --------------------------------------------------------------------------- agents
+
+class AgentWriteIn(serializers.Serializer):
+    name = Text(max_length=NAME_MAX)
+    agentCode = Text(source="agent_code", max_length=NAME_MAX)
+    description = Text(allow_blank=True, allow_null=True, required=False)
+    isActive = Flag(source="is_active", required=False)
+    context = JsonObject(required=False)
+
+    def validate(self, data):
+        if "description" in data and data["description"] is None:
+            data["description"] = ""
+        return data
+
+
+class AgentOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    agentCode = serializers.CharField(source="agent_code")
+    description = TextOut()
+    isActive = serializers.BooleanField(source="is_active")
+    context = serializers.JSONField()
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
+
+
+# --------------------------------------------------------------------------- signals
+
+class SignalFieldsIn(serializers.Serializer):
+    """The fields of one signal besides its agent (shared by create, update and bulk items)."""
+
+    name = Text(max_length=NAME_MAX)
+    shortName = Text(source="short_name", max_length=NAME_MAX, required=False)
+    type = serializers.ChoiceField(choices=SignalType.values, required=False)
+
+
+class SignalCreateIn(SignalFieldsIn):
+    agentId = UuidText(source="agent_id")
+
+
+class SignalUpdateIn(SignalFieldsIn):
+    # Accepted only so that a client echoing the signal back is not refused; a different agent is a 400.
+    agentId = UuidText(source="agent_id", required=False)
+
+
+class SignalBulkCreateIn(serializers.Serializer):
+    agentId = UuidText(source="agent_id")
+    signals = SignalFieldsIn(many=True, allow_empty=False, max_length=MAX_BULK_SIGNALS)
+
+
+class SignalOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    shortName = serializers.CharField(source="short_name")
+    type = serializers.CharField()
+    agentId = UuidText(source="agent_id")
+    createdAt = serializers.DateTimeField(source="created_at")
+    updatedAt = serializers.DateTimeField(source="updated_at")
 
 
 class UsageEventOut(serializers.Serializer):

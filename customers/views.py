@@ -1,30 +1,159 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+"""/v1/customers, /v1/agents and /v1/signals: parse, call one service or selector, render."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
 from config.accounts.api import OrgApiView
+from config.core import clock
 from config.core.pagination import array_response
 from config.core.serialization import parse
+from customers import selectors, services
 from customers.backfill import model_map
-from customers.selectors import usage_event_list
-from customers.serializers import ModelMapIn, ModelMapOut, UsageEventOut
+from customers.serializers import (AgentOut, AgentWriteIn, CustomerOut, CustomerWriteIn, ModelMapIn, ModelMapOut,
+                                   SignalBulkCreateIn, SignalCreateIn, SignalOut, SignalUpdateIn, UsageEventOut)
+
+
+def query(name: str, description: str, type_=OpenApiTypes.STR, enum=None) -> OpenApiParameter:
+    return OpenApiParameter(name, type_, OpenApiParameter.QUERY, description=description, enum=enum)
+
+
+PAGING = [
+    query("limit", "Rows per page, 1-100 (default 100).", OpenApiTypes.INT),
+    query("offset", "Rows to skip (default 0). The total is in the X-Total-Count header.", OpenApiTypes.INT),
+]
+CREATED_WINDOW = [
+    query("createdAfter", "Created at or after this ISO 8601 instant.", OpenApiTypes.DATETIME),
+    query("createdBefore", "Created before this ISO 8601 instant.", OpenApiTypes.DATETIME),
+]
+NO_CONTENT = {204: OpenApiResponse(description="Deleted.")}
+
+
+class CustomerListCreateApi(OrgApiView):
+    @extend_schema(parameters=[
+        query("status", "Only customers with this status.", enum=["active", "inactive", "suspended"]),
+        query("externalId", "Only the customer with this externalId."),
+        query("email", "Only customers with this email (case-insensitive)."),
+        query("search", "Case-insensitive substring of name, externalId or email."),
+        *CREATED_WINDOW, *PAGING,
+    ], responses=CustomerOut(many=True))
+    def get(self, request):
+        return array_response(selectors.customer_list(book=self.book, params=request.query_params),
+                              request.query_params, CustomerOut)
+
+    @extend_schema(request=CustomerWriteIn, responses={201: CustomerOut})
+    def post(self, request):
+        data = parse(CustomerWriteIn, request.data)
+        customer = services.customer_create(book=self.book, data=data)
+        return Response(CustomerOut(customer).data, status=201)
+
+
+class CustomerDetailApi(OrgApiView):
+    @extend_schema(responses=CustomerOut)
+    def get(self, request, customer_id):
+        return Response(CustomerOut(selectors.customer_get(book=self.book, customer_id=customer_id)).data)
+
+    @extend_schema(request=CustomerWriteIn(partial=True), responses=CustomerOut)
+    def patch(self, request, customer_id):
+        data = parse(CustomerWriteIn, request.data, partial=True)
+        customer = services.customer_update(book=self.book, customer_id=customer_id, data=data)
+        return Response(CustomerOut(customer).data)
+
+    @extend_schema(responses=NO_CONTENT)
+    def delete(self, request, customer_id):
+        services.customer_delete(book=self.book, customer_id=customer_id, now=clock.now())
+        return Response(status=204)
+
+
+class AgentListCreateApi(OrgApiView):
+    @extend_schema(parameters=[
+        query("isActive", "true or false.", OpenApiTypes.BOOL),
+        query("agentCode", "Only the agent with this agentCode."),
+        query("search", "Case-insensitive substring of name, agentCode or description."),
+        *CREATED_WINDOW, *PAGING,
+    ], responses=AgentOut(many=True))
+    def get(self, request):
+        return array_response(selectors.agent_list(book=self.book, params=request.query_params),
+                              request.query_params, AgentOut)
+
+    @extend_schema(request=AgentWriteIn, responses={201: AgentOut})
+    def post(self, request):
+        agent = services.agent_create(book=self.book, data=parse(AgentWriteIn, request.data))
+        return Response(AgentOut(agent).data, status=201)
+
+
+class AgentDetailApi(OrgApiView):
+    @extend_schema(responses=AgentOut)
+    def get(self, request, agent_id):
+        return Response(AgentOut(selectors.agent_get(book=self.book, agent_id=agent_id)).data)
+
+    @extend_schema(request=AgentWriteIn(partial=True), responses=AgentOut)
+    def patch(self, request, agent_id):
+        data = parse(AgentWriteIn, request.data, partial=True)
+        return Response(AgentOut(services.agent_update(book=self.book, agent_id=agent_id, data=data)).data)
+
+    @extend_schema(responses=NO_CONTENT)
+    def delete(self, request, agent_id):
+        services.agent_delete(book=self.book, agent_id=agent_id)
+        return Response(status=204)
+
+
+class SignalListCreateApi(OrgApiView):
+    @extend_schema(parameters=[
+        query("agentId", "Only signals of this agent.", OpenApiTypes.UUID),
+        query("type", "Only signals of this type.", enum=["usage", "volume"]),
+        query("shortName", "Only signals with this shortName."),
+        query("search", "Case-insensitive substring of name or shortName."),
+        *CREATED_WINDOW, *PAGING,
+    ], responses=SignalOut(many=True))
+    def get(self, request):
+        return array_response(selectors.signal_list(book=self.book, params=request.query_params),
+                              request.query_params, SignalOut)
+
+    @extend_schema(request=SignalCreateIn, responses={201: SignalOut})
+    def post(self, request):
+        signal = services.signal_create(book=self.book, data=parse(SignalCreateIn, request.data))
+        return Response(SignalOut(signal).data, status=201)
+
+
+class SignalBulkCreateApi(OrgApiView):
+    @extend_schema(request=SignalBulkCreateIn, responses={201: SignalOut(many=True)})
+    def post(self, request):
+        data = parse(SignalBulkCreateIn, request.data)
+        signals = services.signal_bulk_create(book=self.book, agent_id=data["agent_id"], items=data["signals"])
+        return Response(SignalOut(signals, many=True).data, status=201)
+
+
+class SignalDetailApi(OrgApiView):
+    @extend_schema(responses=SignalOut)
+    def get(self, request, signal_id):
+        return Response(SignalOut(selectors.signal_get(book=self.book, signal_id=signal_id)).data)
+
+    @extend_schema(request=SignalUpdateIn(partial=True), responses=SignalOut)
+    def patch(self, request, signal_id):
+        data = parse(SignalUpdateIn, request.data, partial=True)
+        return Response(SignalOut(services.signal_update(book=self.book, signal_id=signal_id, data=data)).data)
+
+    @extend_schema(responses=NO_CONTENT)
+    def delete(self, request, signal_id):
+        services.signal_delete(book=self.book, signal_id=signal_id)
+        return Response(status=204)
 
 
 class UsageEventListApi(OrgApiView):
     @extend_schema(
         operation_id="events_list",
-        parameters=[OpenApiParameter(name, str, description=text) for name, text in (
-            ("customerId", "customer UUID"), ("customerExternalId", "customer external id"),
-            ("agentId", "agent UUID"), ("agentCode", "agent code"), ("signalId", "signal UUID"),
-            ("signalName", "signal name as recorded"), ("eventStatus", "PROCESSED or NEEDS_COST_BACKFILL"),
-            ("environment", "production, staging, development or testing"), ("model", "model id"),
-            ("idempotencyKey", "the record's idempotency key"),
-            ("startDate", "ISO 8601; events at or after it"),
-            ("endDate", "ISO 8601; a date includes that whole day, a timestamp is exclusive"),
-            ("limit", "1-100, default 100"), ("offset", "default 0"))],
+        parameters=[*(query(name, text) for name, text in (
+            ("customerId", "Customer UUID."), ("customerExternalId", "Customer external id."),
+            ("agentId", "Agent UUID."), ("agentCode", "Agent code."), ("signalId", "Signal UUID."),
+            ("signalName", "Signal name as recorded."), ("eventStatus", "PROCESSED or NEEDS_COST_BACKFILL."),
+            ("environment", "production, staging, development or testing."), ("model", "Model id."),
+            ("idempotencyKey", "The record's idempotency key."),
+            ("startDate", "ISO 8601; events at or after it."),
+            ("endDate", "ISO 8601; a date includes that whole day, a timestamp is exclusive."))), *PAGING],
         responses=UsageEventOut(many=True),
     )
     def get(self, request):
-        return array_response(usage_event_list(book=self.book, params=request.query_params), request.query_params,
+        return array_response(selectors.usage_event_list(book=self.book, params=request.query_params), request.query_params,
                               UsageEventOut)
 
 

@@ -3,6 +3,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.http import JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 
 
 def healthz(request):
@@ -29,6 +30,7 @@ def readyz(request):
     return JsonResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)
 
 
+@csrf_exempt  # an unknown URL is a JSON 404 for every method, never a CSRF page
 def json_not_found(request, exception=None):
     return JsonResponse({"message": f"Not found: {request.path}"}, status=404)
 

@@ -1,0 +1,59 @@
+"""The operator console for customers, agents and signals: scoped lists, search, filters, soft delete."""
+import pytest
+
+from config.accounts.models import Membership, User
+from customers.models import Customer
+from tests.customers.test_customers import subscription_for
+from tests.factories import AgentFactory, CustomerFactory, SignalFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def operator(client, org):
+    """A staff member of `org` only (not a superuser)."""
+    user = User.objects.create_user(email="ops@acme.example.com", password="pw", is_staff=True)
+    Membership.objects.create(user=user, organization=org, role="owner")
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize("path, params", [
+    ("/admin/customers/customer/", {"q": "Mine", "status__exact": "active", "deleted_at__isempty": "1"}),
+    ("/admin/customers/agent/", {"q": "Mine", "is_active__exact": "1"}),
+    ("/admin/customers/signal/", {"q": "Mine", "type__exact": "usage"}),
+])
+def test_lists_search_and_filter_only_the_operators_organizations(operator, book, other_book, path, params):
+    SignalFactory(book=book, name="Mine signal", agent=AgentFactory(book=book, name="Mine agent"))
+    CustomerFactory(book=book, name="Mine customer")
+    SignalFactory(book=other_book, name="Theirs signal", agent=AgentFactory(book=other_book, name="Theirs agent"))
+    CustomerFactory(book=other_book, name="Theirs customer")
+    resp = operator.get(path, params)
+    assert resp.status_code == 200
+    page = resp.content.decode()
+    assert "Mine" in page and "Theirs" not in page
+    assert other_book.organization.name not in page  # not even as a filter choice
+
+
+def test_agent_page_shows_its_signals_inline(operator, book):
+    signal = SignalFactory(book=book, name="Inline signal")
+    resp = operator.get(f"/admin/customers/agent/{signal.agent_id}/change/")
+    assert resp.status_code == 200
+    assert "Inline signal" in resp.content.decode()
+
+
+def test_soft_delete_action_keeps_the_row_and_respects_subscriptions(operator, book):
+    customer, subscribed = CustomerFactory(book=book), CustomerFactory(book=book)
+    subscription_for(subscribed, status="active")
+    resp = operator.post("/admin/customers/customer/", {"action": "soft_delete_customers",
+                                                        "_selected_action": [str(customer.id), str(subscribed.id)]},
+                         follow=True)
+    assert resp.status_code == 200
+    assert Customer.objects.get(pk=customer.pk).deleted_at is not None
+    assert Customer.objects.get(pk=subscribed.pk).deleted_at is None
+    assert "upcoming or active subscription" in resp.content.decode()
+
+
+def test_customers_cannot_be_hard_deleted_from_the_console(operator, book):
+    customer = CustomerFactory(book=book)
+    assert operator.get(f"/admin/customers/customer/{customer.id}/delete/").status_code == 403
