@@ -233,7 +233,9 @@ def test_only_a_digest_of_the_key_is_stored(api):
     assert stored.prefix == api.raw_key[:16]
 
 
-def test_unknown_url_is_404_json_for_writes_too(anonymous):
-    resp = anonymous.post("/v1/nowhere", {"a": 1})
+def test_unknown_url_is_404_json_for_writes_too():
+    from tests.conftest import KeyClient
+
+    resp = KeyClient(None, enforce_csrf_checks=True).post("/v1/nowhere", {"a": 1})
     assert resp.status_code == 404
     assert resp.json()["message"] == "Not found: /v1/nowhere"
