@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc assets, served locally (no CDN)
     "config.core",
     "config.accounts",
     "catalog",
@@ -163,15 +164,22 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "config.core.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "COERCE_DECIMAL_TO_STRING": False,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.core.openapi.ApiSchema",
 }
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Usage billing API",
-    "DESCRIPTION": "Usage-based billing and cost tracking for companies that sell AI agents.",
+    "DESCRIPTION": ("Usage-based billing and cost tracking for companies that sell AI agents. Every /v1 "
+                    "request carries an API key in the `x-api-key` header; errors are `{message, code?}`."),
     "VERSION": "1.0.0",
+    "SCHEMA_PATH_PREFIX": "/v1",
+    "PREPROCESSING_HOOKS": ["config.core.openapi.only_api_routes"],
+    "POSTPROCESSING_HOOKS": ["config.core.openapi.drop_enum_ids"],
+    "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     "SERVE_INCLUDE_SCHEMA": False,
-    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Production hardening (only when DEBUG is off).
