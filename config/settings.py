@@ -60,6 +60,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.core.middleware.RequestIdMiddleware",  # first: the id and the access line cover everything
+    "config.core.middleware.HealthProbeMiddleware",  # /healthz, /readyz: before host checks and redirects
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -195,9 +197,18 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
+# One JSON object per line on standard error, each with the request id (config/core/logs.py).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "config.core.logs.RequestIdFilter"}},
+    "formatters": {"json": {"()": "config.core.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {
+        # Client errors are in the access line already; server errors still log with their traceback.
+        "django.request": {"level": "ERROR"},
+    },
 }
+# Celery workers log through the configuration above instead of replacing the root handler.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False

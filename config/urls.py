@@ -27,10 +27,9 @@ api_patterns = [
     path("", include("portal.urls")),
 ]
 
+# /healthz and /readyz are answered by config.core.middleware.HealthProbeMiddleware.
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("healthz", core_views.healthz),
-    path("readyz", core_views.readyz),
     path("v1/", include(api_patterns)),
     # Unknown URLs answer JSON 404 even with DEBUG on.
     re_path(r"^(?!admin/|static/).*$", core_views.json_not_found),
