@@ -136,6 +136,7 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = "UTC"
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING (JSON lines), like the web
 
 # --- Email: the file backend by default, so every message can be read back.
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or "django.core.mail.backends.filebased.EmailBackend"
@@ -210,5 +211,3 @@ LOGGING = {
         "django.request": {"level": "ERROR"},
     },
 }
-# Celery workers log through the configuration above instead of replacing the root handler.
-CELERY_WORKER_HIJACK_ROOT_LOGGER = False
