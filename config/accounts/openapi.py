@@ -4,6 +4,8 @@
 429) and one sentence per operation saying which keys may call it. `SessionApiView` (SessionSchema):
 the session cookie, with what its 401 and 403 mean.
 """
+from typing import NamedTuple
+
 from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework.permissions import SAFE_METHODS
 
@@ -30,6 +32,14 @@ KEY_ERROR_DESCRIPTIONS = {
 }
 
 
+class KeyPolicy(NamedTuple):
+    """Which keys a view admits for one method (its OrgApiView policy attributes)."""
+    publishable: bool  # publishable keys may call it
+    scopes: list[str]  # secret-key scopes allowed, in KeyScope order
+    roles: list[str] | None  # member roles allowed, in Role order; None: any
+    any_scope: bool
+
+
 def _phrase(words) -> str:
     words = list(words)
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
@@ -38,15 +48,17 @@ def _phrase(words) -> str:
 class ApiKeySchema(ApiSchema):
     error_descriptions = KEY_ERROR_DESCRIPTIONS
 
-    def _policy(self):
-        """(publishable keys allowed, scopes, roles or None, every scope allowed) for this method."""
+    def key_policy(self) -> KeyPolicy:
         view = self.view
         is_read = self.method in SAFE_METHODS
         scopes = view.read_scopes if is_read else view.write_scopes
         roles = view.read_roles if is_read else view.write_roles
-        ordered_scopes = [scope for scope in KeyScope.values if scope in scopes]
-        ordered_roles = None if roles is None else [role for role in Role.values if role in roles]
-        return view.allow_publishable and is_read, ordered_scopes, ordered_roles, set(scopes) == set(KeyScope.values)
+        return KeyPolicy(
+            publishable=view.allow_publishable and is_read,
+            scopes=[scope for scope in KeyScope.values if scope in scopes],
+            roles=None if roles is None else [role for role in Role.values if role in roles],
+            any_scope=set(scopes) == set(KeyScope.values),
+        )
 
     def get_auth(self):
         self.registry.register_on_missing(ResolvedComponent(
@@ -56,21 +68,21 @@ class ApiKeySchema(ApiSchema):
         return [{API_KEY_SCHEME: []}]
 
     def auth_error_statuses(self) -> set[int]:
-        publishable, _, roles, all_scopes = self._policy()
-        refuses_some_keys = not (publishable and all_scopes and roles is None)
-        return {401, 429} | ({403} if refuses_some_keys else set())
+        policy = self.key_policy()
+        admits_every_key = policy.publishable and policy.any_scope and policy.roles is None
+        return {401, 429} | (set() if admits_every_key else {403})
 
     def access_sentence(self) -> str:
-        publishable, scopes, roles, all_scopes = self._policy()
-        if publishable:
+        policy = self.key_policy()
+        if policy.publishable:
             who = "Any key, secret or publishable"
-        elif all_scopes:
+        elif policy.any_scope:
             who = "Any secret key"
         else:
-            who = f"A secret key with scope {_phrase(scopes)}"
-        if roles is not None:
-            who += f", of a member with role {_phrase(roles)}"
-        if not publishable and self.view.publishable_status == 401:
+            who = f"A secret key with scope {_phrase(policy.scopes)}"
+        if policy.roles is not None:
+            who += f", of a member with role {_phrase(policy.roles)}"
+        if not policy.publishable and self.view.publishable_status == 401:
             who += "; publishable keys get 401"
         return who + "."
 
