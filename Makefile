@@ -29,7 +29,7 @@ catalog: migrate
 run: catalog
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	PORT=$(PORT) exec $(BIN)/gunicorn config.wsgi:application --bind $(HOST):$(PORT) \
-		--workers $(WEB_CONCURRENCY) --access-logfile - --graceful-timeout 10
+		--workers $(WEB_CONCURRENCY) --graceful-timeout 10
 
 worker: migrate
 	exec $(BIN)/celery -A config worker --beat --loglevel info

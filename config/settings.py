@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and ReDoc assets, served locally (no CDN)
     "config.core",
     "config.accounts",
     "catalog",
@@ -59,6 +60,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.core.middleware.RequestIdMiddleware",  # first: the id and the access line cover everything
+    "config.core.middleware.HealthProbeMiddleware",  # /healthz, /readyz: before host checks and redirects
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -133,6 +136,7 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = "UTC"
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING (JSON lines), like the web
 
 # --- Email: the file backend by default, so every message can be read back.
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or "django.core.mail.backends.filebased.EmailBackend"
@@ -165,15 +169,22 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "config.core.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "COERCE_DECIMAL_TO_STRING": False,
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.core.openapi.ApiSchema",
 }
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Usage billing API",
-    "DESCRIPTION": "Usage-based billing and cost tracking for companies that sell AI agents.",
+    "DESCRIPTION": ("Usage-based billing and cost tracking for companies that sell AI agents. Every /v1 "
+                    "request carries an API key in the `x-api-key` header; errors are `{message, code?}`."),
     "VERSION": "1.0.0",
+    "SCHEMA_PATH_PREFIX": "/v1",
+    "PREPROCESSING_HOOKS": ["config.core.openapi.only_api_routes"],
+    "POSTPROCESSING_HOOKS": ["config.core.openapi.drop_enum_ids"],
+    "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     "SERVE_INCLUDE_SCHEMA": False,
-    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- Production hardening (only when DEBUG is off).
@@ -189,9 +200,16 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
+# One JSON object per line on standard error, each with the request id (config/core/logs.py).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "config.core.logs.RequestIdFilter"}},
+    "formatters": {"json": {"()": "config.core.logs.JsonFormatter"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {
+        # Client errors are in the access line already; server errors still log with their traceback.
+        "django.request": {"level": "ERROR"},
+    },
 }

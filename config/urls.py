@@ -1,10 +1,23 @@
 """The composition root of URLs: every app's API under /v1, the hosted pages and the console."""
 from django.contrib import admin
 from django.urls import include, path, re_path
+from drf_spectacular.views import (
+    SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView, SpectacularYAMLAPIView,
+)
 
 from config.core import views as core_views
 
+# The API reference: the OpenAPI schema and two readers of it, open to anyone (no API key).
+docs_patterns = [
+    path("openapi.json", SpectacularJSONAPIView.as_view(), name="openapi-json"),
+    path("openapi.yaml", SpectacularYAMLAPIView.as_view(), name="openapi-yaml"),
+    path("docs", SpectacularSwaggerView.as_view(url_name="openapi-json"), name="swagger-ui"),
+    path("redoc", SpectacularRedocView.as_view(url_name="openapi-json", template_name="api_docs/redoc.html"),
+         name="redoc"),
+]
+
 api_patterns = [
+    *docs_patterns,
     path("", include("config.accounts.urls")),
     path("", include("catalog.urls")),
     path("", include("customers.urls")),
@@ -14,10 +27,9 @@ api_patterns = [
     path("", include("portal.urls")),
 ]
 
+# /healthz and /readyz are answered by config.core.middleware.HealthProbeMiddleware.
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("healthz", core_views.healthz),
-    path("readyz", core_views.readyz),
     path("v1/", include(api_patterns)),
     # Unknown URLs answer JSON 404 even with DEBUG on.
     re_path(r"^(?!admin/|static/).*$", core_views.json_not_found),

@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from config.accounts.keys import is_well_formed
 from config.accounts.models import ApiKey, KeyScope, KeyType, Role
+from config.accounts.openapi import ApiKeySchema
 from config.accounts.request_log import LogEntry, buffer
 from config.accounts.services import api_key_find
 from config.accounts.throttling import clear_auth_failures, enforce_key_rate, record_auth_failure
@@ -123,6 +124,7 @@ class OrgApiView(APIView):
     write_scopes = frozenset({KeyScope.FULL})
     read_roles = None  # None: any member role
     write_roles = None
+    schema = ApiKeySchema()  # the x-api-key security scheme and the key policy's errors in OpenAPI
 
     api_key: ApiKey | None = None
 

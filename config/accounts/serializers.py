@@ -22,16 +22,13 @@ class KeyInfoOut(serializers.Serializer):
     scope = serializers.CharField()
     role = serializers.CharField()
     prefix = serializers.CharField()
-    organization = serializers.SerializerMethodField()
+    organization = OrganizationRefOut()
     userEmail = serializers.EmailField(source="membership.user.email")
     createdAt = serializers.DateTimeField(source="created_at")
     lastUsedAt = serializers.DateTimeField(source="last_used_at", allow_null=True)
 
     def get_livemode(self, key) -> bool:
         return key.environment == "live"
-
-    def get_organization(self, key) -> dict:
-        return {"id": str(key.organization_id), "name": key.organization.name}
 
 
 class MembershipOut(serializers.Serializer):
@@ -62,3 +59,9 @@ class InvitationOut(serializers.Serializer):
     expiresAt = serializers.DateTimeField(source="expires_at")
     acceptedAt = serializers.DateTimeField(source="accepted_at", allow_null=True)
     createdAt = serializers.DateTimeField(source="created_at")
+
+
+class InvitationAcceptedOut(serializers.Serializer):
+    accepted = serializers.BooleanField()
+    organizationId = serializers.UUIDField(source="organization_id")
+    role = serializers.CharField()

@@ -1,10 +1,14 @@
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.accounts.api import ALL_SCOPES, OrgApiView
 from config.accounts.models import Membership, Role
-from config.accounts.serializers import InvitationCreateIn, InvitationOut, KeyInfoOut, UserMeOut, VerifyOut
+from config.accounts.openapi import SessionSchema
+from config.accounts.serializers import (
+    InvitationAcceptedOut, InvitationCreateIn, InvitationOut, KeyInfoOut, UserMeOut, VerifyOut,
+)
 from config.accounts.services import invitation_accept, invitation_create
 from config.core import clock
 from config.core.errors import Forbidden, NotFound, Unauthorized
@@ -15,6 +19,8 @@ class VerifyApi(OrgApiView):
     allow_publishable = True
     read_scopes = ALL_SCOPES
 
+    @extend_schema(summary="Verify a key", responses=VerifyOut,
+                   description="Checks the key and names the organization it belongs to.")
     def get(self, request):
         organization = self.organization
         return Response(VerifyOut({"organization": organization, "verified": True,
@@ -26,6 +32,8 @@ class MeKeyApi(OrgApiView):
     allow_publishable = True
     read_scopes = ALL_SCOPES
 
+    @extend_schema(summary="Describe the calling key", responses=KeyInfoOut,
+                   description="The calling key's type, environment, scope and role (never its secret).")
     def get(self, request):
         return Response(KeyInfoOut(self.api_key).data)
 
@@ -34,6 +42,7 @@ class SessionApiView(APIView):
     """Routes for a signed-in person (dashboard session); API keys are refused with 403."""
 
     authentication_classes = [SessionAuthentication]
+    schema = SessionSchema()
 
     def initial(self, request, *args, **kwargs):
         if request.META.get("HTTP_X_API_KEY"):
@@ -44,11 +53,16 @@ class SessionApiView(APIView):
 
 
 class UserMeApi(SessionApiView):
+    @extend_schema(summary="The signed-in user", responses=UserMeOut,
+                   description="The signed-in person and their memberships. Needs a dashboard session.")
     def get(self, request):
         return Response(UserMeOut(request.user).data)
 
 
 class InvitationCreateApi(SessionApiView):
+    @extend_schema(summary="Invite a member", request=InvitationCreateIn, responses={201: InvitationOut},
+                   description="Invites a person into an organization; the signed-in user must be its "
+                               "owner or admin. Needs a dashboard session.")
     def post(self, request):
         data = parse(InvitationCreateIn, request.data)
         membership = (Membership.objects.select_related("organization")
@@ -63,7 +77,13 @@ class InvitationCreateApi(SessionApiView):
 
 
 class InvitationAcceptApi(SessionApiView):
+    @extend_schema(summary="Accept an invitation", request=None,
+                   parameters=[OpenApiParameter("token", str, OpenApiParameter.PATH,
+                                                description="The token from the invitation email.")],
+                   responses={201: InvitationAcceptedOut},
+                   description="Makes the signed-in user a member with the invited role. Needs a dashboard "
+                               "session.")
     def post(self, request, token):
         membership = invitation_accept(raw_token=token, user=request.user, now=clock.now())
-        return Response({"accepted": True, "organizationId": str(membership.organization_id),
-                         "role": membership.role}, status=201)
+        return Response(InvitationAcceptedOut({"accepted": True, "organization_id": membership.organization_id,
+                                               "role": membership.role}).data, status=201)

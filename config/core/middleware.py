@@ -1,0 +1,58 @@
+"""Outermost middleware: request ids with the access log line, and the health probes."""
+import logging
+import re
+import time
+import uuid
+
+from config.core import views
+from config.core.logs import current_request_id, redact
+
+access_logger = logging.getLogger("billing.access")
+
+# An incoming X-Request-ID is kept when it is a plain token (a UUID, a trace id); anything else, such
+# as free text or something shaped like an API key (underscores), is replaced by a fresh id.
+SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.:-]{0,127}")
+
+
+class RequestIdMiddleware:
+    """Gives every request an id (`request.request_id`, on every log record, echoed as `X-Request-ID`)
+    and writes one access line per request with method, path, status and duration."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        incoming = request.headers.get("X-Request-ID", "").strip()
+        request_id = incoming if SANE_REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex
+        request.request_id = request_id
+        token = current_request_id.set(request_id)
+        started = time.monotonic()
+        try:
+            response = self.get_response(request)
+            response["X-Request-ID"] = request_id
+            duration_ms = round((time.monotonic() - started) * 1000, 1)
+            path = redact(request.path)
+            access_logger.log(
+                logging.ERROR if response.status_code >= 500 else logging.INFO,
+                "%s %s %s", request.method, path, response.status_code,
+                extra={"method": request.method, "path": path, "status": response.status_code,
+                       "duration_ms": duration_ms},
+            )
+            return response
+        finally:
+            current_request_id.reset(token)
+
+
+PROBES = {"/healthz": views.healthz, "/readyz": views.readyz}
+
+
+class HealthProbeMiddleware:
+    """Answers /healthz and /readyz before host validation and the HTTPS redirect: load balancers,
+    orchestrators and the container HEALTHCHECK probe by address over plain HTTP."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        probe = PROBES.get(request.path_info)
+        return probe(request) if probe else self.get_response(request)
