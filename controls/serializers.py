@@ -1,6 +1,8 @@
 from datetime import timedelta
 
 from django.utils.dateparse import parse_date
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.core import clock
@@ -64,7 +66,7 @@ class SpendCapCreateIn(serializers.Serializer):
         if attrs["scope"] == CapScope.DEV and not attrs.get("scope_value"):
             raise serializers.ValidationError({"scopeValue": "Required for a dev cap: the developer's email."})
         if attrs["scope"] == CapScope.ORG and attrs.get("scope_value") is not None:
-            raise serializers.ValidationError({"scopeValue": "Must be omitted for an org cap (it covers the whole team)."})
+            raise serializers.ValidationError({"scopeValue": "Must be omitted for an org cap (it covers everyone)."})
         if attrs["provider_scope"] != PROVIDER_SCOPE_ALL:
             raise serializers.ValidationError({"providerScope": "Must be all: caps cover all AI tools for now."})
         return attrs
@@ -170,6 +172,7 @@ class CheckOut(serializers.Serializer):
 
 # --------------------------------------------------------------------------- customer alerts
 
+@extend_schema_field(OpenApiTypes.DATETIME)
 class InstantIn(serializers.Field):
     """An ISO 8601 date or timestamp as an aware UTC instant (no offset means UTC)."""
 

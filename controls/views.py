@@ -1,4 +1,4 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from config.accounts.api import ALL_SCOPES, OrgApiView
@@ -53,14 +53,16 @@ class SpendCapDetailApi(SpendControlApi):
 
 
 class SpendApi(SpendControlApi):
-    @extend_schema(parameters=[SpendQueryIn], responses=SpendOut)
+    @extend_schema(parameters=[SpendQueryIn], responses=SpendOut,
+                   description="Internal coding-agent spend in the current UTC day, week (from Monday) or month.")
     def get(self, request):
         query = parse(SpendQueryIn, request.query_params)
         return Response(SpendOut(selectors.spend_report(book=self.book, now=clock.now(), **query)).data)
 
 
 class CoverageApi(SpendControlApi):
-    @extend_schema(responses=CoverageOut)
+    @extend_schema(responses=CoverageOut,
+                   description="Developers seen in the trailing 7 days and how many of them are armed.")
     def get(self, request):
         return Response(CoverageOut(selectors.coverage(book=self.book, now=clock.now())).data)
 
@@ -69,7 +71,8 @@ class DeviceHeartbeatApi(SpendControlApi):
     write_scopes = ALL_SCOPES  # a developer's machine checks in with an ingest-only key
     write_roles = None
 
-    @extend_schema(request=HeartbeatIn, responses=DeviceOut)
+    @extend_schema(request=HeartbeatIn, responses=DeviceOut,
+                   description="A developer machine's check-in; ingest-only keys may send it.")
     def post(self, request):
         data = parse(HeartbeatIn, request.data)
         return Response(DeviceOut(device_heartbeat(book=self.book, now=clock.now(), **data)).data)

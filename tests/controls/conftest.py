@@ -3,6 +3,7 @@ from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
+from django.core.management import call_command
 
 from config.accounts.services import member_ensure
 from config.core import clock
@@ -65,3 +66,12 @@ def member(org):
         member_ensure(organization=org, email=email, role=role)
         return email
     return make
+
+
+@pytest.fixture
+def run_jobs(django_capture_on_commit_callbacks):
+    """run_jobs(moment=NOW): `manage.py run_scheduled_jobs --now moment`, its on-commit emails sent."""
+    def run(moment: datetime = NOW) -> None:
+        with django_capture_on_commit_callbacks(execute=True):
+            call_command("run_scheduled_jobs", "--now", moment.isoformat())
+    return run
