@@ -101,7 +101,7 @@ def customer_alert_create(*, book: Book, created_by_user_id: str, customer_id, m
                     recipient_email=recipient, created_by_user_id=created_by_user_id, rolling_armed_at=now)
         except IntegrityError:
             raise _identical_watch()
-        transaction.on_commit(partial(_confirmation_email, alert=alert))
+        transaction.on_commit(partial(_confirmation_email, alert=alert), robust=True)
     return alert
 
 
@@ -185,7 +185,7 @@ def _fire(*, book: Book, alert: CustomerAlert, window: Window, value: Decimal) -
         logger.info("watch %s fired; %s is no longer a money-role member, no email sent", alert.id,
                     alert.recipient_email)
     else:
-        transaction.on_commit(partial(_fired_email, alert=alert, firing=firing, link=link))
+        transaction.on_commit(partial(_fired_email, alert=alert, firing=firing, link=link), robust=True)
     return True
 
 

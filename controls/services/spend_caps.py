@@ -175,7 +175,8 @@ def _send_alert_once(*, book: Book, cap: SpendCap, threshold: int, spent: Decima
                 amount_usd=cap.amount_usd, spent_usd=spent, recipients=recipients)
     except IntegrityError:
         return False
-    transaction.on_commit(partial(_alert_email, cap=cap, alert=alert, organization=book.organization))
+    # robust: a mail server failure is logged and does not stop the other books' alerts; the row stays.
+    transaction.on_commit(partial(_alert_email, cap=cap, alert=alert, organization=book.organization), robust=True)
     return True
 
 
