@@ -18,7 +18,10 @@ class ScheduledJob:
         return import_string(self.function_path)(now=now)
 
 
-SCHEDULED_JOBS: list[ScheduledJob] = []
+SCHEDULED_JOBS: list[ScheduledJob] = [
+    ScheduledJob("customer-alerts", "controls.services.customer_alerts.customer_alerts_evaluate_all", 300),
+    ScheduledJob("spend-cap-alerts", "controls.services.spend_caps.spend_caps_evaluate_all", 300),
+]
 
 
 def job_named(name: str) -> ScheduledJob:

@@ -1,0 +1,30 @@
+"""The one place a watch's metric is measured: a customer's cost or revenue in a window."""
+from datetime import datetime
+from decimal import Decimal
+
+from django.db.models import Sum
+
+from config.accounts.models import Book
+from config.core.money import ZERO
+from config.core.scoping import owned
+from controls.models import AlertMetric
+from customers.models import Customer, UsageEvent
+
+
+def customer_metric_value(*, book: Book, customer: Customer, metric: str, start: datetime, end: datetime) -> Decimal:
+    """The customer's `cost` (summed event cost; unpriced events add nothing) or `revenue` (the spec's Revenue
+    label: Agent-Earned plus prorated fees, computed by billing) over the half-open window [start, end)."""
+    if metric == AlertMetric.COST:
+        spent = (owned(UsageEvent, book).filter(customer=customer, usage_date__gte=start, usage_date__lt=end)
+                 .aggregate(total=Sum("usage_cost"))["total"])
+        return spent if spent is not None else ZERO
+    if metric == AlertMetric.REVENUE:
+        try:
+            from billing.revenue import customer_revenue_total
+        except ModuleNotFoundError as missing:
+            if missing.name != "billing.revenue":
+                raise
+            raise NotImplementedError("Revenue watches need billing.revenue.customer_revenue_total "
+                                      "(the Revenue label of billing analytics), which is not installed.")
+        return customer_revenue_total(book=book, customer=customer, start=start, end=end)
+    raise ValueError(f"Unknown watch metric {metric!r}")

@@ -1,0 +1,101 @@
+"""Reads of spend controls: windows, spend on internal coding-agent usage, coverage, lists."""
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from django.db.models import Count, Max, Q, QuerySet, Sum
+
+from config.accounts.models import Book
+from config.core import clock
+from config.core.scoping import owned
+from controls.models import CapPeriod, CustomerAlert, Device, SpendCap
+from customers.models import CODING_AGENT_CODE, UsageEvent
+
+COVERAGE_WINDOW = timedelta(days=7)
+WINDOWS = {CapPeriod.DAY: clock.day_window, CapPeriod.WEEK: clock.week_window, CapPeriod.MONTH: clock.month_window}
+
+
+def period_window(period: str, moment: datetime) -> tuple[datetime, datetime]:
+    """The UTC day, week (from Monday 00:00) or calendar month holding `moment`, half-open."""
+    return WINDOWS[period](moment)
+
+
+@dataclass(frozen=True)
+class SpendTotals:
+    spent_usd: Decimal | None  # None: no priced usage in the window
+    event_count: int
+    unpriced_event_count: int
+
+
+def coding_agent_usage(book: Book) -> QuerySet:
+    """Internal coding-agent usage only: never customer-billing events (contract.md)."""
+    return owned(UsageEvent, book).filter(agent_code=CODING_AGENT_CODE)
+
+
+def _totals(queryset: QuerySet) -> SpendTotals:
+    row = queryset.aggregate(spent=Sum("usage_cost"), events=Count("id"),
+                             unpriced=Count("id", filter=Q(usage_cost__isnull=True)))
+    return SpendTotals(row["spent"], row["events"], row["unpriced"])
+
+
+def spend_totals(*, book: Book, start: datetime, end: datetime,
+                 customer_external_id: str | None = None) -> SpendTotals:
+    usage = coding_agent_usage(book).filter(usage_date__gte=start, usage_date__lt=end)
+    if customer_external_id is not None:
+        usage = usage.filter(customer_external_id=customer_external_id)
+    return _totals(usage)
+
+
+def spend_by_developer(*, book: Book, start: datetime, end: datetime, developers) -> dict[str, Decimal]:
+    """Priced spend of each listed developer in the window, in one query (absent: none)."""
+    rows = (coding_agent_usage(book).filter(usage_date__gte=start, usage_date__lt=end,
+                                            customer_external_id__in=list(developers))
+            .values("customer_external_id").annotate(spent=Sum("usage_cost")))
+    return {row["customer_external_id"]: row["spent"] for row in rows if row["spent"] is not None}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    armed: int
+    total: int
+    as_of: datetime | None
+
+
+def coverage(*, book: Book, now: datetime) -> Coverage:
+    """Developers seen in the trailing 7 days (by heartbeat or by internal coding-agent usage), and how
+    many of them are armed: every machine they checked in from in the window last reported armed."""
+    since = now - COVERAGE_WINDOW
+    devices = owned(Device, book).filter(last_seen_at__gte=since, last_seen_at__lte=now)
+    machines = devices.values("customer_external_id").annotate(
+        machines=Count("id"), armed_machines=Count("id", filter=Q(armed=True)))
+    armed = {row["customer_external_id"] for row in machines if row["machines"] == row["armed_machines"]}
+    usage = coding_agent_usage(book).filter(usage_date__gte=since, usage_date__lte=now)
+    developers = {row["customer_external_id"] for row in machines}
+    developers |= set(usage.values_list("customer_external_id", flat=True).distinct())
+    latest = [moment for moment in (devices.aggregate(at=Max("last_seen_at"))["at"],
+                                    usage.aggregate(at=Max("usage_date"))["at"]) if moment is not None]
+    return Coverage(armed=len(armed), total=len(developers), as_of=max(latest) if latest else None)
+
+
+def spend_cap_list(*, book: Book) -> QuerySet:
+    return owned(SpendCap, book).order_by("-scope", "scope_value")  # the org cap first, then developers
+
+
+def org_cap(*, book: Book) -> SpendCap | None:
+    return owned(SpendCap, book).filter(scope="org").first()
+
+
+def customer_alert_list(*, book: Book) -> QuerySet:
+    return owned(CustomerAlert, book).select_related("customer").order_by("-created_at")
+
+
+def spend_report(*, book: Book, now: datetime, period: str, customer_external_id: str | None = None) -> dict:
+    """Spend of the current UTC window of `period`: the whole team and, when asked, one developer."""
+    start, end = period_window(period, now)
+    report = {"period": period, "window": {"start": start, "end": end}, "as_of": now,
+              "org": spend_totals(book=book, start=start, end=end), "dev": None}
+    if customer_external_id is not None:
+        dev = spend_totals(book=book, start=start, end=end, customer_external_id=customer_external_id)
+        report["dev"] = {"customer_external_id": customer_external_id, "spent_usd": dev.spent_usd,
+                         "event_count": dev.event_count, "unpriced_event_count": dev.unpriced_event_count}
+    return report

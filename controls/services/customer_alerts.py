@@ -1,0 +1,249 @@
+"""Customer watches: create, change, delete and evaluate.
+
+Windows (spec §3): `month` is the current UTC calendar month (a new window each month); `rolling` is the last
+30 days and fires once per crossing; `custom` is a fixed range that fires at most once and expires at its end.
+A `CustomerAlertFiring` row per watch and window key referees "once per window" and is kept for good.
+"""
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from functools import partial
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from config.accounts.models import Book, Membership
+from config.accounts.api import MONEY_ROLES
+from config.core import clock
+from config.core.errors import BadRequest, Conflict
+from config.core.money import to_cents
+from config.core.scoping import get_owned, owned
+from controls.emails import send_templated
+from controls.metrics import customer_metric_value
+from controls.models import CustomerAlert, CustomerAlertFiring, Notification, WindowMode
+from controls.sentences import usd
+from customers.models import Customer
+
+logger = logging.getLogger("billing.controls")
+
+ROLLING_WINDOW = timedelta(days=30)
+
+
+def customer_console_link(customer: Customer) -> str:
+    """The customer's page in the operator console (Django admin change view)."""
+    opts = customer._meta
+    return f"{settings.PUBLIC_BASE_URL}/admin/{opts.app_label}/{opts.model_name}/{customer.pk}/change/"
+
+
+def window_phrase(alert: CustomerAlert) -> str:
+    if alert.window_mode == WindowMode.MONTH:
+        return "in a calendar month (UTC)"
+    if alert.window_mode == WindowMode.ROLLING:
+        return "over the last 30 days"
+    return f"between {clock_text(alert.custom_start)} and {clock_text(alert.custom_end)} (UTC)"
+
+
+def clock_text(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def _money_member_email(book: Book, email: str) -> str | None:
+    """The member's email when they are a current owner, admin or finance member of the organization."""
+    return (Membership.objects.filter(organization=book.organization, user__email__iexact=email.strip(),
+                                      role__in=MONEY_ROLES)
+            .values_list("user__email", flat=True).first())
+
+
+def _checked_window(window_mode: str, custom_start: datetime | None, custom_end: datetime | None) -> None:
+    if window_mode == WindowMode.CUSTOM:
+        missing = [f"{name}: Required when windowMode is custom." for name, value in
+                   (("customStartDate", custom_start), ("customEndDate", custom_end)) if value is None]
+        if missing:
+            raise BadRequest(missing)
+        if custom_end <= custom_start:
+            raise BadRequest(["customEndDate: Must be after customStartDate."])
+    elif custom_start is not None or custom_end is not None:
+        raise BadRequest(["customStartDate: Custom dates are only allowed with windowMode custom."])
+
+
+def _identical_watch() -> Conflict:
+    return Conflict("An identical watch already exists (same customer, metric, threshold, window and recipient).")
+
+
+def customer_alert_create(*, book: Book, created_by_user_id: str, customer_id, metric: str, threshold_usd: Decimal,
+                          window_mode: str, notify_email: str, now: datetime, custom_start: datetime | None = None,
+                          custom_end: datetime | None = None) -> CustomerAlert:
+    """A watch on a live, non-internal customer for a money-role member; identical watches 409; at most
+    `CUSTOMER_ALERT_LIMIT` per book (400). Emails the recipient a confirmation on commit."""
+    customer = get_owned(Customer, book, customer_id)
+    if customer.deleted_at is not None:
+        raise BadRequest(["customerId: This customer was deleted; deleted customers cannot be watched."])
+    if customer.is_internal:
+        raise BadRequest(["customerId: This is a developer of internal coding-agent usage, not a billed "
+                          "customer; use spend caps (/v1/control/caps) for internal spend."])
+    _checked_window(window_mode, custom_start, custom_end)
+    recipient = _money_member_email(book, notify_email)
+    if recipient is None:
+        raise BadRequest(["notifyEmail: Must be a current member of this organization with the owner, admin or "
+                          "finance role."])
+    with transaction.atomic():
+        # Serializes creates in this book so the count below cannot be raced past the limit.
+        Book.objects.select_for_update().filter(pk=book.pk).first()
+        if owned(CustomerAlert, book).count() >= settings.CUSTOMER_ALERT_LIMIT:
+            raise BadRequest([f"This organization already has {settings.CUSTOMER_ALERT_LIMIT} watches, the most "
+                              "allowed; delete one first."])
+        try:
+            with transaction.atomic():
+                alert = CustomerAlert.objects.create(
+                    book=book, customer=customer, metric=metric, threshold_usd=threshold_usd,
+                    window_mode=window_mode, custom_start=custom_start, custom_end=custom_end,
+                    recipient_email=recipient, created_by_user_id=created_by_user_id, rolling_armed_at=now)
+        except IntegrityError:
+            raise _identical_watch()
+        transaction.on_commit(partial(_confirmation_email, alert=alert), robust=True)
+    return alert
+
+
+@transaction.atomic
+def customer_alert_update(*, book: Book, alert_id, now: datetime, **changes) -> CustomerAlert:
+    """Change metric, threshold or window (custom dates go with custom mode); customer and recipient stay.
+    Windows that already fired stay fired (the firing key does not depend on metric or threshold)."""
+    alert = get_owned(CustomerAlert, book, alert_id,
+                      queryset=owned(CustomerAlert, book).select_for_update().select_related("customer"))
+    window_mode = changes.get("window_mode", alert.window_mode)
+    dates_sent = "custom_start" in changes or "custom_end" in changes
+    if window_mode == WindowMode.CUSTOM:
+        custom_start = changes.get("custom_start", alert.custom_start)
+        custom_end = changes.get("custom_end", alert.custom_end)
+    elif dates_sent:
+        raise BadRequest(["customStartDate: Custom dates are only allowed with windowMode custom."])
+    else:
+        custom_start = custom_end = None
+    _checked_window(window_mode, custom_start, custom_end)
+    if window_mode == WindowMode.ROLLING and alert.window_mode != WindowMode.ROLLING:
+        alert.rolling_armed_at = now
+    alert.metric = changes.get("metric", alert.metric)
+    alert.threshold_usd = changes.get("threshold_usd", alert.threshold_usd)
+    alert.window_mode, alert.custom_start, alert.custom_end = window_mode, custom_start, custom_end
+    try:
+        with transaction.atomic():
+            alert.save()
+    except IntegrityError:
+        raise _identical_watch()
+    return alert
+
+
+@transaction.atomic
+def customer_alert_delete(*, book: Book, alert_id) -> str:
+    """Delete a watch; its in-app notifications go with it, its firing records stay (alert set to null)."""
+    alert = get_owned(CustomerAlert, book, alert_id)
+    deleted_id = str(alert.id)
+    owned(Notification, book).filter(alert=alert).delete()
+    alert.delete()
+    return deleted_id
+
+
+@dataclass(frozen=True)
+class Window:
+    key: str
+    start: datetime
+    end: datetime
+
+
+def current_window(alert: CustomerAlert, now: datetime) -> Window | None:
+    """The window a watch judges now; None for a custom range not started yet or already over."""
+    if alert.window_mode == WindowMode.MONTH:
+        start, end = clock.month_window(now)
+        return Window(f"month:{start:%Y-%m}", start, end)
+    if alert.window_mode == WindowMode.ROLLING:
+        return Window(f"rolling:{alert.rolling_armed_at.isoformat()}", now - ROLLING_WINDOW, now)
+    if alert.custom_start <= now < alert.custom_end:
+        return Window(f"custom:{alert.custom_start.isoformat()}/{alert.custom_end.isoformat()}",
+                      alert.custom_start, alert.custom_end)
+    return None
+
+
+def _fire(*, book: Book, alert: CustomerAlert, window: Window, value: Decimal) -> bool:
+    """Insert the permanent firing of this window (False when it already exists), add the in-app notification
+    and email the recipient on commit if they still hold a money role."""
+    try:
+        with transaction.atomic():
+            firing = CustomerAlertFiring.objects.create(
+                book=book, alert=alert, window_key=window.key, window_start=window.start, window_end=window.end,
+                customer=alert.customer, metric=alert.metric, threshold_usd=alert.threshold_usd, value_usd=value,
+                recipient_email=alert.recipient_email)
+    except IntegrityError:
+        return False
+    link = customer_console_link(alert.customer)
+    Notification.objects.create(
+        book=book, alert=alert, firing=firing, link=link,
+        title=f"{alert.customer.name}'s {alert.metric} reached {usd(to_cents(value))}",
+        body=f"Watch threshold {usd(alert.threshold_usd)} {window_phrase(alert)}; window "
+             f"{clock_text(window.start)} to {clock_text(window.end)} UTC. Emailed {alert.recipient_email}.")
+    if _money_member_email(book, alert.recipient_email) is None:
+        logger.info("watch %s fired; %s is no longer a money-role member, no email sent", alert.id,
+                    alert.recipient_email)
+    else:
+        transaction.on_commit(partial(_fired_email, alert=alert, firing=firing, link=link), robust=True)
+    return True
+
+
+def customer_alert_evaluate(*, book: Book, alert: CustomerAlert, now: datetime) -> bool:
+    """Judge one watch now; True when it fired."""
+    window = current_window(alert, now)
+    if window is None:
+        return False
+    value = customer_metric_value(book=book, customer=alert.customer, metric=alert.metric, start=window.start,
+                                  end=window.end)
+    if value >= alert.threshold_usd:
+        with transaction.atomic():
+            return _fire(book=book, alert=alert, window=window, value=value)
+    if alert.window_mode == WindowMode.ROLLING and alert.firings.filter(window_key=window.key).exists():
+        # Back under the threshold after firing: re-arm, so the next crossing is a new window.
+        owned(CustomerAlert, book).filter(pk=alert.pk, rolling_armed_at=alert.rolling_armed_at) \
+            .update(rolling_armed_at=now)
+    return False
+
+
+def customer_alerts_evaluate(*, book: Book, now: datetime) -> int:
+    """Evaluate every watch of the book on a customer that is not deleted; returns how many fired."""
+    fired = 0
+    alerts = owned(CustomerAlert, book).select_related("customer", "book__organization") \
+        .filter(customer__deleted_at__isnull=True)
+    for alert in alerts:
+        try:
+            fired += customer_alert_evaluate(book=book, alert=alert, now=now)
+        except NotImplementedError as missing:
+            # A revenue watch before billing's revenue read is installed: skip it, keep judging the rest.
+            logger.error("watch %s not evaluated: %s", alert.id, missing)
+    return fired
+
+
+def customer_alerts_evaluate_all(*, now: datetime) -> int:
+    """Scheduled job: evaluate the watches of every book."""
+    book_ids = CustomerAlert.objects.values_list("book_id", flat=True).distinct()
+    return sum(customer_alerts_evaluate(book=book, now=now)
+               for book in Book.objects.select_related("organization").filter(id__in=book_ids))
+
+
+def _confirmation_email(*, alert: CustomerAlert) -> None:
+    organization = alert.book.organization
+    send_templated(
+        template="customer_alert_created", to=[alert.recipient_email],
+        subject=f"{organization.display_name}: watching {alert.customer.name}'s {alert.metric}",
+        context={"customer": alert.customer.name, "metric": alert.metric, "threshold": usd(alert.threshold_usd),
+                 "window": window_phrase(alert), "link": customer_console_link(alert.customer),
+                 "organization": organization.display_name, "alert_id": alert.id})
+
+
+def _fired_email(*, alert: CustomerAlert, firing: CustomerAlertFiring, link: str) -> None:
+    organization = alert.book.organization
+    send_templated(
+        template="customer_alert_fired", to=[firing.recipient_email],
+        subject=f"{organization.display_name}: {alert.customer.name}'s {firing.metric} reached "
+                f"{usd(to_cents(firing.value_usd))}",
+        context={"customer": alert.customer.name, "metric": firing.metric, "value": usd(to_cents(firing.value_usd)),
+                 "threshold": usd(firing.threshold_usd), "window": window_phrase(alert), "link": link,
+                 "window_start": firing.window_start, "window_end": firing.window_end,
+                 "organization": organization.display_name})

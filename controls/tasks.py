@@ -1,0 +1,14 @@
+from celery import shared_task
+
+from config.accounts.models import Book
+from config.core import clock
+from controls.services.spend_caps import spend_caps_evaluate
+
+
+@shared_task(name="controls.evaluate_spend_caps", acks_late=True)
+def evaluate_spend_caps_task(book_id: str, now_iso: str | None = None) -> int:
+    """Send the alert-ladder emails due in one book; ingestion enqueues it on commit. Idempotent."""
+    book = Book.objects.select_related("organization").filter(pk=book_id).first()
+    if book is None:  # the organization went away meanwhile
+        return 0
+    return spend_caps_evaluate(book=book, now=clock.parse_instant(now_iso, field="now") if now_iso else clock.now())

@@ -1,0 +1,128 @@
+"""Alert-ladder emails of spend caps: one per threshold per window per cap, both modes (spec §6), driven by
+`run_scheduled_jobs --now` and by the Celery task that ingestion enqueues."""
+from datetime import datetime, timezone
+
+import pytest
+
+from config.celery import app as celery_app
+from controls.models import SpendCapAlert
+from controls.tasks import evaluate_spend_caps_task
+from tests.controls.conftest import NOW
+from tests.factories import CustomerFactory
+from tests.mail import mail_to, sent_mail
+
+pytestmark = pytest.mark.django_db
+
+CAPS = "/v1/control/caps"
+ALICE, BOB = "alice@acme.example.com", "bob@acme.example.com"
+OWNER = "owner@acme-agents.example.com"  # the `api` fixture's member
+
+
+def create_cap(api, **body):
+    base = {"scope": "org", "providerScope": "all", "amountUsd": 100, "period": "month", "mode": "track"}
+    resp = api.post(CAPS, {**base, **body})
+    assert resp.status_code == 201, resp.json()
+    return resp.json()
+
+
+def subjects() -> list[str]:
+    return [mail.subject for mail in sent_mail()]
+
+
+def test_each_threshold_crossed_sends_one_email_once_per_window(run_jobs, api, coding_usage, member):
+    member("finance", "money@acme.example.com")
+    create_cap(api)
+    coding_usage(ALICE, "49.99")
+    run_jobs()
+    assert sent_mail() == []
+    coding_usage(BOB, "0.01")  # exactly 50%
+    run_jobs()
+    run_jobs()
+    assert subjects() == ["Acme Agents: AI tool spend for the whole team reached 50% of $100.00 per month"]
+    coding_usage(ALICE, "50")  # 100%: the 80% and 100% rungs, one email each
+    run_jobs()
+    assert sorted(subjects()[1:]) == [
+        "Acme Agents: AI tool spend for the whole team reached 100% of $100.00 per month",
+        "Acme Agents: AI tool spend for the whole team reached 80% of $100.00 per month"]
+    run_jobs()
+    assert len(sent_mail()) == 3
+    assert SpendCapAlert.objects.count() == 3
+
+
+def test_alert_goes_to_owners_and_finance_members_as_text_and_html(run_jobs, api, coding_usage, member, settings):
+    member("finance", "money@acme.example.com")
+    member("admin", "boss@acme.example.com")
+    member("member", "dev@acme.example.com")
+    create_cap(api, alertThresholds=[10])
+    coding_usage(ALICE, "10")
+    run_jobs()
+    [mail] = sent_mail()
+    assert sorted(mail.to) == ["money@acme.example.com", OWNER]
+    assert mail.from_email == settings.DEFAULT_FROM_EMAIL
+    assert "$10.00 of $100.00 per month" in mail.text and "2025-03-01 00:00" in mail.text
+    assert "no tool call is blocked" in mail.text
+    assert mail.html is not None and "<strong>10%</strong>" in mail.html
+
+
+def test_alert_goes_only_to_the_billing_email_when_set(run_jobs, api, org, coding_usage, member):
+    member("finance", "money@acme.example.com")
+    org.billing_email = "billing@acme.example.com"
+    org.save()
+    create_cap(api, alertThresholds=[50])
+    coding_usage(ALICE, "60")
+    run_jobs()
+    assert [mail.to for mail in sent_mail()] == [["billing@acme.example.com"]]
+
+
+def test_enforce_caps_send_the_ladder_too(run_jobs, api, coding_usage):
+    create_cap(api, mode="enforce", alertThresholds=[100])
+    coding_usage(ALICE, "100")
+    run_jobs()
+    [mail] = mail_to(OWNER)
+    assert "Armed machines refuse tool calls" in mail.text
+
+
+def test_a_new_window_sends_the_ladder_again(run_jobs, api, coding_usage):
+    create_cap(api, period="day", alertThresholds=[50])
+    coding_usage(ALICE, "60")
+    run_jobs()
+    next_day = datetime(2025, 3, 13, 9, tzinfo=timezone.utc)
+    coding_usage(ALICE, "70", at=next_day)
+    run_jobs(next_day)
+    assert len(sent_mail()) == 2
+    assert [alert.window_start.day for alert in SpendCapAlert.objects.order_by("window_start")] == [12, 13]
+
+
+def test_a_dev_cap_counts_only_its_developers_spend(run_jobs, api, coding_usage):
+    create_cap(api, amountUsd=1000, alertThresholds=[100])
+    create_cap(api, scope="dev", scopeValue=ALICE, amountUsd=10, alertThresholds=[50])
+    coding_usage(BOB, "100")
+    run_jobs()
+    assert sent_mail() == []
+    coding_usage(ALICE, "5")
+    run_jobs()
+    assert subjects() == [f"Acme Agents: AI tool spend for {ALICE} reached 50% of $10.00 per month"]
+
+
+def test_usage_of_other_books_and_customer_billing_does_not_alert(run_jobs, api, coding_usage, customer_usage,
+                                                                   other_book, book):
+    create_cap(api, alertThresholds=[1])
+    coding_usage(ALICE, "100", in_book=other_book)
+    customer_usage(CustomerFactory(book=book), "100")
+    run_jobs()
+    assert sent_mail() == []
+
+
+def test_the_celery_task_evaluates_one_book_and_is_idempotent(api, book, coding_usage,
+                                                               django_capture_on_commit_callbacks):
+    create_cap(api, alertThresholds=[50])
+    coding_usage(ALICE, "50")
+    assert "controls.evaluate_spend_caps" in celery_app.tasks
+    with django_capture_on_commit_callbacks(execute=True):
+        assert evaluate_spend_caps_task.delay(str(book.id), NOW.isoformat()).get() == 1
+        assert evaluate_spend_caps_task.delay(str(book.id), NOW.isoformat()).get() == 0
+    assert len(sent_mail()) == 1
+
+
+def test_the_celery_task_of_a_vanished_book_does_nothing(db):
+    assert evaluate_spend_caps_task.delay("00000000-0000-4000-8000-000000000000").get() == 0
