@@ -18,7 +18,10 @@ class ScheduledJob:
         return import_string(self.function_path)(now=now)
 
 
-SCHEDULED_JOBS: list[ScheduledJob] = []
+SCHEDULED_JOBS: list[ScheduledJob] = [
+    # Statuses and billing periods first: invoicing and alerts read the current period.
+    ScheduledJob("subscriptions_advance", "billing.services.subscriptions.subscriptions_advance", 300),
+]
 
 
 def job_named(name: str) -> ScheduledJob:

@@ -1,4 +1,7 @@
 """factory-boy factories for every model the tests build directly."""
+from datetime import datetime, timezone
+from decimal import Decimal
+
 import factory
 
 from config.accounts.models import Book, Membership, Organization, User
@@ -40,3 +43,85 @@ class MembershipFactory(factory.django.DjangoModelFactory):
 
 def book_of(organization: Organization, environment: str = "test") -> Book:
     return Book.objects.get(organization=organization, environment=environment)
+
+
+class CustomerFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "customers.Customer"
+
+    name = factory.Sequence(lambda n: f"Customer {n}")
+    external_id = factory.Sequence(lambda n: f"cust-{n}")
+
+
+class AgentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "customers.Agent"
+
+    name = factory.Sequence(lambda n: f"Agent {n}")
+    agent_code = factory.Sequence(lambda n: f"agent-{n}")
+
+
+class SignalFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "customers.Signal"
+
+    agent = factory.SubFactory(AgentFactory, book=factory.SelfAttribute("..book"))
+    name = factory.Sequence(lambda n: f"signal-{n}")
+    short_name = factory.SelfAttribute("name")
+
+
+class UsageEventFactory(factory.django.DjangoModelFactory):
+    """A ledger row written directly (the recording endpoint lives in billing)."""
+
+    class Meta:
+        model = "customers.UsageEvent"
+
+    customer = factory.SubFactory(CustomerFactory, book=factory.SelfAttribute("..book"))
+    signal = factory.SubFactory(SignalFactory, book=factory.SelfAttribute("..book"))
+    agent = factory.SelfAttribute("signal.agent")
+    customer_external_id = factory.SelfAttribute("customer.external_id")
+    agent_code = factory.SelfAttribute("agent.agent_code")
+    signal_name = factory.SelfAttribute("signal.short_name")
+    usage_date = factory.LazyFunction(lambda: datetime.now(timezone.utc))
+
+
+class PlanFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "billing.PricingPlan"
+
+    name = factory.Sequence(lambda n: f"Plan {n}")
+
+
+class PlanAgentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "billing.PlanAgent"
+
+    plan = factory.SubFactory(PlanFactory, book=factory.SelfAttribute("..book"))
+    agent = factory.SubFactory(AgentFactory, book=factory.SelfAttribute("..book"))
+
+
+class StrategyFactory(factory.django.DjangoModelFactory):
+    """A flat recurring fee unless told otherwise (the agent should be linked to the plan)."""
+
+    class Meta:
+        model = "billing.PricingStrategy"
+
+    plan = factory.SubFactory(PlanFactory, book=factory.SelfAttribute("..book"))
+    agent = factory.SubFactory(AgentFactory, book=factory.SelfAttribute("..book"))
+    name = factory.Sequence(lambda n: f"strategy-{n}")
+    charge_type = "recurring"
+    rate = Decimal("10")
+
+
+class SubscriptionFactory(factory.django.DjangoModelFactory):
+    """An active monthly subscription from 2025-01-01 (dates and period are not derived: set what a test needs)."""
+
+    class Meta:
+        model = "billing.Subscription"
+
+    name = factory.Sequence(lambda n: f"Subscription {n}")
+    plan = factory.SubFactory(PlanFactory, book=factory.SelfAttribute("..book"))
+    agent = factory.SubFactory(AgentFactory, book=factory.SelfAttribute("..book"))
+    customer = factory.SubFactory(CustomerFactory, book=factory.SelfAttribute("..book"))
+    start_date = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    status = "active"
