@@ -165,6 +165,7 @@ def _change_status(subscription: Subscription, status: str, *, now: datetime) ->
             _set_period(subscription, None)  # cancelled before it started
         elif end is None or end > now:
             subscription.end_date, subscription.is_forever = now, False
+            _fit_period_to_end(subscription, end)
 
 
 def _fit_period_to_end(subscription: Subscription, previous_end: datetime | None) -> None:
