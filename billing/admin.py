@@ -53,7 +53,8 @@ class PricingPlanAdmin(BookScopedAdmin):
 class PricingStrategyAdmin(BookScopedAdmin):
     list_display = ["name", "plan", "agent", "charge_type", "pricing_model", "billing_frequency", "rate", "active",
                     "deleted_at"]
-    list_filter = ["charge_type", "pricing_model", "billing_frequency", "active", ("deleted_at", admin.EmptyFieldListFilter)]
+    list_filter = ["charge_type", "pricing_model", "billing_frequency", "active",
+                   ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "plan__name", "agent__agent_code", "signal__short_name"]
     date_hierarchy = "created_at"
     list_select_related = ["plan", "agent", "book__organization"]

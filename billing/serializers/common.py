@@ -1,4 +1,5 @@
 """Serializer pieces shared by the billing resources."""
+import math
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -11,6 +12,43 @@ from rest_framework.fields import empty
 from config.core.clock import UTC
 
 
+# Calendar arithmetic stays far from datetime's limits (year 1 and 9999).
+MIN_YEAR, MAX_YEAR = 1900, 9000
+INT32_MAX = 2_147_483_647  # the largest value of a PositiveIntegerField column
+
+
+def unstorable(value) -> bool:
+    """What PostgreSQL's jsonb refuses: NUL characters in strings or keys, and infinite numbers (1e999)."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(unstorable(key) or unstorable(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(unstorable(item) for item in value)
+    return False
+
+
+class JsonObjectIn(serializers.DictField):
+    """A JSON object stored and returned verbatim (never case-converted)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if unstorable(value):
+            raise serializers.ValidationError("Must not contain NUL (\\u0000) characters or infinite numbers.")
+        return value
+
+
+class UuidIn(serializers.UUIDField):
+    """A UUID string only (DRF would also read an integer as a UUID)."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid", value=data)
+        return super().to_internal_value(data)
+
+
 @extend_schema_field(OpenApiTypes.DATETIME)
 class InstantIn(serializers.Field):
     """An ISO 8601 date or timestamp.
@@ -20,7 +58,8 @@ class InstantIn(serializers.Field):
     means the following midnight (contract.md, Periods).
     """
 
-    default_error_messages = {"invalid": "Not a valid ISO 8601 date or timestamp."}
+    default_error_messages = {"invalid": "Not a valid ISO 8601 date or timestamp.",
+                              "range": "Must lie between the years 1900 and 9000."}
 
     def __init__(self, *, period_end: bool = False, **kwargs):
         self.period_end = period_end
@@ -36,9 +75,11 @@ class InstantIn(serializers.Field):
         except ValueError:
             self.fail("invalid")
         if day:
-            return day
+            return day if MIN_YEAR <= day.year <= MAX_YEAR else self.fail("range")
         if moment is None:
             self.fail("invalid")
+        if not MIN_YEAR <= moment.year <= MAX_YEAR:
+            self.fail("range")
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
         if self.period_end and (moment.hour, moment.minute, moment.second) == (23, 59, 59):

@@ -2,7 +2,7 @@ from decimal import Decimal
 
 from rest_framework import serializers
 
-from billing.serializers.common import AllOptional, RefusesFields
+from billing.serializers.common import AllOptional, JsonObjectIn, RefusesFields, UuidIn
 from config.core.serialization import DecimalIn
 
 LINKS_ONLY_THROUGH_LINK_ROUTES = ("Agent links change only through POST /v1/pricing-plans/{planId}/agents "
@@ -11,9 +11,9 @@ LINKS_ONLY_THROUGH_LINK_ROUTES = ("Agent links change only through POST /v1/pric
 
 class PlanCreateIn(serializers.Serializer):
     name = serializers.CharField(max_length=255)
-    agentId = serializers.UUIDField(source="agent_id", required=False, allow_null=True)
+    agentId = UuidIn(source="agent_id", required=False, allow_null=True)
     description = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
-    featuresList = serializers.DictField(source="features_list", required=False, default=dict)
+    featuresList = JsonObjectIn(source="features_list", required=False, default=dict)
     isActive = serializers.BooleanField(source="is_active", required=False, default=True)
 
 
@@ -22,12 +22,12 @@ class PlanUpdateIn(RefusesFields, AllOptional, serializers.Serializer):
 
     name = serializers.CharField(max_length=255)
     description = serializers.CharField(max_length=255, allow_blank=True)
-    featuresList = serializers.DictField(source="features_list")
+    featuresList = JsonObjectIn(source="features_list")
     isActive = serializers.BooleanField(source="is_active")
 
 
 class PlanAgentLinkIn(serializers.Serializer):
-    agentId = serializers.UUIDField(source="agent_id")
+    agentId = UuidIn(source="agent_id")
 
 
 class PlanCopyIn(serializers.Serializer):

@@ -4,7 +4,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.models import BillingFrequency, ChargeType, PricingModel
-from billing.serializers.common import AllOptional
+from billing.serializers.common import AllOptional, UuidIn
 from config.core.serialization import DecimalIn, DecimalNumber, decimal_number
 
 ZERO = Decimal(0)
@@ -18,9 +18,9 @@ class TierIn(serializers.Serializer):
 
 class StrategyIn(serializers.Serializer):
     name = serializers.CharField(max_length=255)
-    agentId = serializers.UUIDField(source="agent_id")
+    agentId = UuidIn(source="agent_id")
     chargeType = serializers.ChoiceField(source="charge_type", choices=ChargeType.choices)
-    signalId = serializers.UUIDField(source="signal_id", required=False, allow_null=True, default=None)
+    signalId = UuidIn(source="signal_id", required=False, allow_null=True, default=None)
     pricingModel = serializers.ChoiceField(source="pricing_model", choices=PricingModel.choices, required=False,
                                            allow_null=True, default=None)
     billingFrequency = serializers.ChoiceField(source="billing_frequency", choices=BillingFrequency.choices,
@@ -40,7 +40,7 @@ class StrategyPatchIn(AllOptional, StrategyIn):
 class StrategyBatchUpdateIn(StrategyPatchIn):
     still_required = ("id",)
 
-    id = serializers.UUIDField()
+    id = UuidIn()
 
 
 class StrategyBatchChangesIn(serializers.Serializer):

@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from billing.models import BillingCycle, BillingModel, SubscriptionChange, SubscriptionStatus
 from billing.periods import is_valid_timezone
-from billing.serializers.common import AllOptional, InstantIn, RefusesFields
+from billing.serializers.common import INT32_MAX, AllOptional, InstantIn, JsonObjectIn, RefusesFields, UuidIn
 from config.core.serialization import DecimalIn, DecimalNumber
 
 FIXED_AT_CREATION = "Cannot be changed after creation; to bill on another schedule, end the subscription and create a new one."
@@ -29,9 +29,9 @@ class SubscriptionCreateIn(RefusesFields, serializers.Serializer):
     refused = {"currentPeriodStart": COMPUTED_PERIOD, "currentPeriodEnd": COMPUTED_PERIOD}
 
     name = serializers.CharField(max_length=255)
-    planId = serializers.UUIDField(source="plan_id")
-    agentId = serializers.UUIDField(source="agent_id")
-    customerId = serializers.UUIDField(source="customer_id")
+    planId = UuidIn(source="plan_id")
+    agentId = UuidIn(source="agent_id")
+    customerId = UuidIn(source="customer_id")
     startDate = InstantIn(source="start_date")
     status = serializers.ChoiceField(choices=SubscriptionStatus.choices, required=False)
     billingCycle = serializers.ChoiceField(source="billing_cycle", choices=BillingCycle.choices, required=False,
@@ -41,8 +41,9 @@ class SubscriptionCreateIn(RefusesFields, serializers.Serializer):
     netTerms = serializers.IntegerField(source="net_terms", min_value=0, max_value=3650, required=False, default=30)
     endDate = InstantIn(source="end_date", period_end=True, required=False, allow_null=True, default=None)
     isForever = serializers.BooleanField(source="is_forever", required=False, default=False)
-    subscriptionDetails = serializers.DictField(source="subscription_details", required=False, default=dict)
-    seatsCount = serializers.IntegerField(source="seats_count", min_value=0, required=False, default=0)
+    subscriptionDetails = JsonObjectIn(source="subscription_details", required=False, default=dict)
+    seatsCount = serializers.IntegerField(source="seats_count", min_value=0, max_value=INT32_MAX, required=False,
+                                         default=0)
     customCycleDays = serializers.IntegerField(source="custom_cycle_days", min_value=1, max_value=3660,
                                                required=False, allow_null=True, default=None)
     proratedAmount = DecimalIn(source="prorated_amount", min_value=Decimal(0), required=False, allow_null=True,
@@ -52,7 +53,7 @@ class SubscriptionCreateIn(RefusesFields, serializers.Serializer):
                                           allow_null=True, default=None)
     invoiceMemo = serializers.CharField(source="invoice_memo", max_length=5000, required=False, allow_blank=True,
                                         default="")
-    metadata = serializers.DictField(required=False, default=dict)
+    metadata = JsonObjectIn(required=False, default=dict)
 
 
 class SubscriptionUpdateIn(AllOptional, SubscriptionCreateIn):

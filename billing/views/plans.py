@@ -14,6 +14,8 @@ from config.core.serialization import parse
 
 
 class PlanListCreateApi(OrgApiView):
+    """Pricing plans: list (`{results, page, limit, totalPages, totalResults}`) and create."""
+
     @extend_schema(parameters=openapi_parameters(PlanFilter) + PAGE_PARAMETERS, responses=page_of(PlanOut))
     def get(self, request):
         plans = filtered(PlanFilter, request.query_params, plan_list(book=self.book))
@@ -26,6 +28,8 @@ class PlanListCreateApi(OrgApiView):
 
 
 class PlanDetailApi(OrgApiView):
+    """One pricing plan: read, change (agent links only through the link routes), delete."""
+
     @extend_schema(responses=PlanOut)
     def get(self, request, plan_id):
         return Response(PlanOut(plan_get(book=self.book, plan_id=plan_id)).data)
@@ -42,6 +46,8 @@ class PlanDetailApi(OrgApiView):
 
 
 class PlanAgentLinkApi(OrgApiView):
+    """Link the plan to one more agent (409 when already linked)."""
+
     @extend_schema(request=PlanAgentLinkIn, responses={201: PlanOut})
     def post(self, request, plan_id):
         plan = plan_agent_link(book=self.book, plan_id=plan_id, **parse(PlanAgentLinkIn, request.data))
@@ -49,6 +55,8 @@ class PlanAgentLinkApi(OrgApiView):
 
 
 class PlanAgentUnlinkApi(OrgApiView):
+    """Unlink an agent (400 while live subscriptions use the pair, 409 while the plan prices it)."""
+
     @extend_schema(responses={204: None})
     def delete(self, request, plan_id, agent_id):
         plan_agent_unlink(book=self.book, plan_id=plan_id, agent_id=agent_id)
@@ -56,6 +64,8 @@ class PlanAgentUnlinkApi(OrgApiView):
 
 
 class PlanCopyApi(OrgApiView):
+    """Copy a plan with its agent links and current strategies; `discount` is a percent off every rate."""
+
     @extend_schema(request=PlanCopyIn, responses={201: PlanOut})
     def post(self, request, plan_id):
         copy = plan_copy(book=self.book, plan_id=plan_id, **parse(PlanCopyIn, request.data))

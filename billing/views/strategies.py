@@ -15,6 +15,8 @@ from config.core.serialization import parse, parse_many
 
 
 class StrategyListApi(OrgApiView):
+    """A plan's pricing strategies: list, create from an array, batch change `{strategies: {new, update}}`."""
+
     @extend_schema(parameters=openapi_parameters(StrategyFilter) + PAGE_PARAMETERS, responses=page_of(StrategyOut))
     def get(self, request, plan_id):
         strategies = filtered(StrategyFilter, request.query_params, strategy_list(book=self.book, plan_id=plan_id))
@@ -35,6 +37,8 @@ class StrategyListApi(OrgApiView):
 
 
 class StrategyDetailApi(OrgApiView):
+    """One pricing strategy: read (deleted ones show `deletedAt`), change, soft delete."""
+
     @extend_schema(responses=StrategyOut)
     def get(self, request, plan_id, strategy_id):
         return Response(StrategyOut(strategy_get(book=self.book, plan_id=plan_id, strategy_id=strategy_id)).data)

@@ -14,6 +14,8 @@ from config.core.serialization import parse
 
 
 class SubscriptionListCreateApi(OrgApiView):
+    """Subscriptions: list (bare array, `X-Total-Count`) and create."""
+
     @extend_schema(parameters=openapi_parameters(SubscriptionFilter) + OFFSET_PARAMETERS,
                    responses=SubscriptionOut(many=True), description="Bare array; the total is in X-Total-Count.")
     def get(self, request):
@@ -28,6 +30,8 @@ class SubscriptionListCreateApi(OrgApiView):
 
 
 class SubscriptionDetailApi(OrgApiView):
+    """One subscription: read and change (startDate and the current period are fixed)."""
+
     @extend_schema(responses=SubscriptionOut)
     def get(self, request, subscription_id):
         return Response(SubscriptionOut(subscription_get(book=self.book, subscription_id=subscription_id)).data)
@@ -40,6 +44,8 @@ class SubscriptionDetailApi(OrgApiView):
 
 
 class SubscriptionInvoiceDatesApi(OrgApiView):
+    """Move when future invoices are generated (billingDay, timezone) from the next period on."""
+
     @extend_schema(request=SubscriptionInvoiceDatesIn, responses=SubscriptionOut,
                    description="Moves the billing day (and/or time zone) from the next period on; the current "
                                "period and issued invoices are untouched.")
@@ -50,6 +56,8 @@ class SubscriptionInvoiceDatesApi(OrgApiView):
 
 
 class SubscriptionChangelogApi(OrgApiView):
+    """The subscription's history: plan changes, price updates, date adjustments, status moves."""
+
     @extend_schema(parameters=openapi_parameters(ChangelogFilter) + OFFSET_PARAMETERS,
                    responses=SubscriptionChangeOut(many=True), description="Newest first; total in X-Total-Count.")
     def get(self, request, subscription_id):

@@ -1,6 +1,8 @@
 """Edge helpers for serializers: parsing a request body and exact money fields."""
 from decimal import Decimal
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.core.money import EXACT_DIGITS, EXACT_PLACES
@@ -55,6 +57,7 @@ class DecimalIn(serializers.DecimalField):
         return super().to_internal_value(data)
 
 
+@extend_schema_field(OpenApiTypes.NUMBER)
 class DecimalNumber(serializers.Field):
     """Output: a Decimal rendered as a JSON number."""
 
@@ -66,6 +69,7 @@ class DecimalNumber(serializers.Field):
         return decimal_number(value)
 
 
+@extend_schema_field(OpenApiTypes.STR)
 class DecimalText(serializers.Field):
     """Output: a Decimal rendered as a decimal string ("0.00045")."""
 

@@ -235,7 +235,7 @@ def test_delete_is_soft(api, chain):
     error(api.patch(strategies_url(chain.plan["id"]), {"strategies": {"update": [{"id": created["id"], "rate": 1}]}}), 404)
 
 
-def test_every_price_change_is_logged_on_the_plans_subscriptions(api, book, chain):
+def test_every_price_change_is_logged_on_the_plans_subscriptions(api, chain):
     subscription = create_subscription(api, chain)
     created, = create_strategies(api, chain.plan["id"], [flat_usage(chain)])
     ok(api.patch(strategies_url(chain.plan["id"], created["id"]), {"rate": "0.30"}))
@@ -263,7 +263,7 @@ def test_label_only_changes_and_other_agents_subscriptions_get_no_price_update(a
     assert not SubscriptionChange.objects.filter(subscription_id=theirs["id"], kind="price_update").exists()
 
 
-def test_strategies_of_another_organization_are_404(api, other_api, client_for, other_org, other_book):
+def test_strategies_of_another_organization_are_404(api, other_api, other_book):
     foreign_agent = AgentFactory(book=other_book)
     foreign_plan = create_plan(other_api, foreign_agent.id)
     error(api.get(strategies_url(foreign_plan["id"])), 404)

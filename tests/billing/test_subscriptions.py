@@ -48,7 +48,7 @@ def test_every_field_is_stored_and_returned(api, chain, frozen_now):
     assert (body["currentPeriodStart"], body["currentPeriodEnd"]) == ("2025-05-14T22:00:00Z", "2025-06-14T22:00:00Z")
 
 
-def test_timezone_defaults_to_the_customers(api, book, chain):
+def test_timezone_defaults_to_the_customers(api, chain):
     chain.customer.timezone = "America/New_York"
     chain.customer.save()
     body = create_subscription(api, chain, startDate="2025-01-01")
@@ -211,7 +211,7 @@ def test_patch_of_fields_fixed_at_creation_is_400(api, chain, fields, name):
     assert error(api.patch(f"/v1/subscriptions/{subscription['id']}", fields), 400).startswith(f"{name}:")
 
 
-def test_patch_plan_logs_a_plan_change(api, book, chain):
+def test_patch_plan_logs_a_plan_change(api, chain):
     subscription = create_subscription(api, chain)
     other_plan = create_plan(api, chain.agent.id, name="Enterprise")
     body = ok(api.patch(f"/v1/subscriptions/{subscription['id']}", {"planId": other_plan["id"]}))
@@ -271,7 +271,7 @@ def test_invoice_dates_validation(api, chain, body, status):
     error(api.patch(f"/v1/subscriptions/{subscription['id']}/invoice-dates", body), status)
 
 
-def test_invoice_dates_on_a_custom_cycle_or_an_ended_subscription_are_422(api, book, chain):
+def test_invoice_dates_on_a_custom_cycle_or_an_ended_subscription_are_422(api, chain):
     custom = create_subscription(api, chain, billingCycle="custom", customCycleDays=14)
     assert error(api.patch(f"/v1/subscriptions/{custom['id']}/invoice-dates", {"billingDay": 3}),
                  422).startswith("billingDay:")
