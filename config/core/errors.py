@@ -80,7 +80,7 @@ def flatten_validation_errors(detail, prefix: str = "") -> list[str]:
         for field, value in detail.items():
             if field in ("non_field_errors", "__all__"):
                 out.extend(flatten_validation_errors(value, prefix))
-            elif isinstance(field, int):  # DRF reports list items as {index: errors}
+            elif isinstance(field, int):  # a list item (ListSerializer reports {index: errors})
                 out.extend(flatten_validation_errors(value, f"{prefix}[{field}]"))
             else:
                 path = f"{prefix}.{field}" if prefix else str(field)

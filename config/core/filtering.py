@@ -44,6 +44,9 @@ class StrictBooleanFilter(django_filters.Filter):
 
 def filtered(filterset_class, params, queryset):
     """`queryset` narrowed by the query parameters `filterset_class` declares; a bad value is a 400."""
+    bad = sorted({name for name, values in params.lists() if any("\x00" in value for value in values)})
+    if bad:  # PostgreSQL cannot compare text with NUL characters
+        raise BadRequest([f"{name}: Must not contain NUL characters." for name in bad])
     filterset = filterset_class(params, queryset=queryset)
     if not filterset.is_valid():
         raise BadRequest([f"{name}: {message}" for name, messages in filterset.errors.items()
