@@ -7,7 +7,8 @@ from billing.periods import is_valid_timezone
 from billing.serializers.common import INT32_MAX, AllOptional, InstantIn, JsonObjectIn, RefusesFields, UuidIn
 from config.core.serialization import DecimalIn, DecimalNumber
 
-FIXED_AT_CREATION = "Cannot be changed after creation; to bill on another schedule, end the subscription and create a new one."
+FIXED_AT_CREATION = ("Cannot be changed after creation; to bill on another schedule, end the subscription and "
+                     "create a new one.")
 COMPUTED_PERIOD = "The current billing period is computed from startDate and the billing cycle; it cannot be set."
 
 

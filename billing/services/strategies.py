@@ -46,7 +46,8 @@ def tier_errors(tiers: list[dict], pricing_model: str) -> list[tuple[str, str]]:
         elif tier["upper"] is not None and tier["upper"] <= tier["lower"]:
             errors.append((f"{at}.upper", "Must be greater than lower: tiers ascend."))
     if tiers[last]["upper"] is not None:
-        errors.append((f"tiers[{last}].upper", "The last tier is open-ended (upper null) so every quantity has a rate."))
+        errors.append((f"tiers[{last}].upper",
+                       "The last tier is open-ended (upper null) so every quantity has a rate."))
     return errors
 
 
@@ -63,7 +64,8 @@ def strategy_term_errors(terms: dict) -> list[tuple[str, str]]:
     if charge in METERED and model is None:
         errors.append(("pricingModel", "Required when chargeType is usage or seat_based."))
     elif charge in FEES and model not in (None, PricingModel.FLAT):
-        errors.append(("pricingModel", "A recurring or one-time fee is a fixed rate: leave pricingModel out or use flat."))
+        errors.append(("pricingModel",
+                       "A recurring or one-time fee is a fixed rate: leave pricingModel out or use flat."))
     elif charge == ChargeType.SEAT_BASED and model == PricingModel.CREDIT_POOL:
         errors.append(("pricingModel", "credit_pool applies to usage strategies only."))
     elif model in TIERED:
@@ -94,8 +96,7 @@ def _decimal_tiers(stored: list[dict]) -> list[dict]:
 
 
 def _stored_tiers(tiers: list[dict]) -> list[dict]:
-    return [{"lower": decimal_text(tier["lower"]), "upper": decimal_text(tier["upper"]), "rate": decimal_text(tier["rate"])}
-            for tier in tiers]
+    return [{key: decimal_text(tier[key]) for key in ("lower", "upper", "rate")} for tier in tiers]
 
 
 def _sent(fields: dict) -> dict:

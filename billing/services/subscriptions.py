@@ -143,7 +143,8 @@ def subscription_create(*, book, now: datetime, actor: str, customer_id, plan_id
     subscription.save()
     created = snapshot(subscription)
     changelog_add(subscription=subscription, kind=Kind.CREATED, actor=actor,
-                  summary=f"Subscription created ({subscription.status}) on plan '{plan.name}' for agent '{agent.name}'",
+                  summary=f"Subscription created ({subscription.status}) on plan '{plan.name}' "
+                          f"for agent '{agent.name}'",
                   changes={field: {"before": None, "after": created[field]} for field in CREATED_FIELDS
                            if created[field] is not None})
     return subscription
@@ -176,7 +177,8 @@ def _fit_period_to_end(subscription: Subscription, previous_end: datetime | None
     end = effective_end(subscription)
     if end is not None and subscription.current_period_end > end:
         subscription.current_period_end = end
-    elif previous_end is not None and subscription.current_period_end == previous_end and (end is None or end > previous_end):
+    elif (previous_end is not None and subscription.current_period_end == previous_end
+          and (end is None or end > previous_end)):
         cycle_end = cycle_containing(schedule_of(subscription), subscription.current_period_start)[1]
         subscription.current_period_end = max(previous_end, cycle_end if end is None else min(cycle_end, end))
 
@@ -186,7 +188,7 @@ def _summary(kind: str, fields: dict, *, names: dict) -> str:
     if kind == Kind.PLAN_CHANGE:
         moves = [f"{what} '{names[what][0]}' -> '{names[what][1]}'" for what in ("plan", "agent")
                  if names[what][0] != names[what][1]]
-        return "Changed " + "; ".join(moves)
+        return "Changed " + ("; ".join(moves) or listed)  # names may repeat across plans or agents
     if kind == Kind.STATUS_TRANSITION:
         return f"Status {fields['status']['before']} -> {fields['status']['after']}"
     if kind == Kind.DATE_ADJUSTMENT:

@@ -50,7 +50,8 @@ def test_subscription_details_with_an_infinite_number_is_400(api, chain):
 @pytest.mark.parametrize("rate", ["1e999", "1e30", '"NaN"', "true"])
 def test_strategy_rates_outside_the_exact_range_are_400(api, chain, rate):
     raw = ('[{"name": "fee", "agentId": "%s", "chargeType": "recurring", "rate": %s}]' % (chain.agent.id, rate))
-    assert error(post_raw(api, f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies", raw), 400).startswith("[0].rate:")
+    resp = post_raw(api, f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies", raw)
+    assert error(resp, 400).startswith("[0].rate:")
 
 
 def test_patch_with_a_malformed_body_is_400(api, chain):

@@ -43,15 +43,18 @@ def monthly(anchor, **kw):
     (Schedule(anchor=at("2025-03-10"), cycle="yearly", billing_day=1), "2025-03-10", ("2025-03-01", "2026-03-01")),
     (Schedule(anchor=at("2025-03-10"), cycle="yearly"), "2026-03-09", ("2025-03-10", "2026-03-10")),
     # custom: every N local days from the anchor's local midnight
-    (Schedule(anchor=at("2025-01-01"), cycle="custom", custom_cycle_days=10), "2025-01-25", ("2025-01-21", "2025-01-31")),
+    (Schedule(anchor=at("2025-01-01"), cycle="custom", custom_cycle_days=10), "2025-01-25",
+     ("2025-01-21", "2025-01-31")),
     (Schedule(anchor=at("2025-01-01T12:00"), cycle="custom", custom_cycle_days=7), "2025-01-01T13:00",
      ("2025-01-01", "2025-01-08")),
-    (Schedule(anchor=at("2025-01-01"), cycle="custom", custom_cycle_days=45), "2025-03-01", ("2025-02-15", "2025-04-01")),
+    (Schedule(anchor=at("2025-01-01"), cycle="custom", custom_cycle_days=45), "2025-03-01",
+     ("2025-02-15", "2025-04-01")),
     # a non-UTC zone: boundaries at local midnight (Paris is UTC+1 in winter)
     (monthly("2025-01-01T00:00+01:00", timezone="Europe/Paris"), "2025-01-15",
      ("2024-12-31T23:00", "2025-01-31T23:00")),
     # DST: March in Berlin starts at +1 and ends at +2, so the cycle is one hour short of 31 days
-    (monthly("2025-03-01T00:00+01:00", timezone="Europe/Berlin"), "2025-03-15", ("2025-02-28T23:00", "2025-03-31T22:00")),
+    (monthly("2025-03-01T00:00+01:00", timezone="Europe/Berlin"), "2025-03-15",
+     ("2025-02-28T23:00", "2025-03-31T22:00")),
     # DST back in New York: November starts at -4 and ends at -5
     (monthly("2025-11-01T00:00-04:00", timezone="America/New_York"), "2025-11-15",
      ("2025-11-01T04:00", "2025-12-01T05:00")),

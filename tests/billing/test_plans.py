@@ -107,7 +107,8 @@ def test_list_plans_filters_by_agent_and_is_active(api, book, agent):
     retired = create_plan(api, agent.id, isActive=False)
     assert [plan["id"] for plan in ok(api.get("/v1/pricing-plans", {"agentId": str(agent.id), "isActive": "true"}))
             ["results"]] == [mine["id"]]
-    assert [plan["id"] for plan in ok(api.get("/v1/pricing-plans", {"isActive": "false"}))["results"]] == [retired["id"]]
+    inactive = ok(api.get("/v1/pricing-plans", {"isActive": "false"}))["results"]
+    assert [plan["id"] for plan in inactive] == [retired["id"]]
 
 
 @pytest.mark.parametrize("params, name", [({"agentId": "nope"}, "agentId"), ({"isActive": "maybe"}, "isActive"),
@@ -179,10 +180,10 @@ def test_copy_without_a_name_is_named_after_the_source(api, chain):
 def test_copy_with_discount_takes_that_percent_off_every_rate_and_tier_rate(api, chain):
     create_strategies(api, chain.plan["id"], [
         recurring(chain, rate="49.99"),
-        tiered(chain, "graduated", [{"lower": 0, "upper": 100, "rate": "0.10"}, {"lower": 100, "upper": None, "rate": "0.05"}],
-               minimumCommitment=50),
-        tiered(chain, "credit_pool", [{"lower": 0, "upper": 1000, "rate": 50}, {"lower": 1000, "upper": None, "rate": "0.75"}],
-               name="pool"),
+        tiered(chain, "graduated", [{"lower": 0, "upper": 100, "rate": "0.10"},
+                                    {"lower": 100, "upper": None, "rate": "0.05"}], minimumCommitment=50),
+        tiered(chain, "credit_pool", [{"lower": 0, "upper": 1000, "rate": 50},
+                                      {"lower": 1000, "upper": None, "rate": "0.75"}], name="pool"),
     ])
     copy = ok(api.post(f"/v1/pricing-plans/{chain.plan['id']}/copy", {"discount": "12.5"}), 201)
     rows = {row["name"]: row for row in ok(api.get(f"/v1/pricing-plans/{copy['id']}/pricing-strategies"))["results"]}
@@ -195,7 +196,8 @@ def test_copy_with_discount_takes_that_percent_off_every_rate_and_tier_rate(api,
 
 @pytest.mark.parametrize("discount", [-1, 100.5, "lots"])
 def test_copy_with_a_discount_outside_0_to_100_is_400(api, chain, discount):
-    assert error(api.post(f"/v1/pricing-plans/{chain.plan['id']}/copy", {"discount": discount}), 400).startswith("discount:")
+    resp = api.post(f"/v1/pricing-plans/{chain.plan['id']}/copy", {"discount": discount})
+    assert error(resp, 400).startswith("discount:")
 
 
 @pytest.mark.parametrize("client_kwargs", [

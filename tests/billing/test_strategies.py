@@ -35,7 +35,8 @@ def test_decimals_are_exact_in_storage_and_json_numbers_out(api, chain):
     stored = PricingStrategy.objects.get(pk=row["id"])
     assert stored.tiers == [{"lower": "0", "upper": "1000.5", "rate": "0.000000123456"},
                             {"lower": "1000.5", "upper": None, "rate": "0.1"}]
-    assert row["tiers"] == [{"lower": 0, "upper": 1000.5, "rate": 1.23456e-07}, {"lower": 1000.5, "upper": None, "rate": 0.1}]
+    assert row["tiers"] == [{"lower": 0, "upper": 1000.5, "rate": 1.23456e-07},
+                            {"lower": 1000.5, "upper": None, "rate": 0.1}]
     single, = create_strategies(api, chain.plan["id"], [flat_usage(chain, rate="0.000000000001")])
     assert PricingStrategy.objects.get(pk=single["id"]).rate == Decimal("0.000000000001")
 
@@ -93,7 +94,8 @@ def test_inconsistent_strategy_is_400_naming_the_field(api, chain, item, field):
     ("credit_pool", [{"lower": 0, "upper": None, "rate": 50}], "tiers"),
     ("credit_pool", [{"lower": 0, "upper": 10, "rate": 50}, {"lower": 10, "upper": 20, "rate": 1},
                      {"lower": 20, "upper": None, "rate": 1}], "tiers"),
-    ("credit_pool", [{"lower": 0, "upper": 100, "rate": 50}, {"lower": 100, "upper": 200, "rate": 1}], "tiers[1].upper"),
+    ("credit_pool", [{"lower": 0, "upper": 100, "rate": 50}, {"lower": 100, "upper": 200, "rate": 1}],
+     "tiers[1].upper"),
 ])
 def test_broken_tiers_are_400_naming_the_tier(api, chain, model, tiers, field):
     assert f"[0].{field}:" in error(api.post(strategies_url(chain.plan["id"]), [tiered(chain, model, tiers)]), 400)
@@ -129,16 +131,17 @@ def test_agent_must_be_linked_to_the_plan(api, book, chain):
 
 def test_unknown_agent_or_signal_is_404_naming_it(api, other_book, chain):
     foreign_signal = SignalFactory(book=other_book)
-    assert "[0].agentId" in error(api.post(strategies_url(chain.plan["id"]), [recurring(chain, agentId=NO_SUCH_ID)]), 404)
-    assert "[1].signalId" in error(api.post(strategies_url(chain.plan["id"]),
-                                            [flat_usage(chain), flat_usage(chain, signalId=str(foreign_signal.id))]), 404)
+    url = strategies_url(chain.plan["id"])
+    assert "[0].agentId" in error(api.post(url, [recurring(chain, agentId=NO_SUCH_ID)]), 404)
+    foreign = flat_usage(chain, signalId=str(foreign_signal.id))
+    assert "[1].signalId" in error(api.post(url, [flat_usage(chain), foreign]), 404)
     error(api.post(strategies_url(NO_SUCH_ID), [recurring(chain)]), 404)
 
 
 def test_signal_of_another_agent_is_400(api, book, chain):
     other_agent_signal = SignalFactory(book=book)
-    message = error(api.post(strategies_url(chain.plan["id"]), [flat_usage(chain, signalId=str(other_agent_signal.id))]),
-                    400)
+    body = [flat_usage(chain, signalId=str(other_agent_signal.id))]
+    message = error(api.post(strategies_url(chain.plan["id"]), body), 400)
     assert message.startswith("[0].signalId: The signal belongs to another agent")
 
 
@@ -151,7 +154,8 @@ def test_get_one_strategy(api, chain):
 
 
 def test_list_is_paginated_10_by_default(api, chain):
-    create_strategies(api, chain.plan["id"], [recurring(chain, rate=index + 1, name=f"fee {index}") for index in range(12)])
+    create_strategies(api, chain.plan["id"], [recurring(chain, rate=index + 1, name=f"fee {index}")
+                                              for index in range(12)])
     first = ok(api.get(strategies_url(chain.plan["id"])))
     second = ok(api.get(strategies_url(chain.plan["id"]), {"page": 2}))
     assert (first["limit"], first["totalPages"], first["totalResults"]) == (10, 2, 12)
@@ -173,7 +177,8 @@ def test_list_filters_by_charge_type_pricing_model_and_active(api, chain):
 
 
 @pytest.mark.parametrize("params, name", [({"chargeType": "hourly"}, "chargeType"),
-                                          ({"pricingModel": "tiered"}, "pricingModel"), ({"active": "yes please"}, "active")])
+                                          ({"pricingModel": "tiered"}, "pricingModel"),
+                                          ({"active": "yes please"}, "active")])
 def test_list_with_a_bad_filter_is_400_naming_it(api, chain, params, name):
     assert error(api.get(strategies_url(chain.plan["id"]), params), 400).startswith(f"{name}:")
 
@@ -182,8 +187,9 @@ def test_patch_one_changes_it_and_checks_the_merged_strategy(api, chain):
     created, = create_strategies(api, chain.plan["id"], [flat_usage(chain)])
     url = strategies_url(chain.plan["id"], created["id"])
     assert ok(api.patch(url, {"rate": "0.30", "tags": ["2025"]}))["rate"] == 0.3
-    assert error(api.patch(url, {"pricingModel": "graduated"}), 400) == \
-        "rate: Not used with graduated pricing: the rates are in tiers; send null. | tiers: graduated pricing needs tiers."
+    assert error(api.patch(url, {"pricingModel": "graduated"}), 400) == (
+        "rate: Not used with graduated pricing: the rates are in tiers; send null. | "
+        "tiers: graduated pricing needs tiers.")
     body = ok(api.patch(url, {"pricingModel": "graduated", "rate": None, "tiers": TWO_TIERS}))
     assert (body["pricingModel"], body["rate"], len(body["tiers"])) == ("graduated", None, 2)
     assert "signalId" in error(api.patch(url, {"chargeType": "recurring", "pricingModel": None, "rate": 5,
@@ -214,13 +220,13 @@ def test_batch_patch_is_all_or_nothing(api, chain):
 
 def test_batch_patch_with_unknown_or_repeated_ids(api, chain):
     first, = create_strategies(api, chain.plan["id"], [flat_usage(chain)])
-    assert error(api.patch(strategies_url(chain.plan["id"]), {"strategies": {"update": [{"id": NO_SUCH_ID, "rate": 1}]}}),
-                 404).startswith("strategies.update[0].id:")
-    assert error(api.patch(strategies_url(chain.plan["id"]), {"strategies": {
-        "update": [{"id": first["id"], "rate": 1}, {"id": first["id"], "rate": 2}]}}), 400).startswith("strategies.update[1].id:")
-    assert error(api.patch(strategies_url(chain.plan["id"]), {"strategies": {"new": [{"name": "x"}]}}),
-                 400).startswith("strategies.new[0].agentId:")
-    error(api.patch(strategies_url(chain.plan["id"]), {}), 400)
+    url = strategies_url(chain.plan["id"])
+    unknown = {"strategies": {"update": [{"id": NO_SUCH_ID, "rate": 1}]}}
+    assert error(api.patch(url, unknown), 404).startswith("strategies.update[0].id:")
+    twice = {"strategies": {"update": [{"id": first["id"], "rate": 1}, {"id": first["id"], "rate": 2}]}}
+    assert error(api.patch(url, twice), 400).startswith("strategies.update[1].id:")
+    assert error(api.patch(url, {"strategies": {"new": [{"name": "x"}]}}), 400).startswith("strategies.new[0].agentId:")
+    error(api.patch(url, {}), 400)
 
 
 def test_delete_is_soft(api, chain):
@@ -232,7 +238,8 @@ def test_delete_is_soft(api, chain):
     assert PricingStrategy.objects.get(pk=created["id"]).deleted_at is not None
     error(api.patch(url, {"rate": 1}), 404)
     error(api.delete(url), 404)
-    error(api.patch(strategies_url(chain.plan["id"]), {"strategies": {"update": [{"id": created["id"], "rate": 1}]}}), 404)
+    batch = {"strategies": {"update": [{"id": created["id"], "rate": 1}]}}
+    error(api.patch(strategies_url(chain.plan["id"]), batch), 404)
 
 
 def test_every_price_change_is_logged_on_the_plans_subscriptions(api, chain):

@@ -115,7 +115,8 @@ def test_an_agent_of_another_organization_is_422(api, other_book, chain):
     ({"endDate": "2025-01-01T00:00:00Z"}, "endDate: Must be after startDate."),
     ({"billingCycle": "custom"}, "customCycleDays: Required when billingCycle is custom."),
     ({"customCycleDays": 10}, "customCycleDays: Only used with billingCycle custom."),
-    ({"billingCycle": "custom", "customCycleDays": 10, "billingDay": 5}, "billingDay: Not used with billingCycle custom"),
+    ({"billingCycle": "custom", "customCycleDays": 10, "billingDay": 5},
+     "billingDay: Not used with billingCycle custom"),
 ])
 def test_inconsistent_dates_or_cycle_are_422(api, chain, fields, message):
     assert error(api.post("/v1/subscriptions", subscription_body(chain, **fields)), 422).startswith(message)
@@ -128,10 +129,12 @@ def test_an_inactive_plan_takes_no_new_subscription(api, chain):
 
 def test_custom_and_yearly_cycles_store_their_first_period(api, book, chain, frozen_now):
     custom = create_subscription(api, chain, billingCycle="custom", customCycleDays=45, startDate="2025-05-01")
-    assert (custom["currentPeriodStart"], custom["currentPeriodEnd"]) == ("2025-05-01T00:00:00Z", "2025-06-15T00:00:00Z")
+    assert (custom["currentPeriodStart"], custom["currentPeriodEnd"]) == ("2025-05-01T00:00:00Z",
+                                                                          "2025-06-15T00:00:00Z")
     customer = CustomerFactory(book=book)
     yearly = create_subscription(api, chain, customerId=str(customer.id), billingCycle="yearly", startDate="2024-02-29")
-    assert (yearly["currentPeriodStart"], yearly["currentPeriodEnd"]) == ("2025-02-28T00:00:00Z", "2026-02-28T00:00:00Z")
+    assert (yearly["currentPeriodStart"], yearly["currentPeriodEnd"]) == ("2025-02-28T00:00:00Z",
+                                                                          "2026-02-28T00:00:00Z")
 
 
 def test_an_overlapping_live_subscription_for_the_same_customer_plan_and_agent_is_409(api, chain):
@@ -188,7 +191,8 @@ def test_patch_changes_ordinary_fields_and_logs_an_update(api, chain):
     subscription = create_subscription(api, chain)
     body = ok(api.patch(f"/v1/subscriptions/{subscription['id']}",
                         {"name": "Renamed", "invoiceMemo": "memo", "seatsCount": 12, "metadata": {"a": 1}}))
-    assert (body["name"], body["invoiceMemo"], body["seatsCount"], body["metadata"]) == ("Renamed", "memo", 12, {"a": 1})
+    assert (body["name"], body["invoiceMemo"], body["seatsCount"]) == ("Renamed", "memo", 12)
+    assert body["metadata"] == {"a": 1}
     entry = changelog(api, subscription["id"])[0]
     assert entry["kind"] == "update" and entry["changes"]["name"] == {"before": "Main", "after": "Renamed"}
     assert set(entry["changes"]) == {"name", "invoiceMemo", "seatsCount", "metadata"}
@@ -252,7 +256,8 @@ def test_patch_status_active_starts_an_upcoming_subscription_with_its_period(api
     subscription = create_subscription(api, chain, startDate="2025-06-01T00:00:00Z", status="upcoming")
     body = ok(api.patch(f"/v1/subscriptions/{subscription['id']}", {"status": "active"}))
     assert (body["status"], body["currentPeriodStart"]) == ("active", "2025-06-01T00:00:00Z")
-    assert error(api.patch(f"/v1/subscriptions/{subscription['id']}", {"status": "upcoming"}), 422).startswith("status:")
+    resp = api.patch(f"/v1/subscriptions/{subscription['id']}", {"status": "upcoming"})
+    assert error(resp, 422).startswith("status:")
 
 
 def test_invoice_dates_move_the_billing_day_from_the_next_period(api, chain, frozen_now):
@@ -276,7 +281,8 @@ def test_invoice_dates_on_a_custom_cycle_or_an_ended_subscription_are_422(api, c
     assert error(api.patch(f"/v1/subscriptions/{custom['id']}/invoice-dates", {"billingDay": 3}),
                  422).startswith("billingDay:")
     ok(api.patch(f"/v1/subscriptions/{custom['id']}", {"status": "ended"}))
-    assert "ended" in error(api.patch(f"/v1/subscriptions/{custom['id']}/invoice-dates", {"timezone": "Asia/Tokyo"}), 422)
+    resp = api.patch(f"/v1/subscriptions/{custom['id']}/invoice-dates", {"timezone": "Asia/Tokyo"})
+    assert "ended" in error(resp, 422)
 
 
 def test_changelog_entries_have_the_documented_shape_newest_first(api, chain):
@@ -290,4 +296,5 @@ def test_changelog_entries_have_the_documented_shape_newest_first(api, chain):
     assert created["changes"]["status"] == {"before": None, "after": "active"}
     assert created["actor"] == f"api-key:{api.key.id}"
     assert latest["kind"] == "update"
-    assert error(api.get(f"/v1/subscriptions/{subscription['id']}/changelog", {"kind": "nope"}), 400).startswith("kind:")
+    resp = api.get(f"/v1/subscriptions/{subscription['id']}/changelog", {"kind": "nope"})
+    assert error(resp, 400).startswith("kind:")
