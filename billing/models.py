@@ -130,6 +130,8 @@ class Subscription(OrgOwned):
         indexes = [
             models.Index(fields=["book", "status"], name="subscription_book_status"),
             models.Index(fields=["customer", "agent"], name="subscription_customer_agent"),
+            # The scheduled job looks up due transitions and period rollovers across books.
+            models.Index(fields=["status", "current_period_end"], name="subscription_status_period_end"),
         ]
 
     def __str__(self):
@@ -149,6 +151,9 @@ class SubscriptionChange(OrgOwned):
 
     subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="changes")
     kind = models.CharField(max_length=24, choices=Kind.choices)
+    # The pricing strategy a price_update entry is about (strategies are soft-deleted, so it stays readable).
+    strategy = models.ForeignKey(PricingStrategy, on_delete=models.SET_NULL, null=True, blank=True,
+                                 related_name="subscription_changes")
     summary = models.CharField(max_length=500)
     changes = models.JSONField(default=dict, blank=True, help_text="{field: {before, after}}")
     actor = models.CharField(max_length=255, blank=True, help_text="api-key:<id>, user:<id> or system")

@@ -1,5 +1,6 @@
 """factory-boy factories for every model the tests build directly."""
 from datetime import datetime, timezone
+from decimal import Decimal
 
 import factory
 
@@ -101,3 +102,45 @@ class ServiceEntryFactory(factory.django.DjangoModelFactory):
     source = "curated"
     is_api = False
     is_active = True
+
+
+class PlanFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "billing.PricingPlan"
+
+    name = factory.Sequence(lambda n: f"Plan {n}")
+
+
+class PlanAgentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "billing.PlanAgent"
+
+    plan = factory.SubFactory(PlanFactory, book=factory.SelfAttribute("..book"))
+    agent = factory.SubFactory(AgentFactory, book=factory.SelfAttribute("..book"))
+
+
+class StrategyFactory(factory.django.DjangoModelFactory):
+    """A flat recurring fee unless told otherwise (the agent should be linked to the plan)."""
+
+    class Meta:
+        model = "billing.PricingStrategy"
+
+    plan = factory.SubFactory(PlanFactory, book=factory.SelfAttribute("..book"))
+    agent = factory.SubFactory(AgentFactory, book=factory.SelfAttribute("..book"))
+    name = factory.Sequence(lambda n: f"strategy-{n}")
+    charge_type = "recurring"
+    rate = Decimal("10")
+
+
+class SubscriptionFactory(factory.django.DjangoModelFactory):
+    """An active monthly subscription from 2025-01-01 (dates and period are not derived: set what a test needs)."""
+
+    class Meta:
+        model = "billing.Subscription"
+
+    name = factory.Sequence(lambda n: f"Subscription {n}")
+    plan = factory.SubFactory(PlanFactory, book=factory.SelfAttribute("..book"))
+    agent = factory.SubFactory(AgentFactory, book=factory.SelfAttribute("..book"))
+    customer = factory.SubFactory(CustomerFactory, book=factory.SelfAttribute("..book"))
+    start_date = datetime(2025, 1, 1, tzinfo=timezone.utc)
+    status = "active"

@@ -12,6 +12,10 @@ from rest_framework.response import Response
 
 from config.core.errors import BadRequest
 
+# Far beyond any real list, and far below what the database's OFFSET (bigint) holds.
+MAX_OFFSET = 1_000_000_000
+MAX_PAGE = 10_000_000
+
 
 def _int_param(params, name: str, default: int, minimum: int, maximum: int | None) -> int:
     raw = params.get(name)
@@ -35,7 +39,7 @@ class OffsetWindow:
     @classmethod
     def from_params(cls, params, *, default_limit: int = 100, max_limit: int = 100) -> "OffsetWindow":
         return cls(_int_param(params, "limit", default_limit, 1, max_limit),
-                   _int_param(params, "offset", 0, 0, None))
+                   _int_param(params, "offset", 0, 0, MAX_OFFSET))
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,7 @@ class PageWindow:
 
     @classmethod
     def from_params(cls, params, *, default_limit: int = 10, max_limit: int = 100) -> "PageWindow":
-        return cls(_int_param(params, "page", 1, 1, None), _int_param(params, "limit", default_limit, 1, max_limit))
+        return cls(_int_param(params, "page", 1, 1, MAX_PAGE), _int_param(params, "limit", default_limit, 1, max_limit))
 
     @property
     def offset(self) -> int:

@@ -15,6 +15,13 @@ def parse(serializer_class, data, *, partial: bool = False, context: dict | None
     return dict(serializer.validated_data)
 
 
+def parse_many(serializer_class, data, *, allow_empty: bool = False, context: dict | None = None) -> list[dict]:
+    """Validate a request body that is a JSON array of items; a failure is a 400 naming `[index].field`."""
+    serializer = serializer_class(data=data, many=True, allow_empty=allow_empty, context=context or {})
+    serializer.is_valid(raise_exception=True)
+    return [dict(item) for item in serializer.validated_data]
+
+
 def decimal_text(value: Decimal | None) -> str | None:
     """An exact decimal as a plain string without exponent or trailing zeros ("0.00045")."""
     if value is None:

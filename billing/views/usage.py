@@ -2,7 +2,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
 from billing.recording import usage_record
-from billing.serializers import UsageRecordBatchIn, UsageRecordOut
+from billing.serializers.usage import UsageRecordBatchIn, UsageRecordOut
 from config.accounts.api import ALL_SCOPES, OrgApiView
 from config.core import clock
 

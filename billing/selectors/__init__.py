@@ -1,0 +1,1 @@
+"""Reads of the billing resources: querysets shaped for their Out serializers, and row-to-engine adapters."""

@@ -1,0 +1,29 @@
+from billing.models import Subscription, SubscriptionChange
+from billing.periods import Schedule
+from config.core.scoping import get_owned, owned
+
+
+def subscription_list(*, book):
+    return owned(Subscription, book).order_by("-created_at", "id")
+
+
+def subscription_get(*, book, subscription_id) -> Subscription:
+    return get_owned(Subscription, book, subscription_id)
+
+
+def subscription_changelog(*, book, subscription_id):
+    """Newest entries first."""
+    subscription = get_owned(Subscription, book, subscription_id)
+    return owned(SubscriptionChange, book).filter(subscription=subscription).order_by("-created_at", "-id")
+
+
+def effective_end(subscription: Subscription):
+    """The exclusive end of the subscription's life; None while it runs on (isForever ignores endDate)."""
+    return None if subscription.is_forever else subscription.end_date
+
+
+def schedule_of(subscription: Subscription) -> Schedule:
+    """The billing rules of a subscription, as the pure period engine takes them."""
+    return Schedule(anchor=subscription.start_date, cycle=subscription.billing_cycle,
+                    timezone=subscription.timezone, billing_day=subscription.billing_day,
+                    custom_cycle_days=subscription.custom_cycle_days, end=effective_end(subscription))

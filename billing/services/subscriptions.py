@@ -1,0 +1,324 @@
+"""Subscriptions: creation with the first billing period, updates recorded in the changelog, invoice-date
+adjustments, and the scheduled job that moves statuses and rolls the stored billing period forward."""
+from collections import Counter, defaultdict
+from datetime import date, datetime
+
+from django.db import transaction
+from django.db.models import Q
+
+from billing.models import BillingCycle, PlanAgent, PricingPlan, Subscription, SubscriptionStatus
+from billing.periods import Period, cycle_containing, is_valid_timezone, local_midnight, period_as_of
+from billing.selectors.subscriptions import effective_end, schedule_of
+from billing.services.changelog import SYSTEM_ACTOR, Kind, changelog_add, diff, json_value
+from config.core.errors import BadRequest, Conflict, NotFound, Unprocessable
+from config.core.scoping import get_owned, owned
+from customers.models import Agent, Customer
+
+Status = SubscriptionStatus
+LIVE_STATUSES = (Status.UPCOMING, Status.ACTIVE)
+
+# camelCase field -> attribute, for changelog snapshots (values as the API renders them).
+SNAPSHOT_FIELDS = {
+    "name": "name", "planId": "plan_id", "agentId": "agent_id", "customerId": "customer_id",
+    "startDate": "start_date", "status": "status", "billingCycle": "billing_cycle", "billingModel": "billing_model",
+    "netTerms": "net_terms", "endDate": "end_date", "isForever": "is_forever",
+    "subscriptionDetails": "subscription_details", "seatsCount": "seats_count", "customCycleDays": "custom_cycle_days",
+    "proratedAmount": "prorated_amount", "timezone": "timezone", "billingDay": "billing_day",
+    "invoiceMemo": "invoice_memo", "metadata": "metadata", "currentPeriodStart": "current_period_start",
+    "currentPeriodEnd": "current_period_end",
+}
+CREATED_FIELDS = ("planId", "agentId", "customerId", "startDate", "endDate", "status", "billingCycle",
+                  "currentPeriodStart", "currentPeriodEnd")
+KIND_OF_FIELD = {
+    "planId": Kind.PLAN_CHANGE, "agentId": Kind.PLAN_CHANGE, "status": Kind.STATUS_TRANSITION,
+    "endDate": Kind.DATE_ADJUSTMENT, "isForever": Kind.DATE_ADJUSTMENT, "billingDay": Kind.DATE_ADJUSTMENT,
+    "timezone": Kind.DATE_ADJUSTMENT, "currentPeriodStart": Kind.DATE_ADJUSTMENT,
+    "currentPeriodEnd": Kind.DATE_ADJUSTMENT,
+}
+KIND_ORDER = (Kind.PLAN_CHANGE, Kind.STATUS_TRANSITION, Kind.DATE_ADJUSTMENT, Kind.UPDATE)
+PLAIN_FIELDS = ("name", "billing_model", "net_terms", "subscription_details", "seats_count", "prorated_amount",
+                "invoice_memo", "metadata")
+SCHEDULE_FIELDS = ("end_date", "is_forever", "billing_day", "timezone")
+
+
+def snapshot(subscription: Subscription) -> dict:
+    return {name: json_value(getattr(subscription, attribute)) for name, attribute in SNAPSHOT_FIELDS.items()}
+
+
+def _local_instant(value: date | datetime | None, timezone: str) -> datetime | None:
+    """A bare date means local midnight in the subscription's time zone; a timestamp is taken as given."""
+    if value is None or isinstance(value, datetime):
+        return value
+    return local_midnight(value, timezone)
+
+
+def _set_period(subscription: Subscription, period: Period | None) -> None:
+    subscription.current_period_start = period.start if period else None
+    subscription.current_period_end = period.end if period else None
+
+
+def _customer_locked(book, customer_id) -> Customer:
+    """The customer row, locked: overlap checks for one customer run one at a time. Deleted customers are 404."""
+    live = owned(Customer, book).filter(deleted_at__isnull=True).select_for_update()
+    return get_owned(Customer, book, customer_id, queryset=live)
+
+
+def _agent_for_customer(book, agent_id) -> Agent:
+    """404 for an unknown agent; 422 for an agent of another organization than the customer (spec section 7).
+    Only that existence check looks outside the caller's book; nothing of the other record is revealed."""
+    agent = owned(Agent, book).filter(pk=agent_id).first()
+    if agent is not None:
+        return agent
+    if Agent.objects.filter(pk=agent_id).exists():
+        raise Unprocessable(["agentId: The agent belongs to another organization (or environment) than the customer."])
+    raise NotFound("Agent not found")
+
+
+def _require_link(book, plan: PricingPlan, agent: Agent) -> None:
+    """The agent must be linked to the plan (400, contract.md). The link row is locked against an unlink."""
+    if owned(PlanAgent, book).select_for_update().filter(plan=plan, agent=agent).first() is None:
+        raise BadRequest(["agentId: The agent is not linked to this plan; link it with "
+                          "POST /v1/pricing-plans/{planId}/agents or use one of the plan's agents."])
+
+
+def _schedule_errors(subscription: Subscription) -> list[str]:
+    errors = []
+    if subscription.end_date is not None and subscription.end_date <= subscription.start_date:
+        errors.append("endDate: Must be after startDate.")
+    custom = subscription.billing_cycle == BillingCycle.CUSTOM
+    if custom and not subscription.custom_cycle_days:
+        errors.append("customCycleDays: Required when billingCycle is custom.")
+    if not custom and subscription.custom_cycle_days:
+        errors.append("customCycleDays: Only used with billingCycle custom.")
+    if custom and subscription.billing_day:
+        errors.append("billingDay: Not used with billingCycle custom: its periods run every customCycleDays days "
+                      "from startDate.")
+    return errors
+
+
+def _refuse_overlap(book, subscription: Subscription) -> None:
+    """One live subscription per customer, plan and agent at a time: another upcoming or active one whose
+    [startDate, endDate) overlaps is a 409 (ended subscriptions never block)."""
+    if subscription.status == Status.ENDED:
+        return
+    others = owned(Subscription, book).filter(
+        customer_id=subscription.customer_id, plan_id=subscription.plan_id, agent_id=subscription.agent_id,
+        status__in=LIVE_STATUSES,
+    ).exclude(pk=subscription.pk).filter(
+        Q(is_forever=True) | Q(end_date__isnull=True) | Q(end_date__gt=subscription.start_date))
+    end = effective_end(subscription)
+    if end is not None:
+        others = others.filter(start_date__lt=end)
+    clash = others.order_by("start_date").first()
+    if clash is not None:
+        raise Conflict(f"The customer already has subscription {clash.id} ('{clash.name}', {clash.status}) on this "
+                       "plan and agent for an overlapping period; end it or start this one after it ends.")
+
+
+@transaction.atomic
+def subscription_create(*, book, now: datetime, actor: str, customer_id, plan_id, agent_id, start_date,
+                        end_date=None, timezone: str | None = None, status: str | None = None,
+                        **fields) -> Subscription:
+    """A subscription of a customer to a plan for one of the plan's agents.
+
+    Without `status` it is upcoming for a future startDate and active otherwise (contract.md); an active one
+    stores the billing period in force now. `timezone` defaults to the customer's."""
+    customer = _customer_locked(book, customer_id)
+    plan = get_owned(PricingPlan, book, plan_id)
+    agent = _agent_for_customer(book, agent_id)
+    _require_link(book, plan, agent)
+    if not plan.is_active:
+        raise Unprocessable(["planId: The plan is inactive; activate it or choose another plan."])
+    timezone = timezone or (customer.timezone if is_valid_timezone(customer.timezone) else "UTC")
+    start = _local_instant(start_date, timezone)
+    subscription = Subscription(book=book, customer=customer, plan=plan, agent=agent, start_date=start,
+                                end_date=_local_instant(end_date, timezone), timezone=timezone,
+                                status=status or (Status.UPCOMING if start > now else Status.ACTIVE), **fields)
+    errors = _schedule_errors(subscription)
+    if errors:
+        raise Unprocessable(errors)
+    _refuse_overlap(book, subscription)
+    if subscription.status != Status.UPCOMING:
+        _set_period(subscription, period_as_of(schedule_of(subscription), now))
+    subscription.save()
+    created = snapshot(subscription)
+    changelog_add(subscription=subscription, kind=Kind.CREATED, actor=actor,
+                  summary=f"Subscription created ({subscription.status}) on plan '{plan.name}' "
+                          f"for agent '{agent.name}'",
+                  changes={field: {"before": None, "after": created[field]} for field in CREATED_FIELDS
+                           if created[field] is not None})
+    return subscription
+
+
+def _change_status(subscription: Subscription, status: str, *, now: datetime) -> None:
+    """Operator status moves: upcoming -> active (stores the period in force), upcoming or active -> ended
+    (an active one ends now unless it already ends earlier). Ended is final; started is never upcoming again."""
+    if subscription.status == Status.ENDED:
+        raise Unprocessable(["status: An ended subscription stays ended; create a new one."])
+    if status == Status.UPCOMING:
+        raise Unprocessable(["status: A started subscription cannot become upcoming again."])
+    subscription.status = status
+    if status == Status.ACTIVE and subscription.current_period_start is None:
+        _set_period(subscription, period_as_of(schedule_of(subscription), now))
+    if status == Status.ENDED:
+        end = effective_end(subscription)
+        if subscription.start_date >= now:
+            _set_period(subscription, None)  # cancelled before it started
+        elif end is None or end > now:
+            subscription.end_date, subscription.is_forever = now, False
+            _fit_period_to_end(subscription, end)
+
+
+def _fit_period_to_end(subscription: Subscription, previous_end: datetime | None) -> None:
+    """Keep the stored current period inside the subscription's life after its end moved: cut it at an earlier
+    end; a period the previous end had cut grows back to its cycle's end (or the new, later end)."""
+    if subscription.current_period_start is None:
+        return
+    end = effective_end(subscription)
+    if end is not None and subscription.current_period_end > end:
+        subscription.current_period_end = end
+    elif (previous_end is not None and subscription.current_period_end == previous_end
+          and (end is None or end > previous_end)):
+        cycle_end = cycle_containing(schedule_of(subscription), subscription.current_period_start)[1]
+        subscription.current_period_end = max(previous_end, cycle_end if end is None else min(cycle_end, end))
+
+
+def _summary(kind: str, fields: dict, *, names: dict) -> str:
+    listed = ", ".join(fields)
+    if kind == Kind.PLAN_CHANGE:
+        moves = [f"{what} '{names[what][0]}' -> '{names[what][1]}'" for what in ("plan", "agent")
+                 if names[what][0] != names[what][1]]
+        return "Changed " + ("; ".join(moves) or listed)  # names may repeat across plans or agents
+    if kind == Kind.STATUS_TRANSITION:
+        return f"Status {fields['status']['before']} -> {fields['status']['after']}"
+    if kind == Kind.DATE_ADJUSTMENT:
+        text = f"Billing dates adjusted: {listed}"
+        if {"billingDay", "timezone"} & set(fields) and names.get("next_period_start"):
+            text += f"; new period boundaries apply from {names['next_period_start']}"
+        return text
+    return f"Updated {listed}"
+
+
+def _log_changes(subscription: Subscription, before: dict, after: dict, *, actor: str, names: dict) -> None:
+    grouped = defaultdict(dict)
+    for field, change in diff(before, after).items():
+        grouped[KIND_OF_FIELD.get(field, Kind.UPDATE)][field] = change
+    for kind in KIND_ORDER:
+        if grouped[kind]:
+            changelog_add(subscription=subscription, kind=kind, changes=grouped[kind], actor=actor,
+                          summary=_summary(kind, grouped[kind], names=names))
+
+
+def _customer_locked_quietly(book, customer_id) -> None:
+    """Lock the customer row (deleted or not) before the subscription row, the order every writer uses."""
+    list(owned(Customer, book).select_for_update().filter(pk=customer_id).values_list("pk", flat=True))
+
+
+def _change_schedule(subscription: Subscription, changes: dict) -> None:
+    """endDate, isForever, billingDay, timezone. Values equal to the stored ones are no change (a client may
+    send the whole record back); an ended subscription's dates are final."""
+    timezone = changes.get("timezone", subscription.timezone)
+    wanted = {field: changes[field] for field in ("is_forever", "billing_day", "timezone") if field in changes}
+    if "end_date" in changes:
+        wanted["end_date"] = _local_instant(changes["end_date"], timezone)
+    wanted = {field: value for field, value in wanted.items() if getattr(subscription, field) != value}
+    if not wanted:
+        return
+    if subscription.status == Status.ENDED:
+        raise Unprocessable(["The subscription has ended; its dates no longer change."])
+    previous_end = effective_end(subscription)
+    for field, value in wanted.items():
+        setattr(subscription, field, value)
+    errors = _schedule_errors(subscription)
+    end = effective_end(subscription)
+    if end is not None and subscription.current_period_start is not None and end <= subscription.current_period_start:
+        errors.append(f"endDate: Must be after the current billing period's start "
+                      f"({json_value(subscription.current_period_start)}); earlier periods may be invoiced already.")
+    if errors:
+        raise Unprocessable(errors)
+    _fit_period_to_end(subscription, previous_end)
+
+
+@transaction.atomic
+def subscription_update(*, book, subscription_id, now: datetime, actor: str, **changes) -> Subscription:
+    """Change a subscription; each kind of change becomes one changelog entry.
+
+    startDate, the current period, the billing cycle and the customer are refused at the edge. A new plan or
+    agent applies to every period not yet invoiced (the agent must be linked to the plan). billingDay and
+    timezone take effect from the next period; an endDate is cut into the current period when earlier."""
+    subscription = get_owned(Subscription, book, subscription_id)
+    _customer_locked_quietly(book, subscription.customer_id)
+    subscription = (owned(Subscription, book).select_for_update(of=("self",)).select_related("plan", "agent")
+                    .get(pk=subscription.pk))
+    before = snapshot(subscription)
+    names = {"plan": [subscription.plan.name] * 2, "agent": [subscription.agent.name] * 2,
+             "next_period_start": json_value(subscription.current_period_end)}
+    if "plan_id" in changes or "agent_id" in changes:
+        plan = get_owned(PricingPlan, book, changes.get("plan_id", subscription.plan_id))
+        agent = _agent_for_customer(book, changes.get("agent_id", subscription.agent_id))
+        _require_link(book, plan, agent)
+        if plan.pk != subscription.plan_id and not plan.is_active:
+            raise Unprocessable(["planId: The plan is inactive; activate it or choose another plan."])
+        subscription.plan, subscription.agent = plan, agent
+        names["plan"][1], names["agent"][1] = plan.name, agent.name
+    if any(field in changes for field in SCHEDULE_FIELDS):
+        _change_schedule(subscription, changes)
+    if "status" in changes and changes["status"] != subscription.status:
+        _change_status(subscription, changes["status"], now=now)
+    for field in PLAIN_FIELDS:
+        if field in changes:
+            setattr(subscription, field, changes[field])
+    _refuse_overlap(book, subscription)
+    subscription.save()
+    _log_changes(subscription, before, snapshot(subscription), actor=actor, names=names)
+    return subscription
+
+
+def subscription_advance(subscription: Subscription, *, now: datetime) -> list[str]:
+    """Bring one (locked) subscription up to `now`: upcoming -> active at startDate with the period in force,
+    the stored period rolled forward while now is past its end (never past endDate), active -> ended once
+    endDate has passed (never with isForever). Each status move is a `status_transition` entry by `system`.
+    Running it again changes nothing."""
+    outcomes = []
+    if subscription.status == Status.UPCOMING and subscription.start_date <= now:
+        before = snapshot(subscription)
+        subscription.status = Status.ACTIVE
+        _set_period(subscription, period_as_of(schedule_of(subscription), now))
+        changelog_add(subscription=subscription, kind=Kind.STATUS_TRANSITION, actor=SYSTEM_ACTOR,
+                      summary=f"Status upcoming -> active: startDate {before['startDate']} reached",
+                      changes=diff(before, snapshot(subscription)))
+        outcomes.append("activated")
+    if subscription.status == Status.ACTIVE:
+        if subscription.current_period_end is None or now >= subscription.current_period_end:
+            period = period_as_of(schedule_of(subscription), now, since=subscription.current_period_end)
+            if period is not None and (period.start, period.end) != (subscription.current_period_start,
+                                                                     subscription.current_period_end):
+                _set_period(subscription, period)
+                outcomes.append("rolled")
+        end = effective_end(subscription)
+        if end is not None and now >= end:
+            subscription.status = Status.ENDED
+            changelog_add(subscription=subscription, kind=Kind.STATUS_TRANSITION, actor=SYSTEM_ACTOR,
+                          summary=f"Status active -> ended: endDate {json_value(end)} passed",
+                          changes={"status": {"before": Status.ACTIVE, "after": Status.ENDED}})
+            outcomes.append("ended")
+    if outcomes:
+        subscription.save()
+    return outcomes
+
+
+def subscriptions_advance(*, now: datetime) -> str:
+    """Scheduled job (every book): activate, roll and end what is due as of `now`. Idempotent."""
+    due = (Subscription.objects.filter(
+        Q(status=Status.UPCOMING, start_date__lte=now)
+        | Q(status=Status.ACTIVE) & (Q(current_period_end__isnull=True) | Q(current_period_end__lte=now)
+                                     | Q(is_forever=False, end_date__lte=now))
+    ).order_by("pk").values_list("pk", flat=True))
+    counts = Counter()
+    for pk in list(due):
+        with transaction.atomic():
+            # A row another worker holds is skipped; that worker advances it.
+            subscription = Subscription.objects.select_for_update(skip_locked=True).filter(pk=pk).first()
+            if subscription is not None:
+                counts.update(subscription_advance(subscription, now=now))
+    return ", ".join(f"{counts[what]} {what}" for what in ("activated", "rolled", "ended"))

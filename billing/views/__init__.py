@@ -1,0 +1,1 @@
+"""The billing endpoints: parse, call one service or selector, render."""

@@ -1,0 +1,56 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from billing.filters import PAGE_PARAMETERS, StrategyFilter, openapi_parameters
+from billing.selectors.plans import strategy_get, strategy_list
+from billing.serializers.common import page_of
+from billing.serializers.strategies import (StrategyBatchIn, StrategyBatchOut, StrategyIn, StrategyOut,
+                                            StrategyPatchIn)
+from billing.services.strategies import strategies_batch, strategies_create, strategy_delete, strategy_update
+from config.accounts.api import OrgApiView
+from config.core import clock
+from config.core.filtering import filtered
+from config.core.pagination import page_response
+from config.core.serialization import parse, parse_many
+
+
+class StrategyListApi(OrgApiView):
+    """A plan's pricing strategies: list, create from an array, batch change `{strategies: {new, update}}`."""
+
+    @extend_schema(parameters=openapi_parameters(StrategyFilter) + PAGE_PARAMETERS, responses=page_of(StrategyOut))
+    def get(self, request, plan_id):
+        strategies = filtered(StrategyFilter, request.query_params, strategy_list(book=self.book, plan_id=plan_id))
+        return page_response(strategies, request.query_params, StrategyOut)
+
+    @extend_schema(request=StrategyIn(many=True), responses={201: StrategyOut(many=True)})
+    def post(self, request, plan_id):
+        strategies = strategies_create(book=self.book, plan_id=plan_id, items=parse_many(StrategyIn, request.data),
+                                       actor=self.created_by)
+        return Response(StrategyOut(strategies, many=True).data, status=201)
+
+    @extend_schema(request=StrategyBatchIn, responses=StrategyBatchOut)
+    def patch(self, request, plan_id):
+        changes = parse(StrategyBatchIn, request.data)["strategies"]
+        created, updated = strategies_batch(book=self.book, plan_id=plan_id, new=changes["new"],
+                                            update=changes["update"], actor=self.created_by)
+        return Response(StrategyBatchOut({"created": created, "updated": updated}).data)
+
+
+class StrategyDetailApi(OrgApiView):
+    """One pricing strategy: read (deleted ones show `deletedAt`), change, soft delete."""
+
+    @extend_schema(responses=StrategyOut)
+    def get(self, request, plan_id, strategy_id):
+        return Response(StrategyOut(strategy_get(book=self.book, plan_id=plan_id, strategy_id=strategy_id)).data)
+
+    @extend_schema(request=StrategyPatchIn, responses=StrategyOut)
+    def patch(self, request, plan_id, strategy_id):
+        strategy = strategy_update(book=self.book, plan_id=plan_id, strategy_id=strategy_id,
+                                   changes=parse(StrategyPatchIn, request.data), actor=self.created_by)
+        return Response(StrategyOut(strategy).data)
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, plan_id, strategy_id):
+        strategy_delete(book=self.book, plan_id=plan_id, strategy_id=strategy_id, now=clock.now(),
+                        actor=self.created_by)
+        return Response(status=204)

@@ -1,0 +1,66 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from billing.filters import OFFSET_PARAMETERS, ChangelogFilter, SubscriptionFilter, openapi_parameters
+from billing.selectors.subscriptions import subscription_changelog, subscription_get, subscription_list
+from billing.serializers.subscriptions import (SubscriptionChangeOut, SubscriptionCreateIn,
+                                               SubscriptionInvoiceDatesIn, SubscriptionOut, SubscriptionUpdateIn)
+from billing.services.subscriptions import subscription_create, subscription_update
+from config.accounts.api import OrgApiView
+from config.core import clock
+from config.core.filtering import filtered
+from config.core.pagination import array_response
+from config.core.serialization import parse
+
+
+class SubscriptionListCreateApi(OrgApiView):
+    """Subscriptions: list (bare array, `X-Total-Count`) and create."""
+
+    @extend_schema(parameters=openapi_parameters(SubscriptionFilter) + OFFSET_PARAMETERS,
+                   responses=SubscriptionOut(many=True), description="Bare array; the total is in X-Total-Count.")
+    def get(self, request):
+        subscriptions = filtered(SubscriptionFilter, request.query_params, subscription_list(book=self.book))
+        return array_response(subscriptions, request.query_params, SubscriptionOut)
+
+    @extend_schema(request=SubscriptionCreateIn, responses={201: SubscriptionOut})
+    def post(self, request):
+        subscription = subscription_create(book=self.book, now=clock.now(), actor=self.created_by,
+                                           **parse(SubscriptionCreateIn, request.data))
+        return Response(SubscriptionOut(subscription).data, status=201)
+
+
+class SubscriptionDetailApi(OrgApiView):
+    """One subscription: read and change (startDate and the current period are fixed)."""
+
+    @extend_schema(responses=SubscriptionOut)
+    def get(self, request, subscription_id):
+        return Response(SubscriptionOut(subscription_get(book=self.book, subscription_id=subscription_id)).data)
+
+    @extend_schema(request=SubscriptionUpdateIn, responses=SubscriptionOut)
+    def patch(self, request, subscription_id):
+        subscription = subscription_update(book=self.book, subscription_id=subscription_id, now=clock.now(),
+                                           actor=self.created_by, **parse(SubscriptionUpdateIn, request.data))
+        return Response(SubscriptionOut(subscription).data)
+
+
+class SubscriptionInvoiceDatesApi(OrgApiView):
+    """Move when future invoices are generated (billingDay, timezone) from the next period on."""
+
+    @extend_schema(request=SubscriptionInvoiceDatesIn, responses=SubscriptionOut,
+                   description="Moves the billing day (and/or time zone) from the next period on; the current "
+                               "period and issued invoices are untouched.")
+    def patch(self, request, subscription_id):
+        subscription = subscription_update(book=self.book, subscription_id=subscription_id, now=clock.now(),
+                                           actor=self.created_by, **parse(SubscriptionInvoiceDatesIn, request.data))
+        return Response(SubscriptionOut(subscription).data)
+
+
+class SubscriptionChangelogApi(OrgApiView):
+    """The subscription's history: plan changes, price updates, date adjustments, status moves."""
+
+    @extend_schema(parameters=openapi_parameters(ChangelogFilter) + OFFSET_PARAMETERS,
+                   responses=SubscriptionChangeOut(many=True), description="Newest first; total in X-Total-Count.")
+    def get(self, request, subscription_id):
+        entries = filtered(ChangelogFilter, request.query_params,
+                           subscription_changelog(book=self.book, subscription_id=subscription_id))
+        return array_response(entries, request.query_params, SubscriptionChangeOut)

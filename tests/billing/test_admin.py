@@ -1,0 +1,64 @@
+"""The operator console lists, searches and filters plans, strategies and subscriptions, scoped by membership."""
+import pytest
+from django.test import Client
+
+from billing.models import PlanAgent
+from config.accounts.models import Membership
+from tests.billing.support import create_strategies, create_subscription, recurring
+from tests.factories import AgentFactory, PlanFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def operator(org):
+    """A staff member of `org` (not a superuser) signed in to the console."""
+    user = UserFactory(email="ops@acme.example", is_staff=True)
+    Membership.objects.create(organization=org, user=user, role="owner")
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_console_pages_of_plans_strategies_and_subscriptions_render(api, operator, chain):
+    strategy, = create_strategies(api, chain.plan["id"], [recurring(chain)])
+    subscription = create_subscription(api, chain)
+    pages = [
+        "/admin/billing/pricingplan/", f"/admin/billing/pricingplan/{chain.plan['id']}/change/",
+        "/admin/billing/pricingplan/?q=Pro&is_active__exact=1",
+        "/admin/billing/pricingstrategy/", f"/admin/billing/pricingstrategy/{strategy['id']}/change/",
+        "/admin/billing/pricingstrategy/?charge_type__exact=recurring",
+        "/admin/billing/subscription/", f"/admin/billing/subscription/{subscription['id']}/change/",
+        "/admin/billing/subscription/?status__exact=active&billing_cycle__exact=monthly&q=Main",
+        "/admin/billing/subscriptionchange/?kind__exact=created",
+    ]
+    for page in pages:
+        resp = operator.get(page)
+        assert resp.status_code == 200, page
+    listing = operator.get("/admin/billing/subscription/?status__exact=active").content.decode()
+    assert "Main" in listing
+    change_page = operator.get(f"/admin/billing/subscription/{subscription['id']}/change/").content.decode()
+    assert "Subscription created (active)" in change_page  # the changelog inline
+
+
+def test_console_links_an_agent_to_a_plan_in_the_plans_book(operator, book, chain):
+    second = AgentFactory(book=book)
+    url = f"/admin/billing/pricingplan/{chain.plan['id']}/change/"
+    data = {
+        "book": str(book.id), "name": "Pro", "description": "", "features_list": "{}", "is_active": "on",
+        "agent_links-TOTAL_FORMS": "2", "agent_links-INITIAL_FORMS": "1",
+        "agent_links-0-id": str(PlanAgent.objects.get(plan_id=chain.plan["id"]).id),
+        "agent_links-0-plan": chain.plan["id"], "agent_links-0-agent": str(chain.agent.id),
+        "agent_links-1-plan": chain.plan["id"], "agent_links-1-agent": str(second.id),
+        "strategies-TOTAL_FORMS": "0", "strategies-INITIAL_FORMS": "0",
+    }
+    resp = operator.post(url, data)
+    assert resp.status_code == 302, resp.content.decode()[:2000]
+    link = PlanAgent.objects.get(plan_id=chain.plan["id"], agent=second)
+    assert link.book_id == book.id
+
+
+def test_console_hides_other_organizations_plans(operator, other_book):
+    foreign = PlanFactory(book=other_book, name="Their secret plan")
+    assert "Their secret plan" not in operator.get("/admin/billing/pricingplan/").content.decode()
+    assert operator.get(f"/admin/billing/pricingplan/{foreign.id}/change/").status_code == 302  # redirected away
