@@ -40,3 +40,20 @@ class MembershipFactory(factory.django.DjangoModelFactory):
 
 def book_of(organization: Organization, environment: str = "test") -> Book:
     return Book.objects.get(organization=organization, environment=environment)
+
+
+class MatterFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "matters.Matter"
+
+    matter_number = factory.Sequence(lambda n: f"M-{n:04d}")
+    name = factory.Sequence(lambda n: f"Matter {n}")
+    client_name = "Smith & Co"
+
+
+class MatterRuleFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "matters.MatterRule"
+
+    matter = factory.SubFactory(MatterFactory)
+    book = factory.SelfAttribute("matter.book")
