@@ -77,16 +77,23 @@ class UnassignedTotalsOut(serializers.Serializer):
     eventsMissingCost = serializers.IntegerField(source="events_missing_cost")
 
 
-class UnassignedPageOut(serializers.Serializer):
-    """Schema only: the `page_response` envelope of Unassigned events with its totals."""
+class PageOut(serializers.Serializer):
+    """Schema only: the `page_response` envelope."""
 
-    results = MatterEventRowOut(many=True)
     page = serializers.IntegerField()
     limit = serializers.IntegerField()
     totalPages = serializers.IntegerField()
     totalResults = serializers.IntegerField()
-    totalCost = serializers.FloatField()
-    eventsMissingCost = serializers.IntegerField()
+
+
+class MatterPageOut(PageOut):
+    results = MatterWithCostOut(many=True)
+
+
+class UnassignedPageOut(PageOut):
+    results = MatterEventRowOut(many=True)
+    totalCost = serializers.FloatField(help_text="Over every unassigned event, not just the page.")
+    eventsMissingCost = serializers.IntegerField(help_text="Over every unassigned event, not just the page.")
 
 
 class MatterAssignIn(serializers.Serializer):
@@ -126,6 +133,10 @@ class MatterRuleOut(serializers.Serializer):
     signalPattern = serializers.CharField(source="signal_pattern", allow_null=True)
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
+
+
+class MatterRulePageOut(PageOut):
+    results = MatterRuleOut(many=True)
 
 
 class MatterRulesAppliedOut(serializers.Serializer):

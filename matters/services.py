@@ -150,7 +150,8 @@ def _routing_inputs(*, book, tags: set[str]) -> tuple[list[routing.Rule], dict[s
     rows = (owned(Matter, book)
             .filter(Q(rules__isnull=False) | Q(matter_number__in=tags))
             .values_list("id", "matter_number", "rules__id", "rules__priority", "rules__created_at",
-                         "rules__agent_code", "rules__customer_external_id", "rules__signal_pattern"))
+                         "rules__agent_code", "rules__customer_external_id", "rules__signal_pattern")
+            .order_by())
     rules, matter_ids_by_number = [], {}
     for matter_id, number, rule_id, priority, created_at, agent_code, customer_external_id, pattern in rows:
         if number in tags:
@@ -225,7 +226,7 @@ def _apply_rules_to_chunk(*, book, after_id: UUID | None, size: int) -> tuple[in
         # Lock the matters that have rules, so none is deleted (nor its rules changed by a concurrent
         # apply) while this chunk writes rows pointing at it; ingestion does not wait for this lock.
         list(owned(Matter, book).filter(id__in=owned(MatterRule, book).values("matter_id"))
-             .select_for_update(no_key=True).values_list("id", flat=True))
+             .select_for_update(no_key=True).order_by("id").values_list("id", flat=True))
         ordered_rules = routing.evaluation_order(
             routing.Rule(id=rule.id, matter_id=rule.matter_id, priority=rule.priority, created_at=rule.created_at,
                          agent_code=rule.agent_code, customer_external_id=rule.customer_external_id,

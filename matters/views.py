@@ -1,6 +1,7 @@
 """/v1/matters… and /v1/matter-rules… (spec §4 "Matters"): owner, admin, finance or legal users' secret
 keys and the legal key only (spec §5.3, §5.5)."""
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 
 from config.accounts.api import OrgApiView
@@ -12,7 +13,8 @@ from matters import selectors, services
 from matters.audit_csv import audit_csv_response
 from matters.serializers import (MatterAssignIn, MatterAssignOut, MatterAuditQueryIn, MatterAuditSummaryOut,
                                  MatterDeletedOut, MatterDetailOut, MatterEventRowOut, MatterIn, MatterOut,
-                                 MatterRuleIn, MatterRuleOut, MatterRulesAppliedOut, MatterWithCostOut,
+                                 MatterPageOut, MatterRuleIn, MatterRuleOut, MatterRulePageOut, MatterRulesAppliedOut,
+                                 MatterWithCostOut,
                                  UnassignedPageOut, UnassignedTotalsOut)
 
 PAGE_PARAMETERS = [
@@ -27,7 +29,7 @@ class MattersApiView(OrgApiView):
 
 
 class MatterListCreateApi(MattersApiView):
-    @extend_schema(parameters=PAGE_PARAMETERS, responses=MatterWithCostOut(many=True))
+    @extend_schema(operation_id="matters_list", parameters=PAGE_PARAMETERS, responses=MatterPageOut)
     def get(self, request):
         return page_response(selectors.matter_list(book=self.book), request.query_params, MatterWithCostOut)
 
@@ -57,7 +59,7 @@ class MatterDetailApi(MattersApiView):
 
 
 class UnassignedEventListApi(MattersApiView):
-    @extend_schema(parameters=PAGE_PARAMETERS, responses=UnassignedPageOut)
+    @extend_schema(operation_id="matters_unassigned_list", parameters=PAGE_PARAMETERS, responses=UnassignedPageOut)
     def get(self, request):
         events = selectors.unassigned_events(book=self.book)
         totals = UnassignedTotalsOut(selectors.event_totals(events)).data
@@ -74,7 +76,17 @@ class MatterAssignApi(MattersApiView):
                         status=201)
 
 
+class FormatParameterIsOurs(DefaultContentNegotiation):
+    """Answers JSON (the view returns the CSV itself): `format` is the audit's own query parameter here,
+    not DRF's renderer override."""
+
+    def select_renderer(self, request, renderers, format_suffix=None):
+        return renderers[0], renderers[0].media_type
+
+
 class MatterAuditApi(MattersApiView):
+    content_negotiation_class = FormatParameterIsOurs
+
     @extend_schema(
         parameters=[
             OpenApiParameter("startDate", str, description="First day (YYYY-MM-DD, UTC, inclusive); "
@@ -97,7 +109,7 @@ class MatterAuditApi(MattersApiView):
 
 
 class MatterRuleListCreateApi(MattersApiView):
-    @extend_schema(parameters=PAGE_PARAMETERS, responses=MatterRuleOut(many=True))
+    @extend_schema(operation_id="matter_rules_list", parameters=PAGE_PARAMETERS, responses=MatterRulePageOut)
     def get(self, request):
         return page_response(selectors.matter_rule_list(book=self.book), request.query_params, MatterRuleOut)
 
