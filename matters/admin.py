@@ -45,6 +45,12 @@ class MatterAdmin(BookScopedAdmin):
         for rule in formset.deleted_objects:
             rule.delete()
 
+    def get_deleted_objects(self, objs, request):
+        # Attributions hold a matter back (RESTRICT) only from a plain delete: matter_delete keeps them
+        # and returns their events to Unassigned, so neither their delete permission nor protection applies.
+        deleted, model_count, perms_needed, _ = super().get_deleted_objects(objs, request)
+        return deleted, model_count, perms_needed - {MatterAttribution._meta.verbose_name}, []
+
     def delete_model(self, request, obj):
         # Through the service: events return to Unassigned, rules go (spec §3).
         matter_delete(book=obj.book, matter_id=obj.id)
