@@ -42,6 +42,8 @@ def _save_matter(matter: Matter) -> Matter:
         with transaction.atomic():
             matter.save()
     except IntegrityError:
+        if not owned(Matter, matter.book_id).filter(matter_number=matter.matter_number).exclude(pk=matter.pk).exists():
+            raise
         raise Conflict(f"matterNumber: A matter with number {matter.matter_number!r} already exists.")
     return matter
 
