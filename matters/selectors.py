@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 
-from django.db.models import Count, DecimalField, Q, QuerySet, Sum, Value
+from django.db.models import Count, DecimalField, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
 from config.core import clock
@@ -16,25 +16,42 @@ from config.core.errors import Unprocessable
 from config.core.money import EXACT_DIGITS, EXACT_PLACES, ZERO
 from config.core.scoping import get_owned, owned
 from customers.models import UsageEvent
-from matters.models import Matter, MatterRule
+from matters.models import Matter, MatterAttribution, MatterRule
 
 MATTER_DETAIL_EVENTS_CAP = 100  # spec §8: the detail lists the 100 most recent events
-EXACT_ZERO = Value(ZERO, output_field=DecimalField(max_digits=EXACT_DIGITS, decimal_places=EXACT_PLACES))
+EXACT_FIELD = DecimalField(max_digits=EXACT_DIGITS, decimal_places=EXACT_PLACES)
+EXACT_ZERO = Value(ZERO, output_field=EXACT_FIELD)
 
 
-def _cost_totals(prefix: str = "") -> dict:
-    """Aggregates over events reached through `prefix` (e.g. "attributions__event__")."""
-    cost = f"{prefix}usage_cost"
+def _cost_totals() -> dict:
+    """Aggregates over a queryset of usage events."""
     return {
-        "actual_cost": Coalesce(Sum(cost), EXACT_ZERO),
-        "event_count": Count(f"{prefix}id" if prefix else "id"),
-        "events_missing_cost": Count(f"{prefix}id" if prefix else "id", filter=Q(**{f"{cost}__isnull": True})),
+        "actual_cost": Coalesce(Sum("usage_cost"), EXACT_ZERO),
+        "event_count": Count("id"),
+        "events_missing_cost": Count("id", filter=Q(usage_cost__isnull=True)),
+    }
+
+
+def _matter_cost_totals() -> dict:
+    """The same aggregates per matter as correlated subqueries: computed for the rows of one page only,
+    and left out of the page's count query."""
+    attributed = (MatterAttribution.objects.filter(book=OuterRef("book"), matter=OuterRef("pk"))
+                  .order_by().values("matter"))
+
+    def per_matter(aggregate, output_field):
+        return Subquery(attributed.annotate(value=aggregate).values("value"), output_field=output_field)
+
+    return {
+        "actual_cost": Coalesce(per_matter(Sum("event__usage_cost"), EXACT_FIELD), EXACT_ZERO),
+        "event_count": Coalesce(per_matter(Count("pk"), IntegerField()), 0),
+        "events_missing_cost": Coalesce(
+            per_matter(Count("pk", filter=Q(event__usage_cost__isnull=True)), IntegerField()), 0),
     }
 
 
 def matter_list(*, book) -> QuerySet:
     """Matters, newest first, each annotated with actual_cost, event_count and events_missing_cost."""
-    return owned(Matter, book).annotate(**_cost_totals("attributions__event__")).order_by("-created_at", "-id")
+    return owned(Matter, book).annotate(**_matter_cost_totals()).order_by("-created_at", "-id")
 
 
 @dataclass(frozen=True)

@@ -1,18 +1,18 @@
 """Usage events for the matters tests, written as the usage recording path writes them: the ledger rows
 first, then the ingestion seam in the same transaction."""
-from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
 from django.db import transaction
 
+from config.core import clock
 from customers.models import Agent, Customer, EventStatus, Signal, UsageEvent
 from matters.services import matters_attribute_new_events
 
 
 def usage_event(book, *, customer="cust-1", agent="agent-1", signal="reports", cost="1.25", tag=None,
                 metadata=None, usage_date=None, quantity="1") -> UsageEvent:
-    """An unsaved-to-matters ledger row (no attribution): `cost=None` is an unresolved cost."""
+    """A ledger row, not yet attributed to any matter; `cost=None` is an unresolved cost."""
     customer_row, _ = Customer.objects.get_or_create(book=book, external_id=customer, defaults={"name": customer})
     agent_row, _ = Agent.objects.get_or_create(book=book, agent_code=agent, defaults={"name": f"{agent} name"})
     signal_row, _ = Signal.objects.get_or_create(book=book, agent=agent_row, name=signal,
@@ -23,7 +23,7 @@ def usage_event(book, *, customer="cust-1", agent="agent-1", signal="reports", c
         agent_code=agent, signal_name=signal, quantity=Decimal(quantity),
         usage_cost=None if cost is None else Decimal(cost),
         event_status=EventStatus.NEEDS_COST_BACKFILL if cost is None else EventStatus.PROCESSED,
-        usage_date=usage_date or datetime.now(timezone.utc), metadata=metadata)
+        usage_date=usage_date or clock.now(), metadata=metadata)
 
 
 @pytest.fixture
