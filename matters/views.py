@@ -13,9 +13,8 @@ from matters import selectors, services
 from matters.audit_csv import audit_csv_response
 from matters.serializers import (MatterAssignIn, MatterAssignOut, MatterAuditQueryIn, MatterAuditSummaryOut,
                                  MatterDeletedOut, MatterDetailOut, MatterEventRowOut, MatterIn, MatterOut,
-                                 MatterPageOut, MatterRuleIn, MatterRuleOut, MatterRulePageOut, MatterRulesAppliedOut,
-                                 MatterWithCostOut,
-                                 UnassignedPageOut, UnassignedTotalsOut)
+                                 MatterPageOut, MatterRuleIn, MatterRuleOut, MatterRulePageOut,
+                                 MatterRulesAppliedOut, MatterWithCostOut, UnassignedPageOut, UnassignedTotalsOut)
 
 PAGE_PARAMETERS = [
     OpenApiParameter("page", int, description="1-based page number (default 1)."),
