@@ -10,7 +10,7 @@ Attribution invariants every writer keeps:
 import operator
 import time
 from functools import reduce
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 from config.accounts.models import Membership
+from config.core import clock
 from config.core.errors import BadRequest, Conflict
 from config.core.scoping import get_owned, owned
 from customers.models import UsageEvent
@@ -170,8 +171,9 @@ def matters_attribute_new_events(*, book, events: list[UsageEvent]) -> None:
 
     The ingestion seam: called from the usage recording path inside its transaction, right after a
     batch's events are inserted (they must have their ids). One query reads the book's rules and the
-    matters the batch's tags name; at most one bulk insert writes the attributions. Nothing else,
-    whatever the batch size; a book without matters costs that one query (an empty index lookup).
+    matters the batch's tags name; at most one bulk insert writes the attributions (ON CONFLICT DO
+    NOTHING, so a repeated call changes nothing). Nothing else, whatever the batch size; a book without
+    matters costs that one query (an empty index lookup).
     """
     if not events:
         return
@@ -180,13 +182,12 @@ def matters_attribute_new_events(*, book, events: list[UsageEvent]) -> None:
     ordered_rules, matter_ids_by_number = _routing_inputs(book=book, tags=tags)
     if not ordered_rules and not matter_ids_by_number:
         return
-    rows = []
+    decisions = []
     for event, fact in facts:
         decision = routing.attribute(fact, ordered_rules=ordered_rules, matter_ids_by_number=matter_ids_by_number)
         if decision is not None:
-            rows.append(MatterAttribution(book=book, event_id=event.pk, matter_id=decision.matter_id,
-                                          source=decision.source))
-    MatterAttribution.objects.bulk_create(rows)
+            decisions.append((event.pk, decision.matter_id, decision.source))
+    _insert_attributions_if_absent(book=book, decisions=decisions)
 
 
 def _matches_any_rule(rules: list[routing.Rule]) -> Q:
@@ -203,19 +204,28 @@ def _matches_any_rule(rules: list[routing.Rule]) -> Q:
     return reduce(operator.or_, (matchers(rule) for rule in rules))
 
 
-def _insert_attributions_if_absent(rows: list[MatterAttribution]) -> int:
-    """INSERT ... ON CONFLICT (event) DO NOTHING in one statement; returns how many rows were inserted.
-    The one-to-one constraint referees concurrent sweeps and manual decisions: the first writer wins."""
-    if not rows:
+ATTRIBUTION_COLUMNS = ("id", "created_at", "updated_at", "book", "event", "matter", "source", "assigned_by")
+
+
+def _insert_attributions_if_absent(*, book, decisions: list[tuple[UUID, UUID, str]]) -> int:
+    """Write (event id, matter id, source) attributions in one INSERT ... ON CONFLICT (event) DO NOTHING;
+    returns how many rows were inserted. The one-to-one constraint referees concurrent writers: the
+    first one wins. Plain parameters, no model instances: this runs on the usage recording path."""
+    if not decisions:
         return 0
     meta = MatterAttribution._meta
-    fields = meta.concrete_fields
+    fields = [meta.get_field(name) for name in ATTRIBUTION_COLUMNS]
     quote = connection.ops.quote_name
     row_placeholder = "(" + ", ".join(["%s"] * len(fields)) + ")"
     sql = (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) "
-           f"VALUES {', '.join([row_placeholder] * len(rows))} "
+           f"VALUES {', '.join([row_placeholder] * len(decisions))} "
            f"ON CONFLICT ({quote(meta.get_field('event').column)}) DO NOTHING")
-    params = [field.get_db_prep_save(field.pre_save(row, add=True), connection) for row in rows for field in fields]
+    written_at = clock.now()
+    params = [
+        field.get_db_prep_save(value, connection)
+        for event_id, matter_id, source in decisions
+        for field, value in zip(fields, (uuid4(), written_at, written_at, book.pk, event_id, matter_id, source, ""))
+    ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount
@@ -241,14 +251,13 @@ def _apply_rules_to_chunk(*, book, after_id: UUID | None, size: int) -> tuple[in
         if after_id is not None:
             candidates = candidates.filter(id__gt=after_id)
         chunk = list(candidates.values_list("id", "agent_code", "customer_external_id", "signal_name")[:size])
-        rows = []
+        decisions = []
         for event_id, agent_code, customer_external_id, signal_name in chunk:
             rule = routing.first_matching_rule(ordered_rules, routing.EventFacts(
                 agent_code=agent_code, customer_external_id=customer_external_id, signal_name=signal_name))
             if rule is not None:
-                rows.append(MatterAttribution(book=book, event_id=event_id, matter_id=rule.matter_id,
-                                              source=AttributionSource.RULE))
-        return _insert_attributions_if_absent(rows), [event_id for event_id, *_ in chunk]
+                decisions.append((event_id, rule.matter_id, AttributionSource.RULE))
+        return _insert_attributions_if_absent(book=book, decisions=decisions), [event_id for event_id, *_ in chunk]
 
 
 def matter_rules_apply(*, book, events_per_call: int | None = None, time_budget_seconds: float | None = None) -> int:

@@ -291,6 +291,19 @@ def test_seam_reads_once_and_writes_nothing_when_the_book_has_no_matters(book):
     assert not MatterAttribution.objects.exists()
 
 
+def test_seam_called_twice_keeps_the_first_attribution_and_a_manual_one(api, book):
+    matter = MatterFactory(book=book)
+    MatterRuleFactory(matter=matter, agent_code="agent-1")
+    chosen = MatterFactory(book=book)
+    routed, manual = usage_event(book), usage_event(book)
+    api.post("/v1/matters/assign", {"eventId": str(manual.id), "matterId": str(chosen.id)})
+    matters_attribute_new_events(book=book, events=[routed, manual])
+    matters_attribute_new_events(book=book, events=[routed, manual])
+    assert MatterAttribution.objects.filter(event=routed).count() == 1
+    assert matter_of(routed) == (str(matter.id), "rule")
+    assert matter_of(manual) == (str(chosen.id), "manual")
+
+
 def test_seam_does_nothing_for_an_empty_batch(book):
     assert seam_queries(book, []) == []
 
