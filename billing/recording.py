@@ -22,6 +22,7 @@ from config.core.serialization import decimal_text
 from customers.ledger import events_append
 from customers.models import CODING_AGENT_CODE, EventStatus, Signal, UsageEvent
 from customers.provisioning import identities_provision
+from matters.services import matters_attribute_new_events
 
 
 # Codes of `results.failed[]` (docs/decisions/usage-recording.md): `invalid_record` (not stored, fix and
@@ -107,6 +108,8 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             priced_by_index = {d.index: price_event(d.services, resolved) for d in drafts}
             events = [_build_event(book, d, identities, priced_by_index[d.index]) for d in drafts]
             appended = events_append(book=book, events=events)
+            # Spec §4: tags and routing rules attach events to matters at record time.
+            matters_attribute_new_events(book=book, events=[a.event for a in appended if not a.replayed])
         for draft, result in zip(drafts, appended):
             event = result.event
             if not result.replayed:

@@ -213,3 +213,9 @@ LOGGING = {
         "django.request": {"level": "ERROR"},
     },
 }
+
+# --- Matters: POST /v1/matter-rules/apply works through at most this many events per call, in chunks
+# (one transaction each), and stops early once the time budget is spent; a second call goes on.
+MATTERS_APPLY_EVENTS_PER_CALL = env_int("MATTERS_APPLY_EVENTS_PER_CALL", 5000)
+MATTERS_APPLY_CHUNK_SIZE = env_int("MATTERS_APPLY_CHUNK_SIZE", 1000)
+MATTERS_APPLY_TIME_BUDGET_SECONDS = float(os.environ.get("MATTERS_APPLY_TIME_BUDGET_SECONDS", "10"))

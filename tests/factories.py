@@ -144,3 +144,20 @@ class SubscriptionFactory(factory.django.DjangoModelFactory):
     customer = factory.SubFactory(CustomerFactory, book=factory.SelfAttribute("..book"))
     start_date = datetime(2025, 1, 1, tzinfo=timezone.utc)
     status = "active"
+
+
+class MatterFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "matters.Matter"
+
+    matter_number = factory.Sequence(lambda n: f"M-{n:04d}")
+    name = factory.Sequence(lambda n: f"Matter {n}")
+    client_name = "Smith & Co"
+
+
+class MatterRuleFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = "matters.MatterRule"
+
+    matter = factory.SubFactory(MatterFactory)
+    book = factory.SelfAttribute("matter.book")

@@ -280,3 +280,15 @@ def test_query_count_does_not_grow_with_the_batch(api, llm, search_api):
         return len(captured)
 
     assert queries_for(100, "big") == queries_for(1, "one")
+
+
+def test_events_are_attributed_to_matters_at_record_time(api, llm, book):
+    from matters.models import Matter, MatterAttribution, MatterRule
+
+    tagged = Matter.objects.create(book=book, matter_number="M-7", name="Tagged", client_name="Client")
+    routed = Matter.objects.create(book=book, matter_number="M-8", name="Routed", client_name="Client")
+    MatterRule.objects.create(book=book, matter=routed, signal_pattern="TICKETS")
+    body = post(api, rec(llm, metadata={"matterId": "M-7"}), rec(llm), rec(llm, signalName="other")).json()
+    event_ids = [entry["eventId"] for entry in body["results"]["success"]]
+    attributions = {str(a.event_id): (a.matter_id, a.source) for a in MatterAttribution.objects.all()}
+    assert attributions == {event_ids[0]: (tagged.id, "tag"), event_ids[1]: (routed.id, "rule")}

@@ -1,0 +1,147 @@
+"""Reads of the matters app: matters with their cost, event rows, Unassigned and the audit summary.
+
+Cost of a set of events: the sum of their `usage_cost`; an event with unresolved cost (null) adds 0 and
+is counted in `events_missing_cost`.
+"""
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from uuid import UUID
+
+from django.db.models import Count, DecimalField, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models.functions import Coalesce
+
+from config.core import clock
+from config.core.errors import Unprocessable
+from config.core.money import EXACT_DIGITS, EXACT_PLACES, ZERO
+from config.core.scoping import get_owned, owned
+from customers.models import UsageEvent
+from matters.models import Matter, MatterAttribution, MatterRule
+
+MATTER_DETAIL_EVENTS_CAP = 100  # spec §8: the detail lists the 100 most recent events
+EXACT_FIELD = DecimalField(max_digits=EXACT_DIGITS, decimal_places=EXACT_PLACES)
+EXACT_ZERO = Value(ZERO, output_field=EXACT_FIELD)
+
+
+def _cost_totals() -> dict:
+    """Aggregates over a queryset of usage events."""
+    return {
+        "actual_cost": Coalesce(Sum("usage_cost"), EXACT_ZERO),
+        "event_count": Count("id"),
+        "events_missing_cost": Count("id", filter=Q(usage_cost__isnull=True)),
+    }
+
+
+def _matter_cost_totals() -> dict:
+    """The same aggregates per matter as correlated subqueries: computed for the rows of one page only,
+    and left out of the page's count query."""
+    attributed = (MatterAttribution.objects.filter(book=OuterRef("book"), matter=OuterRef("pk"))
+                  .order_by().values("matter"))
+
+    def per_matter(aggregate, output_field):
+        return Subquery(attributed.annotate(value=aggregate).values("value"), output_field=output_field)
+
+    return {
+        "actual_cost": Coalesce(per_matter(Sum("event__usage_cost"), EXACT_FIELD), EXACT_ZERO),
+        "event_count": Coalesce(per_matter(Count("pk"), IntegerField()), 0),
+        "events_missing_cost": Coalesce(
+            per_matter(Count("pk", filter=Q(event__usage_cost__isnull=True)), IntegerField()), 0),
+    }
+
+
+def matter_list(*, book) -> QuerySet:
+    """Matters, newest first, each annotated with actual_cost, event_count and events_missing_cost."""
+    return owned(Matter, book).annotate(**_matter_cost_totals()).order_by("-created_at", "-id")
+
+
+@dataclass(frozen=True)
+class MatterDetail:
+    matter: Matter  # annotated like a list row
+    events: list[UsageEvent]  # the most recent attributed events, at most events_cap
+    events_cap: int = MATTER_DETAIL_EVENTS_CAP
+
+
+def matter_detail(*, book, matter_id) -> MatterDetail:
+    matter = get_owned(Matter, book, matter_id, queryset=matter_list(book=book))
+    events = event_rows(book=book).filter(matter_attribution__matter=matter)[:MATTER_DETAIL_EVENTS_CAP]
+    return MatterDetail(matter=matter, events=list(events))
+
+
+def event_rows(*, book) -> QuerySet:
+    """Usage events with what a matter event row shows (agent name, attribution source)."""
+    return (owned(UsageEvent, book).select_related("agent", "matter_attribution")
+            .order_by("-usage_date", "-id"))
+
+
+def unassigned_events(*, book) -> QuerySet:
+    """Events without a matter: never attributed, manually unassigned, or returned by a matter's deletion."""
+    return event_rows(book=book).filter(matter_attribution__matter__isnull=True)
+
+
+def event_totals(queryset: QuerySet) -> dict:
+    """actual_cost, event_count and events_missing_cost over every event of the queryset."""
+    return queryset.order_by().aggregate(**_cost_totals())
+
+
+def matter_rule_list(*, book) -> QuerySet:
+    """Rules in evaluation order: lowest priority first, the older rule first on ties."""
+    return owned(MatterRule, book).select_related("matter").order_by("priority", "created_at", "id")
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    matter_id: UUID | None  # None: the Unassigned row
+    matter_number: str | None
+    name: str
+    client_name: str | None
+    status: str | None
+    event_count: int
+    events_missing_cost: int
+    cost: Decimal
+
+
+@dataclass(frozen=True)
+class AuditSummary:
+    start_date: date
+    end_date: date
+    matters: list[AuditRow]
+    unassigned: AuditRow
+    totals: AuditRow
+
+
+def matters_audit_summary(*, book, now: datetime, start_date: date | None = None,
+                          end_date: date | None = None) -> AuditSummary:
+    """One row per matter of the book (in matterNumber order, also those without events in the window),
+    the Unassigned row and the totals over events whose usage date falls in the inclusive UTC days
+    `start_date`..`end_date` (default: the current UTC month). The totals are the sum of the rows, so
+    every rendering of this summary reconciles. 422 when endDate is before startDate."""
+    month_start, month_end = clock.month_window(now)
+    start_date = start_date or month_start.date()
+    end_date = end_date or (month_end - timedelta(days=1)).date()
+    if end_date < start_date:
+        raise Unprocessable(["endDate: Must not be before startDate."])
+    start, end = clock.inclusive_days_window(start_date, end_date)
+    per_matter = {
+        row["matter_attribution__matter"]: row
+        for row in (owned(UsageEvent, book).filter(usage_date__gte=start, usage_date__lt=end)
+                    .values("matter_attribution__matter").annotate(**_cost_totals()).order_by())
+    }
+    empty = {"event_count": 0, "events_missing_cost": 0, "actual_cost": ZERO}
+
+    def row(matter: Matter | None) -> AuditRow:
+        totals = per_matter.get(matter.id if matter else None, empty)
+        return AuditRow(
+            matter_id=matter.id if matter else None, matter_number=matter.matter_number if matter else None,
+            name=matter.name if matter else "Unassigned", client_name=matter.client_name if matter else None,
+            status=matter.status if matter else None, event_count=totals["event_count"],
+            events_missing_cost=totals["events_missing_cost"], cost=totals["actual_cost"])
+
+    matters = [row(matter) for matter in owned(Matter, book).order_by("matter_number", "id")]
+    unassigned = row(None)
+    every_row = [*matters, unassigned]
+    totals = AuditRow(matter_id=None, matter_number=None, name="Total", client_name=None, status=None,
+                      event_count=sum(r.event_count for r in every_row),
+                      events_missing_cost=sum(r.events_missing_cost for r in every_row),
+                      cost=sum((r.cost for r in every_row), ZERO))
+    return AuditSummary(start_date=start_date, end_date=end_date, matters=matters, unassigned=unassigned,
+                        totals=totals)

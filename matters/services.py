@@ -1,0 +1,284 @@
+"""Writes of the matters app: matters, routing rules and event attribution (spec §3, §4 "Matters").
+
+Attribution invariants every writer keeps:
+- an event has at most one `MatterAttribution` row (one-to-one on the event); the database referees;
+- a row, once written, is the event's attribution history: it is re-pointed, never deleted, so
+  apply-rules (which only inserts rows for events that have none) never sweeps back a manual
+  unassignment or the events of a deleted matter;
+- a manual decision is written with an upsert and is the only writer that overwrites a row.
+"""
+import operator
+import time
+from functools import reduce
+from uuid import UUID, uuid4
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import Q
+from django.db.models.functions import Now
+
+from config.accounts.models import Membership
+from config.core import clock
+from config.core.errors import BadRequest, Conflict
+from config.core.scoping import get_owned, owned
+from customers.models import UsageEvent
+from matters import routing
+from matters.models import AttributionSource, Matter, MatterAttribution, MatterRule
+
+MATCHER_FIELDS = ("agent_code", "customer_external_id", "signal_pattern")
+NO_MATCHER_MESSAGE = ("agentCode: A rule needs at least one matcher: agentCode, customerExternalId or "
+                      "signalPattern.")
+
+
+# --------------------------------------------------------------------------- matters
+
+def _check_responsible_user(*, book, user_id: UUID | None) -> None:
+    if user_id is not None and not Membership.objects.filter(
+            organization_id=book.organization_id, user_id=user_id).exists():
+        raise BadRequest(["responsibleUserId: Not a member of this organization."])
+
+
+def _save_matter(matter: Matter) -> Matter:
+    try:
+        with transaction.atomic():
+            matter.save()
+    except IntegrityError:
+        if not owned(Matter, matter.book_id).filter(matter_number=matter.matter_number).exclude(pk=matter.pk).exists():
+            raise
+        raise Conflict(f"matterNumber: A matter with number {matter.matter_number!r} already exists.")
+    return matter
+
+
+def matter_create(*, book, matter_number: str, name: str, client_name: str, status: str,
+                  responsible_user_id: UUID | None = None) -> Matter:
+    """A new matter; its number is unique per book (409 otherwise)."""
+    _check_responsible_user(book=book, user_id=responsible_user_id)
+    return _save_matter(Matter(book=book, matter_number=matter_number, name=name, client_name=client_name,
+                               status=status, responsible_user_id=responsible_user_id))
+
+
+def matter_update(*, book, matter_id, changes: dict) -> Matter:
+    """Change only the fields in `changes` (a PATCH body, snake_case); `responsible_user_id: None` clears."""
+    matter = get_owned(Matter, book, matter_id)
+    if "responsible_user_id" in changes:
+        _check_responsible_user(book=book, user_id=changes["responsible_user_id"])
+    for field, value in changes.items():
+        setattr(matter, field, value)
+    return _save_matter(matter)
+
+
+@transaction.atomic
+def matter_delete(*, book, matter_id) -> tuple[int, int]:
+    """Delete a matter: its events return to Unassigned (their rows stay as history, so apply-rules
+    leaves them alone) and its routing rules are deleted. Returns (events returned, rules deleted)."""
+    matter = get_owned(Matter, book, matter_id, queryset=owned(Matter, book).select_for_update())
+    events_returned = owned(MatterAttribution, book).filter(matter=matter).update(
+        matter=None, source=None, updated_at=Now())
+    rules_deleted, _ = owned(MatterRule, book).filter(matter=matter).delete()
+    matter.delete()
+    return events_returned, rules_deleted
+
+
+def _locked_matter(*, book, matter_id) -> Matter:
+    """The matter, locked against deletion until the caller's transaction ends (so a row we write that
+    points at it cannot fail its foreign key at commit); 404 when absent."""
+    return get_owned(Matter, book, matter_id, queryset=owned(Matter, book).select_for_update(no_key=True))
+
+
+# --------------------------------------------------------------------------- manual assignment
+
+@transaction.atomic
+def matter_assign(*, book, event_id, matter_id, assigned_by: str) -> MatterAttribution:
+    """Manually file an event under a matter, or unassign it (`matter_id` None). Manual wins over tag and
+    rules and is never overwritten by them; an unassignment is remembered so apply-rules skips it."""
+    event = get_owned(UsageEvent, book, event_id)
+    matter = _locked_matter(book=book, matter_id=matter_id) if matter_id is not None else None
+    attribution = MatterAttribution(book=book, event=event, matter=matter, source=AttributionSource.MANUAL,
+                                    assigned_by=assigned_by)
+    MatterAttribution.objects.bulk_create(
+        [attribution], update_conflicts=True, unique_fields=["event"],
+        update_fields=["matter", "source", "assigned_by", "updated_at"])
+    return attribution
+
+
+# --------------------------------------------------------------------------- routing rules
+
+def _require_matcher(rule: MatterRule) -> None:
+    if all(getattr(rule, field) is None for field in MATCHER_FIELDS):
+        raise BadRequest([NO_MATCHER_MESSAGE])
+
+
+@transaction.atomic
+def matter_rule_create(*, book, matter_id, priority: int = 100, agent_code: str | None = None,
+                       customer_external_id: str | None = None, signal_pattern: str | None = None) -> MatterRule:
+    """A routing rule for a matter of this book; it needs at least one matcher (400)."""
+    rule = MatterRule(book=book, priority=priority, agent_code=agent_code,
+                      customer_external_id=customer_external_id, signal_pattern=signal_pattern)
+    _require_matcher(rule)
+    rule.matter = _locked_matter(book=book, matter_id=matter_id)
+    rule.save()
+    return rule
+
+
+@transaction.atomic
+def matter_rule_update(*, book, rule_id, changes: dict) -> MatterRule:
+    """Change only the fields in `changes`; a matcher set to None is cleared, but one must remain (400).
+    Events already attributed keep their matter: rules only decide for events without one."""
+    rule = get_owned(MatterRule, book, rule_id, queryset=owned(MatterRule, book).select_related("matter"))
+    if "matter_id" in changes:
+        rule.matter = _locked_matter(book=book, matter_id=changes.pop("matter_id"))
+    for field, value in changes.items():
+        setattr(rule, field, value)
+    _require_matcher(rule)
+    rule.save()
+    return rule
+
+
+def matter_rule_delete(*, book, rule_id) -> None:
+    """Delete a rule; events it already attributed keep their matter."""
+    get_owned(MatterRule, book, rule_id).delete()
+
+
+# --------------------------------------------------------------------------- attribution by tag and rule
+
+def _facts(event: UsageEvent) -> routing.EventFacts:
+    return routing.EventFacts(agent_code=event.agent_code, customer_external_id=event.customer_external_id,
+                              signal_name=event.signal_name, tag=routing.tag_of(event.metadata))
+
+
+def _routing_inputs(*, book, tags: set[str]) -> tuple[list[routing.Rule], dict[str, UUID]]:
+    """The book's rules in evaluation order and the ids of the matters these tags name, in ONE query:
+    a row per (matter, rule) of every matter that has rules or is tagged (rule columns null for a
+    tagged matter without rules)."""
+    rows = (owned(Matter, book)
+            .filter(Q(rules__isnull=False) | Q(matter_number__in=tags))
+            .values_list("id", "matter_number", "rules__id", "rules__priority", "rules__created_at",
+                         "rules__agent_code", "rules__customer_external_id", "rules__signal_pattern")
+            .order_by())
+    rules, matter_ids_by_number = [], {}
+    for matter_id, number, rule_id, priority, created_at, agent_code, customer_external_id, pattern in rows:
+        if number in tags:
+            matter_ids_by_number[number] = matter_id
+        if rule_id is not None:
+            rules.append(routing.Rule(id=rule_id, matter_id=matter_id, priority=priority, created_at=created_at,
+                                      agent_code=agent_code, customer_external_id=customer_external_id,
+                                      signal_pattern=pattern))
+    return routing.evaluation_order(rules), matter_ids_by_number
+
+
+def matters_attribute_new_events(*, book, events: list[UsageEvent]) -> None:
+    """Attribute freshly inserted usage events by tag, else by the first matching routing rule.
+
+    The ingestion seam: called from the usage recording path inside its transaction, right after a
+    batch's events are inserted (they must have their ids). One query reads the book's rules and the
+    matters the batch's tags name; at most one bulk insert writes the attributions (ON CONFLICT DO
+    NOTHING, so a repeated call changes nothing). Nothing else, whatever the batch size; a book without
+    matters costs that one query (an empty index lookup).
+    """
+    if not events:
+        return
+    facts = [(event, _facts(event)) for event in events]
+    tags = {fact.tag for _, fact in facts if fact.tag is not None}
+    ordered_rules, matter_ids_by_number = _routing_inputs(book=book, tags=tags)
+    if not ordered_rules and not matter_ids_by_number:
+        return
+    decisions = []
+    for event, fact in facts:
+        decision = routing.attribute(fact, ordered_rules=ordered_rules, matter_ids_by_number=matter_ids_by_number)
+        if decision is not None:
+            decisions.append((event.pk, decision.matter_id, decision.source))
+    _insert_attributions_if_absent(book=book, decisions=decisions)
+
+
+def _matches_any_rule(rules: list[routing.Rule]) -> Q:
+    """SQL narrowing to events some rule matches (the routing engine still decides which rule wins)."""
+    def matchers(rule: routing.Rule) -> Q:
+        condition = Q()
+        if rule.agent_code is not None:
+            condition &= Q(agent_code=rule.agent_code)
+        if rule.customer_external_id is not None:
+            condition &= Q(customer_external_id=rule.customer_external_id)
+        if rule.signal_pattern is not None:
+            condition &= Q(signal_name__icontains=rule.signal_pattern)
+        return condition
+    return reduce(operator.or_, (matchers(rule) for rule in rules))
+
+
+ATTRIBUTION_COLUMNS = ("id", "created_at", "updated_at", "book", "event", "matter", "source", "assigned_by")
+
+
+def _insert_attributions_if_absent(*, book, decisions: list[tuple[UUID, UUID, str]]) -> int:
+    """Write (event id, matter id, source) attributions in one INSERT ... ON CONFLICT (event) DO NOTHING;
+    returns how many rows were inserted. The one-to-one constraint referees concurrent writers: the
+    first one wins. Plain parameters, no model instances: this runs on the usage recording path."""
+    if not decisions:
+        return 0
+    meta = MatterAttribution._meta
+    fields = [meta.get_field(name) for name in ATTRIBUTION_COLUMNS]
+    quote = connection.ops.quote_name
+    row_placeholder = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql = (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) "
+           f"VALUES {', '.join([row_placeholder] * len(decisions))} "
+           f"ON CONFLICT ({quote(meta.get_field('event').column)}) DO NOTHING")
+    written_at = clock.now()
+    params = [
+        field.get_db_prep_save(value, connection)
+        for event_id, matter_id, source in decisions
+        for field, value in zip(fields, (uuid4(), written_at, written_at, book.pk, event_id, matter_id, source, ""))
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+def _apply_rules_to_chunk(*, book, after_id: UUID | None, size: int) -> tuple[int, list[UUID]]:
+    """Attribute by rule the next `size` never-attributed events (in id order, after `after_id`) that some
+    rule matches. Returns (events assigned, ids of the events examined)."""
+    with transaction.atomic():
+        # Lock the matters that have rules, so none is deleted (nor its rules changed by a concurrent
+        # apply) while this chunk writes rows pointing at it; ingestion does not wait for this lock.
+        list(owned(Matter, book).filter(id__in=owned(MatterRule, book).values("matter_id"))
+             .select_for_update(no_key=True).order_by("id").values_list("id", flat=True))
+        ordered_rules = routing.evaluation_order(
+            routing.Rule(id=rule.id, matter_id=rule.matter_id, priority=rule.priority, created_at=rule.created_at,
+                         agent_code=rule.agent_code, customer_external_id=rule.customer_external_id,
+                         signal_pattern=rule.signal_pattern)
+            for rule in owned(MatterRule, book))
+        if not ordered_rules:
+            return 0, []
+        candidates = (owned(UsageEvent, book).filter(matter_attribution__isnull=True)
+                      .filter(_matches_any_rule(ordered_rules)).order_by("id"))
+        if after_id is not None:
+            candidates = candidates.filter(id__gt=after_id)
+        chunk = list(candidates.values_list("id", "agent_code", "customer_external_id", "signal_name")[:size])
+        decisions = []
+        for event_id, agent_code, customer_external_id, signal_name in chunk:
+            rule = routing.first_matching_rule(ordered_rules, routing.EventFacts(
+                agent_code=agent_code, customer_external_id=customer_external_id, signal_name=signal_name))
+            if rule is not None:
+                decisions.append((event_id, rule.matter_id, AttributionSource.RULE))
+        return _insert_attributions_if_absent(book=book, decisions=decisions), [event_id for event_id, *_ in chunk]
+
+
+def matter_rules_apply(*, book, events_per_call: int | None = None, time_budget_seconds: float | None = None) -> int:
+    """Sweep events that have no matter and no attribution history through the routing rules.
+
+    Works in chunks, each its own transaction, and stops after `events_per_call` candidate events
+    (MATTERS_APPLY_EVENTS_PER_CALL) or once `time_budget_seconds` (MATTERS_APPLY_TIME_BUDGET_SECONDS)
+    have passed; returns how many events it assigned, so a caller runs it again until it answers 0.
+    Safe to run concurrently: each event is attributed at most once.
+    """
+    events_per_call = events_per_call or settings.MATTERS_APPLY_EVENTS_PER_CALL
+    budget = settings.MATTERS_APPLY_TIME_BUDGET_SECONDS if time_budget_seconds is None else time_budget_seconds
+    # Elapsed time of this call, not a point in time: a monotonic timer rather than the wall clock.
+    started = time.monotonic()
+    assigned, examined, after_id = 0, 0, None
+    while examined < events_per_call:
+        size = min(settings.MATTERS_APPLY_CHUNK_SIZE, events_per_call - examined)
+        chunk_assigned, examined_ids = _apply_rules_to_chunk(book=book, after_id=after_id, size=size)
+        assigned += chunk_assigned
+        examined += len(examined_ids)
+        if len(examined_ids) < size or time.monotonic() - started >= budget:
+            break
+        after_id = examined_ids[-1]
+    return assigned

@@ -1,0 +1,48 @@
+"""The operator console for matters: pages render, rows stay inside the operator's organizations, and
+deleting a matter there has the API's effects."""
+import pytest
+from django.test import Client
+
+from config.accounts.models import User
+from config.accounts.services import member_ensure
+from matters.models import Matter, MatterAttribution, MatterRule
+from tests.factories import MatterFactory, MatterRuleFactory
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def console(org):
+    """A staff member of `org` signed in to the console."""
+    member = member_ensure(organization=org, email="operator@acme.example.com", role="owner")
+    User.objects.filter(pk=member.user_id).update(is_staff=True)
+    client = Client()
+    client.force_login(member.user)
+    return client
+
+
+@pytest.mark.parametrize("page", ["/admin/matters/matter/", "/admin/matters/matterrule/",
+                                  "/admin/matters/matterattribution/", "/admin/matters/matter/add/"])
+def test_console_pages_render(console, book, record, page):
+    matter = MatterFactory(book=book)
+    MatterRuleFactory(matter=matter, agent_code="agent-1")
+    record(tag=matter.matter_number)
+    assert console.get(page).status_code == 200
+
+
+def test_console_lists_only_the_operators_organizations(console, book, other_book):
+    MatterFactory(book=book, matter_number="MINE-1")
+    MatterFactory(book=other_book, matter_number="THEIRS-1")
+    page = console.get("/admin/matters/matter/").content.decode()
+    assert "MINE-1" in page and "THEIRS-1" not in page
+
+
+def test_deleting_a_matter_in_the_console_returns_its_events_and_deletes_its_rules(console, book, record):
+    matter = MatterFactory(book=book)
+    MatterRuleFactory(matter=matter, agent_code="agent-9")
+    event = record(tag=matter.matter_number)
+    resp = console.post(f"/admin/matters/matter/{matter.id}/delete/", {"post": "yes"})
+    assert resp.status_code == 302
+    assert not Matter.objects.filter(pk=matter.id).exists() and not MatterRule.objects.exists()
+    attribution = MatterAttribution.objects.get(event=event)
+    assert (attribution.matter_id, attribution.source) == (None, None)
