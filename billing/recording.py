@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import transaction
+import django.dispatch
 
 from billing.record_validation import InvalidRecord, RecordDraft, check_request_shape, validate_record
 from catalog.event_pricing import price_event
@@ -24,6 +25,10 @@ from customers.models import CODING_AGENT_CODE, EventStatus, Signal, UsageEvent
 from customers.provisioning import identities_provision
 from matters.services import matters_attribute_new_events
 
+
+# Sent on commit of a batch that stored new events: `book`, `events` (the new UsageEvent rows). Apps above
+# billing (controls) hook their post-ingestion work here instead of billing importing them.
+usage_recorded = django.dispatch.Signal()
 
 # Codes of `results.failed[]` (docs/decisions/usage-recording.md): `invalid_record` (not stored, fix and
 # resend) here; `unknown_model` and `unpriced_usage` (stored with cost null) from catalog.event_pricing.
@@ -125,6 +130,9 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
                                                   "message": priced.failure_message, "stored": True}
             else:
                 successes_by_index[draft.index] = entry
+    if outcome.new_events:
+        new_events = list(outcome.new_events)
+        transaction.on_commit(lambda: usage_recorded.send(sender=usage_record, book=book, events=new_events))
     outcome.success = [successes_by_index[i] for i in sorted(successes_by_index)]
     outcome.failed = [failures_by_index[i] for i in sorted(failures_by_index)]
     return outcome

@@ -126,3 +126,28 @@ def test_the_celery_task_evaluates_one_book_and_is_idempotent(api, book, coding_
 
 def test_the_celery_task_of_a_vanished_book_does_nothing(db):
     assert evaluate_spend_caps_task.delay("00000000-0000-4000-8000-000000000000").get() == 0
+
+
+def test_recording_coding_agent_usage_evaluates_caps_right_after_ingestion(api, django_capture_on_commit_callbacks):
+    from tests.factories import ServiceEntryFactory
+    from decimal import Decimal
+
+    ServiceEntryFactory(canonical_name="hook-llm", provider="hookai", input_cost=Decimal("0.001"),
+                        output_cost=Decimal("0"))
+    create_cap(api, amountUsd=10, alertThresholds=[50])
+    record = {"customerExternalId": ALICE, "agentCode": "svc-coding-agent", "signalName": "session",
+              "model": "hook-llm", "modelProvider": "hookai", "inputTokens": 6000, "outputTokens": 0}
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post("/v1/usage/record", {"records": [record]}).status_code == 200
+    assert [mail.subject for mail in sent_mail()] == [
+        "Acme Agents: AI tool spend for the whole team reached 50% of $10.00 per month"]
+
+
+def test_customer_usage_does_not_trigger_cap_evaluation(api, django_capture_on_commit_callbacks, monkeypatch):
+    calls = []
+    monkeypatch.setattr(evaluate_spend_caps_task, "delay", lambda *args: calls.append(args))
+    record = {"customerExternalId": "cust", "agentCode": "support-bot", "signalName": "tickets",
+              "model": "nope", "modelProvider": "nobody"}
+    with django_capture_on_commit_callbacks(execute=True):
+        api.post("/v1/usage/record", {"records": [record]})
+    assert calls == []
