@@ -16,7 +16,7 @@ from django.db import transaction
 import django.dispatch
 
 from billing.record_validation import InvalidRecord, RecordDraft, check_request_shape, validate_record
-from catalog.event_pricing import price_event
+from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_services
 from config.core.scoping import owned
 from config.core.serialization import decimal_text
@@ -50,26 +50,32 @@ def _echo(draft: RecordDraft) -> dict:
             "modelProvider": single.model_provider if single else None}
 
 
-def _build_event(book, draft: RecordDraft, identities, priced) -> UsageEvent:
+_EVENT_ATTNAMES = tuple(field.attname for field in UsageEvent._meta.concrete_fields)
+
+
+def _build_event(book, draft: RecordDraft, identities, priced, now: datetime) -> UsageEvent:
     single = None if draft.is_multi_service else draft.services[0]
-    return UsageEvent(
-        id=uuid.uuid4(), raw_event_id=uuid.uuid4(), book=book,
-        customer=identities.customers[draft.customer_external_id], agent=identities.agents[draft.agent_code],
-        signal=identities.signals[(draft.agent_code, draft.signal_name)],
-        customer_external_id=draft.customer_external_id, agent_code=draft.agent_code,
-        signal_name=draft.signal_name,
-        model=single.model if single else None, model_provider=single.model_provider if single else None,
-        service=priced.parts[0].service if single else None,
-        input_tokens=single.input_tokens if single else None,
-        output_tokens=single.output_tokens if single else None,
-        cache_read_tokens=single.cache_read_tokens if single else None,
-        cache_write_tokens=single.cache_write_tokens if single else None,
-        services=priced.services_json() if draft.is_multi_service else None,
-        quantity=draft.quantity, usage_cost=priced.total,
-        event_status=EventStatus.PROCESSED if priced.total is not None else EventStatus.NEEDS_COST_BACKFILL,
-        usage_date=draft.usage_date, environment=draft.environment, idempotency_key=draft.idempotency_key,
-        metadata=draft.metadata,
-    )
+    values = {
+        "id": uuid.uuid4(), "raw_event_id": uuid.uuid4(), "book_id": book.pk, "created_at": now, "updated_at": now,
+        "customer_id": identities.customer_ids[draft.customer_external_id],
+        "agent_id": identities.agent_ids[draft.agent_code],
+        "signal_id": identities.signals[(draft.agent_code, draft.signal_name)].id,
+        "customer_external_id": draft.customer_external_id, "agent_code": draft.agent_code,
+        "signal_name": draft.signal_name,
+        "model": single.model if single else None, "model_provider": single.model_provider if single else None,
+        "service_id": priced.parts[0].service.pk if single and priced.parts[0].service else None,
+        "input_tokens": single.input_tokens if single else None,
+        "output_tokens": single.output_tokens if single else None,
+        "cache_read_tokens": single.cache_read_tokens if single else None,
+        "cache_write_tokens": single.cache_write_tokens if single else None,
+        "services": priced.services_json() if draft.is_multi_service else None,
+        "quantity": draft.quantity, "usage_cost": priced.total,
+        "event_status": EventStatus.PROCESSED if priced.total is not None else EventStatus.NEEDS_COST_BACKFILL,
+        "usage_date": draft.usage_date, "environment": draft.environment, "idempotency_key": draft.idempotency_key,
+        "metadata": draft.metadata,
+    }
+    # Positional construction is Django's fast path (no keyword parsing, no relation descriptors).
+    return UsageEvent(*(values[attname] for attname in _EVENT_ATTNAMES))
 
 
 def _sort_signals_into_cost_categories(book, drafts: list[RecordDraft], identities) -> None:
@@ -78,7 +84,7 @@ def _sort_signals_into_cost_categories(book, drafts: list[RecordDraft], identiti
     for draft in sorted(drafts, key=lambda d: d.index):
         signal = identities.signals[(draft.agent_code, draft.signal_name)]
         if draft.environment and signal.cost_category is None:
-            first_environment.setdefault(signal.pk, draft.environment)
+            first_environment.setdefault(signal.id, draft.environment)
     by_category: dict[str, list] = {}
     for signal_id, environment in first_environment.items():
         by_category.setdefault(environment, []).append(signal_id)
@@ -109,9 +115,9 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
                 internal_external_ids={d.customer_external_id for d in drafts if d.agent_code == CODING_AGENT_CODE},
             )
             _sort_signals_into_cost_categories(book, drafts, identities)
-            resolved = resolve_services(book=book, pairs={part.key for d in drafts for part in d.services})
-            priced_by_index = {d.index: price_event(d.services, resolved) for d in drafts}
-            events = [_build_event(book, d, identities, priced_by_index[d.index]) for d in drafts]
+            prices = PriceList(resolve_services(book=book, pairs={part.key for d in drafts for part in d.services}))
+            priced_by_index = {d.index: price_event(d.services, prices) for d in drafts}
+            events = [_build_event(book, d, identities, priced_by_index[d.index], now) for d in drafts]
             appended = events_append(book=book, events=events)
             # Spec §4: tags and routing rules attach events to matters at record time.
             matters_attribute_new_events(book=book, events=[a.event for a in appended if not a.replayed])

@@ -67,14 +67,20 @@ class PricedEvent:
                  "costUsd": decimal_text(part.cost)} for part in self.parts]
 
 
-def price_event(parts: Sequence[ServiceUsage], resolved: Mapping[tuple[str, str], ServiceEntry | None]) -> PricedEvent:
+class PriceList:
+    """The batch's resolved services and their engine rates, each adapted once."""
+
+    def __init__(self, resolved: Mapping[tuple[str, str], ServiceEntry | None]):
+        self.services = resolved
+        self.rates = {pair: rates_for(entry) for pair, entry in resolved.items() if entry is not None}
+
+
+def price_event(parts: Sequence[ServiceUsage], prices: PriceList) -> PricedEvent:
     """Cost of an event whose (model, provider) pairs were resolved once for the batch."""
-    priced = []
-    for usage in parts:
-        service = resolved.get(usage.key)
-        rates = rates_for(service) if service is not None else None
-        priced.append(PricedPart(usage, service, service_cost(rates, usage.engine_usage())))
-    total = event_cost((rates_for(p.service) if p.service else None, p.usage.engine_usage()) for p in priced)
+    usages = [usage.engine_usage() for usage in parts]
+    priced = [PricedPart(usage, prices.services.get(usage.key), service_cost(prices.rates.get(usage.key), engine))
+              for usage, engine in zip(parts, usages)]
+    total = event_cost((prices.rates.get(usage.key), engine) for usage, engine in zip(parts, usages))
     if total is not None:
         return PricedEvent(tuple(priced), total)
     unknown = [p.usage for p in priced if p.service is None]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from catalog.event_pricing import ServiceUsage, price_event
+from catalog.event_pricing import PriceList, ServiceUsage, price_event
 from catalog.models import ModelAlias, ServiceEntry
 from catalog.resolution import normalize_model, normalize_provider, resolve_services
 from config.core.errors import BadRequest, NotFound
@@ -72,10 +72,10 @@ def events_backfill_cost(*, book, model: str, model_provider: str) -> int:
 
 def _price_and_save(book, events: list[UsageEvent]) -> int:
     parts_by_event = {event.pk: _event_parts(event) for event in events}
-    resolved = resolve_services(book=book, pairs={part.key for parts in parts_by_event.values() for part in parts})
+    prices = PriceList(resolve_services(book=book, pairs={part.key for parts in parts_by_event.values() for part in parts}))
     changed = []
     for event in events:
-        priced = price_event(parts_by_event[event.pk], resolved)
+        priced = price_event(parts_by_event[event.pk], prices)
         if priced.total is None:
             continue
         event.usage_cost = priced.total

@@ -119,8 +119,11 @@ class Environment(models.TextChoices):
 class UsageEvent(OrgOwned):
     """One business outcome delivered by an agent for a customer (append-only)."""
 
+    # The composite indexes below lead with book and customer: single-column indexes on them would only
+    # slow the hot insert path (and tempt the planner away from the idempotency index).
+    book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_index=False)
     raw_event_id = models.UUIDField(default=uuid.uuid4, editable=False)
-    customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="events")
+    customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="events", db_index=False)
     agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, related_name="events")
     # Deleting a signal leaves its events orphaned (signal null), never deleted.
     signal = models.ForeignKey(Signal, on_delete=models.SET_NULL, null=True, related_name="events")

@@ -4,9 +4,11 @@ An unseen `customerExternalId` creates a customer (named after it), an unseen `a
 an unseen `signalName` a signal of that agent (name and shortName both that string). One round of
 lookups per batch, then one `INSERT ... ON CONFLICT DO NOTHING` per kind for what is missing, then one
 re-read of what was inserted: two requests creating the same name at the same moment both end up with
-the one row the database kept (no duplicates, no error).
+the one row the database kept (no duplicates, no error). Lookups read ids only, not whole rows: this
+runs on the ingestion hot path.
 """
 from dataclasses import dataclass
+from uuid import UUID
 
 from django.db.models import Q
 
@@ -14,20 +16,29 @@ from config.core.scoping import owned
 from customers.models import Agent, Customer, Signal
 
 
+@dataclass(frozen=True)
+class SignalRef:
+    id: UUID
+    cost_category: str | None
+
+
 @dataclass
 class Identities:
-    customers: dict[str, Customer]  # by external id
-    agents: dict[str, Agent]  # by agent code
-    signals: dict[tuple[str, str], Signal]  # by (agent code, signal name)
+    customer_ids: dict[str, UUID]  # by external id
+    agent_ids: dict[str, UUID]  # by agent code
+    signals: dict[tuple[str, str], SignalRef]  # by (agent code, signal name)
 
 
-def _ensure(book, model, field: str, wanted: set[str], build, extra=Q()) -> dict:
-    rows = {getattr(row, field): row for row in owned(model, book).filter(extra, **{f"{field}__in": wanted})}
+def _ensure(book, model, field: str, wanted: set[str], build, extra=Q(), columns=("id",)) -> dict:
+    """{field value: row values} for every wanted value, inserting the missing ones."""
+    def read(values):
+        return {row[0]: row[1:] for row in owned(model, book).filter(extra, **{f"{field}__in": values})
+                .values_list(field, *columns)}
+    rows = read(wanted)
     missing = sorted(wanted - rows.keys())  # a stable order keeps concurrent inserts from deadlocking
     if missing:
         model.objects.bulk_create([build(value) for value in missing], ignore_conflicts=True)
-        rows.update({getattr(row, field): row
-                     for row in owned(model, book).filter(extra, **{f"{field}__in": missing})})
+        rows.update(read(missing))
     return rows
 
 
@@ -41,42 +52,38 @@ def identities_provision(*, book, customer_external_ids: set[str], agent_codes: 
     customers = _ensure(book, Customer, "external_id", customer_external_ids,
                         lambda ext: Customer(book=book, external_id=ext, name=ext,
                                              is_internal=ext in internal_external_ids),
-                        extra=Q(deleted_at__isnull=True))
-    newly_internal = [customer.pk for ext, customer in customers.items()
-                      if ext in internal_external_ids and not customer.is_internal]
+                        extra=Q(deleted_at__isnull=True), columns=("id", "is_internal"))
+    newly_internal = [row[0] for ext, row in customers.items() if ext in internal_external_ids and not row[1]]
     if newly_internal:
         owned(Customer, book).filter(pk__in=newly_internal).update(is_internal=True)
-        for ext in internal_external_ids:
-            customers[ext].is_internal = True
-    agents = _ensure(book, Agent, "agent_code", agent_codes,
-                     lambda code: Agent(book=book, agent_code=code, name=code))
-    signals = _signals_ensure(book, agents, signal_keys)
-    return Identities(customers=customers, agents=agents, signals=signals)
+    agents = _ensure(book, Agent, "agent_code", agent_codes, lambda code: Agent(book=book, agent_code=code, name=code))
+    agent_ids = {code: row[0] for code, row in agents.items()}
+    return Identities(customer_ids={ext: row[0] for ext, row in customers.items()}, agent_ids=agent_ids,
+                      signals=_signals_ensure(book, agent_ids, signal_keys))
 
 
-def _signals_ensure(book, agents: dict[str, Agent], signal_keys: set[tuple[str, str]]) -> dict:
+def _signals_ensure(book, agent_ids: dict[str, UUID], signal_keys: set[tuple[str, str]]) -> dict:
     """Signals are matched by shortName first, then by name (a signal created through the API may have a
     shortName that differs from its name)."""
-    by_agent_id = {agents[code].id: code for code, _ in signal_keys}
-    names = {name for _, name in signal_keys}
-    found: dict[tuple[str, str], Signal] = {}
+    code_of = {agent_ids[code]: code for code, _ in signal_keys}
+    found: dict[tuple[str, str], SignalRef] = {}
 
-    def collect(rows):
-        for signal in rows:
-            code = by_agent_id[signal.agent_id]
-            if (code, signal.short_name) in signal_keys:
-                found[(code, signal.short_name)] = signal
-            if (code, signal.name) in signal_keys:
-                found.setdefault((code, signal.name), signal)
+    def collect(names, agent_id_set):
+        rows = (owned(Signal, book).filter(Q(short_name__in=names) | Q(name__in=names), agent_id__in=agent_id_set)
+                .values_list("id", "agent_id", "name", "short_name", "cost_category"))
+        by_name = {}
+        for signal_id, agent_id, name, short_name, cost_category in rows:
+            ref = SignalRef(signal_id, cost_category)
+            found[(code_of[agent_id], short_name)] = ref
+            by_name[(code_of[agent_id], name)] = ref
+        for key, ref in by_name.items():
+            found.setdefault(key, ref)
 
-    query = Q(short_name__in=names) | Q(name__in=names)
-    collect(owned(Signal, book).filter(query, agent_id__in=by_agent_id))
+    collect({name for _, name in signal_keys}, set(code_of))
     missing = sorted(signal_keys - found.keys())
     if missing:
         Signal.objects.bulk_create(
-            [Signal(book=book, agent=agents[code], name=name, short_name=name) for code, name in missing],
+            [Signal(book=book, agent_id=agent_ids[code], name=name, short_name=name) for code, name in missing],
             ignore_conflicts=True)
-        missing_names = {name for _, name in missing}
-        collect(owned(Signal, book).filter(Q(short_name__in=missing_names) | Q(name__in=missing_names),
-                                           agent_id__in={agents[code].id for code, _ in missing}))
-    return found
+        collect({name for _, name in missing}, {agent_ids[code] for code, _ in missing})
+    return {key: found[key] for key in signal_keys}

@@ -292,3 +292,10 @@ def test_events_are_attributed_to_matters_at_record_time(api, llm, book):
     event_ids = [entry["eventId"] for entry in body["results"]["success"]]
     attributions = {str(a.event_id): (a.matter_id, a.source) for a in MatterAttribution.objects.all()}
     assert attributions == {event_ids[0]: (tagged.id, "tag"), event_ids[1]: (routed.id, "rule")}
+
+
+def test_fast_insert_writes_every_column():
+    from customers.ledger import FAST_COLUMNS
+    from customers.models import UsageEvent
+
+    assert {column for column, _ in FAST_COLUMNS} == {field.column for field in UsageEvent._meta.concrete_fields}
