@@ -14,8 +14,8 @@ def percent_in(source: str, **kwargs) -> DecimalIn:
     return DecimalIn(source=source, min_value=Decimal(0), max_value=HUNDRED, **kwargs)
 
 
-def cents_in(source: str, **kwargs) -> DecimalIn:
-    return DecimalIn(source=source, max_digits=CENTS_DIGITS, decimal_places=CENTS_PLACES, **kwargs)
+def cents_in(**kwargs) -> DecimalIn:
+    return DecimalIn(max_digits=CENTS_DIGITS, decimal_places=CENTS_PLACES, **kwargs)
 
 
 class InvoiceSettingsIn(serializers.Serializer):
@@ -23,7 +23,7 @@ class InvoiceSettingsIn(serializers.Serializer):
     rate (percent of the subtotal after the discount)."""
 
     discountPercent = percent_in("discount_percent", required=False)
-    discountFixed = cents_in("discount_fixed", min_value=Decimal(0), required=False)
+    discountFixed = cents_in(source="discount_fixed", min_value=Decimal(0), required=False)
     taxRate = percent_in("tax_percent", required=False)
 
 
@@ -49,7 +49,7 @@ class InvoiceVoidIn(serializers.Serializer):
 
 
 class RefundCreateIn(serializers.Serializer):
-    amount = cents_in("amount", min_value=Decimal("0.01"), required=False, allow_null=True, default=None)
+    amount = cents_in(min_value=Decimal("0.01"), required=False, allow_null=True, default=None)
     reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
 
 

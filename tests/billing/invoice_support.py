@@ -3,14 +3,20 @@ webhook signature exactly as Stripe computes it."""
 import hashlib
 import hmac
 import json
+import re
 import time
 import uuid
 from datetime import datetime
 from decimal import Decimal
+from email import message_from_bytes, policy
+from pathlib import Path
 from types import SimpleNamespace
+
+from django.conf import settings
 
 from tests.billing.support import create_plan, create_strategies, create_subscription, ok
 from tests.factories import AgentFactory, CustomerFactory, SignalFactory, UsageEventFactory
+from tests.mail import SEPARATOR
 
 D = Decimal
 JAN = ("2025-01-01T00:00:00Z", "2025-01-31T23:59:59Z")
@@ -119,3 +125,17 @@ def post_webhook(client, body: bytes, signature: str | None = None):
 def pay(client, invoice: dict, amount_cents: int | None = None, **event_fields):
     cents = round(Decimal(str(invoice["total"])) * 100) if amount_cents is None else amount_cents
     return post_webhook(client, stripe_event(invoice["id"], int(cents), **event_fields))
+
+
+def raw_messages() -> list:
+    """Every message the file backend wrote, parsed whole (attachments included), oldest first."""
+    folder = Path(settings.EMAIL_FILE_PATH)
+    files = sorted(folder.glob("*.log"), key=lambda path: (path.stat().st_mtime_ns, path.name)) if folder.is_dir() else []
+    return [message_from_bytes(chunk, policy=policy.default) for path in files
+            for chunk in path.read_bytes().split(SEPARATOR) if chunk.strip()]
+
+
+def pay_token(mail_text: str) -> str:
+    match = re.search(r"/pay/([A-Za-z0-9_\-]+)", mail_text)
+    assert match, "no pay-now link in the email"
+    return match.group(1)
