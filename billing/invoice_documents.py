@@ -143,10 +143,11 @@ def send_invoice_email(view: InvoiceView, email: InvoiceEmail) -> str:
     """Send the invoice email with its PDF attached; returns its Message-ID. The backend's errors propagate."""
     invoice = view.invoice
     first, last = view.period
+    issued_day = local_date(invoice.issued_at, invoice.subscription.timezone) if invoice.issued_at else None
     context = {"view": view, "invoice": invoice, "business_name": view.business_name, "message": email.message,
                "pay_url": email.pay_url, "period_first": first, "period_last": last,
                "total": money(invoice.total, invoice.currency), "amount_due": money(invoice.amount_due),
-               "issued_day": local_date(invoice.issued_at, invoice.subscription.timezone) if invoice.issued_at else None}
+               "issued_day": issued_day}
     message_id = make_msgid(domain=str(DNS_NAME))
     message = EmailMultiAlternatives(
         subject=email.subject, body=render_to_string("billing/email/invoice.txt", context),

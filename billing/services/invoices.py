@@ -117,7 +117,8 @@ def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billi
     with transaction.atomic():
         # One generate per subscription at a time: the second sees what the first wrote.
         subscription = owned(Subscription, book).select_for_update().get(pk=subscription.pk)
-        invoices = owned(Invoice, book).select_for_update().filter(subscription=subscription).exclude(status=Status.VOID)
+        invoices = (owned(Invoice, book).select_for_update().filter(subscription=subscription)
+                    .exclude(status=Status.VOID))
         existing = invoices.filter(period_start=start, period_end=end).first()
         if existing is not None:
             if existing.status == Status.DRAFT:

@@ -130,7 +130,8 @@ def pay(client, invoice: dict, amount_cents: int | None = None, **event_fields):
 def raw_messages() -> list:
     """Every message the file backend wrote, parsed whole (attachments included), oldest first."""
     folder = Path(settings.EMAIL_FILE_PATH)
-    files = sorted(folder.glob("*.log"), key=lambda path: (path.stat().st_mtime_ns, path.name)) if folder.is_dir() else []
+    files = sorted(folder.glob("*.log"), key=lambda path: (path.stat().st_mtime_ns, path.name)) \
+        if folder.is_dir() else []
     return [message_from_bytes(chunk, policy=policy.default) for path in files
             for chunk in path.read_bytes().split(SEPARATOR) if chunk.strip()]
 

@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 import pytest
 
 from billing.models import Invoice
-from tests.billing.invoice_support import (FEB, JAN, TIERS, amounts, billing_chain, credit_pool, draft, event,
+from tests.billing.invoice_support import (FEB, JAN, amounts, billing_chain, credit_pool, draft, event,
                                            generate, onetime, recurring, seats, tiered, usage)
 from tests.billing.support import error, ok
 from tests.factories import CustomerFactory, book_of
