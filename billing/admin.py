@@ -112,3 +112,5 @@ class SubscriptionChangeAdmin(BookScopedAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+from billing import admin_invoices  # noqa: E402,F401  (invoices, payments and refunds register there)

@@ -3,7 +3,7 @@ from django.db import models
 from django.db.models import Q
 
 from config.core.models import OrgOwned
-from config.core.money import ExactField
+from config.core.money import CentsField, ExactField
 
 
 class PricingPlan(OrgOwned):
@@ -160,3 +160,164 @@ class SubscriptionChange(OrgOwned):
 
     class Meta:
         ordering = ["created_at"]
+
+
+# --------------------------------------------------------------------------- invoices
+
+class InvoiceStatus(models.TextChoices):
+    DRAFT = "draft"
+    PENDING = "pending"  # finalized, its email on the way; issued once the email backend accepts it
+    ISSUED = "issued"
+    PAID = "paid"
+    OVERDUE = "overdue"
+    VOID = "void"
+    REFUNDED = "refunded"
+
+
+class InvoiceCounter(OrgOwned):
+    """The last invoice number handed out in a book; locked while the next one is taken."""
+
+    last_number = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["book"], name="invoice_counter_book_uniq")]
+
+
+class Invoice(OrgOwned):
+    """What a subscription is charged for one period [period_start, period_end). Lines and totals follow the
+    ledger and the strategies while the invoice is a draft; finalizing freezes them for good."""
+
+    customer = models.ForeignKey("customers.Customer", on_delete=models.PROTECT, related_name="invoices")
+    subscription = models.ForeignKey(Subscription, on_delete=models.PROTECT, related_name="invoices")
+    status = models.CharField(max_length=16, choices=InvoiceStatus.choices, default=InvoiceStatus.DRAFT)
+    invoice_number = models.CharField(max_length=32)
+    currency = models.CharField(max_length=3, default="usd")
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField()
+    # Settings an operator may change on a draft: percent and fixed discount, tax percent.
+    discount_percent = ExactField(default=0)
+    discount_fixed = CentsField(default=0)
+    tax_percent = ExactField(default=0)
+    memo = models.TextField(blank=True)
+    subtotal = CentsField(default=0)
+    discount = CentsField(default=0)
+    tax = CentsField(default=0)
+    total = CentsField(default=0)
+    # Net of refunds; paid in full when it reaches the total.
+    amount_paid = CentsField(default=0)
+    issued_at = models.DateTimeField(null=True, blank=True)
+    due_date = models.DateField(null=True, blank=True)
+    # The first instant after the due date in the subscription's time zone: unpaid from then on is overdue.
+    overdue_at = models.DateTimeField(null=True, blank=True)
+    paid_at = models.DateTimeField(null=True, blank=True)
+    voided_at = models.DateTimeField(null=True, blank=True)
+    void_reason = models.CharField(max_length=500, blank=True)
+    last_sent_at = models.DateTimeField(null=True, blank=True)
+    # SHA-256 of the pay-now token of the latest invoice email; the raw token exists only in that email.
+    pay_token_digest = models.CharField(max_length=64, null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["book", "invoice_number"], name="invoice_number_uniq"),
+            # One live invoice per subscription and period: concurrent generates cannot both insert.
+            models.UniqueConstraint(fields=["subscription", "period_start", "period_end"],
+                                    condition=~Q(status="void"), name="invoice_subscription_period_uniq"),
+            models.UniqueConstraint(fields=["pay_token_digest"], condition=Q(pay_token_digest__isnull=False),
+                                    name="invoice_pay_token_uniq"),
+            models.CheckConstraint(condition=Q(period_end__gt=models.F("period_start")),
+                                   name="invoice_period_ascends"),
+            models.CheckConstraint(condition=Q(discount_percent__gte=0, discount_percent__lte=100,
+                                               tax_percent__gte=0, tax_percent__lte=100, discount_fixed__gte=0),
+                                   name="invoice_settings_range"),
+        ]
+        indexes = [
+            models.Index(fields=["book", "-created_at"], name="invoice_book_created"),
+            models.Index(fields=["book", "status"], name="invoice_book_status"),
+            # The scheduled jobs look across books for drafts whose period ended and unpaid issued invoices.
+            models.Index(fields=["status", "period_end"], name="invoice_status_period_end"),
+            models.Index(fields=["status", "overdue_at"], name="invoice_status_overdue_at"),
+        ]
+
+    def __str__(self):
+        return self.invoice_number
+
+    @property
+    def amount_due(self):
+        return max(self.total - self.amount_paid, 0)
+
+
+class InvoiceLine(OrgOwned):
+    """One charge of an invoice (per strategy and signal), rounded once to cents half-up when written."""
+
+    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="lines")
+    position = models.PositiveSmallIntegerField()
+    charge_type = models.CharField(max_length=16)  # a ChargeType, or `prorated` (a subscription's proratedAmount)
+    strategy = models.ForeignKey(PricingStrategy, on_delete=models.SET_NULL, null=True, blank=True,
+                                 related_name="invoice_lines")
+    agent = models.ForeignKey("customers.Agent", on_delete=models.SET_NULL, null=True, blank=True,
+                              related_name="invoice_lines")
+    signal = models.ForeignKey("customers.Signal", on_delete=models.SET_NULL, null=True, blank=True,
+                               related_name="invoice_lines")
+    description = models.CharField(max_length=500)
+    # Units, seats or 1 for a fee, after the minimum commitment; `used_quantity` is what the ledger counted.
+    quantity = ExactField()
+    used_quantity = ExactField(null=True, blank=True)
+    amount = CentsField()
+    # The strategy's terms as priced (camelCase, as the API renders them): later edits never re-price it.
+    terms = models.JSONField(default=dict, blank=True)
+    prorated_days = models.PositiveIntegerField(null=True, blank=True)
+    period_days = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["invoice", "position"]
+        constraints = [models.UniqueConstraint(fields=["invoice", "position"], name="invoice_line_position_uniq")]
+
+
+class PaymentStatus(models.TextChoices):
+    SUCCEEDED = "succeeded"
+    PARTIALLY_REFUNDED = "partially_refunded"
+    REFUNDED = "refunded"
+
+
+class Payment(OrgOwned):
+    """Money received for an invoice. The provider's payment id is unique per book: a replayed notification
+    finds the payment it already recorded."""
+
+    invoice = models.ForeignKey(Invoice, on_delete=models.PROTECT, related_name="payments")
+    amount = CentsField()
+    refunded_amount = CentsField(default=0)
+    status = models.CharField(max_length=24, choices=PaymentStatus.choices, default=PaymentStatus.SUCCEEDED)
+    provider = models.CharField(max_length=16)  # stripe | local (the development checkout page)
+    provider_payment_id = models.CharField(max_length=255)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["book", "provider_payment_id"], name="payment_provider_id_uniq"),
+            models.CheckConstraint(condition=Q(amount__gt=0, refunded_amount__gte=0,
+                                               refunded_amount__lte=models.F("amount")),
+                                   name="payment_refunds_within_amount"),
+        ]
+
+    def __str__(self):
+        return f"{self.amount} for {self.invoice_id}"
+
+    @property
+    def refundable(self):
+        return self.amount - self.refunded_amount
+
+
+class Refund(OrgOwned):
+    payment = models.ForeignKey(Payment, on_delete=models.PROTECT, related_name="refunds")
+    amount = CentsField()
+    provider_refund_id = models.CharField(max_length=255, null=True, blank=True)
+    reason = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["book", "provider_refund_id"],
+                                    condition=Q(provider_refund_id__isnull=False), name="refund_provider_id_uniq"),
+            models.CheckConstraint(condition=Q(amount__gt=0), name="refund_amount_positive"),
+        ]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from billing.views import plans, strategies, subscriptions, usage
+from billing.views import invoices, plans, strategies, subscriptions, usage
 
 urlpatterns = [
     path("pricing-plans", plans.PlanListCreateApi.as_view()),
@@ -15,4 +15,12 @@ urlpatterns = [
     path("subscriptions/<str:subscription_id>/invoice-dates", subscriptions.SubscriptionInvoiceDatesApi.as_view()),
     path("subscriptions/<str:subscription_id>/changelog", subscriptions.SubscriptionChangelogApi.as_view()),
     path("usage/record", usage.UsageRecordApi.as_view()),
+    path("invoices", invoices.InvoiceListApi.as_view()),
+    path("invoices/generate", invoices.InvoiceGenerateApi.as_view()),
+    path("invoices/<str:invoice_id>", invoices.InvoiceDetailApi.as_view()),
+    path("invoices/<str:invoice_id>/pdf", invoices.InvoicePdfApi.as_view()),
+    path("invoices/<str:invoice_id>/send", invoices.InvoiceSendApi.as_view()),
+    path("invoices/<str:invoice_id>/void", invoices.InvoiceVoidApi.as_view()),
+    path("invoices/<str:invoice_id>/payments/<str:payment_id>/refund", invoices.RefundCreateApi.as_view()),
+    path("webhooks/stripe", invoices.StripeWebhookApi.as_view()),
 ]

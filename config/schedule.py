@@ -21,6 +21,9 @@ class ScheduledJob:
 SCHEDULED_JOBS: list[ScheduledJob] = [
     # Statuses and billing periods first: invoicing and alerts read the current period.
     ScheduledJob("subscriptions_advance", "billing.services.subscriptions.subscriptions_advance", 300),
+    # Drafts of ended periods are issued before overdue marking and the alerts read them.
+    ScheduledJob("invoices_finalize_due", "billing.services.invoices.invoices_finalize_due", 300),
+    ScheduledJob("invoices_mark_overdue", "billing.services.invoices.invoices_mark_overdue", 300),
     ScheduledJob("customer-alerts", "controls.services.customer_alerts.customer_alerts_evaluate_all", 300),
     ScheduledJob("spend-cap-alerts", "controls.services.spend_caps.spend_caps_evaluate_all", 300),
 ]

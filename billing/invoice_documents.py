@@ -1,0 +1,159 @@
+"""What a customer reads: the invoice as a PDF and as an email (HTML and text). Rendering only; the invoice
+services decide when and to whom."""
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives
+from django.core.mail.utils import DNS_NAME
+from django.template.loader import render_to_string
+from email.utils import make_msgid
+from fpdf import FPDF
+from fpdf.enums import XPos, YPos
+
+from billing.models import Invoice, InvoiceStatus
+from billing.periods import local_date
+
+CURRENCY_SYMBOLS = {"usd": "$"}
+
+
+def money(amount: Decimal, currency: str = "usd") -> str:
+    return f"{CURRENCY_SYMBOLS.get(currency, '')}{amount:,.2f}"
+
+
+def period_days(invoice: Invoice) -> tuple[str, str]:
+    """The period as inclusive local days of the subscription (its end is exclusive)."""
+    timezone = invoice.subscription.timezone
+    first = local_date(invoice.period_start, timezone)
+    last = local_date(invoice.period_end - timedelta(microseconds=1), timezone)
+    return first.isoformat(), last.isoformat()
+
+
+@dataclass(frozen=True)
+class InvoiceView:
+    """Everything a rendering shows, read once from the invoice and its rows."""
+
+    invoice: Invoice
+    business_name: str
+    lines: list
+    payments: list
+
+    @classmethod
+    def of(cls, invoice: Invoice) -> "InvoiceView":
+        return cls(invoice, invoice.book.organization.display_name, list(invoice.lines.all()),
+                   list(invoice.payments.all()))
+
+    @property
+    def period(self) -> tuple[str, str]:
+        return period_days(self.invoice)
+
+    @property
+    def totals(self) -> list[tuple[str, str]]:
+        invoice = self.invoice
+        rows = [("Subtotal", money(invoice.subtotal))]
+        if invoice.discount:
+            rows.append(("Discount", "-" + money(invoice.discount)))
+        if invoice.tax:
+            rows.append((f"Tax ({invoice.tax_percent.normalize():f}%)", money(invoice.tax)))
+        rows.append(("Total", money(invoice.total)))
+        if invoice.amount_paid:
+            rows += [("Paid", "-" + money(invoice.amount_paid)), ("Amount due", money(invoice.amount_due))]
+        return rows
+
+
+# --------------------------------------------------------------------------- PDF
+
+def _latin1(text: str) -> str:
+    """The PDF's core fonts cover Latin-1; other characters print as '?' rather than failing."""
+    return str(text).encode("latin-1", "replace").decode("latin-1")
+
+
+class _InvoicePdf(FPDF):
+    def row(self, cells: list[tuple[str, float, str]], *, bold: bool = False, height: float = 7) -> None:
+        self.set_font("Helvetica", "B" if bold else "", 10)
+        for text, width, align in cells:
+            self.cell(width, height, _latin1(text), align=align)
+        self.ln(height)
+
+    def line_text(self, text: str, *, size: int = 10, bold: bool = False) -> None:
+        self.set_font("Helvetica", "B" if bold else "", size)
+        self.multi_cell(0, size * 0.55, _latin1(text), new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+
+
+def invoice_pdf(view: InvoiceView) -> bytes:
+    invoice, customer = view.invoice, view.invoice.customer
+    pdf = _InvoicePdf(format="A4")
+    pdf.set_title(_latin1(f"Invoice {invoice.invoice_number}"))
+    pdf.set_author(_latin1(view.business_name))
+    pdf.add_page()
+    pdf.line_text(view.business_name, size=18, bold=True)
+    heading = f"Invoice {invoice.invoice_number}"
+    if invoice.status in (InvoiceStatus.DRAFT, InvoiceStatus.VOID):
+        heading += f" ({invoice.status.upper()})"
+    pdf.line_text(heading, size=14, bold=True)
+    pdf.ln(2)
+    first, last = view.period
+    facts = [f"Status: {invoice.status}", f"Billing period: {first} to {last}"]
+    if invoice.issued_at:
+        facts.append(f"Issued: {local_date(invoice.issued_at, invoice.subscription.timezone).isoformat()}")
+    if invoice.due_date:
+        facts.append(f"Due: {invoice.due_date.isoformat()}")
+    for fact in facts:
+        pdf.line_text(fact)
+    pdf.ln(3)
+    pdf.line_text("Bill to", bold=True)
+    address = [customer.name, customer.email, customer.address_line1, customer.address_line2,
+               " ".join(part for part in (customer.zip_code, customer.city, customer.state) if part), customer.country]
+    for part in address:
+        if part:
+            pdf.line_text(part)
+    if invoice.memo:
+        pdf.ln(3)
+        pdf.line_text(invoice.memo)
+    pdf.ln(4)
+    pdf.row([("Description", 120, "L"), ("Quantity", 30, "R"), ("Amount", 40, "R")], bold=True)
+    for line in view.lines:
+        pdf.row([(line.description[:70], 120, "L"), (f"{line.quantity.normalize():f}", 30, "R"),
+                 (money(line.amount, invoice.currency), 40, "R")])
+    pdf.ln(2)
+    for label, value in view.totals:
+        pdf.row([("", 90, "L"), (label, 60, "R"), (value, 40, "R")], bold=label in ("Total", "Amount due"))
+    if view.payments:
+        pdf.ln(4)
+        pdf.line_text("Payments", bold=True)
+        for payment in view.payments:
+            refunded = f", refunded {money(payment.refunded_amount)}" if payment.refunded_amount else ""
+            pdf.line_text(f"{payment.created_at.date().isoformat()}: {money(payment.amount)}{refunded}")
+    return bytes(pdf.output())
+
+
+# --------------------------------------------------------------------------- email
+
+@dataclass(frozen=True)
+class InvoiceEmail:
+    to: str
+    cc: list[str]
+    subject: str
+    message: str  # the sender's callout above the details; may be empty
+    pay_url: str | None
+
+
+def send_invoice_email(view: InvoiceView, email: InvoiceEmail) -> str:
+    """Send the invoice email with its PDF attached; returns its Message-ID. The backend's errors propagate."""
+    invoice = view.invoice
+    first, last = view.period
+    issued_day = local_date(invoice.issued_at, invoice.subscription.timezone) if invoice.issued_at else None
+    context = {"view": view, "invoice": invoice, "business_name": view.business_name, "message": email.message,
+               "pay_url": email.pay_url, "period_first": first, "period_last": last,
+               "total": money(invoice.total, invoice.currency), "amount_due": money(invoice.amount_due),
+               "issued_day": issued_day}
+    message_id = make_msgid(domain=str(DNS_NAME))
+    message = EmailMultiAlternatives(
+        subject=email.subject, body=render_to_string("billing/email/invoice.txt", context),
+        from_email=settings.DEFAULT_FROM_EMAIL, to=[email.to], cc=email.cc, headers={"Message-ID": message_id})
+    message.attach_alternative(render_to_string("billing/email/invoice.html", context), "text/html")
+    message.attach(f"invoice-{invoice.invoice_number}.pdf", invoice_pdf(view), "application/pdf")
+    message.send()
+    return message_id
+

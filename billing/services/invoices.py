@@ -1,0 +1,264 @@
+"""Invoices: generation from the ledger and the pricing engine, drafts edited and re-priced, finalization
+(by send or at the end of the period), void, and the scheduled jobs (finalize, overdue).
+
+Rules callers rely on (docs/decisions/invoices.md):
+- one live (non-void) invoice per subscription and period, and periods of one subscription never overlap;
+- a draft follows the ledger and the strategies; finalizing prices it one last time and freezes it;
+- numbers are taken from a per-book counter in the generating transaction: consecutive, never reused;
+- every check-then-act locks its rows first: subscription, then invoice, then the number counter.
+"""
+import hashlib
+import logging
+import secrets
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+
+from billing.invoice_documents import InvoiceEmail, InvoiceView, send_invoice_email
+from billing.invoicing import billing_window, priced_lines, totals
+from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
+from billing.periods import local_date, local_midnight, period_as_of
+from billing.selectors.subscriptions import effective_end, schedule_of
+from config.core.errors import ApiError, BadRequest, Conflict, NotFound, Unprocessable
+from config.core.scoping import get_owned, owned
+from customers.models import Customer
+
+logger = logging.getLogger("billing.invoices")
+
+Status = InvoiceStatus
+UNSENDABLE = (Status.PAID, Status.VOID, Status.REFUNDED)
+SETTINGS_FIELDS = ("discount_percent", "discount_fixed", "tax_percent")
+
+
+class EmailNotSent(ApiError):
+    status, code = 502, "email_not_sent"
+
+
+def pay_token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _invoice_locked(book, invoice_id) -> Invoice:
+    return get_owned(Invoice, book, invoice_id, queryset=owned(Invoice, book).select_for_update(of=("self",))
+                     .select_related("subscription", "customer"))
+
+
+# --------------------------------------------------------------------------- generate
+
+def _instant(value: date | datetime, timezone: str) -> datetime:
+    """A bare date is local midnight in the subscription's time zone (as subscription dates are)."""
+    return value if isinstance(value, datetime) else local_midnight(value, timezone)
+
+
+def _requested_period(subscription: Subscription, start, end, *, now: datetime) -> tuple[datetime, datetime]:
+    """The window asked for, or the subscription's current period (its first one while upcoming)."""
+    if (start is None) != (end is None):
+        raise BadRequest(["billingPeriodStart, billingPeriodEnd: Send both, or neither for the current period."])
+    if start is None:
+        if subscription.current_period_start is not None:
+            return subscription.current_period_start, subscription.current_period_end
+        period = period_as_of(schedule_of(subscription), now)
+        if period is None:
+            raise Unprocessable(["subscriptionId: The subscription has no billing period (it ends before it starts)."])
+        return period.start, period.end
+    start, end = _instant(start, subscription.timezone), _instant(end, subscription.timezone)
+    if end <= start:
+        raise Unprocessable(["billingPeriodEnd: Must be after billingPeriodStart."])
+    life_end = effective_end(subscription)
+    if end <= subscription.start_date or (life_end is not None and start >= life_end):
+        raise Unprocessable(["billingPeriodStart, billingPeriodEnd: The subscription does not run in this period."])
+    return start, end
+
+
+def _take_number(book) -> str:
+    """The next number of the book. The counter row stays locked until the invoice is committed, so a
+    generate that fails gives its number back and none is skipped."""
+    owned(InvoiceCounter, book).get_or_create(book=book)
+    counter = owned(InvoiceCounter, book).select_for_update().get()
+    counter.last_number += 1
+    counter.save(update_fields=["last_number", "updated_at"])
+    return f"INV-{counter.last_number:06d}"
+
+
+def _apply_totals(invoice: Invoice, line_amounts) -> None:
+    result = totals(line_amounts, discount_percent=invoice.discount_percent, discount_fixed=invoice.discount_fixed,
+                    tax_percent=invoice.tax_percent)
+    invoice.subtotal, invoice.discount, invoice.tax, invoice.total = (result.subtotal, result.discount,
+                                                                       result.tax, result.total)
+
+
+def _reprice(invoice: Invoice, subscription: Subscription) -> None:
+    """Replace the lines with the period's charges from the ledger and the strategies as they are now."""
+    lines = priced_lines(subscription, billing_window(subscription, invoice.period_start, invoice.period_end))
+    owned(InvoiceLine, invoice.book_id).filter(invoice=invoice).delete()
+    for line in lines:
+        line.invoice = invoice
+    InvoiceLine.objects.bulk_create(lines)
+    _apply_totals(invoice, [line.amount for line in lines])
+    invoice.save()
+
+
+def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billing_period_start=None,
+                     billing_period_end=None, **invoice_settings) -> tuple[Invoice, bool]:
+    """A draft for one period of a customer's subscription; returns (invoice, created).
+
+    Again for the same period: a draft is re-priced in place (with any discount or tax sent), a finalized
+    invoice comes back unchanged. Internal coding-agent customers are never invoiced (400)."""
+    customer = get_owned(Customer, book, customer_id, queryset=owned(Customer, book).filter(deleted_at__isnull=True))
+    subscription = get_owned(Subscription, book, subscription_id)
+    if subscription.customer_id != customer.pk:
+        raise NotFound("Subscription not found for this customer")
+    if customer.is_internal:
+        raise BadRequest(["customerId: Internal coding-agent customers (developers) are never invoiced."])
+    start, end = _requested_period(subscription, billing_period_start, billing_period_end, now=now)
+    with transaction.atomic():
+        # One generate per subscription at a time: the second sees what the first wrote.
+        subscription = owned(Subscription, book).select_for_update().get(pk=subscription.pk)
+        invoices = (owned(Invoice, book).select_for_update().filter(subscription=subscription)
+                    .exclude(status=Status.VOID))
+        existing = invoices.filter(period_start=start, period_end=end).first()
+        if existing is not None:
+            if existing.status == Status.DRAFT:
+                for field, value in invoice_settings.items():
+                    setattr(existing, field, value)
+                _reprice(existing, subscription)
+            return existing, False
+        overlapping = invoices.filter(period_start__lt=end, period_end__gt=start).order_by("period_start").first()
+        if overlapping is not None:
+            raise Conflict(f"Invoice {overlapping.invoice_number} ({overlapping.status}) already bills "
+                           f"{overlapping.period_start.isoformat()} to {overlapping.period_end.isoformat()}, which "
+                           "overlaps this period; void it first or pick a period that does not overlap.")
+        invoice = Invoice(book=book, customer=customer, subscription=subscription, period_start=start,
+                          period_end=end, memo=subscription.invoice_memo, invoice_number=_take_number(book),
+                          **invoice_settings)
+        invoice.save()
+        _reprice(invoice, subscription)
+    return invoice, True
+
+
+# --------------------------------------------------------------------------- drafts
+
+@transaction.atomic
+def invoice_update(*, book, invoice_id, **changes) -> Invoice:
+    """Discount, tax and memo of a draft; finalized invoices never change (409)."""
+    invoice = _invoice_locked(book, invoice_id)
+    if invoice.status != Status.DRAFT:
+        raise Conflict(f"Invoice {invoice.invoice_number} is {invoice.status}: only drafts change. Void it and "
+                       "generate a new one to bill the period differently.", code="invoice_immutable")
+    for field, value in changes.items():
+        setattr(invoice, field, value)
+    _apply_totals(invoice, owned(InvoiceLine, book).filter(invoice=invoice).values_list("amount", flat=True))
+    invoice.save()
+    return invoice
+
+
+def _finalize(invoice: Invoice, *, now: datetime, status: str) -> None:
+    """Price the draft one last time, then freeze it: issue date now, due date the issue day plus the
+    subscription's netTerms (days in its time zone), overdue from the first instant after the due date."""
+    subscription = invoice.subscription
+    _reprice(invoice, subscription)
+    timezone = subscription.timezone
+    invoice.status, invoice.issued_at = status, now
+    invoice.due_date = local_date(now, timezone) + timedelta(days=subscription.net_terms)
+    invoice.overdue_at = local_midnight(invoice.due_date + timedelta(days=1), timezone)
+    invoice.save()
+
+
+# --------------------------------------------------------------------------- send
+
+@dataclass(frozen=True)
+class Delivery:
+    invoice: Invoice
+    email_id: str
+    recipient: str
+
+
+def _recipients(customer: Customer, recipient_email: str | None) -> tuple[str, list[str]]:
+    to = recipient_email or customer.email or customer.billing_contact_email
+    if not to:
+        raise BadRequest(["recipientEmail: The customer has no email address; send recipientEmail."])
+    extra = [address for address in customer.invoice_email_recipients or [] if isinstance(address, str)]
+    cc = list(dict.fromkeys(address for address in extra if address.lower() != to.lower()))
+    return to, cc
+
+
+def invoice_send(*, book, invoice_id, now: datetime, recipient_email: str | None = None,
+                 subject: str | None = None, message: str = "") -> Delivery:
+    """Email the invoice with its PDF and a fresh pay-now link (earlier links stop working).
+
+    A draft is finalized first and is `pending` while the email goes out, `issued` once the email backend
+    accepted it; an email that fails leaves it pending (send again). Issued, pending and overdue invoices
+    are re-sent without a status change; paid, refunded and void ones cannot be sent (400)."""
+    with transaction.atomic():
+        invoice = _invoice_locked(book, invoice_id)
+        if invoice.status in UNSENDABLE:
+            raise BadRequest(f"Invoice {invoice.invoice_number} is {invoice.status} and cannot be sent.")
+        to, cc = _recipients(invoice.customer, recipient_email)
+        if invoice.status == Status.DRAFT:
+            _finalize(invoice, now=now, status=Status.PENDING)
+        token = secrets.token_urlsafe(32)
+        invoice.pay_token_digest = pay_token_digest(token)
+        invoice.save(update_fields=["pay_token_digest", "updated_at"])
+    view = InvoiceView.of(invoice)
+    email = InvoiceEmail(to=to, cc=cc, subject=subject or f"Invoice {invoice.invoice_number} from {view.business_name}",
+                         message=message, pay_url=f"{settings.PUBLIC_BASE_URL}/pay/{token}")
+    try:
+        email_id = send_invoice_email(view, email)
+    except Exception:
+        logger.exception("invoice email failed", extra={"invoice_id": str(invoice.pk)})
+        raise EmailNotSent(f"The email for invoice {invoice.invoice_number} could not be sent; the invoice stays "
+                           f"{invoice.status}. Send it again.")
+    owned(Invoice, book).filter(pk=invoice.pk, status=Status.PENDING).update(status=Status.ISSUED, updated_at=now)
+    owned(Invoice, book).filter(pk=invoice.pk).update(last_sent_at=now)
+    invoice.refresh_from_db()
+    return Delivery(invoice, email_id, to)
+
+
+# --------------------------------------------------------------------------- void
+
+@transaction.atomic
+def invoice_void(*, book, invoice_id, now: datetime, reason: str = "") -> Invoice:
+    """Drafts and unpaid pending, issued or overdue invoices become void (their number stays taken, the pay
+    link stops working). Voiding twice changes nothing. Money received must be refunded first (400)."""
+    invoice = _invoice_locked(book, invoice_id)
+    if invoice.status == Status.VOID:
+        return invoice
+    if invoice.status in (Status.PAID, Status.REFUNDED):
+        raise BadRequest(f"Invoice {invoice.invoice_number} is {invoice.status}; a paid invoice is not voided, "
+                         "its payments are refunded.")
+    if invoice.amount_paid > 0:
+        raise BadRequest(f"Invoice {invoice.invoice_number} has {invoice.amount_paid} collected; refund the payments "
+                         "before voiding it.")
+    invoice.status, invoice.voided_at, invoice.void_reason = Status.VOID, now, reason
+    invoice.pay_token_digest = None
+    invoice.save()
+    return invoice
+
+
+# --------------------------------------------------------------------------- scheduled jobs
+
+def invoices_finalize_due(*, now: datetime) -> str:
+    """Scheduled job (every book): drafts whose period has ended are finalized (issued). Idempotent."""
+    due = list(Invoice.objects.filter(status=Status.DRAFT, period_end__lte=now).order_by("pk")
+               .values_list("pk", flat=True))
+    finalized = 0
+    for pk in due:
+        with transaction.atomic():
+            # A row another worker (or a send) holds is skipped; it is being finalized there.
+            invoice = (Invoice.objects.select_for_update(skip_locked=True, of=("self",)).select_related("subscription")
+                       .filter(pk=pk, status=Status.DRAFT).first())
+            if invoice is not None:
+                _finalize(invoice, now=now, status=Status.ISSUED)
+                finalized += 1
+    return f"{finalized} finalized"
+
+
+def invoices_mark_overdue(*, now: datetime) -> str:
+    """Scheduled job (every book): issued invoices not paid in full after their due date become overdue.
+    One conditional update: a payment holding the row decides first. Idempotent."""
+    count = (Invoice.objects.filter(Q(status=Status.ISSUED, overdue_at__lte=now), amount_paid__lt=F("total"))
+             .update(status=Status.OVERDUE, updated_at=now))
+    return f"{count} overdue"

@@ -1,0 +1,162 @@
+"""Payments and refunds of invoices: the Stripe webhook, the pay-now page and the refund endpoint all record
+money through `payment_record`, under the invoice's row lock.
+
+- A payment is unique per book by the provider's payment id: a replayed notification changes nothing.
+- `Invoice.amount_paid` is the net collected (payments minus refunds); a payable invoice becomes `paid` when
+  it reaches the total, and a paid one `refunded` when refunds bring it back to zero.
+"""
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from billing import stripe_gateway
+from billing.models import Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
+from billing.services.invoices import pay_token_digest
+from config.core.errors import BadRequest
+from config.core.money import ZERO, from_minor_units, to_minor_units
+from config.core.scoping import get_owned, owned
+
+logger = logging.getLogger("billing.payments")
+
+Status = InvoiceStatus
+PAYABLE = (Status.PENDING, Status.ISSUED, Status.OVERDUE)
+STRIPE, LOCAL = "stripe", "local"
+CHECKOUT_EVENTS = ("checkout.session.completed", "checkout.session.async_payment_succeeded")
+
+
+def payment_record(*, invoice: Invoice, amount: Decimal, provider: str, provider_payment_id: str,
+                   now: datetime) -> tuple[Payment, bool]:
+    """Record money received for an invoice the caller holds locked; returns (payment, created).
+
+    Money is recorded whatever the invoice's status (it was received); only a payable invoice moves, to
+    `paid` once the net collected covers its total."""
+    try:
+        with transaction.atomic():
+            payment = Payment.objects.create(book_id=invoice.book_id, invoice=invoice, amount=amount,
+                                             provider=provider, provider_payment_id=provider_payment_id)
+    except IntegrityError:
+        return owned(Payment, invoice.book_id).get(provider_payment_id=provider_payment_id), False
+    invoice.amount_paid += amount
+    if invoice.status in PAYABLE and invoice.amount_paid >= invoice.total:
+        invoice.status, invoice.paid_at = Status.PAID, now
+    invoice.save(update_fields=["amount_paid", "status", "paid_at", "updated_at"])
+    return payment, True
+
+
+# --------------------------------------------------------------------------- Stripe webhook
+
+@dataclass(frozen=True)
+class WebhookOutcome:
+    handled: bool
+    detail: str
+    payment: Payment | None = None
+    invoice: Invoice | None = None
+
+
+def _invoice_id(session: dict):
+    metadata = session.get("metadata") if isinstance(session.get("metadata"), dict) else {}
+    try:
+        return uuid.UUID(str(metadata.get("invoiceId")))
+    except ValueError:
+        return None
+
+
+def stripe_event_handle(event: dict, *, now: datetime) -> WebhookOutcome:
+    """A verified Stripe event. A completed, paid Checkout session whose `metadata.invoiceId` names an
+    invoice records `amount_total` (cents) under its `payment_intent`; anything else is acknowledged and
+    ignored (Stripe would retry an error forever)."""
+    if event.get("type") not in CHECKOUT_EVENTS:
+        return WebhookOutcome(False, f"event type {event.get('type')!r} is not handled")
+    session = (event.get("data") or {}).get("object") if isinstance(event.get("data"), dict) else None
+    if not isinstance(session, dict):
+        return WebhookOutcome(False, "the event has no data.object")
+    if session.get("payment_status", "paid") != "paid":
+        return WebhookOutcome(False, "the session is not paid yet (an async payment method)")
+    invoice_id, amount_cents = _invoice_id(session), session.get("amount_total")
+    if invoice_id is None or not isinstance(amount_cents, int) or isinstance(amount_cents, bool) or amount_cents <= 0:
+        return WebhookOutcome(False, "the session names no invoice or no positive amount_total")
+    provider_payment_id = session.get("payment_intent") or session.get("id")
+    if not isinstance(provider_payment_id, str) or not provider_payment_id:
+        return WebhookOutcome(False, "the session has no payment_intent")
+    with transaction.atomic():
+        # The signed event names the invoice; its book follows from it (a webhook carries no API key).
+        invoice = Invoice.objects.select_for_update().select_related("book").filter(pk=invoice_id).first()
+        if invoice is None:
+            return WebhookOutcome(False, "no such invoice")
+        if bool(event.get("livemode")) != invoice.book.livemode:
+            # A test-mode payment never settles a live invoice, nor the reverse.
+            return WebhookOutcome(False, "the event's livemode does not match the invoice's books")
+        if str(session.get("currency", invoice.currency)).lower() != invoice.currency:
+            return WebhookOutcome(False, f"the session's currency is not {invoice.currency}")
+        payment, created = payment_record(invoice=invoice, amount=from_minor_units(amount_cents), provider=STRIPE,
+                                          provider_payment_id=provider_payment_id, now=now)
+    return WebhookOutcome(True, "payment recorded" if created else "payment already recorded", payment, invoice)
+
+
+# --------------------------------------------------------------------------- pay-now page
+
+def invoice_for_pay_token(token: str) -> Invoice | None:
+    """The invoice a pay-now link opens (any book: the token alone identifies it)."""
+    return (Invoice.objects.select_related("book__organization", "customer", "subscription")
+            .filter(pay_token_digest=pay_token_digest(token)).first())
+
+
+def checkout_url(invoice: Invoice, *, pay_url: str) -> str:
+    """A Stripe Checkout session for what is still due."""
+    return stripe_gateway.checkout_session_url(
+        invoice_id=str(invoice.pk), title=f"Invoice {invoice.invoice_number}",
+        amount_cents=to_minor_units(invoice.amount_due), currency=invoice.currency,
+        customer_email=invoice.customer.email, success_url=f"{pay_url}?checkout=success",
+        cancel_url=f"{pay_url}?checkout=cancelled")
+
+
+def invoice_pay_locally(*, token: str, attempt: uuid.UUID, now: datetime) -> Invoice | None:
+    """The development checkout (no STRIPE_SECRET_KEY): pay what is due, recorded like a webhook payment.
+    `attempt` comes from the page's form, so a double submit records one payment."""
+    with transaction.atomic():
+        invoice = Invoice.objects.select_for_update().filter(pay_token_digest=pay_token_digest(token)).first()
+        if invoice is not None and invoice.status in PAYABLE and invoice.amount_due > 0:
+            payment_record(invoice=invoice, amount=invoice.amount_due, provider=LOCAL,
+                           provider_payment_id=f"local_{attempt}", now=now)
+    return invoice
+
+
+# --------------------------------------------------------------------------- refunds
+
+@transaction.atomic
+def refund_create(*, book, invoice_id, payment_id, now: datetime, amount: Decimal | None = None,
+                  reason: str = "") -> Refund:
+    """Refund part or all of a payment (default: what is left of it). Records are kept: the payment's
+    refunded amount grows and the invoice's net collected shrinks; a paid invoice whose payments are all
+    refunded becomes `refunded`. With STRIPE_SECRET_KEY, Stripe refunds a Stripe payment first."""
+    invoice = get_owned(Invoice, book, invoice_id, queryset=owned(Invoice, book).select_for_update())
+    payment = get_owned(Payment, book, payment_id,
+                        queryset=owned(Payment, book).filter(invoice=invoice).select_for_update())
+    refundable = payment.refundable
+    if refundable <= 0:
+        raise BadRequest(f"Payment {payment.pk} is refunded in full already.")
+    amount = refundable if amount is None else amount
+    if amount <= 0 or amount > refundable:
+        raise BadRequest([f"amount: Must be more than 0 and at most {refundable} (what is left of the payment)."])
+    refund = Refund(book=book, payment=payment, amount=amount, reason=reason)
+    if settings.STRIPE_SECRET_KEY and payment.provider == STRIPE:
+        refund.provider_refund_id = stripe_gateway.refund(payment_intent=payment.provider_payment_id,
+                                                          amount_cents=to_minor_units(amount),
+                                                          # A retried request refunds once at Stripe.
+                                                          idempotency_key=f"refund-{payment.pk}-"
+                                                                          f"{payment.refunded_amount}-{amount}")
+    refund.save()
+    payment.refunded_amount += amount
+    payment.status = PaymentStatus.REFUNDED if payment.refunded_amount == payment.amount \
+        else PaymentStatus.PARTIALLY_REFUNDED
+    payment.save(update_fields=["refunded_amount", "status", "updated_at"])
+    invoice.amount_paid -= amount
+    if invoice.status == Status.PAID and invoice.amount_paid <= ZERO:
+        invoice.status = Status.REFUNDED
+    invoice.save(update_fields=["amount_paid", "status", "updated_at"])
+    return refund

@@ -1,0 +1,68 @@
+"""The Stripe boundary: webhook signature checks, Checkout sessions and refunds. Nothing else talks to Stripe."""
+import json
+import logging
+
+import stripe
+from django.conf import settings
+
+from config.core.errors import ApiError, BadRequest
+
+logger = logging.getLogger("billing.payments")
+
+# Stripe's own default: a signed event older than this is refused (replays of captured requests).
+SIGNATURE_TOLERANCE_SECONDS = 300
+
+
+class PaymentProviderError(ApiError):
+    status, code = 502, "payment_provider_error"
+
+
+def is_configured() -> bool:
+    return bool(settings.STRIPE_SECRET_KEY)
+
+
+def verify_event(payload: bytes, signature_header: str) -> dict:
+    """The event of a webhook request whose `Stripe-Signature` (t=..., v1=HMAC-SHA256 of "{t}.{body}" with
+    STRIPE_WEBHOOK_SECRET) verifies, compared in constant time within the timestamp tolerance; 400 otherwise."""
+    if not settings.STRIPE_WEBHOOK_SECRET:
+        raise BadRequest("Stripe webhooks are not configured on this deployment (STRIPE_WEBHOOK_SECRET is unset).")
+    try:
+        stripe.WebhookSignature.verify_header(payload.decode("utf-8"), signature_header,
+                                              settings.STRIPE_WEBHOOK_SECRET, SIGNATURE_TOLERANCE_SECONDS)
+    except (stripe.SignatureVerificationError, UnicodeDecodeError):
+        raise BadRequest("Stripe-Signature does not verify.", code="invalid_signature")
+    try:
+        event = json.loads(payload)
+    except ValueError:
+        raise BadRequest("The webhook body is not JSON.")
+    if not isinstance(event, dict):
+        raise BadRequest("The webhook body is not a Stripe event.")
+    return event
+
+
+def checkout_session_url(*, invoice_id: str, title: str, amount_cents: int, currency: str, customer_email: str,
+                         success_url: str, cancel_url: str) -> str:
+    """A Checkout session for the amount due; its metadata names the invoice for the webhook."""
+    metadata = {"invoiceId": invoice_id}
+    try:
+        session = stripe.checkout.Session.create(
+            api_key=settings.STRIPE_SECRET_KEY, mode="payment", client_reference_id=invoice_id,
+            line_items=[{"quantity": 1, "price_data": {"currency": currency, "unit_amount": amount_cents,
+                                                       "product_data": {"name": title}}}],
+            customer_email=customer_email or None, metadata=metadata, payment_intent_data={"metadata": metadata},
+            success_url=success_url, cancel_url=cancel_url)
+    except stripe.StripeError as exc:
+        logger.warning("stripe checkout session failed: %s", exc.__class__.__name__)
+        raise PaymentProviderError("The payment provider is unavailable; try again in a moment.")
+    return session.url
+
+
+def refund(*, payment_intent: str, amount_cents: int, idempotency_key: str) -> str:
+    """Refund part or all of a payment at Stripe; the idempotency key makes a retried call refund once."""
+    try:
+        result = stripe.Refund.create(api_key=settings.STRIPE_SECRET_KEY, payment_intent=payment_intent,
+                                      amount=amount_cents, idempotency_key=idempotency_key)
+    except stripe.StripeError as exc:
+        logger.warning("stripe refund failed: %s", exc.__class__.__name__)
+        raise PaymentProviderError(f"Stripe refused or did not answer the refund: {exc.user_message or exc}")
+    return result.id

@@ -1,0 +1,336 @@
+"""POST /v1/invoices/generate over HTTP: totals computed by hand (spec sections 2-4; contract Decisions:
+Periods, Tiers, Rounding, Proration, Internal coding-agent usage; docs/decisions/invoices.md)."""
+from datetime import datetime, timezone
+
+import pytest
+
+from billing.models import Invoice
+from tests.billing.invoice_support import (FEB, JAN, amounts, billing_chain, credit_pool, draft, event,
+                                           generate, onetime, recurring, seats, tiered, usage)
+from tests.billing.support import error, ok
+from tests.factories import CustomerFactory, book_of
+
+pytestmark = pytest.mark.django_db
+
+NO_SUCH_ID = "00000000-0000-4000-8000-000000000000"
+
+
+# --------------------------------------------------------------------------- pricing models on the period total
+
+def test_flat_usage_bills_the_periods_total_quantity_times_the_rate(api, book):
+    chain = billing_chain(api, book, [usage("0.25")])
+    event(chain, 10, "2025-01-10T12:00:00Z")
+    event(chain, 30, "2025-01-11T12:00:00Z")
+    invoice = draft(api, chain)
+    assert invoice["totalAmount"] == 10 and invoice["total"] == 10
+    line = invoice["lines"][0]
+    assert (line["chargeType"], line["quantity"], line["usedQuantity"], line["amount"]) == ("usage", 40, 40, 10)
+    assert line["signalId"] == str(chain.signal.id) and line["strategyId"] == chain.strategies[0]["id"]
+
+
+@pytest.mark.parametrize("model, quantities, expected", [
+    ("graduated", [50, 60, 40], 12.5),  # 100 x 0.10 + 50 x 0.05, on the total (not per event)
+    ("volume", [50, 60, 40], 7.5),  # 150 falls in tier 2: every unit at 0.05
+    ("volume", [60, 40], 10),  # exactly at the tier edge (100): still tier 1
+    ("graduated", [], 0),
+    ("graduated", ["100.5"], 10.03),  # fractional: 10 + 0.5 x 0.05 = 10.025 -> 10.03 (half-up)
+])
+def test_tiered_models_price_the_periods_total(api, book, model, quantities, expected):
+    chain = billing_chain(api, book, [tiered(model)])
+    for day, quantity in enumerate(quantities, start=10):
+        event(chain, quantity, f"2025-01-{day}T12:00:00Z")
+    assert draft(api, chain)["total"] == expected
+
+
+@pytest.mark.parametrize("quantities, expected", [([70, 60], 72.5), ([], 50), ([100], 50)])
+def test_credit_pool_bills_the_pool_price_every_period_plus_overage(api, book, quantities, expected):
+    chain = billing_chain(api, book, [credit_pool(100, 50, "0.75")])
+    for day, quantity in enumerate(quantities, start=10):
+        event(chain, quantity, f"2025-01-{day}T12:00:00Z")
+    assert draft(api, chain)["total"] == expected
+
+
+def test_minimum_commitment_raises_the_billed_quantity(api, book):
+    chain = billing_chain(api, book, [usage("0.25", minimumCommitment=100)])
+    event(chain, 40, "2025-01-10T12:00:00Z")
+    line = draft(api, chain)["lines"][0]
+    assert (line["quantity"], line["usedQuantity"], line["amount"]) == (100, 40, 25)
+
+
+def test_volume_signal_bills_every_event_as_an_attempt_and_usage_signal_bills_outcomes(api, book):
+    attempts = billing_chain(api, book, [usage("1")], signal_type="volume")
+    outcomes = billing_chain(api, book, [usage("1")], signal_type="usage")
+    for chain in (attempts, outcomes):
+        for day, quantity in ((10, 0), (11, 0), (12, 3)):  # two attempts without outcome, one with 3 outcomes
+            event(chain, quantity, f"2025-01-{day}T12:00:00Z")
+    assert draft(api, attempts)["total"] == 5  # 1 + 1 + 3 attempts
+    assert draft(api, outcomes)["total"] == 3
+
+
+def test_usage_of_other_customers_agents_and_signals_is_not_billed(api, book):
+    chain = billing_chain(api, book, [usage("1")])
+    neighbour = billing_chain(api, book, [usage("1")])
+    event(chain, 2, "2025-01-10T12:00:00Z")
+    event(neighbour, 50, "2025-01-10T12:00:00Z")
+    assert draft(api, chain)["total"] == 2
+
+
+# --------------------------------------------------------------------------- fees
+
+def test_recurring_fee_is_billed_whole_each_cycle(api, book):
+    chain = billing_chain(api, book, [recurring("49")])
+    assert draft(api, chain, JAN)["total"] == 49
+    assert draft(api, chain, FEB)["total"] == 49
+
+
+def test_seat_fee_bills_max_of_seats_and_minimum_commitment(api, book):
+    chain = billing_chain(api, book, [seats("10", minimum=5)], seatsCount=3)
+    line = draft(api, chain)["lines"][0]
+    assert (line["chargeType"], line["quantity"], line["amount"]) == ("seat_based", 5, 50)
+
+
+def test_one_time_fee_lands_only_on_the_first_period(api, book):
+    chain = billing_chain(api, book, [recurring("49"), onetime("100")])
+    assert amounts(draft(api, chain, JAN)) == [("recurring", 49), ("onetime", 100)]
+    assert amounts(draft(api, chain, FEB)) == [("recurring", 49)]
+
+
+def test_yearly_fee_on_a_monthly_cycle_bills_a_twelfth(api, book):
+    chain = billing_chain(api, book, [recurring("1200", frequency="yearly")])
+    assert draft(api, chain)["total"] == 100
+
+
+def test_partial_first_period_prorates_fees_by_days_not_usage(api, book):
+    """Start January 22, billing day 1: 10 of January's 31 days. 62 x 10/31 = 20.00; yearly 1200 -> 100 x 10/31 =
+    32.258 -> 32.26; usage is never prorated."""
+    chain = billing_chain(api, book, [recurring("62"), recurring("1200", frequency="yearly"), usage("1")],
+                          start="2025-01-22T00:00:00Z", billingDay=1)
+    event(chain, 7, "2025-01-25T12:00:00Z")
+    invoice = draft(api, chain, ("2025-01-22T00:00:00Z", "2025-02-01T00:00:00Z"))
+    assert amounts(invoice) == [("recurring", 20), ("recurring", 32.26), ("usage", 7)]
+    assert (invoice["lines"][0]["proratedDays"], invoice["lines"][0]["periodDays"]) == (10, 31)
+    assert invoice["total"] == 59.26
+
+
+def test_the_whole_calendar_month_gives_the_same_proration_as_the_cut_first_period(api, book):
+    chain = billing_chain(api, book, [recurring("62")], start="2025-01-22T00:00:00Z", billingDay=1)
+    assert draft(api, chain, JAN)["total"] == 20
+
+
+def test_prorated_amount_replaces_the_prorated_fees_of_the_first_period(api, book):
+    chain = billing_chain(api, book, [recurring("49"), seats("10", minimum=5), usage("1")],
+                          start="2025-01-22T00:00:00Z", billingDay=1, seatsCount=3, proratedAmount="30")
+    event(chain, 4, "2025-01-25T12:00:00Z")
+    assert amounts(draft(api, chain, JAN)) == [("prorated", 30), ("usage", 4)]
+    assert amounts(draft(api, chain, FEB)) == [("recurring", 49), ("seat_based", 50), ("usage", 0)]
+
+
+def test_default_period_in_a_non_utc_time_zone_runs_local_midnight_to_local_midnight(api, book, frozen_now):
+    """Paris, start January 22 (a bare date is local midnight), billing day 1, now January 25: the current period is
+    [Jan 22 00:00 Paris, Feb 1 00:00 Paris) and 62 is prorated 10/31; usage at Feb 1 00:30 Paris is February's."""
+    frozen_now(datetime(2025, 1, 25, 12, tzinfo=timezone.utc))
+    chain = billing_chain(api, book, [recurring("62"), usage("1")], start="2025-01-22", billingDay=1,
+                          timezone="Europe/Paris")
+    event(chain, 2, "2025-01-31T22:30:00Z")  # 23:30 in Paris: January
+    event(chain, 5, "2025-01-31T23:30:00Z")  # 00:30 on February 1 in Paris
+    invoice = draft(api, chain, period=None)
+    assert (invoice["periodStart"], invoice["periodEnd"]) == ("2025-01-21T23:00:00Z", "2025-01-31T23:00:00Z")
+    assert amounts(invoice) == [("recurring", 20), ("usage", 2)]
+
+
+# --------------------------------------------------------------------------- periods
+
+def test_period_is_half_open_and_a_last_second_end_means_the_next_midnight(api, book):
+    chain = billing_chain(api, book, [usage("1")])
+    event(chain, 3, "2025-01-31T23:59:59.500Z")
+    event(chain, 5, "2025-02-01T00:00:00Z")
+    january = draft(api, chain, JAN)
+    assert (january["periodStart"], january["periodEnd"]) == ("2025-01-01T00:00:00Z", "2025-02-01T00:00:00Z")
+    assert january["total"] == 3
+    assert draft(api, chain, FEB)["total"] == 5
+
+
+def test_the_period_defaults_to_the_subscriptions_current_period(api, book, frozen_now):
+    chain = billing_chain(api, book, [recurring("10")], start="2025-01-15T00:00:00Z")
+    invoice = draft(api, chain, period=None)
+    assert (invoice["periodStart"], invoice["periodEnd"]) == ("2025-05-15T00:00:00Z", "2025-06-15T00:00:00Z")
+
+
+def test_a_bare_date_period_runs_between_local_midnights(api, book):
+    chain = billing_chain(api, book, [recurring("10")])
+    invoice = draft(api, chain, ("2025-01-01", "2025-02-01"))
+    assert (invoice["periodStart"], invoice["periodEnd"]) == ("2025-01-01T00:00:00Z", "2025-02-01T00:00:00Z")
+
+
+# --------------------------------------------------------------------------- discount, tax, rounding, memo
+
+def test_each_line_is_rounded_once_and_the_total_is_the_sum_of_rounded_lines(api, book):
+    chain = billing_chain(api, book, [usage("0.005"), recurring("2.675")])
+    event(chain, 1, "2025-01-10T12:00:00Z")
+    invoice = draft(api, chain)
+    assert amounts(invoice) == [("usage", 0.01), ("recurring", 2.68)]
+    assert invoice["subtotal"] == 2.69 and invoice["total"] == 2.69  # rounding the exact sum would give 2.68
+
+
+def test_discount_and_tax_set_on_generate(api, book):
+    """100.00 less 10% and 5.00 is 85.00; 8.25% tax on it is 7.0125 -> 7.01; total 92.01."""
+    chain = billing_chain(api, book, [recurring("100")])
+    invoice = draft(api, chain, discountPercent=10, discountFixed="5", taxRate="8.25")
+    assert (invoice["subtotal"], invoice["discountTotal"], invoice["taxTotal"], invoice["total"]) == (
+        100, 15, 7.01, 92.01)
+    assert (invoice["discountPercent"], invoice["discountFixed"], invoice["taxRate"]) == (10, 5, 8.25)
+
+
+def test_a_discount_never_exceeds_the_subtotal(api, book):
+    chain = billing_chain(api, book, [recurring("20")])
+    invoice = draft(api, chain, discountFixed="50", taxRate=10)
+    assert (invoice["discountTotal"], invoice["taxTotal"], invoice["total"]) == (20, 0, 0)
+
+
+@pytest.mark.parametrize("field, value", [("discountPercent", 101), ("discountPercent", -1), ("taxRate", "x"),
+                                          ("discountFixed", "0.001"), ("discountFixed", -5)])
+def test_out_of_range_settings_are_400(api, book, field, value):
+    chain = billing_chain(api, book, [recurring("20")])
+    assert field in error(generate(api, chain, **{field: value}), 400)
+
+
+def test_the_subscriptions_invoice_memo_is_printed(api, book):
+    chain = billing_chain(api, book, [recurring("20")], invoiceMemo="PO 4411, net 30")
+    assert draft(api, chain)["invoiceMemo"] == "PO 4411, net 30"
+
+
+def test_the_agent_breakdown_sums_lines_per_agent(api, book):
+    chain = billing_chain(api, book, [recurring("20"), usage("1")])
+    event(chain, 5, "2025-01-10T12:00:00Z")
+    assert draft(api, chain)["agentBreakdown"] == [{
+        "agentId": str(chain.agent.id), "agentCode": chain.agent.agent_code, "agentName": chain.agent.name,
+        "amount": 25, "lineCount": 2}]
+
+
+# --------------------------------------------------------------------------- numbers, repeats, overlaps
+
+def test_numbers_are_consecutive_per_book(api, book, other_api, other_book):
+    first = draft(api, billing_chain(api, book, [recurring("1")]))
+    second = draft(api, billing_chain(api, book, [recurring("1")]))
+    foreign = draft(other_api, billing_chain(other_api, other_book, [recurring("1")]))
+    assert (first["invoiceNumber"], second["invoiceNumber"]) == ("INV-000001", "INV-000002")
+    assert foreign["invoiceNumber"] == "INV-000001"
+
+
+def test_generating_a_drafted_period_again_reprices_the_draft_in_place(api, book):
+    chain = billing_chain(api, book, [usage("1")])
+    event(chain, 2, "2025-01-10T12:00:00Z")
+    first = draft(api, chain)
+    event(chain, 3, "2025-01-11T12:00:00Z")
+    again = ok(generate(api, chain, taxRate=10), 200)
+    assert (again["id"], again["invoiceNumber"]) == (first["id"], first["invoiceNumber"])
+    assert (again["subtotal"], again["taxTotal"], again["total"]) == (5, 0.5, 5.5)
+    assert Invoice.objects.count() == 1
+
+
+def test_generating_a_finalized_period_again_returns_it_unchanged(api, book):
+    chain = billing_chain(api, book, [usage("1")])
+    event(chain, 2, "2025-01-10T12:00:00Z")
+    invoice = draft(api, chain)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    event(chain, 3, "2025-01-11T12:00:00Z")
+    again = ok(generate(api, chain), 200)
+    assert (again["id"], again["status"], again["total"]) == (invoice["id"], "issued", 2)
+
+
+def test_a_period_overlapping_another_invoice_of_the_subscription_is_409(api, book):
+    chain = billing_chain(api, book, [recurring("10")])
+    january = draft(api, chain)
+    message = error(generate(api, chain, ("2025-01-15T00:00:00Z", "2025-02-15T00:00:00Z")), 409)
+    assert january["invoiceNumber"] in message
+    ok(api.post(f"/v1/invoices/{january['id']}/void", {}))
+    assert draft(api, chain, ("2025-01-15T00:00:00Z", "2025-02-15T00:00:00Z"))["invoiceNumber"] == "INV-000002"
+
+
+def test_pricing_changes_never_reprice_an_issued_invoice(api, book):
+    chain = billing_chain(api, book, [usage("1")])
+    event(chain, 4, "2025-01-10T12:00:00Z")
+    invoice = draft(api, chain)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    strategy = chain.strategies[0]
+    ok(api.patch(f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies/{strategy['id']}", {"rate": "9"}))
+    after = ok(api.get(f"/v1/invoices/{invoice['id']}"))
+    assert after["total"] == 4
+    assert after["lines"][0]["terms"]["rate"] == 1  # the terms it was priced with
+
+
+def test_a_draft_follows_pricing_changes_until_it_is_finalized(api, book):
+    chain = billing_chain(api, book, [usage("1")])
+    event(chain, 4, "2025-01-10T12:00:00Z")
+    invoice = draft(api, chain)
+    strategy = chain.strategies[0]
+    ok(api.patch(f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies/{strategy['id']}", {"rate": "2"}))
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    assert ok(api.get(f"/v1/invoices/{invoice['id']}"))["total"] == 8
+
+
+# --------------------------------------------------------------------------- errors and access
+
+def test_internal_coding_agent_customers_are_never_invoiced(api, book):
+    developer = CustomerFactory(book=book, email="dev@acme.example.com", is_internal=True)
+    chain = billing_chain(api, book, [recurring("10")], customer=developer)
+    assert "customerId" in error(generate(api, chain), 400)
+    assert not Invoice.objects.exists()
+
+
+@pytest.mark.parametrize("body, field", [({}, "customerId"), ({"customerId": "nope"}, "customerId"),
+                                         ({"customerId": NO_SUCH_ID}, "subscriptionId"),
+                                         ({"customerId": NO_SUCH_ID, "subscriptionId": 7}, "subscriptionId")])
+def test_missing_or_malformed_ids_are_400(api, body, field):
+    assert field in error(api.post("/v1/invoices/generate", body), 400)
+
+
+def test_unknown_customer_or_subscription_is_404(api, book):
+    chain = billing_chain(api, book, [recurring("10")])
+    error(api.post("/v1/invoices/generate", {"customerId": NO_SUCH_ID, "subscriptionId": chain.subscription["id"]}),
+          404)
+    error(api.post("/v1/invoices/generate", {"customerId": str(chain.customer.id), "subscriptionId": NO_SUCH_ID}),
+          404)
+
+
+def test_a_subscription_of_another_customer_is_404(api, book):
+    chain = billing_chain(api, book, [recurring("10")])
+    stranger = CustomerFactory(book=book)
+    error(api.post("/v1/invoices/generate", {"customerId": str(stranger.id),
+                                             "subscriptionId": chain.subscription["id"]}), 404)
+
+
+def test_a_subscription_of_another_organization_is_404(api, other_api, other_book):
+    foreign = billing_chain(other_api, other_book, [recurring("10")])
+    error(generate(api, foreign), 404)
+
+
+@pytest.mark.parametrize("period, status", [
+    (("2025-02-01T00:00:00Z", "2025-01-01T00:00:00Z"), 422),  # end before start
+    (("2024-01-01T00:00:00Z", "2024-02-01T00:00:00Z"), 422),  # before the subscription starts
+    (("2025-01-01T00:00:00Z", "yesterday"), 400),
+])
+def test_bad_periods(api, book, period, status):
+    chain = billing_chain(api, book, [recurring("10")])
+    error(generate(api, chain, period), status)
+
+
+def test_one_period_bound_without_the_other_is_400(api, book):
+    chain = billing_chain(api, book, [recurring("10")])
+    assert "billingPeriodEnd" in error(generate(api, chain, None, billingPeriodStart="2025-01-01T00:00:00Z"), 400)
+
+
+@pytest.mark.parametrize("kind", [dict(key_type="publishable"), dict(scope="ingest"), dict(scope="legal")])
+def test_publishable_ingest_and_legal_keys_are_refused(client_for, api, book, kind):
+    chain = billing_chain(api, book, [recurring("10")])
+    client = client_for(**kind)
+    error(generate(client, chain), 403)
+    error(client.get("/v1/invoices"), 403)
+
+
+def test_a_live_key_does_not_see_the_test_books_invoices(api, book, client_for, org):
+    chain = billing_chain(api, book, [recurring("10")])
+    invoice = draft(api, chain)
+    live = client_for(environment="live")
+    error(live.get(f"/v1/invoices/{invoice['id']}"), 404)
+    assert book_of(org, "live") != book

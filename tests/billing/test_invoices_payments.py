@@ -1,0 +1,285 @@
+"""Payments and refunds: the Stripe webhook signed exactly as Stripe signs it, the pay-now page (local checkout
+and Stripe Checkout, Stripe mocked at its boundary), refunds (contract: Payments, Hosted pages)."""
+import re
+import time
+from types import SimpleNamespace
+
+import pytest
+import stripe
+from django.test import Client
+
+from billing.models import Payment, Refund
+from tests.billing.invoice_support import (WEBHOOK_SECRET, billing_chain, draft, event, pay, post_webhook,
+                                           recurring, stripe_event, stripe_signature, usage)
+from tests.billing.support import error, ok
+from tests.mail import sent_mail
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def stripe_settings(settings):
+    settings.STRIPE_WEBHOOK_SECRET = WEBHOOK_SECRET
+    settings.STRIPE_SECRET_KEY = ""
+    settings.PUBLIC_BASE_URL = "http://testserver"
+
+
+@pytest.fixture
+def issued(api, book):
+    """An issued invoice of 24.00 (20.00 recurring plus 4 units at 1.00), and its pay-now path."""
+    chain = billing_chain(api, book, [recurring("20"), usage("1")])
+    event(chain, 4, "2025-01-10T12:00:00Z")
+    invoice = draft(api, chain)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    pay_path = re.search(r"http://testserver(/pay/\S+)", sent_mail()[0].text).group(1)
+    return SimpleNamespace(chain=chain, id=invoice["id"], pay_path=pay_path,
+                           invoice=ok(api.get(f"/v1/invoices/{invoice['id']}")))
+
+
+def full(api, issued) -> dict:
+    return ok(api.get(f"/v1/invoices/{issued.id}"))
+
+
+# --------------------------------------------------------------------------- webhook
+
+def test_a_payment_in_full_marks_the_invoice_paid_and_is_listed(api, issued, client):
+    resp = pay(client, issued.invoice, payment_intent="pi_full_1")
+    assert resp.status_code == 200 and resp.json()["handled"] is True
+    body = full(api, issued)
+    assert (body["status"], body["amountPaid"], body["amountDue"]) == ("paid", 24, 0)
+    [payment] = body["payments"]
+    assert {"id", "amount", "refundedAmount", "status", "createdAt"} <= set(payment)
+    assert (payment["amount"], payment["refundedAmount"], payment["status"]) == (24, 0, "succeeded")
+    assert (payment["provider"], payment["providerPaymentId"]) == ("stripe", "pi_full_1")
+    assert body["paidAt"] is not None
+
+
+def test_a_replayed_event_changes_nothing(api, issued, client):
+    body = stripe_event(issued.id, 2400)
+    assert post_webhook(client, body).status_code == 200
+    assert post_webhook(client, body, stripe_signature(body)).status_code == 200
+    assert len(full(api, issued)["payments"]) == 1 and Payment.objects.count() == 1
+
+
+@pytest.mark.parametrize("signature_of", [
+    lambda body: stripe_signature(body, secret="whsec_wrong"),  # signed with another secret
+    lambda body: "",  # no Stripe-Signature
+    lambda body: "t=1,v1=deadbeef",  # garbage
+])
+def test_a_bad_signature_is_400_and_changes_nothing(api, issued, client, signature_of):
+    body = stripe_event(issued.id, 2400)
+    assert post_webhook(client, body, signature_of(body)).status_code == 400
+    after = full(api, issued)
+    assert (after["status"], after["payments"]) == ("issued", [])
+
+
+def test_an_old_signed_event_is_refused(api, issued, client):
+    body = stripe_event(issued.id, 2400)
+    assert post_webhook(client, body, stripe_signature(body, timestamp=int(time.time()) - 3600)).status_code == 400
+    assert full(api, issued)["payments"] == []
+
+
+def test_a_body_changed_after_signing_is_refused(api, issued, client):
+    signed = stripe_event(issued.id, 100)
+    tampered = signed.replace(b'"amount_total":100', b'"amount_total":2400')
+    assert post_webhook(client, tampered, stripe_signature(signed)).status_code == 400
+
+
+def test_without_a_webhook_secret_nothing_verifies(api, issued, client, settings):
+    settings.STRIPE_WEBHOOK_SECRET = ""
+    assert pay(client, issued.invoice).status_code == 400
+    assert full(api, issued)["status"] == "issued"
+
+
+def test_a_partial_payment_keeps_the_invoice_issued_until_the_rest_arrives(api, issued, client):
+    pay(client, issued.invoice, 1000)
+    body = full(api, issued)
+    assert (body["status"], body["amountPaid"], body["amountDue"]) == ("issued", 10, 14)
+    assert body["payments"][0]["amount"] == 10
+    pay(client, issued.invoice, 1400)
+    assert full(api, issued)["status"] == "paid"
+
+
+def test_other_event_types_are_acknowledged_and_ignored(api, issued, client):
+    resp = pay(client, issued.invoice, event_type="payment_intent.created")
+    assert resp.status_code == 200 and resp.json()["handled"] is False
+    assert full(api, issued)["payments"] == []
+
+
+@pytest.mark.parametrize("changes", [{"livemode": True}, {"payment_status": "unpaid"}, {"currency": "eur"}])
+def test_events_that_do_not_settle_this_invoice_are_ignored(api, issued, client, changes):
+    livemode = changes.pop("livemode", False)
+    resp = post_webhook(client, stripe_event(issued.id, 2400, livemode=livemode, **changes))
+    assert resp.status_code == 200 and resp.json()["handled"] is False
+    assert full(api, issued)["payments"] == []
+
+
+def test_an_event_for_an_unknown_invoice_is_acknowledged(client):
+    resp = post_webhook(client, stripe_event("00000000-0000-4000-8000-000000000000", 100))
+    assert resp.status_code == 200 and resp.json()["handled"] is False
+
+
+def test_money_received_for_a_void_invoice_is_recorded_without_reviving_it(api, issued, client):
+    ok(api.post(f"/v1/invoices/{issued.id}/void", {}))
+    pay(client, issued.invoice)
+    body = full(api, issued)
+    assert (body["status"], len(body["payments"])) == ("void", 1)
+
+
+# --------------------------------------------------------------------------- pay-now page
+
+def test_the_local_checkout_page_pays_what_is_due_with_a_csrf_protected_form(api, issued):
+    browser = Client(enforce_csrf_checks=True)
+    page = browser.get(issued.pay_path)
+    html = page.content.decode()
+    assert page.status_code == 200 and "$24.00" in html and issued.invoice["invoiceNumber"] in html
+    assert "https://" not in html and "<script" not in html  # no external assets
+    assert browser.post(issued.pay_path, {"attempt": "x"}).status_code == 403  # no CSRF token
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html).group(1)
+    attempt = re.search(r'name="attempt" value="([^"]+)"', html).group(1)
+    form = {"csrfmiddlewaretoken": token, "attempt": attempt}
+    assert browser.post(issued.pay_path, form).status_code == 302
+    assert browser.post(issued.pay_path, form).status_code == 302  # a double submit pays once
+    body = full(api, issued)
+    assert (body["status"], [p["amount"] for p in body["payments"]]) == ("paid", [24])
+    assert body["payments"][0]["provider"] == "local"
+    assert "is paid" in browser.get(issued.pay_path).content.decode()
+
+
+def test_an_unknown_pay_link_is_a_404_page(client):
+    resp = client.get("/pay/not-a-real-token")
+    assert resp.status_code == 404 and "not valid" in resp.content.decode()
+
+
+def test_with_a_stripe_key_the_pay_link_opens_stripe_checkout(api, issued, client, settings, monkeypatch):
+    settings.STRIPE_SECRET_KEY = "sk_test_123"
+    calls = []
+
+    def create(**params):
+        calls.append(params)
+        return SimpleNamespace(url="https://checkout.stripe.com/c/pay/cs_test_1")
+    monkeypatch.setattr(stripe.checkout.Session, "create", create)
+    pay(client, issued.invoice, 400)  # 4.00 paid already: 20.00 due
+    resp = client.get(issued.pay_path)
+    assert resp.status_code == 302 and resp["Location"] == "https://checkout.stripe.com/c/pay/cs_test_1"
+    [params] = calls
+    assert params["api_key"] == "sk_test_123" and params["mode"] == "payment"
+    assert params["metadata"] == {"invoiceId": issued.id}
+    assert params["line_items"][0]["price_data"]["unit_amount"] == 2000
+    assert params["success_url"] == f"http://testserver{issued.pay_path}?checkout=success"
+    assert "being confirmed" in client.get(issued.pay_path + "?checkout=success").content.decode()
+    assert len(calls) == 1
+
+
+def test_when_stripe_fails_the_page_says_so(issued, client, settings, monkeypatch):
+    settings.STRIPE_SECRET_KEY = "sk_test_123"
+
+    def create(**params):
+        raise stripe.APIConnectionError("down")
+    monkeypatch.setattr(stripe.checkout.Session, "create", create)
+    resp = client.get(issued.pay_path)
+    assert resp.status_code == 502 and "try again" in resp.content.decode()
+
+
+# --------------------------------------------------------------------------- refunds
+
+@pytest.fixture
+def paid(api, issued, client):
+    pay(client, issued.invoice, payment_intent="pi_paid_1")
+    issued.payment = full(api, issued)["payments"][0]
+    return issued
+
+
+def refund_path(paid) -> str:
+    return f"/v1/invoices/{paid.id}/payments/{paid.payment['id']}/refund"
+
+
+def test_a_full_refund_moves_the_paid_invoice_to_refunded_and_keeps_the_records(api, paid):
+    body = ok(api.post(refund_path(paid), {}), 201)
+    assert (body["amount"], body["invoiceStatus"], body["payment"]["refundedAmount"]) == (24, "refunded", 24)
+    after = full(api, paid)
+    assert (after["status"], after["amountPaid"]) == ("refunded", 0)
+    [payment] = after["payments"]
+    assert (payment["amount"], payment["refundedAmount"], payment["status"]) == (24, 24, "refunded")
+    assert [refund["amount"] for refund in payment["refunds"]] == [24]
+
+
+def test_a_partial_refund_keeps_the_invoice_paid_with_less_collected(api, paid):
+    ok(api.post(refund_path(paid), {"amount": "4.50", "reason": "goodwill"}), 201)
+    after = full(api, paid)
+    assert (after["status"], after["amountPaid"]) == ("paid", 19.5)
+    assert (after["payments"][0]["refundedAmount"], after["payments"][0]["status"]) == (4.5, "partially_refunded")
+    ok(api.post(refund_path(paid), {}), 201)  # the rest
+    assert full(api, paid)["status"] == "refunded"
+
+
+@pytest.mark.parametrize("amount", ["24.01", "0", "-1", "1.005"])
+def test_refunding_more_than_is_left_or_a_bad_amount_is_400(api, paid, amount):
+    assert "amount" in error(api.post(refund_path(paid), {"amount": amount}), 400)
+    assert Refund.objects.count() == 0 and full(api, paid)["status"] == "paid"
+
+
+def test_a_refunded_payment_cannot_be_refunded_again(api, paid):
+    ok(api.post(refund_path(paid), {}), 201)
+    error(api.post(refund_path(paid), {"amount": 1}), 400)
+
+
+def test_with_a_stripe_key_the_refund_goes_to_stripe_first(api, paid, settings, monkeypatch):
+    settings.STRIPE_SECRET_KEY = "sk_test_123"
+    calls = []
+
+    def create(**params):
+        calls.append(params)
+        return SimpleNamespace(id="re_test_1")
+    monkeypatch.setattr(stripe.Refund, "create", create)
+    body = ok(api.post(refund_path(paid), {"amount": "10"}), 201)
+    assert body["providerRefundId"] == "re_test_1"
+    [params] = calls
+    assert (params["payment_intent"], params["amount"], params["api_key"]) == ("pi_paid_1", 1000, "sk_test_123")
+    assert params["idempotency_key"]
+
+
+def test_a_refund_stripe_refuses_records_nothing(api, paid, settings, monkeypatch):
+    settings.STRIPE_SECRET_KEY = "sk_test_123"
+
+    def create(**params):
+        raise stripe.InvalidRequestError("charge already refunded", param="payment_intent")
+    monkeypatch.setattr(stripe.Refund, "create", create)
+    resp = api.post(refund_path(paid), {})
+    assert resp.status_code == 502 and resp.json()["code"] == "payment_provider_error"
+    assert Refund.objects.count() == 0 and full(api, paid)["status"] == "paid"
+
+
+def test_a_payment_of_another_invoice_or_organization_is_404(api, paid, other_api, book):
+    other = billing_chain(api, book, [recurring("5")])
+    other_invoice = draft(api, other)
+    error(api.post(f"/v1/invoices/{other_invoice['id']}/payments/{paid.payment['id']}/refund", {}), 404)
+    error(other_api.post(refund_path(paid), {}), 404)
+    assert Refund.objects.count() == 0
+
+
+def test_refunds_need_an_owner_admin_or_finance_key(client_for, paid):
+    error(client_for(role="member").post(refund_path(paid), {}), 403)
+    ok(client_for(role="admin").post(refund_path(paid), {"amount": 1}), 201)
+
+
+# --------------------------------------------------------------------------- the whole lifecycle
+
+def test_the_whole_lifecycle_draft_edit_send_pay_refund(api, book, client, frozen_now):
+    """Flat 0.25 (40 units) + 49.00 recurring + 100.00 one-time in January = 159.00; 10% off is 15.90; 8% tax on
+    143.10 is 11.448 -> 11.45; total 154.55."""
+    chain = billing_chain(api, book, [usage("0.25"), recurring("49"), {"chargeType": "onetime", "rate": "100"}])
+    event(chain, 10, "2025-01-10T12:00:00Z")
+    event(chain, 30, "2025-01-20T12:00:00Z")
+    invoice = draft(api, chain)
+    edited = ok(api.patch(f"/v1/invoices/{invoice['id']}", {"discountPercent": 10, "taxRate": 8}))
+    assert (edited["subtotal"], edited["discountTotal"], edited["taxTotal"], edited["total"]) == (
+        159, 15.9, 11.45, 154.55)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    token_path = re.search(r"http://testserver(/pay/\S+)", sent_mail()[0].text).group(1)
+    assert "$154.55" in client.get(token_path).content.decode()
+    assert pay(client, edited, 15455).status_code == 200
+    paid = ok(api.get(f"/v1/invoices/{invoice['id']}"))
+    assert paid["status"] == "paid"
+    ok(api.post(f"/v1/invoices/{invoice['id']}/payments/{paid['payments'][0]['id']}/refund", {}), 201)
+    assert ok(api.get(f"/v1/invoices/{invoice['id']}"))["status"] == "refunded"
