@@ -1,6 +1,6 @@
 from django.urls import path
 
-from billing.views import plans, strategies, subscriptions, usage
+from billing.views import credit_pools, plans, strategies, subscriptions, usage
 
 urlpatterns = [
     path("pricing-plans", plans.PlanListCreateApi.as_view()),
@@ -15,4 +15,8 @@ urlpatterns = [
     path("subscriptions/<str:subscription_id>/invoice-dates", subscriptions.SubscriptionInvoiceDatesApi.as_view()),
     path("subscriptions/<str:subscription_id>/changelog", subscriptions.SubscriptionChangelogApi.as_view()),
     path("usage/record", usage.UsageRecordApi.as_view()),
+    path("credit-balances", credit_pools.CreditBalanceListApi.as_view()),
+    path("subscriptions/<str:subscription_id>/credit-balance", credit_pools.CreditBalanceDetailApi.as_view()),
+    path("subscriptions/<str:subscription_id>/credit-topup", credit_pools.CreditTopupApi.as_view()),
+    path("subscriptions/<str:subscription_id>/credit-alerts-pause", credit_pools.CreditAlertsPauseApi.as_view()),
 ]

@@ -21,6 +21,8 @@ class ScheduledJob:
 SCHEDULED_JOBS: list[ScheduledJob] = [
     # Statuses and billing periods first: invoicing and alerts read the current period.
     ScheduledJob("subscriptions_advance", "billing.services.subscriptions.subscriptions_advance", 300),
+    # Right after the rollover: settles the periods that just ended, opens the new ones, sends pool alerts.
+    ScheduledJob("credit-pool-alerts", "billing.services.credit_pools.credit_pool_alerts_evaluate_all", 300),
     ScheduledJob("customer-alerts", "controls.services.customer_alerts.customer_alerts_evaluate_all", 300),
     ScheduledJob("spend-cap-alerts", "controls.services.spend_caps.spend_caps_evaluate_all", 300),
 ]
