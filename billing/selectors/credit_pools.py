@@ -67,7 +67,7 @@ def pool_of(strategy: PricingStrategy) -> Pool | None:
             charge_type=strategy.charge_type, pricing_model=strategy.pricing_model, rate=strategy.rate,
             tiers=strategy.tiers, minimum_commitment=strategy.minimum_commitment,
             billing_frequency=strategy.billing_frequency, strategy_id=str(strategy.pk))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, AttributeError):  # tiers stored by an older rule or by hand
         terms = None
     if terms is not None:
         return Pool(strategy.pk, strategy.signal_id, terms.tiers[0].upper, terms.tiers[1].rate, terms)
@@ -175,6 +175,7 @@ class CreditBalance:
     remaining_percent: Decimal
     no_active_period: bool
     implicit_full_pool: bool
+    needs_settling: bool  # an ended period's draw on top-ups is not written down yet
 
 
 def remaining_percent(remaining: Decimal, pool_size: Decimal) -> Decimal:
@@ -217,7 +218,8 @@ def _needs_settling(subscription: Subscription, now: datetime) -> bool:
 def _balance(subscription: Subscription, pool: Pool, now: datetime) -> CreditBalance:
     active = has_active_period(subscription, now)
     topup_balance = subscription.topup_units - subscription.settled_topup_draw
-    if subscription.topup_units > 0 and _needs_settling(subscription, now):
+    needs_settling = _needs_settling(subscription, now)
+    if subscription.topup_units > 0 and needs_settling:
         topup_balance -= sum((s.topup_drawn for s in pending_settlements(subscription, pool, now)), ZERO)
     consumed = subscription.period_consumed if active else ZERO
     remaining = pool.size + topup_balance - consumed
@@ -228,7 +230,8 @@ def _balance(subscription: Subscription, pool: Pool, now: datetime) -> CreditBal
         consumed_units=consumed, remaining_units=remaining,
         overage_in_progress_units=pool.overage_units(consumed) if active else ZERO,
         remaining_percent=remaining_percent(remaining, pool.size),
-        no_active_period=not active, implicit_full_pool=not (active and subscription.has_current_grant))
+        no_active_period=not active, implicit_full_pool=not (active and subscription.has_current_grant),
+        needs_settling=needs_settling)
 
 
 def _balances(book, subscriptions: QuerySet, now: datetime) -> list[CreditBalance]:
@@ -239,10 +242,12 @@ def _balances(book, subscriptions: QuerySet, now: datetime) -> list[CreditBalanc
 
 
 def credit_balance_list(*, book, now: datetime, customer_id: UUID | None = None, agent_id: UUID | None = None,
-                        below_percent: Decimal | None = None) -> list[CreditBalance]:
+                        below_percent: Decimal | None = None, subscription_ids=None) -> list[CreditBalance]:
     """One row per subscription whose plan sells a pool, emptiest first (lowest remainingPercent; then fewest
     remaining units, then oldest). `below_percent` keeps pools with that percent or less left."""
     subscriptions = _annotated(book, now)
+    if subscription_ids is not None:
+        subscriptions = subscriptions.filter(pk__in=list(subscription_ids))
     if customer_id is not None:
         subscriptions = subscriptions.filter(customer_id=customer_id)
     if agent_id is not None:

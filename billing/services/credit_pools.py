@@ -5,7 +5,7 @@ stored period (the refill; until then the balance row says `implicitFullPool`) a
 once: what it consumed and how many units beyond its pool it took from top-ups. It runs with every alert
 evaluation (after ingestion and in the scheduled job, right after the period rollover) and before a top-up.
 """
-import logging
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -15,8 +15,7 @@ from django.db import IntegrityError, transaction
 
 from billing.models import CreditGrant, CreditPoolAlert, Subscription
 from billing.selectors.credit_pools import (HUNDRED, PERIOD, TOPUP, CreditBalance, Pool, balance_cache_refresh,
-                                            credit_balance_get, has_active_period, pending_settlements, pool_for,
-                                            pool_strategies)
+                                            credit_balance_get, credit_balance_list, pending_settlements, pool_for)
 from billing.services.changelog import Kind, changelog_add
 from config.accounts.models import Book
 from config.accounts.selectors import billing_recipients
@@ -25,7 +24,6 @@ from config.core.errors import BadRequest, Conflict
 from config.core.scoping import get_owned, owned
 from config.core.serialization import decimal_text
 
-logger = logging.getLogger("billing.credit_pools")
 Stage, Outcome = CreditPoolAlert.Stage, CreditPoolAlert.Outcome
 
 
@@ -57,18 +55,16 @@ def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime) -
         grant.consumed_units = grant.topup_units_drawn = grant.settled_at = None
         grant.save(update_fields=["period_end", "units", "consumed_units", "topup_units_drawn", "settled_at",
                                   "updated_at"])
-    settlements = pending_settlements(subscription, pool, now)
-    for settled in settlements:
+    skipped = []
+    for settled in pending_settlements(subscription, pool, now):
         values = {"units": settled.pool_size, "consumed_units": settled.consumed,
                   "topup_units_drawn": settled.topup_drawn, "settled_at": now}
-        if settled.grant_id is not None:
+        if settled.grant_id is None:
+            skipped.append(CreditGrant(book_id=subscription.book_id, subscription=subscription, kind=PERIOD,
+                                       period_start=settled.start, period_end=settled.end, **values))
+        else:
             CreditGrant.objects.filter(pk=settled.grant_id, settled_at__isnull=True).update(**values)
-    CreditGrant.objects.bulk_create(
-        [CreditGrant(book_id=subscription.book_id, subscription=subscription, kind=PERIOD, period_start=settled.start,
-                     period_end=settled.end, units=settled.pool_size, consumed_units=settled.consumed,
-                     topup_units_drawn=settled.topup_drawn, settled_at=now)
-         for settled in settlements if settled.grant_id is None],
-        ignore_conflicts=True)
+    CreditGrant.objects.bulk_create(skipped, ignore_conflicts=True)
     return grant
 
 
@@ -160,7 +156,8 @@ def _evaluate_one(*, book: Book, subscription: Subscription, pool: Pool, now: da
         balance = credit_balance_get(book=book, subscription_id=subscription.pk, now=now)
         if balance.no_active_period:
             return False
-        recorded = set(owned(CreditPoolAlert, book).filter(subscription=subscription, period_start=balance.period_start)
+        recorded = set(owned(CreditPoolAlert, book).filter(subscription=subscription,
+                                                            period_start=balance.period_start)
                        .values_list("stage", flat=True))
         new = [stage for stage in stages_passed(remaining=balance.remaining_units, pool_size=pool.size)
                if stage not in recorded]
@@ -193,17 +190,24 @@ def _evaluate_one(*, book: Book, subscription: Subscription, pool: Pool, now: da
 
 def credit_pool_alerts_evaluate(*, book: Book, now: datetime, subscription_ids=None) -> int:
     """Settle and evaluate the pools of the book's subscriptions in their current period (all of them, or the
-    ones listed); returns how many alert emails were sent. Safe to run twice and concurrently."""
-    subscriptions = owned(Subscription, book).filter(
-        current_period_start__lte=now, current_period_end__gt=now,
-        plan__strategies__in=pool_strategies(book=book)).distinct().order_by("pk")
-    if subscription_ids is not None:
-        subscriptions = subscriptions.filter(pk__in=list(subscription_ids))
+    ones listed); returns how many alert emails were sent. Safe to run twice and concurrently.
+
+    One read computes every balance; only pools with a grant to open, a period to settle or a stage newly
+    passed are then locked and written, so a quiet evaluation costs three queries whatever the book holds."""
+    balances = [balance for balance in credit_balance_list(book=book, now=now, subscription_ids=subscription_ids)
+                if not balance.no_active_period]
+    recorded = defaultdict(set)
+    for subscription_id, period_start, stage in owned(CreditPoolAlert, book).filter(
+            subscription_id__in=[balance.subscription.pk for balance in balances],
+            period_start__in={balance.period_start for balance in balances},
+    ).values_list("subscription_id", "period_start", "stage"):
+        recorded[subscription_id, period_start].add(stage)
     sent = 0
-    for subscription in subscriptions:
-        pool = pool_for(subscription)
-        if pool is not None and has_active_period(subscription, now):
-            sent += _evaluate_one(book=book, subscription=subscription, pool=pool, now=now)
+    for balance in balances:
+        stages = stages_passed(remaining=balance.remaining_units, pool_size=balance.pool.size)
+        new_stages = set(stages) - recorded[balance.subscription.pk, balance.period_start]
+        if new_stages or balance.implicit_full_pool or balance.needs_settling:
+            sent += _evaluate_one(book=book, subscription=balance.subscription, pool=balance.pool, now=now)
     return sent
 
 

@@ -3,17 +3,25 @@ ledger rows written with the ORM, and the scheduled jobs run as of a given insta
 from datetime import datetime
 from decimal import Decimal
 from io import StringIO
+from types import SimpleNamespace
 
 from django.core.management import call_command
 
 from tests.billing.conftest import NOW
-from tests.billing.support import create_strategies, create_subscription, ok, tiered
-from tests.factories import UsageEventFactory
+from tests.billing.support import create_plan, create_strategies, create_subscription, ok, tiered
+from tests.factories import AgentFactory, CustomerFactory, SignalFactory, UsageEventFactory
 
 
 def pool_strategy(chain, size=100, price=50, overage="0.75", **fields) -> dict:
     return tiered(chain, "credit_pool", [{"lower": 0, "upper": size, "rate": price},
                                          {"lower": size, "upper": None, "rate": overage}], **fields)
+
+
+def another_chain(api, book):
+    """Like the `chain` fixture: a new customer, agent, signal and a plan linked to the agent."""
+    agent = AgentFactory(book=book)
+    return SimpleNamespace(agent=agent, signal=SignalFactory(book=book, agent=agent),
+                           customer=CustomerFactory(book=book), plan=create_plan(api, agent.id))
 
 
 def pool_subscription(api, chain, start="2025-06-01T00:00:00Z", strategy=None, **fields) -> dict:

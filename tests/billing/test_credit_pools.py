@@ -8,8 +8,9 @@ from django.core.cache import cache
 
 from billing.models import CreditGrant
 from tests.billing.conftest import NOW
-from tests.billing.pools import balance, balances, pool_strategy, pool_subscription, run_jobs, topup, use
-from tests.billing.support import create_plan, create_strategies, create_subscription, error, flat_usage, ok
+from tests.billing.pools import (another_chain, balance, balances, pool_strategy, pool_subscription, run_jobs,
+                                 topup, use)
+from tests.billing.support import create_strategies, create_subscription, error, flat_usage, ok
 from tests.factories import AgentFactory, CustomerFactory, SignalFactory, StrategyFactory
 
 pytestmark = pytest.mark.django_db
@@ -126,8 +127,10 @@ def test_outside_the_stored_window_there_is_no_active_period(api, chain, frozen_
 
 def test_tiers_that_cannot_say_give_a_null_overage_rate(api, book, chain, frozen_now):
     subscription = create_subscription(api, chain, startDate="2025-06-01T00:00:00Z")
+    # A one-tier pool the strategy API would refuse, as an older rule or a hand edit may have stored it.
     StrategyFactory(book=book, plan_id=chain.plan["id"], agent=chain.agent, charge_type="usage", rate=None,
-                    pricing_model="credit_pool", signal=chain.signal, tiers=[{"lower": "0", "upper": "80", "rate": "9"}])
+                    pricing_model="credit_pool", signal=chain.signal,
+                    tiers=[{"lower": "0", "upper": "80", "rate": "9"}])
     use(chain, 100)
     row = balance(api, subscription)
     assert (row["poolSizeUnits"], row["overageRatePerUnit"], row["remainingUnits"], row["overageInProgressUnits"]) == (
@@ -170,17 +173,9 @@ def test_a_subscription_of_another_organization_reads_as_404(api, other_api, cha
 
 # --------------------------------------------------------------------------- the list
 
-def _second_chain(api, book):
-    agent = AgentFactory(book=book)
-    signal = SignalFactory(book=book, agent=agent)
-    from types import SimpleNamespace
-    return SimpleNamespace(agent=agent, signal=signal, customer=CustomerFactory(book=book),
-                           plan=create_plan(api, agent.id))
-
-
 def test_the_list_is_emptiest_first_with_as_of(api, book, chain, frozen_now):
     fuller = pool_subscription(api, chain)
-    other = _second_chain(api, book)
+    other = another_chain(api, book)
     emptier = pool_subscription(api, other)
     use(chain, 20)
     use(other, 90)
@@ -192,20 +187,21 @@ def test_the_list_is_emptiest_first_with_as_of(api, book, chain, frozen_now):
 
 def test_the_list_filters_by_customer_and_agent(api, book, chain, frozen_now):
     first = pool_subscription(api, chain)
-    other = _second_chain(api, book)
+    other = another_chain(api, book)
     second = pool_subscription(api, other)
     assert [r["subscriptionId"] for r in balances(api, customerId=str(chain.customer.id))["balances"]] == [first["id"]]
     assert [r["subscriptionId"] for r in balances(api, agentId=str(other.agent.id))["balances"]] == [second["id"]]
     assert balances(api, customerId=str(chain.customer.id), agentId=str(other.agent.id))["balances"] == []
 
 
-@pytest.mark.parametrize("below, expected", [("50", {"low", "empty", "overdrawn"}), ("0", {"empty", "overdrawn"}),
-                                             ("-10", {"overdrawn"}), ("-100", set()), ("100", {"low", "empty",
-                                                                                             "overdrawn", "full"})])
+@pytest.mark.parametrize("below, expected", [
+    ("50", {"low", "empty", "overdrawn"}), ("0", {"empty", "overdrawn"}), ("-10", {"overdrawn"}), ("-100", set()),
+    ("100", {"low", "empty", "overdrawn", "full"}),
+])
 def test_below_percent_keeps_pools_with_that_percent_or_less_left(api, book, frozen_now, below, expected):
     names = {}
     for name, used in [("full", 0), ("low", 50), ("empty", 100), ("overdrawn", 120)]:
-        pool_chain = _second_chain(api, book)
+        pool_chain = another_chain(api, book)
         names[pool_subscription(api, pool_chain)["id"]] = name
         if used:
             use(pool_chain, used)
@@ -238,7 +234,7 @@ def test_balance_reads_are_private_and_cached_for_30_seconds(api, chain, frozen_
 def test_reads_are_cached_per_query(api, book, chain, frozen_now):
     pool_subscription(api, chain)
     assert len(balances(api)["balances"]) == 1
-    other = _second_chain(api, book)
+    other = another_chain(api, book)
     pool_subscription(api, other)
     assert len(balances(api, agentId=str(other.agent.id))["balances"]) == 1
 
