@@ -91,6 +91,14 @@ def pool_for(subscription: Subscription) -> Pool | None:
     return pool_of(strategy) if strategy is not None else None
 
 
+def pool_subscription_ids(*, book, customer_ids) -> list[str]:
+    """Ids of these customers' subscriptions whose plan sells a pool: what usage recording asks the alert task
+    (`billing.evaluate_credit_pool_alerts`) to evaluate after a batch."""
+    subscriptions = owned(Subscription, book).filter(customer_id__in=list(customer_ids),
+                                                     plan__strategies__in=pool_strategies(book=book))
+    return [str(pk) for pk in subscriptions.values_list("pk", flat=True).distinct()]
+
+
 def has_active_period(subscription: Subscription, now: datetime) -> bool:
     """A pool draws from the first moment of its stored current period (contract.md) until that period ends."""
     start, end = subscription.current_period_start, subscription.current_period_end

@@ -2,10 +2,12 @@
 the billing email or every owner and finance member, silenced while paused. Driven by `run_scheduled_jobs --now`
 and by the Celery task that usage recording enqueues; emails are read back from the file backend."""
 from datetime import datetime, timezone
+from uuid import UUID
 
 import pytest
 
 from billing.models import CreditPoolAlert, SubscriptionChange
+from billing.selectors.credit_pools import pool_subscription_ids
 from billing.services.credit_pools import credit_pool_alerts_evaluate
 from billing.tasks import evaluate_credit_pool_alerts_task
 from config.accounts.services import member_ensure
@@ -177,15 +179,21 @@ def test_pause_needs_owner_admin_or_finance(client_for, api, chain, frozen_now):
     error(pause(client_for(key_type="publishable"), subscription, False), 403)
 
 
-def test_the_celery_task_evaluates_the_listed_subscriptions_and_is_idempotent(
+def test_the_celery_task_evaluates_the_listed_subscriptions_or_the_book_once(
         api, book, chain, frozen_now, django_capture_on_commit_callbacks):
     assert "billing.evaluate_credit_pool_alerts" in celery_app.tasks
     subscription = pool_subscription(api, chain)
+    other = another_chain(api, book)
+    pool_subscription(api, other)
     use(chain, 50)
+    use(other, 50)
+    assert pool_subscription_ids(book=book, customer_ids=[chain.customer.id]) == [subscription["id"]]
     with django_capture_on_commit_callbacks(execute=True):
         assert evaluate_credit_pool_alerts_task.delay(str(book.id), [subscription["id"]]).get() == 1
+        assert CreditPoolAlert.objects.get().subscription_id == UUID(subscription["id"])
+        assert evaluate_credit_pool_alerts_task.delay(str(book.id)).get() == 1  # the other pool
         assert evaluate_credit_pool_alerts_task.delay(str(book.id)).get() == 0
-    assert len(mail_to(OWNER)) == 1
+    assert len(mail_to(OWNER)) == 2
     assert evaluate_credit_pool_alerts_task.delay("00000000-0000-4000-8000-000000000000").get() == 0
 
 
