@@ -2,7 +2,8 @@
 read-only here: they change through the API (and its changelog) or the scheduled job."""
 from django.contrib import admin
 
-from billing.models import PlanAgent, PricingPlan, PricingStrategy, Subscription, SubscriptionChange
+from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan, PricingStrategy, Subscription,
+                            SubscriptionChange)
 from config.accounts.admin_scoping import BookScopedAdmin, ScopedInlineMixin
 
 
@@ -112,5 +113,40 @@ class SubscriptionChangeAdmin(BookScopedAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+class ReadOnlyRecordAdmin(BookScopedAdmin):
+    """Records the API and the scheduled job write (and the ledger settles); the console only reads them."""
+
+    def has_add_permission(self, request, *args):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(CreditGrant)
+class CreditGrantAdmin(ReadOnlyRecordAdmin):
+    list_display = ["created_at", "subscription", "kind", "units", "period_start", "period_end", "consumed_units",
+                    "topup_units_drawn", "settled_at", "idempotency_key", "created_by"]
+    list_filter = ["kind", ("settled_at", admin.EmptyFieldListFilter), "book__environment"]
+    search_fields = ["subscription__name", "subscription__customer__name", "subscription__customer__external_id",
+                     "idempotency_key", "note", "created_by"]
+    date_hierarchy = "created_at"
+    list_select_related = ["subscription", "book__organization"]
+
+
+@admin.register(CreditPoolAlert)
+class CreditPoolAlertAdmin(ReadOnlyRecordAdmin):
+    list_display = ["created_at", "subscription", "stage", "outcome", "used_percent", "remaining_units",
+                    "period_start", "period_end"]
+    list_filter = ["stage", "outcome", "book__environment"]
+    search_fields = ["subscription__name", "subscription__customer__name", "subscription__customer__external_id"]
+    date_hierarchy = "created_at"
+    list_select_related = ["subscription", "book__organization"]
+
 
 from billing import admin_invoices  # noqa: E402,F401  (invoices, payments and refunds register there)

@@ -8,19 +8,17 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from django.db.models import Sum, Value
-from django.db.models.functions import Greatest
 
 from billing import pricing
 from billing.models import ChargeType, InvoiceLine, PricingStrategy, Subscription
 from billing.periods import cycle_containing, local_date, local_midnight
+from billing.selectors.usage import billable_quantity
 from billing.selectors.subscriptions import effective_end, schedule_of
 from billing.services.changelog import pricing_terms
 from config.core.errors import Unprocessable
-from config.core.money import ZERO, to_cents
+from config.core.money import to_cents
 from config.core.scoping import owned
 from config.core.serialization import decimal_number, decimal_text
-from customers.models import SignalType, UsageEvent
 
 
 @dataclass(frozen=True)
@@ -84,25 +82,12 @@ def billed_strategies(subscription: Subscription) -> list[PricingStrategy]:
 
 def usage_totals(subscription: Subscription, strategies: list[PricingStrategy], window: BillingWindow
                  ) -> dict[str, Decimal]:
-    """strategy id -> the period's total for its agent and signal, over the customer's events in
-    `[start, end)`. A `usage` (outcome) signal bills the sum of quantities: an attempt without an outcome
-    is recorded with quantity 0 and bills nothing. A `volume` (attempt) signal bills every event as at
-    least one attempt: max(quantity, 1) each."""
-    usage = [strategy for strategy in strategies if strategy.charge_type == ChargeType.USAGE]
-    if not usage:
-        return {}
-    rows = (owned(UsageEvent, subscription.book_id)
-            .filter(customer_id=subscription.customer_id, usage_date__gte=window.start, usage_date__lt=window.end,
-                    signal_id__in={strategy.signal_id for strategy in usage})
-            .values("agent_id", "signal_id")
-            .annotate(outcomes=Sum("quantity"), attempts=Sum(Greatest("quantity", Value(Decimal(1))))))
-    totals = {(row["agent_id"], row["signal_id"]): row for row in rows}
-    result = {}
-    for strategy in usage:
-        row = totals.get((strategy.agent_id, strategy.signal_id))
-        counted = "attempts" if strategy.signal.type == SignalType.VOLUME else "outcomes"
-        result[str(strategy.pk)] = row[counted] if row else ZERO
-    return result
+    """strategy id -> the period's billable total for its agent and signal (billing.selectors.usage: the
+    definition credit pools share)."""
+    return {str(strategy.pk): billable_quantity(book=subscription.book_id, customer_id=subscription.customer_id,
+                                                agent_id=strategy.agent_id, signal_id=strategy.signal_id,
+                                                signal_type=strategy.signal.type, start=window.start, end=window.end)
+            for strategy in strategies if strategy.charge_type == ChargeType.USAGE}
 
 
 def _description(line: pricing.Line, strategy: PricingStrategy | None, terms: pricing.StrategyTerms | None) -> str:

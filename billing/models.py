@@ -321,3 +321,82 @@ class Refund(OrgOwned):
                                     condition=Q(provider_refund_id__isnull=False), name="refund_provider_id_uniq"),
             models.CheckConstraint(condition=Q(amount__gt=0), name="refund_amount_positive"),
         ]
+
+
+class CreditGrant(OrgOwned):
+    """Units a credit pool may draw: one period grant per subscription and billing period (the refill), and
+    top-ups bought on top (never expire). Within a period the period grant is drawn first, top-ups after, oldest
+    first; see docs/decisions/credit-pools.md for the bookkeeping."""
+
+    class Kind(models.TextChoices):
+        PERIOD = "period"
+        TOPUP = "topup"
+
+    subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="credit_grants")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    # A period grant: the pool size; a top-up: the units added.
+    units = ExactField()
+    # Period grants: the billing period [start, end) they refill, and once it has ended, what it drew from the
+    # ledger and how many of those units were beyond the pool and came out of top-ups (settled once).
+    period_start = models.DateTimeField(null=True, blank=True)
+    period_end = models.DateTimeField(null=True, blank=True)
+    consumed_units = ExactField(null=True, blank=True)
+    topup_units_drawn = ExactField(null=True, blank=True)
+    settled_at = models.DateTimeField(null=True, blank=True)
+    # Top-ups: when the units became drawable (the service's clock), the caller's replay key, note and author.
+    granted_at = models.DateTimeField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=255, null=True, blank=True)
+    note = models.CharField(max_length=1000, blank=True)
+    created_by = models.CharField(max_length=255, blank=True, help_text="api-key:<id> or user:<id>")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["book", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
+                                    name="credit_grant_idem_uniq"),
+            models.UniqueConstraint(fields=["subscription", "period_start"], condition=Q(kind="period"),
+                                    name="credit_grant_period_uniq"),
+            models.CheckConstraint(
+                condition=Q(kind="period", period_start__isnull=False, period_end__isnull=False)
+                | Q(kind="topup", units__gt=0, granted_at__isnull=False, idempotency_key__isnull=False),
+                name="credit_grant_kind_fields"),
+        ]
+        indexes = [models.Index(fields=["subscription", "kind", "period_start"], name="credit_grant_sub_kind")]
+
+    def __str__(self):
+        if self.kind == self.Kind.PERIOD:
+            return f"Pool of {self.units} for {self.period_start:%Y-%m-%d}"
+        return f"Top-up of {self.units} ({self.idempotency_key})"
+
+
+class CreditPoolAlert(OrgOwned):
+    """The record that a pool alert stage was passed in one billing period: inserted once (the unique constraint
+    referees), then emailed on commit unless it was silenced or superseded."""
+
+    class Stage(models.IntegerChoices):
+        HALF = 50, "50% used"
+        EIGHTY = 80, "80% used"
+        NINETY_FIVE = 95, "95% used"
+        EMPTY = 100, "empty"
+
+    class Outcome(models.TextChoices):
+        EMAILED = "emailed"
+        PAUSED = "paused", "passed while alerts were paused"
+        SUPERSEDED = "superseded", "passed together with a higher stage"
+
+    subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="pool_alerts")
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField()
+    stage = models.PositiveSmallIntegerField(choices=Stage.choices)
+    outcome = models.CharField(max_length=12, choices=Outcome.choices)
+    used_percent = ExactField()
+    remaining_units = ExactField()
+    recipients = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["subscription", "period_start", "stage"],
+                                               name="credit_pool_alert_stage_uniq")]
+
+    def __str__(self):
+        return f"{self.get_stage_display()} ({self.outcome})"

@@ -12,10 +12,16 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import transaction
 import django.dispatch
+from django.db import transaction
 
-from billing.record_validation import InvalidRecord, RecordDraft, check_request_shape, validate_record
+from billing.record_validation import (
+    InvalidRecord,
+    RecordDraft,
+    check_request_shape,
+    validate_record,
+)
+from billing.tasks import evaluate_credit_pool_alerts_task
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_services
 from config.core.scoping import owned
@@ -24,7 +30,6 @@ from customers.ledger import events_append
 from customers.models import CODING_AGENT_CODE, EventStatus, Signal, UsageEvent
 from customers.provisioning import identities_provision
 from matters.services import matters_attribute_new_events
-
 
 # Sent on commit of a batch that stored new events: `book`, `events` (the new UsageEvent rows). Apps above
 # billing (controls) hook their post-ingestion work here instead of billing importing them.
@@ -138,6 +143,8 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
                 successes_by_index[draft.index] = entry
     if outcome.new_events:
         new_events = list(outcome.new_events)
+        customer_ids = sorted({str(event.customer_id) for event in new_events})
+        transaction.on_commit(lambda: evaluate_credit_pool_alerts_task.delay(str(book.pk), customer_ids=customer_ids))
         transaction.on_commit(lambda: usage_recorded.send(sender=usage_record, book=book, events=new_events))
     outcome.success = [successes_by_index[i] for i in sorted(successes_by_index)]
     outcome.failed = [failures_by_index[i] for i in sorted(failures_by_index)]

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from billing.views import invoices, plans, strategies, subscriptions, usage
+from billing.views import credit_pools, invoices, plans, strategies, subscriptions, usage
 
 urlpatterns = [
     path("pricing-plans", plans.PlanListCreateApi.as_view()),
@@ -23,4 +23,8 @@ urlpatterns = [
     path("invoices/<str:invoice_id>/void", invoices.InvoiceVoidApi.as_view()),
     path("invoices/<str:invoice_id>/payments/<str:payment_id>/refund", invoices.RefundCreateApi.as_view()),
     path("webhooks/stripe", invoices.StripeWebhookApi.as_view()),
+    path("credit-balances", credit_pools.CreditBalanceListApi.as_view()),
+    path("subscriptions/<str:subscription_id>/credit-balance", credit_pools.CreditBalanceDetailApi.as_view()),
+    path("subscriptions/<str:subscription_id>/credit-topup", credit_pools.CreditTopupApi.as_view()),
+    path("subscriptions/<str:subscription_id>/credit-alerts-pause", credit_pools.CreditAlertsPauseApi.as_view()),
 ]

@@ -21,6 +21,8 @@ class ScheduledJob:
 SCHEDULED_JOBS: list[ScheduledJob] = [
     # Statuses and billing periods first: invoicing and alerts read the current period.
     ScheduledJob("subscriptions_advance", "billing.services.subscriptions.subscriptions_advance", 300),
+    # Right after the rollover: settles the periods that just ended, opens the new ones, sends pool alerts.
+    ScheduledJob("credit-pool-alerts", "billing.services.credit_pools.credit_pool_alerts_evaluate_all", 300),
     # Drafts of ended periods are issued before overdue marking and the alerts read them.
     ScheduledJob("invoices_finalize_due", "billing.services.invoices.invoices_finalize_due", 300),
     ScheduledJob("invoices_mark_overdue", "billing.services.invoices.invoices_mark_overdue", 300),

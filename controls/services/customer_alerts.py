@@ -16,10 +16,10 @@ from django.db import IntegrityError, transaction
 from config.accounts.models import Book, Membership
 from config.accounts.api import MONEY_ROLES
 from config.core import clock
+from config.core.emails import send_templated
 from config.core.errors import BadRequest, Conflict
 from config.core.money import to_cents
 from config.core.scoping import get_owned, owned
-from controls.emails import send_templated
 from controls.metrics import customer_metric_value
 from controls.models import CustomerAlert, CustomerAlertFiring, Notification, WindowMode
 from controls.sentences import usd
@@ -230,7 +230,7 @@ def customer_alerts_evaluate_all(*, now: datetime) -> int:
 def _confirmation_email(*, alert: CustomerAlert) -> None:
     organization = alert.book.organization
     send_templated(
-        template="customer_alert_created", to=[alert.recipient_email],
+        template="controls/email/customer_alert_created", to=[alert.recipient_email],
         subject=f"{organization.display_name}: watching {alert.customer.name}'s {alert.metric}",
         context={"customer": alert.customer.name, "metric": alert.metric, "threshold": usd(alert.threshold_usd),
                  "window": window_phrase(alert), "link": customer_console_link(alert.customer),
@@ -240,7 +240,7 @@ def _confirmation_email(*, alert: CustomerAlert) -> None:
 def _fired_email(*, alert: CustomerAlert, firing: CustomerAlertFiring, link: str) -> None:
     organization = alert.book.organization
     send_templated(
-        template="customer_alert_fired", to=[firing.recipient_email],
+        template="controls/email/customer_alert_fired", to=[firing.recipient_email],
         subject=f"{organization.display_name}: {alert.customer.name}'s {firing.metric} reached "
                 f"{usd(to_cents(firing.value_usd))}",
         context={"customer": alert.customer.name, "metric": firing.metric, "value": usd(to_cents(firing.value_usd)),

@@ -9,10 +9,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 
 from config.accounts.models import Book
+from config.accounts.selectors import billing_recipients
+from config.core.emails import send_templated
 from config.core.errors import BadRequest, Conflict
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
-from controls.emails import billing_recipients, send_templated
 from controls.models import CapMode, CapScope, Device, SpendCap, SpendCapAlert
 from controls.selectors import period_window, spend_by_developer, spend_totals
 from controls.sentences import usd
@@ -155,7 +156,7 @@ def _alert_email(*, cap: SpendCap, alert: SpendCapAlert, organization) -> None:
     target = "the whole team" if cap.scope == CapScope.ORG else cap.scope_value
     limit = f"{usd(alert.amount_usd)} per {cap.period}"
     send_templated(
-        template="spend_cap_alert", to=alert.recipients,
+        template="controls/email/spend_cap_alert", to=alert.recipients,
         subject=f"{organization.display_name}: AI tool spend for {target} reached {alert.threshold_percent}% "
                 f"of {limit}",
         context={"target": target, "threshold": alert.threshold_percent, "spent": usd(alert.spent_usd),

@@ -2,8 +2,10 @@
 import pytest
 from django.test import Client
 
-from billing.models import PlanAgent
+from billing.models import CreditGrant, CreditPoolAlert, PlanAgent
 from config.accounts.models import Membership
+from tests.billing.conftest import NOW
+from tests.billing.pools import pool_subscription, run_jobs, topup, use
 from tests.billing.support import create_strategies, create_subscription, recurring
 from tests.factories import AgentFactory, PlanFactory, UserFactory
 
@@ -62,3 +64,21 @@ def test_console_hides_other_organizations_plans(operator, other_book):
     foreign = PlanFactory(book=other_book, name="Their secret plan")
     assert "Their secret plan" not in operator.get("/admin/billing/pricingplan/").content.decode()
     assert operator.get(f"/admin/billing/pricingplan/{foreign.id}/change/").status_code == 302  # redirected away
+
+
+def test_console_lists_credit_grants_and_pool_alerts(api, operator, chain, frozen_now,
+                                                     django_capture_on_commit_callbacks):
+    subscription = pool_subscription(api, chain)
+    assert topup(api, subscription, 5, key="console-key", note="goodwill").status_code == 201
+    use(chain, 99)
+    with django_capture_on_commit_callbacks(execute=True):
+        run_jobs(NOW.isoformat())
+    grant = CreditGrant.objects.get(kind="topup")
+    alert = CreditPoolAlert.objects.get(outcome="emailed")
+    pages = ["/admin/billing/creditgrant/", "/admin/billing/creditgrant/?kind__exact=topup&q=console-key",
+             f"/admin/billing/creditgrant/{grant.id}/change/", "/admin/billing/creditpoolalert/",
+             "/admin/billing/creditpoolalert/?outcome__exact=emailed&stage__exact=80",
+             f"/admin/billing/creditpoolalert/{alert.id}/change/"]
+    for page in pages:
+        assert operator.get(page).status_code == 200, page
+    assert "console-key" in operator.get("/admin/billing/creditgrant/?q=console-key").content.decode()

@@ -1,0 +1,312 @@
+"""Credit pools: the live countdown of every subscription whose plan sells a pool (spec §2 "Credit balance row").
+
+A pool is the plan's active credit-pool strategy for the subscription's agent (the oldest if there are several).
+Each billing period (the subscription's stored current period) refills it with `poolSizeUnits`. Usage of the
+strategy's signal draws from it: the current period's grant first, then top-ups, which never expire.
+
+    consumedUnits          = billable quantity of the current period (`billing.selectors.usage`, as the invoice)
+    remainingUnits         = poolSizeUnits + top-up balance - consumedUnits           (negative when overdrawn)
+    overageInProgressUnits = max(billed quantity - poolSizeUnits, 0)                   (the invoice's own math)
+    top-up balance         = all top-up units - units beyond the pool that ended periods took from top-ups
+
+An ended period takes `min(max(consumed - pool, 0), top-up units granted before its end not yet drawn)` from
+top-ups. The number is settled once on the period's grant (`CreditGrant.topup_units_drawn`, written by
+`credit_pool_sync`); until then reads compute it the same way. Reads therefore touch one period of the ledger.
+"""
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
+from uuid import UUID, uuid4
+
+from django.core.cache import cache
+from django.db.models import Case, Exists, OuterRef, QuerySet, Subquery, Sum, Value, When
+from django.db.models.functions import Coalesce
+
+from billing.models import ChargeType, CreditGrant, PricingModel, PricingStrategy, Subscription
+from billing.periods import next_period, period_containing
+from billing.pricing import StrategyTerms, billed_quantity
+from billing.selectors.subscriptions import schedule_of
+from billing.selectors.usage import billable_quantity, billable_quantity_subquery
+from config.core.errors import NotFound
+from config.core.money import ZERO, ExactField, decimal_or_none
+from config.core.scoping import not_found, owned
+from customers.models import SignalType
+
+HUNDRED = Decimal(100)
+PERCENT_PLACES = Decimal("0.01")
+CACHE_SECONDS = 30  # spec §8: credit balance reads may be cached up to 30 seconds, privately
+PERIOD, TOPUP = CreditGrant.Kind.PERIOD, CreditGrant.Kind.TOPUP
+
+
+@dataclass(frozen=True)
+class Pool:
+    """What a subscription's credit-pool strategy sells."""
+
+    strategy_id: UUID
+    signal_id: UUID | None
+    signal_type: str
+    size: Decimal  # units per billing period (tier 1's upper)
+    overage_rate: Decimal | None  # tier 2's rate; None when the tiers cannot say
+    terms: StrategyTerms | None  # None when the tiers cannot be priced
+
+    def overage_units(self, consumed: Decimal) -> Decimal:
+        """Units the period's invoice bills beyond the pool (after minimumCommitment), whatever the top-ups."""
+        billed = billed_quantity(consumed, self.terms) if self.terms is not None else consumed
+        return max(billed - self.size, ZERO)
+
+
+def _tier_value(tiers, index: int, key: str) -> Decimal | None:
+    if not isinstance(tiers, list) or len(tiers) <= index or not isinstance(tiers[index], dict):
+        return None
+    return decimal_or_none(tiers[index].get(key))
+
+
+def pool_of(strategy: PricingStrategy) -> Pool | None:
+    """The pool a credit-pool strategy sells; None when its tiers do not even give a positive pool size."""
+    try:
+        terms = StrategyTerms.from_values(
+            charge_type=strategy.charge_type, pricing_model=strategy.pricing_model, rate=strategy.rate,
+            tiers=strategy.tiers, minimum_commitment=strategy.minimum_commitment,
+            billing_frequency=strategy.billing_frequency, strategy_id=str(strategy.pk))
+    except (TypeError, ValueError, AttributeError):  # tiers stored by an older rule or by hand
+        terms = None
+    if terms is not None:
+        return Pool(strategy.pk, strategy.signal_id, strategy.signal.type, terms.tiers[0].upper, terms.tiers[1].rate,
+                    terms)
+    size = _tier_value(strategy.tiers, 0, "upper")
+    if size is None or size <= 0:
+        return None
+    return Pool(strategy.pk, strategy.signal_id, strategy.signal.type, size, _tier_value(strategy.tiers, 1, "rate"),
+                None)
+
+
+def pool_strategies(*, book) -> QuerySet:
+    """Strategies that sell a pool: usage, credit_pool, active, not deleted; the oldest one counts."""
+    return owned(PricingStrategy, book).filter(
+        charge_type=ChargeType.USAGE, pricing_model=PricingModel.CREDIT_POOL, active=True, deleted_at__isnull=True,
+    ).select_related("signal").order_by("created_at", "id")
+
+
+def pool_for(subscription: Subscription) -> Pool | None:
+    """The pool the subscription's plan sells to its agent, or None."""
+    strategy = pool_strategies(book=subscription.book_id).filter(plan_id=subscription.plan_id,
+                                                                 agent_id=subscription.agent_id).first()
+    return pool_of(strategy) if strategy is not None else None
+
+
+def pool_subscription_ids(*, book, customer_ids) -> list[str]:
+    """Ids of these customers' subscriptions whose plan sells a pool: what usage recording asks the alert task
+    (`billing.evaluate_credit_pool_alerts`) to evaluate after a batch."""
+    subscriptions = owned(Subscription, book).filter(customer_id__in=list(customer_ids),
+                                                     plan__strategies__in=pool_strategies(book=book))
+    return [str(pk) for pk in subscriptions.values_list("pk", flat=True).distinct()]
+
+
+def has_active_period(subscription: Subscription, now: datetime) -> bool:
+    """A pool draws from the first moment of its stored current period (contract.md) until that period ends."""
+    start, end = subscription.current_period_start, subscription.current_period_end
+    return start is not None and end is not None and start <= now < end
+
+
+# --------------------------------------------------------------------------- settling ended periods
+
+@dataclass(frozen=True)
+class Settlement:
+    """What one ended billing period drew: its consumption and the part of it beyond the pool paid by top-ups."""
+
+    start: datetime
+    end: datetime
+    pool_size: Decimal
+    consumed: Decimal
+    topup_drawn: Decimal
+    grant_id: UUID | None  # None: no grant row exists for this period yet (a period the rollover skipped)
+
+
+def topup_draw(*, consumed: Decimal, pool_size: Decimal, available: Decimal) -> Decimal:
+    """The period grant is drawn first: only units beyond the pool come out of top-ups, as far as they reach."""
+    return max(min(consumed - pool_size, available), ZERO)
+
+
+def _period_grants(subscription: Subscription) -> QuerySet:
+    return owned(CreditGrant, subscription.book_id).filter(subscription=subscription, kind=PERIOD)
+
+
+def _ungranted_periods(subscription: Subscription, now: datetime) -> list[tuple[datetime, datetime]]:
+    """Ended periods without a grant row: those the rollover skipped between the last grant and the stored
+    period (the job was not run for a while), and the stored period itself once it has ended."""
+    start, end = subscription.current_period_start, subscription.current_period_end
+    if start is None:
+        return []
+    grants = _period_grants(subscription)
+    missing = []
+    last = grants.filter(period_start__lt=start).order_by("-period_start").first()
+    if last is not None and last.period_end < start:
+        schedule = schedule_of(subscription)
+        period = period_containing(schedule, last.period_end, since=last.period_end)
+        while period is not None and period.start < start and period.end > period.start:
+            missing.append((period.start, min(period.end, start)))
+            period = next_period(schedule, period)
+    if end is not None and now >= end and not grants.filter(period_start=start).exists():
+        missing.append((start, end))
+    return missing
+
+
+def pending_settlements(subscription: Subscription, pool: Pool, now: datetime) -> list[Settlement]:
+    """Every ended period not settled yet, oldest first, with what it draws from top-ups."""
+    grants = _period_grants(subscription)
+    drawn = grants.filter(settled_at__isnull=False, period_end__lte=now).aggregate(
+        total=Sum("topup_units_drawn"))["total"] or ZERO
+    periods = [(grant.period_start, grant.period_end, grant.pk)
+               for grant in grants.filter(settled_at__isnull=True, period_end__lte=now)]
+    periods += [(start, end, None) for start, end in _ungranted_periods(subscription, now)]
+    topups = list(owned(CreditGrant, subscription.book_id).filter(subscription=subscription, kind=TOPUP)
+                  .values_list("granted_at", "units"))
+    settlements = []
+    for start, end, grant_id in sorted(periods, key=lambda period: period[0]):
+        consumed = billable_quantity(book=subscription.book_id, customer_id=subscription.customer_id,
+                                     agent_id=subscription.agent_id, signal_id=pool.signal_id,
+                                     signal_type=pool.signal_type, start=start, end=end)
+        available = sum((units for granted_at, units in topups if granted_at < end), ZERO) - drawn
+        taken = topup_draw(consumed=consumed, pool_size=pool.size, available=available)
+        drawn += taken
+        settlements.append(Settlement(start, end, pool.size, consumed, taken, grant_id))
+    return settlements
+
+
+# --------------------------------------------------------------------------- balance rows
+
+@dataclass(frozen=True)
+class CreditBalance:
+    subscription: Subscription
+    pool: Pool
+    period_start: datetime | None
+    period_end: datetime | None
+    consumed_units: Decimal
+    remaining_units: Decimal
+    overage_in_progress_units: Decimal
+    remaining_percent: Decimal
+    no_active_period: bool
+    implicit_full_pool: bool
+    needs_settling: bool  # an ended period's draw on top-ups is not written down yet
+
+
+def remaining_percent(remaining: Decimal, pool_size: Decimal) -> Decimal:
+    """remainingUnits as a percent of the pool, to two places (half-up); negative when overdrawn."""
+    return (remaining * HUNDRED / pool_size).quantize(PERCENT_PLACES, rounding=ROUND_HALF_UP)
+
+
+def _annotated(book, now: datetime) -> QuerySet:
+    """Subscriptions that have a pool, with what a balance row needs, each a correlated subquery on an index."""
+    strategy = pool_strategies(book=book).filter(plan=OuterRef("plan"), agent=OuterRef("agent"))
+    period_grants = CreditGrant.objects.filter(subscription=OuterRef("pk"), kind=PERIOD)
+    per_subscription = CreditGrant.objects.filter(subscription=OuterRef("pk")).order_by().values("subscription")
+    return (owned(Subscription, book).select_related("customer", "plan")
+            .annotate(pool_strategy_id=Subquery(strategy.values("pk")[:1]),
+                      pool_signal_id=Subquery(strategy.values("signal_id")[:1]),
+                      pool_signal_floor=Case(When(Exists(strategy.filter(signal__type=SignalType.VOLUME)),
+                                                  then=Value(Decimal(1))), default=Value(ZERO),
+                                             output_field=ExactField()))
+            .filter(pool_strategy_id__isnull=False)
+            .annotate(
+                period_consumed=billable_quantity_subquery(signal="pool_signal_id", signal_floor="pool_signal_floor",
+                                                           start="current_period_start",
+                                                           end="current_period_end"),
+                topup_units=Coalesce(Subquery(per_subscription.filter(kind=TOPUP).annotate(total=Sum("units"))
+                                              .values("total"), output_field=ExactField()), Value(ZERO)),
+                settled_topup_draw=Coalesce(Subquery(
+                    per_subscription.filter(kind=PERIOD, settled_at__isnull=False, period_end__lte=now)
+                    .annotate(total=Sum("topup_units_drawn")).values("total"), output_field=ExactField()),
+                    Value(ZERO)),
+                unsettled_ended=Exists(period_grants.filter(settled_at__isnull=True, period_end__lte=now)),
+                has_current_grant=Exists(period_grants.filter(period_start=OuterRef("current_period_start"))),
+                last_grant_end=Subquery(period_grants.filter(period_start__lt=OuterRef("current_period_start"))
+                                        .order_by("-period_start").values("period_end")[:1]),
+            ))
+
+
+def _needs_settling(subscription: Subscription, now: datetime) -> bool:
+    start, end = subscription.current_period_start, subscription.current_period_end
+    skipped = start is not None and subscription.last_grant_end is not None and subscription.last_grant_end < start
+    stored_ended = end is not None and now >= end and not subscription.has_current_grant
+    return subscription.unsettled_ended or skipped or stored_ended
+
+
+def _balance(subscription: Subscription, pool: Pool, now: datetime) -> CreditBalance:
+    active = has_active_period(subscription, now)
+    topup_balance = subscription.topup_units - subscription.settled_topup_draw
+    needs_settling = _needs_settling(subscription, now)
+    if subscription.topup_units > 0 and needs_settling:
+        topup_balance -= sum((s.topup_drawn for s in pending_settlements(subscription, pool, now)), ZERO)
+    consumed = subscription.period_consumed if active else ZERO
+    remaining = pool.size + topup_balance - consumed
+    return CreditBalance(
+        subscription=subscription, pool=pool,
+        period_start=subscription.current_period_start if active else None,
+        period_end=subscription.current_period_end if active else None,
+        consumed_units=consumed, remaining_units=remaining,
+        overage_in_progress_units=pool.overage_units(consumed) if active else ZERO,
+        remaining_percent=remaining_percent(remaining, pool.size),
+        no_active_period=not active, implicit_full_pool=not (active and subscription.has_current_grant),
+        needs_settling=needs_settling)
+
+
+def _balances(book, subscriptions: QuerySet, now: datetime) -> list[CreditBalance]:
+    rows = list(subscriptions)
+    strategies = PricingStrategy.objects.select_related("signal").in_bulk({row.pool_strategy_id for row in rows})
+    pools = {pk: pool_of(strategy) for pk, strategy in strategies.items()}
+    return [_balance(row, pools[row.pool_strategy_id], now) for row in rows if pools[row.pool_strategy_id]]
+
+
+def credit_balance_list(*, book, now: datetime, customer_id: UUID | None = None, agent_id: UUID | None = None,
+                        below_percent: Decimal | None = None, subscription_ids=None) -> list[CreditBalance]:
+    """One row per subscription whose plan sells a pool, emptiest first (lowest remainingPercent; then fewest
+    remaining units, then oldest). `below_percent` keeps pools with that percent or less left."""
+    subscriptions = _annotated(book, now)
+    if subscription_ids is not None:
+        subscriptions = subscriptions.filter(pk__in=list(subscription_ids))
+    if customer_id is not None:
+        subscriptions = subscriptions.filter(customer_id=customer_id)
+    if agent_id is not None:
+        subscriptions = subscriptions.filter(agent_id=agent_id)
+    balances = _balances(book, subscriptions.order_by("created_at", "id"), now)
+    if below_percent is not None:
+        balances = [balance for balance in balances if balance.remaining_percent <= below_percent]
+    return sorted(balances, key=lambda balance: (balance.remaining_percent, balance.remaining_units))
+
+
+def credit_balance_get(*, book, subscription_id, now: datetime) -> CreditBalance:
+    """The balance row of one subscription; 404 when it is not in the book or its plan sells no pool."""
+    try:
+        subscription_id = UUID(str(subscription_id))
+    except ValueError:
+        raise not_found(Subscription)
+    balances = _balances(book, _annotated(book, now).filter(pk=subscription_id), now)
+    if balances:
+        return balances[0]
+    if owned(Subscription, book).filter(pk=subscription_id).exists():
+        raise NotFound("This subscription's plan sells no credit pool, so it has no credit balance.")
+    raise not_found(Subscription)
+
+
+# --------------------------------------------------------------------------- the 30-second cache
+
+def _generation_key(book) -> str:
+    return f"credit-balances:generation:{book.pk}"
+
+
+def balance_cache_refresh(*, book) -> None:
+    """Start a new cache generation for the book: its top-ups and pause changes show in the next read at once
+    (usage recorded meanwhile shows within 30 seconds)."""
+    cache.set(_generation_key(book), uuid4().hex, None)
+
+
+def cached_read(*, book, what: str, compute):
+    """`compute()` (a JSON-ready answer) kept in the shared cache for 30 seconds per book and query."""
+    digest = hashlib.sha256(what.encode()).hexdigest()
+    key = f"credit-balances:{book.pk}:{cache.get(_generation_key(book), '0')}:{digest}"
+    answer = cache.get(key)
+    if answer is None:
+        answer = compute()
+        cache.set(key, answer, CACHE_SECONDS)
+    return answer

@@ -1,0 +1,221 @@
+"""Credit pools: period grants and their settlement, top-ups, the alert pause and the pool alert emails.
+
+Bookkeeping (docs/decisions/credit-pools.md): `credit_pool_sync` materializes the grant of the subscription's
+stored period (the refill; until then the balance row says `implicitFullPool`) and settles every ended period
+once: what it consumed and how many units beyond its pool it took from top-ups. It runs with every alert
+evaluation (after ingestion and in the scheduled job, right after the period rollover) and before a top-up.
+"""
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from functools import partial
+
+from django.db import IntegrityError, transaction
+
+from billing.models import CreditGrant, CreditPoolAlert, Subscription
+from billing.selectors.credit_pools import (HUNDRED, PERIOD, TOPUP, CreditBalance, Pool, balance_cache_refresh,
+                                            credit_balance_get, credit_balance_list, pending_settlements, pool_for)
+from billing.services.changelog import Kind, changelog_add
+from config.accounts.models import Book
+from config.accounts.selectors import billing_recipients
+from config.core.emails import send_templated
+from config.core.errors import BadRequest, Conflict
+from config.core.scoping import get_owned, owned
+from config.core.serialization import decimal_text
+
+Stage, Outcome = CreditPoolAlert.Stage, CreditPoolAlert.Outcome
+
+
+def _require_pool(subscription: Subscription) -> Pool:
+    pool = pool_for(subscription)
+    if pool is None:
+        raise BadRequest(["subscriptionId: The subscription's plan has no active credit-pool strategy for its "
+                          "agent, so it has no credit pool."])
+    return pool
+
+
+@transaction.atomic
+def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime) -> CreditGrant | None:
+    """Create the grant of the stored current period (refreshed to the pool's size while the period runs) and
+    settle every ended period, skipped ones included. Locks that grant: syncs of one subscription run one at a
+    time, without holding the subscription row the period rollover needs. Idempotent."""
+    start, end = subscription.current_period_start, subscription.current_period_end
+    if start is None or end is None:
+        return None
+    CreditGrant.objects.bulk_create([CreditGrant(book_id=subscription.book_id, subscription=subscription,
+                                                 kind=PERIOD, units=pool.size, period_start=start, period_end=end)],
+                                    ignore_conflicts=True)
+    grant = (owned(CreditGrant, subscription.book_id).select_for_update()
+             .get(subscription=subscription, kind=PERIOD, period_start=start))
+    if now < end and (grant.period_end, grant.units, grant.settled_at) != (end, pool.size, None):
+        # The running period's grant follows the pool's size, and its end when an endDate moved it; a period
+        # settled before its end grew back is open again.
+        grant.period_end, grant.units = end, pool.size
+        grant.consumed_units = grant.topup_units_drawn = grant.settled_at = None
+        grant.save(update_fields=["period_end", "units", "consumed_units", "topup_units_drawn", "settled_at",
+                                  "updated_at"])
+    skipped = []
+    for settled in pending_settlements(subscription, pool, now):
+        values = {"units": settled.pool_size, "consumed_units": settled.consumed,
+                  "topup_units_drawn": settled.topup_drawn, "settled_at": now}
+        if settled.grant_id is None:
+            skipped.append(CreditGrant(book_id=subscription.book_id, subscription=subscription, kind=PERIOD,
+                                       period_start=settled.start, period_end=settled.end, **values))
+        else:
+            CreditGrant.objects.filter(pk=settled.grant_id, settled_at__isnull=True).update(**values)
+    CreditGrant.objects.bulk_create(skipped, ignore_conflicts=True)
+    return grant
+
+
+# --------------------------------------------------------------------------- top-ups and the pause
+
+@dataclass(frozen=True)
+class TopUp:
+    grant: CreditGrant
+    created: bool  # False: a replay of the same idempotencyKey
+    remaining_units: Decimal
+
+
+def credit_topup(*, book: Book, subscription_id, units: Decimal, idempotency_key: str, note: str, created_by: str,
+                 now: datetime) -> TopUp:
+    """Add `units` to the subscription's pool; they never expire and are drawn after each period's own grant.
+
+    The key is unique per book (`credit_grant_idem_uniq` referees, concurrent requests included): the same key
+    with the same units and subscription replays the grant; with other units or another subscription it is
+    a 409."""
+    subscription = get_owned(Subscription, book, subscription_id)
+    pool = _require_pool(subscription)
+    with transaction.atomic():
+        credit_pool_sync(subscription=subscription, pool=pool, now=now)
+        try:
+            with transaction.atomic():
+                grant = CreditGrant.objects.create(
+                    book=book, subscription=subscription, kind=TOPUP, units=units, granted_at=now,
+                    idempotency_key=idempotency_key, note=note, created_by=created_by)
+            created = True
+        except IntegrityError:
+            grant = owned(CreditGrant, book).get(kind=TOPUP, idempotency_key=idempotency_key)
+            if grant.subscription_id != subscription.pk or grant.units != units:
+                raise Conflict(f"idempotencyKey was already used for a top-up of {decimal_text(grant.units)} units "
+                               f"on subscription {grant.subscription_id}; use a new key for a different top-up.")
+            created = False
+    if created:
+        balance_cache_refresh(book=book)
+    remaining = credit_balance_get(book=book, subscription_id=subscription.pk, now=now).remaining_units
+    return TopUp(grant, created, remaining)
+
+
+def credit_alerts_pause(*, book: Book, subscription_id, paused: bool, actor: str) -> Subscription:
+    """Set (not toggle) whether the subscription's pool alert emails are silenced; the countdown keeps
+    counting. A change is logged on the subscription's changelog."""
+    with transaction.atomic():
+        subscription = get_owned(Subscription, book, subscription_id,
+                                 queryset=owned(Subscription, book).select_for_update())
+        _require_pool(subscription)
+        if subscription.pool_alerts_paused == paused:
+            return subscription
+        subscription.pool_alerts_paused = paused
+        subscription.save(update_fields=["pool_alerts_paused", "updated_at"])
+        changelog_add(subscription=subscription, kind=Kind.UPDATE, actor=actor,
+                      summary=f"Credit-pool alert emails {'paused' if paused else 'resumed'}",
+                      changes={"alertsPaused": {"before": not paused, "after": paused}})
+    balance_cache_refresh(book=book)
+    return subscription
+
+
+# --------------------------------------------------------------------------- alerts
+
+def stages_passed(*, remaining: Decimal, pool_size: Decimal) -> list[int]:
+    """Stages the pool has used up: 50, 80 and 95 percent of the pool, and empty (remaining <= 0). Usage counts
+    against the pool plus top-ups: a top-up pushes the stages back."""
+    used = pool_size - remaining
+    return [stage for stage in Stage.values if used * HUNDRED >= pool_size * stage]
+
+
+def _alert_email(*, alert: CreditPoolAlert, balance: CreditBalance, organization) -> None:
+    subscription, pool = balance.subscription, balance.pool
+    state = "is empty" if alert.stage == Stage.EMPTY else f"is {alert.stage}% used"
+    send_templated(
+        template="billing/email/credit_pool_alert", to=alert.recipients,
+        subject=f"{organization.display_name}: credit pool of {subscription.name} "
+                f"({subscription.customer.name}) {state}",
+        context={"state": state, "subscription": subscription.name, "customer": subscription.customer.name,
+                 "plan": subscription.plan.name, "pool": decimal_text(pool.size),
+                 "consumed": decimal_text(balance.consumed_units), "remaining": decimal_text(balance.remaining_units),
+                 "percent": decimal_text(balance.remaining_percent),
+                 "overage_rate": decimal_text(pool.overage_rate), "period_start": balance.period_start,
+                 "period_end": balance.period_end, "organization": organization.display_name,
+                 "reason": "the billing email" if organization.billing_email else "an owner or finance member"})
+
+
+def _evaluate_one(*, book: Book, subscription: Subscription, pool: Pool, now: datetime) -> bool:
+    """Record the stages this period newly passed; email the highest of them unless alerts are paused."""
+    with transaction.atomic():
+        credit_pool_sync(subscription=subscription, pool=pool, now=now)  # holds the period grant's lock
+        balance = credit_balance_get(book=book, subscription_id=subscription.pk, now=now)
+        if balance.no_active_period:
+            return False
+        recorded = set(owned(CreditPoolAlert, book).filter(subscription=subscription,
+                                                            period_start=balance.period_start)
+                       .values_list("stage", flat=True))
+        new = [stage for stage in stages_passed(remaining=balance.remaining_units, pool_size=pool.size)
+               if stage not in recorded]
+        if not new:
+            return False
+        paused = balance.subscription.pool_alerts_paused
+        recipients = [] if paused else billing_recipients(book.organization)
+        emailed = None
+        for stage in new:
+            # Spec §6: only the highest newly passed stage is emailed; lower ones are recorded as passed with it.
+            outcome = Outcome.PAUSED if paused else Outcome.EMAILED if stage == max(new) else Outcome.SUPERSEDED
+            try:
+                with transaction.atomic():
+                    alert = CreditPoolAlert.objects.create(
+                        book=book, subscription=subscription, period_start=balance.period_start,
+                        period_end=balance.period_end, stage=stage, outcome=outcome,
+                        used_percent=HUNDRED - balance.remaining_percent, remaining_units=balance.remaining_units,
+                        recipients=recipients if outcome == Outcome.EMAILED else [])
+            except IntegrityError:
+                continue
+            if outcome == Outcome.EMAILED:
+                emailed = alert
+        if emailed is None:
+            return False
+        # robust: a mail server failure is logged and does not stop the other alerts; the record stays.
+        transaction.on_commit(partial(_alert_email, alert=emailed, balance=balance, organization=book.organization),
+                              robust=True)
+        return True
+
+
+def credit_pool_alerts_evaluate(*, book: Book, now: datetime, subscription_ids=None) -> int:
+    """Settle and evaluate the pools of the book's subscriptions in their current period (all of them, or the
+    ones listed); returns how many alert emails were sent. Safe to run twice and concurrently.
+
+    One read computes every balance; only pools with a grant to open, a period to settle or a stage newly
+    passed are then locked and written, so a quiet evaluation costs three queries whatever the book holds."""
+    balances = [balance for balance in credit_balance_list(book=book, now=now, subscription_ids=subscription_ids)
+                if not balance.no_active_period]
+    recorded = defaultdict(set)
+    for subscription_id, period_start, stage in owned(CreditPoolAlert, book).filter(
+            subscription_id__in=[balance.subscription.pk for balance in balances],
+            period_start__in={balance.period_start for balance in balances},
+    ).values_list("subscription_id", "period_start", "stage"):
+        recorded[subscription_id, period_start].add(stage)
+    sent = 0
+    for balance in balances:
+        stages = stages_passed(remaining=balance.remaining_units, pool_size=balance.pool.size)
+        new_stages = set(stages) - recorded[balance.subscription.pk, balance.period_start]
+        if new_stages or balance.implicit_full_pool or balance.needs_settling:
+            sent += _evaluate_one(book=book, subscription=balance.subscription, pool=balance.pool, now=now)
+    return sent
+
+
+def credit_pool_alerts_evaluate_all(*, now: datetime) -> str:
+    """Scheduled job (after the period rollover): settle ended periods and send the pool alerts due, every book."""
+    book_ids = (Subscription.objects.filter(current_period_start__lte=now, current_period_end__gt=now,
+                                            plan__strategies__pricing_model="credit_pool")
+                .values_list("book_id", flat=True).distinct())
+    sent = sum(credit_pool_alerts_evaluate(book=book, now=now)
+               for book in Book.objects.select_related("organization").filter(id__in=book_ids))
+    return f"{sent} sent"

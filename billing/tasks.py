@@ -1,0 +1,22 @@
+from celery import shared_task
+
+from billing.selectors.credit_pools import pool_subscription_ids
+from billing.services.credit_pools import credit_pool_alerts_evaluate
+from config.accounts.models import Book
+from config.core import clock
+
+
+@shared_task(name="billing.evaluate_credit_pool_alerts", acks_late=True)
+def evaluate_credit_pool_alerts_task(book_id: str, subscription_ids: list[str] | None = None,
+                                     customer_ids: list[str] | None = None) -> int:
+    """Settle the book's credit pools and send the alert emails now due: all pools, the listed subscriptions',
+    or the pools of the listed customers (what usage recording enqueues on commit, so that finding them is
+    not ingestion's work). Idempotent: a stage is emailed once per period."""
+    book = Book.objects.select_related("organization").filter(pk=book_id).first()
+    if book is None:  # the organization went away meanwhile
+        return 0
+    if customer_ids is not None:
+        subscription_ids = pool_subscription_ids(book=book, customer_ids=customer_ids)
+        if not subscription_ids:
+            return 0
+    return credit_pool_alerts_evaluate(book=book, now=clock.now(), subscription_ids=subscription_ids)
