@@ -13,22 +13,14 @@ A period is a grid cycle clipped to the subscription's life `[anchor, end)`: the
 """
 import calendar
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone as dt_timezone
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from datetime import date, datetime, time, timedelta
+from datetime import timezone as dt_timezone
+from zoneinfo import ZoneInfo
+
+from config.core.clock import is_valid_timezone  # noqa: F401  (part of this module's interface)
 
 UTC = dt_timezone.utc
 MONTHLY, YEARLY, CUSTOM = "monthly", "yearly", "custom"
-
-
-def is_valid_timezone(name) -> bool:
-    """An IANA time zone name that this machine's tz database knows ("Europe/Paris", "UTC")."""
-    if not isinstance(name, str) or not name.strip():
-        return False
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        return False
-    return True
 
 
 def local_midnight(day: date, timezone: str) -> datetime:

@@ -16,6 +16,7 @@ from catalog.resolution import normalize_model, normalize_provider
 from config.core.clock import parse_instant
 from config.core.errors import ApiError, BadRequest
 from config.core.money import EXACT_DIGITS, EXACT_PLACES
+from config.core.serialization import UNSTORABLE_MESSAGE, unstorable
 from customers.models import Environment
 
 MAX_RECORDS = 100
@@ -100,6 +101,9 @@ class _Checker:
         value = value.strip()
         if not value:
             self.fail(name, "May not be blank.")
+            return None
+        if "\x00" in value:
+            self.fail(name, "Must not contain NUL (\\u0000) characters.")
             return None
         if len(value) > max_length:
             self.fail(name, f"Ensure this field has no more than {max_length} characters.")
@@ -187,6 +191,8 @@ def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | I
         metadata = {}
     elif not isinstance(metadata, dict):
         check.fail("metadata", "Must be an object.")
+    elif unstorable(metadata):
+        check.fail("metadata", UNSTORABLE_MESSAGE)
 
     services: tuple[ServiceUsage, ...] = ()
     is_multi_service = data.get("services") is not None

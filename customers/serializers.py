@@ -2,50 +2,17 @@
 
 Keys inside `metadata` and `context` are stored and returned exactly as sent: no case conversion.
 """
-import math
-from functools import cache
-from zoneinfo import available_timezones
 
 from rest_framework import serializers
 
-from config.core.serialization import DecimalText
-
+from config.core.clock import is_valid_timezone
+from config.core.serialization import DecimalText, JsonObjectIn
 from customers.models import CustomerStatus, SignalType
 
 NAME_MAX = 255
 MAX_INVOICE_RECIPIENTS = 50
 MAX_NET_TERMS_DAYS = 365
 MAX_BULK_SIGNALS = 100
-
-
-@cache
-def iana_timezones() -> frozenset[str]:
-    # "localtime" is a link to the host's zone, not an IANA name.
-    return frozenset(available_timezones() - {"localtime"})
-
-
-def unstorable(value) -> bool:
-    """What PostgreSQL's jsonb refuses: NUL characters in strings or keys, and infinite numbers (1e999)."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(unstorable(key) or unstorable(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(unstorable(item) for item in value)
-    return False
-
-
-class JsonObject(serializers.JSONField):
-    """Input: a JSON object, stored and returned verbatim."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, dict):
-            raise serializers.ValidationError("Must be a JSON object.")
-        if unstorable(data):
-            raise serializers.ValidationError("Must not contain NUL (\\u0000) characters or infinite numbers.")
-        return super().to_internal_value(data)
 
 
 class Text(serializers.CharField):
@@ -111,14 +78,14 @@ class CustomerWriteIn(serializers.Serializer):
     invoiceEmailRecipients = serializers.ListField(source="invoice_email_recipients",
                                                    child=serializers.EmailField(max_length=255),
                                                    max_length=MAX_INVOICE_RECIPIENTS, required=False)
-    metadata = JsonObject(required=False)
+    metadata = JsonObjectIn(required=False)
 
     # Optional text columns are NOT NULL in the table: null clears them to "".
     CLEARABLE = ("email", "phone", "address_line1", "address_line2", "city", "state", "zip_code", "country",
                  "billing_contact_name", "billing_contact_email")
 
     def validate_timezone(self, value):
-        if value not in iana_timezones():
+        if not is_valid_timezone(value):
             raise serializers.ValidationError("Must be an IANA time zone name such as UTC or Europe/Lisbon.")
         return value
 
@@ -157,7 +124,7 @@ class AgentWriteIn(serializers.Serializer):
     agentCode = Text(source="agent_code", max_length=NAME_MAX)
     description = Text(allow_blank=True, allow_null=True, required=False)
     isActive = Flag(source="is_active", required=False)
-    context = JsonObject(required=False)
+    context = JsonObjectIn(required=False)
 
     def validate(self, data):
         if "description" in data and data["description"] is None:

@@ -1,5 +1,4 @@
 """Serializer pieces shared by the billing resources."""
-import math
 from collections.abc import Mapping
 from datetime import timedelta
 
@@ -10,34 +9,11 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from config.core.clock import UTC
-
+from config.core.serialization import JsonObjectIn  # noqa: F401  (re-exported for the billing serializers)
 
 # Calendar arithmetic stays far from datetime's limits (year 1 and 9999).
 MIN_YEAR, MAX_YEAR = 1900, 9000
 INT32_MAX = 2_147_483_647  # the largest value of a PositiveIntegerField column
-
-
-def unstorable(value) -> bool:
-    """What PostgreSQL's jsonb refuses: NUL characters in strings or keys, and infinite numbers (1e999)."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(unstorable(key) or unstorable(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(unstorable(item) for item in value)
-    return False
-
-
-class JsonObjectIn(serializers.DictField):
-    """A JSON object stored and returned verbatim (never case-converted)."""
-
-    def to_internal_value(self, data):
-        value = super().to_internal_value(data)
-        if unstorable(value):
-            raise serializers.ValidationError("Must not contain NUL (\\u0000) characters or infinite numbers.")
-        return value
 
 
 class UuidIn(serializers.UUIDField):

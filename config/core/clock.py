@@ -1,5 +1,7 @@
 """The one reader of the wall clock, and the ISO 8601 / window helpers."""
-from datetime import date, datetime, time, timedelta, timezone as dt_timezone
+from datetime import date, datetime, time, timedelta
+from datetime import timezone as dt_timezone
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
@@ -7,6 +9,17 @@ from django.utils.dateparse import parse_date, parse_datetime
 from config.core.errors import BadRequest
 
 UTC = dt_timezone.utc
+
+
+def is_valid_timezone(name) -> bool:
+    """An IANA time zone name that this machine's tz database knows ("Europe/Paris", "UTC")."""
+    if not isinstance(name, str) or not name.strip() or name == "localtime":  # localtime: the host's, not IANA
+        return False
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    return True
 
 
 def now() -> datetime:

@@ -1,4 +1,5 @@
 """Edge helpers for serializers: parsing a request body and exact money fields."""
+import math
 from decimal import Decimal
 
 from drf_spectacular.types import OpenApiTypes
@@ -79,3 +80,30 @@ class DecimalText(serializers.Field):
 
     def to_representation(self, value):
         return decimal_text(value)
+
+
+def unstorable(value) -> bool:
+    """What PostgreSQL cannot store: NUL characters in strings or keys (text and jsonb refuse them) and
+    infinite numbers (1e999) in JSON."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(unstorable(key) or unstorable(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(unstorable(item) for item in value)
+    return False
+
+
+UNSTORABLE_MESSAGE = "Must not contain NUL (\\u0000) characters or infinite numbers."
+
+
+class JsonObjectIn(serializers.DictField):
+    """A JSON object stored and returned verbatim (its keys are never case-converted)."""
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if unstorable(value):
+            raise serializers.ValidationError(UNSTORABLE_MESSAGE)
+        return value

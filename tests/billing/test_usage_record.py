@@ -112,6 +112,8 @@ def test_neither_shape_is_400(api):
     ({"agentCode": "a" * 256}, "agentCode: Ensure this field has no more than 255 characters."),
     ({"signalName": "   "}, "signalName: May not be blank."),
     ({"modelProvider": None}, "modelProvider: This field is required."),
+    ({"customerExternalId": "a\x00b"}, "customerExternalId: Must not contain NUL (\\u0000) characters."),
+    ({"metadata": {"note": "a\x00b"}}, "metadata: Must not contain NUL (\\u0000) characters or infinite numbers."),
 ])
 def test_an_invalid_record_fails_alone_and_is_not_stored(api, llm, bad, field):
     resp = post(api, rec(llm), rec(llm, **bad))
