@@ -1,6 +1,6 @@
 from django.urls import path
 
-from billing.views import plans, strategies, subscriptions, usage
+from billing.views import analytics, plans, strategies, subscriptions, usage
 
 urlpatterns = [
     path("pricing-plans", plans.PlanListCreateApi.as_view()),
@@ -15,4 +15,10 @@ urlpatterns = [
     path("subscriptions/<str:subscription_id>/invoice-dates", subscriptions.SubscriptionInvoiceDatesApi.as_view()),
     path("subscriptions/<str:subscription_id>/changelog", subscriptions.SubscriptionChangelogApi.as_view()),
     path("usage/record", usage.UsageRecordApi.as_view()),
+    path("analytics/usage", analytics.UsageAnalyticsApi.as_view()),
+    path("analytics/cost", analytics.CostAnalyticsApi.as_view()),
+    path("analytics/mrr", analytics.MrrAnalyticsApi.as_view()),
+    path("analytics/revenue", analytics.RevenueAnalyticsApi.as_view()),
+    path("customers/<str:customer_id>/revenue", analytics.CustomerRevenueApi.as_view()),
+    path("subscriptions/<str:subscription_id>/revenue", analytics.SubscriptionRevenueApi.as_view()),
 ]

@@ -160,3 +160,48 @@ class UsageEvent(OrgOwned):
 
     def __str__(self):
         return f"{self.signal_name} x {self.quantity} for {self.customer_external_id}"
+
+
+class UsageDailyRollup(OrgOwned):
+    """The ledger summed per UTC day, customer, agent, signal and model: what analytics read instead of
+    millions of events. Derived, never edited by hand: `customers/rollup.py` keeps it exact in the same
+    transaction that records or re-prices events.
+
+    A multi-service event contributes to the row of each model it names: its parts' cost to
+    `model_cost` and 1 to `model_event_count` per distinct model; its event-level figures (`event_count`,
+    `unpriced_count`, `quantity`, `cost`) go to the row of its first part only, so summing any rows
+    counts each event once.
+    """
+
+    day = models.DateField()  # the UTC day of usage_date
+    customer = models.ForeignKey(Customer, on_delete=models.DO_NOTHING, db_index=False, related_name="+")
+    # Plain ids, not foreign keys: a deleted agent or signal leaves its id here, and reads treat an id that
+    # no longer exists as null, as the ledger's SET_NULL does (so every deletion path keeps it exact).
+    agent_id = models.UUIDField(null=True, blank=True)
+    signal_id = models.UUIDField(null=True, blank=True)
+    # The canonical name of the LLM catalog entry that priced the part; null for non-LLM (isApi) services
+    # and for parts not (yet) resolved to the catalog.
+    model = models.CharField(max_length=255, null=True, blank=True)
+    event_count = models.BigIntegerField(default=0)
+    unpriced_count = models.BigIntegerField(default=0)  # events with cost null (NEEDS_COST_BACKFILL)
+    quantity = ExactField(default=0)
+    cost = ExactField(default=0)  # summed usage_cost; unpriced events add 0
+    model_event_count = models.BigIntegerField(default=0)
+    model_cost = ExactField(default=0)
+
+    class Meta:
+        ordering = ["-day"]
+        constraints = [
+            # NULLS NOT DISTINCT: one row per key even where agent, signal or model is null, so the
+            # ingestion upsert (ON CONFLICT on these columns) always finds it.
+            models.UniqueConstraint(fields=["book", "day", "customer", "agent_id", "signal_id", "model"],
+                                    nulls_distinct=False, name="usage_rollup_key"),
+        ]
+        indexes = [
+            models.Index(fields=["book", "customer", "day"], name="usage_rollup_customer_day"),
+            models.Index(fields=["book", "agent_id", "day"], name="usage_rollup_agent_day"),
+            models.Index(fields=["book", "signal_id", "day"], name="usage_rollup_signal_day"),
+        ]
+
+    def __str__(self):
+        return f"{self.day} {self.customer_id} {self.model or '-'}: {self.event_count} events"

@@ -1,0 +1,245 @@
+"""Sums over the usage ledger for any window, exact to the instant, read mostly from the daily rollup.
+
+A window `[start, end)` splits into the whole UTC days it covers, read from `UsageDailyRollup` (index
+`usage_rollup_key` on (book, day, ...), or the customer/agent/signal indexes when filtered), and at most
+two partial days at its edges, read from the events themselves through the same contributions SQL the
+rollup is built with (index `usage_event_book_date` on (book, usage_date)). A window at midnights never
+touches the events.
+
+Segments restrict the sums to (customer, agent, [start, end)) slices, each with a label: that is how
+events are attributed to subscriptions (`coverage.py`). Their whole days join the rollup (index
+`usage_rollup_customer_day`), their partial days the events (index `usage_event_cust_agent_date`).
+
+One statement per call: every breakdown a read needs is a GROUPING SET over one scan.
+"""
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from uuid import UUID
+
+from django.db import connection
+
+from config.core.clock import UTC, day_start
+from config.core.errors import Unprocessable
+from config.core.money import ZERO
+from customers.models import Customer
+from customers.rollup import MEASURES, ROLLUP, contributions_sql
+
+# Grouping dimensions: their SQL over the union of rollup rows and edge contributions (alias u).
+DIMENSIONS = {
+    "label": "u.label",
+    "day": "u.day",
+    "week": "date_trunc('week', u.day)::date",  # ISO weeks: Monday
+    "month": "date_trunc('month', u.day)::date",
+    "customer": "u.customer_id",
+    "agent": "u.agent_id",
+    "signal": "u.signal_id",
+    "model": "u.model",
+}
+ROW_COLUMNS = ("label", "day", "customer_id", "agent_id", "signal_id", "model", *MEASURES)
+
+
+@dataclass(frozen=True)
+class Window:
+    """A half-open window of instants `[start, end)`."""
+
+    start: datetime
+    end: datetime
+
+    @property
+    def length(self) -> timedelta:
+        return self.end - self.start
+
+    def prior(self) -> "Window":
+        """The equally long window right before this one."""
+        return Window(self.start - self.length, self.start)
+
+    def clip(self, start: datetime, end: datetime | None) -> "Window | None":
+        """The part of this window inside `[start, end)` (end None: open), or None when they do not meet."""
+        lo, hi = max(self.start, start), self.end if end is None else min(self.end, end)
+        return Window(lo, hi) if lo < hi else None
+
+    def split(self) -> tuple[tuple[date, date] | None, list[tuple[datetime, datetime]]]:
+        """(whole UTC days as [first, last + 1) or None, partial-day instant ranges at the edges)."""
+        first_whole = self.start.date() if self.start == day_start(self.start.date()) else \
+            self.start.date() + timedelta(days=1)
+        end_whole = self.end.date()
+        if first_whole >= end_whole:
+            return None, [(self.start, self.end)]
+        edges = []
+        if self.start < day_start(first_whole):
+            edges.append((self.start, day_start(first_whole)))
+        if day_start(end_whole) < self.end:
+            edges.append((day_start(end_whole), self.end))
+        return (first_whole, end_whole), edges
+
+
+DEFAULT_WINDOW_DAYS = 30
+
+
+def analytics_window(*, start: date | datetime | None, end: date | datetime | None, now: datetime) -> Window:
+    """The window of `startDate`/`endDate`: a date is a whole UTC day, both inclusive; a timestamp is an
+    instant (endDate's exclusive). Defaults (spec §8): the last 30 days UTC, today included; a window given
+    only a start runs to the end of today, one given only an end covers the 30 days before it. An end before
+    the start is a 422."""
+    end_at = day_start(now.astimezone(UTC).date()) + timedelta(days=1) if end is None else \
+        end if isinstance(end, datetime) else day_start(end) + timedelta(days=1)
+    start_at = end_at - timedelta(days=DEFAULT_WINDOW_DAYS) if start is None else \
+        start if isinstance(start, datetime) else day_start(start)
+    if end_at <= start_at:
+        raise Unprocessable(["endDate: Must be after startDate."])
+    return Window(start_at, end_at)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which events count: optional customer, agent and signal, and whether internal (coding-agent)
+    customers are left out (revenue reads) or counted like any other (usage and cost reads)."""
+
+    customer_id: UUID | None = None
+    agent_id: UUID | None = None
+    signal_id: UUID | None = None
+    external_only: bool = False
+
+    def sql(self, alias: str, book_id) -> tuple[str, list]:
+        clauses, params = [], []
+        for column in ("customer_id", "agent_id", "signal_id"):
+            value = getattr(self, column)
+            if value is not None:
+                clauses.append(f"{alias}.{column} = %s")
+                params.append(value)
+        if self.external_only:
+            clauses.append(f"{alias}.customer_id NOT IN "
+                           f"(SELECT id FROM {Customer._meta.db_table} WHERE book_id = %s AND is_internal)")
+            params.append(book_id)
+        return "".join(f" AND {clause}" for clause in clauses), params
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The events of one customer and agent in `[start, end)` (end None: open), summed under `label`."""
+
+    customer_id: UUID
+    agent_id: UUID
+    start: datetime
+    end: datetime | None
+    label: str
+
+
+@dataclass(frozen=True)
+class Sums:
+    """Ledger figures for one group. `event_count`, `quantity`, `cost` and `unpriced_count` count each
+    event once; `model_event_count` and `model_cost` are per model (use them with the model dimension)."""
+
+    key: tuple
+    event_count: int = 0
+    unpriced_count: int = 0
+    quantity: Decimal = ZERO
+    cost: Decimal = ZERO
+    model_event_count: int = 0
+    model_cost: Decimal = ZERO
+
+
+def grand_total(rows: list[Sums]) -> Sums:
+    """The row of a `()` group, zeros when nothing was summed."""
+    return rows[0] if rows else Sums(())
+
+
+def regroup(rows: list[Sums], key) -> list[Sums]:
+    """Rows merged under `key(row)` (e.g. after mapping deleted agents' ids to null)."""
+    merged: dict = {}
+    for row in rows:
+        new_key = key(row)
+        found = merged.get(new_key)
+        merged[new_key] = Sums(new_key, *(
+            getattr(row, name) + (getattr(found, name) if found else 0) for name in MEASURES))
+    return list(merged.values())
+
+
+def _window_parts(book_id, window: Window, scope: Scope) -> list[tuple[str, list]]:
+    days, edges = window.split()
+    parts = []
+    if days:
+        scope_sql, scope_params = scope.sql("r", book_id)
+        parts.append((f"SELECT NULL::text, r.day, r.customer_id, r.agent_id, r.signal_id, r.model, "
+                      f"{', '.join('r.' + m for m in MEASURES)} FROM {ROLLUP} r "
+                      f"WHERE r.book_id = %s AND r.day >= %s AND r.day < %s{scope_sql}",
+                      [book_id, *days, *scope_params]))
+    if edges:
+        scope_sql, scope_params = scope.sql("e", book_id)
+        ranges = " OR ".join(["(e.usage_date >= %s AND e.usage_date < %s)"] * len(edges))
+        sql, params = contributions_sql(f"e.book_id = %s AND ({ranges}){scope_sql}",
+                                        [book_id, *(instant for edge in edges for instant in edge), *scope_params])
+        parts.append((f"SELECT {', '.join(ROW_COLUMNS)} FROM ({sql}) AS c", params))
+    return parts
+
+
+def _segment_parts(book_id, window: Window, scope: Scope, segments: Sequence[Segment]) -> list[tuple[str, list]]:
+    day_rows, edge_rows = [], []
+    for segment in segments:
+        piece = window.clip(segment.start, segment.end)
+        if piece is None:
+            continue
+        days, edges = piece.split()
+        if days:
+            day_rows.append((segment.customer_id, segment.agent_id, *days, segment.label))
+        edge_rows.extend((segment.customer_id, segment.agent_id, *edge, segment.label) for edge in edges)
+    parts = []
+    if day_rows:
+        scope_sql, scope_params = scope.sql("r", book_id)
+        values = ", ".join(["(%s::uuid, %s::uuid, %s::date, %s::date, %s::text)"] * len(day_rows))
+        parts.append((f"SELECT v.label, r.day, r.customer_id, r.agent_id, r.signal_id, r.model, "
+                      f"{', '.join('r.' + m for m in MEASURES)} FROM {ROLLUP} r "
+                      f"JOIN (VALUES {values}) AS v(customer_id, agent_id, lo, hi, label) "
+                      f"ON r.customer_id = v.customer_id AND r.agent_id = v.agent_id AND r.day >= v.lo AND r.day < v.hi "
+                      f"WHERE r.book_id = %s{scope_sql}",
+                      [*(value for row in day_rows for value in row), book_id, *scope_params]))
+    if edge_rows:
+        scope_sql, scope_params = scope.sql("e", book_id)
+        values = ", ".join(["(%s::uuid, %s::uuid, %s::timestamptz, %s::timestamptz, %s::text)"] * len(edge_rows))
+        join = (f"JOIN (VALUES {values}) AS v(customer_id, agent_id, lo, hi, label) "
+                f"ON e.customer_id = v.customer_id AND e.agent_id = v.agent_id "
+                f"AND e.usage_date >= v.lo AND e.usage_date < v.hi")
+        sql, params = contributions_sql(f"e.book_id = %s{scope_sql}",
+                                        [*(value for row in edge_rows for value in row), book_id, *scope_params],
+                                        join=join, label="v.label")
+        parts.append((f"SELECT {', '.join(ROW_COLUMNS)} FROM ({sql}) AS c", params))
+    return parts
+
+
+def ledger_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], scope: Scope = Scope(),
+                segments: Sequence[Segment] | None = None) -> dict[str, list[Sums]]:
+    """For each named group (a tuple of DIMENSIONS; `()` is the grand total), the sums of the events in
+    the window and scope, one `Sums` per distinct key (its values in the group's dimension order). With
+    `segments`, only events inside a segment count and the `label` dimension is the segment's label.
+    Groups without events have no rows, except the grand total `()`, which may be a row of zeros."""
+    parts = (_window_parts(book.pk, window, scope) if segments is None
+             else _segment_parts(book.pk, window, scope, segments))
+    result: dict[str, list[Sums]] = {name: [] for name in groups}
+    if not parts:
+        return result
+    dimensions = list(dict.fromkeys(dimension for group in groups.values() for dimension in group))
+    expressions = [DIMENSIONS[dimension] for dimension in dimensions]
+    union = " UNION ALL ".join(sql for sql, _ in parts)
+    measures = ", ".join(f"sum(u.{measure})" for measure in MEASURES)
+    if dimensions:
+        grouping_sets = ", ".join("(" + ", ".join(DIMENSIONS[d] for d in group) + ")" for group in groups.values())
+        sql = (f"SELECT {', '.join(expressions)}, GROUPING({', '.join(expressions)}), {measures} "
+               f"FROM ({union}) AS u({', '.join(ROW_COLUMNS)}) GROUP BY GROUPING SETS ({grouping_sets})")
+    else:
+        sql = f"SELECT 0, {measures} FROM ({union}) AS u({', '.join(ROW_COLUMNS)})"
+    # GROUPING() sets bit (n - 1 - i) when dimension i is not grouped in the row's set.
+    names_by_mask = {sum(1 << (len(dimensions) - 1 - i) for i, d in enumerate(dimensions) if d not in group): name
+                     for name, group in groups.items()}
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [param for _, params in parts for param in params])
+        rows = cursor.fetchall()
+    for row in rows:
+        values, (mask, events, unpriced, quantity, cost, model_events, model_cost) = \
+            row[:len(dimensions)], row[len(dimensions):]
+        name = names_by_mask[mask]
+        key = tuple(values[dimensions.index(dimension)] for dimension in groups[name])
+        result[name].append(Sums(key, int(events or 0), int(unpriced or 0), quantity or ZERO, cost or ZERO,
+                                 int(model_events or 0), model_cost or ZERO))
+    return result

@@ -1,0 +1,86 @@
+"""Monthly recurring revenue (spec §4, `GET /v1/analytics/mrr`): the runRate and committed variants.
+
+Per active subscription (status `active`, internal customers left out), each as a month's worth:
+- recurring: every recurring fee, yearly ones divided by 12;
+- seatBased: the seat strategy's pricing model on max(seatsCount, minimumCommitment) seats, likewise
+  monthly-normalized;
+- usage, runRate: the pricing model on the actual usage of the last 30 days `[now - 30 days, now)` as it is
+  (contract: MRR runRate), no minimum (Agent-Earned of those 30 days);
+- usage, committed: the pricing model on minimumCommitment units; 0 for a strategy without a minimum.
+One-time fees are not recurring and never count. The canonical variant (invoices) is not computed here.
+"""
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from billing.models import ChargeType, Subscription, SubscriptionStatus
+from billing.pricing import MONTHS, agent_earned, price_quantity
+from billing.selectors.analytics.coverage import book_segments
+from billing.selectors.analytics.ledger import Scope, Window, ledger_sums
+from billing.selectors.plans import strategies_pricing, strategy_terms
+from config.core.money import ZERO
+from config.core.scoping import owned
+
+RUN_RATE, COMMITTED = "runRate", "committed"
+RUN_RATE_DAYS = 30
+
+
+@dataclass
+class MrrRow:
+    subscription: Subscription
+    recurring: Decimal = ZERO
+    seat_based: Decimal = ZERO
+    usage: Decimal = ZERO
+
+    @property
+    def total(self) -> Decimal:
+        return self.recurring + self.seat_based + self.usage
+
+
+@dataclass
+class Mrr:
+    variant: str
+    breakdown: list[MrrRow]
+
+    @property
+    def mrr(self) -> Decimal:
+        return sum((row.total for row in self.breakdown), ZERO)
+
+
+def _monthly(fee: Decimal, frequency: str) -> Decimal:
+    return fee / MONTHS[frequency]
+
+
+def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscription_id=None) -> Mrr:
+    """MRR of the book's active subscriptions (optionally one customer's, or one subscription)."""
+    subscriptions = owned(Subscription, book).filter(status=SubscriptionStatus.ACTIVE, customer__is_internal=False)
+    if customer_id is not None:
+        subscriptions = subscriptions.filter(customer_id=customer_id)
+    if subscription_id is not None:
+        subscriptions = subscriptions.filter(pk=subscription_id)
+    subscriptions = list(subscriptions.order_by("created_at", "id"))
+    pricing = strategies_pricing(book=book, plan_ids={s.plan_id for s in subscriptions})
+    usage = {}
+    if variant == RUN_RATE and subscriptions:
+        segments = book_segments(book=book, customer_id=customer_id)
+        window = Window(now - timedelta(days=RUN_RATE_DAYS), now)
+        sums = ledger_sums(book=book, window=window, groups={"usage": ("label", "signal")}, scope=Scope(),
+                           segments=[segment for s in subscriptions for segment in segments[s.id]])
+        usage = {(row.key[0], row.key[1]): row.quantity for row in sums["usage"]}
+    rows = []
+    for subscription in subscriptions:
+        row = MrrRow(subscription)
+        for strategy in pricing.get((subscription.plan_id, subscription.agent_id), []):
+            terms = strategy_terms(strategy)
+            if strategy.charge_type == ChargeType.RECURRING:
+                row.recurring += _monthly(terms.rate, terms.billing_frequency)
+            elif strategy.charge_type == ChargeType.SEAT_BASED:
+                row.seat_based += _monthly(price_quantity(Decimal(subscription.seats_count), terms),
+                                           terms.billing_frequency)
+            elif strategy.charge_type == ChargeType.USAGE and variant == RUN_RATE:
+                row.usage += agent_earned(usage.get((str(subscription.id), strategy.signal_id), ZERO), terms)
+            elif strategy.charge_type == ChargeType.USAGE and terms.minimum_commitment > 0:
+                row.usage += price_quantity(terms.minimum_commitment, terms)
+        rows.append(row)
+    rows.sort(key=lambda row: (-row.total, str(row.subscription.id)))
+    return Mrr(variant, rows)
