@@ -52,7 +52,7 @@ class MrrQueryIn(serializers.Serializer):
 
 # --------------------------------------------------------------------------- usage
 
-class WindowOut(serializers.Serializer):
+class AnalyticsWindowOut(serializers.Serializer):
     start = serializers.DateTimeField()
     end = serializers.DateTimeField(help_text="exclusive")
 
@@ -161,7 +161,7 @@ class ModelCostOut(serializers.Serializer):
 
 
 class CostFiguresOut(serializers.Serializer):
-    window = WindowOut()
+    window = AnalyticsWindowOut()
     cost = DecimalNumber()
     eventCount = serializers.IntegerField(source="event_count")
     eventCountWithNullCost = serializers.IntegerField(source="event_count_with_null_cost")
@@ -246,7 +246,7 @@ class StrategyRevenueOut(serializers.Serializer):
 
 
 class RevenueMetricsOut(RevenueFiguresOut):
-    window = WindowOut()
+    window = AnalyticsWindowOut()
     currency = serializers.SerializerMethodField()
     bySubscription = SubscriptionRevenueOut(source="subscriptions", many=True)
     byStrategy = StrategyRevenueOut(source="strategies", many=True)
