@@ -80,9 +80,9 @@ class SignalAdmin(BookScopedAdmin):
 class UsageDailyRollupAdmin(BookScopedAdmin):
     """Read-only: the rollup is derived from the ledger and kept exact by customers/rollup.py."""
 
-    list_display = ["day", "customer", "agent_id", "signal_id", "model", "event_count", "unpriced_count", "quantity",
-                    "cost", "book"]
-    list_filter = ["book__environment", ORGANIZATION_FILTER]
+    list_display = ["day", "grain", "customer", "agent_id", "signal_id", "model", "event_count", "unpriced_count",
+                    "quantity", "cost", "book"]
+    list_filter = ["grain", "book__environment", ORGANIZATION_FILTER]
     search_fields = ["model", "customer__name", "customer__external_id"]
     date_hierarchy = "day"
     list_select_related = ["customer", "book__organization"]

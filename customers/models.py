@@ -162,19 +162,31 @@ class UsageEvent(OrgOwned):
         return f"{self.signal_name} x {self.quantity} for {self.customer_external_id}"
 
 
-class UsageDailyRollup(OrgOwned):
-    """The ledger summed per UTC day, customer, agent, signal and model: what analytics read instead of
-    millions of events. Derived, never edited by hand: `customers/rollup.py` keeps it exact in the same
-    transaction that records or re-prices events.
+class RollupGrain(models.IntegerChoices):
+    """Which of (customer, signal, model) a rollup row sums away, as bits (4: customer, 2: signal, 1: model):
+    reads take the smallest grain that still has the dimensions they group or filter by."""
 
-    A multi-service event contributes to the row of each model it names: its parts' cost to
-    `model_cost` and 1 to `model_event_count` per distinct model; its event-level figures (`event_count`,
-    `unpriced_count`, `quantity`, `cost`) go to the row of its first part only, so summing any rows
-    counts each event once.
+    FULL = 0, "customer, agent, signal, model"
+    NO_MODEL = 1, "customer, agent, signal"
+    CUSTOMER_AGENT = 3, "customer, agent"
+    NO_CUSTOMER = 4, "agent, signal, model"
+
+
+class UsageDailyRollup(OrgOwned):
+    """The ledger summed per UTC day at four grains (`RollupGrain`): what analytics read instead of millions
+    of events. Derived, never edited by hand: `customers/rollup.py` keeps it exact in the same transaction
+    that records or re-prices events, all grains in one statement.
+
+    A multi-service event contributes to the row of each model it names: its parts' cost to `model_cost`
+    and 1 to `model_event_count` per distinct model; its event-level figures (`event_count`,
+    `unpriced_count`, `quantity`, `cost`) go to the row of its first part only, so summing any rows of one
+    grain counts each event once (`model_*` are meaningful only at grains that keep the model).
     """
 
+    grain = models.PositiveSmallIntegerField(choices=RollupGrain.choices, default=RollupGrain.FULL)
     day = models.DateField()  # the UTC day of usage_date
-    customer = models.ForeignKey(Customer, on_delete=models.DO_NOTHING, db_index=False, related_name="+")
+    customer = models.ForeignKey(Customer, on_delete=models.DO_NOTHING, null=True, blank=True, db_index=False,
+                                 related_name="+")
     # Plain ids, not foreign keys: a deleted agent or signal leaves its id here, and reads treat an id that
     # no longer exists as null, as the ledger's SET_NULL does (so every deletion path keeps it exact).
     agent_id = models.UUIDField(null=True, blank=True)
@@ -192,16 +204,16 @@ class UsageDailyRollup(OrgOwned):
     class Meta:
         ordering = ["-day"]
         constraints = [
-            # NULLS NOT DISTINCT: one row per key even where agent, signal or model is null, so the
-            # ingestion upsert (ON CONFLICT on these columns) always finds it.
-            models.UniqueConstraint(fields=["book", "day", "customer", "agent_id", "signal_id", "model"],
+            # NULLS NOT DISTINCT: one row per key even where a dimension is null, so the ingestion upsert
+            # (ON CONFLICT on these columns) always finds it.
+            models.UniqueConstraint(fields=["book", "grain", "day", "customer", "agent_id", "signal_id", "model"],
                                     nulls_distinct=False, name="usage_rollup_key"),
         ]
         indexes = [
-            models.Index(fields=["book", "customer", "day"], name="usage_rollup_customer_day"),
-            models.Index(fields=["book", "agent_id", "day"], name="usage_rollup_agent_day"),
-            models.Index(fields=["book", "signal_id", "day"], name="usage_rollup_signal_day"),
+            models.Index(fields=["book", "grain", "customer", "day"], name="usage_rollup_customer_day"),
+            models.Index(fields=["book", "grain", "agent_id", "day"], name="usage_rollup_agent_day"),
+            models.Index(fields=["book", "grain", "signal_id", "day"], name="usage_rollup_signal_day"),
         ]
 
     def __str__(self):
-        return f"{self.day} {self.customer_id} {self.model or '-'}: {self.event_count} events"
+        return f"{self.day} {self.get_grain_display()}: {self.event_count} events"

@@ -2,7 +2,9 @@
 
 One SQL definition says what an event contributes (`contributions_sql`): its UTC day, customer, agent,
 signal and model, split per model for multi-service events (each part's cost to its model; the
-event-level figures to the model of its first part). Every writer goes through it:
+event-level figures to the model of its first part). Grouping sets sum the contributions to every grain
+of `RollupGrain` at once, so each writer is one statement however many grains there are. Every writer
+goes through it:
 
 - recording a batch: `analytics_rollup_add` after the events are inserted, ONE
   `INSERT ... SELECT ... ON CONFLICT ... DO UPDATE SET x = x + EXCLUDED.x` statement;
@@ -16,7 +18,7 @@ Rows are upserted in key order, so concurrent batches lock shared rows in the sa
 from collections.abc import Iterable, Sequence
 from uuid import UUID
 
-from django.db import connection
+from django.db import connection, transaction
 
 from catalog.models import ServiceEntry
 from customers.models import UsageDailyRollup, UsageEvent
@@ -24,7 +26,7 @@ from customers.models import UsageDailyRollup, UsageEvent
 EVENTS = UsageEvent._meta.db_table
 CATALOG = ServiceEntry._meta.db_table
 ROLLUP = UsageDailyRollup._meta.db_table
-KEY_COLUMNS = ("book_id", "day", "customer_id", "agent_id", "signal_id", "model")
+KEY_COLUMNS = ("book_id", "grain", "day", "customer_id", "agent_id", "signal_id", "model")
 MEASURES = ("event_count", "unpriced_count", "quantity", "cost", "model_event_count", "model_cost")
 
 # What one (event, model) pair contributes. A part's model is the canonical name of the catalog entry
@@ -32,26 +34,22 @@ MEASURES = ("event_count", "unpriced_count", "quantity", "cost", "model_event_co
 # stored 12 places one by one, so adding batch after batch equals summing everything at once.
 _PARTS = """
     SELECT e.book_id, e.usage_date, e.customer_id, e.agent_id, e.signal_id, e.quantity, e.usage_cost,
-           {label} AS label,
-           CASE WHEN svc.is_api THEN NULL ELSE svc.canonical_name END AS model,
-           1 AS first_part, e.usage_cost AS part_cost
+           {label} AS label, {model_of_service} AS model, 1 AS first_part, e.usage_cost AS part_cost
     FROM {events} e {join}
-    LEFT JOIN {catalog} svc ON svc.id = e.service_id
     WHERE e.services IS NULL AND {where}
   UNION ALL
     SELECT e.book_id, e.usage_date, e.customer_id, e.agent_id, e.signal_id, e.quantity, e.usage_cost,
-           {label} AS label, part.model, part.first_part, part.part_cost
+           {label} AS label, part.model, min(part.position), sum(part.cost)
     FROM {events} e {join}
     CROSS JOIN LATERAL (
-        SELECT CASE WHEN svc.is_api THEN NULL ELSE svc.canonical_name END AS model,
-               min(item.position) AS first_part,
-               sum(round((item.value ->> 'costUsd')::numeric, 12)) AS part_cost
+        SELECT {model_of_part} AS model, item.position, round((item.value ->> 'costUsd')::numeric, 12) AS cost
         FROM jsonb_array_elements(e.services) WITH ORDINALITY AS item(value, position)
-        LEFT JOIN {catalog} svc ON svc.id = (item.value ->> 'serviceId')::uuid
-        GROUP BY 1
     ) part
     WHERE e.services IS NOT NULL AND {where}
+    GROUP BY e.id, 8, 9  -- one row per (event, label, model)
 """
+# A catalog entry's model name, looked up by primary key (one index probe per part).
+_MODEL_OF = "(SELECT CASE WHEN svc.is_api THEN NULL ELSE svc.canonical_name END FROM {catalog} svc WHERE svc.id = {id})"
 
 _CONTRIBUTIONS = """
     SELECT book_id, label, (usage_date AT TIME ZONE 'UTC')::date AS day, customer_id, agent_id, signal_id, model,
@@ -70,24 +68,59 @@ def contributions_sql(where: str, params: Sequence, *, join: str = "", label: st
     """SQL for what the events matching `where` (over alias `e`, after an optional `join`) contribute to
     the rollup, grouped by (book_id, label, day, customer_id, agent_id, signal_id, model) with the rollup's
     measures. `params` are the parameters of `join` and `where` together, in that order."""
-    parts = _PARTS.format(events=EVENTS, catalog=CATALOG, join=join, where=where, label=label)
+    parts = _PARTS.format(events=EVENTS, join=join, where=where, label=label,
+                          model_of_service=_MODEL_OF.format(catalog=CATALOG, id="e.service_id"),
+                          model_of_part=_MODEL_OF.format(catalog=CATALOG, id="(item.value ->> 'serviceId')::uuid"))
     return _CONTRIBUTIONS.format(parts=parts), [*params, *params]
 
 
-def _upsert(where: str, params: Sequence, *, sign: int) -> list[UUID]:
-    """Add (sign 1) or take away (sign -1) the contributions of the events matching `where`; returns the
-    ids of the rows the statement left at zero."""
+def execute(sql: str, params: Sequence) -> list[tuple]:
+    """Run one rollup or ledger statement and return its rows. JIT compilation is off for it: the planner's
+    estimates for these statements (jsonb expansion, grouping sets) are high enough to trigger JIT, whose
+    compile time costs far more than the statements themselves (hundreds of ms against tens); and sorts and
+    hashes of a few hundred thousand rows get the memory to stay off disk."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL jit = off; SET LOCAL work_mem = '64MB'")
+        cursor.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+# Every grain from one grouping of the contributions. GROUPING(customer_id, signal_id, model) is the grain:
+# the bits of the dimensions a grouping set sums away (customers.models.RollupGrain).
+_GRAINS = """
+    SELECT c.book_id, GROUPING(c.customer_id, c.signal_id, c.model) AS grain, c.day, c.customer_id, c.agent_id,
+           c.signal_id, c.model, {measures}
+    FROM ({contributions}) AS c
+    GROUP BY GROUPING SETS ((c.book_id, c.day, c.customer_id, c.agent_id, c.signal_id, c.model),
+                            (c.book_id, c.day, c.customer_id, c.agent_id, c.signal_id),
+                            (c.book_id, c.day, c.customer_id, c.agent_id),
+                            (c.book_id, c.day, c.agent_id, c.signal_id, c.model))
+"""
+
+
+def _grains_sql(where: str, params: Sequence, *, sign: int = 1) -> tuple[str, list]:
     contributions, contribution_params = contributions_sql(where, params)
-    signed = ", ".join(f"{sign} * c.{measure}" for measure in MEASURES)
+    measures = ", ".join(f"{sign} * sum(c.{measure}) AS {measure}" for measure in MEASURES)
+    return _GRAINS.format(measures=measures, contributions=contributions), contribution_params
+
+
+def _insert_sql(select: str, *, upsert: bool) -> str:
+    columns = ", ".join((*KEY_COLUMNS, *MEASURES))
+    sql = (f"INSERT INTO {ROLLUP} AS r (id, created_at, updated_at, {columns}) "
+           f"SELECT gen_random_uuid(), now(), now(), g.* FROM ({select}) AS g")
+    if not upsert:
+        return sql
     updates = ", ".join(f"{measure} = r.{measure} + EXCLUDED.{measure}" for measure in MEASURES)
-    sql = (f"INSERT INTO {ROLLUP} AS r (id, created_at, updated_at, {', '.join(KEY_COLUMNS)}, {', '.join(MEASURES)}) "
-           f"SELECT gen_random_uuid(), now(), now(), {', '.join('c.' + key for key in KEY_COLUMNS)}, {signed} "
-           f"FROM ({contributions}) AS c ORDER BY {', '.join('c.' + key for key in KEY_COLUMNS[1:])} "
-           f"ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}, updated_at = EXCLUDED.updated_at "
-           f"RETURNING r.id, r.event_count = 0 AND r.model_event_count = 0")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, contribution_params)
-        return [row_id for row_id, emptied in cursor.fetchall() if emptied]
+    return (f"{sql} ORDER BY {', '.join('g.' + key for key in KEY_COLUMNS[1:])} "
+            f"ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}, updated_at = EXCLUDED.updated_at "
+            f"RETURNING r.id, r.event_count = 0 AND r.model_event_count = 0")
+
+
+def _upsert(where: str, params: Sequence, *, sign: int) -> list[UUID]:
+    """Add (sign 1) or take away (sign -1) the contributions of the events matching `where`, at every grain,
+    in one statement; returns the ids of the rows it left at zero."""
+    select, select_params = _grains_sql(where, params, sign=sign)
+    return [row_id for row_id, emptied in execute(_insert_sql(select, upsert=True), select_params) if emptied]
 
 
 def _event_ids(events: Iterable[UsageEvent]) -> list[UUID]:
@@ -117,10 +150,6 @@ def analytics_rollup_rebuild(*, book) -> int:
     """Recompute the book's rollup from its whole ledger (one DELETE, one INSERT ... SELECT); returns the
     number of rows. For seeding and repair: concurrent recording into the book must be stopped."""
     UsageDailyRollup.objects.filter(book=book).delete()
-    contributions, params = contributions_sql("e.book_id = %s", [book.pk])
-    sql = (f"INSERT INTO {ROLLUP} (id, created_at, updated_at, {', '.join(KEY_COLUMNS)}, {', '.join(MEASURES)}) "
-           f"SELECT gen_random_uuid(), now(), now(), {', '.join('c.' + key for key in KEY_COLUMNS)}, "
-           f"{', '.join('c.' + measure for measure in MEASURES)} FROM ({contributions}) AS c")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount
+    select, params = _grains_sql("e.book_id = %s", [book.pk])
+    execute(_insert_sql(select, upsert=False), params)
+    return UsageDailyRollup.objects.filter(book=book).count()

@@ -6,7 +6,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 
 from catalog.models import ServiceEntry
-from customers.models import UsageDailyRollup, UsageEvent
+from customers.models import RollupGrain, UsageDailyRollup, UsageEvent
 from customers.rollup import analytics_rollup_rebuild
 from tests.billing.analytics_support import ALPHA_PART, get, models, multi, rec, record, search_part  # noqa: F401
 from tests.billing.test_usage_record_concurrency import post_in_parallel
@@ -16,7 +16,20 @@ MYSTERY_PART = {"model": "mystery-model", "modelProvider": "inhouse", "inputToke
 
 
 def scanned(book) -> dict:
-    """The rollup computed from scratch in Python, from the events as stored: {key: measures}."""
+    """The rollup computed from scratch in Python, from the events as stored: {key: measures}, every grain
+    derived from the full one by summing away its dimensions."""
+    full = _scanned_full(book)
+    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0)])
+    for (day, customer, agent, signal, model), values in full.items():
+        for grain in RollupGrain:
+            kept = {"customer": not grain & 4, "signal": not grain & 2, "model": not grain & 1}
+            key = (grain.value, day, customer if kept["customer"] else None, agent,
+                   signal if kept["signal"] else None, model if kept["model"] else None)
+            rows[key] = [total + value for total, value in zip(rows[key], values)]
+    return {key: tuple(values) for key, values in rows.items()}
+
+
+def _scanned_full(book) -> dict:
     services = {str(entry.pk): entry for entry in ServiceEntry.objects.all()}
 
     def model_of(service):
@@ -48,7 +61,7 @@ def scanned(book) -> dict:
 
 
 def stored(book) -> dict:
-    return {(row.day, row.customer_id, row.agent_id, row.signal_id, row.model):
+    return {(row.grain, row.day, row.customer_id, row.agent_id, row.signal_id, row.model):
             (row.event_count, row.unpriced_count, row.quantity, row.cost, row.model_event_count, row.model_cost)
             for row in UsageDailyRollup.objects.filter(book=book)}
 
@@ -73,7 +86,7 @@ def test_rollup_equals_a_scan_after_batches_replays_unpriced_multi_service_and_b
     assert UsageEvent.objects.filter(book=book).count() == 9
     before_backfill = stored(book)
     assert before_backfill == scanned(book)
-    assert sum(values[1] for values in before_backfill.values()) == 3
+    assert sum(values[1] for key, values in before_backfill.items() if key[0] == RollupGrain.FULL) == 3
     mapped = api.post("/v1/events/map-model", {"model": "mystery-model", "modelProvider": "inhouse",
                                               "serviceId": str(models["beta"].id)})
     assert mapped.status_code in (200, 201), mapped.content
@@ -90,8 +103,8 @@ def test_rollup_equals_a_scan_after_batches_replays_unpriced_multi_service_and_b
 def test_rollup_of_one_book_never_holds_another_books_events(api, other_api, book, other_book, models):
     record(api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z"))
     record(other_api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z"), rec("x", "y", "z", "2025-04-02T10:00:00Z"))
-    assert sum(row[0] for row in stored(book).values()) == 1
-    assert sum(row[0] for row in stored(other_book).values()) == 2
+    assert sum(values[0] for key, values in stored(book).items() if key[0] == RollupGrain.FULL) == 1
+    assert sum(values[0] for key, values in stored(other_book).items() if key[0] == RollupGrain.FULL) == 2
     assert get(api, "/v1/analytics/usage", startDate="2025-04-01", endDate="2025-04-30")["summary"]["totalEvents"] == 1
 
 
@@ -101,6 +114,6 @@ def test_parallel_batches_on_the_same_rollup_row_all_count(live_server, api, boo
               for _ in range(8)]
     results = post_in_parallel(f"{live_server.url}/v1/usage/record", api.raw_key, bodies)
     assert all(status == 200 for status, _ in results)
-    (row,) = UsageDailyRollup.objects.filter(book=book)
+    (row,) = UsageDailyRollup.objects.filter(book=book, grain=RollupGrain.FULL)
     assert (row.event_count, row.quantity, row.model_event_count) == (80, 80, 80)
     assert stored(book) == scanned(book)

@@ -1,16 +1,18 @@
 """Sums over the usage ledger for any window, exact to the instant, read mostly from the daily rollup.
 
 A window `[start, end)` splits into the whole UTC days it covers, read from `UsageDailyRollup` (index
-`usage_rollup_key` on (book, day, ...), or the customer/agent/signal indexes when filtered), and at most
-two partial days at its edges, read from the events themselves through the same contributions SQL the
-rollup is built with (index `usage_event_book_date` on (book, usage_date)). A window at midnights never
-touches the events.
+`usage_rollup_key` on (book, grain, day, ...), or the customer/agent/signal indexes when filtered), and at
+most two partial days at its edges, read from the events themselves through the same contributions SQL
+the rollup is built with (index `usage_event_book_date` on (book, usage_date)). A window at midnights
+never touches the events. Each group is read at the smallest grain that keeps the dimensions it groups,
+filters or attributes by (`RollupGrain`): per customer and agent from a few rows a day, per signal and
+model from fewer still, and the full grain only when a read needs customer and model (or signal) together.
 
 Segments restrict the sums to (customer, agent, [start, end)) slices, each with a label: that is how
 events are attributed to subscriptions (`coverage.py`). Their whole days join the rollup (index
 `usage_rollup_customer_day`), their partial days the events (index `usage_event_cust_agent_date`).
 
-One statement per call: every breakdown a read needs is a GROUPING SET over one scan.
+One statement per grain used: the breakdowns read at one grain are GROUPING SETS over one scan.
 """
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -18,26 +20,30 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 
-from django.db import connection
-
 from config.core.clock import UTC, day_start
 from config.core.errors import Unprocessable
 from config.core.money import ZERO
-from customers.models import Customer
-from customers.rollup import MEASURES, ROLLUP, contributions_sql
+from customers.models import Customer, RollupGrain
+from customers.rollup import MEASURES, ROLLUP, contributions_sql, execute
 
 # Grouping dimensions: their SQL over the union of rollup rows and edge contributions (alias u).
 DIMENSIONS = {
     "label": "u.label",
     "day": "u.day",
-    "week": "date_trunc('week', u.day)::date",  # ISO weeks: Monday
-    "month": "date_trunc('month', u.day)::date",
+    "week": "date_trunc('week', u.day::timestamp)::date",  # ISO weeks: Monday (no time zone: faster)
+    "month": "date_trunc('month', u.day::timestamp)::date",
     "customer": "u.customer_id",
     "agent": "u.agent_id",
     "signal": "u.signal_id",
     "model": "u.model",
 }
 ROW_COLUMNS = ("label", "day", "customer_id", "agent_id", "signal_id", "model", *MEASURES)
+TIME_DIMENSIONS = {"label", "day", "week", "month"}
+# Grains, smallest first, with the dimensions each keeps.
+GRAINS = ((RollupGrain.NO_CUSTOMER, {"agent", "signal", "model"}),
+          (RollupGrain.CUSTOMER_AGENT, {"customer", "agent"}),
+          (RollupGrain.NO_MODEL, {"customer", "agent", "signal"}),
+          (RollupGrain.FULL, {"customer", "agent", "signal", "model"}))
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,12 @@ class Scope:
     signal_id: UUID | None = None
     external_only: bool = False
 
+    @property
+    def dimensions(self) -> set[str]:
+        kept = {"customer": self.customer_id is not None or self.external_only,
+                "agent": self.agent_id is not None, "signal": self.signal_id is not None}
+        return {dimension for dimension, needed in kept.items() if needed}
+
     def sql(self, alias: str, book_id) -> tuple[str, list]:
         clauses, params = [], []
         for column in ("customer_id", "agent_id", "signal_id"):
@@ -157,15 +169,15 @@ def regroup(rows: list[Sums], key) -> list[Sums]:
     return list(merged.values())
 
 
-def _window_parts(book_id, window: Window, scope: Scope) -> list[tuple[str, list]]:
+def _window_parts(book_id, grain: int, window: Window, scope: Scope) -> list[tuple[str, list]]:
     days, edges = window.split()
     parts = []
     if days:
         scope_sql, scope_params = scope.sql("r", book_id)
         parts.append((f"SELECT NULL::text, r.day, r.customer_id, r.agent_id, r.signal_id, r.model, "
                       f"{', '.join('r.' + m for m in MEASURES)} FROM {ROLLUP} r "
-                      f"WHERE r.book_id = %s AND r.day >= %s AND r.day < %s{scope_sql}",
-                      [book_id, *days, *scope_params]))
+                      f"WHERE r.book_id = %s AND r.grain = %s AND r.day >= %s AND r.day < %s{scope_sql}",
+                      [book_id, grain, *days, *scope_params]))
     if edges:
         scope_sql, scope_params = scope.sql("e", book_id)
         ranges = " OR ".join(["(e.usage_date >= %s AND e.usage_date < %s)"] * len(edges))
@@ -175,7 +187,8 @@ def _window_parts(book_id, window: Window, scope: Scope) -> list[tuple[str, list
     return parts
 
 
-def _segment_parts(book_id, window: Window, scope: Scope, segments: Sequence[Segment]) -> list[tuple[str, list]]:
+def _segment_parts(book_id, grain: int, window: Window, scope: Scope,
+                   segments: Sequence[Segment]) -> list[tuple[str, list]]:
     day_rows, edge_rows = [], []
     for segment in segments:
         piece = window.clip(segment.start, segment.end)
@@ -193,8 +206,8 @@ def _segment_parts(book_id, window: Window, scope: Scope, segments: Sequence[Seg
                       f"{', '.join('r.' + m for m in MEASURES)} FROM {ROLLUP} r "
                       f"JOIN (VALUES {values}) AS v(customer_id, agent_id, lo, hi, label) "
                       f"ON r.customer_id = v.customer_id AND r.agent_id = v.agent_id AND r.day >= v.lo AND r.day < v.hi "
-                      f"WHERE r.book_id = %s{scope_sql}",
-                      [*(value for row in day_rows for value in row), book_id, *scope_params]))
+                      f"WHERE r.book_id = %s AND r.grain = %s{scope_sql}",
+                      [*(value for row in day_rows for value in row), book_id, grain, *scope_params]))
     if edge_rows:
         scope_sql, scope_params = scope.sql("e", book_id)
         values = ", ".join(["(%s::uuid, %s::uuid, %s::timestamptz, %s::timestamptz, %s::text)"] * len(edge_rows))
@@ -214,11 +227,24 @@ def ledger_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], 
     the window and scope, one `Sums` per distinct key (its values in the group's dimension order). With
     `segments`, only events inside a segment count and the `label` dimension is the segment's label.
     Groups without events have no rows, except the grand total `()`, which may be a row of zeros."""
-    parts = (_window_parts(book.pk, window, scope) if segments is None
-             else _segment_parts(book.pk, window, scope, segments))
+    needed = scope.dimensions | ({"customer", "agent"} if segments is not None else set())
+    by_grain: dict[int, dict] = {}
+    for name, group in groups.items():
+        dimensions = needed | (set(group) - TIME_DIMENSIONS)
+        grain = next(grain for grain, kept in GRAINS if dimensions <= kept)
+        by_grain.setdefault(grain, {})[name] = group
     result: dict[str, list[Sums]] = {name: [] for name in groups}
-    if not parts:
-        return result
+    for grain, grain_groups in by_grain.items():
+        parts = (_window_parts(book.pk, grain, window, scope) if segments is None
+                 else _segment_parts(book.pk, grain, window, scope, segments))
+        if parts:
+            result.update(_grouped(parts, grain_groups))
+    return result
+
+
+def _grouped(parts: list[tuple[str, list]], groups: Mapping[str, tuple[str, ...]]) -> dict[str, list[Sums]]:
+    """The union of `parts` summed by every group, as GROUPING SETS of one statement."""
+    result: dict[str, list[Sums]] = {name: [] for name in groups}
     dimensions = list(dict.fromkeys(dimension for group in groups.values() for dimension in group))
     expressions = [DIMENSIONS[dimension] for dimension in dimensions]
     union = " UNION ALL ".join(sql for sql, _ in parts)
@@ -232,10 +258,7 @@ def ledger_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], 
     # GROUPING() sets bit (n - 1 - i) when dimension i is not grouped in the row's set.
     names_by_mask = {sum(1 << (len(dimensions) - 1 - i) for i, d in enumerate(dimensions) if d not in group): name
                      for name, group in groups.items()}
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [param for _, params in parts for param in params])
-        rows = cursor.fetchall()
-    for row in rows:
+    for row in execute(sql, [param for _, params in parts for param in params]):
         values, (mask, events, unpriced, quantity, cost, model_events, model_cost) = \
             row[:len(dimensions)], row[len(dimensions):]
         name = names_by_mask[mask]
