@@ -14,7 +14,8 @@ Seeding writes the events with COPY (psycopg), then builds the daily rollup with
 INSERT ... SELECT that repairs a book (`customers.rollup.analytics_rollup_rebuild`). The data: 200
 customers on 8 agents with 3 signals each (each customer uses 2 agents, one subscription per agent),
 two LLMs and one API service from the catalog, 10% multi-service events (LLM + API), 1% unpriced
-(an unknown model), spread evenly over the last `--days` days.
+(an unknown model), spread evenly over the last `--days` days and written in time order, as ingestion
+writes them.
 """
 import argparse
 import http.client
@@ -111,11 +112,11 @@ def seed(args):
     connection.ensure_connection()
     with connection.connection.cursor() as cursor:
         with cursor.copy(f"COPY {UsageEvent._meta.db_table} ({', '.join(EVENT_COLUMNS)}) FROM STDIN") as copy:
-            for _ in range(args.events):
+            for number in range(args.events):
                 customer = rng.choice(customers)
                 agent = rng.choice(uses[customer.pk])
                 signal = rng.choice(signals[agent.pk])
-                when = start + timedelta(seconds=rng.randrange(seconds))
+                when = start + timedelta(seconds=number * seconds / args.events)  # recorded in time order
                 tokens_in, tokens_out = rng.randrange(200, 5000), rng.randrange(50, 1500)
                 roll = rng.random()
                 llm = llms[0] if rng.random() < 0.6 else llms[1]

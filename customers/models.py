@@ -163,18 +163,27 @@ class UsageEvent(OrgOwned):
 
 
 class RollupGrain(models.IntegerChoices):
-    """Which of (customer, signal, model) a rollup row sums away, as bits (4: customer, 2: signal, 1: model):
-    reads take the smallest grain that still has the dimensions they group or filter by."""
+    """What a rollup row sums away, as bits: 1 the model, 2 the signal, 4 the customer, 8 the days of a
+    month (the row's `day` is then the month's first day). Reads take the smallest grain that still has
+    the dimensions they group or filter by, and month rows for the whole months of windows they need not
+    split by day."""
 
-    FULL = 0, "customer, agent, signal, model"
-    NO_MODEL = 1, "customer, agent, signal"
-    CUSTOMER_AGENT = 3, "customer, agent"
-    NO_CUSTOMER = 4, "agent, signal, model"
+    FULL = 0, "day: customer, agent, signal, model"
+    NO_MODEL = 1, "day: customer, agent, signal"
+    CUSTOMER_AGENT = 3, "day: customer, agent"
+    NO_CUSTOMER = 4, "day: agent, signal, model"
+    MONTH_FULL = 8, "month: customer, agent, signal, model"
+    MONTH_NO_MODEL = 9, "month: customer, agent, signal"
+    MONTH_CUSTOMER_AGENT = 11, "month: customer, agent"
+    MONTH_NO_CUSTOMER = 12, "month: agent, signal, model"
+
+
+MONTHLY = 8  # the grain bit of month rows
 
 
 class UsageDailyRollup(OrgOwned):
-    """The ledger summed per UTC day at four grains (`RollupGrain`): what analytics read instead of millions
-    of events. Derived, never edited by hand: `customers/rollup.py` keeps it exact in the same transaction
+    """The ledger summed per UTC day and per UTC month, each at four grains of dimensions (`RollupGrain`):
+    what analytics read instead of millions of events. Derived, never edited by hand: `customers/rollup.py` keeps it exact in the same transaction
     that records or re-prices events, all grains in one statement.
 
     A multi-service event contributes to the row of each model it names: its parts' cost to `model_cost`
@@ -184,7 +193,7 @@ class UsageDailyRollup(OrgOwned):
     """
 
     grain = models.PositiveSmallIntegerField(choices=RollupGrain.choices, default=RollupGrain.FULL)
-    day = models.DateField()  # the UTC day of usage_date
+    day = models.DateField()  # the UTC day of usage_date (month rows: the first day of its month)
     customer = models.ForeignKey(Customer, on_delete=models.DO_NOTHING, null=True, blank=True, db_index=False,
                                  related_name="+")
     # Plain ids, not foreign keys: a deleted agent or signal leaves its id here, and reads treat an id that

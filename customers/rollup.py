@@ -85,23 +85,25 @@ def execute(sql: str, params: Sequence) -> list[tuple]:
         return cursor.fetchall() if cursor.description else []
 
 
-# Every grain from one grouping of the contributions. GROUPING(customer_id, signal_id, model) is the grain:
-# the bits of the dimensions a grouping set sums away (customers.models.RollupGrain).
+# Every grain from one grouping of the contributions. GROUPING(day, customer_id, signal_id, model) is the
+# grain: the bits of what a grouping set sums away (customers.models.RollupGrain); month sets group by the
+# month instead of the day.
+_GRAIN_SETS = ("customer_id, agent_id, signal_id, model", "customer_id, agent_id, signal_id",
+               "customer_id, agent_id", "agent_id, signal_id, model")
 _GRAINS = """
-    SELECT c.book_id, GROUPING(c.customer_id, c.signal_id, c.model) AS grain, c.day, c.customer_id, c.agent_id,
-           c.signal_id, c.model, {measures}
-    FROM ({contributions}) AS c
-    GROUP BY GROUPING SETS ((c.book_id, c.day, c.customer_id, c.agent_id, c.signal_id, c.model),
-                            (c.book_id, c.day, c.customer_id, c.agent_id, c.signal_id),
-                            (c.book_id, c.day, c.customer_id, c.agent_id),
-                            (c.book_id, c.day, c.agent_id, c.signal_id, c.model))
+    SELECT c.book_id, GROUPING(c.day, c.customer_id, c.signal_id, c.model) AS grain, coalesce(c.day, c.month) AS day,
+           c.customer_id, c.agent_id, c.signal_id, c.model, {measures}
+    FROM (SELECT *, date_trunc('month', day::timestamp)::date AS month FROM ({contributions}) AS d) AS c
+    GROUP BY GROUPING SETS ({sets})
 """
 
 
 def _grains_sql(where: str, params: Sequence, *, sign: int = 1) -> tuple[str, list]:
     contributions, contribution_params = contributions_sql(where, params)
     measures = ", ".join(f"{sign} * sum(c.{measure}) AS {measure}" for measure in MEASURES)
-    return _GRAINS.format(measures=measures, contributions=contributions), contribution_params
+    sets = ", ".join(f"(c.book_id, c.{period}, {', '.join('c.' + column for column in dimensions.split(', '))})"
+                     for period in ("day", "month") for dimensions in _GRAIN_SETS)
+    return _GRAINS.format(measures=measures, contributions=contributions, sets=sets), contribution_params
 
 
 def _insert_sql(select: str, *, upsert: bool) -> str:

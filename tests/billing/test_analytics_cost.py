@@ -129,3 +129,12 @@ def test_bad_parameters_are_400(api, params, field):
 def test_unknown_filter_ids_are_404(api, ledger):
     get(api, COST, status=404, subscriptionId="6f1c3a52-1b7e-4a55-9d1e-1b2c3d4e5f60", **APRIL)
     get(api, COST, status=404, customerId="6f1c3a52-1b7e-4a55-9d1e-1b2c3d4e5f60", **APRIL)
+
+
+def test_a_window_of_partial_and_whole_months_counts_every_event_once(api, ledger):
+    """March 15 - May 10: part of March and of May from day rows, all of April from month rows."""
+    body = get(api, COST, startDate="2025-03-15", endDate="2025-05-10")
+    assert (money(body["cost"]), body["eventCount"], body["eventCountWithNullCost"]) == (D("0.048"), 6, 1)
+    assert rows(body, "byCustomer", "customerId") == {str(ledger.beta.id): (D("0.042"), 2),
+                                                      str(ledger.acme.id): (D("0.006"), 4)}
+    assert sum(row["eventCount"] for row in body["byDay"]) == 6

@@ -17,14 +17,14 @@ MYSTERY_PART = {"model": "mystery-model", "modelProvider": "inhouse", "inputToke
 
 def scanned(book) -> dict:
     """The rollup computed from scratch in Python, from the events as stored: {key: measures}, every grain
-    derived from the full one by summing away its dimensions."""
+    derived from the full daily one by summing away its dimensions (and days, for month rows)."""
     full = _scanned_full(book)
     rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0)])
     for (day, customer, agent, signal, model), values in full.items():
         for grain in RollupGrain:
             kept = {"customer": not grain & 4, "signal": not grain & 2, "model": not grain & 1}
-            key = (grain.value, day, customer if kept["customer"] else None, agent,
-                   signal if kept["signal"] else None, model if kept["model"] else None)
+            key = (grain.value, day.replace(day=1) if grain & 8 else day, customer if kept["customer"] else None,
+                   agent, signal if kept["signal"] else None, model if kept["model"] else None)
             rows[key] = [total + value for total, value in zip(rows[key], values)]
     return {key: tuple(values) for key, values in rows.items()}
 

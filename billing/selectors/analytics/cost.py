@@ -22,6 +22,7 @@ from config.core.clock import day_start
 from config.core.scoping import get_owned, owned
 from customers.models import Agent, Signal
 
+COST_MEASURES = ("event_count", "unpriced_count", "cost", "model_event_count", "model_cost")
 GROUPS = {"total": (), "agent": ("agent",), "customer": ("customer",), "signal": ("signal",), "day": ("day",),
           "model": ("model",)}
 
@@ -58,7 +59,7 @@ def _by_plan(*, book, window: Window, scope: Scope, total: Sums, segments: list[
              plan_of: dict) -> list[CostRow]:
     """Cost per plan of the subscriptions the events belong to; the rest under the null plan."""
     labelled = ledger_sums(book=book, window=window, scope=scope, groups={"subscription": ("label",)},
-                           segments=segments)["subscription"]
+                           segments=segments, measures=("event_count", "cost"))["subscription"]
     by_plan = regroup(labelled, lambda row: (plan_of[row.key[0]],))
     orphans = Sums((None,), total.event_count - sum(row.event_count for row in by_plan),
                    cost=total.cost - sum((row.cost for row in by_plan), Decimal(0)))
@@ -67,7 +68,7 @@ def _by_plan(*, book, window: Window, scope: Scope, total: Sums, segments: list[
 
 def _cost(*, book, window: Window, scope: Scope, subscription: Subscription | None, segments: list[Segment],
           plan_of: dict) -> CostAnalytics:
-    sums = ledger_sums(book=book, window=window, scope=scope, groups=GROUPS,
+    sums = ledger_sums(book=book, window=window, scope=scope, groups=GROUPS, measures=COST_MEASURES,
                        segments=segments if subscription is not None else None)
     total = grand_total(sums["total"])
     for dimension, model in (("agent", Agent), ("signal", Signal)):

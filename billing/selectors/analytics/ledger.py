@@ -1,8 +1,8 @@
 """Sums over the usage ledger for any window, exact to the instant, read mostly from the daily rollup.
 
-A window `[start, end)` splits into the whole UTC days it covers, read from `UsageDailyRollup` (index
-`usage_rollup_key` on (book, grain, day, ...), or the customer/agent/signal indexes when filtered), and at
-most two partial days at its edges, read from the events themselves through the same contributions SQL
+A window `[start, end)` splits into the whole UTC months it covers (month rows of `UsageDailyRollup`, for
+groups that need no days), the other whole UTC days (day rows; index `usage_rollup_key` on (book, grain,
+day, ...), or the customer/agent/signal indexes when filtered), and at most two partial days at its edges, read from the events themselves through the same contributions SQL
 the rollup is built with (index `usage_event_book_date` on (book, usage_date)). A window at midnights
 never touches the events. Each group is read at the smallest grain that keeps the dimensions it groups,
 filters or attributes by (`RollupGrain`): per customer and agent from a few rows a day, per signal and
@@ -23,7 +23,7 @@ from uuid import UUID
 from config.core.clock import UTC, day_start
 from config.core.errors import Unprocessable
 from config.core.money import ZERO
-from customers.models import Customer, RollupGrain
+from customers.models import MONTHLY, Customer, RollupGrain
 from customers.rollup import MEASURES, ROLLUP, contributions_sql, execute
 
 # Grouping dimensions: their SQL over the union of rollup rows and edge contributions (alias u).
@@ -66,19 +66,26 @@ class Window:
         lo, hi = max(self.start, start), self.end if end is None else min(self.end, end)
         return Window(lo, hi) if lo < hi else None
 
-    def split(self) -> tuple[tuple[date, date] | None, list[tuple[datetime, datetime]]]:
-        """(whole UTC days as [first, last + 1) or None, partial-day instant ranges at the edges)."""
+    def split(self, *, months: bool) -> tuple[list[tuple[date, date, bool]], list[tuple[datetime, datetime]]]:
+        """The window as rollup ranges `(first day, end day, of month rows?)` and partial-day instant ranges
+        at its edges. With `months`, the whole UTC months inside are one range of month rows."""
         first_whole = self.start.date() if self.start == day_start(self.start.date()) else \
             self.start.date() + timedelta(days=1)
         end_whole = self.end.date()
         if first_whole >= end_whole:
-            return None, [(self.start, self.end)]
+            return [], [(self.start, self.end)]
         edges = []
         if self.start < day_start(first_whole):
             edges.append((self.start, day_start(first_whole)))
         if day_start(end_whole) < self.end:
             edges.append((day_start(end_whole), self.end))
-        return (first_whole, end_whole), edges
+        first_month = first_whole if first_whole.day == 1 else \
+            (first_whole.replace(day=1) + timedelta(days=32)).replace(day=1)
+        end_month = end_whole.replace(day=1)
+        if not months or first_month >= end_month:
+            return [(first_whole, end_whole, False)], edges
+        ranges = [(first_whole, first_month, False), (first_month, end_month, True), (end_month, end_whole, False)]
+        return [(lo, hi, monthly) for lo, hi, monthly in ranges if lo < hi], edges
 
 
 DEFAULT_WINDOW_DAYS = 30
@@ -158,6 +165,11 @@ def grand_total(rows: list[Sums]) -> Sums:
     return rows[0] if rows else Sums(())
 
 
+def combined(rows: list[Sums]) -> Sums:
+    """All rows summed into one (keyed `()`)."""
+    return regroup(rows, lambda row: ())[0] if rows else Sums(())
+
+
 def regroup(rows: list[Sums], key) -> list[Sums]:
     """Rows merged under `key(row)` (e.g. after mapping deleted agents' ids to null)."""
     merged: dict = {}
@@ -169,15 +181,15 @@ def regroup(rows: list[Sums], key) -> list[Sums]:
     return list(merged.values())
 
 
-def _window_parts(book_id, grain: int, window: Window, scope: Scope) -> list[tuple[str, list]]:
-    days, edges = window.split()
+def _window_parts(book_id, grain: int, months: bool, window: Window, scope: Scope) -> list[tuple[str, list]]:
+    ranges, edges = window.split(months=months)
     parts = []
-    if days:
-        scope_sql, scope_params = scope.sql("r", book_id)
+    scope_sql, scope_params = scope.sql("r", book_id)
+    for lo, hi, monthly in ranges:
         parts.append((f"SELECT NULL::text, r.day, r.customer_id, r.agent_id, r.signal_id, r.model, "
                       f"{', '.join('r.' + m for m in MEASURES)} FROM {ROLLUP} r "
                       f"WHERE r.book_id = %s AND r.grain = %s AND r.day >= %s AND r.day < %s{scope_sql}",
-                      [book_id, grain, *days, *scope_params]))
+                      [book_id, grain | (MONTHLY if monthly else 0), lo, hi, *scope_params]))
     if edges:
         scope_sql, scope_params = scope.sql("e", book_id)
         ranges = " OR ".join(["(e.usage_date >= %s AND e.usage_date < %s)"] * len(edges))
@@ -187,74 +199,89 @@ def _window_parts(book_id, grain: int, window: Window, scope: Scope) -> list[tup
     return parts
 
 
-def _segment_parts(book_id, grain: int, window: Window, scope: Scope,
+def _segment_parts(book_id, grain: int, months: bool, window: Window, scope: Scope,
                    segments: Sequence[Segment]) -> list[tuple[str, list]]:
-    day_rows, edge_rows = [], []
+    range_rows, edge_rows = [], []
     for segment in segments:
         piece = window.clip(segment.start, segment.end)
         if piece is None:
             continue
-        days, edges = piece.split()
-        if days:
-            day_rows.append((segment.customer_id, segment.agent_id, *days, segment.label))
+        ranges, edges = piece.split(months=months)
+        range_rows.extend((segment.customer_id, segment.agent_id, lo, hi, grain | (MONTHLY if monthly else 0),
+                           segment.label) for lo, hi, monthly in ranges)
         edge_rows.extend((segment.customer_id, segment.agent_id, *edge, segment.label) for edge in edges)
     parts = []
-    if day_rows:
+    if range_rows:
         scope_sql, scope_params = scope.sql("r", book_id)
-        values = ", ".join(["(%s::uuid, %s::uuid, %s::date, %s::date, %s::text)"] * len(day_rows))
+        values = ", ".join(["(%s::uuid, %s::uuid, %s::date, %s::date, %s::int, %s::text)"] * len(range_rows))
         parts.append((f"SELECT v.label, r.day, r.customer_id, r.agent_id, r.signal_id, r.model, "
                       f"{', '.join('r.' + m for m in MEASURES)} FROM {ROLLUP} r "
-                      f"JOIN (VALUES {values}) AS v(customer_id, agent_id, lo, hi, label) "
-                      f"ON r.customer_id = v.customer_id AND r.agent_id = v.agent_id AND r.day >= v.lo AND r.day < v.hi "
-                      f"WHERE r.book_id = %s AND r.grain = %s{scope_sql}",
-                      [*(value for row in day_rows for value in row), book_id, grain, *scope_params]))
+                      f"JOIN (VALUES {values}) AS v(customer_id, agent_id, lo, hi, grain, label) "
+                      f"ON r.customer_id = v.customer_id AND r.agent_id = v.agent_id AND r.grain = v.grain "
+                      f"AND r.day >= v.lo AND r.day < v.hi "
+                      # The overall day range lets the (book, grain, customer, day) index narrow the scan.
+                      f"WHERE r.book_id = %s AND r.grain IN (%s, %s) AND r.day >= %s AND r.day < %s{scope_sql}",
+                      [*(value for row in range_rows for value in row), book_id, grain, grain | MONTHLY,
+                       min(row[2] for row in range_rows), max(row[3] for row in range_rows), *scope_params]))
     if edge_rows:
         scope_sql, scope_params = scope.sql("e", book_id)
         values = ", ".join(["(%s::uuid, %s::uuid, %s::timestamptz, %s::timestamptz, %s::text)"] * len(edge_rows))
         join = (f"JOIN (VALUES {values}) AS v(customer_id, agent_id, lo, hi, label) "
                 f"ON e.customer_id = v.customer_id AND e.agent_id = v.agent_id "
                 f"AND e.usage_date >= v.lo AND e.usage_date < v.hi")
-        sql, params = contributions_sql(f"e.book_id = %s{scope_sql}",
-                                        [*(value for row in edge_rows for value in row), book_id, *scope_params],
-                                        join=join, label="v.label")
+        # The partial days all the edges lie in, so the (book, usage_date) index reads only those days.
+        days = sorted({day_start(row[2].date()) for row in edge_rows})
+        ranges = " OR ".join(["(e.usage_date >= %s AND e.usage_date < %s)"] * len(days))
+        sql, params = contributions_sql(
+            f"e.book_id = %s AND ({ranges}){scope_sql}",
+            [*(value for row in edge_rows for value in row), book_id,
+             *(instant for day in days for instant in (day, day + timedelta(days=1))), *scope_params],
+            join=join, label="v.label")
         parts.append((f"SELECT {', '.join(ROW_COLUMNS)} FROM ({sql}) AS c", params))
     return parts
 
 
 def ledger_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], scope: Scope = Scope(),
-                segments: Sequence[Segment] | None = None) -> dict[str, list[Sums]]:
+                segments: Sequence[Segment] | None = None, measures: Sequence[str] = MEASURES) -> dict[str, list[Sums]]:
     """For each named group (a tuple of DIMENSIONS; `()` is the grand total), the sums of the events in
     the window and scope, one `Sums` per distinct key (its values in the group's dimension order). With
     `segments`, only events inside a segment count and the `label` dimension is the segment's label.
+    Only `measures` are summed (the others read 0): summing exact decimals is most of a read's cost.
     Groups without events have no rows, except the grand total `()`, which may be a row of zeros."""
     needed = scope.dimensions | ({"customer", "agent"} if segments is not None else set())
-    by_grain: dict[int, dict] = {}
+    by_source: dict[tuple[int, bool], dict] = {}
     for name, group in groups.items():
         dimensions = needed | (set(group) - TIME_DIMENSIONS)
         grain = next(grain for grain, kept in GRAINS if dimensions <= kept)
-        by_grain.setdefault(grain, {})[name] = group
+        months = not {"day", "week"} & set(group)  # month rows serve groups that need no days
+        by_source.setdefault((grain, months), {})[name] = group
     result: dict[str, list[Sums]] = {name: [] for name in groups}
-    for grain, grain_groups in by_grain.items():
-        parts = (_window_parts(book.pk, grain, window, scope) if segments is None
-                 else _segment_parts(book.pk, grain, window, scope, segments))
+    for (grain, months), grain_groups in by_source.items():
+        parts = (_window_parts(book.pk, grain, months, window, scope) if segments is None
+                 else _segment_parts(book.pk, grain, months, window, scope, segments))
         if parts:
-            result.update(_grouped(parts, grain_groups))
+            result.update(_grouped(parts, grain_groups, measures))
     return result
 
 
-def _grouped(parts: list[tuple[str, list]], groups: Mapping[str, tuple[str, ...]]) -> dict[str, list[Sums]]:
-    """The union of `parts` summed by every group, as GROUPING SETS of one statement."""
+def _grouped(parts: list[tuple[str, list]], groups: Mapping[str, tuple[str, ...]],
+             measures: Sequence[str]) -> dict[str, list[Sums]]:
+    """The union of `parts` summed by every group, as GROUPING SETS of one statement (a plain GROUP BY for
+    one group, which PostgreSQL can aggregate in parallel)."""
     result: dict[str, list[Sums]] = {name: [] for name in groups}
     dimensions = list(dict.fromkeys(dimension for group in groups.values() for dimension in group))
     expressions = [DIMENSIONS[dimension] for dimension in dimensions]
     union = " UNION ALL ".join(sql for sql, _ in parts)
-    measures = ", ".join(f"sum(u.{measure})" for measure in MEASURES)
-    if dimensions:
-        grouping_sets = ", ".join("(" + ", ".join(DIMENSIONS[d] for d in group) + ")" for group in groups.values())
-        sql = (f"SELECT {', '.join(expressions)}, GROUPING({', '.join(expressions)}), {measures} "
-               f"FROM ({union}) AS u({', '.join(ROW_COLUMNS)}) GROUP BY GROUPING SETS ({grouping_sets})")
+    sums = ", ".join(f"sum(u.{measure})" if measure in measures else "0" for measure in MEASURES)
+    source = f"FROM ({union}) AS u({', '.join(ROW_COLUMNS)})"
+    if len(groups) == 1:
+        sql = f"SELECT {''.join(e + ', ' for e in expressions)}0, {sums} {source}"
+        if dimensions:
+            sql += f" GROUP BY {', '.join(expressions)}"
     else:
-        sql = f"SELECT 0, {measures} FROM ({union}) AS u({', '.join(ROW_COLUMNS)})"
+        grouping_sets = ", ".join("(" + ", ".join(DIMENSIONS[d] for d in group) + ")" for group in groups.values())
+        sql = (f"SELECT {''.join(e + ', ' for e in expressions)}GROUPING({', '.join(expressions)}), {sums} "
+               f"{source} GROUP BY GROUPING SETS ({grouping_sets})")
     # GROUPING() sets bit (n - 1 - i) when dimension i is not grouped in the row's set.
     names_by_mask = {sum(1 << (len(dimensions) - 1 - i) for i, d in enumerate(dimensions) if d not in group): name
                      for name, group in groups.items()}

@@ -16,7 +16,7 @@ from decimal import Decimal
 from billing.models import ChargeType, Subscription, SubscriptionStatus
 from billing.pricing import MONTHS, agent_earned, price_quantity
 from billing.selectors.analytics.coverage import book_segments
-from billing.selectors.analytics.ledger import Scope, Window, ledger_sums
+from billing.selectors.analytics.ledger import Window, ledger_sums
 from billing.selectors.plans import strategies_pricing, strategy_terms
 from config.core.money import ZERO
 from config.core.scoping import owned
@@ -59,19 +59,19 @@ def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscr
     if subscription_id is not None:
         subscriptions = subscriptions.filter(pk=subscription_id)
     subscriptions = list(subscriptions.order_by("created_at", "id"))
-    pricing = strategies_pricing(book=book, plan_ids={s.plan_id for s in subscriptions})
+    pricing = {pair: [(strategy, strategy_terms(strategy)) for strategy in strategies]
+               for pair, strategies in strategies_pricing(book=book, plan_ids={s.plan_id for s in subscriptions}).items()}
     usage = {}
     if variant == RUN_RATE and subscriptions:
         segments = book_segments(book=book, customer_id=customer_id)
         window = Window(now - timedelta(days=RUN_RATE_DAYS), now)
-        sums = ledger_sums(book=book, window=window, groups={"usage": ("label", "signal")}, scope=Scope(),
+        sums = ledger_sums(book=book, window=window, groups={"usage": ("label", "signal")}, measures=("quantity",),
                            segments=[segment for s in subscriptions for segment in segments[s.id]])
         usage = {(row.key[0], row.key[1]): row.quantity for row in sums["usage"]}
     rows = []
     for subscription in subscriptions:
         row = MrrRow(subscription)
-        for strategy in pricing.get((subscription.plan_id, subscription.agent_id), []):
-            terms = strategy_terms(strategy)
+        for strategy, terms in pricing.get((subscription.plan_id, subscription.agent_id), []):
             if strategy.charge_type == ChargeType.RECURRING:
                 row.recurring += _monthly(terms.rate, terms.billing_frequency)
             elif strategy.charge_type == ChargeType.SEAT_BASED:

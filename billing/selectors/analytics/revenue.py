@@ -17,12 +17,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from itertools import groupby
 
 from billing.models import ChargeType, PricingStrategy, Subscription
 from billing.periods import cycle_containing, local_date, local_midnight
-from billing.pricing import Period, agent_earned, fee_for_period, price_quantity
+from billing.pricing import Period, StrategyTerms, agent_earned, fee_for_period, price_quantity
 from billing.selectors.analytics.coverage import book_segments
-from billing.selectors.analytics.ledger import Scope, Sums, Window, grand_total, ledger_sums
+from billing.selectors.analytics.ledger import Scope, Sums, Window, combined, grand_total, ledger_sums
 from billing.selectors.plans import strategies_pricing, strategy_terms
 from billing.selectors.subscriptions import schedule_of, subscription_get, subscription_terms
 from config.core.money import ZERO
@@ -32,6 +33,7 @@ from customers.selectors import customer_get
 
 HUNDRED = Decimal(100)
 FEE_AND_USAGE = ("usage", "recurring", "seat", "onetime")
+FIGURE_MEASURES = ("event_count", "unpriced_count", "quantity", "cost")
 MICROSECOND = timedelta(microseconds=1)
 
 
@@ -136,12 +138,11 @@ def _fee_revenue(stated_fee: Decimal, frequency: str, subscription: Subscription
                                period_days=days) * recognized / days for days, recognized in shares), ZERO)
 
 
-def _price_subscription(subscription: Subscription, strategies: list[PricingStrategy], window: Window,
-                        quantities: dict, figures: SubscriptionRevenue, by_strategy: dict) -> None:
+def _price_subscription(subscription: Subscription, strategies: list[tuple[PricingStrategy, StrategyTerms]],
+                        window: Window, quantities: dict, figures: SubscriptionRevenue, by_strategy: dict) -> None:
     """Fill the subscription's figures and add to the per-strategy rows."""
     shares = _fee_share(subscription, _covered_span(subscription, window))
-    for strategy in strategies:
-        terms = strategy_terms(strategy)
+    for strategy, terms in strategies:
         line = by_strategy.setdefault(strategy.id, StrategyRevenue(strategy))
         if strategy.charge_type == ChargeType.USAGE:
             quantity = quantities.get(strategy.signal_id, ZERO)
@@ -177,14 +178,17 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
         subscriptions = subscriptions.filter(customer_id=customer_id)
     subscriptions = [s for s in subscriptions if _covered_span(s, window) is not None]
     segments = book_segments(book=book, customer_id=customer_id)
+    # One read: each subscription's quantity per signal, and its cost and events summed over its signals.
     sums = ledger_sums(book=book, window=window, scope=Scope(external_only=True),
-                       groups={"usage": ("label", "signal"), "subscription": ("label",)},
-                       segments=[segment for s in subscriptions for segment in segments[s.id]])
-    quantities = defaultdict(dict)
-    for row in sums["usage"]:
+                       groups={"usage": ("label", "signal")}, measures=FIGURE_MEASURES,
+                       segments=[segment for s in subscriptions for segment in segments[s.id]])["usage"]
+    quantities, costs = defaultdict(dict), {}
+    for row in sums:
         quantities[row.key[0]][row.key[1]] = row.quantity
-    costs = {row.key[0]: row for row in sums["subscription"]}
-    pricing = strategies_pricing(book=book, plan_ids={s.plan_id for s in subscriptions})
+    for label, rows in groupby(sorted(sums, key=lambda row: row.key[0]), key=lambda row: row.key[0]):
+        costs[label] = combined(list(rows))
+    pricing = {pair: [(strategy, strategy_terms(strategy)) for strategy in strategies]
+               for pair, strategies in strategies_pricing(book=book, plan_ids={s.plan_id for s in subscriptions}).items()}
     metrics, by_strategy = RevenueMetrics(window=window), {}
     for s in subscriptions:
         row = SubscriptionRevenue(subscription=s)
@@ -197,7 +201,7 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
     if subscription is not None:
         metrics.add_sums(costs.get(str(subscription.id), Sums(())))
     else:
-        total = ledger_sums(book=book, window=window, groups={"total": ()},
+        total = ledger_sums(book=book, window=window, groups={"total": ()}, measures=FIGURE_MEASURES,
                             scope=Scope(customer_id=customer_id, external_only=True))["total"]
         metrics.add_sums(grand_total(total))
     metrics.subscriptions.sort(key=lambda row: (-row.revenue, str(row.subscription.id)))

@@ -74,7 +74,8 @@ def usage_analytics(*, book, window: Window, group_by: str = "daily", breakdown_
               "signal": ("signal",)}
     if breakdown_by:
         groups["timeline"] = (bucket, breakdown_by)
-    sums = ledger_sums(book=book, window=window, groups=groups, scope=scope)
+    sums = ledger_sums(book=book, window=window, groups=groups, scope=scope,
+                       measures=("event_count", "quantity", "cost"))
     names = {dimension: names_of(BREAKDOWN_BY[dimension], book, (row.key[0] for row in sums[dimension]))
              for dimension in BREAKDOWN_BY}
     # Events of a deleted agent or signal are orphans (null), as in the ledger.
