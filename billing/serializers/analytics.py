@@ -1,4 +1,6 @@
 """Query parameters and response shapes of the analytics reads (docs/decisions/analytics.md)."""
+from operator import attrgetter
+
 from rest_framework import serializers
 
 from billing.selectors.analytics.mrr import COMMITTED, RUN_RATE
@@ -50,6 +52,21 @@ class MrrQueryIn(serializers.Serializer):
     subscriptionId = UuidIn(source="subscription_id", required=False)
 
 
+class RowOut(serializers.Serializer):
+    """A flat row of a long analytics list (a timeline runs to thousands of rows), rendered straight from
+    its declared fields without DRF's per-field bookkeeping; the fields still document the shape."""
+
+    def to_representation(self, instance):
+        readers = self.__dict__.get("_readers")
+        if readers is None:
+            readers = self._readers = [(name, attrgetter(field.source), field) for name, field in self.fields.items()]
+        row = {}
+        for name, read, field in readers:
+            value = read(instance)
+            row[name] = None if value is None else field.to_representation(value)
+        return row
+
+
 # --------------------------------------------------------------------------- usage
 
 class AnalyticsWindowOut(serializers.Serializer):
@@ -70,14 +87,14 @@ class UsageSummaryOut(serializers.Serializer):
     avgCostPerEvent = DecimalNumber(source="avg_cost_per_event")
 
 
-class UsagePointOut(serializers.Serializer):
+class UsagePointOut(RowOut):
     date = serializers.DateField(source="bucket", help_text="first day of the bucket (UTC)")
     eventCount = serializers.IntegerField(source="event_count")
     totalQuantity = DecimalNumber(source="total_quantity")
     totalCost = DecimalNumber(source="total_cost")
 
 
-class DimensionTotalOut(serializers.Serializer):
+class DimensionTotalOut(RowOut):
     dimensionId = serializers.UUIDField(source="dimension_id", allow_null=True)
     dimensionLabel = serializers.CharField(source="dimension_label", allow_null=True)
     totalEvents = serializers.IntegerField(source="event_count")
@@ -85,7 +102,7 @@ class DimensionTotalOut(serializers.Serializer):
     totalCost = DecimalNumber(source="total_cost")
 
 
-class DimensionPointOut(serializers.Serializer):
+class DimensionPointOut(RowOut):
     date = serializers.DateField(source="bucket")
     dimensionId = serializers.UUIDField(source="dimension_id", allow_null=True)
     dimensionLabel = serializers.CharField(source="dimension_label", allow_null=True)
@@ -124,37 +141,37 @@ class UsageAnalyticsOut(serializers.Serializer):
 
 # --------------------------------------------------------------------------- cost
 
-class AgentCostOut(serializers.Serializer):
+class AgentCostOut(RowOut):
     agentId = serializers.UUIDField(source="key", allow_null=True, help_text="null: a deleted agent")
     cost = DecimalNumber()
     eventCount = serializers.IntegerField(source="event_count")
 
 
-class CustomerCostOut(serializers.Serializer):
+class CustomerCostOut(RowOut):
     customerId = serializers.UUIDField(source="key")
     cost = DecimalNumber()
     eventCount = serializers.IntegerField(source="event_count")
 
 
-class SignalCostOut(serializers.Serializer):
+class SignalCostOut(RowOut):
     signalId = serializers.UUIDField(source="key", allow_null=True, help_text="null: orphan events")
     cost = DecimalNumber()
     eventCount = serializers.IntegerField(source="event_count")
 
 
-class DayCostOut(serializers.Serializer):
+class DayCostOut(RowOut):
     date = serializers.DateTimeField(source="key", help_text="UTC midnight")
     cost = DecimalNumber()
     eventCount = serializers.IntegerField(source="event_count")
 
 
-class PlanCostOut(serializers.Serializer):
+class PlanCostOut(RowOut):
     planId = serializers.UUIDField(source="key", allow_null=True, help_text="null: events no subscription covers")
     cost = DecimalNumber()
     eventCount = serializers.IntegerField(source="event_count")
 
 
-class ModelCostOut(serializers.Serializer):
+class ModelCostOut(RowOut):
     model = serializers.CharField(source="key", allow_null=True, help_text="null: non-LLM service or unresolved")
     cost = DecimalNumber()
     eventCount = serializers.IntegerField(source="event_count")
@@ -185,7 +202,7 @@ class CostAnalyticsOut(CostFiguresOut):
 
 # --------------------------------------------------------------------------- mrr
 
-class MrrRowOut(serializers.Serializer):
+class MrrRowOut(RowOut):
     subscriptionId = serializers.UUIDField(source="subscription.id")
     customerId = serializers.UUIDField(source="subscription.customer_id")
     agentId = serializers.UUIDField(source="subscription.agent_id")
@@ -232,7 +249,7 @@ class SubscriptionRevenueOut(RevenueFiguresOut):
     planId = serializers.UUIDField(source="subscription.plan_id")
 
 
-class StrategyRevenueOut(serializers.Serializer):
+class StrategyRevenueOut(RowOut):
     strategyId = serializers.UUIDField(source="strategy.id")
     strategyName = serializers.CharField(source="strategy.name")
     planId = serializers.UUIDField(source="strategy.plan_id")

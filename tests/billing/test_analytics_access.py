@@ -42,7 +42,8 @@ def test_another_organizations_data_and_ids_stay_invisible(api, other_api, ledge
         get(other_api, "/v1/analytics/cost", status=404, **{name: str(value)}, **april)
     foreign = SubscriptionFactory(book=other_book, customer=CustomerFactory(book=other_book))
     get(api, "/v1/analytics/cost", status=404, subscriptionId=str(foreign.id), **april)
-    assert get(api, "/v1/analytics/mrr", variant="runRate", subscriptionId=str(foreign.id))["breakdown"] == []
+    get(api, "/v1/analytics/mrr", status=404, variant="runRate", subscriptionId=str(foreign.id))
+    get(api, "/v1/analytics/mrr", status=404, variant="committed", customerId=str(foreign.customer_id))
 
 
 def test_test_and_live_books_of_one_organization_are_separate(client_for, models):

@@ -16,7 +16,7 @@ from uuid import UUID
 
 from billing.models import Subscription
 from billing.selectors.analytics.coverage import book_segments
-from billing.selectors.analytics.ledger import Scope, Segment, Sums, Window, grand_total, ledger_sums, regroup
+from billing.selectors.analytics.ledger import Scope, Segment, Sums, Window, grand_total, ledger_sums, orphaned, regroup
 from billing.selectors.analytics.usage import names_of, resolve_filters
 from config.core.clock import day_start
 from config.core.scoping import get_owned, owned
@@ -73,7 +73,7 @@ def _cost(*, book, window: Window, scope: Scope, subscription: Subscription | No
     total = grand_total(sums["total"])
     for dimension, model in (("agent", Agent), ("signal", Signal)):
         known = names_of(model, book, (row.key[0] for row in sums[dimension]))
-        sums[dimension] = regroup(sums[dimension], lambda row: (row.key[0] if row.key[0] in known else None,))
+        sums[dimension] = orphaned(sums[dimension], 0, known)
     if subscription is not None:  # every event in scope is the subscription's
         by_plan = [CostRow(subscription.plan_id, total.cost, total.event_count)] if total.event_count else []
     else:

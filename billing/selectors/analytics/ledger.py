@@ -9,8 +9,9 @@ filters or attributes by (`RollupGrain`): per customer and agent from a few rows
 model from fewer still, and the full grain only when a read needs customer and model (or signal) together.
 
 Segments restrict the sums to (customer, agent, [start, end)) slices, each with a label: that is how
-events are attributed to subscriptions (`coverage.py`). Their whole days join the rollup (index
-`usage_rollup_customer_day`), their partial days the events (index `usage_event_cust_agent_date`).
+events are attributed to subscriptions (`coverage.py`). Segments are sent as arrays (`unnest`); their
+whole months and days join the rollup (index `usage_rollup_customer_day`), their partial days the events
+of those days (index `usage_event_book_date`).
 
 One statement per grain used: the breakdowns read at one grain are GROUPING SETS over one scan.
 """
@@ -170,6 +171,15 @@ def combined(rows: list[Sums]) -> Sums:
     return regroup(rows, lambda row: ())[0] if rows else Sums(())
 
 
+def orphaned(rows: list[Sums], position: int, known) -> list[Sums]:
+    """Rows whose id at `position` of the key is not `known` (a deleted agent or signal) merged under null,
+    as the ledger's SET_NULL leaves their events."""
+    if all(row.key[position] in known or row.key[position] is None for row in rows):
+        return rows
+    return regroup(rows, lambda row: tuple(None if index == position and value not in known else value
+                                           for index, value in enumerate(row.key)))
+
+
 def regroup(rows: list[Sums], key) -> list[Sums]:
     """Rows merged under `key(row)` (e.g. after mapping deleted agents' ids to null)."""
     merged: dict = {}
@@ -213,28 +223,28 @@ def _segment_parts(book_id, grain: int, months: bool, window: Window, scope: Sco
     parts = []
     if range_rows:
         scope_sql, scope_params = scope.sql("r", book_id)
-        values = ", ".join(["(%s::uuid, %s::uuid, %s::date, %s::date, %s::int, %s::text)"] * len(range_rows))
+        # LATERAL with OFFSET 0 (which keeps the planner from flattening it into a join of the whole book):
+        # one index range scan of (book, grain, customer, day) per range.
         parts.append((f"SELECT v.label, r.day, r.customer_id, r.agent_id, r.signal_id, r.model, "
-                      f"{', '.join('r.' + m for m in MEASURES)} FROM {ROLLUP} r "
-                      f"JOIN (VALUES {values}) AS v(customer_id, agent_id, lo, hi, grain, label) "
-                      f"ON r.customer_id = v.customer_id AND r.agent_id = v.agent_id AND r.grain = v.grain "
-                      f"AND r.day >= v.lo AND r.day < v.hi "
-                      # The overall day range lets the (book, grain, customer, day) index narrow the scan.
-                      f"WHERE r.book_id = %s AND r.grain IN (%s, %s) AND r.day >= %s AND r.day < %s{scope_sql}",
-                      [*(value for row in range_rows for value in row), book_id, grain, grain | MONTHLY,
-                       min(row[2] for row in range_rows), max(row[3] for row in range_rows), *scope_params]))
+                      f"{', '.join('r.' + m for m in MEASURES)} "
+                      "FROM unnest(%s::uuid[], %s::uuid[], %s::date[], %s::date[], %s::int[], %s::text[]) "
+                      "AS v(customer_id, agent_id, lo, hi, grain, label) "
+                      f"CROSS JOIN LATERAL (SELECT * FROM {ROLLUP} r WHERE r.book_id = %s AND r.grain = v.grain "
+                      "AND r.customer_id = v.customer_id AND r.day >= v.lo AND r.day < v.hi "
+                      f"AND r.agent_id = v.agent_id{scope_sql} OFFSET 0) r",
+                      [*map(list, zip(*range_rows)), book_id, *scope_params]))
     if edge_rows:
         scope_sql, scope_params = scope.sql("e", book_id)
-        values = ", ".join(["(%s::uuid, %s::uuid, %s::timestamptz, %s::timestamptz, %s::text)"] * len(edge_rows))
-        join = (f"JOIN (VALUES {values}) AS v(customer_id, agent_id, lo, hi, label) "
-                f"ON e.customer_id = v.customer_id AND e.agent_id = v.agent_id "
-                f"AND e.usage_date >= v.lo AND e.usage_date < v.hi")
+        join = ("JOIN unnest(%s::uuid[], %s::uuid[], %s::timestamptz[], %s::timestamptz[], %s::text[]) "
+                "AS v(customer_id, agent_id, lo, hi, label) "
+                "ON e.customer_id = v.customer_id AND e.agent_id = v.agent_id "
+                "AND e.usage_date >= v.lo AND e.usage_date < v.hi")
         # The partial days all the edges lie in, so the (book, usage_date) index reads only those days.
         days = sorted({day_start(row[2].date()) for row in edge_rows})
         ranges = " OR ".join(["(e.usage_date >= %s AND e.usage_date < %s)"] * len(days))
         sql, params = contributions_sql(
             f"e.book_id = %s AND ({ranges}){scope_sql}",
-            [*(value for row in edge_rows for value in row), book_id,
+            [*map(list, zip(*edge_rows)), book_id,
              *(instant for day in days for instant in (day, day + timedelta(days=1))), *scope_params],
             join=join, label="v.label")
         parts.append((f"SELECT {', '.join(ROW_COLUMNS)} FROM ({sql}) AS c", params))
@@ -285,11 +295,11 @@ def _grouped(parts: list[tuple[str, list]], groups: Mapping[str, tuple[str, ...]
     # GROUPING() sets bit (n - 1 - i) when dimension i is not grouped in the row's set.
     names_by_mask = {sum(1 << (len(dimensions) - 1 - i) for i, d in enumerate(dimensions) if d not in group): name
                      for name, group in groups.items()}
+    positions = {name: [dimensions.index(dimension) for dimension in group] for name, group in groups.items()}
+    width = len(dimensions)
     for row in execute(sql, [param for _, params in parts for param in params]):
-        values, (mask, events, unpriced, quantity, cost, model_events, model_cost) = \
-            row[:len(dimensions)], row[len(dimensions):]
-        name = names_by_mask[mask]
-        key = tuple(values[dimensions.index(dimension)] for dimension in groups[name])
-        result[name].append(Sums(key, int(events or 0), int(unpriced or 0), quantity or ZERO, cost or ZERO,
-                                 int(model_events or 0), model_cost or ZERO))
+        name = names_by_mask[row[width]]
+        events, unpriced, quantity, cost, model_events, model_cost = row[width + 1:]
+        result[name].append(Sums(tuple(row[i] for i in positions[name]), int(events or 0), int(unpriced or 0),
+                                 quantity or ZERO, cost or ZERO, int(model_events or 0), model_cost or ZERO))
     return result

@@ -19,7 +19,8 @@ from billing.selectors.analytics.coverage import book_segments
 from billing.selectors.analytics.ledger import Window, ledger_sums
 from billing.selectors.plans import strategies_pricing, strategy_terms
 from config.core.money import ZERO
-from config.core.scoping import owned
+from config.core.scoping import get_owned, owned
+from customers.models import Customer
 
 RUN_RATE, COMMITTED = "runRate", "committed"
 RUN_RATE_DAYS = 30
@@ -52,12 +53,13 @@ def _monthly(fee: Decimal, frequency: str) -> Decimal:
 
 
 def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscription_id=None) -> Mrr:
-    """MRR of the book's active subscriptions (optionally one customer's, or one subscription)."""
+    """MRR of the book's active subscriptions (optionally one customer's, or one subscription; an id that
+    is not a record of the book is a 404, as in the other analytics filters)."""
     subscriptions = owned(Subscription, book).filter(status=SubscriptionStatus.ACTIVE, customer__is_internal=False)
     if customer_id is not None:
-        subscriptions = subscriptions.filter(customer_id=customer_id)
+        subscriptions = subscriptions.filter(customer=get_owned(Customer, book, customer_id))
     if subscription_id is not None:
-        subscriptions = subscriptions.filter(pk=subscription_id)
+        subscriptions = subscriptions.filter(pk=get_owned(Subscription, book, subscription_id).pk)
     subscriptions = list(subscriptions.order_by("created_at", "id"))
     pricing = {pair: [(strategy, strategy_terms(strategy)) for strategy in strategies]
                for pair, strategies in strategies_pricing(book=book, plan_ids={s.plan_id for s in subscriptions}).items()}

@@ -17,6 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from functools import lru_cache
 from itertools import groupby
 
 from billing.models import ChargeType, PricingStrategy, Subscription
@@ -103,6 +104,7 @@ class RevenueMetrics(RevenueFigures):
     strategies: list[StrategyRevenue] = field(default_factory=list)
 
 
+@lru_cache(maxsize=4096)  # windows and period turns repeat across a book's subscriptions
 def _day_position(moment: datetime, timezone: str) -> Decimal:
     """Where an instant falls on the local calendar, in days: the day's ordinal plus the elapsed fraction
     of that local day (a DST day has 23 or 25 hours)."""

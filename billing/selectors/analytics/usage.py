@@ -7,7 +7,7 @@ from datetime import date
 from decimal import Decimal
 from uuid import UUID
 
-from billing.selectors.analytics.ledger import Scope, Sums, Window, grand_total, ledger_sums, regroup
+from billing.selectors.analytics.ledger import Scope, Sums, Window, grand_total, ledger_sums, orphaned
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
 from customers.models import Agent, Customer, Signal
@@ -80,11 +80,11 @@ def usage_analytics(*, book, window: Window, group_by: str = "daily", breakdown_
              for dimension in BREAKDOWN_BY}
     # Events of a deleted agent or signal are orphans (null), as in the ledger.
     for dimension in ("agent", "signal"):
-        sums[dimension] = regroup(sums[dimension], lambda row: (row.key[0] if row.key[0] in names[dimension] else None,))
+        sums[dimension] = orphaned(sums[dimension], 0, names[dimension])
     breakdown = None
     if breakdown_by:
         known = names[breakdown_by]
-        timeline = regroup(sums["timeline"], lambda row: (row.key[0], row.key[1] if row.key[1] in known else None))
+        timeline = orphaned(sums["timeline"], 1, known)
         labelled = {"summary": [], "timeline": []}
         for row in sums[breakdown_by]:
             labelled["summary"].append(UsageFigures.of(row, dimension_id=row.key[0],
