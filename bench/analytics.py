@@ -64,7 +64,8 @@ def seed(args):
     rng = random.Random(7)
     llms = list(ServiceEntry.objects.filter(is_active=True, is_api=False, cost_unit="token", input_cost__gt=0,
                                             output_cost__gt=0).order_by("provider", "canonical_name")[:2])
-    api_entry = ServiceEntry.objects.filter(is_active=True, is_api=True, input_cost__gt=0).order_by("canonical_name").first()
+    api_entry = (ServiceEntry.objects.filter(is_active=True, is_api=True, input_cost__gt=0)
+                 .order_by("canonical_name").first())
     if len(llms) < 2 or api_entry is None:
         sys.exit("Load the catalog first: manage.py load_catalog")
     name = f"Analytics bench {datetime.now(UTC):%Y%m%d-%H%M%S}"
@@ -187,6 +188,8 @@ def percentile(values: list[float], fraction: float) -> float:
 def timed_reads(reader) -> list[tuple[str, str]]:
     status, body = reader.get("/v1/subscriptions?limit=1")
     subscription = json.loads(body)[0]
+    status, body = reader.get(f"/v1/signals?agentId={subscription['agentId']}&limit=1")
+    signal_id = json.loads(body)[0]["id"]
     today = datetime.now(UTC).date()
     full = {"startDate": (today - timedelta(days=179)).isoformat(), "endDate": today.isoformat()}
     month = {"startDate": (today - timedelta(days=29)).isoformat(), "endDate": today.isoformat()}
@@ -204,6 +207,8 @@ def timed_reads(reader) -> list[tuple[str, str]]:
         ("cost, 30 days + prior window", path("/v1/analytics/cost", includePriorWindow="true", **month)),
         ("cost, 180 days", path("/v1/analytics/cost", **full)),
         ("cost, 180 days, one subscription", path("/v1/analytics/cost", subscriptionId=subscription["id"], **full)),
+        ("cost, 180 days, one agent", path("/v1/analytics/cost", agentId=subscription["agentId"], **full)),
+        ("cost, 180 days, one signal", path("/v1/analytics/cost", signalId=signal_id, **full)),
         ("mrr runRate", path("/v1/analytics/mrr", variant="runRate")),
         ("mrr committed", path("/v1/analytics/mrr", variant="committed")),
         ("revenue, default 30 days", path("/v1/analytics/revenue")),

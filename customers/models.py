@@ -183,8 +183,8 @@ MONTHLY = 8  # the grain bit of month rows
 
 class UsageDailyRollup(OrgOwned):
     """The ledger summed per UTC day and per UTC month, each at four grains of dimensions (`RollupGrain`):
-    what analytics read instead of millions of events. Derived, never edited by hand: `customers/rollup.py` keeps it exact in the same transaction
-    that records or re-prices events, all grains in one statement.
+    what analytics read instead of millions of events. Derived, never edited by hand: `customers/rollup.py`
+    keeps it exact in the same transaction that records or re-prices events, all grains in one statement.
 
     A multi-service event contributes to the row of each model it names: its parts' cost to `model_cost`
     and 1 to `model_event_count` per distinct model; its event-level figures (`event_count`,
@@ -192,6 +192,8 @@ class UsageDailyRollup(OrgOwned):
     grain counts each event once (`model_*` are meaningful only at grains that keep the model).
     """
 
+    # Every read and write names the book first, so the key's indexes serve it; no index of its own.
+    book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_index=False)
     grain = models.PositiveSmallIntegerField(choices=RollupGrain.choices, default=RollupGrain.FULL)
     day = models.DateField()  # the UTC day of usage_date (month rows: the first day of its month)
     customer = models.ForeignKey(Customer, on_delete=models.DO_NOTHING, null=True, blank=True, db_index=False,
@@ -218,11 +220,10 @@ class UsageDailyRollup(OrgOwned):
             models.UniqueConstraint(fields=["book", "grain", "day", "customer", "agent_id", "signal_id", "model"],
                                     nulls_distinct=False, name="usage_rollup_key"),
         ]
-        indexes = [
-            models.Index(fields=["book", "grain", "customer", "day"], name="usage_rollup_customer_day"),
-            models.Index(fields=["book", "grain", "agent_id", "day"], name="usage_rollup_agent_day"),
-            models.Index(fields=["book", "grain", "signal_id", "day"], name="usage_rollup_signal_day"),
-        ]
+        # Few indexes, so that ingestion's upserts stay cheap: the key serves windows (book, grain, day);
+        # this one serves customers and the subscription segments. Agent and signal filters read a grain's
+        # window and filter it.
+        indexes = [models.Index(fields=["book", "grain", "customer", "day"], name="usage_rollup_customer_day")]
 
     def __str__(self):
         return f"{self.day} {self.get_grain_display()}: {self.event_count} events"

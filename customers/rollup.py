@@ -13,7 +13,7 @@ goes through it:
 - rebuilding a book (benchmark seeding, repair): `analytics_rollup_rebuild`, one `INSERT ... SELECT`.
 
 Reads that need instants inside a day (edge scans) use the same contributions over the events.
-Rows are upserted in key order, so concurrent batches lock shared rows in the same order (no deadlock).
+Rows are written in key order, so concurrent batches lock shared rows in the same order (no deadlock).
 """
 from collections.abc import Iterable, Sequence
 from uuid import UUID
@@ -108,12 +108,15 @@ def _grains_sql(where: str, params: Sequence, *, sign: int = 1) -> tuple[str, li
 
 def _insert_sql(select: str, *, upsert: bool) -> str:
     columns = ", ".join((*KEY_COLUMNS, *MEASURES))
+    # In key order: concurrent upserts lock shared rows in one order, and a rebuilt book's rows lie by
+    # grain and day, as the range scans of reads want them.
     sql = (f"INSERT INTO {ROLLUP} AS r (id, created_at, updated_at, {columns}) "
-           f"SELECT gen_random_uuid(), now(), now(), g.* FROM ({select}) AS g")
+           f"SELECT gen_random_uuid(), now(), now(), g.* FROM ({select}) AS g "
+           f"ORDER BY {', '.join('g.' + key for key in KEY_COLUMNS[1:])}")
     if not upsert:
         return sql
     updates = ", ".join(f"{measure} = r.{measure} + EXCLUDED.{measure}" for measure in MEASURES)
-    return (f"{sql} ORDER BY {', '.join('g.' + key for key in KEY_COLUMNS[1:])} "
+    return (f"{sql} "
             f"ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}, updated_at = EXCLUDED.updated_at "
             f"RETURNING r.id, r.event_count = 0 AND r.model_event_count = 0")
 
@@ -129,21 +132,35 @@ def _event_ids(events: Iterable[UsageEvent]) -> list[UUID]:
     return sorted({event.pk for event in events})
 
 
+def _check_book(book, events: list[UsageEvent]) -> None:
+    if any(event.book_id != book.pk for event in events):
+        raise ValueError("The rollup of a book takes only that book's events.")
+
+
+# The events of a batch, by primary key alone: with a book condition beside it the planner may walk the
+# book's index (its statistics lag behind a growing book). Each row is keyed by its event's own book.
+_BY_IDS = "e.id = ANY(%s)"
+
+
 def analytics_rollup_add(*, book, events: Iterable[UsageEvent]) -> None:
     """Add these stored events (as they are in the database now) to the rollup: one statement. Call it
     in the transaction that inserted or re-priced them, with newly stored events only (never a replay)."""
+    events = list(events)
+    _check_book(book, events)
     event_ids = _event_ids(events)
     if event_ids:
-        _upsert("e.book_id = %s AND e.id = ANY(%s)", [book.pk, event_ids], sign=1)
+        _upsert(_BY_IDS, [event_ids], sign=1)
 
 
 def analytics_rollup_subtract(*, book, events: Iterable[UsageEvent]) -> None:
     """Take these stored events (as they are in the database now) out of the rollup, before they change;
     rows left at zero are deleted."""
+    events = list(events)
+    _check_book(book, events)
     event_ids = _event_ids(events)
     if not event_ids:
         return
-    emptied = _upsert("e.book_id = %s AND e.id = ANY(%s)", [book.pk, event_ids], sign=-1)
+    emptied = _upsert(_BY_IDS, [event_ids], sign=-1)
     if emptied:
         UsageDailyRollup.objects.filter(book=book, pk__in=emptied).delete()
 

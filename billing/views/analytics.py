@@ -58,8 +58,8 @@ class MrrAnalyticsApi(OrgApiView):
     def get(self, request):
         query = parse(MrrQueryIn, request.query_params)
         if query["variant"] not in (RUN_RATE, COMMITTED):
-            raise BadRequest([f"variant: {query['variant']} MRR is computed from invoices, which this service "
-                              f"does not have yet; use runRate or committed."])
+            raise BadRequest(["variant: canonical MRR (also part of `all`) is computed from invoices, which this "
+                              "service does not have yet; use runRate or committed."])
         result = mrr_breakdown(book=self.book, variant=query["variant"], now=clock.now(),
                                customer_id=query.get("customer_id"), subscription_id=query.get("subscription_id"))
         return Response(MrrOut(result).data)

@@ -11,7 +11,8 @@ ROUTES = ["/v1/analytics/usage", "/v1/analytics/cost?startDate=2025-04-01&endDat
 @pytest.fixture
 def routes(book):
     subscription = SubscriptionFactory(book=book)
-    return [*ROUTES, f"/v1/customers/{subscription.customer_id}/revenue", f"/v1/subscriptions/{subscription.id}/revenue"]
+    return [*ROUTES, f"/v1/customers/{subscription.customer_id}/revenue",
+            f"/v1/subscriptions/{subscription.id}/revenue"]
 
 
 @pytest.mark.parametrize("key", [{"key_type": "publishable"}, {"scope": "ingest"}, {"role": "legal", "scope": "legal"}])

@@ -102,7 +102,8 @@ def test_rollup_equals_a_scan_after_batches_replays_unpriced_multi_service_and_b
 
 def test_rollup_of_one_book_never_holds_another_books_events(api, other_api, book, other_book, models):
     record(api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z"))
-    record(other_api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z"), rec("x", "y", "z", "2025-04-02T10:00:00Z"))
+    record(other_api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z"),
+           rec("x", "y", "z", "2025-04-02T10:00:00Z"))
     assert sum(values[0] for key, values in stored(book).items() if key[0] == RollupGrain.FULL) == 1
     assert sum(values[0] for key, values in stored(other_book).items() if key[0] == RollupGrain.FULL) == 2
     assert get(api, "/v1/analytics/usage", startDate="2025-04-01", endDate="2025-04-30")["summary"]["totalEvents"] == 1

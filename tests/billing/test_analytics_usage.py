@@ -72,7 +72,8 @@ def test_breakdown_by_customer_totals_and_timeline(api, ledger):
         {"dimensionId": str(ledger.acme.id), "dimensionLabel": "Acme Corp", "totalEvents": 2, "totalQuantity": 5,
          "totalCost": 0.004},
     ]
-    assert [(p["date"], p["dimensionLabel"], p["eventCount"], money(p["totalCost"])) for p in breakdown["timeline"]] == [
+    timeline = [(p["date"], p["dimensionLabel"], p["eventCount"], money(p["totalCost"])) for p in breakdown["timeline"]]
+    assert timeline == [
         ("2025-03-31", "Acme Corp", 1, D("0.002")),
         ("2025-04-07", "Beta LLC", 1, D("0.02")),
         ("2025-04-07", "Acme Corp", 1, D("0.002")),
@@ -117,7 +118,8 @@ def test_filters_narrow_the_data_and_echo_only_the_keys_passed(api, ledger):
 def test_every_value_is_a_json_number(api, ledger):
     body = get(api, USAGE, breakdownBy="signal", **APRIL)
     numbers = [*body["summary"].values()]
-    for point in [*body["timeSeriesData"], *body["dimensionBreakdown"]["summary"], *body["dimensionBreakdown"]["timeline"]]:
+    breakdown = body["dimensionBreakdown"]
+    for point in [*body["timeSeriesData"], *breakdown["summary"], *breakdown["timeline"]]:
         numbers += [value for key, value in point.items() if key not in ("date", "dimensionId", "dimensionLabel")]
     assert numbers and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in numbers)
 

@@ -2,11 +2,13 @@
 
 A window `[start, end)` splits into the whole UTC months it covers (month rows of `UsageDailyRollup`, for
 groups that need no days), the other whole UTC days (day rows; index `usage_rollup_key` on (book, grain,
-day, ...), or the customer/agent/signal indexes when filtered), and at most two partial days at its edges, read from the events themselves through the same contributions SQL
-the rollup is built with (index `usage_event_book_date` on (book, usage_date)). A window at midnights
-never touches the events. Each group is read at the smallest grain that keeps the dimensions it groups,
-filters or attributes by (`RollupGrain`): per customer and agent from a few rows a day, per signal and
-model from fewer still, and the full grain only when a read needs customer and model (or signal) together.
+day, ...), or `usage_rollup_customer_day` for one customer; an agent or signal filter reads the grain's
+window and filters it), and at most two partial days at its edges, read from the events themselves
+through the same contributions SQL the rollup is built with (index `usage_event_book_date` on (book,
+usage_date)). A window at midnights never touches the events. Each group is read at the smallest grain
+that keeps the dimensions it groups, filters or attributes by (`RollupGrain`): per customer and agent
+from a few rows a day, per signal and model from fewer still, and the full grain only when a read needs
+customer and model (or signal) together.
 
 Segments restrict the sums to (customer, agent, [start, end)) slices, each with a label: that is how
 events are attributed to subscriptions (`coverage.py`). Segments are sent as arrays (`unnest`); their

@@ -61,8 +61,9 @@ def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscr
     if subscription_id is not None:
         subscriptions = subscriptions.filter(pk=get_owned(Subscription, book, subscription_id).pk)
     subscriptions = list(subscriptions.order_by("created_at", "id"))
+    plan_ids = {s.plan_id for s in subscriptions}
     pricing = {pair: [(strategy, strategy_terms(strategy)) for strategy in strategies]
-               for pair, strategies in strategies_pricing(book=book, plan_ids={s.plan_id for s in subscriptions}).items()}
+               for pair, strategies in strategies_pricing(book=book, plan_ids=plan_ids).items()}
     usage = {}
     if variant == RUN_RATE and subscriptions:
         segments = book_segments(book=book, customer_id=customer_id)

@@ -189,8 +189,9 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
         quantities[row.key[0]][row.key[1]] = row.quantity
     for label, rows in groupby(sorted(sums, key=lambda row: row.key[0]), key=lambda row: row.key[0]):
         costs[label] = combined(list(rows))
+    plan_ids = {s.plan_id for s in subscriptions}
     pricing = {pair: [(strategy, strategy_terms(strategy)) for strategy in strategies]
-               for pair, strategies in strategies_pricing(book=book, plan_ids={s.plan_id for s in subscriptions}).items()}
+               for pair, strategies in strategies_pricing(book=book, plan_ids=plan_ids).items()}
     metrics, by_strategy = RevenueMetrics(window=window), {}
     for s in subscriptions:
         row = SubscriptionRevenue(subscription=s)
