@@ -211,6 +211,8 @@ class UsageDailyRollup(OrgOwned):
     cost = ExactField(default=0)  # summed usage_cost; unpriced events add 0
     model_event_count = models.BigIntegerField(default=0)
     model_cost = ExactField(default=0)
+    # Units as a `volume` (activity) signal bills them: every event at least one attempt, max(quantity, 1).
+    attempts = ExactField(default=0)
 
     class Meta:
         ordering = ["-day"]

@@ -3,6 +3,7 @@ from django.db.models import Prefetch
 from billing.models import PlanAgent, PricingPlan, PricingStrategy
 from billing.pricing import StrategyTerms
 from config.core.scoping import get_owned, owned
+from customers.models import SignalType
 
 
 def plan_list(*, book):
@@ -34,12 +35,18 @@ def strategy_terms(strategy: PricingStrategy) -> StrategyTerms:
                                      billing_frequency=strategy.billing_frequency, strategy_id=str(strategy.id))
 
 
+def billable_units(strategy: PricingStrategy, quantity, attempts):
+    """What a usage strategy bills of its signal's events (spec §2 signal types): a `usage` (outcome)
+    signal their quantity; a `volume` (activity) signal every event as at least one attempt."""
+    return attempts if strategy.signal.type == SignalType.VOLUME else quantity
+
+
 def strategies_pricing(*, book, plan_ids) -> dict:
     """(plan id, agent id) -> the current, active strategies pricing subscriptions of that plan and agent,
     oldest first."""
     pricing: dict = {}
     strategies = (owned(PricingStrategy, book).filter(plan_id__in=plan_ids, deleted_at__isnull=True, active=True)
-                  .order_by("created_at", "id"))
+                  .select_related("signal").order_by("created_at", "id"))
     for strategy in strategies:
         pricing.setdefault((strategy.plan_id, strategy.agent_id), []).append(strategy)
     return pricing

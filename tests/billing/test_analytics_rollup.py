@@ -19,7 +19,7 @@ def scanned(book) -> dict:
     """The rollup computed from scratch in Python, from the events as stored: {key: measures}, every grain
     derived from the full daily one by summing away its dimensions (and days, for month rows)."""
     full = _scanned_full(book)
-    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0)])
+    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0), Decimal(0)])
     for (day, customer, agent, signal, model), values in full.items():
         for grain in RollupGrain:
             kept = {"customer": not grain & 4, "signal": not grain & 2, "model": not grain & 1}
@@ -35,7 +35,7 @@ def _scanned_full(book) -> dict:
     def model_of(service):
         return None if service is None or service.is_api else service.canonical_name
 
-    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0)])
+    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0), Decimal(0)])
     for event in UsageEvent.objects.filter(book=book).select_related("service"):
         day = event.usage_date.astimezone(timezone.utc).date()
         if event.services is None:
@@ -54,6 +54,7 @@ def _scanned_full(book) -> dict:
                 row[1] += event.usage_cost is None
                 row[2] += event.quantity
                 row[3] += event.usage_cost or 0
+                row[6] += max(event.quantity, 1)
             row[4] += 1
             if event.usage_cost is not None:
                 row[5] += sum((cost or 0 for m, cost in parts if m == model), Decimal(0))
@@ -62,7 +63,8 @@ def _scanned_full(book) -> dict:
 
 def stored(book) -> dict:
     return {(row.grain, row.day, row.customer_id, row.agent_id, row.signal_id, row.model):
-            (row.event_count, row.unpriced_count, row.quantity, row.cost, row.model_event_count, row.model_cost)
+            (row.event_count, row.unpriced_count, row.quantity, row.cost, row.model_event_count, row.model_cost,
+             row.attempts)
             for row in UsageDailyRollup.objects.filter(book=book)}
 
 
@@ -78,12 +80,13 @@ def test_rollup_equals_a_scan_after_batches_replays_unpriced_multi_service_and_b
            rec("beta", "writer", "pages", "2025-04-01T23:59:59Z", idempotencyKey="k2"),
            rec("beta", "writer", "reports", "2025-04-03T09:00:00Z", idempotencyKey="k3"),
            rec("beta", "writer", "reports", "2025-04-03T09:00:00Z", idempotencyKey="k3"),
-           rec("acme", "writer", "pages", "2025-04-01T12:00:00Z"))
+           rec("acme", "writer", "pages", "2025-04-01T12:00:00Z"),
+           rec("acme", "writer", "pages", "2025-04-01T13:00:00Z", quantity=0))  # an attempt without outcome
     record(api,  # unpriced: an unknown single-service model, and a multi-service event with an unknown part
            multi("acme", "research", "search", "2025-04-02T09:00:00Z", [search_part(1), MYSTERY_PART]),
            rec("beta", "writer", "pages", "2025-04-03T10:00:00Z", model="mystery-model", provider="inhouse",
                quantity=7))
-    assert UsageEvent.objects.filter(book=book).count() == 9
+    assert UsageEvent.objects.filter(book=book).count() == 10
     before_backfill = stored(book)
     assert before_backfill == scanned(book)
     assert sum(values[1] for key, values in before_backfill.items() if key[0] == RollupGrain.FULL) == 3

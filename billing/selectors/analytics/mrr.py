@@ -17,7 +17,7 @@ from billing.models import ChargeType, Subscription, SubscriptionStatus
 from billing.pricing import MONTHS, agent_earned, price_quantity
 from billing.selectors.analytics.coverage import book_segments
 from billing.selectors.analytics.ledger import Window, ledger_sums
-from billing.selectors.plans import strategies_pricing, strategy_terms
+from billing.selectors.plans import billable_units, strategies_pricing, strategy_terms
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
 from customers.models import Customer
@@ -68,9 +68,10 @@ def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscr
     if variant == RUN_RATE and subscriptions:
         segments = book_segments(book=book, customer_id=customer_id)
         window = Window(now - timedelta(days=RUN_RATE_DAYS), now)
-        sums = ledger_sums(book=book, window=window, groups={"usage": ("label", "signal")}, measures=("quantity",),
+        sums = ledger_sums(book=book, window=window, groups={"usage": ("label", "signal")},
+                           measures=("quantity", "attempts"),
                            segments=[segment for s in subscriptions for segment in segments[s.id]])
-        usage = {(row.key[0], row.key[1]): row.quantity for row in sums["usage"]}
+        usage = {(row.key[0], row.key[1]): row for row in sums["usage"]}
     rows = []
     for subscription in subscriptions:
         row = MrrRow(subscription)
@@ -81,7 +82,9 @@ def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscr
                 row.seat_based += _monthly(price_quantity(Decimal(subscription.seats_count), terms),
                                            terms.billing_frequency)
             elif strategy.charge_type == ChargeType.USAGE and variant == RUN_RATE:
-                row.usage += agent_earned(usage.get((str(subscription.id), strategy.signal_id), ZERO), terms)
+                sums = usage.get((str(subscription.id), strategy.signal_id))
+                if sums is not None:
+                    row.usage += agent_earned(billable_units(strategy, sums.quantity, sums.attempts), terms)
             elif strategy.charge_type == ChargeType.USAGE and terms.minimum_commitment > 0:
                 row.usage += price_quantity(terms.minimum_commitment, terms)
         rows.append(row)

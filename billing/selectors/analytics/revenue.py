@@ -19,13 +19,14 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
 from itertools import groupby
+from uuid import UUID
 
 from billing.models import ChargeType, PricingStrategy, Subscription
 from billing.periods import cycle_containing, local_date, local_midnight
 from billing.pricing import Period, StrategyTerms, agent_earned, fee_for_period, price_quantity
 from billing.selectors.analytics.coverage import book_segments
 from billing.selectors.analytics.ledger import Scope, Sums, Window, combined, grand_total, ledger_sums
-from billing.selectors.plans import strategies_pricing, strategy_terms
+from billing.selectors.plans import billable_units, strategies_pricing, strategy_terms
 from billing.selectors.subscriptions import schedule_of, subscription_get, subscription_terms
 from config.core.money import ZERO
 from config.core.scoping import owned
@@ -34,7 +35,7 @@ from customers.selectors import customer_get
 
 HUNDRED = Decimal(100)
 FEE_AND_USAGE = ("usage", "recurring", "seat", "onetime")
-FIGURE_MEASURES = ("event_count", "unpriced_count", "quantity", "cost")
+FIGURE_MEASURES = ("event_count", "unpriced_count", "quantity", "cost", "attempts")
 MICROSECOND = timedelta(microseconds=1)
 
 
@@ -141,13 +142,15 @@ def _fee_revenue(stated_fee: Decimal, frequency: str, subscription: Subscription
 
 
 def _price_subscription(subscription: Subscription, strategies: list[tuple[PricingStrategy, StrategyTerms]],
-                        window: Window, quantities: dict, figures: SubscriptionRevenue, by_strategy: dict) -> None:
+                        window: Window, usage_by_signal: dict[UUID, Sums], figures: SubscriptionRevenue,
+                        by_strategy: dict) -> None:
     """Fill the subscription's figures and add to the per-strategy rows."""
     shares = _fee_share(subscription, _covered_span(subscription, window))
     for strategy, terms in strategies:
         line = by_strategy.setdefault(strategy.id, StrategyRevenue(strategy))
         if strategy.charge_type == ChargeType.USAGE:
-            quantity = quantities.get(strategy.signal_id, ZERO)
+            sums = usage_by_signal.get(strategy.signal_id)
+            quantity = billable_units(strategy, sums.quantity, sums.attempts) if sums else ZERO
             earned = agent_earned(quantity, terms)
             figures.usage += earned
             line.quantity = (line.quantity or ZERO) + quantity
@@ -184,9 +187,9 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
     sums = ledger_sums(book=book, window=window, scope=Scope(external_only=True),
                        groups={"usage": ("label", "signal")}, measures=FIGURE_MEASURES,
                        segments=[segment for s in subscriptions for segment in segments[s.id]])["usage"]
-    quantities, costs = defaultdict(dict), {}
+    usage_by_signal, costs = defaultdict(dict), {}
     for row in sums:
-        quantities[row.key[0]][row.key[1]] = row.quantity
+        usage_by_signal[row.key[0]][row.key[1]] = row
     for label, rows in groupby(sorted(sums, key=lambda row: row.key[0]), key=lambda row: row.key[0]):
         costs[label] = combined(list(rows))
     plan_ids = {s.plan_id for s in subscriptions}
@@ -196,7 +199,7 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
     for s in subscriptions:
         row = SubscriptionRevenue(subscription=s)
         row.add_sums(costs.get(str(s.id), Sums(())))
-        _price_subscription(s, pricing.get((s.plan_id, s.agent_id), []), window, quantities[str(s.id)], row,
+        _price_subscription(s, pricing.get((s.plan_id, s.agent_id), []), window, usage_by_signal[str(s.id)], row,
                             by_strategy)
         for name in FEE_AND_USAGE:
             setattr(metrics, name, getattr(metrics, name) + getattr(row, name))
