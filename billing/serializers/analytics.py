@@ -3,7 +3,7 @@ from operator import attrgetter
 
 from rest_framework import serializers
 
-from billing.selectors.analytics.mrr import COMMITTED, RUN_RATE
+from billing.selectors.analytics.mrr import ALL, CANONICAL, COMMITTED, RUN_RATE
 from billing.selectors.analytics.usage import BREAKDOWN_BY, GROUP_BY
 from billing.serializers.common import InstantIn, UuidIn
 from config.core.serialization import DecimalNumber
@@ -43,7 +43,7 @@ class CostAnalyticsQueryIn(AnalyticsWindowIn):
     includePriorWindow = serializers.BooleanField(source="include_prior_window", default=False)
 
 
-MRR_VARIANTS = ("canonical", RUN_RATE, COMMITTED, "all")
+MRR_VARIANTS = (CANONICAL, RUN_RATE, COMMITTED, ALL)
 
 
 class MrrQueryIn(serializers.Serializer):
@@ -214,9 +214,32 @@ class MrrRowOut(RowOut):
 
 
 class MrrOut(serializers.Serializer):
+    """runRate and committed."""
+
     variant = serializers.CharField()
     mrr = DecimalNumber()
     breakdown = MrrRowOut(many=True)
+
+
+class CanonicalMrrFiguresOut(serializers.Serializer):
+    mrr = DecimalNumber(help_text="non-draft invoices dated in the last complete UTC calendar month")
+    arr = DecimalNumber(help_text="12 x mrr")
+
+
+class CanonicalMrrOut(CanonicalMrrFiguresOut):
+    variant = serializers.CharField()
+
+
+class MrrFiguresOut(serializers.Serializer):
+    mrr = DecimalNumber()
+    breakdown = MrrRowOut(many=True)
+
+
+class MrrAllOut(serializers.Serializer):
+    variant = serializers.CharField()
+    canonical = CanonicalMrrFiguresOut()
+    runRate = MrrFiguresOut(source="run_rate")
+    committed = MrrFiguresOut()
 
 
 # --------------------------------------------------------------------------- revenue
@@ -239,6 +262,22 @@ class RevenueFiguresOut(serializers.Serializer):
     breakdown = RevenueBreakdownOut(source="*")
     eventCount = serializers.IntegerField(source="event_count")
     eventCountWithNullCost = serializers.IntegerField(source="unpriced_count")
+    billed = DecimalNumber(required=False, help_text="invoices dated in the window, issued or overdue")
+    billedMargin = DecimalNumber(source="billed_margin", required=False)
+    billedMarginPercent = DecimalNumber(source="billed_margin_percent", allow_null=True, required=False)
+    collected = DecimalNumber(required=False, help_text="collected on invoices dated in the window and paid")
+    collectedMargin = DecimalNumber(source="collected_margin", required=False)
+    collectedMarginPercent = DecimalNumber(source="collected_margin_percent", allow_null=True, required=False)
+
+    INVOICED = ("billed", "billedMargin", "billedMarginPercent", "collected", "collectedMargin",
+                "collectedMarginPercent")
+
+    def to_representation(self, instance):
+        data = super().to_representation(instance)
+        if instance.billed is None:  # a deployment without invoices: the invoice labels are left out
+            for name in self.INVOICED:
+                del data[name]
+        return data
 
 
 class SubscriptionRevenueOut(RevenueFiguresOut):

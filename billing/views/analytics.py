@@ -1,14 +1,16 @@
 """Analytics reads (spec §4 "Analytics", RevenueMetrics): usage, cost, MRR and revenue."""
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework.response import Response
 
 from billing.selectors.analytics.cost import cost_analytics
 from billing.selectors.analytics.ledger import analytics_window
-from billing.selectors.analytics.mrr import COMMITTED, RUN_RATE, mrr_breakdown
+from billing.selectors.analytics.invoiced import invoices_available
+from billing.selectors.analytics.mrr import ALL, CANONICAL, mrr_report
 from billing.selectors.analytics.revenue import customer_revenue, revenue_metrics, subscription_revenue
 from billing.selectors.analytics.usage import FILTERS, usage_analytics
-from billing.serializers.analytics import (AnalyticsWindowIn, CostAnalyticsOut, CostAnalyticsQueryIn, MrrOut,
-                                           MrrQueryIn, RevenueMetricsOut, UsageAnalyticsOut, UsageAnalyticsQueryIn)
+from billing.serializers.analytics import (AnalyticsWindowIn, CanonicalMrrOut, CostAnalyticsOut, CostAnalyticsQueryIn,
+                                           MrrAllOut, MrrOut, MrrQueryIn, RevenueMetricsOut, UsageAnalyticsOut,
+                                           UsageAnalyticsQueryIn)
 from config.accounts.api import OrgApiView
 from config.core import clock
 from config.core.errors import BadRequest
@@ -49,20 +51,24 @@ class CostAnalyticsApi(OrgApiView):
         return Response(CostAnalyticsOut(result).data)
 
 
-class MrrAnalyticsApi(OrgApiView):
-    """Monthly recurring revenue of the active subscriptions."""
+MRR_OUT = {CANONICAL: CanonicalMrrOut, ALL: MrrAllOut}
 
-    @extend_schema(operation_id="analytics_mrr", parameters=[MrrQueryIn], responses=MrrOut,
-                   description="Variants runRate and committed. The canonical variant (and `all`) is computed "
-                               "from invoices and answers 400 until invoices are available.")
+
+class MrrAnalyticsApi(OrgApiView):
+    """Monthly recurring revenue: from invoices (canonical) or from the active subscriptions' pricing."""
+
+    @extend_schema(operation_id="analytics_mrr", parameters=[MrrQueryIn], responses={
+        200: PolymorphicProxySerializer(component_name="MrrResponse", resource_type_field_name=None,
+                                        serializers=[CanonicalMrrOut, MrrOut, MrrAllOut]),
+        404: ErrorOut})
     def get(self, request):
         query = parse(MrrQueryIn, request.query_params)
-        if query["variant"] not in (RUN_RATE, COMMITTED):
+        if query["variant"] in (CANONICAL, ALL) and not invoices_available():
             raise BadRequest(["variant: canonical MRR (also part of `all`) is computed from invoices, which this "
                               "service does not have yet; use runRate or committed."])
-        result = mrr_breakdown(book=self.book, variant=query["variant"], now=clock.now(),
-                               customer_id=query.get("customer_id"), subscription_id=query.get("subscription_id"))
-        return Response(MrrOut(result).data)
+        result = mrr_report(book=self.book, variant=query["variant"], now=clock.now(),
+                            customer_id=query.get("customer_id"), subscription_id=query.get("subscription_id"))
+        return Response(MRR_OUT.get(query["variant"], MrrOut)(result).data)
 
 
 class RevenueAnalyticsApi(OrgApiView):

@@ -242,8 +242,3 @@ def test_invalid_variant_is_400_listing_the_accepted_values(api):
     message = get(api, "/v1/analytics/mrr", status=400, variant="yearly")["message"][0]
     assert message.startswith("variant:") and all(v in message for v in ("canonical", "runRate", "committed", "all"))
 
-
-@pytest.mark.parametrize("params", [{}, {"variant": "canonical"}, {"variant": "all"}])
-def test_canonical_mrr_waits_for_invoices(api, params):
-    message = get(api, "/v1/analytics/mrr", status=400, **params)["message"][0]
-    assert message.startswith("variant: canonical MRR") and "runRate or committed" in message

@@ -7,7 +7,8 @@ Per active subscription (status `active`, internal customers left out), each as 
 - usage, runRate: the pricing model on the actual usage of the last 30 days `[now - 30 days, now)` as it is
   (contract: MRR runRate), no minimum (Agent-Earned of those 30 days);
 - usage, committed: the pricing model on minimumCommitment units; 0 for a strategy without a minimum.
-One-time fees are not recurring and never count. The canonical variant (invoices) is not computed here.
+One-time fees are not recurring and never count. The canonical variant is the invoices' (`invoiced.py`):
+`{mrr, arr}` with arr = 12 x mrr; `all` is the three together.
 """
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,13 +17,14 @@ from decimal import Decimal
 from billing.models import ChargeType, Subscription, SubscriptionStatus
 from billing.pricing import MONTHS, agent_earned, price_quantity
 from billing.selectors.analytics.coverage import book_segments
+from billing.selectors.analytics.invoiced import canonical_mrr
 from billing.selectors.analytics.ledger import Window, ledger_sums
 from billing.selectors.plans import billable_units, strategies_pricing, strategy_terms
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
 from customers.models import Customer
 
-RUN_RATE, COMMITTED = "runRate", "committed"
+CANONICAL, RUN_RATE, COMMITTED, ALL = "canonical", "runRate", "committed", "all"
 RUN_RATE_DAYS = 30
 
 
@@ -52,14 +54,49 @@ def _monthly(fee: Decimal, frequency: str) -> Decimal:
     return fee / MONTHS[frequency]
 
 
+@dataclass
+class CanonicalMrr:
+    mrr: Decimal
+    variant: str = CANONICAL
+
+    @property
+    def arr(self) -> Decimal:
+        return self.mrr * 12
+
+
+@dataclass
+class AllMrr:
+    canonical: CanonicalMrr
+    run_rate: Mrr
+    committed: Mrr
+    variant: str = ALL
+
+
+def mrr_report(*, book, variant: str, now: datetime, customer_id=None,
+               subscription_id=None) -> Mrr | CanonicalMrr | AllMrr:
+    """MRR of one variant, optionally of one customer or one subscription (an id that is not a record of
+    the book is a 404, as in the other analytics filters)."""
+    if customer_id is not None:
+        customer_id = get_owned(Customer, book, customer_id).pk
+    if subscription_id is not None:
+        subscription_id = get_owned(Subscription, book, subscription_id).pk
+    scope = {"book": book, "customer_id": customer_id, "subscription_id": subscription_id}
+    if variant in (RUN_RATE, COMMITTED):
+        return mrr_breakdown(variant=variant, now=now, **scope)
+    canonical = CanonicalMrr(canonical_mrr(now=now, **scope))
+    if variant == CANONICAL:
+        return canonical
+    return AllMrr(canonical, mrr_breakdown(variant=RUN_RATE, now=now, **scope),
+                  mrr_breakdown(variant=COMMITTED, now=now, **scope))
+
+
 def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscription_id=None) -> Mrr:
-    """MRR of the book's active subscriptions (optionally one customer's, or one subscription; an id that
-    is not a record of the book is a 404, as in the other analytics filters)."""
+    """runRate or committed MRR of the book's active subscriptions (the ids already resolved)."""
     subscriptions = owned(Subscription, book).filter(status=SubscriptionStatus.ACTIVE, customer__is_internal=False)
     if customer_id is not None:
-        subscriptions = subscriptions.filter(customer=get_owned(Customer, book, customer_id))
+        subscriptions = subscriptions.filter(customer_id=customer_id)
     if subscription_id is not None:
-        subscriptions = subscriptions.filter(pk=get_owned(Subscription, book, subscription_id).pk)
+        subscriptions = subscriptions.filter(pk=subscription_id)
     subscriptions = list(subscriptions.order_by("created_at", "id"))
     plan_ids = {s.plan_id for s in subscriptions}
     pricing = {pair: [(strategy, strategy_terms(strategy)) for strategy in strategies]

@@ -10,8 +10,9 @@
 - Cost: the events of the scope in the window (orphans included at the top level; a subscription's row
   has the events attributed to it). Margin is label minus cost.
 
+- Billed and Collected: from the invoices dated in the window (`invoiced.py`), where invoices exist.
+
 Internal coding-agent usage never counts: internal customers' events and subscriptions are left out.
-Billed and Collected (invoices) are not computed here yet.
 """
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from billing.models import ChargeType, PricingStrategy, Subscription
 from billing.periods import cycle_containing, local_date, local_midnight
 from billing.pricing import Period, StrategyTerms, agent_earned, fee_for_period, price_quantity
 from billing.selectors.analytics.coverage import book_segments
+from billing.selectors.analytics.invoiced import Invoiced, invoiced_by_subscription, invoices_available
 from billing.selectors.analytics.ledger import Scope, Sums, Window, combined, grand_total, ledger_sums
 from billing.selectors.plans import billable_units, strategies_pricing, strategy_terms
 from billing.selectors.subscriptions import schedule_of, subscription_get, subscription_terms
@@ -54,6 +56,9 @@ class RevenueFigures:
     cost: Decimal = ZERO
     event_count: int = 0
     unpriced_count: int = 0
+    # From invoices (invoiced.py); None where invoices are not installed.
+    billed: Decimal | None = None
+    collected: Decimal | None = None
 
     @property
     def agent_earned(self) -> Decimal:
@@ -78,6 +83,22 @@ class RevenueFigures:
     @property
     def margin_percent(self) -> Decimal | None:
         return percent_of(self.margin, self.revenue)
+
+    @property
+    def billed_margin(self) -> Decimal | None:
+        return None if self.billed is None else self.billed - self.cost
+
+    @property
+    def billed_margin_percent(self) -> Decimal | None:
+        return None if self.billed is None else percent_of(self.billed_margin, self.billed)
+
+    @property
+    def collected_margin(self) -> Decimal | None:
+        return None if self.collected is None else self.collected - self.cost
+
+    @property
+    def collected_margin_percent(self) -> Decimal | None:
+        return None if self.collected is None else percent_of(self.collected_margin, self.collected)
 
     def add_sums(self, sums: Sums) -> None:
         self.cost += sums.cost
@@ -204,6 +225,14 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
         for name in FEE_AND_USAGE:
             setattr(metrics, name, getattr(metrics, name) + getattr(row, name))
         metrics.subscriptions.append(row)
+    if invoices_available():
+        invoiced = invoiced_by_subscription(book=book, window=window, customer_id=customer_id,
+                                            subscription_id=subscription.pk if subscription is not None else None)
+        for row in metrics.subscriptions:
+            figures = invoiced.get(row.subscription.id, Invoiced())
+            row.billed, row.collected = figures.billed, figures.collected
+        metrics.billed = sum((figures.billed for figures in invoiced.values()), ZERO)
+        metrics.collected = sum((figures.collected for figures in invoiced.values()), ZERO)
     if subscription is not None:
         metrics.add_sums(costs.get(str(subscription.id), Sums(())))
     else:
