@@ -5,7 +5,8 @@ For a batch of up to 100 records, in one transaction:
 2. provision the customers, agents and signals it names (one round of lookups, one insert per kind);
 3. resolve every (model, provider) pair against the catalog once and price each record;
 4. append all events with one bulk insert, the database deciding idempotency;
-5. attribute the new events to matters and hand them to the post-ingestion work.
+5. attribute the new events to matters, add them to the analytics rollup, and hand them to the
+   post-ingestion work.
 No query depends on the number of records.
 """
 import uuid
@@ -29,6 +30,7 @@ from config.core.serialization import decimal_text
 from customers.ledger import events_append
 from customers.models import CODING_AGENT_CODE, EventStatus, Signal, UsageEvent
 from customers.provisioning import identities_provision
+from customers.rollup import analytics_rollup_add
 from matters.services import matters_attribute_new_events
 
 # Sent on commit of a batch that stored new events: `book`, `events` (the new UsageEvent rows). Apps above
@@ -125,7 +127,9 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             events = [_build_event(book, d, identities, priced_by_index[d.index], now) for d in drafts]
             appended = events_append(book=book, events=events)
             # Spec §4: tags and routing rules attach events to matters at record time.
-            matters_attribute_new_events(book=book, events=[a.event for a in appended if not a.replayed])
+            new_events = [a.event for a in appended if not a.replayed]
+            matters_attribute_new_events(book=book, events=new_events)
+            analytics_rollup_add(book=book, events=new_events)  # the daily rollup analytics read, kept exact
         for draft, result in zip(drafts, appended):
             event = result.event
             if not result.replayed:

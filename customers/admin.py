@@ -3,7 +3,7 @@ from django.contrib import admin, messages
 from config.accounts.admin_scoping import BookScopedAdmin, ScopedInlineMixin
 from config.core import clock
 from config.core.errors import ApiError
-from customers.models import Agent, Customer, Signal
+from customers.models import Agent, Customer, Signal, UsageDailyRollup
 from customers.services import customer_delete
 
 # Choices limited to the organizations of rows the operator can see (never another organization's name).
@@ -74,3 +74,25 @@ class SignalAdmin(BookScopedAdmin):
     def save_model(self, request, obj, form, change):
         obj.book = obj.agent.book  # a signal lives in its agent's book
         super().save_model(request, obj, form, change)
+
+
+@admin.register(UsageDailyRollup)
+class UsageDailyRollupAdmin(BookScopedAdmin):
+    """Read-only: the rollup is derived from the ledger and kept exact by customers/rollup.py."""
+
+    list_display = ["day", "grain", "customer", "agent_id", "signal_id", "model", "event_count", "unpriced_count",
+                    "quantity", "cost", "book"]
+    list_filter = ["grain", "book__environment", ORGANIZATION_FILTER]
+    search_fields = ["model", "customer__name", "customer__external_id"]
+    date_hierarchy = "day"
+    list_select_related = ["customer", "book__organization"]
+    readonly_fields = [field.name for field in UsageDailyRollup._meta.fields]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -16,6 +16,7 @@ from catalog.resolution import normalize_model, normalize_provider, resolve_serv
 from config.core.errors import BadRequest, NotFound
 from config.core.scoping import owned
 from customers.models import EventStatus, UsageEvent
+from customers.rollup import analytics_rollup_add, analytics_rollup_subtract
 
 BACKFILL_CHUNK = 500
 
@@ -85,7 +86,10 @@ def _price_and_save(book, events: list[UsageEvent]) -> int:
         else:
             event.service = priced.parts[0].service
         changed.append(event)
+    # The analytics rollup moves with the events: out as they were, back in as they are now.
+    analytics_rollup_subtract(book=book, events=changed)
     UsageEvent.objects.bulk_update(changed, ["usage_cost", "event_status", "services", "service"])
+    analytics_rollup_add(book=book, events=changed)
     return len(changed)
 
 

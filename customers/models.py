@@ -163,3 +163,72 @@ class UsageEvent(OrgOwned):
 
     def __str__(self):
         return f"{self.signal_name} x {self.quantity} for {self.customer_external_id}"
+
+
+class RollupGrain(models.IntegerChoices):
+    """What a rollup row sums away, as bits: 1 the model, 2 the signal, 4 the customer, 8 the days of a
+    month (the row's `day` is then the month's first day). Reads take the smallest grain that still has
+    the dimensions they group or filter by, and month rows for the whole months of windows they need not
+    split by day."""
+
+    FULL = 0, "day: customer, agent, signal, model"
+    NO_MODEL = 1, "day: customer, agent, signal"
+    CUSTOMER_AGENT = 3, "day: customer, agent"
+    NO_CUSTOMER = 4, "day: agent, signal, model"
+    MONTH_FULL = 8, "month: customer, agent, signal, model"
+    MONTH_NO_MODEL = 9, "month: customer, agent, signal"
+    MONTH_CUSTOMER_AGENT = 11, "month: customer, agent"
+    MONTH_NO_CUSTOMER = 12, "month: agent, signal, model"
+
+
+MONTHLY = 8  # the grain bit of month rows
+
+
+class UsageDailyRollup(OrgOwned):
+    """The ledger summed per UTC day and per UTC month, each at four grains of dimensions (`RollupGrain`):
+    what analytics read instead of millions of events. Derived, never edited by hand: `customers/rollup.py`
+    keeps it exact in the same transaction that records or re-prices events, all grains in one statement.
+
+    A multi-service event contributes to the row of each model it names: its parts' cost to `model_cost`
+    and 1 to `model_event_count` per distinct model; its event-level figures (`event_count`,
+    `unpriced_count`, `quantity`, `cost`) go to the row of its first part only, so summing any rows of one
+    grain counts each event once (`model_*` are meaningful only at grains that keep the model).
+    """
+
+    # Every read and write names the book first, so the key's indexes serve it; no index of its own.
+    book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_index=False)
+    grain = models.PositiveSmallIntegerField(choices=RollupGrain.choices, default=RollupGrain.FULL)
+    day = models.DateField()  # the UTC day of usage_date (month rows: the first day of its month)
+    customer = models.ForeignKey(Customer, on_delete=models.DO_NOTHING, null=True, blank=True, db_index=False,
+                                 related_name="+")
+    # Plain ids, not foreign keys: a deleted agent or signal leaves its id here, and reads treat an id that
+    # no longer exists as null, as the ledger's SET_NULL does (so every deletion path keeps it exact).
+    agent_id = models.UUIDField(null=True, blank=True)
+    signal_id = models.UUIDField(null=True, blank=True)
+    # The canonical name of the LLM catalog entry that priced the part; null for non-LLM (isApi) services
+    # and for parts not (yet) resolved to the catalog.
+    model = models.CharField(max_length=255, null=True, blank=True)
+    event_count = models.BigIntegerField(default=0)
+    unpriced_count = models.BigIntegerField(default=0)  # events with cost null (NEEDS_COST_BACKFILL)
+    quantity = ExactField(default=0)
+    cost = ExactField(default=0)  # summed usage_cost; unpriced events add 0
+    model_event_count = models.BigIntegerField(default=0)
+    model_cost = ExactField(default=0)
+    # Units as a `volume` (activity) signal bills them: every event at least one attempt, max(quantity, 1).
+    attempts = ExactField(default=0)
+
+    class Meta:
+        ordering = ["-day"]
+        constraints = [
+            # NULLS NOT DISTINCT: one row per key even where a dimension is null, so the ingestion upsert
+            # (ON CONFLICT on these columns) always finds it.
+            models.UniqueConstraint(fields=["book", "grain", "day", "customer", "agent_id", "signal_id", "model"],
+                                    nulls_distinct=False, name="usage_rollup_key"),
+        ]
+        # Few indexes, so that ingestion's upserts stay cheap: the key serves windows (book, grain, day);
+        # this one serves customers and the subscription segments. Agent and signal filters read a grain's
+        # window and filter it.
+        indexes = [models.Index(fields=["book", "grain", "customer", "day"], name="usage_rollup_customer_day")]
+
+    def __str__(self):
+        return f"{self.day} {self.get_grain_display()}: {self.event_count} events"

@@ -1,5 +1,9 @@
+from datetime import timedelta
+from decimal import Decimal
+
 from billing.models import Subscription, SubscriptionChange
-from billing.periods import Schedule
+from billing.periods import Schedule, local_date, local_midnight
+from billing.pricing import SubscriptionTerms
 from config.core.scoping import get_owned, owned
 
 
@@ -27,3 +31,19 @@ def schedule_of(subscription: Subscription) -> Schedule:
     return Schedule(anchor=subscription.start_date, cycle=subscription.billing_cycle,
                     timezone=subscription.timezone, billing_day=subscription.billing_day,
                     custom_cycle_days=subscription.custom_cycle_days, end=effective_end(subscription))
+
+
+def subscription_terms(subscription: Subscription) -> SubscriptionTerms:
+    """The subscription as the pricing engine takes it: the local days it covers, `[startDate's day,
+    endDate)`. The end is exclusive as stored (docs/decisions/plans-and-subscriptions.md); an end inside a
+    day covers that day, as a start inside a day does."""
+    timezone = subscription.timezone
+    end = effective_end(subscription)
+    end_day = None
+    if end is not None:
+        end_day = local_date(end, timezone)
+        if end > local_midnight(end_day, timezone):
+            end_day += timedelta(days=1)
+    return SubscriptionTerms(start=local_date(subscription.start_date, timezone), end=end_day,
+                             billing_cycle=subscription.billing_cycle, seats_count=Decimal(subscription.seats_count),
+                             prorated_amount=subscription.prorated_amount)

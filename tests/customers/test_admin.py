@@ -57,3 +57,17 @@ def test_soft_delete_action_keeps_the_row_and_respects_subscriptions(operator, b
 def test_customers_cannot_be_hard_deleted_from_the_console(operator, book):
     customer = CustomerFactory(book=book)
     assert operator.get(f"/admin/customers/customer/{customer.id}/delete/").status_code == 403
+
+
+def test_usage_rollup_is_listed_read_only_and_scoped(operator, book, other_book):
+    from datetime import date
+
+    from customers.models import UsageDailyRollup
+    mine = UsageDailyRollup.objects.create(book=book, day=date(2025, 4, 1), event_count=3,
+                                           customer=CustomerFactory(book=book, name="Mine customer"), model="mine-llm")
+    UsageDailyRollup.objects.create(book=other_book, day=date(2025, 4, 1), event_count=5, model="theirs-llm",
+                                    customer=CustomerFactory(book=other_book, name="Theirs customer"))
+    page = operator.get("/admin/customers/usagedailyrollup/", {"q": "llm"}).content.decode()
+    assert "mine-llm" in page and "theirs-llm" not in page
+    assert operator.get("/admin/customers/usagedailyrollup/add/").status_code == 403
+    assert operator.post(f"/admin/customers/usagedailyrollup/{mine.id}/delete/", {"post": "yes"}).status_code == 403

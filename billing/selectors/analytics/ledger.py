@@ -1,0 +1,309 @@
+"""Sums over the usage ledger for any window, exact to the instant, read mostly from the daily rollup.
+
+A window `[start, end)` splits into the whole UTC months it covers (month rows of `UsageDailyRollup`, for
+groups that need no days), the other whole UTC days (day rows; index `usage_rollup_key` on (book, grain,
+day, ...), or `usage_rollup_customer_day` for one customer; an agent or signal filter reads the grain's
+window and filters it), and at most two partial days at its edges, read from the events themselves
+through the same contributions SQL the rollup is built with (index `usage_event_book_date` on (book,
+usage_date)). A window at midnights never touches the events. Each group is read at the smallest grain
+that keeps the dimensions it groups, filters or attributes by (`RollupGrain`): per customer and agent
+from a few rows a day, per signal and model from fewer still, and the full grain only when a read needs
+customer and model (or signal) together.
+
+Segments restrict the sums to (customer, agent, [start, end)) slices, each with a label: that is how
+events are attributed to subscriptions (`coverage.py`). Segments are sent as arrays (`unnest`); their
+whole months and days join the rollup (index `usage_rollup_customer_day`), their partial days the events
+of those days (index `usage_event_book_date`).
+
+One statement per grain used: the breakdowns read at one grain are GROUPING SETS over one scan.
+"""
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from uuid import UUID
+
+from config.core.clock import UTC, day_start
+from config.core.errors import Unprocessable
+from config.core.money import ZERO
+from customers.models import MONTHLY, Customer, RollupGrain
+from customers.rollup import MEASURES, ROLLUP, contributions_sql, execute
+
+# Grouping dimensions: their SQL over the union of rollup rows and edge contributions (alias u).
+DIMENSIONS = {
+    "label": "u.label",
+    "day": "u.day",
+    "week": "date_trunc('week', u.day::timestamp)::date",  # ISO weeks: Monday (no time zone: faster)
+    "month": "date_trunc('month', u.day::timestamp)::date",
+    "customer": "u.customer_id",
+    "agent": "u.agent_id",
+    "signal": "u.signal_id",
+    "model": "u.model",
+}
+ROW_COLUMNS = ("label", "day", "customer_id", "agent_id", "signal_id", "model", *MEASURES)
+TIME_DIMENSIONS = {"label", "day", "week", "month"}
+# Grains, smallest first, with the dimensions each keeps.
+GRAINS = ((RollupGrain.NO_CUSTOMER, {"agent", "signal", "model"}),
+          (RollupGrain.CUSTOMER_AGENT, {"customer", "agent"}),
+          (RollupGrain.NO_MODEL, {"customer", "agent", "signal"}),
+          (RollupGrain.FULL, {"customer", "agent", "signal", "model"}))
+
+
+@dataclass(frozen=True)
+class Window:
+    """A half-open window of instants `[start, end)`."""
+
+    start: datetime
+    end: datetime
+
+    @property
+    def length(self) -> timedelta:
+        return self.end - self.start
+
+    def prior(self) -> "Window":
+        """The equally long window right before this one."""
+        return Window(self.start - self.length, self.start)
+
+    def clip(self, start: datetime, end: datetime | None) -> "Window | None":
+        """The part of this window inside `[start, end)` (end None: open), or None when they do not meet."""
+        lo, hi = max(self.start, start), self.end if end is None else min(self.end, end)
+        return Window(lo, hi) if lo < hi else None
+
+    def split(self, *, months: bool) -> tuple[list[tuple[date, date, bool]], list[tuple[datetime, datetime]]]:
+        """The window as rollup ranges `(first day, end day, of month rows?)` and partial-day instant ranges
+        at its edges. With `months`, the whole UTC months inside are one range of month rows."""
+        first_whole = self.start.date() if self.start == day_start(self.start.date()) else \
+            self.start.date() + timedelta(days=1)
+        end_whole = self.end.date()
+        if first_whole >= end_whole:
+            return [], [(self.start, self.end)]
+        edges = []
+        if self.start < day_start(first_whole):
+            edges.append((self.start, day_start(first_whole)))
+        if day_start(end_whole) < self.end:
+            edges.append((day_start(end_whole), self.end))
+        first_month = first_whole if first_whole.day == 1 else \
+            (first_whole.replace(day=1) + timedelta(days=32)).replace(day=1)
+        end_month = end_whole.replace(day=1)
+        if not months or first_month >= end_month:
+            return [(first_whole, end_whole, False)], edges
+        ranges = [(first_whole, first_month, False), (first_month, end_month, True), (end_month, end_whole, False)]
+        return [(lo, hi, monthly) for lo, hi, monthly in ranges if lo < hi], edges
+
+
+DEFAULT_WINDOW_DAYS = 30
+
+
+def analytics_window(*, start: date | datetime | None, end: date | datetime | None, now: datetime) -> Window:
+    """The window of `startDate`/`endDate`: a date is a whole UTC day, both inclusive; a timestamp is an
+    instant (endDate's exclusive). Defaults (spec §8): the last 30 days UTC, today included; a window given
+    only a start runs to the end of today, one given only an end covers the 30 days before it. An end before
+    the start is a 422."""
+    end_at = day_start(now.astimezone(UTC).date()) + timedelta(days=1) if end is None else \
+        end if isinstance(end, datetime) else day_start(end) + timedelta(days=1)
+    start_at = end_at - timedelta(days=DEFAULT_WINDOW_DAYS) if start is None else \
+        start if isinstance(start, datetime) else day_start(start)
+    if end_at <= start_at:
+        raise Unprocessable(["endDate: Must be after startDate."])
+    return Window(start_at, end_at)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which events count: optional customer, agent and signal, and whether internal (coding-agent)
+    customers are left out (revenue reads) or counted like any other (usage and cost reads)."""
+
+    customer_id: UUID | None = None
+    agent_id: UUID | None = None
+    signal_id: UUID | None = None
+    external_only: bool = False
+
+    @property
+    def dimensions(self) -> set[str]:
+        kept = {"customer": self.customer_id is not None or self.external_only,
+                "agent": self.agent_id is not None, "signal": self.signal_id is not None}
+        return {dimension for dimension, needed in kept.items() if needed}
+
+    def sql(self, alias: str, book_id) -> tuple[str, list]:
+        clauses, params = [], []
+        for column in ("customer_id", "agent_id", "signal_id"):
+            value = getattr(self, column)
+            if value is not None:
+                clauses.append(f"{alias}.{column} = %s")
+                params.append(value)
+        if self.external_only:
+            clauses.append(f"{alias}.customer_id NOT IN "
+                           f"(SELECT id FROM {Customer._meta.db_table} WHERE book_id = %s AND is_internal)")
+            params.append(book_id)
+        return "".join(f" AND {clause}" for clause in clauses), params
+
+
+@dataclass(frozen=True)
+class Segment:
+    """The events of one customer and agent in `[start, end)` (end None: open), summed under `label`."""
+
+    customer_id: UUID
+    agent_id: UUID
+    start: datetime
+    end: datetime | None
+    label: str
+
+
+@dataclass(frozen=True)
+class Sums:
+    """Ledger figures for one group. `event_count`, `quantity`, `cost` and `unpriced_count` count each
+    event once; `model_event_count` and `model_cost` are per model (use them with the model dimension)."""
+
+    key: tuple
+    event_count: int = 0
+    unpriced_count: int = 0
+    quantity: Decimal = ZERO
+    cost: Decimal = ZERO
+    model_event_count: int = 0
+    model_cost: Decimal = ZERO
+    attempts: Decimal = ZERO  # max(quantity, 1) per event: what a `volume` signal bills
+
+
+def grand_total(rows: list[Sums]) -> Sums:
+    """The row of a `()` group, zeros when nothing was summed."""
+    return rows[0] if rows else Sums(())
+
+
+def combined(rows: list[Sums]) -> Sums:
+    """All rows summed into one (keyed `()`)."""
+    return regroup(rows, lambda row: ())[0] if rows else Sums(())
+
+
+def orphaned(rows: list[Sums], position: int, known) -> list[Sums]:
+    """Rows whose id at `position` of the key is not `known` (a deleted agent or signal) merged under null,
+    as the ledger's SET_NULL leaves their events."""
+    if all(row.key[position] in known or row.key[position] is None for row in rows):
+        return rows
+    return regroup(rows, lambda row: tuple(None if index == position and value not in known else value
+                                           for index, value in enumerate(row.key)))
+
+
+def regroup(rows: list[Sums], key) -> list[Sums]:
+    """Rows merged under `key(row)` (e.g. after mapping deleted agents' ids to null)."""
+    merged: dict = {}
+    for row in rows:
+        new_key = key(row)
+        found = merged.get(new_key)
+        merged[new_key] = Sums(new_key, *(
+            getattr(row, name) + (getattr(found, name) if found else 0) for name in MEASURES))
+    return list(merged.values())
+
+
+def _window_parts(book_id, grain: int, months: bool, window: Window, scope: Scope) -> list[tuple[str, list]]:
+    ranges, edges = window.split(months=months)
+    parts = []
+    scope_sql, scope_params = scope.sql("r", book_id)
+    for lo, hi, monthly in ranges:
+        parts.append((f"SELECT NULL::text, r.day, r.customer_id, r.agent_id, r.signal_id, r.model, "
+                      f"{', '.join('r.' + m for m in MEASURES)} FROM {ROLLUP} r "
+                      f"WHERE r.book_id = %s AND r.grain = %s AND r.day >= %s AND r.day < %s{scope_sql}",
+                      [book_id, grain | (MONTHLY if monthly else 0), lo, hi, *scope_params]))
+    if edges:
+        scope_sql, scope_params = scope.sql("e", book_id)
+        ranges = " OR ".join(["(e.usage_date >= %s AND e.usage_date < %s)"] * len(edges))
+        sql, params = contributions_sql(f"e.book_id = %s AND ({ranges}){scope_sql}",
+                                        [book_id, *(instant for edge in edges for instant in edge), *scope_params])
+        parts.append((f"SELECT {', '.join(ROW_COLUMNS)} FROM ({sql}) AS c", params))
+    return parts
+
+
+def _segment_parts(book_id, grain: int, months: bool, window: Window, scope: Scope,
+                   segments: Sequence[Segment]) -> list[tuple[str, list]]:
+    range_rows, edge_rows = [], []
+    for segment in segments:
+        piece = window.clip(segment.start, segment.end)
+        if piece is None:
+            continue
+        ranges, edges = piece.split(months=months)
+        range_rows.extend((segment.customer_id, segment.agent_id, lo, hi, grain | (MONTHLY if monthly else 0),
+                           segment.label) for lo, hi, monthly in ranges)
+        edge_rows.extend((segment.customer_id, segment.agent_id, *edge, segment.label) for edge in edges)
+    parts = []
+    if range_rows:
+        scope_sql, scope_params = scope.sql("r", book_id)
+        # LATERAL with OFFSET 0 (which keeps the planner from flattening it into a join of the whole book):
+        # one index range scan of (book, grain, customer, day) per range.
+        parts.append((f"SELECT v.label, r.day, r.customer_id, r.agent_id, r.signal_id, r.model, "
+                      f"{', '.join('r.' + m for m in MEASURES)} "
+                      "FROM unnest(%s::uuid[], %s::uuid[], %s::date[], %s::date[], %s::int[], %s::text[]) "
+                      "AS v(customer_id, agent_id, lo, hi, grain, label) "
+                      f"CROSS JOIN LATERAL (SELECT * FROM {ROLLUP} r WHERE r.book_id = %s AND r.grain = v.grain "
+                      "AND r.customer_id = v.customer_id AND r.day >= v.lo AND r.day < v.hi "
+                      f"AND r.agent_id = v.agent_id{scope_sql} OFFSET 0) r",
+                      [*map(list, zip(*range_rows)), book_id, *scope_params]))
+    if edge_rows:
+        scope_sql, scope_params = scope.sql("e", book_id)
+        join = ("JOIN unnest(%s::uuid[], %s::uuid[], %s::timestamptz[], %s::timestamptz[], %s::text[]) "
+                "AS v(customer_id, agent_id, lo, hi, label) "
+                "ON e.customer_id = v.customer_id AND e.agent_id = v.agent_id "
+                "AND e.usage_date >= v.lo AND e.usage_date < v.hi")
+        # The partial days all the edges lie in, so the (book, usage_date) index reads only those days.
+        days = sorted({day_start(row[2].date()) for row in edge_rows})
+        ranges = " OR ".join(["(e.usage_date >= %s AND e.usage_date < %s)"] * len(days))
+        sql, params = contributions_sql(
+            f"e.book_id = %s AND ({ranges}){scope_sql}",
+            [*map(list, zip(*edge_rows)), book_id,
+             *(instant for day in days for instant in (day, day + timedelta(days=1))), *scope_params],
+            join=join, label="v.label")
+        parts.append((f"SELECT {', '.join(ROW_COLUMNS)} FROM ({sql}) AS c", params))
+    return parts
+
+
+def ledger_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], scope: Scope = Scope(),
+                segments: Sequence[Segment] | None = None, measures: Sequence[str] = MEASURES) -> dict[str, list[Sums]]:
+    """For each named group (a tuple of DIMENSIONS; `()` is the grand total), the sums of the events in
+    the window and scope, one `Sums` per distinct key (its values in the group's dimension order). With
+    `segments`, only events inside a segment count and the `label` dimension is the segment's label.
+    Only `measures` are summed (the others read 0): summing exact decimals is most of a read's cost.
+    Groups without events have no rows, except the grand total `()`, which may be a row of zeros."""
+    needed = scope.dimensions | ({"customer", "agent"} if segments is not None else set())
+    by_source: dict[tuple[int, bool], dict] = {}
+    for name, group in groups.items():
+        dimensions = needed | (set(group) - TIME_DIMENSIONS)
+        grain = next(grain for grain, kept in GRAINS if dimensions <= kept)
+        months = not {"day", "week"} & set(group)  # month rows serve groups that need no days
+        by_source.setdefault((grain, months), {})[name] = group
+    result: dict[str, list[Sums]] = {name: [] for name in groups}
+    for (grain, months), grain_groups in by_source.items():
+        parts = (_window_parts(book.pk, grain, months, window, scope) if segments is None
+                 else _segment_parts(book.pk, grain, months, window, scope, segments))
+        if parts:
+            result.update(_grouped(parts, grain_groups, measures))
+    return result
+
+
+def _grouped(parts: list[tuple[str, list]], groups: Mapping[str, tuple[str, ...]],
+             measures: Sequence[str]) -> dict[str, list[Sums]]:
+    """The union of `parts` summed by every group, as GROUPING SETS of one statement (a plain GROUP BY for
+    one group, which PostgreSQL can aggregate in parallel)."""
+    result: dict[str, list[Sums]] = {name: [] for name in groups}
+    dimensions = list(dict.fromkeys(dimension for group in groups.values() for dimension in group))
+    expressions = [DIMENSIONS[dimension] for dimension in dimensions]
+    union = " UNION ALL ".join(sql for sql, _ in parts)
+    sums = ", ".join(f"sum(u.{measure})" if measure in measures else "0" for measure in MEASURES)
+    source = f"FROM ({union}) AS u({', '.join(ROW_COLUMNS)})"
+    if len(groups) == 1:
+        sql = f"SELECT {''.join(e + ', ' for e in expressions)}0, {sums} {source}"
+        if dimensions:
+            sql += f" GROUP BY {', '.join(expressions)}"
+    else:
+        grouping_sets = ", ".join("(" + ", ".join(DIMENSIONS[d] for d in group) + ")" for group in groups.values())
+        sql = (f"SELECT {''.join(e + ', ' for e in expressions)}GROUPING({', '.join(expressions)}), {sums} "
+               f"{source} GROUP BY GROUPING SETS ({grouping_sets})")
+    # GROUPING() sets bit (n - 1 - i) when dimension i is not grouped in the row's set.
+    names_by_mask = {sum(1 << (len(dimensions) - 1 - i) for i, d in enumerate(dimensions) if d not in group): name
+                     for name, group in groups.items()}
+    positions = {name: [dimensions.index(dimension) for dimension in group] for name, group in groups.items()}
+    width = len(dimensions)
+    for row in execute(sql, [param for _, params in parts for param in params]):
+        name = names_by_mask[row[width]]
+        events, unpriced, quantity, cost, model_events, model_cost, attempts = row[width + 1:]
+        result[name].append(Sums(tuple(row[i] for i in positions[name]), int(events or 0), int(unpriced or 0),
+                                 quantity or ZERO, cost or ZERO, int(model_events or 0), model_cost or ZERO,
+                                 attempts or ZERO))
+    return result

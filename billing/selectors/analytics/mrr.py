@@ -1,0 +1,129 @@
+"""Monthly recurring revenue (spec §4, `GET /v1/analytics/mrr`): the runRate and committed variants.
+
+Per active subscription (status `active`, internal customers left out), each as a month's worth:
+- recurring: every recurring fee, yearly ones divided by 12;
+- seatBased: the seat strategy's pricing model on max(seatsCount, minimumCommitment) seats, likewise
+  monthly-normalized;
+- usage, runRate: the pricing model on the actual usage of the last 30 days `[now - 30 days, now)` as it is
+  (contract: MRR runRate), no minimum (Agent-Earned of those 30 days);
+- usage, committed: the pricing model on minimumCommitment units; 0 for a strategy without a minimum.
+One-time fees are not recurring and never count. The canonical variant is the invoices' (`invoiced.py`):
+`{mrr, arr}` with arr = 12 x mrr; `all` is the three together.
+"""
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from billing.models import ChargeType, Subscription, SubscriptionStatus
+from billing.pricing import MONTHS, agent_earned, price_quantity
+from billing.selectors.analytics.coverage import book_segments
+from billing.selectors.analytics.invoiced import canonical_mrr
+from billing.selectors.analytics.ledger import Window, ledger_sums
+from billing.selectors.plans import billable_units, strategies_pricing, strategy_terms
+from config.core.money import ZERO
+from config.core.scoping import get_owned, owned
+from customers.models import Customer
+
+CANONICAL, RUN_RATE, COMMITTED, ALL = "canonical", "runRate", "committed", "all"
+RUN_RATE_DAYS = 30
+
+
+@dataclass
+class MrrRow:
+    subscription: Subscription
+    recurring: Decimal = ZERO
+    seat_based: Decimal = ZERO
+    usage: Decimal = ZERO
+
+    @property
+    def total(self) -> Decimal:
+        return self.recurring + self.seat_based + self.usage
+
+
+@dataclass
+class Mrr:
+    variant: str
+    breakdown: list[MrrRow]
+
+    @property
+    def mrr(self) -> Decimal:
+        return sum((row.total for row in self.breakdown), ZERO)
+
+
+def _monthly(fee: Decimal, frequency: str) -> Decimal:
+    return fee / MONTHS[frequency]
+
+
+@dataclass
+class CanonicalMrr:
+    mrr: Decimal
+    variant: str = CANONICAL
+
+    @property
+    def arr(self) -> Decimal:
+        return self.mrr * 12
+
+
+@dataclass
+class AllMrr:
+    canonical: CanonicalMrr
+    run_rate: Mrr
+    committed: Mrr
+    variant: str = ALL
+
+
+def mrr_report(*, book, variant: str, now: datetime, customer_id=None,
+               subscription_id=None) -> Mrr | CanonicalMrr | AllMrr:
+    """MRR of one variant, optionally of one customer or one subscription (an id that is not a record of
+    the book is a 404, as in the other analytics filters)."""
+    if customer_id is not None:
+        customer_id = get_owned(Customer, book, customer_id).pk
+    if subscription_id is not None:
+        subscription_id = get_owned(Subscription, book, subscription_id).pk
+    scope = {"book": book, "customer_id": customer_id, "subscription_id": subscription_id}
+    if variant in (RUN_RATE, COMMITTED):
+        return mrr_breakdown(variant=variant, now=now, **scope)
+    canonical = CanonicalMrr(canonical_mrr(now=now, **scope))
+    if variant == CANONICAL:
+        return canonical
+    return AllMrr(canonical, mrr_breakdown(variant=RUN_RATE, now=now, **scope),
+                  mrr_breakdown(variant=COMMITTED, now=now, **scope))
+
+
+def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscription_id=None) -> Mrr:
+    """runRate or committed MRR of the book's active subscriptions (the ids already resolved)."""
+    subscriptions = owned(Subscription, book).filter(status=SubscriptionStatus.ACTIVE, customer__is_internal=False)
+    if customer_id is not None:
+        subscriptions = subscriptions.filter(customer_id=customer_id)
+    if subscription_id is not None:
+        subscriptions = subscriptions.filter(pk=subscription_id)
+    subscriptions = list(subscriptions.order_by("created_at", "id"))
+    plan_ids = {s.plan_id for s in subscriptions}
+    pricing = {pair: [(strategy, strategy_terms(strategy)) for strategy in strategies]
+               for pair, strategies in strategies_pricing(book=book, plan_ids=plan_ids).items()}
+    usage = {}
+    if variant == RUN_RATE and subscriptions:
+        segments = book_segments(book=book, customer_id=customer_id)
+        window = Window(now - timedelta(days=RUN_RATE_DAYS), now)
+        sums = ledger_sums(book=book, window=window, groups={"usage": ("label", "signal")},
+                           measures=("quantity", "attempts"),
+                           segments=[segment for s in subscriptions for segment in segments[s.id]])
+        usage = {(row.key[0], row.key[1]): row for row in sums["usage"]}
+    rows = []
+    for subscription in subscriptions:
+        row = MrrRow(subscription)
+        for strategy, terms in pricing.get((subscription.plan_id, subscription.agent_id), []):
+            if strategy.charge_type == ChargeType.RECURRING:
+                row.recurring += _monthly(terms.rate, terms.billing_frequency)
+            elif strategy.charge_type == ChargeType.SEAT_BASED:
+                row.seat_based += _monthly(price_quantity(Decimal(subscription.seats_count), terms),
+                                           terms.billing_frequency)
+            elif strategy.charge_type == ChargeType.USAGE and variant == RUN_RATE:
+                sums = usage.get((str(subscription.id), strategy.signal_id))
+                if sums is not None:
+                    row.usage += agent_earned(billable_units(strategy, sums.quantity, sums.attempts), terms)
+            elif strategy.charge_type == ChargeType.USAGE and terms.minimum_commitment > 0:
+                row.usage += price_quantity(terms.minimum_commitment, terms)
+        rows.append(row)
+    rows.sort(key=lambda row: (-row.total, str(row.subscription.id)))
+    return Mrr(variant, rows)

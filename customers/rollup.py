@@ -1,0 +1,175 @@
+"""The daily usage rollup (`UsageDailyRollup`): kept exact in the transaction that changes the ledger.
+
+One SQL definition says what an event contributes (`contributions_sql`): its UTC day, customer, agent,
+signal and model, split per model for multi-service events (each part's cost to its model; the
+event-level figures to the model of its first part). Grouping sets sum the contributions to every grain
+of `RollupGrain` at once, so each writer is one statement however many grains there are. Every writer
+goes through it:
+
+- recording a batch: `analytics_rollup_add` after the events are inserted, ONE
+  `INSERT ... SELECT ... ON CONFLICT ... DO UPDATE SET x = x + EXCLUDED.x` statement;
+- re-pricing (cost backfill): `analytics_rollup_subtract` with the events as they were, the update, then
+  `analytics_rollup_add` with the events as they are;
+- rebuilding a book (benchmark seeding, repair): `analytics_rollup_rebuild`, one `INSERT ... SELECT`.
+
+Reads that need instants inside a day (edge scans) use the same contributions over the events.
+Rows are written in key order, so concurrent batches lock shared rows in the same order (no deadlock).
+"""
+from collections.abc import Iterable, Sequence
+from uuid import UUID
+
+from django.db import connection, transaction
+
+from catalog.models import ServiceEntry
+from customers.models import UsageDailyRollup, UsageEvent
+
+EVENTS = UsageEvent._meta.db_table
+CATALOG = ServiceEntry._meta.db_table
+ROLLUP = UsageDailyRollup._meta.db_table
+KEY_COLUMNS = ("book_id", "grain", "day", "customer_id", "agent_id", "signal_id", "model")
+MEASURES = ("event_count", "unpriced_count", "quantity", "cost", "model_event_count", "model_cost", "attempts")
+
+# What one (event, model) pair contributes. A part's model is the canonical name of the catalog entry
+# that priced it, null for a non-LLM entry (isApi) or an unresolved part. Part costs are rounded to the
+# stored 12 places one by one, so adding batch after batch equals summing everything at once.
+_PARTS = """
+    SELECT e.book_id, e.usage_date, e.customer_id, e.agent_id, e.signal_id, e.quantity, e.usage_cost,
+           {label} AS label, {model_of_service} AS model, 1 AS first_part, e.usage_cost AS part_cost
+    FROM {events} e {join}
+    WHERE e.services IS NULL AND {where}
+  UNION ALL
+    SELECT e.book_id, e.usage_date, e.customer_id, e.agent_id, e.signal_id, e.quantity, e.usage_cost,
+           {label} AS label, part.model, min(part.position), sum(part.cost)
+    FROM {events} e {join}
+    CROSS JOIN LATERAL (
+        SELECT {model_of_part} AS model, item.position, round((item.value ->> 'costUsd')::numeric, 12) AS cost
+        FROM jsonb_array_elements(e.services) WITH ORDINALITY AS item(value, position)
+    ) part
+    WHERE e.services IS NOT NULL AND {where}
+    GROUP BY e.id, 8, 9  -- one row per (event, label, model)
+"""
+# A catalog entry's model name, looked up by primary key (one index probe per part).
+_MODEL_OF = "(SELECT CASE WHEN svc.is_api THEN NULL ELSE svc.canonical_name END FROM {catalog} svc WHERE svc.id = {id})"
+
+_CONTRIBUTIONS = """
+    SELECT book_id, label, (usage_date AT TIME ZONE 'UTC')::date AS day, customer_id, agent_id, signal_id, model,
+           count(*) FILTER (WHERE first_part = 1) AS event_count,
+           count(*) FILTER (WHERE first_part = 1 AND usage_cost IS NULL) AS unpriced_count,
+           coalesce(sum(quantity) FILTER (WHERE first_part = 1), 0) AS quantity,
+           coalesce(sum(usage_cost) FILTER (WHERE first_part = 1), 0) AS cost,
+           count(*) AS model_event_count,
+           coalesce(sum(part_cost) FILTER (WHERE usage_cost IS NOT NULL), 0) AS model_cost,
+           coalesce(sum(greatest(quantity, 1)) FILTER (WHERE first_part = 1), 0) AS attempts
+    FROM ({parts}) AS parts
+    GROUP BY book_id, label, day, customer_id, agent_id, signal_id, model
+"""
+
+
+def contributions_sql(where: str, params: Sequence, *, join: str = "", label: str = "NULL::text") -> tuple[str, list]:
+    """SQL for what the events matching `where` (over alias `e`, after an optional `join`) contribute to
+    the rollup, grouped by (book_id, label, day, customer_id, agent_id, signal_id, model) with the rollup's
+    measures. `params` are the parameters of `join` and `where` together, in that order."""
+    parts = _PARTS.format(events=EVENTS, join=join, where=where, label=label,
+                          model_of_service=_MODEL_OF.format(catalog=CATALOG, id="e.service_id"),
+                          model_of_part=_MODEL_OF.format(catalog=CATALOG, id="(item.value ->> 'serviceId')::uuid"))
+    return _CONTRIBUTIONS.format(parts=parts), [*params, *params]
+
+
+def execute(sql: str, params: Sequence) -> list[tuple]:
+    """Run one rollup or ledger statement and return its rows. JIT compilation is off for it: the planner's
+    estimates for these statements (jsonb expansion, grouping sets) are high enough to trigger JIT, whose
+    compile time costs far more than the statements themselves (hundreds of ms against tens); and sorts and
+    hashes of a few hundred thousand rows get the memory to stay off disk."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL jit = off; SET LOCAL work_mem = '64MB'")
+        cursor.execute(sql, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+# Every grain from one grouping of the contributions. GROUPING(day, customer_id, signal_id, model) is the
+# grain: the bits of what a grouping set sums away (customers.models.RollupGrain); month sets group by the
+# month instead of the day.
+_GRAIN_SETS = ("customer_id, agent_id, signal_id, model", "customer_id, agent_id, signal_id",
+               "customer_id, agent_id", "agent_id, signal_id, model")
+_GRAINS = """
+    SELECT c.book_id, GROUPING(c.day, c.customer_id, c.signal_id, c.model) AS grain, coalesce(c.day, c.month) AS day,
+           c.customer_id, c.agent_id, c.signal_id, c.model, {measures}
+    FROM (SELECT *, date_trunc('month', day::timestamp)::date AS month FROM ({contributions}) AS d) AS c
+    GROUP BY GROUPING SETS ({sets})
+"""
+
+
+def _grains_sql(where: str, params: Sequence, *, sign: int = 1) -> tuple[str, list]:
+    contributions, contribution_params = contributions_sql(where, params)
+    measures = ", ".join(f"{sign} * sum(c.{measure}) AS {measure}" for measure in MEASURES)
+    sets = ", ".join(f"(c.book_id, c.{period}, {', '.join('c.' + column for column in dimensions.split(', '))})"
+                     for period in ("day", "month") for dimensions in _GRAIN_SETS)
+    return _GRAINS.format(measures=measures, contributions=contributions, sets=sets), contribution_params
+
+
+def _insert_sql(select: str, *, upsert: bool) -> str:
+    columns = ", ".join((*KEY_COLUMNS, *MEASURES))
+    # In key order: concurrent upserts lock shared rows in one order, and a rebuilt book's rows lie by
+    # grain and day, as the range scans of reads want them.
+    sql = (f"INSERT INTO {ROLLUP} AS r (id, created_at, updated_at, {columns}) "
+           f"SELECT gen_random_uuid(), now(), now(), g.* FROM ({select}) AS g "
+           f"ORDER BY {', '.join('g.' + key for key in KEY_COLUMNS[1:])}")
+    if not upsert:
+        return sql
+    updates = ", ".join(f"{measure} = r.{measure} + EXCLUDED.{measure}" for measure in MEASURES)
+    return (f"{sql} "
+            f"ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}, updated_at = EXCLUDED.updated_at "
+            f"RETURNING r.id, r.event_count = 0 AND r.model_event_count = 0")
+
+
+def _upsert(where: str, params: Sequence, *, sign: int) -> list[UUID]:
+    """Add (sign 1) or take away (sign -1) the contributions of the events matching `where`, at every grain,
+    in one statement; returns the ids of the rows it left at zero."""
+    select, select_params = _grains_sql(where, params, sign=sign)
+    return [row_id for row_id, emptied in execute(_insert_sql(select, upsert=True), select_params) if emptied]
+
+
+def _event_ids(events: Iterable[UsageEvent]) -> list[UUID]:
+    return sorted({event.pk for event in events})
+
+
+def _check_book(book, events: list[UsageEvent]) -> None:
+    if any(event.book_id != book.pk for event in events):
+        raise ValueError("The rollup of a book takes only that book's events.")
+
+
+# The events of a batch, by primary key alone: with a book condition beside it the planner may walk the
+# book's index (its statistics lag behind a growing book). Each row is keyed by its event's own book.
+_BY_IDS = "e.id = ANY(%s)"
+
+
+def analytics_rollup_add(*, book, events: Iterable[UsageEvent]) -> None:
+    """Add these stored events (as they are in the database now) to the rollup: one statement. Call it
+    in the transaction that inserted or re-priced them, with newly stored events only (never a replay)."""
+    events = list(events)
+    _check_book(book, events)
+    event_ids = _event_ids(events)
+    if event_ids:
+        _upsert(_BY_IDS, [event_ids], sign=1)
+
+
+def analytics_rollup_subtract(*, book, events: Iterable[UsageEvent]) -> None:
+    """Take these stored events (as they are in the database now) out of the rollup, before they change;
+    rows left at zero are deleted."""
+    events = list(events)
+    _check_book(book, events)
+    event_ids = _event_ids(events)
+    if not event_ids:
+        return
+    emptied = _upsert(_BY_IDS, [event_ids], sign=-1)
+    if emptied:
+        UsageDailyRollup.objects.filter(book=book, pk__in=emptied).delete()
+
+
+def analytics_rollup_rebuild(*, book) -> int:
+    """Recompute the book's rollup from its whole ledger (one DELETE, one INSERT ... SELECT); returns the
+    number of rows. For seeding and repair: concurrent recording into the book must be stopped."""
+    UsageDailyRollup.objects.filter(book=book).delete()
+    select, params = _grains_sql("e.book_id = %s", [book.pk])
+    execute(_insert_sql(select, upsert=False), params)
+    return UsageDailyRollup.objects.filter(book=book).count()

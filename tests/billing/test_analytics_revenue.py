@@ -1,0 +1,244 @@
+"""RevenueMetrics (`/v1/analytics/revenue`, `/v1/customers/{id}/revenue`, `/v1/subscriptions/{id}/revenue`)
+and MRR (`/v1/analytics/mrr`), with every expected figure computed by hand from a small book."""
+from datetime import datetime, timezone
+from types import SimpleNamespace
+
+import pytest
+
+from billing.revenue import customer_revenue_total
+from tests.billing.analytics_support import D, get, models, money, rec, record  # noqa: F401 (fixtures)
+from tests.billing.support import create_plan, create_strategies, ok
+from tests.factories import AgentFactory, CustomerFactory, SignalFactory
+
+MAY = {"startDate": "2025-05-01", "endDate": "2025-05-31"}
+UTC = timezone.utc
+
+
+@pytest.fixture
+def sales(api, book, models, frozen_now):
+    """NOW is 2025-06-10T12:00Z. Agent analyst, signal reports; every event costs 0.002 (alpha tokens).
+
+    gamma, plan Pro, from 2025-05-11 (billing day 1, 3 seats): reports flat 2.00 (minimum 10 units),
+    platform 31.00 a month, seats 6.20 each (minimum 5), setup 100.00 once.
+      events: May 10 qty 1 (before the subscription: an orphan), May 12 qty 4, May 20 qty 3, June 5 qty 2.
+    delta, plan Annual, from 2025-01-01 (billing day 1): 1200.00 a year, and a credit pool of 100 reports
+      for 50.00, 0.75 beyond. events: May 15 qty 130.
+    A developer's internal coding-agent event on May 15 (beta tokens: 0.02).
+    """
+    gamma = CustomerFactory(book=book, name="Gamma Inc", external_id="gamma")
+    delta = CustomerFactory(book=book, name="Delta Co", external_id="delta")
+    analyst = AgentFactory(book=book, name="Analyst", agent_code="analyst")
+    reports = SignalFactory(book=book, agent=analyst, name="reports")
+    agent_id, signal_id = str(analyst.id), str(reports.id)
+    pro, annual = create_plan(api, agent_id, name="Pro"), create_plan(api, agent_id, name="Annual")
+    per_report, platform, seats, setup = create_strategies(api, pro["id"], [
+        {"name": "per report", "agentId": agent_id, "chargeType": "usage", "signalId": signal_id,
+         "pricingModel": "flat", "rate": "2", "minimumCommitment": "10"},
+        {"name": "platform", "agentId": agent_id, "chargeType": "recurring", "rate": "31"},
+        {"name": "seats", "agentId": agent_id, "chargeType": "seat_based", "pricingModel": "flat", "rate": "6.2",
+         "minimumCommitment": "5"},
+        {"name": "setup", "agentId": agent_id, "chargeType": "onetime", "rate": "100"},
+    ])
+    yearly, pool = create_strategies(api, annual["id"], [
+        {"name": "annual fee", "agentId": agent_id, "chargeType": "recurring", "rate": "1200",
+         "billingFrequency": "yearly"},
+        {"name": "report pool", "agentId": agent_id, "chargeType": "usage", "signalId": signal_id,
+         "pricingModel": "credit_pool", "tiers": [{"lower": 0, "upper": 100, "rate": 50},
+                                                  {"lower": 100, "upper": None, "rate": 0.75}]},
+    ])
+
+    def subscribe(plan, customer, **fields):
+        return ok(api.post("/v1/subscriptions", {"name": plan["name"], "planId": plan["id"], "agentId": agent_id,
+                                                 "customerId": str(customer.id), "billingDay": 1, **fields}), 201)
+    gamma_sub = subscribe(pro, gamma, startDate="2025-05-11T00:00:00Z", seatsCount=3)
+    delta_sub = subscribe(annual, delta, startDate="2025-01-01T00:00:00Z")
+    record(api,
+           rec("gamma", "analyst", "reports", "2025-05-10T12:00:00Z", quantity=1),
+           rec("gamma", "analyst", "reports", "2025-05-12T10:00:00Z", quantity=4),
+           rec("gamma", "analyst", "reports", "2025-05-20T10:00:00Z", quantity=3),
+           rec("gamma", "analyst", "reports", "2025-06-05T10:00:00Z", quantity=2),
+           rec("delta", "analyst", "reports", "2025-05-15T10:00:00Z", quantity=130),
+           rec("dev@acme.test", "svc-coding-agent", "coding-session", "2025-05-15T11:00:00Z", model="beta-llm"))
+    return SimpleNamespace(gamma=gamma, delta=delta, analyst=analyst, gamma_sub=gamma_sub, delta_sub=delta_sub,
+                           pro=pro, annual=annual, per_report=per_report, platform=platform, seats=seats,
+                           setup=setup, yearly=yearly, pool=pool)
+
+
+def figures(body) -> dict:
+    """The labels of a RevenueMetrics body (or one of its subscription rows) as exact decimals."""
+    names = ("revenue", "cost", "margin", "agentEarned", "agentEarnedMargin")
+    return {**{name: money(body[name]) for name in names},
+            **{name: money(value) for name, value in body["breakdown"].items()},
+            "eventCount": body["eventCount"]}
+
+
+# --------------------------------------------------------------------------- RevenueMetrics
+
+def test_subscription_revenue_adds_prorated_fees_to_agent_earned(api, sales):
+    """May: Agent-Earned is 7 reports x 2.00 = 14.00 (the 10-unit minimum is not applied); Revenue adds the
+    platform fee and the seats (5 x 6.20 = 31.00), each prorated to the 21 of May's 31 days the subscription
+    covers (21.00 each), and the setup fee (100.00): 156.00. Cost: two events, 0.004."""
+    body = get(api, f"/v1/subscriptions/{sales.gamma_sub['id']}/revenue", **MAY)
+    assert figures(body) == {"revenue": D(156), "cost": D("0.004"), "margin": D("155.996"), "agentEarned": D(14),
+                             "agentEarnedMargin": D("13.996"), "usage": D(14), "recurring": D(21), "seat": D(21),
+                             "onetime": D(100), "eventCount": 2}
+    assert money(body["marginPercent"]) == pytest.approx(D("155.996") * 100 / 156)
+    assert money(body["agentEarnedMarginPercent"]) == pytest.approx(D("13.996") * 100 / 14)
+    assert body["window"] == {"start": "2025-05-01T00:00:00Z", "end": "2025-06-01T00:00:00Z"}
+    assert body["currency"] == "USD" and body["eventCountWithNullCost"] == 0
+
+
+def test_book_revenue_sums_subscriptions_and_counts_orphan_cost(api, sales):
+    """delta in May: the pool earns 50.00 + 30 x 0.75 = 72.50; the yearly fee is 100.00 a month (whole
+    period). The orphan event of May 10 is cost without revenue; internal usage is left out entirely."""
+    body = get(api, "/v1/analytics/revenue", **MAY)
+    assert figures(body) == {"revenue": D("328.5"), "cost": D("0.008"), "margin": D("328.492"),
+                             "agentEarned": D("86.5"), "agentEarnedMargin": D("86.492"), "usage": D("86.5"),
+                             "recurring": D(121), "seat": D(21), "onetime": D(100), "eventCount": 4}
+    rows = {row["subscriptionId"]: row for row in body["bySubscription"]}
+    assert [row["subscriptionId"] for row in body["bySubscription"]] == [sales.delta_sub["id"], sales.gamma_sub["id"]]
+    assert figures(rows[sales.delta_sub["id"]]) == {
+        "revenue": D("172.5"), "cost": D("0.002"), "margin": D("172.498"), "agentEarned": D("72.5"),
+        "agentEarnedMargin": D("72.498"), "usage": D("72.5"), "recurring": D(100), "seat": D(0), "onetime": D(0),
+        "eventCount": 1}
+    assert rows[sales.gamma_sub["id"]]["customerId"] == str(sales.gamma.id)
+    assert rows[sales.gamma_sub["id"]]["planId"] == sales.pro["id"]
+    assert rows[sales.gamma_sub["id"]]["subscriptionName"] == "Pro"
+
+
+def test_per_strategy_breakdown(api, sales):
+    body = get(api, "/v1/analytics/revenue", **MAY)
+    by_strategy = {row["strategyId"]: (row["chargeType"], row["quantity"], money(row["agentEarned"]),
+                                       money(row["revenue"])) for row in body["byStrategy"]}
+    assert by_strategy == {
+        sales.setup["id"]: ("onetime", None, D(0), D(100)),
+        sales.yearly["id"]: ("recurring", None, D(0), D(100)),
+        sales.pool["id"]: ("usage", 130, D("72.5"), D("72.5")),
+        sales.platform["id"]: ("recurring", None, D(0), D(21)),
+        sales.seats["id"]: ("seat_based", 5, D(0), D(21)),
+        sales.per_report["id"]: ("usage", 7, D(14), D(14)),
+    }
+    assert [row["revenue"] for row in body["byStrategy"]] == [100, 100, 72.5, 21, 21, 14]  # most revenue first
+    assert body["byStrategy"][-1]["strategyName"] == "per report"
+
+
+def test_customer_revenue_includes_the_customers_orphan_events_in_cost(api, sales):
+    body = get(api, f"/v1/customers/{sales.gamma.id}/revenue", **MAY)
+    assert (money(body["revenue"]), money(body["cost"]), body["eventCount"]) == (D(156), D("0.006"), 3)
+    assert [row["subscriptionId"] for row in body["bySubscription"]] == [sales.gamma_sub["id"]]
+
+
+def test_fees_are_recognized_per_billing_period_across_a_period_turn(api, sales):
+    """May 21 - June 10: 11 of May's 31 days and 10 of June's 30 days of a 31.00 fee; no setup fee (the
+    subscription started before); usage: June 5 only (2 reports)."""
+    body = get(api, f"/v1/subscriptions/{sales.gamma_sub['id']}/revenue", startDate="2025-05-21",
+               endDate="2025-06-10")
+    fee = D(31) * 11 / 31 + D(31) * 10 / 30
+    assert money(body["breakdown"]["recurring"]) == pytest.approx(fee)
+    assert money(body["breakdown"]["seat"]) == pytest.approx(fee)
+    assert (money(body["agentEarned"]), body["breakdown"]["onetime"]) == (D(4), 0)
+
+
+def test_customer_revenue_total_counts_fractions_of_days_at_instant_edges(book, sales):
+    """[May 21 12:00, May 31 12:00) holds 10 of May's 31 days: 10.00 of each fee, no events."""
+    total = customer_revenue_total(book=book, customer=sales.gamma, start=datetime(2025, 5, 21, 12, tzinfo=UTC),
+                                   end=datetime(2025, 5, 31, 12, tzinfo=UTC))
+    assert total == D(20)
+    assert customer_revenue_total(book=book, customer=sales.gamma, start=datetime(2025, 5, 1, tzinfo=UTC),
+                                  end=datetime(2025, 6, 1, tzinfo=UTC)) == D(156)
+
+
+def test_internal_coding_agent_usage_never_changes_revenue_metrics(api, sales):
+    before = get(api, "/v1/analytics/revenue", **MAY)
+    record(api, rec("dev@acme.test", "svc-coding-agent", "coding-session", "2025-05-16T11:00:00Z", model="beta-llm"))
+    assert get(api, "/v1/analytics/revenue", **MAY) == before
+    developer = api.get("/v1/customers", {"externalId": "dev@acme.test"}).json()[0]
+    body = get(api, f"/v1/customers/{developer['id']}/revenue", **MAY)
+    assert (body["revenue"], body["cost"], body["eventCount"], body["bySubscription"]) == (0, 0, 0, [])
+
+
+def test_revenue_default_window_is_the_last_30_days_utc(api, sales):
+    """NOW is June 10: May 12 to June 10, both included."""
+    body = get(api, "/v1/analytics/revenue")
+    assert body["window"] == {"start": "2025-05-12T00:00:00Z", "end": "2025-06-11T00:00:00Z"}
+
+
+def test_revenue_reads_are_404_for_unknown_or_foreign_ids(api, other_api, sales):
+    get(other_api, f"/v1/customers/{sales.gamma.id}/revenue", status=404)
+    get(other_api, f"/v1/subscriptions/{sales.gamma_sub['id']}/revenue", status=404)
+    get(api, "/v1/customers/not-a-uuid/revenue", status=404)
+    assert get(other_api, "/v1/analytics/revenue", **MAY)["revenue"] == 0
+
+
+def test_bad_revenue_window_is_400_or_422(api):
+    assert get(api, "/v1/analytics/revenue", status=400, startDate="May 1")["message"][0].startswith("startDate:")
+    get(api, "/v1/analytics/revenue", status=422, startDate="2025-05-10", endDate="2025-05-01")
+
+
+def test_a_volume_signal_earns_every_attempt_at_least_once(api, book, sales):
+    """Spec §2: a volume (activity) signal bills attempts regardless of result: events of quantity 0, 0 and
+    2.5 earn (1 + 1 + 2.5) x 1.00 = 4.50; the same events of an outcome signal would earn 2.50."""
+    searches = SignalFactory(book=book, agent=sales.analyst, name="searches", type="volume")
+    plan = create_plan(api, str(sales.analyst.id), name="Search")
+    create_strategies(api, plan["id"], [{"name": "per search", "agentId": str(sales.analyst.id),
+                                         "chargeType": "usage", "signalId": str(searches.id),
+                                         "pricingModel": "flat", "rate": "1"}])
+    epsilon = CustomerFactory(book=book, name="Epsilon", external_id="epsilon")
+    subscription = ok(api.post("/v1/subscriptions", {"name": "Search", "planId": plan["id"],
+                                                     "agentId": str(sales.analyst.id),
+                                                     "customerId": str(epsilon.id),
+                                                     "startDate": "2025-05-01T00:00:00Z"}), 201)
+    record(api, *(rec("epsilon", "analyst", "searches", f"2025-05-2{day}T10:00:00Z", quantity=quantity)
+                  for day, quantity in ((0, 0), (1, 0), (2, "2.5"))))
+    body = get(api, f"/v1/subscriptions/{subscription['id']}/revenue", **MAY)
+    assert (money(body["agentEarned"]), body["byStrategy"][0]["quantity"]) == (D("4.5"), 4.5)
+    mrr = get(api, "/v1/analytics/mrr", variant="runRate", subscriptionId=subscription["id"])
+    assert money(mrr["breakdown"][0]["usage"]) == D("4.5")
+
+
+# --------------------------------------------------------------------------- MRR
+
+def mrr_rows(body) -> dict:
+    return {row["subscriptionId"]: {key: money(value) if key not in ("subscriptionId", "customerId", "agentId",
+                                                                      "planId") else value
+                                    for key, value in row.items()} for row in body["breakdown"]}
+
+
+def test_run_rate_mrr_counts_fees_a_month_and_the_last_30_days_of_usage(api, sales):
+    """Last 30 days: [May 11 12:00, June 10 12:00). gamma: platform 31 + seats 5 x 6.20 + 9 reports x 2.00
+    = 80.00; delta: 1200 / 12 + the pool on 130 reports (72.50) = 172.50."""
+    body = get(api, "/v1/analytics/mrr", variant="runRate")
+    assert (body["variant"], money(body["mrr"])) == ("runRate", D("252.5"))
+    rows = mrr_rows(body)
+    assert rows[sales.gamma_sub["id"]] == {
+        "subscriptionId": sales.gamma_sub["id"], "customerId": str(sales.gamma.id), "agentId": str(sales.analyst.id),
+        "planId": sales.pro["id"], "recurring": D(31), "seatBased": D(31), "usage": D(18), "total": D(80)}
+    assert (rows[sales.delta_sub["id"]]["recurring"], rows[sales.delta_sub["id"]]["usage"]) == (D(100), D("72.5"))
+    assert [row["subscriptionId"] for row in body["breakdown"]] == [sales.delta_sub["id"], sales.gamma_sub["id"]]
+
+
+def test_committed_mrr_replaces_usage_by_the_minimum_commitment(api, sales):
+    """gamma: minimum 10 reports x 2.00 = 20.00; delta's pool has no minimum: 0."""
+    body = get(api, "/v1/analytics/mrr", variant="committed")
+    rows = mrr_rows(body)
+    assert (rows[sales.gamma_sub["id"]]["usage"], rows[sales.gamma_sub["id"]]["total"]) == (D(20), D(82))
+    assert (rows[sales.delta_sub["id"]]["usage"], rows[sales.delta_sub["id"]]["total"]) == (D(0), D(100))
+    assert money(body["mrr"]) == D(182)
+
+
+def test_mrr_filters_by_customer_or_subscription(api, sales):
+    body = get(api, "/v1/analytics/mrr", variant="runRate", customerId=str(sales.gamma.id))
+    assert list(mrr_rows(body)) == [sales.gamma_sub["id"]] and money(body["mrr"]) == D(80)
+    body = get(api, "/v1/analytics/mrr", variant="committed", subscriptionId=sales.delta_sub["id"])
+    assert list(mrr_rows(body)) == [sales.delta_sub["id"]] and money(body["mrr"]) == D(100)
+
+
+def test_mrr_leaves_out_subscriptions_that_are_not_active(api, sales, frozen_now):
+    ok(api.patch(f"/v1/subscriptions/{sales.delta_sub['id']}", {"status": "ended"}))
+    assert list(mrr_rows(get(api, "/v1/analytics/mrr", variant="runRate"))) == [sales.gamma_sub["id"]]
+
+
+def test_invalid_variant_is_400_listing_the_accepted_values(api):
+    message = get(api, "/v1/analytics/mrr", status=400, variant="yearly")["message"][0]
+    assert message.startswith("variant:") and all(v in message for v in ("canonical", "runRate", "committed", "all"))
+
