@@ -42,7 +42,3 @@ class PortalSession(OrgOwned):
     def is_expired(self, now: datetime) -> bool:
         """No longer usable: past its hour, or revoked."""
         return self.revoked_at is not None or now >= self.expires_at
-
-    def is_live(self, now: datetime) -> bool:
-        """A consumed link whose browser session may still be used."""
-        return self.used_at is not None and not self.is_expired(now)

@@ -13,7 +13,7 @@ from django.db.models.functions import TruncDate
 
 from billing.models import Invoice, InvoiceStatus, Subscription, SubscriptionStatus
 from billing.selectors.invoices import invoice_documents
-from config.core.clock import UTC, month_window
+from config.core.clock import UTC, day_start, month_window
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
 from customers.models import Customer, UsageEvent
@@ -111,14 +111,15 @@ def current_usage_window(subscriptions: list[Subscription], now: datetime) -> tu
 
 
 def customer_usage(*, book, customer: Customer, start: datetime, end: datetime, now: datetime) -> CustomerUsage:
-    """Daily events and quantity of the customer's usage in `[start, min(end, now)]` (UTC days), and the
-    period's totals per signal."""
-    events = owned(UsageEvent, book).filter(customer=customer, usage_date__gte=start, usage_date__lt=end)
+    """Daily events and quantity of the customer's usage from the period's start through today (UTC days;
+    events dated later in the period are not drawn yet), and the same events' totals per signal."""
+    first = start.astimezone(UTC).date()
+    until = min(end, day_start(now.astimezone(UTC).date()) + timedelta(days=1))
+    events = owned(UsageEvent, book).filter(customer=customer, usage_date__gte=start, usage_date__lt=until)
     daily = {row["day"]: row for row in events.annotate(day=TruncDate("usage_date", tzinfo=UTC))
              .order_by().values("day").annotate(events=Count("id"), quantity=Sum("quantity"))}
-    first, last = start.astimezone(UTC).date(), min(end - timedelta(microseconds=1), now).astimezone(UTC).date()
     days = []
-    for offset in range(max((last - first).days + 1, 0)):
+    for offset in range(max((until - day_start(first)).days, 0)):
         day = first + timedelta(days=offset)
         row = daily.get(day, {})
         days.append(UsageDay(day, row.get("events", 0), row.get("quantity") or ZERO))

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 
 from django.conf import settings
+from django.contrib.sessions.models import Session
 
 from config.core.errors import NotFound
 from config.core.scoping import get_owned, owned
@@ -88,3 +89,10 @@ def portal_link_open(*, token: str, now: datetime) -> tuple[LinkState, PortalSes
     if now >= session.expires_at:
         return LinkState.EXPIRED, session
     return LinkState.USED, session
+
+
+def browser_sessions_clear_expired(*, now: datetime) -> str:
+    """Scheduled job: delete Django sessions past their expiry (every opened portal link starts one, which
+    expires with its portal session), as `manage.py clearsessions` would. Idempotent."""
+    deleted, _ = Session.objects.filter(expire_date__lte=now).delete()
+    return f"{deleted} expired browser session(s) deleted"

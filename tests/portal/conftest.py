@@ -1,7 +1,6 @@
 """Portal fixtures: a customer, links created through the API, and browsers (Django test clients) that open
 them."""
 from datetime import datetime, timezone
-from types import SimpleNamespace
 
 import pytest
 
@@ -55,7 +54,3 @@ def instant(text: str) -> datetime:
 
 def html(resp) -> str:
     return resp.content.decode()
-
-
-def ns(**fields) -> SimpleNamespace:
-    return SimpleNamespace(**fields)

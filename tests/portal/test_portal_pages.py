@@ -1,11 +1,14 @@
 """The hosted portal through Django's test client: the one-time link, the browser session it starts, what the
 page shows, the profile form, PDFs and pay-now, and the bad-token limit (contract.md: Hosted pages)."""
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
+from io import StringIO
 from decimal import Decimal
 from types import SimpleNamespace
 
 import pytest
+from django.contrib.sessions.models import Session
+from django.core.management import call_command
 from django.test import Client
 
 from billing.models import Invoice
@@ -31,6 +34,10 @@ def opened(session: dict) -> Client:
     resp = client.get(link_path(session))
     assert resp.status_code == 200, resp.content[:300]
     return client
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat()
 
 
 def csrf_token(page_html: str) -> str:
@@ -163,13 +170,15 @@ def test_without_a_portal_session_the_pages_are_refused(customer):
     assert client.get(f"/portal/s/invoices/{customer.id}/pdf").status_code == 403
 
 
-def test_opening_a_link_starts_a_new_django_session(customer, create_session):
-    session = create_session(customer)
-    client = browser()
-    client.get("/portal/s/")  # any earlier cookie (here: none yet, then one is set by the open)
-    client.cookies["sessionid"] = "planted-by-someone-else"
-    client.get(link_path(session))
-    assert client.cookies["sessionid"].value != "planted-by-someone-else"
+def test_opening_a_link_starts_a_new_django_session(book, customer, create_session):
+    """Session fixation: a cookie someone planted before the link was opened never gains the portal."""
+    planter = opened(create_session(CustomerFactory(book=book, name="Initech", external_id="initech")))
+    victim = browser()
+    victim.cookies["sessionid"] = planter.cookies["sessionid"].value
+    victim.get(link_path(create_session(customer)))
+    assert victim.cookies["sessionid"].value != planter.cookies["sessionid"].value
+    assert "Globex Corp" in html(victim.get("/portal/s/"))
+    assert "Globex Corp" not in html(planter.get("/portal/s/"))
 
 
 def test_sign_out_ends_the_browser_session(customer, create_session):
@@ -209,8 +218,7 @@ def test_a_paid_invoice_has_no_pay_button(api, billed, customer, create_session)
     assert "paid" in page and f"/portal/s/invoices/{billed.mine.id}/pay" not in page
 
 
-def test_the_page_shows_subscriptions_with_plan_and_current_period(api, book, customer, create_session,
-                                                                   clock_at):
+def test_the_page_shows_subscriptions_with_plan_and_current_period(api, book, customer, create_session):
     chain = billing_chain(api, book, [recurring("20")], customer=customer, start="2025-06-01T00:00:00Z")
     client = opened(create_session(customer))
     page = html(client.get("/portal/s/"))
@@ -439,3 +447,15 @@ def test_a_very_long_token_is_not_looked_up_and_counts_as_bad(customer, settings
     client = Client()
     assert client.get("/portal/" + "x" * 5000).status_code == 404
     assert client.get("/portal/another").status_code == 429
+
+
+def test_the_scheduled_job_deletes_expired_browser_sessions(customer, create_session):
+    session = create_session(customer)
+    opened(session)
+    assert Session.objects.count() == 1
+    call_command("run_scheduled_jobs", "--now", iso(instant(session["expiresAt"]) - timedelta(minutes=1)),
+                 stdout=StringIO())
+    assert Session.objects.count() == 1
+    call_command("run_scheduled_jobs", "--now", iso(instant(session["expiresAt"]) + timedelta(minutes=1)),
+                 stdout=StringIO())
+    assert Session.objects.count() == 0
