@@ -1,3 +1,8 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from portal import views
+
+urlpatterns = [
+    path("portal-sessions", views.PortalSessionListCreateApi.as_view()),
+    path("portal-sessions/<str:session_id>", views.PortalSessionDetailApi.as_view()),
+]

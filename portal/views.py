@@ -1,58 +1,54 @@
-"""Hosted pages a customer opens from an email: the pay-now page of an invoice."""
-import uuid
+"""/v1/portal-sessions: parse, call one service or selector, render. Publishable keys get 401 (spec §4, §5.7)."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.response import Response
 
-from django.conf import settings
-from django.shortcuts import redirect, render
-from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_http_methods
-
-from billing import stripe_gateway
-from billing.invoice_documents import InvoiceView, money, period_days
-from billing.models import InvoiceStatus
-from billing.services.payments import checkout_url, invoice_for_pay_token, invoice_pay_locally
+from config.accounts.api import OrgApiView
 from config.core import clock
+from config.core.pagination import array_response
+from config.core.serialization import parse
+from portal import selectors, services
+from portal.serializers import (PortalSessionCreateIn, PortalSessionCreateOut, PortalSessionDetailOut,
+                                PortalSessionOut, PortalSessionQueryIn)
+
+DEFAULT_LIMIT = 10  # spec §8
 
 
-def _page(request, state: str, *, invoice=None, status: int = 200, **extra):
-    context = {"state": state, "invoice": invoice, **extra}
-    if invoice is not None:
-        view = InvoiceView.of(invoice)
-        first, last = period_days(invoice)
-        context.update(view=view, business_name=view.business_name, period_first=first, period_last=last,
-                       amount_due=money(invoice.amount_due, invoice.currency))
-    return render(request, "portal/pay.html", context, status=status)
+class PortalSessionApi(OrgApiView):
+    publishable_status = 401
 
 
-def _attempt(request) -> uuid.UUID:
-    try:
-        return uuid.UUID(request.POST.get("attempt", ""))
-    except ValueError:
-        return uuid.uuid4()
+class PortalSessionListCreateApi(PortalSessionApi):
+    @extend_schema(request=PortalSessionCreateIn, responses={201: PortalSessionCreateOut},
+                   description="A one-time link to the customer's hosted portal, valid for one hour. `url` and "
+                               "`token` are in this answer only.")
+    def post(self, request):
+        data = parse(PortalSessionCreateIn, request.data)
+        session, token = services.portal_session_create(book=self.book, now=clock.now(),
+                                                        created_by=self.created_by, **data)
+        return Response(PortalSessionCreateOut(session, context={"token": token}).data, status=201)
+
+    @extend_schema(parameters=[
+        PortalSessionQueryIn,
+        OpenApiParameter("limit", OpenApiTypes.INT, description="Rows, 1-100 (default 10)."),
+        OpenApiParameter("offset", OpenApiTypes.INT, description="Rows to skip (default 0). The total is in "
+                                                                  "the X-Total-Count header."),
+    ], responses=PortalSessionOut(many=True))
+    def get(self, request):
+        now = clock.now()
+        query = parse(PortalSessionQueryIn, request.query_params)
+        sessions = selectors.portal_session_list(book=self.book, now=now, **query)
+        return array_response(sessions, request.query_params, PortalSessionOut, context={"now": now},
+                              default_limit=DEFAULT_LIMIT)
 
 
-@never_cache
-@require_http_methods(["GET", "POST"])
-def pay_page(request, token: str):
-    """GET: with STRIPE_SECRET_KEY, straight to a Stripe Checkout session for the amount due; without it, a
-    local checkout page for development. POST (local checkout only, CSRF-protected): pay what is due."""
-    invoice = invoice_for_pay_token(token)
-    if invoice is None:
-        return _page(request, "unknown", status=404)
-    if request.method == "POST":
-        if not stripe_gateway.is_configured():
-            invoice_pay_locally(token=token, attempt=_attempt(request), now=clock.now())
-        return redirect(request.path, permanent=False)
-    if invoice.status == InvoiceStatus.VOID:
-        return _page(request, "void", invoice=invoice, status=410)
-    if invoice.status in (InvoiceStatus.PAID, InvoiceStatus.REFUNDED) or invoice.amount_due <= 0:
-        return _page(request, "settled", invoice=invoice)
-    checkout = request.GET.get("checkout")
-    if checkout == "success":
-        return _page(request, "processing", invoice=invoice)
-    if stripe_gateway.is_configured() and checkout != "cancelled":
-        try:
-            return redirect(checkout_url(invoice, pay_url=f"{settings.PUBLIC_BASE_URL}/pay/{token}"))
-        except stripe_gateway.PaymentProviderError:
-            return _page(request, "provider_down", invoice=invoice, status=502)
-    return _page(request, "checkout", invoice=invoice, attempt=uuid.uuid4(),
-                 local=not stripe_gateway.is_configured())
+class PortalSessionDetailApi(PortalSessionApi):
+    @extend_schema(responses=PortalSessionDetailOut)
+    def get(self, request, session_id):
+        session = selectors.portal_session_get(book=self.book, session_id=session_id)
+        return Response(PortalSessionDetailOut(session, context={"now": clock.now()}).data)
+
+    @extend_schema(responses={204: OpenApiResponse(description="Revoked: the link and its portal stop working.")})
+    def delete(self, request, session_id):
+        services.portal_session_revoke(book=self.book, session_id=session_id, now=clock.now())
+        return Response(status=204)

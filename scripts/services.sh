@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Make sure PostgreSQL and Redis answer on 127.0.0.1 for the test suite: start them when they are
-# installed but stopped, install them from Debian's packages when missing. Idempotent.
+# installed but stopped, install them from Debian's packages when missing. Also install Debian's Chromium
+# when missing: the portal's browser tests drive /usr/bin/chromium through Playwright, which never
+# downloads a browser of its own. Idempotent.
 set -euo pipefail
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -49,5 +51,13 @@ ensure_redis() {
   redis_answers || { echo "services: Redis does not answer on 127.0.0.1:6379" >&2; exit 1; }
 }
 
+ensure_chromium() {
+  if [ ! -x /usr/bin/chromium ]; then
+    echo "services: installing Chromium"
+    apt_install chromium
+  fi
+}
+
 ensure_postgres
 ensure_redis
+ensure_chromium

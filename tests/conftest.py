@@ -1,10 +1,26 @@
 """Shared fixtures: organizations, keys and API clients bound to a key (spec §5)."""
 import pytest
 from django.core.cache import cache
+from pytest_django.plugin import validate_django_db
 from rest_framework.test import APIClient
 
 from config.accounts.services import api_key_mint, member_ensure
 from tests.factories import OrganizationFactory, book_of
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    """Transactional tests without `serialized_rollback` run last (pytest-django has put every transactional test
+    after the others). Their closing flush re-creates the content types under new ids, and a serialized-rollback
+    test after them could no longer load the migrated data (the catalog) back: duplicate content types."""
+    def flushes_without_serialized_copy(item) -> bool:
+        marker = item.get_closest_marker("django_db")
+        transaction, reset_sequences, _, serialized_rollback, _ = (
+            validate_django_db(marker) if marker else (False, False, None, False, None))
+        transactional = transaction or reset_sequences or bool(
+            {"live_server", "transactional_db"} & set(getattr(item, "fixturenames", ())))
+        return transactional and not serialized_rollback
+    items.sort(key=flushes_without_serialized_copy)  # stable: pytest-django's order holds otherwise
 
 
 @pytest.fixture(autouse=True)

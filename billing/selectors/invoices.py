@@ -9,9 +9,13 @@ def invoice_list(*, book):
     return owned(Invoice, book).select_related("customer").order_by("-created_at", "-id")
 
 
-def invoice_get(*, book, invoice_id) -> Invoice:
-    """One invoice with what its full rendering reads: lines (with agents), payments (with refunds)."""
-    queryset = owned(Invoice, book).select_related("customer", "subscription", "book__organization").prefetch_related(
+def invoice_documents(*, book):
+    """Invoices with what their full rendering (JSON, PDF, page) reads: lines (with agents), payments (with
+    refunds)."""
+    return owned(Invoice, book).select_related("customer", "subscription", "book__organization").prefetch_related(
         Prefetch("lines", queryset=InvoiceLine.objects.select_related("agent").order_by("position")),
         Prefetch("payments", queryset=Payment.objects.prefetch_related("refunds").order_by("created_at", "id")))
-    return get_owned(Invoice, book, invoice_id, queryset=queryset)
+
+
+def invoice_get(*, book, invoice_id) -> Invoice:
+    return get_owned(Invoice, book, invoice_id, queryset=invoice_documents(book=book))

@@ -115,15 +115,29 @@ def checkout_url(invoice: Invoice, *, pay_url: str) -> str:
         cancel_url=f"{pay_url}?checkout=cancelled")
 
 
-def invoice_pay_locally(*, token: str, attempt: uuid.UUID, now: datetime) -> Invoice | None:
-    """The development checkout (no STRIPE_SECRET_KEY): pay what is due, recorded like a webhook payment.
-    `attempt` comes from the page's form, so a double submit records one payment."""
+def _pay_due_locally(invoices, *, attempt: uuid.UUID, now: datetime) -> Invoice | None:
+    """The development checkout (no STRIPE_SECRET_KEY): pay what is due on the one invoice of `invoices`,
+    recorded like a webhook payment. `attempt` comes from the page's form, so a double submit records one
+    payment."""
     with transaction.atomic():
-        invoice = Invoice.objects.select_for_update().filter(pay_token_digest=pay_token_digest(token)).first()
+        invoice = invoices.select_for_update().first()
         if invoice is not None and invoice.status in PAYABLE and invoice.amount_due > 0:
             payment_record(invoice=invoice, amount=invoice.amount_due, provider=LOCAL,
                            provider_payment_id=f"local_{attempt}", now=now)
     return invoice
+
+
+def invoice_pay_locally(*, token: str, attempt: uuid.UUID, now: datetime) -> Invoice | None:
+    """The pay-now link's development checkout."""
+    return _pay_due_locally(Invoice.objects.filter(pay_token_digest=pay_token_digest(token)), attempt=attempt,
+                            now=now)
+
+
+def customer_invoice_pay_locally(*, book, customer_id, invoice_id, attempt: uuid.UUID,
+                                 now: datetime) -> Invoice | None:
+    """The customer portal's development checkout: only an invoice of that customer."""
+    return _pay_due_locally(owned(Invoice, book).filter(pk=invoice_id, customer_id=customer_id), attempt=attempt,
+                            now=now)
 
 
 # --------------------------------------------------------------------------- refunds

@@ -61,3 +61,20 @@ def clear_auth_failures(ip: str | None) -> None:
         cache.delete(_failure_key(ip))
     except Exception:
         logger.warning("auth-failure counter unavailable", exc_info=True)
+
+
+def failure_count(key: str) -> int:
+    """The current value of a windowed failure counter (0 when absent, or when the cache does not answer)."""
+    try:
+        return int(cache.get(key) or 0)
+    except Exception:
+        logger.warning("failure counter unavailable", exc_info=True)
+        return 0
+
+
+def record_failure(key: str, *, window_seconds: int) -> None:
+    """Count one failure in a fixed window that starts with the first one (the counter of `_count`)."""
+    try:
+        _count(key, window_seconds)
+    except Exception:
+        logger.warning("failure counter unavailable", exc_info=True)

@@ -56,9 +56,9 @@ class PageWindow:
         return (self.page - 1) * self.limit
 
 
-def array_response(queryset, params, serializer_class, *, context=None) -> Response:
+def array_response(queryset, params, serializer_class, *, context=None, default_limit: int = 100) -> Response:
     """A bare JSON array of one window, the total count in `X-Total-Count`."""
-    window = OffsetWindow.from_params(params)
+    window = OffsetWindow.from_params(params, default_limit=default_limit)
     total = queryset.count()
     rows = queryset[window.offset:window.offset + window.limit]
     data = serializer_class(rows, many=True, context=context or {}).data

@@ -69,7 +69,7 @@ def test_api_keys_never_reach_the_logs(api, log_lines):
     assert "svc_sk_test_[redacted]" in output
 
 
-def test_link_tokens_are_redacted_from_logged_paths(client, log_lines):
+def test_link_tokens_are_redacted_from_logged_paths(client, log_lines, db):  # /portal/{token} looks the token up
     client.get("/portal/s3cr3t-portal-token")
     client.get("/v1/invitations/accept/s3cr3t-invite-token")
     lines = log_lines()

@@ -1,0 +1,99 @@
+"""The portal's usage chart as plain geometry for an inline SVG (no JavaScript, no external assets).
+
+Pure: values in, coordinates out (Decimal, rounded to tenths of a pixel); the template draws them.
+"""
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Sequence
+
+TENTH = Decimal("0.1")
+LEFT, RIGHT, TOP, BOTTOM = Decimal(44), Decimal(8), Decimal(10), Decimal(26)  # room for the axis labels
+MAX_X_LABELS = 7
+MAX_BAR_WIDTH = Decimal(28)
+
+
+def _px(value: Decimal) -> Decimal:
+    return value.quantize(TENTH, rounding=ROUND_HALF_UP)
+
+
+def nice_ceiling(value: Decimal) -> Decimal:
+    """The smallest 1, 2 or 5 times a power of ten that is at least `value` (1 for nothing to show)."""
+    if value <= 0:
+        return Decimal(1)
+    power = Decimal(10) ** value.adjusted()
+    return next(step * power for step in (1, 2, 5, 10) if step * power >= value)  # 10 x power always is
+
+
+def number_label(value: Decimal) -> str:
+    """A tick or tooltip number: whole numbers without decimals, others without trailing zeros."""
+    return f"{value.normalize():,f}" if value != value.to_integral_value() else f"{int(value):,}"
+
+
+@dataclass(frozen=True)
+class Bar:
+    x: Decimal
+    y: Decimal
+    width: Decimal
+    height: Decimal
+    title: str  # the tooltip: label and value
+
+
+@dataclass(frozen=True)
+class Tick:
+    position: Decimal
+    label: str
+
+
+@dataclass(frozen=True)
+class BarChart:
+    width: int
+    height: int
+    bars: list[Bar]
+    y_ticks: list[Tick]  # position = y of the grid line
+    x_labels: list[Tick]  # position = x of the label's centre
+    baseline: Decimal  # y of the x axis
+    plot_left: Decimal
+    plot_right: Decimal
+    description: str  # for screen readers
+
+
+def _labelled_indexes(count: int) -> set[int]:
+    """Every n-th bar so that at most MAX_X_LABELS are labelled, and the last; the last takes the place of the
+    regular label before it when that one is close or the labels are full."""
+    if count == 0:
+        return set()
+    every = -(-count // MAX_X_LABELS)  # ceiling division
+    indexes = list(range(0, count, every))
+    if indexes[-1] != count - 1:
+        crowded = len(indexes) == MAX_X_LABELS or 2 * ((count - 1) - indexes[-1]) <= every
+        if crowded and len(indexes) > 1:
+            indexes[-1] = count - 1
+        else:
+            indexes.append(count - 1)
+    return set(indexes)
+
+
+def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 640, height: int = 200) -> BarChart:
+    """One bar per (label, value), scaled to a rounded maximum with three grid lines (0, half, max); at most
+    MAX_X_LABELS labels under the bars, the first and the last always among them."""
+    plot_width, plot_height = Decimal(width) - LEFT - RIGHT, Decimal(height) - TOP - BOTTOM
+    top = nice_ceiling(max((Decimal(value) for _, value in points), default=Decimal(0)))
+    slot = plot_width / max(len(points), 1)
+    bar_width = max(min(slot * Decimal("0.7"), MAX_BAR_WIDTH), Decimal(1))
+    labelled = _labelled_indexes(len(points))
+    bars, x_labels = [], []
+    for index, (label, value) in enumerate(points):
+        value = Decimal(value)
+        bar_height = plot_height * value / top
+        left = LEFT + slot * index
+        bars.append(Bar(_px(left + (slot - bar_width) / 2), _px(TOP + plot_height - bar_height), _px(bar_width),
+                        _px(bar_height), f"{label}: {number_label(value)} {unit}"))
+        if index in labelled:
+            x_labels.append(Tick(_px(left + slot / 2), label))
+    y_ticks = [Tick(_px(TOP + plot_height * (1 - Decimal(share) / 2)), number_label(top * Decimal(share) / 2))
+               for share in (0, 1, 2)]
+    total = sum((Decimal(value) for _, value in points), Decimal(0))
+    description = (f"{number_label(total)} {unit} from {points[0][0]} to {points[-1][0]}" if points
+                   else f"no {unit}")
+    return BarChart(width, height, bars, y_ticks, x_labels, _px(TOP + plot_height), LEFT,
+                    Decimal(width) - RIGHT, description)

@@ -1,0 +1,219 @@
+"""Hosted pages a customer opens from a link (no API key): the pay-now page of an invoice and the customer
+portal (contract.md: Hosted pages; docs/decisions/portal.md).
+
+Portal mechanics: the first GET of `/portal/<token>` consumes the link and binds this browser's Django session
+to the portal session; the pages under `/portal/s/` then work until the portal session ends (one hour after it
+was created, or when it is revoked), which every request checks against the row.
+"""
+import uuid
+from functools import partial, wraps
+
+from django.conf import settings
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from billing import stripe_gateway
+from billing.invoice_documents import InvoiceView, invoice_pdf, money, period_days
+from billing.models import InvoiceStatus
+from billing.services.payments import (checkout_url, customer_invoice_pay_locally, invoice_for_pay_token,
+                                       invoice_pay_locally)
+from config.accounts.api import client_ip
+from config.accounts.throttling import failure_count, record_failure
+from config.core import clock
+from config.core.errors import NotFound
+from customers.serializers import CustomerWriteIn
+from customers.services import customer_update
+from portal.presentation import home_context, profile_inputs, profile_submission
+from portal.selectors import customer_invoice, portal_session_live
+from portal.services import LinkState, portal_link_open
+
+SESSION_KEY = "portal_session_id"  # in the Django session: the portal session this browser may use
+MAX_TOKEN_LENGTH = 128  # issued tokens have 43 characters; anything far longer is not looked up
+
+
+# --------------------------------------------------------------------------- checkout (pay-now and portal)
+
+def _pay_page(request, state: str, *, invoice=None, status: int = 200, **extra):
+    context = {"state": state, "invoice": invoice, **extra}
+    if invoice is not None:
+        view = InvoiceView.of(invoice)
+        first, last = period_days(invoice)
+        context.update(view=view, business_name=view.business_name, period_first=first, period_last=last,
+                       amount_due=money(invoice.amount_due, invoice.currency))
+    return render(request, "portal/pay.html", context, status=status)
+
+
+def _attempt(request) -> uuid.UUID:
+    try:
+        return uuid.UUID(request.POST.get("attempt", ""))
+    except ValueError:
+        return uuid.uuid4()
+
+
+def _checkout(request, invoice, *, pay_url: str, pay_locally, back_url: str | None = None):
+    """GET: with STRIPE_SECRET_KEY, straight to a Stripe Checkout session for the amount due; without it, a
+    local checkout page for development. POST (local checkout only, CSRF-protected): pay what is due."""
+    if request.method == "POST":
+        if not stripe_gateway.is_configured():
+            pay_locally(attempt=_attempt(request), now=clock.now())
+        return redirect(request.path, permanent=False)
+    page = partial(_pay_page, request, invoice=invoice, back_url=back_url)
+    if invoice.status == InvoiceStatus.VOID:
+        return page("void", status=410)
+    if invoice.status in (InvoiceStatus.PAID, InvoiceStatus.REFUNDED) or invoice.amount_due <= 0:
+        return page("settled")
+    checkout = request.GET.get("checkout")
+    if checkout == "success":
+        return page("processing")
+    if stripe_gateway.is_configured() and checkout != "cancelled":
+        try:
+            return redirect(checkout_url(invoice, pay_url=pay_url))
+        except stripe_gateway.PaymentProviderError:
+            return page("provider_down", status=502)
+    return page("checkout", attempt=uuid.uuid4(), local=not stripe_gateway.is_configured())
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def pay_page(request, token: str):
+    """The invoice email's pay-now link."""
+    invoice = invoice_for_pay_token(token)
+    if invoice is None:
+        return _pay_page(request, "unknown", status=404)
+    return _checkout(request, invoice, pay_url=f"{settings.PUBLIC_BASE_URL}/pay/{token}",
+                     pay_locally=partial(invoice_pay_locally, token=token))
+
+
+# --------------------------------------------------------------------------- portal: the link
+
+def _notice(request, state: str, *, status: int, session=None, continue_url: str | None = None):
+    """The one page for everything that is not the portal itself: a used, expired, revoked or unknown link, an
+    ended session, a missing invoice, too many bad links."""
+    response = render(request, "portal/notice.html", {
+        "state": state, "continue_url": continue_url,
+        "business_name": session.book.organization.display_name if session is not None else None,
+    }, status=status)
+    if status == 429:
+        response["Retry-After"] = str(settings.PORTAL_BAD_TOKEN_WINDOW_SECONDS)
+    return response
+
+
+def _bad_token_key(request) -> str:
+    return f"portal-bad-token:{client_ip(request) or 'unknown'}"
+
+
+def _bind(request, session) -> None:
+    """This browser may use the portal session from now on (until it ends)."""
+    request.session.cycle_key()  # a new session id: a cookie planted before the link was opened reads nothing
+    request.session[SESSION_KEY] = str(session.pk)
+    if not request.user.is_authenticated:  # an operator's console login keeps its own lifetime
+        request.session.set_expiry(session.expires_at)
+
+
+def _home(request, session, now, *, profile=None, status: int = 200):
+    context = home_context(session, now=now, profile=profile)
+    context["saved"] = request.GET.get("saved") == "profile" and profile is None
+    return render(request, "portal/home.html", context, status=status)
+
+
+@never_cache
+@require_GET
+def portal_open(request, token: str):
+    """The link of a portal session: the first GET shows the portal and consumes it; later GETs are a 410 page
+    that says whether it was used, or expired or was revoked. Unknown tokens count against the caller's
+    network (429 past PORTAL_BAD_TOKEN_LIMIT in a window)."""
+    bad_tokens = _bad_token_key(request)
+    limit = settings.PORTAL_BAD_TOKEN_LIMIT
+    if limit > 0 and failure_count(bad_tokens) >= limit:
+        return _notice(request, "rate_limited", status=429)
+    now = clock.now()
+    state, session = ((LinkState.UNKNOWN, None) if len(token) > MAX_TOKEN_LENGTH
+                      else portal_link_open(token=token, now=now))
+    if state is LinkState.UNKNOWN:
+        record_failure(bad_tokens, window_seconds=settings.PORTAL_BAD_TOKEN_WINDOW_SECONDS)
+        return _notice(request, "unknown", status=404)
+    if state is LinkState.OPENED:
+        _bind(request, session)
+        return _home(request, session, now)
+    same_browser = state is LinkState.USED and request.session.get(SESSION_KEY) == str(session.pk)
+    return _notice(request, state.value, status=410, session=session,
+                   continue_url=reverse("portal-home") if same_browser else None)
+
+
+# --------------------------------------------------------------------------- portal: the session's pages
+
+def portal_page(view):
+    """Runs `view(request, session, now, ...)` for the live portal session this browser is bound to; 403 without
+    one, 410 once it has ended (expired or revoked: the binding is dropped)."""
+    @wraps(view)
+    @never_cache
+    def page(request, *args, **kwargs):
+        bound = request.session.get(SESSION_KEY)
+        if bound is None:
+            return _notice(request, "no_session", status=403)
+        now = clock.now()
+        session = portal_session_live(session_id=bound, now=now)
+        if session is None:
+            del request.session[SESSION_KEY]
+            return _notice(request, "ended", status=410)
+        return view(request, session, now, *args, **kwargs)
+    return page
+
+
+@require_GET
+@portal_page
+def portal_home(request, session, now):
+    return _home(request, session, now)
+
+
+@require_POST
+@portal_page
+def portal_profile(request, session, now):
+    """The customer edits name, billing email, phone and address under the customers API's rules; errors show
+    next to their fields (400), success redirects to the page (200 with a notice)."""
+    submitted = profile_submission(request.POST)
+    form = CustomerWriteIn(data=submitted, partial=True)
+    if not form.is_valid():
+        return _home(request, session, now, profile=profile_inputs(session.customer, submitted, form.errors),
+                     status=400)
+    try:
+        customer_update(book=session.book, customer_id=session.customer_id, data=dict(form.validated_data))
+    except NotFound:  # the customer was deleted a moment ago
+        return _notice(request, "ended", status=410)
+    return redirect(f"{reverse('portal-home')}?saved=profile#profile")
+
+
+@require_GET
+@portal_page
+def portal_invoice_pdf(request, session, now, invoice_id):
+    try:
+        invoice = customer_invoice(book=session.book, customer=session.customer, invoice_id=invoice_id)
+    except NotFound:
+        return _notice(request, "no_invoice", status=404, session=session, continue_url=reverse("portal-home"))
+    response = HttpResponse(invoice_pdf(InvoiceView.of(invoice)), content_type="application/pdf")
+    response["Content-Disposition"] = f'attachment; filename="invoice-{invoice.invoice_number}.pdf"'
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+@portal_page
+def portal_invoice_pay(request, session, now, invoice_id):
+    """Pay-now from the portal: the pay-now page's checkout for an invoice of this customer."""
+    try:
+        invoice = customer_invoice(book=session.book, customer=session.customer, invoice_id=invoice_id)
+    except NotFound:
+        return _notice(request, "no_invoice", status=404, session=session, continue_url=reverse("portal-home"))
+    pay_url = settings.PUBLIC_BASE_URL + reverse("portal-invoice-pay", args=[invoice.pk])
+    return _checkout(request, invoice, pay_url=pay_url, back_url=reverse("portal-home"),
+                     pay_locally=partial(customer_invoice_pay_locally, book=session.book,
+                                         customer_id=session.customer_id, invoice_id=invoice.pk))
+
+
+@never_cache
+@require_POST
+def portal_sign_out(request):
+    request.session.pop(SESSION_KEY, None)
+    return _notice(request, "signed_out", status=200)

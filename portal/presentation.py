@@ -1,0 +1,182 @@
+"""What the portal's home page shows, as rows a template prints: reads the selectors, formats money and dates.
+
+Every read takes the session's book and customer (portal/selectors.py), so the page holds that customer's
+rows only.
+"""
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+
+from django.urls import reverse
+
+from billing.invoice_documents import money, period_days
+from billing.models import Invoice, Subscription
+from billing.periods import local_date
+from billing.selectors.credit_pools import credit_balance_list
+from billing.services.payments import PAYABLE
+from customers.models import Customer
+from customers.serializers import CustomerWriteIn
+from portal import selectors
+from portal.charts import BarChart, bar_chart, number_label
+from portal.models import PortalSession
+
+
+@dataclass(frozen=True)
+class InvoiceRow:
+    number: str
+    status: str
+    period: tuple[str, str]
+    total: str
+    amount_due: str
+    due_date: date | None
+    pdf_url: str
+    pay_url: str | None  # unpaid and payable: the pay-now button
+
+
+def invoice_rows(invoices: list[Invoice]) -> list[InvoiceRow]:
+    rows = []
+    for invoice in invoices:
+        payable = invoice.status in PAYABLE and invoice.amount_due > 0
+        rows.append(InvoiceRow(
+            invoice.invoice_number, invoice.status, period_days(invoice), money(invoice.total, invoice.currency),
+            money(invoice.amount_due, invoice.currency), invoice.due_date,
+            reverse("portal-invoice-pdf", args=[invoice.pk]),
+            reverse("portal-invoice-pay", args=[invoice.pk]) if payable else None))
+    return rows
+
+
+@dataclass(frozen=True)
+class SubscriptionRow:
+    name: str
+    plan: str
+    status: str
+    period: tuple[str, str] | None  # the current billing period as local days, inclusive
+    start: date
+    end: date | None
+
+
+def _local_days(start: datetime, end: datetime, timezone: str) -> tuple[str, str]:
+    return local_date(start, timezone).isoformat(), local_date(end - timedelta(microseconds=1), timezone).isoformat()
+
+
+def subscription_rows(subscriptions: list[Subscription]) -> list[SubscriptionRow]:
+    rows = []
+    for row in subscriptions:
+        period = None
+        if row.current_period_start and row.current_period_end:
+            period = _local_days(row.current_period_start, row.current_period_end, row.timezone)
+        end = None if row.is_forever or row.end_date is None else local_date(row.end_date, row.timezone)
+        rows.append(SubscriptionRow(row.name, row.plan.name, row.status, period,
+                                    local_date(row.start_date, row.timezone), end))
+    return rows
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    subscription: str
+    plan: str
+    pool_size: str
+    consumed: str
+    remaining: str
+    remaining_percent: Decimal
+    bar_percent: Decimal  # remaining_percent clamped to 0-100 for the gauge
+    period: tuple[str, str] | None
+
+
+def pool_rows(*, book, customer: Customer, now: datetime) -> list[PoolRow]:
+    """Balances of the customer's subscriptions whose plan sells a credit pool (none: the section is hidden)."""
+    rows = []
+    for balance in credit_balance_list(book=book, now=now, customer_id=customer.pk):
+        subscription = balance.subscription
+        period = (_local_days(balance.period_start, balance.period_end, subscription.timezone)
+                  if balance.period_start and balance.period_end else None)
+        rows.append(PoolRow(subscription.name, subscription.plan.name, number_label(balance.pool.size),
+                            number_label(balance.consumed_units), number_label(balance.remaining_units),
+                            balance.remaining_percent, min(max(balance.remaining_percent, Decimal(0)), Decimal(100)),
+                            period))
+    return rows
+
+
+@dataclass(frozen=True)
+class UsageSection:
+    period: tuple[str, str]  # UTC days, inclusive
+    events: int
+    chart: BarChart
+    by_signal: list[tuple[str, int, str]]  # signal, events, quantity
+
+
+def usage_section(*, book, customer: Customer, subscriptions: list[Subscription], now: datetime) -> UsageSection:
+    start, end = selectors.current_usage_window(subscriptions, now)
+    usage = selectors.customer_usage(book=book, customer=customer, start=start, end=end, now=now)
+    chart = bar_chart([(day.day.strftime("%b %-d"), Decimal(day.events)) for day in usage.days], unit="events")
+    return UsageSection(_local_days(start, end, "UTC"), usage.events, chart,
+                        [(total.signal_name, total.events, number_label(total.quantity)) for total in usage.by_signal])
+
+
+# --------------------------------------------------------------------------- profile form
+
+@dataclass(frozen=True)
+class ProfileField:
+    name: str  # the customers API's camelCase field: the same validation rules
+    label: str
+    input_type: str
+    autocomplete: str
+
+
+PROFILE_FIELDS = [
+    ProfileField("name", "Name", "text", "organization"),
+    ProfileField("email", "Billing email", "email", "email"),
+    ProfileField("phone", "Phone", "tel", "tel"),
+    ProfileField("addressLine1", "Address", "text", "address-line1"),
+    ProfileField("addressLine2", "Address line 2", "text", "address-line2"),
+    ProfileField("city", "City", "text", "address-level2"),
+    ProfileField("state", "State or region", "text", "address-level1"),
+    ProfileField("zipCode", "Postal code", "text", "postal-code"),
+    ProfileField("country", "Country", "text", "country-name"),
+]
+
+
+@dataclass(frozen=True)
+class ProfileInput:
+    field: ProfileField
+    value: str
+    max_length: int
+    errors: list[str]
+    required: bool
+
+
+def profile_inputs(customer: Customer, submitted: dict | None = None, errors: dict | None = None) -> list[ProfileInput]:
+    """The form's inputs: the customer's values, or what was submitted with the errors of each field."""
+    api_fields = CustomerWriteIn().fields
+    inputs = []
+    for field in PROFILE_FIELDS:
+        api_field = api_fields[field.name]
+        value = submitted[field.name] if submitted is not None else getattr(customer, api_field.source)
+        inputs.append(ProfileInput(field, value or "", api_field.max_length,
+                                   [str(message) for message in (errors or {}).get(field.name, [])],
+                                   not api_field.allow_blank))
+    return inputs
+
+
+def profile_submission(post) -> dict:
+    return {field.name: post.get(field.name, "") for field in PROFILE_FIELDS}
+
+
+# --------------------------------------------------------------------------- the page
+
+def home_context(session: PortalSession, *, now: datetime, profile: list[ProfileInput] | None = None) -> dict:
+    book, customer = session.book, session.customer
+    subscriptions = selectors.customer_subscriptions(book=book, customer=customer)
+    invoices = selectors.customer_invoices(book=book, customer=customer)
+    return {
+        "session": session,
+        "customer": customer,
+        "business_name": book.organization.display_name,
+        "invoices": invoice_rows(invoices),
+        "invoice_limit_reached": len(invoices) == selectors.PORTAL_INVOICE_LIMIT,
+        "subscriptions": subscription_rows(subscriptions),
+        "usage": usage_section(book=book, customer=customer, subscriptions=subscriptions, now=now),
+        "pools": pool_rows(book=book, customer=customer, now=now),
+        "profile": profile if profile is not None else profile_inputs(customer),
+        "ends_at": session.expires_at,
+    }

@@ -1,0 +1,129 @@
+"""Reads of portal sessions (API) and of what the hosted portal shows one customer.
+
+Every read behind a browser session is scoped by the session's book AND customer: a customer never reaches
+another customer's rows, whatever id a URL carries.
+"""
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from uuid import UUID
+
+from django.db.models import Count, QuerySet, Sum
+from django.db.models.functions import TruncDate
+
+from billing.models import Invoice, InvoiceStatus, Subscription, SubscriptionStatus
+from billing.selectors.invoices import invoice_documents
+from config.core.clock import UTC, day_start, month_window
+from config.core.money import ZERO
+from config.core.scoping import get_owned, owned
+from customers.models import Customer, UsageEvent
+from portal.models import PortalSession
+
+PORTAL_INVOICE_LIMIT = 50
+
+
+# --------------------------------------------------------------------------- API
+
+def portal_session_list(*, book, now: datetime, customer_id: UUID | None = None,
+                        include_expired: bool = False) -> QuerySet:
+    """Newest first; by default only links that can still be opened (not used, expired or revoked)."""
+    sessions = owned(PortalSession, book).select_related("customer").order_by("-created_at", "-id")
+    if customer_id is not None:
+        sessions = sessions.filter(customer_id=customer_id)
+    if not include_expired:
+        sessions = sessions.filter(used_at__isnull=True, revoked_at__isnull=True, expires_at__gt=now)
+    return sessions
+
+
+def portal_session_get(*, book, session_id) -> PortalSession:
+    return get_owned(PortalSession, book, session_id,
+                     queryset=owned(PortalSession, book).select_related("customer"))
+
+
+# --------------------------------------------------------------------------- the hosted portal
+
+def portal_session_live(*, session_id, now: datetime) -> PortalSession | None:
+    """The consumed, unexpired, unrevoked session a browser is bound to (its cookie names it, like a token)."""
+    try:
+        session_id = UUID(str(session_id))
+    except ValueError:
+        return None
+    return (PortalSession.objects.select_related("customer", "book__organization")
+            .filter(pk=session_id, used_at__isnull=False, revoked_at__isnull=True, expires_at__gt=now,
+                    customer__deleted_at__isnull=True).first())
+
+
+def customer_invoices(*, book, customer: Customer) -> list[Invoice]:
+    """The customer's finalized invoices, newest first (drafts still change, so the customer never sees them)."""
+    return list(owned(Invoice, book).filter(customer=customer).exclude(status=InvoiceStatus.DRAFT)
+                .select_related("subscription").order_by("-created_at", "-id")[:PORTAL_INVOICE_LIMIT])
+
+
+def customer_invoice(*, book, customer: Customer, invoice_id) -> Invoice:
+    """One finalized invoice of this customer, with what its PDF reads; any other id is a 404."""
+    queryset = invoice_documents(book=book).filter(customer=customer).exclude(status=InvoiceStatus.DRAFT)
+    return get_owned(Invoice, book, invoice_id, queryset=queryset)
+
+
+def customer_subscriptions(*, book, customer: Customer) -> list[Subscription]:
+    """Active first, then upcoming, then ended; newest first within each."""
+    order = {SubscriptionStatus.ACTIVE: 0, SubscriptionStatus.UPCOMING: 1}
+    rows = list(owned(Subscription, book).filter(customer=customer).select_related("plan", "agent")
+                .order_by("-created_at", "-id"))
+    return sorted(rows, key=lambda row: order.get(row.status, 2))
+
+
+@dataclass(frozen=True)
+class UsageDay:
+    day: date
+    events: int
+    quantity: Decimal
+
+
+@dataclass(frozen=True)
+class UsageTotal:
+    signal_name: str
+    events: int
+    quantity: Decimal
+
+
+@dataclass(frozen=True)
+class CustomerUsage:
+    start: datetime  # the current period, [start, end)
+    end: datetime
+    days: list[UsageDay]  # every day from start through today, zeros included
+    by_signal: list[UsageTotal]  # most events first
+
+    @property
+    def events(self) -> int:
+        return sum(day.events for day in self.days)
+
+
+def current_usage_window(subscriptions: list[Subscription], now: datetime) -> tuple[datetime, datetime]:
+    """The current period: from the earliest current-period start of the customer's active subscriptions to
+    the latest end; without an active subscription in its period, the current UTC calendar month."""
+    periods = [(row.current_period_start, row.current_period_end) for row in subscriptions
+               if row.status == SubscriptionStatus.ACTIVE and row.current_period_start and row.current_period_end
+               and row.current_period_start <= now < row.current_period_end]
+    if not periods:
+        return month_window(now)
+    return min(start for start, _ in periods), max(end for _, end in periods)
+
+
+def customer_usage(*, book, customer: Customer, start: datetime, end: datetime, now: datetime) -> CustomerUsage:
+    """Daily events and quantity of the customer's usage from the period's start through today (UTC days;
+    events dated later in the period are not drawn yet), and the same events' totals per signal."""
+    first = start.astimezone(UTC).date()
+    until = min(end, day_start(now.astimezone(UTC).date()) + timedelta(days=1))
+    events = owned(UsageEvent, book).filter(customer=customer, usage_date__gte=start, usage_date__lt=until)
+    daily = {row["day"]: row for row in events.annotate(day=TruncDate("usage_date", tzinfo=UTC))
+             .order_by().values("day").annotate(events=Count("id"), quantity=Sum("quantity"))}
+    days = []
+    for offset in range(max((until - day_start(first)).days, 0)):
+        day = first + timedelta(days=offset)
+        row = daily.get(day, {})
+        days.append(UsageDay(day, row.get("events", 0), row.get("quantity") or ZERO))
+    by_signal = [UsageTotal(row["signal_name"], row["events"], row["quantity"] or ZERO)
+                 for row in events.order_by().values("signal_name")
+                 .annotate(events=Count("id"), quantity=Sum("quantity")).order_by("-events", "signal_name")]
+    return CustomerUsage(start, end, days, by_signal)

@@ -1,0 +1,59 @@
+"""The usage chart's geometry (portal/charts.py): a pure function, tested table-driven."""
+from decimal import Decimal as D
+
+import pytest
+
+from portal.charts import BOTTOM, LEFT, MAX_BAR_WIDTH, TOP, bar_chart, nice_ceiling, number_label
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("0", "1"), ("-3", "1"), ("0.3", "0.5"), ("1", "1"), ("1.5", "2"), ("2", "2"), ("3", "5"), ("7", "10"),
+    ("10", "10"), ("11", "20"), ("250", "500"), ("501", "1000"), ("0.01", "0.01"),
+])
+def test_the_scale_rounds_up_to_one_two_or_five_times_a_power_of_ten(value, expected):
+    assert nice_ceiling(D(value)) == D(expected)
+
+
+@pytest.mark.parametrize("value, label", [(D(0), "0"), (D(5), "5"), (D("2.5"), "2.5"), (D("2.50"), "2.5"),
+                                          (D(1500), "1,500"), (D("1234.5"), "1,234.5")])
+def test_numbers_are_labelled_without_trailing_zeros(value, label):
+    assert number_label(value) == label
+
+
+def test_bars_are_as_tall_as_their_share_of_the_scale_and_stand_on_the_baseline():
+    chart = bar_chart([("Jun 1", D(3)), ("Jun 2", D(0)), ("Jun 3", D(10))], unit="events", width=640, height=200)
+    plot_height = D(200) - TOP - BOTTOM
+    assert [bar.height for bar in chart.bars] == [D("49.2"), D("0.0"), plot_height]
+    assert all(bar.y + bar.height == chart.baseline for bar in chart.bars)
+    assert [bar.title for bar in chart.bars] == ["Jun 1: 3 events", "Jun 2: 0 events", "Jun 3: 10 events"]
+    assert [tick.label for tick in chart.y_ticks] == ["0", "5", "10"]
+    assert chart.description == "13 events from Jun 1 to Jun 3"
+
+
+def test_bars_stay_inside_the_plot_and_never_wider_than_the_cap():
+    chart = bar_chart([(str(day), D(day)) for day in range(1, 4)], unit="events", width=640)
+    assert all(bar.width == MAX_BAR_WIDTH for bar in chart.bars)
+    assert chart.bars[0].x >= LEFT and chart.bars[-1].x + chart.bars[-1].width <= chart.plot_right
+    many = bar_chart([(str(day), D(1)) for day in range(31)], unit="events", width=640)
+    assert all(D(1) <= bar.width < MAX_BAR_WIDTH for bar in many.bars)
+    assert all(left.x + left.width < right.x for left, right in zip(many.bars, many.bars[1:]))
+
+
+@pytest.mark.parametrize("days, labelled", [
+    (1, ["0"]),
+    (5, ["0", "1", "2", "3", "4"]),
+    (7, ["0", "1", "2", "3", "4", "5", "6"]),
+    (8, ["0", "2", "4", "7"]),  # day 6 would crowd the last: the last takes its place
+    (30, ["0", "5", "10", "15", "20", "25", "29"]),
+    (31, ["0", "5", "10", "15", "20", "25", "30"]),
+    (27, ["0", "4", "8", "12", "16", "20", "26"]),  # seven already: the last replaces day 24
+])
+def test_at_most_seven_days_are_labelled_the_first_and_last_always(days, labelled):
+    chart = bar_chart([(str(day), D(1)) for day in range(days)], unit="events")
+    assert [tick.label for tick in chart.x_labels] == labelled
+
+
+def test_an_empty_period_draws_an_empty_scale():
+    chart = bar_chart([], unit="events")
+    assert chart.bars == [] and chart.x_labels == [] and chart.description == "no events"
+    assert [tick.label for tick in chart.y_ticks] == ["0", "0.5", "1"]

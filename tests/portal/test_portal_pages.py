@@ -1,0 +1,461 @@
+"""The hosted portal through Django's test client: the one-time link, the browser session it starts, what the
+page shows, the profile form, PDFs and pay-now, and the bad-token limit (contract.md: Hosted pages)."""
+import re
+from datetime import datetime, timedelta
+from io import StringIO
+from decimal import Decimal
+from types import SimpleNamespace
+
+import pytest
+from django.contrib.sessions.models import Session
+from django.core.management import call_command
+from django.test import Client
+
+from billing.models import Invoice
+from customers.models import Customer
+from portal.models import PortalSession
+from tests.billing.invoice_support import FEB, billing_chain, draft, event, recurring, usage
+from tests.billing.pools import pool_strategy
+from tests.billing.support import create_plan, create_strategies, create_subscription, ok
+from tests.factories import AgentFactory, CustomerFactory, SignalFactory, UsageEventFactory
+from tests.portal.conftest import html, instant, link_path
+
+pytestmark = pytest.mark.django_db
+
+
+def browser() -> Client:
+    """A browser that enforces CSRF like a real one."""
+    return Client(enforce_csrf_checks=True)
+
+
+def opened(session: dict) -> Client:
+    """A browser that opened the link (and so holds the portal session)."""
+    client = browser()
+    resp = client.get(link_path(session))
+    assert resp.status_code == 200, resp.content[:300]
+    return client
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat()
+
+
+def csrf_token(page_html: str) -> str:
+    return re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page_html).group(1)
+
+
+def issued_invoice(api, book, customer, strategies, *, units=None) -> dict:
+    """A chain for the customer with one January invoice (`units` of usage on January 10), sent (issued)."""
+    chain = billing_chain(api, book, strategies, customer=customer)
+    if units is not None:
+        event(chain, units, "2025-01-10T12:00:00Z")
+    invoice = draft(api, chain)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    return SimpleNamespace(chain=chain, **ok(api.get(f"/v1/invoices/{invoice['id']}")))
+
+
+@pytest.fixture
+def billed(api, book, customer):
+    """The customer's issued January invoice (24.00) and a February draft, plus another customer's issued
+    invoice in the same book."""
+    mine = issued_invoice(api, book, customer, [recurring("20"), usage("1")], units=4)
+    ok(api.post("/v1/invoices/generate", {"customerId": str(customer.id), "subscriptionId": mine.chain.subscription[
+        "id"], "billingPeriodStart": FEB[0], "billingPeriodEnd": FEB[1]}), 201)
+    other = CustomerFactory(book=book, name="Initech", external_id="initech", email="ap@initech.example.com")
+    theirs = issued_invoice(api, book, other, [recurring("30")])
+    return SimpleNamespace(mine=mine, theirs=theirs, other=other,
+                           draft=Invoice.objects.get(customer=customer, status="draft"))
+
+
+# --------------------------------------------------------------------------- the link
+
+def test_the_first_open_shows_the_portal_and_consumes_the_link(api, customer, create_session):
+    session = create_session(customer)
+    client = browser()
+    resp = client.get(link_path(session))
+    assert resp.status_code == 200 and resp["Content-Type"].startswith("text/html")
+    assert "Globex Corp" in html(resp) and "Invoices" in html(resp)
+    assert "no-cache" in resp["Cache-Control"] or "no-store" in resp["Cache-Control"]
+    assert PortalSession.objects.get(pk=session["id"]).used_at is not None
+    assert client.cookies.get("sessionid")
+
+
+def test_a_second_open_is_a_410_page_saying_the_link_was_already_used(customer, create_session):
+    session = create_session(customer)
+    first = opened(session)
+    again = first.get(link_path(session))
+    assert again.status_code == 410 and "already used" in html(again)
+    assert 'href="/portal/s/"' in html(again)  # the same browser may continue in its session
+    elsewhere = browser().get(link_path(session))
+    assert elsewhere.status_code == 410 and "already used" in html(elsewhere)
+    assert 'href="/portal/s/"' not in html(elsewhere)
+
+
+def test_an_expired_link_is_a_410_page_saying_so(customer, create_session, clock_at):
+    session = create_session(customer)
+    clock_at(instant(session["expiresAt"]))
+    resp = browser().get(link_path(session))
+    assert resp.status_code == 410 and "expired" in html(resp) and "already used" not in html(resp)
+    assert PortalSession.objects.get(pk=session["id"]).used_at is None
+
+
+def test_a_link_opened_after_it_expired_says_expired_even_if_it_was_used(customer, create_session, clock_at):
+    session = create_session(customer)
+    opened(session)
+    clock_at(instant(session["expiresAt"]) + timedelta(minutes=5))
+    resp = browser().get(link_path(session))
+    assert resp.status_code == 410 and "has expired" in html(resp)
+
+
+def test_a_revoked_link_is_a_410_page_saying_so(api, customer, create_session):
+    session = create_session(customer)
+    api.delete(f"/v1/portal-sessions/{session['id']}")
+    resp = browser().get(link_path(session))
+    assert resp.status_code == 410 and "revoked" in html(resp) and "already used" not in html(resp)
+    assert PortalSession.objects.get(pk=session["id"]).used_at is None
+
+
+def test_the_link_of_a_customer_deleted_since_does_not_open(api, customer, create_session):
+    session = create_session(customer)
+    assert api.delete(f"/v1/customers/{customer.id}").status_code == 204
+    assert browser().get(link_path(session)).status_code == 410
+
+
+def test_an_unknown_link_is_a_404_page(customer):
+    resp = browser().get("/portal/not-a-real-token")
+    assert resp.status_code == 404 and "not valid" in html(resp)
+
+
+def test_a_link_opens_only_with_get(customer, create_session):
+    session = create_session(customer)
+    assert Client().head(link_path(session)).status_code == 405
+    assert Client().post(link_path(session)).status_code == 405
+    assert PortalSession.objects.get(pk=session["id"]).used_at is None
+
+
+# --------------------------------------------------------------------------- the browser session
+
+def test_the_browser_session_serves_the_portal_until_one_hour_after_creation(customer, create_session, clock_at):
+    session = create_session(customer)
+    client = opened(session)
+    assert client.get("/portal/s/").status_code == 200
+    clock_at(instant(session["expiresAt"]) - timedelta(seconds=1))
+    assert client.get("/portal/s/").status_code == 200
+    clock_at(instant(session["expiresAt"]))
+    ended = client.get("/portal/s/")
+    assert ended.status_code == 410 and "has ended" in html(ended)
+    assert client.get("/portal/s/").status_code == 403  # the binding is gone
+
+
+def test_the_browser_session_cookie_expires_with_the_portal_session(customer, create_session):
+    session = create_session(customer)
+    client = opened(session)
+    cookie = client.cookies["sessionid"]
+    assert cookie["expires"] or cookie["max-age"]
+    assert 3500 <= int(cookie["max-age"]) <= 3600
+
+
+def test_revoking_the_session_ends_the_browser_session_at_once(api, customer, create_session):
+    session = create_session(customer)
+    client = opened(session)
+    assert api.delete(f"/v1/portal-sessions/{session['id']}").status_code == 204
+    resp = client.get("/portal/s/")
+    assert resp.status_code == 410 and "Globex" not in html(resp)
+
+
+def test_without_a_portal_session_the_pages_are_refused(customer):
+    client = browser()
+    home = client.get("/portal/s/")
+    assert home.status_code == 403 and "No billing portal session" in html(home)
+    assert client.get(f"/portal/s/invoices/{customer.id}/pdf").status_code == 403
+
+
+def test_opening_a_link_starts_a_new_django_session(book, customer, create_session):
+    """Session fixation: a cookie someone planted before the link was opened never gains the portal."""
+    planter = opened(create_session(CustomerFactory(book=book, name="Initech", external_id="initech")))
+    victim = browser()
+    victim.cookies["sessionid"] = planter.cookies["sessionid"].value
+    victim.get(link_path(create_session(customer)))
+    assert victim.cookies["sessionid"].value != planter.cookies["sessionid"].value
+    assert "Globex Corp" in html(victim.get("/portal/s/"))
+    assert "Globex Corp" not in html(planter.get("/portal/s/"))
+
+
+def test_sign_out_ends_the_browser_session(customer, create_session):
+    client = opened(create_session(customer))
+    page = client.get("/portal/s/")
+    resp = client.post("/portal/s/sign-out", {"csrfmiddlewaretoken": csrf_token(html(page))})
+    assert resp.status_code == 200 and "signed out" in html(resp)
+    assert client.get("/portal/s/").status_code == 403
+
+
+def test_a_second_link_replaces_the_browsers_portal_session(book, customer, create_session):
+    other = CustomerFactory(book=book, name="Initech", external_id="initech")
+    client = opened(create_session(customer))
+    client.get(link_path(create_session(other)))
+    page = html(client.get("/portal/s/"))
+    assert "Initech" in page and "Globex Corp" not in page
+
+
+# --------------------------------------------------------------------------- what the page shows
+
+def test_the_page_lists_the_customers_finalized_invoices_only(billed, customer, create_session):
+    page = html(opened(create_session(customer)).get("/portal/s/"))
+    mine = billed.mine
+    assert mine.invoiceNumber in page and "$24.00" in page and "issued" in page
+    assert "2025-01-01 to 2025-01-31" in page and mine.dueDate in page
+    assert f"/portal/s/invoices/{mine.id}/pdf" in page and f"/portal/s/invoices/{mine.id}/pay" in page
+    assert billed.draft.invoice_number not in page  # drafts still change
+    assert billed.theirs.invoiceNumber not in page and "Initech" not in page
+
+
+def test_a_paid_invoice_has_no_pay_button(api, billed, customer, create_session):
+    client = opened(create_session(customer))
+    pay_page = client.get(f"/portal/s/invoices/{billed.mine.id}/pay")
+    client.post(f"/portal/s/invoices/{billed.mine.id}/pay", {"csrfmiddlewaretoken": csrf_token(html(pay_page)),
+                                                              "attempt": "7b0e5bb8-7c61-4d4a-a7cf-1d4a5b46a001"})
+    page = html(client.get("/portal/s/"))
+    assert "paid" in page and f"/portal/s/invoices/{billed.mine.id}/pay" not in page
+
+
+def test_the_page_shows_subscriptions_with_plan_and_current_period(api, book, customer, create_session):
+    chain = billing_chain(api, book, [recurring("20")], customer=customer, start="2025-06-01T00:00:00Z")
+    client = opened(create_session(customer))
+    page = html(client.get("/portal/s/"))
+    subscription = ok(api.get(f"/v1/subscriptions/{chain.subscription['id']}"))
+    assert chain.plan["name"] in page and "active" in page
+    assert subscription["currentPeriodStart"][:10] in page
+
+
+def test_the_page_charts_the_current_periods_usage_of_this_customer_only(book, customer, create_session, clock_at):
+    agent = AgentFactory(book=book)
+    signal = SignalFactory(book=book, agent=agent, name="pages translated", short_name="pages translated")
+    other = CustomerFactory(book=book)
+    for day, quantity in ((2, 3), (2, 4), (5, 10)):
+        UsageEventFactory(book=book, customer=customer, signal=signal, quantity=Decimal(quantity),
+                          usage_date=instant(f"2025-06-0{day}T10:00:00Z"))
+    UsageEventFactory(book=book, customer=other, signal=signal, quantity=Decimal(99),
+                      usage_date=instant("2025-06-03T10:00:00Z"))
+    UsageEventFactory(book=book, customer=customer, signal=signal, quantity=Decimal(50),
+                      usage_date=instant("2025-05-31T23:59:59Z"))  # the month before
+    client = opened(create_session(customer))
+    clock_at(instant("2025-06-10T12:00:00Z"))
+    page = html(client.get("/portal/s/"))
+    usage_section = page.split('id="usage"')[1].split("</section>")[0]
+    assert "2025-06-01 to 2025-06-30" in usage_section and "3 events" in usage_section
+    svg = re.search(r"<svg class=\"chart\".*?</svg>", usage_section, re.S).group(0)
+    assert svg.count("<rect") == 10  # June 1 to 10
+    assert "Jun 2: 2 events" in svg and "Jun 5: 1 events" in svg and "Jun 3: 0 events" in svg
+    assert "pages translated" in usage_section and ">17<" in usage_section  # the period's quantity
+    assert "<script" not in page and "https://" not in page.split("</head>")[0]
+
+
+def test_credit_balances_show_only_where_the_plan_sells_a_pool(api, book, customer, create_session, clock_at):
+    client = opened(create_session(customer))
+    assert 'id="credits"' not in html(client.get("/portal/s/"))
+    clock_at(instant("2025-06-10T12:00:00Z"))  # the subscription's current period is June 2025
+    agent = AgentFactory(book=book)
+    chain = SimpleNamespace(agent=agent, signal=SignalFactory(book=book, agent=agent), customer=customer,
+                            plan=create_plan(api, agent.id, name="Translation pool"))
+    create_strategies(api, chain.plan["id"], [pool_strategy(chain, size=100)])
+    create_subscription(api, chain, startDate="2025-06-01T00:00:00Z")
+    UsageEventFactory(book=book, customer=customer, signal=chain.signal, quantity=Decimal(30),
+                      usage_date=instant("2025-06-05T10:00:00Z"))
+    credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
+    assert "Translation pool" in credits and "30 of 100 units used" in credits and ">70<" in credits
+
+
+def test_the_page_links_back_to_the_return_url_when_set(customer, create_session):
+    with_return = html(opened(create_session(customer, returnUrl="https://app.example.com/account")).get(
+        "/portal/s/"))
+    assert 'href="https://app.example.com/account"' in with_return
+    without = html(opened(create_session(customer)).get("/portal/s/"))
+    assert "Return to" not in without
+
+
+def test_the_return_url_is_escaped_in_the_page(customer, create_session):
+    page = html(opened(create_session(customer, returnUrl='https://app.example.com/"><b>x')).get("/portal/s/"))
+    assert '"><b>x' not in page
+
+
+# --------------------------------------------------------------------------- invoice PDFs and pay-now
+
+def test_the_customer_downloads_their_invoice_pdf(billed, customer, create_session):
+    resp = opened(create_session(customer)).get(f"/portal/s/invoices/{billed.mine.id}/pdf")
+    assert resp.status_code == 200 and resp["Content-Type"] == "application/pdf"
+    assert resp.content.startswith(b"%PDF")
+    assert billed.mine.invoiceNumber in resp["Content-Disposition"]
+
+
+def test_another_customers_invoice_pdf_is_refused(billed, customer, create_session):
+    client = opened(create_session(customer))
+    for invoice_id in (billed.theirs.id, billed.draft.id, "00000000-0000-4000-8000-000000000000"):
+        resp = client.get(f"/portal/s/invoices/{invoice_id}/pdf")
+        assert resp.status_code == 404 and "Invoice not found" in html(resp)
+        assert resp["Content-Type"].startswith("text/html")
+
+
+def test_an_invoice_of_another_organization_is_refused(client_for, other_org, other_book, customer,
+                                                       create_session):
+    foreign_api = client_for(organization=other_org)
+    foreign_customer = CustomerFactory(book=other_book, external_id="foreign", email="ap@foreign.example.com")
+    foreign = issued_invoice(foreign_api, other_book, foreign_customer, [recurring("10")])
+    client = opened(create_session(customer))
+    assert client.get(f"/portal/s/invoices/{foreign.id}/pdf").status_code == 404
+    assert client.get(f"/portal/s/invoices/{foreign.id}/pay").status_code == 404
+
+
+def test_pay_now_from_the_portal_pays_with_the_csrf_protected_checkout(api, billed, customer, create_session):
+    client = opened(create_session(customer))
+    path = f"/portal/s/invoices/{billed.mine.id}/pay"
+    page = client.get(path)
+    assert page.status_code == 200 and "$24.00" in html(page) and 'href="/portal/s/"' in html(page)
+    assert client.post(path, {"attempt": "x"}).status_code == 403  # no CSRF token
+    form = {"csrfmiddlewaretoken": csrf_token(html(page)), "attempt": re.search(
+        r'name="attempt" value="([^"]+)"', html(page)).group(1)}
+    assert client.post(path, form).status_code == 302
+    assert client.post(path, form).status_code == 302  # a double submit pays once
+    invoice = ok(api.get(f"/v1/invoices/{billed.mine.id}"))
+    assert (invoice["status"], [p["amount"] for p in invoice["payments"]]) == ("paid", [24])
+
+
+def test_pay_now_of_another_customers_invoice_is_refused_and_pays_nothing(api, billed, customer, create_session):
+    client = opened(create_session(customer))
+    home = client.get("/portal/s/")
+    path = f"/portal/s/invoices/{billed.theirs.id}/pay"
+    assert client.get(path).status_code == 404
+    resp = client.post(path, {"csrfmiddlewaretoken": csrf_token(html(home)),
+                              "attempt": "7b0e5bb8-7c61-4d4a-a7cf-1d4a5b46a002"})
+    assert resp.status_code == 404
+    assert ok(api.get(f"/v1/invoices/{billed.theirs.id}"))["status"] == "issued"
+
+
+def test_pay_now_with_stripe_returns_to_the_portal(billed, customer, create_session, settings, monkeypatch):
+    import stripe
+    settings.STRIPE_SECRET_KEY = "sk_test_123"
+    calls = []
+
+    def create(**params):
+        calls.append(params)
+        return SimpleNamespace(url="https://checkout.stripe.com/c/pay/cs_test_portal")
+    monkeypatch.setattr(stripe.checkout.Session, "create", create)
+    resp = opened(create_session(customer)).get(f"/portal/s/invoices/{billed.mine.id}/pay")
+    assert resp.status_code == 302 and resp["Location"] == "https://checkout.stripe.com/c/pay/cs_test_portal"
+    [params] = calls
+    assert params["metadata"] == {"invoiceId": billed.mine.id}
+    assert params["success_url"] == (f"https://billing.example.com/portal/s/invoices/{billed.mine.id}/pay"
+                                     "?checkout=success")
+
+
+# --------------------------------------------------------------------------- profile
+
+def profile_form(page_html: str, **changes) -> dict:
+    fields = dict(re.findall(r'<input id="profile-\w+" name="(\w+)" type="\w+"\s+value="([^"]*)"', page_html))
+    return {**fields, "csrfmiddlewaretoken": csrf_token(page_html), **changes}
+
+
+def test_the_customer_edits_the_profile_with_a_csrf_protected_form(customer, create_session):
+    client = opened(create_session(customer))
+    page = html(client.get("/portal/s/"))
+    form = profile_form(page, name="Globex Corporation", email="ap@globex.example.com", phone="+1 555 0100",
+                        addressLine1="1 Main St", city="Springfield", zipCode="12345", country="US")
+    assert client.post("/portal/s/profile", {k: v for k, v in form.items() if k != "csrfmiddlewaretoken"}
+                       ).status_code == 403
+    resp = client.post("/portal/s/profile", form)
+    assert resp.status_code == 302 and resp["Location"] == "/portal/s/?saved=profile#profile"
+    customer.refresh_from_db()
+    assert (customer.name, customer.email, customer.phone, customer.address_line1, customer.city,
+            customer.zip_code, customer.country) == ("Globex Corporation", "ap@globex.example.com", "+1 555 0100",
+                                                     "1 Main St", "Springfield", "12345", "US")
+    saved = html(client.get(resp["Location"]))
+    assert "profile was saved" in saved and 'value="Globex Corporation"' in saved
+
+
+@pytest.mark.parametrize("changes, field, text", [
+    ({"email": "not-an-email"}, "email", "valid email"),
+    ({"name": "  "}, "name", "may not be blank"),
+    ({"phone": "1" * 65}, "phone", "no more than 64"),
+    ({"zipCode": "9" * 33}, "zipCode", "no more than 32"),
+])
+def test_invalid_profile_values_are_shown_next_to_their_field_and_nothing_changes(customer, create_session,
+                                                                                  changes, field, text):
+    client = opened(create_session(customer))
+    resp = client.post("/portal/s/profile", profile_form(html(client.get("/portal/s/")), **changes))
+    assert resp.status_code == 400
+    error = re.search(rf'<p class="field-error" id="profile-{field}-error">([^<]*)</p>', html(resp))
+    assert error and text in error.group(1)
+    assert f'id="profile-{field}" name="{field}"' in html(resp) and 'aria-invalid="true"' in html(resp)
+    before = Customer.objects.get(pk=customer.pk)
+    assert (before.name, before.email, before.phone) == ("Globex Corp", "billing@globex.example.com", "")
+
+
+def test_optional_profile_fields_can_be_cleared(customer, create_session):
+    Customer.objects.filter(pk=customer.pk).update(phone="+1 555 0199", city="Springfield")
+    client = opened(create_session(customer))
+    assert client.post("/portal/s/profile", profile_form(html(client.get("/portal/s/")), phone="", city="")
+                       ).status_code == 302
+    customer.refresh_from_db()
+    assert (customer.phone, customer.city) == ("", "")
+
+
+def test_the_profile_form_edits_only_the_sessions_customer(book, customer, create_session):
+    other = CustomerFactory(book=book, name="Initech", external_id="initech")
+    client = opened(create_session(customer))
+    form = profile_form(html(client.get("/portal/s/")), name="Renamed", id=str(other.id),
+                        externalId="initech", netTerms="0")
+    assert client.post("/portal/s/profile", form).status_code == 302
+    other.refresh_from_db()
+    customer.refresh_from_db()
+    assert (other.name, customer.name, customer.external_id, customer.net_terms) == (
+        "Initech", "Renamed", "globex", 30)
+
+
+def test_the_profile_cannot_be_posted_after_the_session_ended(api, customer, create_session):
+    session = create_session(customer)
+    client = opened(session)
+    form = profile_form(html(client.get("/portal/s/")), name="Too late")
+    api.delete(f"/v1/portal-sessions/{session['id']}")
+    assert client.post("/portal/s/profile", form).status_code == 410
+    customer.refresh_from_db()
+    assert customer.name == "Globex Corp"
+
+
+# --------------------------------------------------------------------------- bad tokens
+
+def test_too_many_unknown_links_from_one_network_get_429(customer, create_session, settings):
+    settings.PORTAL_BAD_TOKEN_LIMIT = 3
+    settings.PORTAL_BAD_TOKEN_WINDOW_SECONDS = 120
+    session = create_session(customer)
+    guesser = Client(REMOTE_ADDR="203.0.113.9")
+    assert [guesser.get(f"/portal/guess-{n}").status_code for n in range(3)] == [404, 404, 404]
+    blocked = guesser.get(link_path(session))  # even a real link: a guess must not be told apart
+    assert blocked.status_code == 429 and blocked["Retry-After"] == "120"
+    assert PortalSession.objects.get(pk=session["id"]).used_at is None
+    assert Client(REMOTE_ADDR="198.51.100.7").get(link_path(session)).status_code == 200
+
+
+def test_used_and_expired_links_do_not_count_as_bad_tokens(customer, create_session, settings):
+    settings.PORTAL_BAD_TOKEN_LIMIT = 2
+    session = create_session(customer)
+    client = opened(session)
+    for _ in range(4):
+        assert client.get(link_path(session)).status_code == 410
+
+
+def test_a_very_long_token_is_not_looked_up_and_counts_as_bad(customer, settings):
+    settings.PORTAL_BAD_TOKEN_LIMIT = 1
+    client = Client()
+    assert client.get("/portal/" + "x" * 5000).status_code == 404
+    assert client.get("/portal/another").status_code == 429
+
+
+def test_the_scheduled_job_deletes_expired_browser_sessions(customer, create_session):
+    session = create_session(customer)
+    opened(session)
+    assert Session.objects.count() == 1
+    call_command("run_scheduled_jobs", "--now", iso(instant(session["expiresAt"]) - timedelta(minutes=1)),
+                 stdout=StringIO())
+    assert Session.objects.count() == 1
+    call_command("run_scheduled_jobs", "--now", iso(instant(session["expiresAt"]) + timedelta(minutes=1)),
+                 stdout=StringIO())
+    assert Session.objects.count() == 0
