@@ -1,10 +1,33 @@
-"""Operator console for plans, strategies and subscriptions. Subscriptions' dates, periods and changelog are
-read-only here: they change through the API (and its changelog) or the scheduled job."""
-from django.contrib import admin
+"""Operator console for plans, strategies, subscriptions, credit grants and pool alerts.
 
+Strategies and subscriptions are read-only here: their rules (checks as a whole, the changelog, periods) live in
+the API's services. Plans' names and agent links are edited here. The subscription actions generate invoices, top
+up credits and pause pool alerts through the same services as the API.
+"""
+from decimal import Decimal, InvalidOperation
+
+from django import forms
+from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.db.models import Count
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from billing.admin_invoices import InvoiceInline
+from billing.dashboard import NEAR_EMPTY_PERCENT
 from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan, PricingStrategy, Subscription,
                             SubscriptionChange)
-from config.accounts.admin_scoping import BookScopedAdmin, ScopedInlineMixin
+from billing.selectors.credit_pools import credit_balance_get, credit_balance_list
+from billing.services.credit_pools import credit_alerts_pause, credit_topup
+from billing.services.invoices import invoice_generate
+from config.accounts.admin_actions import act_on_rows, action_page, actor, idempotency_key, submitted
+from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
+from config.accounts.api import MONEY_ROLES
+from config.accounts.models import Book
+from config.core import clock
+from config.core.errors import NotFound
+from config.core.money import EXACT_DIGITS, EXACT_PLACES
+from config.core.scoping import owned
 
 
 class PlanAgentInline(ScopedInlineMixin, admin.TabularInline):
@@ -12,35 +35,39 @@ class PlanAgentInline(ScopedInlineMixin, admin.TabularInline):
     extra = 0
     fields = ["agent", "created_at"]
     readonly_fields = ["created_at"]
+    autocomplete_fields = ["agent"]
 
 
-class PricingStrategyInline(ScopedInlineMixin, admin.TabularInline):
+class PricingStrategyInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
+    """Strategies are checked as a whole and logged on subscriptions: edited through the API."""
+
     model = PricingStrategy
     extra = 0
     fields = ["name", "agent", "charge_type", "pricing_model", "billing_frequency", "rate", "tiers", "active",
               "deleted_at"]
-    readonly_fields = fields  # strategies are checked as a whole and logged on subscriptions: edit through the API
     show_change_link = True
-
-    def has_add_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(PricingPlan)
 class PricingPlanAdmin(BookScopedAdmin):
-    list_display = ["name", "book", "is_active", "agent_count", "created_at"]
-    list_filter = ["is_active", "book__environment"]
+    list_display = ["name", "book", "is_active", "agent_count", "strategy_count", "created_at"]
+    list_filter = ["is_active"]
     search_fields = ["name", "description", "agents__agent_code", "book__organization__name"]
     date_hierarchy = "created_at"
     readonly_fields = ["id", "created_at", "updated_at"]
     inlines = [PlanAgentInline, PricingStrategyInline]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related("agent_links")
+        return super().get_queryset(request).annotate(agent_count=Count("agent_links", distinct=True),
+                                                      strategy_count=Count("strategies", distinct=True))
 
-    @admin.display(description="agents")
+    @admin.display(description="agents", ordering="agent_count")
     def agent_count(self, plan) -> int:
-        return len(plan.agent_links.all())
+        return plan.agent_count
+
+    @admin.display(description="strategies", ordering="strategy_count")
+    def strategy_count(self, plan) -> int:
+        return plan.strategy_count
 
     def save_formset(self, request, form, formset, change):
         for instance in formset.save(commit=False):
@@ -51,88 +78,163 @@ class PricingPlanAdmin(BookScopedAdmin):
 
 
 @admin.register(PricingStrategy)
-class PricingStrategyAdmin(BookScopedAdmin):
+class PricingStrategyAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["name", "plan", "agent", "charge_type", "pricing_model", "billing_frequency", "rate", "active",
-                    "deleted_at"]
+                    "deleted_at", "book"]
     list_filter = ["charge_type", "pricing_model", "billing_frequency", "active",
                    ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "plan__name", "agent__agent_code", "signal__short_name"]
     date_hierarchy = "created_at"
     list_select_related = ["plan", "agent", "book__organization"]
-    readonly_fields = ["id", "book", "plan", "agent", "charge_type", "signal", "pricing_model", "billing_frequency",
-                       "tiers", "rate", "minimum_commitment", "active", "deleted_at", "created_at", "updated_at"]
-
-    def has_add_permission(self, request, *args):
-        return False
 
 
-class SubscriptionChangeInline(ScopedInlineMixin, admin.TabularInline):
+class SubscriptionChangeInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
     model = SubscriptionChange
     extra = 0
     fields = ["created_at", "kind", "summary", "changes", "actor"]
-    readonly_fields = fields
     ordering = ["-created_at"]
 
-    def has_add_permission(self, request, obj=None):
-        return False
 
-    def has_delete_permission(self, request, obj=None):
-        return False
+class CreditGrantInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
+    model = CreditGrant
+    extra = 0
+    fields = ["created_at", "kind", "units", "period_start", "period_end", "consumed_units", "note", "created_by"]
+    ordering = ["-created_at"]
+
+
+class NearlyEmptyPoolFilter(admin.SimpleListFilter):
+    """Subscriptions whose credit pool has at most a percent left, as GET /v1/credit-balances?belowPercent=."""
+
+    title = "credit pool"
+    parameter_name = "pool_left"
+
+    def lookups(self, request, model_admin):
+        return [(str(NEAR_EMPTY_PERCENT), f"{NEAR_EMPTY_PERCENT}% or less left"), ("0", "empty or overdrawn")]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        try:
+            below = Decimal(self.value())
+        except InvalidOperation:
+            raise IncorrectLookupParameters(f"pool_left: {self.value()!r} is not a percent")
+        now = clock.now()
+        books = Book.objects.filter(pk__in=queryset.values("book_id"))  # already scoped and filtered
+        ids = [balance.subscription.pk for book in books
+               for balance in credit_balance_list(book=book, now=now, below_percent=below)]
+        return queryset.filter(pk__in=ids)
+
+
+class TopUpForm(forms.Form):
+    units = forms.DecimalField(max_digits=EXACT_DIGITS, decimal_places=EXACT_PLACES,
+                               help_text="Added to each selected subscription's pool; top-ups never expire.")
+    note = forms.CharField(max_length=1000, required=False)
+    idempotency_key = forms.CharField(max_length=200, widget=forms.HiddenInput)
+
+    def clean_units(self):
+        units = self.cleaned_data["units"]
+        if units <= 0:
+            raise forms.ValidationError("Must be greater than 0.")
+        return units
 
 
 @admin.register(Subscription)
-class SubscriptionAdmin(BookScopedAdmin):
-    list_display = ["name", "customer", "plan", "agent", "status", "billing_cycle", "start_date", "end_date",
-                    "current_period_start", "current_period_end"]
-    list_filter = ["status", "billing_cycle", "billing_model", "is_forever", "book__environment"]
+class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
+    list_display = ["name", "customer", "plan", "agent", "status", "billing_cycle", "current_period_start",
+                    "current_period_end", "pool_alerts_paused", "book"]
+    list_filter = ["status", "billing_cycle", "billing_model", NearlyEmptyPoolFilter, "pool_alerts_paused",
+                   "is_forever"]
     search_fields = ["name", "customer__name", "customer__external_id", "plan__name", "agent__agent_code"]
     date_hierarchy = "start_date"
     list_select_related = ["customer", "plan", "agent", "book__organization"]
-    readonly_fields = ["id", "book", "customer", "plan", "agent", "status", "start_date", "end_date", "is_forever",
-                       "billing_cycle", "custom_cycle_days", "billing_day", "timezone", "current_period_start",
-                       "current_period_end", "created_at", "updated_at"]
-    inlines = [SubscriptionChangeInline]
+    readonly_fields = ["strategies", "credit_pool"]
+    inlines = [InvoiceInline, CreditGrantInline, SubscriptionChangeInline]
+    actions = ["generate_invoices", "top_up_credits", "pause_pool_alerts", "resume_pool_alerts"]
 
-    def has_add_permission(self, request, *args):
-        return False
+    @admin.display(description="pricing strategies")
+    def strategies(self, subscription):
+        """The plan's strategies for the subscription's agent: what its invoices charge."""
+        strategies = owned(PricingStrategy, subscription.book_id).filter(
+            plan_id=subscription.plan_id, agent_id=subscription.agent_id, deleted_at__isnull=True,
+        ).order_by("created_at")
+        rows = format_html_join("", '<li><a href="{}">{}</a>: {} {} {}{}</li>', (
+            (reverse("admin:billing_pricingstrategy_change", args=[strategy.pk]), strategy.name, strategy.charge_type,
+             strategy.pricing_model or "", strategy.rate if strategy.rate is not None else "",
+             "" if strategy.active else " (inactive)") for strategy in strategies))
+        return format_html("<ul>{}</ul>", rows) if rows else "None for this agent."
+
+    @admin.display(description="credit pool")
+    def credit_pool(self, subscription) -> str:
+        try:
+            balance = credit_balance_get(book=subscription.book, subscription_id=subscription.pk, now=clock.now())
+        except NotFound:
+            return "None: the plan sells no credit pool to this agent."
+        paused = " Alert emails are paused." if subscription.pool_alerts_paused else ""
+        return (f"{balance.remaining_units.normalize():f} of {balance.pool.size.normalize():f} units left "
+                f"({balance.remaining_percent}%), {balance.consumed_units.normalize():f} used this period.{paused}")
+
+    @admin.action(description="Generate invoices for the current period")
+    def generate_invoices(self, request, queryset):
+        now = clock.now()
+
+        def generate(subscription):
+            invoice, created = invoice_generate(book=subscription.book, now=now, customer_id=subscription.customer_id,
+                                                subscription_id=subscription.pk)
+            what = "generated" if created else "re-priced" if invoice.status == "draft" else "already bills the period"
+            return (f"{invoice} {what} for {subscription}: {invoice.status}, "
+                    f"total {invoice.total} {invoice.currency.upper()}.")
+        act_on_rows(self, request, queryset.order_by("pk"), generate)
+
+    @admin.action(description="Top up credits…")
+    def top_up_credits(self, request, queryset):
+        form = submitted(request, TopUpForm, initial={"idempotency_key": idempotency_key()})
+        if not (form.is_bound and form.is_valid()):
+            return action_page(self, request, queryset, form, title="Top up credits", submit="Top up",
+                               intro="Units are drawn after each period's own pool. Submitting this page twice adds "
+                                     "them once.")
+        units, note, key = (form.cleaned_data[name] for name in ("units", "note", "idempotency_key"))
+        now, created_by = clock.now(), actor(request)
+
+        def top_up(subscription):
+            topup = credit_topup(book=subscription.book, subscription_id=subscription.pk, units=units, note=note,
+                                 idempotency_key=f"{key}:{subscription.pk}", created_by=created_by, now=now)
+            added = "added" if topup.created else "were already added by this form"
+            return (f"{subscription}: {units.normalize():f} units {added}; "
+                    f"{topup.remaining_units.normalize():f} units left.")
+        act_on_rows(self, request, queryset.order_by("pk"), top_up, roles=MONEY_ROLES)
+
+    def _set_alerts_paused(self, request, queryset, paused: bool):
+        def pause(subscription):
+            credit_alerts_pause(book=subscription.book, subscription_id=subscription.pk, paused=paused,
+                                actor=actor(request))
+            return f"{subscription}: pool alert emails {'paused' if paused else 'resumed'}."
+        act_on_rows(self, request, queryset.order_by("pk"), pause, roles=MONEY_ROLES)
+
+    @admin.action(description="Pause credit-pool alert emails")
+    def pause_pool_alerts(self, request, queryset):
+        self._set_alerts_paused(request, queryset, True)
+
+    @admin.action(description="Resume credit-pool alert emails")
+    def resume_pool_alerts(self, request, queryset):
+        self._set_alerts_paused(request, queryset, False)
 
 
 @admin.register(SubscriptionChange)
-class SubscriptionChangeAdmin(BookScopedAdmin):
-    list_display = ["created_at", "subscription", "kind", "summary", "actor"]
+class SubscriptionChangeAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
+    list_display = ["created_at", "subscription", "kind", "summary", "actor", "book"]
     list_filter = ["kind"]
     search_fields = ["summary", "actor", "subscription__name"]
     date_hierarchy = "created_at"
     list_select_related = ["subscription", "book__organization"]
 
-    def has_add_permission(self, request, *args):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-class ReadOnlyRecordAdmin(BookScopedAdmin):
-    """Records the API and the scheduled job write (and the ledger settles); the console only reads them."""
-
-    def has_add_permission(self, request, *args):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(CreditGrant)
-class CreditGrantAdmin(ReadOnlyRecordAdmin):
+class CreditGrantAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
+    """Written by the API (top-ups) and the scheduled job (period grants and their settlement)."""
+
     list_display = ["created_at", "subscription", "kind", "units", "period_start", "period_end", "consumed_units",
-                    "topup_units_drawn", "settled_at", "idempotency_key", "created_by"]
-    list_filter = ["kind", ("settled_at", admin.EmptyFieldListFilter), "book__environment"]
+                    "topup_units_drawn", "settled_at", "idempotency_key", "created_by", "book"]
+    list_filter = ["kind", ("settled_at", admin.EmptyFieldListFilter)]
     search_fields = ["subscription__name", "subscription__customer__name", "subscription__customer__external_id",
                      "idempotency_key", "note", "created_by"]
     date_hierarchy = "created_at"
@@ -140,13 +242,10 @@ class CreditGrantAdmin(ReadOnlyRecordAdmin):
 
 
 @admin.register(CreditPoolAlert)
-class CreditPoolAlertAdmin(ReadOnlyRecordAdmin):
+class CreditPoolAlertAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["created_at", "subscription", "stage", "outcome", "used_percent", "remaining_units",
-                    "period_start", "period_end"]
-    list_filter = ["stage", "outcome", "book__environment"]
+                    "period_start", "period_end", "book"]
+    list_filter = ["stage", "outcome"]
     search_fields = ["subscription__name", "subscription__customer__name", "subscription__customer__external_id"]
     date_hierarchy = "created_at"
     list_select_related = ["subscription", "book__organization"]
-
-
-from billing import admin_invoices  # noqa: E402,F401  (invoices, payments and refunds register there)

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from catalog.models import ModelAlias, ServiceEntry
-from config.accounts.admin_scoping import BookScopedAdmin, OperatorPermissionsMixin
+from config.accounts.admin_scoping import BookScopedAdmin, OperatorPermissionsMixin, ReadOnlyAdminMixin
 
 
 @admin.register(ServiceEntry)
@@ -29,10 +29,12 @@ class ServiceEntryAdmin(OperatorPermissionsMixin, admin.ModelAdmin):
 
 
 @admin.register(ModelAlias)
-class ModelAliasAdmin(BookScopedAdmin):
-    list_display = ["model", "model_provider", "service", "book", "created_at"]
-    list_filter = ["model_provider", "book__environment", "book__organization"]
+class ModelAliasAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
+    """Mappings are made through `model_map` (the action on unpriced usage events, or POST /v1/events/map-model),
+    which refuses names the catalog knows and prices the events that waited for the mapping."""
+
+    list_display = ["model", "model_provider", "service", "book", "created_at", "updated_at"]
+    list_filter = ["model_provider"]
     search_fields = ["model", "model_provider", "service__canonical_name"]
     date_hierarchy = "created_at"
     list_select_related = ["book__organization", "service"]
-    autocomplete_fields = ["service"]

@@ -39,7 +39,7 @@ PORT = os.environ.get("PORT", "8000")
 PUBLIC_BASE_URL = (os.environ.get("PUBLIC_BASE_URL") or f"http://127.0.0.1:{PORT}").rstrip("/")
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "config.console.apps.ConsoleAdminConfig",  # django.contrib.admin with the console site (dashboard)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -6,80 +6,80 @@ Firing records are permanent. Notifications are the organization's in-app feed o
 from django.contrib import admin
 from django.utils.html import format_html
 
-from config.accounts.admin_scoping import BookScopedAdmin
+from config.accounts.admin_actions import act_on_rows
+from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, may_act, organization_id_of
 from controls.models import CustomerAlert, CustomerAlertFiring, Device, Notification, SpendCap, SpendCapAlert
-
-
-class ReadOnlyAdmin(BookScopedAdmin):
-    def has_add_permission(self, request, *args):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+from controls.services.customer_alerts import customer_alert_delete
+from controls.views import WATCH_ROLES
 
 
 @admin.register(SpendCap)
-class SpendCapAdmin(ReadOnlyAdmin):
+class SpendCapAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["sentence", "scope", "scope_value", "amount_usd", "period", "mode", "book", "tripped_at",
                     "updated_at"]
-    list_filter = ["scope", "period", "mode", "book__environment", "book__organization"]
+    list_filter = ["scope", "period", "mode"]
     search_fields = ["scope_value", "created_by_user_id"]
     date_hierarchy = "created_at"
 
 
 @admin.register(SpendCapAlert)
-class SpendCapAlertAdmin(ReadOnlyAdmin):
+class SpendCapAlertAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["cap", "threshold_percent", "spent_usd", "amount_usd", "window_start", "created_at", "book"]
-    list_filter = ["threshold_percent", "book__environment", "book__organization"]
+    list_filter = ["threshold_percent"]
     search_fields = ["cap__scope_value"]
     date_hierarchy = "created_at"
     list_select_related = ["cap", "book__organization"]
 
 
 @admin.register(Device)
-class DeviceAdmin(ReadOnlyAdmin):
-    list_display = ["device_id", "customer_external_id", "armed", "last_seen_at", "book"]
-    list_filter = ["armed", "book__environment", "book__organization"]
+class DeviceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
+    list_display = ["device_id", "customer_external_id", "armed", "last_seen_at", "book", "created_at"]
+    list_filter = ["armed"]
     search_fields = ["device_id", "customer_external_id"]
     date_hierarchy = "last_seen_at"
 
 
 @admin.register(CustomerAlert)
-class CustomerAlertAdmin(BookScopedAdmin):
+class CustomerAlertAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """Deleting a watch here has the API's effect: its notifications go, its firing records stay."""
 
+    deletable = True
     list_display = ["customer", "metric", "threshold_usd", "window_mode", "recipient_email", "book", "created_at"]
-    list_filter = ["metric", "window_mode", "book__environment", "book__organization"]
+    list_filter = ["metric", "window_mode"]
     search_fields = ["customer__name", "customer__external_id", "recipient_email"]
     date_hierarchy = "created_at"
     list_select_related = ["customer", "book__organization"]
 
-    def has_add_permission(self, request, *args):
-        return False
+    def has_delete_permission(self, request, obj=None):
+        allowed = super().has_delete_permission(request, obj)
+        return allowed and (obj is None or may_act(request.user, organization_id_of(obj), WATCH_ROLES))
 
-    def has_change_permission(self, request, obj=None):
-        return False
+    def delete_model(self, request, obj):
+        customer_alert_delete(book=obj.book, alert_id=obj.pk)  # as DELETE /v1/customer-alerts/{id}
+
+    def delete_queryset(self, request, queryset):
+        def delete(alert):
+            customer_alert_delete(book=alert.book, alert_id=alert.pk)
+            return f"{alert} deleted."
+        act_on_rows(self, request, queryset, delete, roles=WATCH_ROLES)
 
 
 @admin.register(CustomerAlertFiring)
-class CustomerAlertFiringAdmin(ReadOnlyAdmin):
+class CustomerAlertFiringAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["customer", "metric", "value_usd", "threshold_usd", "window_key", "recipient_email", "created_at",
                     "book"]
-    list_filter = ["metric", "book__environment", "book__organization"]
+    list_filter = ["metric"]
     search_fields = ["customer__name", "customer__external_id", "recipient_email", "window_key"]
     date_hierarchy = "created_at"
     list_select_related = ["customer", "book__organization"]
 
 
 @admin.register(Notification)
-class NotificationAdmin(BookScopedAdmin):
+class NotificationAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """The in-app feed: operators read notices and open the customer from the link; dismissing deletes one."""
 
+    deletable = True
     list_display = ["title", "open_link", "book", "created_at"]
-    list_filter = ["book__environment", "book__organization"]
     search_fields = ["title", "body"]
     date_hierarchy = "created_at"
     readonly_fields = ["title", "body", "open_link", "alert", "firing", "book", "created_at"]
@@ -88,9 +88,3 @@ class NotificationAdmin(BookScopedAdmin):
     @admin.display(description="Customer")
     def open_link(self, notification):
         return format_html('<a href="{}">Open customer</a>', notification.link)
-
-    def has_add_permission(self, request, *args):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False

@@ -1,40 +1,43 @@
-from django.contrib import admin, messages
+"""Operator console for customers, agents, signals and the usage ledger.
 
-from config.accounts.admin_scoping import BookScopedAdmin, ScopedInlineMixin
+The ledger is append-only here too: events are read, never edited; unpriced ones are mapped to a catalog entry
+through the same `model_map` as POST /v1/events/map-model (which backfills their cost).
+"""
+from django import forms
+from django.contrib import admin
+from django.contrib.admin.widgets import AutocompleteSelect
+
+from catalog.models import ServiceEntry
+from config.accounts.admin_actions import act_on_rows, action_page, submitted
+from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
+from config.accounts.models import Book
 from config.core import clock
-from config.core.errors import ApiError
-from customers.models import Agent, Customer, Signal, UsageDailyRollup
+from customers.backfill import model_map
+from customers.models import Agent, Customer, Signal, UsageDailyRollup, UsageEvent
 from customers.services import customer_delete
-
-# Choices limited to the organizations of rows the operator can see (never another organization's name).
-ORGANIZATION_FILTER = ("book__organization", admin.RelatedOnlyFieldListFilter)
-
-
-@admin.action(description="Delete selected customers (soft delete)")
-def soft_delete_customers(modeladmin, request, queryset):
-    deleted = 0
-    for customer in queryset.filter(deleted_at__isnull=True).select_related("book"):
-        try:
-            customer_delete(book=customer.book, customer_id=customer.id, now=clock.now())
-            deleted += 1
-        except ApiError as error:
-            modeladmin.message_user(request, f"{customer}: {error.message}", messages.ERROR)
-    modeladmin.message_user(request, f"{deleted} customer(s) deleted.", messages.SUCCESS)
 
 
 @admin.register(Customer)
 class CustomerAdmin(BookScopedAdmin):
     list_display = ["name", "external_id", "email", "status", "book", "net_terms", "is_internal", "created_at",
                     "deleted_at"]
-    list_filter = ["status", "is_internal", ("deleted_at", admin.EmptyFieldListFilter), "book__environment",
-                   ORGANIZATION_FILTER]
+    list_filter = ["status", "is_internal", ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "external_id", "email", "billing_contact_email"]
     date_hierarchy = "created_at"
     readonly_fields = ["id", "created_at", "updated_at", "deleted_at"]
-    actions = [soft_delete_customers]
+    actions = ["soft_delete_customers"]
 
     def has_delete_permission(self, request, obj=None):
-        return False  # customers are soft-deleted through the action above, as through the API
+        return False  # customers are soft-deleted through the action, as through the API
+
+    @admin.action(description="Delete selected customers (soft delete)")
+    def soft_delete_customers(self, request, queryset):
+        now = clock.now()
+
+        def delete(customer):
+            customer_delete(book=customer.book, customer_id=customer.id, now=now)
+            return f"{customer} deleted."
+        act_on_rows(self, request, queryset.filter(deleted_at__isnull=True), delete)
 
 
 class SignalInline(ScopedInlineMixin, admin.TabularInline):
@@ -47,7 +50,7 @@ class SignalInline(ScopedInlineMixin, admin.TabularInline):
 @admin.register(Agent)
 class AgentAdmin(BookScopedAdmin):
     list_display = ["name", "agent_code", "is_active", "book", "created_at"]
-    list_filter = ["is_active", "book__environment", ORGANIZATION_FILTER]
+    list_filter = ["is_active"]
     search_fields = ["name", "agent_code", "description"]
     date_hierarchy = "created_at"
     readonly_fields = ["id", "created_at", "updated_at"]
@@ -64,35 +67,74 @@ class AgentAdmin(BookScopedAdmin):
 @admin.register(Signal)
 class SignalAdmin(BookScopedAdmin):
     list_display = ["short_name", "name", "type", "agent", "cost_category", "book", "created_at"]
-    list_filter = ["type", "cost_category", "book__environment", ORGANIZATION_FILTER]
+    list_filter = ["type", "cost_category"]
     search_fields = ["name", "short_name", "agent__name", "agent__agent_code"]
     date_hierarchy = "created_at"
     list_select_related = ["agent", "book__organization"]
     fields = ["id", "agent", "name", "short_name", "type", "cost_category", "book", "created_at", "updated_at"]
     readonly_fields = ["id", "book", "created_at", "updated_at"]
+    autocomplete_fields = ["agent"]
 
     def save_model(self, request, obj, form, change):
         obj.book = obj.agent.book  # a signal lives in its agent's book
         super().save_model(request, obj, form, change)
 
 
+class ModelMapForm(forms.Form):
+    model = forms.CharField(max_length=255, help_text="The unknown model name, as the events send it.")
+    model_provider = forms.CharField(max_length=100, label="Model provider")
+    service = forms.ModelChoiceField(queryset=ServiceEntry.objects.filter(is_active=True), label="Catalog entry",
+                                     help_text="The active catalog entry whose rates price this model.")
+
+    def __init__(self, *args, admin_site, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["service"].widget = AutocompleteSelect(UsageEvent._meta.get_field("service"), admin_site)
+
+
+@admin.register(UsageEvent)
+class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
+    """The ledger: append-only. Searches match whole values (the table is the largest one)."""
+
+    list_display = ["usage_date", "customer_external_id", "agent_code", "signal_name", "quantity", "model",
+                    "model_provider", "usage_cost", "event_status", "book"]
+    # A date filter rather than a date hierarchy: the hierarchy reads the distinct dates of the whole ledger.
+    list_filter = ["event_status", "environment", ("usage_date", admin.DateFieldListFilter)]
+    search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]
+    ordering = ["-usage_date", "-id"]
+    show_full_result_count = False
+    actions = ["map_model"]
+
+    @admin.action(description="Map the model to a catalog entry and price the waiting events")
+    def map_model(self, request, queryset):
+        pairs = set(queryset.filter(usage_cost__isnull=True, model__isnull=False).order_by()
+                    .values_list("model", "model_provider").distinct()[:2])
+        initial = dict(zip(("model", "model_provider"), pairs.pop())) if len(pairs) == 1 else {}
+        form = submitted(request, ModelMapForm, initial=initial, admin_site=self.admin_site)
+        if not (form.is_bound and form.is_valid()):
+            return action_page(self, request, queryset, form, title="Map a model to a catalog entry",
+                               submit="Map and price events",
+                               intro="Every unpriced event of these events' books that names the model is priced "
+                                     "with the entry's rates; later events with the name resolve the same way.")
+        model, provider, service = (form.cleaned_data[name] for name in ("model", "model_provider", "service"))
+
+        def map_in(book):
+            mapping = model_map(book=book, model=model, model_provider=provider, service_id=service.pk)
+            priced = ("pricing them runs in the background" if mapping.scheduled
+                      else f"{mapping.events_priced} priced")
+            return (f"{book}: {mapping.alias.model} ({mapping.alias.model_provider}) is priced as {service}; "
+                    f"{mapping.events_waiting} unpriced events named it, {priced}.")
+        books = Book.objects.select_related("organization").filter(pk__in=queryset.values("book_id"))
+        act_on_rows(self, request, books, map_in)
+
+
 @admin.register(UsageDailyRollup)
-class UsageDailyRollupAdmin(BookScopedAdmin):
-    """Read-only: the rollup is derived from the ledger and kept exact by customers/rollup.py."""
+class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
+    """Derived from the ledger and kept exact by customers/rollup.py."""
 
     list_display = ["day", "grain", "customer", "agent_id", "signal_id", "model", "event_count", "unpriced_count",
                     "quantity", "cost", "book"]
-    list_filter = ["grain", "book__environment", ORGANIZATION_FILTER]
+    list_filter = ["grain"]
     search_fields = ["model", "customer__name", "customer__external_id"]
     date_hierarchy = "day"
     list_select_related = ["customer", "book__organization"]
-    readonly_fields = [field.name for field in UsageDailyRollup._meta.fields]
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
+    show_full_result_count = False

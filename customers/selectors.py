@@ -4,7 +4,7 @@ from django.db.models import QuerySet
 from config.core.filtering import filtered
 from config.core.scoping import get_owned, owned
 from customers.filters import AgentFilter, CustomerFilter, SignalFilter, UsageEventFilter
-from customers.models import Agent, Customer, Signal, UsageEvent
+from customers.models import Agent, Customer, EventStatus, Signal, UsageEvent
 
 
 def customers_live(*, book) -> QuerySet:
@@ -39,3 +39,9 @@ def signal_list(*, book, params) -> QuerySet:
 def usage_event_list(*, book, params) -> QuerySet:
     """The book's events, newest first, narrowed by the documented filters."""
     return filtered(UsageEventFilter, params, owned(UsageEvent, book)).order_by("-usage_date", "-id")
+
+
+def unpriced_event_count(*, book) -> int:
+    """Events waiting for a cost (NEEDS_COST_BACKFILL: their model is not in the catalog); read through the
+    partial index `usage_event_unpriced` (cost null), whatever the size of the ledger."""
+    return owned(UsageEvent, book).filter(usage_cost__isnull=True, event_status=EventStatus.NEEDS_COST_BACKFILL).count()

@@ -1,9 +1,26 @@
+"""Operator console for matters, routing rules and attributions. Deleting a matter goes through `matter_delete`
+(its events return to Unassigned) and the rules are applied through `matter_rules_apply`, as in the API."""
 from django.contrib import admin
 from django.db.models import Count
 
-from config.accounts.admin_scoping import BookScopedAdmin, ScopedInlineMixin
+from config.accounts.admin_actions import act_on_rows
+from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
+from config.accounts.models import Book, Role
 from matters.models import Matter, MatterAttribution, MatterRule
-from matters.services import matter_delete
+from matters.services import matter_delete, matter_rules_apply
+
+MATTER_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.FINANCE, Role.LEGAL})  # as the matters endpoints
+
+
+@admin.action(description="Apply the routing rules to unassigned events (in the selected rows' books)")
+def apply_matter_rules(modeladmin, request, queryset):
+    def apply(book):
+        assigned = matter_rules_apply(book=book)
+        again = " Run it again until it assigns none (each run examines a bounded number of events)." \
+            if assigned else ""
+        return f"{book}: {assigned} events assigned by rule.{again}"
+    books = Book.objects.select_related("organization").filter(pk__in=queryset.values("book_id"))
+    act_on_rows(modeladmin, request, books, apply, roles=MATTER_ROLES)
 
 
 class MatterRuleInline(ScopedInlineMixin, admin.TabularInline):
@@ -19,11 +36,12 @@ class MatterAdmin(BookScopedAdmin):
     list_display = ["matter_number", "name", "client_name", "status", "book", "rule_count", "event_count",
                     "created_at"]
     search_fields = ["matter_number", "name", "client_name"]
-    list_filter = ["status", "book__environment"]
+    list_filter = ["status"]
     date_hierarchy = "created_at"
     readonly_fields = ["id", "created_at", "updated_at"]
-    raw_id_fields = ["responsible_user"]
+    autocomplete_fields = ["responsible_user"]
     inlines = [MatterRuleInline]
+    actions = [apply_matter_rules]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(
@@ -67,27 +85,18 @@ class MatterRuleAdmin(BookScopedAdmin):
     list_select_related = ["matter", "book__organization"]
     search_fields = ["matter__matter_number", "matter__name", "agent_code", "customer_external_id",
                      "signal_pattern"]
-    list_filter = ["book__environment"]
     date_hierarchy = "created_at"
     ordering = ["book", "priority", "created_at"]
-    raw_id_fields = ["matter"]
+    autocomplete_fields = ["matter"]
+    actions = [apply_matter_rules]
 
 
 @admin.register(MatterAttribution)
-class MatterAttributionAdmin(BookScopedAdmin):
-    """Read-only: attribution changes go through the API (manual assignment) so the history stays exact."""
+class MatterAttributionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
+    """Attribution changes go through the API (manual assignment) so the history stays exact."""
 
     list_display = ["event", "matter", "source", "assigned_by", "book", "created_at", "updated_at"]
     list_select_related = ["event", "matter", "book__organization"]
-    search_fields = ["matter__matter_number", "event__id", "event__customer_external_id", "event__agent_code"]
-    list_filter = ["source", "book__environment"]
+    search_fields = ["matter__matter_number", "event__id", "=event__customer_external_id", "=event__agent_code"]
+    list_filter = ["source"]
     date_hierarchy = "created_at"
-
-    def has_add_permission(self, request, *args):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -9,21 +9,15 @@ import io
 from django.http import HttpResponse
 
 from config.core.serialization import decimal_text
+from config.core.spreadsheet import spreadsheet_safe
 from matters.selectors import AuditRow, AuditSummary
 
 HEADER = ["Matter number", "Matter name", "Client", "Status", "Events", "Events missing cost", "Cost (USD)"]
-# A cell starting with one of these is read as a formula by spreadsheet programs (CSV injection).
-FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _text(value: str | None) -> str:
-    value = value or ""
-    return f"'{value}" if value.startswith(FORMULA_PREFIXES) else value
 
 
 def _line(row: AuditRow) -> list[str]:
-    return [_text(row.matter_number), _text(row.name), _text(row.client_name), row.status or "",
-            str(row.event_count), str(row.events_missing_cost), decimal_text(row.cost)]
+    return [spreadsheet_safe(row.matter_number), spreadsheet_safe(row.name), spreadsheet_safe(row.client_name),
+            row.status or "", str(row.event_count), str(row.events_missing_cost), decimal_text(row.cost)]
 
 
 def audit_csv_text(summary: AuditSummary) -> str:

@@ -17,7 +17,7 @@ from billing.services.payments import PAYABLE
 from customers.models import Customer
 from customers.serializers import CustomerWriteIn
 from portal import selectors
-from portal.charts import BarChart, bar_chart, number_label
+from config.core.charts import BarChart, bar_chart, number_label
 from portal.models import PortalSession
 
 

@@ -1,6 +1,10 @@
-from django.db.models import Prefetch
+from dataclasses import dataclass
+from decimal import Decimal
 
-from billing.models import Invoice, InvoiceLine, Payment
+from django.db.models import Count, F, Prefetch, Sum
+
+from billing.models import Invoice, InvoiceLine, InvoiceStatus, Payment
+from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
 
 
@@ -19,3 +23,17 @@ def invoice_documents(*, book):
 
 def invoice_get(*, book, invoice_id) -> Invoice:
     return get_owned(Invoice, book, invoice_id, queryset=invoice_documents(book=book))
+
+
+@dataclass(frozen=True)
+class OverdueInvoices:
+    count: int
+    total: Decimal  # what they bill
+    amount_due: Decimal  # what is still to collect (total minus the net collected)
+
+
+def overdue_invoices(*, book) -> OverdueInvoices:
+    """The book's overdue invoices (issued, unpaid after their due date; `invoices_mark_overdue`), summed."""
+    sums = owned(Invoice, book).filter(status=InvoiceStatus.OVERDUE).aggregate(
+        count=Count("pk"), total=Sum("total"), amount_due=Sum(F("total") - F("amount_paid")))
+    return OverdueInvoices(sums["count"], sums["total"] or ZERO, sums["amount_due"] or ZERO)

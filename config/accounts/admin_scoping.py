@@ -1,13 +1,24 @@
 """Multi-organization safety for the operator console.
 
-A staff user sees and edits only the organizations they are a member of (superusers see all).
-Every ModelAdmin of an org-owned table subclasses `BookScopedAdmin` (rows with a `book`) or
-`OrganizationScopedAdmin` (rows with an `organization`), so querysets, object lookups by URL,
-actions and foreign-key choices are all filtered the same way.
+A staff user sees and edits only the organizations they are a member of (superusers see all). Every ModelAdmin
+of an org-owned table subclasses `BookScopedAdmin` (rows with a `book`) or `OrganizationScopedAdmin` (rows with
+an `organization`), and every inline `ScopedInlineMixin`, so these are all filtered the same way:
+- the list, object lookups by URL (change, delete, history) and the rows actions receive (`get_queryset`);
+- autocomplete answers (Django asks the target model's admin for its `get_queryset`);
+- foreign-key and many-to-many choices of forms and inlines, and the related rows a form accepts;
+- list-filter choices: the book or organization filter offers visible ones only, and any other related-field
+  filter offers only rows referenced from visible rows.
+A form also refuses related rows of another book than the row's own (a live plan never links a test agent).
 """
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import FieldDoesNotExist
+from django.db import models
+from django.forms.models import InlineForeignKeyField
 
-from config.accounts.models import Book, Membership, Organization
+from config.accounts.models import Book, Membership, Organization, User
+
+CONSOLE_ROLES_CACHE = "_console_roles"
 
 
 def visible_organization_ids(user):
@@ -24,8 +35,8 @@ def visible_organizations(user):
 
 def visible_books(user):
     ids = visible_organization_ids(user)
-    return Book.objects.select_related("organization") if ids is None else \
-        Book.objects.select_related("organization").filter(organization_id__in=ids)
+    books = Book.objects.select_related("organization")
+    return books if ids is None else books.filter(organization_id__in=ids)
 
 
 def is_operator(user) -> bool:
@@ -33,6 +44,70 @@ def is_operator(user) -> bool:
     if not (user.is_active and user.is_staff):
         return False
     return user.is_superuser or Membership.objects.filter(user=user).exists()
+
+
+def may_act(user, organization_id, roles) -> bool:
+    """Whether the user may act in the organization with one of `roles` (None: any member), as the API's role
+    policy for the same operation; superusers always may. Roles are read once per user object."""
+    if user.is_superuser:
+        return True
+    if not hasattr(user, CONSOLE_ROLES_CACHE):
+        setattr(user, CONSOLE_ROLES_CACHE, dict(Membership.objects.filter(user=user)
+                                                .values_list("organization_id", "role")))
+    role = getattr(user, CONSOLE_ROLES_CACHE).get(organization_id)
+    return role is not None and (roles is None or role in roles)
+
+
+def organization_path(model) -> str | None:
+    """The lookup from a row of `model` to its organization; None for global tables (the catalog)."""
+    if model is Organization:
+        return "id"
+    if model is User:
+        return "memberships__organization"
+    field_names = {field.name for field in model._meta.fields}
+    if "book" in field_names:
+        return "book__organization"
+    if "organization" in field_names:
+        return "organization"
+    return None
+
+
+def organization_id_of(row):
+    """The organization a row belongs to (rows of books are read with their book)."""
+    if isinstance(row, Organization):
+        return row.pk
+    return row.book.organization_id if hasattr(row, "book_id") else row.organization_id
+
+
+def scoped(queryset, user):
+    """`queryset` narrowed to the organizations the user sees."""
+    ids, path = visible_organization_ids(user), organization_path(queryset.model)
+    if ids is None or path is None:
+        return queryset
+    queryset = queryset.filter(**{f"{path}__in": ids})
+    return queryset.distinct() if queryset.model is User else queryset  # a user of two visible organizations
+
+
+class ReadOnlyAdminMixin:
+    """Rows that other paths write (the API, the webhook, the scheduled jobs): the console shows them and acts on
+    them through actions, never by editing. `deletable = True` keeps deleting (dismissing a notification)."""
+
+    deletable = False
+
+    def get_readonly_fields(self, request, obj=None):
+        """Every shown field (all of the row's fields but the excluded ones, unless `fields` names them)."""
+        excluded = self.exclude or ()
+        shown = self.fields or [field.name for field in self.model._meta.fields if field.name not in excluded]
+        return list(dict.fromkeys([*shown, *super().get_readonly_fields(request, obj)]))
+
+    def has_add_permission(self, request, *args):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return self.deletable and super().has_delete_permission(request, obj)
 
 
 class OperatorPermissionsMixin:
@@ -54,41 +129,110 @@ class OperatorPermissionsMixin:
         return is_operator(request.user)
 
 
-class ScopedAdminMixin(OperatorPermissionsMixin):
-    organization_lookup = "organization"  # the path from the row to its organization
+class OrganizationListFilter(admin.SimpleListFilter):
+    """The organizations the operator sees (never another organization's name)."""
 
-    def scope_queryset(self, request, queryset):
-        ids = visible_organization_ids(request.user)
-        if ids is None:
+    title = "organization"
+    parameter_name = "organization"
+
+    def lookups(self, request, model_admin):
+        return [(str(pk), name) for pk, name in
+                visible_organizations(request.user).order_by("name").values_list("pk", "name")]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
             return queryset
-        return queryset.filter(**{f"{self.organization_lookup}__in": ids})
+        return queryset.filter(**{organization_path(queryset.model): self.value()})
+
+
+class BookListFilter(admin.SimpleListFilter):
+    """One organization's test or live books, among those the operator sees (the dashboard links here)."""
+
+    title = "book"
+    parameter_name = "book"
+
+    def lookups(self, request, model_admin):
+        return [(str(book.pk), str(book)) for book in visible_books(request.user)]
+
+    def queryset(self, request, queryset):
+        return queryset if self.value() is None else queryset.filter(book_id=self.value())
+
+
+def _is_relation_path(model, path: str) -> bool:
+    """Whether a list_filter entry names a related field (`agent`, `invoice__customer`)."""
+    field = None
+    for name in path.split("__"):
+        try:
+            field = model._meta.get_field(name)
+        except FieldDoesNotExist:
+            return False
+        if field.is_relation:
+            model = field.related_model
+    return field is not None and field.is_relation
+
+
+class SameBookModelForm(forms.ModelForm):
+    """Related rows must belong to the row's own book: the organization and its test or live books."""
+
+    def clean(self):
+        cleaned = super().clean()
+        related = {name: value for name, value in cleaned.items()
+                   if isinstance(value, models.Model) and not isinstance(value, Book) and hasattr(value, "book_id")}
+        book = cleaned.get("book")
+        reference = book.pk if isinstance(book, Book) else getattr(self.instance, "book_id", None)
+        if reference is None:  # a new inline row: its book is its parent's (the inline's own foreign key)
+            parents = [value.book_id for name, value in related.items()
+                       if isinstance(self.fields.get(name), InlineForeignKeyField)]
+            reference = parents[0] if parents else None
+        for name, value in related.items():
+            if reference is not None and value.book_id != reference and name in self.fields:
+                self.add_error(name, "Must belong to the same book (organization, test or live) as this record.")
+        return cleaned
+
+
+class ScopedAdminMixin(OperatorPermissionsMixin):
+    form = SameBookModelForm
 
     def get_queryset(self, request):
-        return self.scope_queryset(request, super().get_queryset(request))
+        return scoped(super().get_queryset(request), request.user)
+
+    def _choices(self, db_field, request, queryset):
+        if queryset is None:  # the related admin's ordering, as Django would pick
+            queryset = self.get_field_queryset(None, db_field, request)
+        if queryset is None:
+            queryset = db_field.related_model._default_manager.all()
+        return scoped(queryset, request.user)
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        related = db_field.related_model
-        if related is Organization:
-            kwargs["queryset"] = visible_organizations(request.user)
-        elif related is Book:
-            kwargs["queryset"] = visible_books(request.user)
-        elif hasattr(related, "book") or hasattr(related, "organization"):
-            lookup = "book__organization" if any(f.name == "book" for f in related._meta.fields) else "organization"
-            ids = visible_organization_ids(request.user)
-            if ids is not None:
-                kwargs["queryset"] = related._default_manager.filter(**{f"{lookup}__in": ids})
+        kwargs["queryset"] = self._choices(db_field, request, kwargs.get("queryset"))
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def formfield_for_manytomany(self, db_field, request, **kwargs):
+        kwargs["queryset"] = self._choices(db_field, request, kwargs.get("queryset"))
+        return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    def get_list_filter(self, request):
+        """The scope filter first; any related-field filter offers only rows referenced from visible rows."""
+        filters = []
+        for entry in super().get_list_filter(request):
+            if isinstance(entry, str) and _is_relation_path(self.model, entry):
+                entry = (entry, admin.RelatedOnlyFieldListFilter)
+            filters.append(entry)
+        field_names = {field.name for field in self.model._meta.fields}
+        scope_filter = BookListFilter if "book" in field_names else \
+            OrganizationListFilter if "organization" in field_names else None
+        return [scope_filter, *filters] if scope_filter else filters
 
 
 class OrganizationScopedAdmin(ScopedAdminMixin, admin.ModelAdmin):
-    organization_lookup = "organization"
+    """Rows of an organization itself (members, keys, the request log)."""
 
 
 class BookScopedAdmin(ScopedAdminMixin, admin.ModelAdmin):
-    organization_lookup = "book__organization"
+    """Rows of one organization's test or live books."""
+
     list_select_related = ("book__organization",)
 
 
 class ScopedInlineMixin(ScopedAdminMixin):
-    organization_lookup = "book__organization"
-
+    """Inline rows: scoped like their parent's admin (they belong to the same book)."""

@@ -1,4 +1,5 @@
-"""The portal's usage chart as plain geometry for an inline SVG (no JavaScript, no external assets).
+"""Bar charts as plain geometry for an inline SVG (no JavaScript, no external assets): the portal's usage chart
+and the console dashboard's cost chart.
 
 Pure: values in, coordinates out (Decimal, rounded to tenths of a pixel); the template draws them.
 """
@@ -55,6 +56,7 @@ class BarChart:
     plot_left: Decimal
     plot_right: Decimal
     description: str  # for screen readers
+    reference_y: Decimal | None = None  # y of a horizontal reference line (a value to compare the bars with)
 
 
 def _labelled_indexes(count: int) -> set[int]:
@@ -73,11 +75,14 @@ def _labelled_indexes(count: int) -> set[int]:
     return set(indexes)
 
 
-def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 640, height: int = 200) -> BarChart:
+def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 640, height: int = 200,
+              reference: Decimal | None = None) -> BarChart:
     """One bar per (label, value), scaled to a rounded maximum with three grid lines (0, half, max); at most
-    MAX_X_LABELS labels under the bars, the first and the last always among them."""
+    MAX_X_LABELS labels under the bars, the first and the last always among them. A `reference` value is drawn
+    as a horizontal line on the same scale (the scale grows to hold it)."""
     plot_width, plot_height = Decimal(width) - LEFT - RIGHT, Decimal(height) - TOP - BOTTOM
-    top = nice_ceiling(max((Decimal(value) for _, value in points), default=Decimal(0)))
+    highest = max((Decimal(value) for _, value in points), default=Decimal(0))
+    top = nice_ceiling(highest if reference is None else max(highest, reference))
     slot = plot_width / max(len(points), 1)
     bar_width = max(min(slot * Decimal("0.7"), MAX_BAR_WIDTH), Decimal(1))
     labelled = _labelled_indexes(len(points))
@@ -95,5 +100,6 @@ def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 
     total = sum((Decimal(value) for _, value in points), Decimal(0))
     description = (f"{number_label(total)} {unit} from {points[0][0]} to {points[-1][0]}" if points
                    else f"no {unit}")
+    reference_y = None if reference is None else _px(TOP + plot_height - plot_height * max(reference, 0) / top)
     return BarChart(width, height, bars, y_ticks, x_labels, _px(TOP + plot_height), LEFT,
-                    Decimal(width) - RIGHT, description)
+                    Decimal(width) - RIGHT, description, reference_y)

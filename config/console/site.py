@@ -1,0 +1,84 @@
+"""The operator console: Django's admin site with a dashboard on its index page and the CSV export on every list.
+
+`config.console.apps.ConsoleAdminConfig` replaces `django.contrib.admin` in INSTALLED_APPS, so every app's
+`admin.site` is this site.
+The dashboard shows, for each organization the operator sees (at most DASHBOARD_BOOKS at once; pick one with the
+organization selector), one of its books (test or live), with the figures of `billing.dashboard`.
+"""
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+from urllib.parse import urlencode
+
+from django.contrib import admin
+from django.urls import reverse
+
+from billing.dashboard import NEAR_EMPTY_PERCENT, BookFigures, book_figures
+from config.accounts.admin_actions import export_csv
+from config.accounts.admin_scoping import visible_books, visible_organizations
+from config.accounts.models import Environment
+from config.core import clock
+from config.core.charts import BarChart, bar_chart
+from customers.models import EventStatus
+
+DASHBOARD_BOOKS = 10
+CHART_PLACES = Decimal("0.0001")
+
+
+@dataclass(frozen=True)
+class BookPanel:
+    figures: BookFigures
+    chart: BarChart
+    overdue_url: str
+    pools_url: str
+    unpriced_url: str
+
+
+def _changelist(name: str, **params) -> str:
+    return f"{reverse(f'admin:{name}_changelist')}?{urlencode(params)}"
+
+
+def book_panel(figures: BookFigures) -> BookPanel:
+    book = figures.book.pk
+    chart = bar_chart([(day.day.strftime("%b %-d"), day.cost.quantize(CHART_PLACES)) for day in figures.daily_costs],
+                      unit="USD", reference=figures.average_daily_revenue.quantize(CHART_PLACES))
+    return BookPanel(
+        figures, chart,
+        overdue_url=_changelist("billing_invoice", book=book, status__exact="overdue"),
+        pools_url=_changelist("billing_subscription", book=book, pool_left=NEAR_EMPTY_PERCENT),
+        unpriced_url=_changelist("customers_usageevent", book=book,
+                                 event_status__exact=EventStatus.NEEDS_COST_BACKFILL))
+
+
+def _uuid_or_none(value: str | None):
+    try:
+        return uuid.UUID(value) if value else None
+    except ValueError:
+        return None
+
+
+class ConsoleSite(admin.AdminSite):
+    site_header = "Billing console"
+    site_title = "Billing console"
+    index_title = "Dashboard"
+    index_template = "admin/console/index.html"
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.add_action(export_csv)
+
+    def index(self, request, extra_context=None):
+        environment = request.GET.get("environment")
+        environment = environment if environment in Environment.values else Environment.LIVE
+        organizations = list(visible_organizations(request.user).order_by("name").values_list("pk", "name"))
+        chosen = _uuid_or_none(request.GET.get("organization"))
+        books = visible_books(request.user).filter(environment=environment).order_by("organization__name")
+        if chosen is not None:
+            books = books.filter(organization_id=chosen)
+        now = clock.now()
+        panels = [book_panel(book_figures(book=book, now=now)) for book in books[:DASHBOARD_BOOKS]]
+        hidden = 0 if chosen is not None else max(books.count() - len(panels), 0)
+        dashboard = {"panels": panels, "environment": environment, "environments": Environment.values,
+                     "organizations": organizations, "chosen": chosen, "hidden": hidden,
+                     "near_empty_percent": NEAR_EMPTY_PERCENT}
+        return super().index(request, {**(extra_context or {}), "dashboard": dashboard})
