@@ -54,6 +54,7 @@ class PricingPlanAdmin(BookScopedAdmin):
     list_filter = ["is_active"]
     search_fields = ["name", "description", "agents__agent_code", "book__organization__name"]
     date_hierarchy = "created_at"
+    ordering = ["-created_at"]
     readonly_fields = ["id", "created_at", "updated_at"]
     inlines = [PlanAgentInline, PricingStrategyInline]
 

@@ -38,6 +38,7 @@ class MatterAdmin(BookScopedAdmin):
     search_fields = ["matter_number", "name", "client_name"]
     list_filter = ["status"]
     date_hierarchy = "created_at"
+    ordering = ["-created_at"]
     readonly_fields = ["id", "created_at", "updated_at"]
     autocomplete_fields = ["responsible_user"]
     inlines = [MatterRuleInline]

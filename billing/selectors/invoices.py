@@ -35,5 +35,5 @@ class OverdueInvoices:
 def overdue_invoices(*, book) -> OverdueInvoices:
     """The book's overdue invoices (issued, unpaid after their due date; `invoices_mark_overdue`), summed."""
     sums = owned(Invoice, book).filter(status=InvoiceStatus.OVERDUE).aggregate(
-        count=Count("pk"), total=Sum("total"), amount_due=Sum(F("total") - F("amount_paid")))
-    return OverdueInvoices(sums["count"], sums["total"] or ZERO, sums["amount_due"] or ZERO)
+        invoices=Count("pk"), billed=Sum("total"), due=Sum(F("total") - F("amount_paid")))
+    return OverdueInvoices(sums["invoices"], sums["billed"] or ZERO, sums["due"] or ZERO)

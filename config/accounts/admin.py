@@ -66,6 +66,7 @@ class OrganizationAdmin(ManagedByOwnersMixin, OrganizationScopedAdmin):
     list_display = ["name", "business_name", "billing_email", "member_count", "created_at"]
     search_fields = ["name", "business_name", "billing_email"]
     date_hierarchy = "created_at"
+    ordering = ["name"]
     readonly_fields = ["id", "created_at", "updated_at"]
     inlines = [MembershipInline]
 
