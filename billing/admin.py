@@ -184,7 +184,7 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             what = "generated" if created else "re-priced" if invoice.status == "draft" else "already bills the period"
             return (f"{invoice} {what} for {subscription}: {invoice.status}, "
                     f"total {invoice.total} {invoice.currency.upper()}.")
-        act_on_rows(self, request, queryset.order_by("pk"), generate)
+        act_on_rows(self, request, queryset.order_by("name", "pk"), generate)
 
     @admin.action(description="Top up credits…")
     def top_up_credits(self, request, queryset):
@@ -202,14 +202,14 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             added = "added" if topup.created else "were already added by this form"
             return (f"{subscription}: {units.normalize():f} units {added}; "
                     f"{topup.remaining_units.normalize():f} units left.")
-        act_on_rows(self, request, queryset.order_by("pk"), top_up, roles=MONEY_ROLES)
+        act_on_rows(self, request, queryset.order_by("name", "pk"), top_up, roles=MONEY_ROLES)
 
     def _set_alerts_paused(self, request, queryset, paused: bool):
         def pause(subscription):
             credit_alerts_pause(book=subscription.book, subscription_id=subscription.pk, paused=paused,
                                 actor=actor(request))
             return f"{subscription}: pool alert emails {'paused' if paused else 'resumed'}."
-        act_on_rows(self, request, queryset.order_by("pk"), pause, roles=MONEY_ROLES)
+        act_on_rows(self, request, queryset.order_by("name", "pk"), pause, roles=MONEY_ROLES)
 
     @admin.action(description="Pause credit-pool alert emails")
     def pause_pool_alerts(self, request, queryset):

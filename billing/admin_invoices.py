@@ -86,7 +86,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         def send(invoice):
             delivery = invoice_send(book=invoice.book, invoice_id=invoice.pk, now=now)
             return f"{invoice} sent to {delivery.recipient} ({delivery.invoice.status})."
-        act_on_rows(self, request, queryset.order_by("pk"), send)
+        act_on_rows(self, request, queryset.order_by("invoice_number"), send)
 
     @admin.action(description="Void the selected invoices (drafts and unpaid invoices)…")
     def void_invoices(self, request, queryset):
@@ -100,7 +100,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         def void(invoice):
             invoice_void(book=invoice.book, invoice_id=invoice.pk, now=now, reason=reason)
             return f"{invoice} voided."
-        act_on_rows(self, request, queryset.order_by("pk"), void, roles=MONEY_ROLES)
+        act_on_rows(self, request, queryset.order_by("invoice_number"), void, roles=MONEY_ROLES)
 
 
 @admin.register(Payment)
@@ -127,7 +127,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             refunded = refund_create(book=payment.book, invoice_id=payment.invoice_id, payment_id=payment.pk, now=now,
                                      amount=amount, reason=reason)
             return f"Refunded {refunded.amount} of payment {payment.provider_payment_id} ({payment.invoice})."
-        act_on_rows(self, request, queryset.order_by("pk"), refund, roles=MONEY_ROLES)
+        act_on_rows(self, request, queryset.order_by("created_at", "pk"), refund, roles=MONEY_ROLES)
 
 
 @admin.register(Refund)

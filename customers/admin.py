@@ -83,12 +83,13 @@ class SignalAdmin(BookScopedAdmin):
 class ModelMapForm(forms.Form):
     model = forms.CharField(max_length=255, help_text="The unknown model name, as the events send it.")
     model_provider = forms.CharField(max_length=100, label="Model provider")
-    service = forms.ModelChoiceField(queryset=ServiceEntry.objects.filter(is_active=True), label="Catalog entry",
-                                     help_text="The active catalog entry whose rates price this model.")
 
     def __init__(self, *args, admin_site, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["service"].widget = AutocompleteSelect(UsageEvent._meta.get_field("service"), admin_site)
+        self.fields["service"] = forms.ModelChoiceField(
+            queryset=ServiceEntry.objects.filter(is_active=True), label="Catalog entry",
+            widget=AutocompleteSelect(UsageEvent._meta.get_field("service"), admin_site),
+            help_text="The active catalog entry whose rates price this model (type to search).")
 
 
 @admin.register(UsageEvent)

@@ -18,6 +18,7 @@ from django.forms.models import InlineForeignKeyField
 
 from config.accounts.models import Book, Membership, Organization, User
 
+# Read once per user object (one request): every model's permission checks ask again.
 CONSOLE_ROLES_CACHE = "_console_roles"
 
 
@@ -39,22 +40,27 @@ def visible_books(user):
     return books if ids is None else books.filter(organization_id__in=ids)
 
 
+def _roles(user) -> dict:
+    """organization id -> the user's role there."""
+    if not hasattr(user, CONSOLE_ROLES_CACHE):
+        setattr(user, CONSOLE_ROLES_CACHE, dict(Membership.objects.filter(user=user)
+                                                .values_list("organization_id", "role")))
+    return getattr(user, CONSOLE_ROLES_CACHE)
+
+
 def is_operator(user) -> bool:
     """Staff members of at least one organization may use the console (superusers always)."""
     if not (user.is_active and user.is_staff):
         return False
-    return user.is_superuser or Membership.objects.filter(user=user).exists()
+    return user.is_superuser or bool(_roles(user))
 
 
 def may_act(user, organization_id, roles) -> bool:
     """Whether the user may act in the organization with one of `roles` (None: any member), as the API's role
-    policy for the same operation; superusers always may. Roles are read once per user object."""
+    policy for the same operation; superusers always may."""
     if user.is_superuser:
         return True
-    if not hasattr(user, CONSOLE_ROLES_CACHE):
-        setattr(user, CONSOLE_ROLES_CACHE, dict(Membership.objects.filter(user=user)
-                                                .values_list("organization_id", "role")))
-    role = getattr(user, CONSOLE_ROLES_CACHE).get(organization_id)
+    role = _roles(user).get(organization_id)
     return role is not None and (roles is None or role in roles)
 
 

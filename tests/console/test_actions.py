@@ -1,0 +1,287 @@
+"""Console actions: each calls the API's service, changes what the API would change, and reports every row as a
+message; service errors and missing roles are error messages, never a 500."""
+from decimal import Decimal
+
+import pytest
+
+from billing.models import CreditGrant, Invoice, Payment, Refund, Subscription, SubscriptionChange
+from catalog.models import ModelAlias, ServiceEntry
+from config.accounts.keys import key_digest
+from config.accounts.models import ApiKey, Membership
+from customers.models import EventStatus, UsageEvent
+from matters.models import MatterAttribution
+from tests.billing.invoice_support import (JAN, WEBHOOK_SECRET, billing_chain, credit_pool, draft, pay, recurring,
+                                           usage)
+from tests.billing.support import ok
+from tests.console.conftest import NOW, action, apply_action, messages_of
+from tests.factories import MatterFactory, MatterRuleFactory, UsageEventFactory
+
+pytestmark = pytest.mark.django_db
+
+SUBSCRIPTIONS, INVOICES, PAYMENTS = ("/admin/billing/subscription/", "/admin/billing/invoice/",
+                                     "/admin/billing/payment/")
+
+
+@pytest.fixture(autouse=True)
+def _console_settings(settings, frozen_now):
+    settings.STRIPE_SECRET_KEY = ""
+    settings.STRIPE_WEBHOOK_SECRET = WEBHOOK_SECRET
+
+
+@pytest.fixture
+def chain(api, book):
+    """A customer on a 20/month plan with 0.25 per unit of usage, active since January 2025."""
+    return billing_chain(api, book, [recurring("20"), usage("0.25")])
+
+
+def subscription_of(chain) -> Subscription:
+    return Subscription.objects.get(pk=chain.subscription["id"])
+
+
+def issued(api, chain, period=JAN) -> Invoice:
+    invoice = draft(api, chain, period)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    return Invoice.objects.get(pk=invoice["id"])
+
+
+# --------------------------------------------------------------------------- invoices
+
+def test_generate_drafts_the_current_periods_invoice_of_each_selected_subscription(console, chain):
+    resp = action(console, SUBSCRIPTIONS, "generate_invoices", [subscription_of(chain)])
+    invoice = Invoice.objects.get(subscription_id=chain.subscription["id"])
+    assert (invoice.status, invoice.period_start.isoformat(), invoice.total) == (
+        "draft", "2025-06-01T00:00:00+00:00", Decimal("20.00"))
+    assert messages_of(resp) == [f"{invoice.invoice_number} generated for Main: draft, total 20.00 USD."]
+    again = action(console, SUBSCRIPTIONS, "generate_invoices", [subscription_of(chain)])
+    assert messages_of(again) == [f"{invoice.invoice_number} re-priced for Main: draft, total 20.00 USD."]
+    assert Invoice.objects.count() == 1
+
+
+def test_generate_reports_a_service_error_as_a_message(console, chain):
+    chain.customer.is_internal = True  # internal customers are never invoiced (400 in the API)
+    chain.customer.save()
+    resp = action(console, SUBSCRIPTIONS, "generate_invoices", [subscription_of(chain)])
+    assert resp.status_code == 200
+    assert messages_of(resp) == ["Main: customerId: Internal coding-agent customers (developers) are never invoiced."]
+    assert not Invoice.objects.exists()
+
+
+def test_send_finalizes_and_emails_each_invoice_and_reports_unsendable_ones(console, api, chain, client):
+    sendable = Invoice.objects.get(pk=draft(api, chain)["id"])
+    paid = issued(api, chain, ("2025-02-01T00:00:00Z", "2025-02-28T23:59:59Z"))
+    assert pay(client, {"id": str(paid.pk), "total": str(paid.total)}).status_code == 200
+    resp = action(console, INVOICES, "send_invoices", [sendable, paid])
+    sendable.refresh_from_db()
+    assert (sendable.status, sendable.issued_at, sendable.last_sent_at) == ("issued", NOW, NOW)
+    assert messages_of(resp) == [f"{sendable} sent to billing@client.example.com (issued).",
+                                 f"{paid}: Invoice {paid} is paid and cannot be sent."]
+
+
+def test_void_asks_for_a_reason_then_voids_drafts_and_refuses_paid_invoices(console, api, chain, client):
+    open_invoice = Invoice.objects.get(pk=draft(api, chain)["id"])
+    paid = issued(api, chain, ("2025-02-01T00:00:00Z", "2025-02-28T23:59:59Z"))
+    assert pay(client, {"id": str(paid.pk), "total": str(paid.total)}).status_code == 200
+    page = action(console, INVOICES, "void_invoices", [open_invoice, paid])
+    assert page.status_code == 200 and "Void invoices" in page.content.decode() and 'name="reason"' in \
+        page.content.decode()
+    assert Invoice.objects.get(pk=open_invoice.pk).status == "draft"  # nothing happens before the confirmation
+    resp = apply_action(console, INVOICES, "void_invoices", [open_invoice, paid], reason="billed twice")
+    open_invoice.refresh_from_db()
+    assert (open_invoice.status, open_invoice.void_reason, open_invoice.voided_at) == ("void", "billed twice", NOW)
+    assert Invoice.objects.get(pk=paid.pk).status == "paid"
+    assert messages_of(resp)[0] == f"{open_invoice} voided."
+    assert "a paid invoice is not voided, its payments are refunded" in messages_of(resp)[1]
+
+
+def test_money_actions_need_the_roles_the_api_asks_for(console_for, api, chain):
+    invoice = Invoice.objects.get(pk=draft(api, chain)["id"])
+    member = console_for(role="member", email="member@acme.example.com")
+    resp = apply_action(member, INVOICES, "void_invoices", [invoice], reason="")
+    assert messages_of(resp) == [f"{invoice}: This needs the owner, admin or finance role in its organization."]
+    assert Invoice.objects.get(pk=invoice.pk).status == "draft"
+
+
+# --------------------------------------------------------------------------- refunds
+
+def test_refund_records_the_amount_on_the_payment_and_the_invoice(console, api, chain, client):
+    invoice = issued(api, chain)
+    assert pay(client, {"id": str(invoice.pk), "total": str(invoice.total)}).status_code == 200
+    payment = Payment.objects.get(invoice=invoice)
+    page = action(console, PAYMENTS, "refund_payments", [payment])
+    assert "Refund payments" in page.content.decode() and 'name="amount"' in page.content.decode()
+    resp = apply_action(console, PAYMENTS, "refund_payments", [payment], amount="5.00", reason="goodwill")
+    refund = Refund.objects.get(payment=payment)
+    assert (refund.amount, refund.reason) == (Decimal("5.00"), "goodwill")
+    payment.refresh_from_db()
+    invoice.refresh_from_db()
+    assert (payment.refunded_amount, payment.status) == (Decimal("5.00"), "partially_refunded")
+    assert (invoice.amount_paid, invoice.status) == (Decimal("15.00"), "paid")
+    assert messages_of(resp) == [f"Refunded 5.00 of payment {payment.provider_payment_id} ({invoice})."]
+
+
+def test_a_refund_beyond_what_is_left_is_an_error_message(console, api, chain, client):
+    invoice = issued(api, chain)
+    assert pay(client, {"id": str(invoice.pk), "total": str(invoice.total)}).status_code == 200
+    payment = Payment.objects.get(invoice=invoice)
+    resp = apply_action(console, PAYMENTS, "refund_payments", [payment], amount="25.00")
+    assert resp.status_code == 200
+    assert messages_of(resp) == [f"{payment}: amount: Must be more than 0 and at most 20.00 (what is left of the "
+                                 "payment)."]
+    assert not Refund.objects.exists()
+
+
+def test_a_bad_refund_amount_shows_the_form_again(console, api, chain, client):
+    invoice = issued(api, chain)
+    assert pay(client, {"id": str(invoice.pk), "total": str(invoice.total)}).status_code == 200
+    payment = Payment.objects.get(invoice=invoice)
+    resp = apply_action(console, PAYMENTS, "refund_payments", [payment], amount="-3")
+    assert resp.status_code == 200 and "Ensure this value is greater than or equal to 0.01" in resp.content.decode()
+    assert not Refund.objects.exists()
+
+
+# --------------------------------------------------------------------------- credit pools
+
+@pytest.fixture
+def pool_chain(api, book):
+    """A pool of 100 units for 50 (overage 0.75) sold since June 2025."""
+    return billing_chain(api, book, [credit_pool(100, 50, "0.75")], start="2025-06-01T00:00:00Z")
+
+
+def test_top_up_adds_units_once_per_submitted_form(console, pool_chain):
+    subscription = subscription_of(pool_chain)
+    page = action(console, SUBSCRIPTIONS, "top_up_credits", [subscription])
+    form = page.context["form"]
+    key = form.initial["idempotency_key"]
+    assert key.startswith("console-") and 'name="units"' in page.content.decode()
+    submission = {"units": "25", "note": "goodwill", "idempotency_key": key}
+    resp = apply_action(console, SUBSCRIPTIONS, "top_up_credits", [subscription], **submission)
+    grant = CreditGrant.objects.get(kind="topup")
+    operator = Membership.objects.get(organization=subscription.book.organization, role="owner",
+                                      user__is_staff=True).user
+    assert (grant.units, grant.note, grant.created_by) == (Decimal("25"), "goodwill", f"user:{operator.pk}")
+    assert messages_of(resp) == ["Main: 25 units added; 125 units left."]
+    replay = apply_action(console, SUBSCRIPTIONS, "top_up_credits", [subscription], **submission)
+    assert CreditGrant.objects.filter(kind="topup").count() == 1
+    assert messages_of(replay) == ["Main: 25 units were already added by this form; 125 units left."]
+
+
+def test_top_up_of_a_subscription_without_a_pool_is_an_error_message(console, chain):
+    resp = apply_action(console, SUBSCRIPTIONS, "top_up_credits", [subscription_of(chain)], units="5",
+                        idempotency_key="console-x")
+    assert messages_of(resp) == ["Main: subscriptionId: The subscription's plan has no active credit-pool strategy "
+                                 "for its agent, so it has no credit pool."]
+    assert not CreditGrant.objects.filter(kind="topup").exists()
+
+
+def test_top_up_refuses_units_that_are_not_positive(console, pool_chain):
+    resp = apply_action(console, SUBSCRIPTIONS, "top_up_credits", [subscription_of(pool_chain)], units="0",
+                        idempotency_key="console-x")
+    assert "Must be greater than 0." in resp.content.decode()
+    assert not CreditGrant.objects.filter(kind="topup").exists()
+
+
+def test_pause_and_resume_pool_alerts_are_logged_on_the_subscription(console, pool_chain):
+    subscription = subscription_of(pool_chain)
+    paused = action(console, SUBSCRIPTIONS, "pause_pool_alerts", [subscription])
+    assert messages_of(paused) == ["Main: pool alert emails paused."]
+    assert Subscription.objects.get(pk=subscription.pk).pool_alerts_paused is True
+    action(console, SUBSCRIPTIONS, "resume_pool_alerts", [subscription])
+    assert Subscription.objects.get(pk=subscription.pk).pool_alerts_paused is False
+    summaries = list(SubscriptionChange.objects.filter(subscription=subscription, kind="update")
+                     .order_by("created_at").values_list("summary", "actor"))
+    assert [summary for summary, _ in summaries] == ["Credit-pool alert emails paused",
+                                                    "Credit-pool alert emails resumed"]
+    assert all(actor.startswith("user:") for _, actor in summaries)
+
+
+def test_the_subscription_page_shows_its_strategies_invoices_and_credit_pool(console, api, pool_chain):
+    draft(api, pool_chain, ("2025-06-01T00:00:00Z", "2025-06-30T23:59:59Z"))
+    page = console.get(f"{SUBSCRIPTIONS}{pool_chain.subscription['id']}/change/").content.decode()
+    assert "strategy 0" in page  # the plan's strategy for this agent
+    assert "INV-000001" in page  # the invoices inline
+    assert "100 of 100 units left (100.00%)" in page
+
+
+def test_the_nearly_empty_pool_filter_lists_pools_with_20_percent_or_less_left(console, pool_chain, chain):
+    UsageEventFactory(book=pool_chain.book, customer=pool_chain.customer, signal=pool_chain.signal,
+                      quantity=Decimal(85), usage_date=NOW)
+    resp = console.get(SUBSCRIPTIONS, {"pool_left": "20"})
+    assert [row.pk for row in resp.context["cl"].result_list] == [subscription_of(pool_chain).pk]
+    assert console.get(SUBSCRIPTIONS, {"pool_left": "many"}).status_code == 302  # ?e=1: a bad filter value
+
+
+# --------------------------------------------------------------------------- matters, models, keys
+
+def test_apply_rules_attributes_the_unassigned_events_of_the_books(console, book):
+    matter = MatterFactory(book=book, matter_number="M-42")
+    MatterRuleFactory(matter=matter, agent_code="contracts-bot")
+    event = UsageEventFactory(book=book, agent_code="contracts-bot", usage_date=NOW)
+    resp = action(console, "/admin/matters/matter/", "apply_matter_rules", [matter])
+    assert MatterAttribution.objects.get(event=event).matter_id == matter.pk
+    assert messages_of(resp)[0].startswith(f"{book}: 1 events assigned by rule.")
+
+
+def test_apply_rules_needs_a_matters_role(console_for, book):
+    matter = MatterFactory(book=book)
+    MatterRuleFactory(matter=matter, agent_code="contracts-bot")
+    UsageEventFactory(book=book, agent_code="contracts-bot", usage_date=NOW)
+    resp = action(console_for(role="member", email="m@acme.example.com"), "/admin/matters/matter/",
+                  "apply_matter_rules", [matter])
+    assert messages_of(resp) == [f"{book}: This needs the owner, admin, finance or legal role in its organization."]
+    assert not MatterAttribution.objects.exists()
+
+
+def test_map_model_prefills_the_unknown_model_maps_it_and_prices_the_waiting_events(console, book):
+    waiting = UsageEventFactory(book=book, model="house-llm", model_provider="acme", input_tokens=1_000_000,
+                                output_tokens=0, usage_cost=None, event_status=EventStatus.NEEDS_COST_BACKFILL)
+    service = ServiceEntry.objects.get(provider="openai", canonical_name="gpt-4o")
+    page = action(console, "/admin/customers/usageevent/", "map_model", [waiting])
+    assert page.context["form"].initial == {"model": "house-llm", "model_provider": "acme"}
+    resp = apply_action(console, "/admin/customers/usageevent/", "map_model", [waiting], model="house-llm",
+                        model_provider="acme", service=str(service.pk))
+    waiting.refresh_from_db()
+    assert waiting.event_status == EventStatus.PROCESSED and waiting.usage_cost == service.input_cost * 1_000_000
+    assert ModelAlias.objects.get(book=book, model="house-llm").service == service
+    assert messages_of(resp) == [f"{book}: house-llm (acme) is priced as {service}; 1 unpriced events named it, "
+                                 "1 priced."]
+
+
+def test_map_model_refuses_a_name_the_catalog_knows(console, book):
+    event = UsageEventFactory(book=book, model="gpt-4o", model_provider="openai", usage_cost=None)
+    service = ServiceEntry.objects.get(provider="openai", canonical_name="gpt-4o-mini")
+    resp = apply_action(console, "/admin/customers/usageevent/", "map_model", [event], model="gpt-4o",
+                        model_provider="openai", service=str(service.pk))
+    assert "is already in the catalog" in messages_of(resp)[0]
+    assert not ModelAlias.objects.exists()
+
+
+def test_minting_a_key_shows_the_raw_key_once_and_stores_its_digest(console, org):
+    membership = Membership.objects.get(organization=org, user__is_staff=True)
+    resp = console.post("/admin/accounts/apikey/add/", {"membership": str(membership.pk), "name": "ci",
+                                                        "key_type": "secret", "scope": "ingest",
+                                                        "environment": "live"})
+    raw_key = resp.context["raw_key"]
+    key = ApiKey.objects.get(name="ci")
+    assert raw_key in resp.content.decode() and raw_key.startswith("svc_sk_live_")
+    assert (key.digest, key.scope, key.book.environment) == (key_digest(raw_key), "ingest", "live")
+    assert raw_key not in console.get(f"/admin/accounts/apikey/{key.pk}/change/").content.decode()
+
+
+def test_a_refused_key_shows_the_service_error_on_the_form(console, org):
+    membership = Membership.objects.get(organization=org, user__is_staff=True)
+    resp = console.post("/admin/accounts/apikey/add/", {"membership": str(membership.pk), "key_type": "publishable",
+                                                        "scope": "legal", "environment": "test"})
+    assert resp.status_code == 200 and "scope: Scopes apply to secret keys only." in resp.content.decode()
+    assert not ApiKey.objects.filter(key_type="publishable").exists()
+
+
+def test_only_owners_and_admins_mint_and_revoke_keys(console_for, org, api):
+    member = console_for(role="finance", email="finance@acme.example.com")
+    assert member.get("/admin/accounts/apikey/add/").status_code == 403
+    resp = action(member, "/admin/accounts/apikey/", "revoke_keys", [api.key])
+    assert messages_of(resp) == [f"{api.key}: This needs the owner or admin role in its organization."]
+    assert ApiKey.objects.get(pk=api.key.pk).revoked_at is None
+    owner_resp = action(console_for(), "/admin/accounts/apikey/", "revoke_keys", [api.key])
+    assert ApiKey.objects.get(pk=api.key.pk).revoked_at == NOW
+    assert messages_of(owner_resp) == [f"{api.key} revoked."]
+    assert api.get("/v1/verify").status_code == 401
