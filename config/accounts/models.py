@@ -134,6 +134,7 @@ class ApiKey(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = "API key"
         constraints = [
             models.CheckConstraint(condition=Q(key_type="secret") | Q(scope="full"), name="api_key_scope_secret_only"),
         ]

@@ -62,6 +62,7 @@ class ConsoleSite(admin.AdminSite):
     site_title = "Billing console"
     index_title = "Dashboard"
     index_template = "admin/console/index.html"
+    site_url = None  # the service has no public home page to "view"
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

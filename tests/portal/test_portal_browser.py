@@ -12,37 +12,17 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from django.db import connections
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from customers.models import Customer
 from portal.models import PortalSession
 from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, pay, recurring
 from tests.billing.pools import pool_strategy
 from tests.billing.support import create_strategies, ok
+from tests.browser import chromium  # noqa: F401 (the fixture)
 from tests.factories import CustomerFactory, UsageEventFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
-
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-@pytest.fixture
-def chromium(monkeypatch):
-    """A headless Chromium for one test. Playwright's sync API runs an event loop in this thread while it lives,
-    so it starts after the test's database setup and stops before its flush (both must run outside the loop)."""
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"{CHROMIUM} is missing: `make test` installs Debian's chromium package (scripts/services.sh)")
-    # The test's own ORM calls are synchronous code that Django would otherwise refuse next to a running loop.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
-        connections.close_all()  # the ORM connections opened while the loop ran belong to its context
-
 
 @pytest.fixture
 def page(account, chromium):
