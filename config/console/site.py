@@ -33,6 +33,10 @@ class BookPanel:
     pools_url: str
     unpriced_url: str
 
+    @property
+    def chart_id(self) -> str:
+        return f"chart-{self.figures.book.pk}"
+
 
 def _changelist(name: str, **params) -> str:
     return f"{reverse(f'admin:{name}_changelist')}?{urlencode(params)}"

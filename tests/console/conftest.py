@@ -1,14 +1,11 @@
-"""Console fixtures: staff members signed in to the admin, a settable clock."""
-from datetime import datetime, timezone
-
+"""Console fixtures: staff members signed in to the admin; the billing tests' settable clock (NOW is
+2025-06-10T12:00Z)."""
 import pytest
 from django.test import Client
 
 from config.accounts.models import User
 from config.accounts.services import member_ensure
-from config.core import clock
-
-NOW = datetime(2025, 6, 10, 12, 0, tzinfo=timezone.utc)
+from tests.billing.conftest import NOW, frozen_now  # noqa: F401 (NOW for the tests, the fixture)
 
 
 @pytest.fixture
@@ -29,18 +26,6 @@ def console_for(org):
 def console(console_for):
     """An owner of `org` (Acme Agents), staff, not a superuser."""
     return console_for()
-
-
-@pytest.fixture
-def frozen_now(monkeypatch):
-    """Every reader of config.core.clock.now() sees NOW (2025-06-10T12:00Z); returns a setter to move it."""
-    current = {"now": NOW}
-    monkeypatch.setattr(clock, "now", lambda: current["now"])
-
-    def move(moment: datetime) -> datetime:
-        current["now"] = moment
-        return moment
-    return move
 
 
 def messages_of(resp) -> list[str]:
