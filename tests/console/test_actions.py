@@ -8,7 +8,7 @@ from billing.models import CreditGrant, Invoice, Payment, Refund, Subscription, 
 from catalog.models import ModelAlias, ServiceEntry
 from config.accounts.keys import key_digest
 from config.accounts.models import ApiKey, Membership
-from customers.models import EventStatus, UsageEvent
+from customers.models import EventStatus
 from matters.models import MatterAttribution
 from tests.billing.invoice_support import (JAN, WEBHOOK_SECRET, billing_chain, credit_pool, draft, pay, recurring,
                                            usage)

@@ -47,7 +47,8 @@ def business(api, book, org, client, settings, monkeypatch):
     settings.STRIPE_WEBHOOK_SECRET = WEBHOOK_SECRET
     ServiceEntryFactory(canonical_name="support-llm", provider="testai", input_cost=Decimal("0.0001"),
                         output_cost=Decimal("0"))
-    globex = billing_chain(api, book, [recurring("490"), usage("0.40")], start="2025-03-01T00:00:00Z", name="Support Pro",
+    globex = billing_chain(api, book, [recurring("490"), usage("0.40")], start="2025-03-01T00:00:00Z",
+                           name="Support Pro",
                            customer=CustomerFactory(book=book, name="Globex Corp", external_id="globex",
                                                     email="ap@globex.example.com"))
     april = ok(generate(api, globex, ("2025-04-01T00:00:00Z", "2025-05-01T00:00:00Z")), 201)

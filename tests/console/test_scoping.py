@@ -6,8 +6,10 @@ from django.contrib import admin
 from django.forms import ModelChoiceField
 from django.urls import reverse
 
-from billing.models import Invoice, PlanAgent
+from billing.models import Invoice, PlanAgent, PricingPlan
 from catalog.models import ServiceEntry
+from config.accounts.models import User
+from matters.models import Matter, MatterRule
 from tests.console.conftest import action
 from tests.console.world import populate
 from tests.factories import AgentFactory, book_of
@@ -74,7 +76,6 @@ def test_lists_and_their_filters_show_only_the_operators_organizations(console, 
 
 
 def test_the_organization_filter_offers_visible_organizations_only(console, worlds, org, other_org):
-    from billing.models import PricingPlan
     page = console.get(url(PricingPlan, "changelist")).content.decode()
     assert f"book={book_of(org).pk}" in page and f"book={book_of(org, 'live').pk}" in page
     assert str(book_of(other_org).pk) not in page
@@ -113,8 +114,9 @@ def test_form_choices_of_every_add_and_change_page_are_visible_rows_only(console
             resp = console.get(page)
             if resp.status_code != 200 or "adminform" not in resp.context:
                 continue  # read-only records have no add page; keys are minted on their own page (tested there)
-            forms = [resp.context["adminform"].form] + [form for formset in resp.context["inline_admin_formsets"]
-                                                        for form in formset.formset.forms + [formset.formset.empty_form]]
+            formsets = [inline.formset for inline in resp.context["inline_admin_formsets"]]
+            forms = [resp.context["adminform"].form, *[form for formset in formsets
+                                                       for form in [*formset.forms, formset.empty_form]]]
             for form in forms:
                 # An inline row's hidden primary key is looked up among the inline's own (scoped) rows, never saved
                 # onto another row: Django builds that field from the default manager, so it is left out here.
@@ -126,8 +128,7 @@ def test_form_choices_of_every_add_and_change_page_are_visible_rows_only(console
 
 
 def test_a_foreign_id_posted_in_a_form_is_refused(console, worlds, book):
-    mine, theirs = worlds
-    from matters.models import Matter, MatterRule
+    _, theirs = worlds
     resp = console.post(url(MatterRule, "add"), {"book": str(book.pk), "matter": str(theirs[Matter].pk),
                                                  "priority": "1", "agent_code": "anything"})
     assert resp.status_code == 200 and "Select a valid choice" in resp.content.decode()
@@ -135,7 +136,6 @@ def test_a_foreign_id_posted_in_a_form_is_refused(console, worlds, book):
 
 
 def test_a_plan_never_links_an_agent_of_its_other_book(console, worlds, org):
-    from billing.models import PricingPlan
     mine, _ = worlds
     plan, link = mine[PricingPlan], mine[PlanAgent]
     live_agent = AgentFactory(book=book_of(org, "live"), name="Live agent")
@@ -168,7 +168,6 @@ def test_the_dashboard_shows_only_the_operators_organizations(console, worlds, o
 
 
 def test_a_staff_user_without_a_membership_sees_nothing(client, worlds):
-    from config.accounts.models import User
     client.force_login(User.objects.create_user(email="drifter@example.com", password="pw", is_staff=True))
     assert client.get(url(Invoice, "changelist")).status_code == 403
     page = client.get("/admin/", {"environment": "test"}).content.decode()

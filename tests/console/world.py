@@ -26,7 +26,8 @@ def populate(book, tag: str) -> dict:
     key, _ = api_key_mint(membership=membership, key_type="secret", environment=book.environment, name=f"{tag} key")
     customer = CustomerFactory(book=book, name=f"{tag} customer", external_id=f"{tag}-customer",
                                email=f"billing@{tag}.example.com")
-    signal = SignalFactory(book=book, name=f"{tag}-signal", agent__name=f"{tag} agent", agent__agent_code=f"{tag}-agent")
+    signal = SignalFactory(book=book, name=f"{tag}-signal", agent__name=f"{tag} agent",
+                           agent__agent_code=f"{tag}-agent")
     agent = signal.agent
     event = UsageEventFactory(book=book, customer=customer, signal=signal, model=f"{tag}-model", model_provider="acme",
                               usage_cost=None, event_status="NEEDS_COST_BACKFILL", usage_date=AT)
