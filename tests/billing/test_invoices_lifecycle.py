@@ -350,7 +350,11 @@ def test_the_console_lists_and_shows_invoices_and_voids_through_the_service(admi
     _, invoice = january
     assert admin_client.get("/admin/billing/invoice/").status_code == 200
     assert admin_client.get(f"/admin/billing/invoice/{invoice['id']}/change/").status_code == 200
-    admin_client.post("/admin/billing/invoice/", {"action": "void_invoices", "_selected_action": [invoice["id"]]})
+    confirm = admin_client.post("/admin/billing/invoice/", {"action": "void_invoices", "index": "0",
+                                                            "_selected_action": [invoice["id"]]})
+    assert confirm.status_code == 200 and Invoice.objects.get(pk=invoice["id"]).status == "draft"  # asks first
+    admin_client.post("/admin/billing/invoice/", {"action": "void_invoices", "_selected_action": [invoice["id"]],
+                                                  "apply": "1", "reason": "issued by mistake"})
     assert Invoice.objects.get(pk=invoice["id"]).status == "void"
     assert admin_client.get("/admin/billing/payment/").status_code == 200
     assert admin_client.get("/admin/billing/refund/").status_code == 200
