@@ -133,6 +133,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 @admin.register(Refund)
 class RefundAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["created_at", "payment", "amount", "provider_refund_id", "reason", "book"]
+    list_filter = ["payment__provider", ("provider_refund_id", admin.EmptyFieldListFilter)]
     search_fields = ["provider_refund_id", "payment__provider_payment_id", "payment__invoice__invoice_number"]
     date_hierarchy = "created_at"
     list_select_related = ["payment", "book__organization"]

@@ -86,6 +86,7 @@ class MatterRuleAdmin(BookScopedAdmin):
     list_select_related = ["matter", "book__organization"]
     search_fields = ["matter__matter_number", "matter__name", "agent_code", "customer_external_id",
                      "signal_pattern"]
+    list_filter = ["matter"]
     date_hierarchy = "created_at"
     ordering = ["book", "priority", "created_at"]
     autocomplete_fields = ["matter"]

@@ -164,17 +164,35 @@ class BookListFilter(admin.SimpleListFilter):
         return queryset if self.value() is None else queryset.filter(book_id=self.value())
 
 
-def _is_relation_path(model, path: str) -> bool:
-    """Whether a list_filter entry names a related field (`agent`, `invoice__customer`)."""
-    field = None
+class VisibleValuesListFilter(admin.AllValuesFieldListFilter):
+    """The values of a related row's field among the rows the operator sees (Django's own filter reads the
+    related table whole, every organization's values)."""
+
+    def __init__(self, field, request, params, model, model_admin, field_path):
+        super().__init__(field, request, params, model, model_admin, field_path)
+        self.lookup_choices = (model_admin.get_queryset(request).exclude(**{f"{field_path}__isnull": True})
+                               .order_by(field_path).values_list(field_path, flat=True).distinct())
+
+
+def _scoped_list_filter(model, path: str):
+    """The filter class for a list_filter entry naming a field by path, when Django's default would offer rows
+    or values of other organizations: a related field (`agent`) or a field across a relation without fixed
+    choices (`payment__provider`). None keeps Django's choice."""
+    field, crossed = None, False
     for name in path.split("__"):
         try:
             field = model._meta.get_field(name)
         except FieldDoesNotExist:
-            return False
+            return None
         if field.is_relation:
-            model = field.related_model
-    return field is not None and field.is_relation
+            model, crossed = field.related_model, True
+    if field is None:
+        return None
+    if field.is_relation:
+        return admin.RelatedOnlyFieldListFilter
+    if crossed and not field.choices and not isinstance(field, (models.BooleanField, models.DateField)):
+        return VisibleValuesListFilter
+    return None
 
 
 class SameBookModelForm(forms.ModelForm):
@@ -218,12 +236,11 @@ class ScopedAdminMixin(OperatorPermissionsMixin):
         return super().formfield_for_manytomany(db_field, request, **kwargs)
 
     def get_list_filter(self, request):
-        """The scope filter first; any related-field filter offers only rows referenced from visible rows."""
+        """The scope filter first; related-field filters offer only rows and values of visible rows."""
         filters = []
         for entry in super().get_list_filter(request):
-            if isinstance(entry, str) and _is_relation_path(self.model, entry):
-                entry = (entry, admin.RelatedOnlyFieldListFilter)
-            filters.append(entry)
+            scoped_filter = _scoped_list_filter(self.model, entry) if isinstance(entry, str) else None
+            filters.append((entry, scoped_filter) if scoped_filter else entry)
         field_names = {field.name for field in self.model._meta.fields}
         scope_filter = BookListFilter if "book" in field_names else \
             OrganizationListFilter if "organization" in field_names else None

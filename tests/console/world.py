@@ -38,7 +38,7 @@ def populate(book, tag: str) -> dict:
     invoice = Invoice.objects.create(book=book, customer=customer, subscription=subscription, status="issued",
                                      invoice_number=f"{tag.upper()}-1", period_start=JUNE[0], period_end=JUNE[1],
                                      total=Decimal("10.00"))
-    payment = Payment.objects.create(book=book, invoice=invoice, amount=Decimal("10.00"), provider="local",
+    payment = Payment.objects.create(book=book, invoice=invoice, amount=Decimal("10.00"), provider=f"{tag}-pay",
                                      provider_payment_id=f"{tag}-payment")
     matter = MatterFactory(book=book, matter_number=f"{tag.upper()}-M1", name=f"{tag} matter")
     cap = SpendCap.objects.create(book=book, scope="dev", scope_value=f"{tag}@example.com", amount_usd=1,
