@@ -6,8 +6,8 @@ an `organization`), and every inline `ScopedInlineMixin`, so these are all filte
 - the list, object lookups by URL (change, delete, history) and the rows actions receive (`get_queryset`);
 - autocomplete answers (Django asks the target model's admin for its `get_queryset`);
 - foreign-key and many-to-many choices of forms and inlines, and the related rows a form accepts;
-- list-filter choices: the book or organization filter offers visible ones only, and any other related-field
-  filter offers only rows referenced from visible rows.
+- list-filter choices: the book or organization filter offers visible ones only, and any other filter on a
+  related field offers only the rows and values of visible rows.
 A form also refuses related rows of another book than the row's own (a live plan never links a test agent).
 """
 from django import forms
@@ -22,11 +22,17 @@ from config.accounts.models import Book, Membership, Organization, User
 CONSOLE_ROLES_CACHE = "_console_roles"
 
 
+def _roles(user) -> dict:
+    """organization id -> the user's role there."""
+    if not hasattr(user, CONSOLE_ROLES_CACHE):
+        setattr(user, CONSOLE_ROLES_CACHE, dict(Membership.objects.filter(user=user)
+                                                .values_list("organization_id", "role")))
+    return getattr(user, CONSOLE_ROLES_CACHE)
+
+
 def visible_organization_ids(user):
     """None means every organization (superuser)."""
-    if user.is_superuser:
-        return None
-    return list(Membership.objects.filter(user=user).values_list("organization_id", flat=True))
+    return None if user.is_superuser else list(_roles(user))
 
 
 def visible_organizations(user):
@@ -38,14 +44,6 @@ def visible_books(user):
     ids = visible_organization_ids(user)
     books = Book.objects.select_related("organization")
     return books if ids is None else books.filter(organization_id__in=ids)
-
-
-def _roles(user) -> dict:
-    """organization id -> the user's role there."""
-    if not hasattr(user, CONSOLE_ROLES_CACHE):
-        setattr(user, CONSOLE_ROLES_CACHE, dict(Membership.objects.filter(user=user)
-                                                .values_list("organization_id", "role")))
-    return getattr(user, CONSOLE_ROLES_CACHE)
 
 
 def is_operator(user) -> bool:

@@ -118,7 +118,7 @@ def test_the_dashboard_shows_the_chosen_book(june, console):
 
 
 def test_the_dashboard_reads_each_figure_once(june, console, django_assert_max_num_queries):
-    # Measured: 56 statements, about 40 of them the figures' selectors (one call each); the rest are the session,
+    # Measured: 54 statements, about 40 of them the figures' selectors (one call each); the rest are the session,
     # the permission checks of the app list (memberships read once per request) and the pickers.
     with django_assert_max_num_queries(60):
         assert console.get("/admin/", {"environment": "test"}).status_code == 200
