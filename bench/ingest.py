@@ -7,10 +7,16 @@ It starts nothing itself. Two modes:
   bench/ingest.py --url http://127.0.0.1:8000 --key svc_sk_test_... [--clients 4] [--seconds 20]
 
   # the baseline: the same rows into an equivalent table with plain psycopg batched INSERTs
-  bench/ingest.py --baseline --database-url postgres://postgres:postgres@127.0.0.1:5432/billing
+  bench/ingest.py --baseline executemany --database-url postgres://postgres:postgres@127.0.0.1:5432/billing
+  bench/ingest.py --baseline multirow --database-url ...
 
-Both print events per second and p50/p99 batch latency (one batch = 100 records = one request or one
-INSERT). Clients are processes (not threads) so the load generator is not limited by one interpreter.
+Baselines, each one transaction per batch of 100 rows:
+- `executemany`: psycopg's batched INSERT, `cursor.executemany(INSERT ... VALUES (%s, ...), rows)` (psycopg 3
+  sends the batch in pipeline mode, one round trip);
+- `multirow`: one `INSERT ... VALUES (...), (...), ...` statement of 100 rows, a stronger bound.
+
+All print events per second and p50/p99 batch latency (one batch = 100 records = one request or one
+transaction). Clients are processes (not threads) so the load generator is not limited by one interpreter.
 The baseline table is created with `CREATE TABLE ... (LIKE customers_usageevent INCLUDING ALL)`: the
 same columns, defaults, checks and indexes as the ledger (foreign keys aside), and dropped afterwards.
 """
@@ -86,22 +92,26 @@ def baseline_client(args, client: int, deadline: float, queue):
 
     book, customer, agent, signal = (uuid.uuid4() for _ in range(4))
     placeholders = "(" + ", ".join(["%s"] * len(COLUMNS)) + ")"
+    insert = f"INSERT INTO bench_usage_events_baseline ({', '.join(COLUMNS)}) VALUES "
+    multirow_sql = insert + ", ".join([placeholders] * BATCH) + " ON CONFLICT DO NOTHING"
+    single_sql = insert + placeholders + " ON CONFLICT DO NOTHING"
     latencies, accepted, batch_number = [], 0, 0
     with psycopg.connect(args.database_url) as connection:
         while time.time() < deadline:
             now = datetime.now(timezone.utc)
-            rows = []
-            for record in make_records(client, batch_number, args.customers):
-                rows.extend([uuid.uuid4(), uuid.uuid4(), book, customer, agent, signal,
-                             record["customerExternalId"], record["agentCode"], record["signalName"],
-                             record["model"], record["modelProvider"], record["inputTokens"],
-                             record["outputTokens"], record["quantity"], "0.0042", "PROCESSED",
-                             record["usageDate"], record["idempotencyKey"], json.dumps(record["metadata"]), now, now])
-            sql = (f"INSERT INTO bench_usage_events_baseline ({', '.join(COLUMNS)}) VALUES "
-                   + ", ".join([placeholders] * BATCH) + " ON CONFLICT DO NOTHING")
+            rows = [(uuid.uuid4(), uuid.uuid4(), book, customer, agent, signal,
+                     record["customerExternalId"], record["agentCode"], record["signalName"],
+                     record["model"], record["modelProvider"], record["inputTokens"],
+                     record["outputTokens"], record["quantity"], "0.0042", "PROCESSED",
+                     record["usageDate"], record["idempotencyKey"], json.dumps(record["metadata"]), now, now)
+                    for record in make_records(client, batch_number, args.customers)]
             started = time.perf_counter()
             with connection.transaction():
-                connection.execute(sql, rows)
+                if args.baseline == "multirow":
+                    connection.execute(multirow_sql, [value for row in rows for value in row])
+                else:
+                    with connection.cursor() as cursor:
+                        cursor.executemany(single_sql, rows)
             latencies.append(time.perf_counter() - started)
             batch_number += 1
             accepted += BATCH
@@ -127,7 +137,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="base URL of the service")
     parser.add_argument("--key", help="a secret API key")
-    parser.add_argument("--baseline", action="store_true", help="plain psycopg INSERTs instead of the service")
+    parser.add_argument("--baseline", choices=["executemany", "multirow"],
+                        help="plain psycopg batched INSERTs instead of the service")
     parser.add_argument("--database-url", help="PostgreSQL URL for --baseline (the service's database)")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=20)
@@ -157,7 +168,7 @@ def main():
     latencies = [value for result in results for value in result[0]]
     accepted = sum(result[1] for result in results)
     errors = sum(result[2] for result in results)
-    mode = "baseline (psycopg batched INSERT)" if args.baseline else f"service {args.url}"
+    mode = f"baseline ({args.baseline})" if args.baseline else f"service {args.url}"
     print(f"mode: {mode}")
     print(f"clients: {args.clients}, seconds: {elapsed:.1f}, batches: {len(latencies)}, errors: {errors}")
     print(f"events/s: {accepted / elapsed:,.0f}")

@@ -1,5 +1,7 @@
 """Operator console for matters, routing rules and attributions. Deleting a matter goes through `matter_delete`
-(its events return to Unassigned) and the rules are applied through `matter_rules_apply`, as in the API."""
+(its events return to Unassigned), the rules are applied through `matter_rules_apply`, and the forms check
+what the services check (a member as responsible user, at least one matcher per rule), as in the API."""
+from django import forms
 from django.contrib import admin
 from django.db.models import Count
 
@@ -7,7 +9,8 @@ from config.accounts.admin_actions import act_on_rows
 from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from config.accounts.models import Book, Role
 from matters.models import Matter, MatterAttribution, MatterRule
-from matters.services import matter_delete, matter_rules_apply
+from config.core.errors import ApiError
+from matters.services import matter_delete, matter_rules_apply, responsible_user_check, rule_matchers_check
 
 MATTER_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.FINANCE, Role.LEGAL})  # as the matters endpoints
 
@@ -23,8 +26,38 @@ def apply_matter_rules(modeladmin, request, queryset):
     act_on_rows(modeladmin, request, books, apply, roles=MATTER_ROLES)
 
 
+def service_check(check, **kwargs) -> None:
+    """Run a service's own validation and show its message on the form."""
+    try:
+        check(**kwargs)
+    except ApiError as exc:
+        messages = exc.message if isinstance(exc.message, list) else [exc.message]
+        raise forms.ValidationError([message.split(": ", 1)[-1] for message in messages])
+
+
+class MatterForm(forms.ModelForm):
+    def clean(self):
+        cleaned = super().clean()
+        book = cleaned.get("book") or getattr(self.instance, "book", None)
+        user = cleaned.get("responsible_user")
+        if book is not None:
+            service_check(responsible_user_check, book=book, user_id=user.pk if user else None)
+        return cleaned
+
+
+class MatterRuleForm(forms.ModelForm):
+    def clean(self):
+        cleaned = super().clean()
+        rule = MatterRule(**{field: cleaned.get(field) or None
+                             for field in ("agent_code", "customer_external_id", "signal_pattern")})
+        if not self.cleaned_data.get("DELETE"):
+            service_check(rule_matchers_check, rule=rule)
+        return cleaned
+
+
 class MatterRuleInline(ScopedInlineMixin, admin.TabularInline):
     model = MatterRule
+    form = MatterRuleForm
     extra = 0
     fields = ["priority", "agent_code", "customer_external_id", "signal_pattern", "created_at"]
     readonly_fields = ["created_at"]
@@ -33,6 +66,7 @@ class MatterRuleInline(ScopedInlineMixin, admin.TabularInline):
 
 @admin.register(Matter)
 class MatterAdmin(BookScopedAdmin):
+    form = MatterForm
     list_display = ["matter_number", "name", "client_name", "status", "book", "rule_count", "event_count",
                     "created_at"]
     search_fields = ["matter_number", "name", "client_name"]
@@ -81,6 +115,7 @@ class MatterAdmin(BookScopedAdmin):
 
 @admin.register(MatterRule)
 class MatterRuleAdmin(BookScopedAdmin):
+    form = MatterRuleForm
     list_display = ["matter", "priority", "agent_code", "customer_external_id", "signal_pattern", "book",
                     "created_at"]
     list_select_related = ["matter", "book__organization"]

@@ -32,7 +32,8 @@ NO_MATCHER_MESSAGE = ("agentCode: A rule needs at least one matcher: agentCode, 
 
 # --------------------------------------------------------------------------- matters
 
-def _check_responsible_user(*, book, user_id: UUID | None) -> None:
+def responsible_user_check(*, book, user_id: UUID | None) -> None:
+    """The responsible user must be a member of the matter's organization (400 otherwise)."""
     if user_id is not None and not Membership.objects.filter(
             organization_id=book.organization_id, user_id=user_id).exists():
         raise BadRequest(["responsibleUserId: Not a member of this organization."])
@@ -52,7 +53,7 @@ def _save_matter(matter: Matter) -> Matter:
 def matter_create(*, book, matter_number: str, name: str, client_name: str, status: str,
                   responsible_user_id: UUID | None = None) -> Matter:
     """A new matter; its number is unique per book (409 otherwise)."""
-    _check_responsible_user(book=book, user_id=responsible_user_id)
+    responsible_user_check(book=book, user_id=responsible_user_id)
     return _save_matter(Matter(book=book, matter_number=matter_number, name=name, client_name=client_name,
                                status=status, responsible_user_id=responsible_user_id))
 
@@ -61,7 +62,7 @@ def matter_update(*, book, matter_id, changes: dict) -> Matter:
     """Change only the fields in `changes` (a PATCH body, snake_case); `responsible_user_id: None` clears."""
     matter = get_owned(Matter, book, matter_id)
     if "responsible_user_id" in changes:
-        _check_responsible_user(book=book, user_id=changes["responsible_user_id"])
+        responsible_user_check(book=book, user_id=changes["responsible_user_id"])
     for field, value in changes.items():
         setattr(matter, field, value)
     return _save_matter(matter)
@@ -103,7 +104,8 @@ def matter_assign(*, book, event_id, matter_id, assigned_by: str) -> MatterAttri
 
 # --------------------------------------------------------------------------- routing rules
 
-def _require_matcher(rule: MatterRule) -> None:
+def rule_matchers_check(rule: MatterRule) -> None:
+    """A routing rule needs at least one matcher (400 otherwise)."""
     if all(getattr(rule, field) is None for field in MATCHER_FIELDS):
         raise BadRequest([NO_MATCHER_MESSAGE])
 
@@ -114,7 +116,7 @@ def matter_rule_create(*, book, matter_id, priority: int = 100, agent_code: str 
     """A routing rule for a matter of this book; it needs at least one matcher (400)."""
     rule = MatterRule(book=book, priority=priority, agent_code=agent_code,
                       customer_external_id=customer_external_id, signal_pattern=signal_pattern)
-    _require_matcher(rule)
+    rule_matchers_check(rule)
     rule.matter = _locked_matter(book=book, matter_id=matter_id)
     rule.save()
     return rule
@@ -129,7 +131,7 @@ def matter_rule_update(*, book, rule_id, changes: dict) -> MatterRule:
         rule.matter = _locked_matter(book=book, matter_id=changes.pop("matter_id"))
     for field, value in changes.items():
         setattr(rule, field, value)
-    _require_matcher(rule)
+    rule_matchers_check(rule)
     rule.save()
     return rule
 

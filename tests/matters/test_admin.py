@@ -46,3 +46,24 @@ def test_deleting_a_matter_in_the_console_returns_its_events_and_deletes_its_rul
     assert not Matter.objects.filter(pk=matter.id).exists() and not MatterRule.objects.exists()
     attribution = MatterAttribution.objects.get(event=event)
     assert (attribution.matter_id, attribution.source) == (None, None)
+
+
+def test_a_rule_without_a_matcher_is_refused_in_the_console_as_in_the_api(console, book):
+    matter = MatterFactory(book=book)
+    resp = console.post("/admin/matters/matterrule/add/", {"book": str(book.id), "matter": str(matter.id),
+                                                          "priority": "100"})
+    assert resp.status_code == 200  # the form again, with the service's message
+    assert "at least one matcher" in resp.content.decode().lower()
+    assert not MatterRule.objects.exists()
+
+
+def test_a_responsible_user_outside_the_organization_is_refused_in_the_console(console, book, other_org):
+    # The operator sees both organizations, so the other one's member is offered, but cannot be responsible here.
+    member_ensure(organization=other_org, email="operator@acme.example.com", role="owner")
+    outsider = member_ensure(organization=other_org, email="outsider@other.example.com", role="owner").user
+    resp = console.post("/admin/matters/matter/add/", {
+        "book": str(book.id), "matter_number": "M-1", "name": "Case", "client_name": "Client", "status": "open",
+        "responsible_user": str(outsider.id), "rules-TOTAL_FORMS": "0", "rules-INITIAL_FORMS": "0"})
+    assert resp.status_code == 200
+    assert "Not a member of this organization." in resp.content.decode()
+    assert not Matter.objects.exists()
