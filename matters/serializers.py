@@ -41,7 +41,7 @@ class MatterEventRowOut(serializers.Serializer):
     agentName = serializers.SerializerMethodField()
     signalName = serializers.CharField(source="signal_name")
     quantity = DecimalText()
-    usageCost = DecimalText(source="usage_cost")  # null when unresolved
+    usageCost = DecimalText(source="usage_cost", allow_null=True)  # null when unresolved
     source = serializers.SerializerMethodField()
 
     def get_agentName(self, event) -> str:

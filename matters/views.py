@@ -1,5 +1,6 @@
 """/v1/matters… and /v1/matter-rules… (spec §4 "Matters"): owner, admin, finance or legal users' secret
 keys and the legal key only (spec §5.3, §5.5)."""
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
@@ -96,7 +97,7 @@ class MatterAuditApi(MattersApiView):
             OpenApiParameter("format", str, enum=["json", "csv"], description="`csv` answers text/csv "
                                                                               "with the same rows and a total."),
         ],
-        responses={200: MatterAuditSummaryOut},
+        responses={(200, "application/json"): MatterAuditSummaryOut, (200, "text/csv"): OpenApiTypes.STR},
     )
     def get(self, request):
         query = parse(MatterAuditQueryIn, request.query_params)
