@@ -139,6 +139,10 @@ class MatterRulePageOut(PageOut):
     results = MatterRuleOut(many=True)
 
 
+class MatterRuleDeletedOut(serializers.Serializer):
+    deleted = serializers.BooleanField()
+
+
 class MatterRulesAppliedOut(serializers.Serializer):
     assigned = serializers.IntegerField()
 

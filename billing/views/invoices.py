@@ -82,7 +82,7 @@ class InvoicePdfApi(OrgApiView):
 class InvoiceSendApi(OrgApiView):
     """Email the invoice (finalizing a draft first) with a pay-now link and the PDF attached."""
 
-    @extend_schema(request=InvoiceSendIn, responses={200: InvoiceSendOut, 502: EMAIL_FAILED})
+    @extend_schema(request=InvoiceSendIn, responses={200: InvoiceSendOut, 422: ErrorOut, 502: EMAIL_FAILED})
     def post(self, request, invoice_id):
         delivery = invoice_send(book=self.book, invoice_id=invoice_id, now=clock.now(),
                                 **parse(InvoiceSendIn, request.data))

@@ -148,8 +148,10 @@ class ApiSchema(AutoSchema):
         for status in statuses:
             responses.setdefault(str(status), {"content": {"application/json": {"schema": error_ref}}})
         for code, response in responses.items():
-            if code.isdigit() and int(code) >= 400 and not response.get("description"):
-                response["description"] = self.error_descriptions.get(int(code), "Error.")
+            if code.isdigit() and int(code) >= 400:
+                response.setdefault("content", {"application/json": {"schema": error_ref}})  # the envelope
+                if not response.get("description"):
+                    response["description"] = self.error_descriptions.get(int(code), "Error.")
             if code in ("429", "503"):
                 response.setdefault("headers", {}).update(RETRY_AFTER_HEADER)
         operation["responses"] = dict(sorted(responses.items()))

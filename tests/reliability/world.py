@@ -184,5 +184,5 @@ class World:
             "customerId": self.customer.id, "metric": "cost", "thresholdUsd": "10", "windowMode": "month",
             "notifyEmail": self.owner_email}, 201)
 
-    def record_id(self, path_parameter: str) -> str:
-        return str(getattr(self, PATH_RECORDS[path_parameter]).id)
+    def record_id_of(self, attribute: str) -> str:
+        return str(getattr(self, attribute).id)
