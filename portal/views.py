@@ -10,6 +10,8 @@ from billing import stripe_gateway
 from billing.invoice_documents import InvoiceView, money, period_days
 from billing.models import InvoiceStatus
 from billing.services.payments import checkout_url, invoice_for_pay_token, invoice_pay_locally
+from config.accounts.api import client_ip
+from config.accounts.throttling import link_token_retry_after, record_bad_link_token
 from config.core import clock
 
 
@@ -35,8 +37,15 @@ def _attempt(request) -> uuid.UUID:
 def pay_page(request, token: str):
     """GET: with STRIPE_SECRET_KEY, straight to a Stripe Checkout session for the amount due; without it, a
     local checkout page for development. POST (local checkout only, CSRF-protected): pay what is due."""
+    ip = client_ip(request)
+    retry_after = link_token_retry_after(ip)
+    if retry_after is not None:  # this network has been guessing tokens
+        response = _page(request, "blocked", status=429)
+        response["Retry-After"] = str(retry_after)
+        return response
     invoice = invoice_for_pay_token(token)
     if invoice is None:
+        record_bad_link_token(ip)
         return _page(request, "unknown", status=404)
     if request.method == "POST":
         if not stripe_gateway.is_configured():
