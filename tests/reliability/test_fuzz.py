@@ -8,7 +8,7 @@ Valid (positive) cases address real records: their path ids and body ids (`custo
 replaced by records of a `World` in the key's book, so generated bodies reach the services instead of
 stopping at a 404. Invalid (negative) cases keep what was generated.
 
-`FUZZ_EXAMPLES` (default 4) bounds the examples per operation so `make test` stays quick; `scripts/fuzz.sh`
+`FUZZ_EXAMPLES` (default 10) bounds the examples per operation so `make test` stays quick; `scripts/fuzz.sh`
 runs the deeper pass (docs/decisions/reliability.md records its result).
 """
 import json
@@ -27,7 +27,7 @@ from schemathesis.specs.openapi.checks import (content_type_conformance, respons
 from config.wsgi import application
 from tests.reliability.world import PATH_RECORDS, World
 
-FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "4"))
+FUZZ_EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "10"))
 # The coverage phase (boundary values of every parameter, unbounded by FUZZ_EXAMPLES): the deep run only.
 FUZZ_COVERAGE = os.environ.get("FUZZ_COVERAGE", "0") == "1"
 # The same examples on every run of the suite (stable CI); FUZZ_RANDOM=1 explores anew each time.
