@@ -10,20 +10,19 @@ import socket
 import threading
 import urllib.error
 import urllib.request
-from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
 from django.db import connection, connections
 
 from catalog.models import ModelAlias
+from config.core.tasks import run_scheduled_job_task
 from controls.models import CustomerAlertFiring
 from controls.tasks import evaluate_spend_caps_task
-from config.core.tasks import run_scheduled_job_task
 from customers import backfill
 from customers.models import CODING_AGENT_CODE, Agent, Customer, EventStatus, Signal, UsageEvent
 from customers.tasks import backfill_event_costs_task
-from tests.billing.invoice_support import stripe_event, stripe_signature, WEBHOOK_SECRET
+from tests.billing.invoice_support import WEBHOOK_SECRET, stripe_event, stripe_signature
 from tests.factories import CustomerFactory, ServiceEntryFactory, UsageEventFactory
 from tests.mail import sent_mail
 
@@ -173,7 +172,8 @@ def test_api_answers_503_json_while_the_database_is_unreachable_and_recovers_by_
 @pytest.mark.django_db(transaction=True)
 def test_spend_cap_alert_task_that_crashes_half_way_sends_each_alert_once_when_run_again(api, book, monkeypatch):
     for cap in ({"scope": "org", "amountUsd": "10", "alertThresholds": [50, 80, 100]},
-                {"scope": "dev", "scopeValue": "dev@team.example.com", "amountUsd": "10", "alertThresholds": [50, 100]}):
+                {"scope": "dev", "scopeValue": "dev@team.example.com", "amountUsd": "10",
+                 "alertThresholds": [50, 100]}):
         assert api.post("/v1/control/caps", {"providerScope": "all", "period": "month", "mode": "track",
                                              **cap}).status_code == 201
     developer = CustomerFactory(book=book, external_id="dev@team.example.com", is_internal=True)

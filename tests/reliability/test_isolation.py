@@ -16,7 +16,6 @@ one fails, naming it (add the entry when you add the route). The entry kinds:
 
 Whatever the kind, no answer to another key may contain the id of any record A has.
 """
-import json
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -24,8 +23,8 @@ from typing import Callable
 
 import pytest
 
-from customers.models import UsageEvent
 from controls.models import Device
+from customers.models import UsageEvent
 from matters.models import MatterAttribution
 from tests.reliability.world import JAN, PATH_RECORDS, UNKNOWN_MODEL, World
 from tests.routes import api_routes
