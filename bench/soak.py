@@ -13,7 +13,8 @@ idempotency key of its own, and keeps a ledger of what the service acknowledged.
 - some records are invalid (negative tokens): `stored: false`, and they must not be stored;
 - some records name a model the catalog does not know: stored with cost null (`stored: true`);
 - a request that fails (connection error, 5xx, 429) is sent again unchanged until acknowledged, as a
-  client with idempotency keys may.
+  client with idempotency keys may: if the lost attempt had committed, the retry answers with replays of
+  it (counted as "batches committed before their answer was lost").
 
 When the time is up, the events stored for this run (its own agent code) are read back and checked:
 the stored idempotency keys are exactly the acknowledged ones, none twice, each with the acknowledged
@@ -45,6 +46,7 @@ class Ledger:
     replayed_batches: int = 0
     replays_checked: int = 0
     retries: int = 0
+    committed_before_lost_answer: int = 0  # retried batches that came back as replays of the lost attempt
     statuses: dict = field(default_factory=dict)  # non-200 answers by status (and "connection")
     problems: list = field(default_factory=list)  # answers that contradict the ledger
 
@@ -91,7 +93,9 @@ class Connection:
             raise
 
 
-def send_until_acknowledged(connection: Connection, records: list[dict], ledger: Ledger) -> dict:
+def send_until_acknowledged(connection: Connection, records: list[dict], ledger: Ledger
+                            ) -> tuple[dict, bool]:
+    """The service's answer, and whether it took more than one attempt."""
     body = json.dumps({"records": records}).encode()
     for attempt in range(1, 31):
         try:
@@ -99,15 +103,17 @@ def send_until_acknowledged(connection: Connection, records: list[dict], ledger:
         except (OSError, http.client.HTTPException):
             status, payload = "connection", b""
         if status == 200:
-            return json.loads(payload)
+            return json.loads(payload), attempt > 1
         ledger.statuses[str(status)] = ledger.statuses.get(str(status), 0) + 1
         ledger.retries += 1
         time.sleep(min(0.2 * attempt, 3))
     raise RuntimeError("a batch was never acknowledged")
 
 
-def take_answer(records: list[dict], invalid: set, answer: dict, ledger: Ledger, *, replayed_batch: bool):
-    """Fold one acknowledged batch into the ledger, noting anything that contradicts it."""
+def take_answer(records: list[dict], invalid: set, answer: dict, ledger: Ledger, *, replayed_batch: bool,
+                retried: bool = False):
+    """Fold one acknowledged batch into the ledger, noting anything that contradicts it. A new batch answers
+    without replays, unless it was retried and the lost attempt had committed (then all of it replays)."""
     seen_in_batch = {}
     entries = sorted(answer["results"]["success"] + answer["results"]["failed"], key=lambda entry: entry["index"])
     if len(entries) != len(records) or answer["processed"] != len(records):
@@ -128,9 +134,11 @@ def take_answer(records: list[dict], invalid: set, answer: dict, ledger: Ledger,
             if not entry.get("replayed") or entry["eventId"] != known[0]:
                 ledger.problems.append(f"{key}: replay answered {entry['eventId']} (first {known[0]})")
         else:
-            if replayed_batch or entry.get("replayed"):
+            if replayed_batch or (entry.get("replayed") and not retried):
                 ledger.problems.append(f"{key}: unexpected first acceptance / replay flag")
             seen_in_batch[key] = (entry["eventId"], cost)
+    if retried and any(entry.get("replayed") for entry in entries if entry.get("stored") is not False):
+        ledger.committed_before_lost_answer += 1
     ledger.accepted.update(seen_in_batch)
 
 
@@ -140,18 +148,17 @@ def client_main(args, run: str, client: int, deadline: float, queue):
     ledger, sent = Ledger(), []
     sequence = 0
     while time.time() < deadline:
-        if sent and rng.random() < args.replay_rate:
+        replay = bool(sent) and rng.random() < args.replay_rate
+        if replay:
             records, invalid = rng.choice(sent)
-            take_answer(records, invalid, send_until_acknowledged(connection, records, ledger), ledger,
-                        replayed_batch=True)
             ledger.replayed_batches += 1
         else:
             records, invalid = make_batch(args, run, client, sequence, rng)
             sequence += 1
-            take_answer(records, invalid, send_until_acknowledged(connection, records, ledger), ledger,
-                        replayed_batch=False)
-            if len(sent) < 50:
-                sent.append((records, invalid))
+        answer, retried = send_until_acknowledged(connection, records, ledger)
+        take_answer(records, invalid, answer, ledger, replayed_batch=replay, retried=retried)
+        if not replay and len(sent) < 50:
+            sent.append((records, invalid))
         ledger.batches += 1
     queue.put(ledger)
 
@@ -221,6 +228,8 @@ def verify(ledgers: list[Ledger], stored: list[tuple]) -> tuple[dict, list[str]]
         "sum of reported totalCostUsd": str(reported),
         "sum of stored usageCost": str(stored_sum),
         "retried requests": sum(ledger.retries for ledger in ledgers),
+        "batches committed before their answer was lost": sum(ledger.committed_before_lost_answer
+                                                               for ledger in ledgers),
         "non-200 answers": {status: sum(ledger.statuses.get(status, 0) for ledger in ledgers)
                             for status in sorted({s for ledger in ledgers for s in ledger.statuses})},
     }

@@ -46,3 +46,15 @@ def test_contradictory_answers_fail_the_soak():
         {"index": 1, "eventId": "e2", "totalCostUsd": "1"}]}}  # the in-batch repeat was not a replay
     soak.take_answer(records, set(), answer, told, replayed_batch=False)
     assert told.problems and "replay answered e2" in told.problems[0]
+
+
+def test_a_retried_batch_may_come_back_as_replays_of_its_lost_attempt():
+    records = [{"idempotencyKey": "k1"}]
+    answer = {"processed": 1, "results": {"failed": [], "success": [
+        {"index": 0, "eventId": "e1", "totalCostUsd": "1", "replayed": True}]}}
+    told, retried = soak.Ledger(), soak.Ledger()
+    soak.take_answer(records, set(), answer, told, replayed_batch=False)
+    soak.take_answer(records, set(), answer, retried, replayed_batch=False, retried=True)
+    assert told.problems  # a first attempt is never a replay
+    assert not retried.problems and retried.accepted == {"k1": ("e1", "1")}
+    assert retried.committed_before_lost_answer == 1
