@@ -3,8 +3,29 @@ import pytest
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
+from pytest_django.fixtures import validate_django_db
+
 from config.accounts.services import api_key_mint, member_ensure
 from tests.factories import OrganizationFactory, book_of
+
+
+def _run_order(item) -> int:
+    """pytest-django's order (database tests, then transactional ones, then the rest), with transactional
+    tests that reload the initial data (`serialized_rollback`: the catalog) before the other transactional
+    tests: those flush the database and re-create content types, which a later reload would duplicate."""
+    marker = item.get_closest_marker("django_db")
+    transaction = serialized = False
+    if marker:
+        transaction, reset_sequences, _, serialized, _ = validate_django_db(marker)
+        transaction = transaction or reset_sequences
+    if transaction or {"transactional_db", "live_server"} & set(item.fixturenames):
+        return 1 if serialized else 2
+    return 0 if marker or "db" in item.fixturenames else 3
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items):
+    items.sort(key=_run_order)
 
 
 @pytest.fixture(autouse=True)
