@@ -1,7 +1,7 @@
 """How the two kinds of /v1 views appear in the OpenAPI schema.
 
 `OrgApiView` (ApiKeySchema): the `x-api-key` security scheme, the errors of the key policy (401, 403,
-429, and 503 when the key cannot be checked) and one sentence per operation saying which keys may call
+429; 503 also when the key cannot be checked) and one sentence per operation saying which keys may call
 it. `SessionApiView` (SessionSchema): the session cookie, with what its 401 and 403 mean.
 """
 from typing import NamedTuple
@@ -72,7 +72,7 @@ class ApiKeySchema(ApiSchema):
     def auth_error_statuses(self) -> set[int]:
         policy = self.key_policy()
         admits_every_key = policy.publishable and policy.any_scope and policy.roles is None
-        return {401, 429, 503} | (set() if admits_every_key else {403})
+        return {401, 429} | (set() if admits_every_key else {403})
 
     def access_sentence(self) -> str:
         policy = self.key_policy()

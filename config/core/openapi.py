@@ -8,7 +8,8 @@ layers produce:
 - 400 when the operation takes a body or query parameters (validation, malformed JSON);
 - 404 when its path has a parameter or its body names records by UUID (missing, malformed and foreign
   ids read alike);
-- 401/403 (and 429, 503) from the view's authentication, see `auth_error_statuses`;
+- 401/403 (and 429) from the view's authentication, see `auth_error_statuses`;
+- 503 on every operation (the database does not answer);
 - any other error status a view declares itself: `responses={201: CustomerOut, 409: ErrorOut}`
   (its description is filled in here).
 
@@ -39,6 +40,7 @@ ERROR_DESCRIPTIONS = {
     410: "Gone.",
     422: "Structurally valid but inconsistent.",
     429: "Request rate exceeded; retry after `Retry-After` seconds.",
+    503: "The database is unavailable (`code: service_unavailable`); transient, retry after `Retry-After` seconds.",
 }
 
 RETRY_AFTER_HEADER = {"Retry-After": {"description": "Seconds to wait before retrying.",
@@ -137,7 +139,7 @@ class ApiSchema(AutoSchema):
         if operation is None:
             return None
         parameters = operation.get("parameters", [])
-        statuses = self.auth_error_statuses()
+        statuses = self.auth_error_statuses() | {503}
         if "requestBody" in operation or any(p["in"] == "query" for p in parameters):
             statuses.add(400)
         if any(p["in"] == "path" for p in parameters) or (
