@@ -1,5 +1,6 @@
 """Shared fixtures: organizations, keys and API clients bound to a key (spec §5)."""
 import pytest
+from celery import _state as celery_state
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
@@ -31,8 +32,12 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(autouse=True)
 def _isolated_state(settings, tmp_path):
     """Each test: an empty shared cache (rate counters), request-log entries written at once,
-    and its own mail directory."""
+    its own mail directory, and Celery outside any task."""
     cache.clear()
+    # Eager tasks (CELERY_TASK_ALWAYS_EAGER) mark "inside a task" in a process-wide flag that each call saves
+    # and restores; calls overlapping in a live server's threads (every usage batch enqueues the credit-pool
+    # task) can restore it to "inside" for good, and every later `result.get()` of the process would refuse.
+    celery_state._set_task_join_will_block(False)
     settings.API_REQUEST_LOG_FLUSH_SECONDS = 0
     settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
     settings.EMAIL_FILE_PATH = str(tmp_path / "mail")

@@ -4,61 +4,23 @@ Threads released together by a barrier send the requests; the database (constrai
 `ON CONFLICT`) is the referee. Invoice numbering and payment webhooks under concurrency are in
 tests/billing/test_invoices_concurrency.py.
 """
-import json
-import threading
-import urllib.error
-import urllib.request
 from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
-from django.db import connection
 
-from billing.models import Invoice
+from billing.models import CreditGrant, Invoice
 from billing.services.invoices import invoices_finalize_due
 from customers.models import Agent, Customer, Signal, UsageEvent
 from matters.models import MatterAttribution
 from tests.factories import MatterFactory, MatterRuleFactory, ServiceEntryFactory, UsageEventFactory
 from tests.mail import sent_mail
+from tests.parallel import in_parallel, post
 from tests.reliability.world import JAN, World
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 PARALLEL = 8
-
-
-def in_parallel(calls: list) -> list:
-    """Run every callable at the same moment (a barrier releases all threads together); their results in
-    order. Each thread closes its own database connection, if it opened one."""
-    barrier = threading.Barrier(len(calls))
-    results: list = [None] * len(calls)
-
-    def run(position: int, call):
-        barrier.wait()
-        try:
-            results[position] = call()
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i, call)) for i, call in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
-
-
-def post(url: str, key: str, body: dict):
-    """A callable that POSTs JSON and answers (status, parsed body)."""
-    def send():
-        request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
-                                         headers={"x-api-key": key, "Content-Type": "application/json"})
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                return response.status, json.loads(response.read())
-        except urllib.error.HTTPError as failure:
-            return failure.code, json.loads(failure.read())
-    return send
 
 
 @pytest.fixture
@@ -147,6 +109,25 @@ def test_parallel_rule_sweeps_attribute_each_event_once(live_server, api, book, 
 
 
 # --------------------------------------------------------------------------- credit pools
-# Credit-pool top-ups land with the credit-pools branch: parallel POSTs of
-# /v1/subscriptions/{id}/credit-topup with one idempotencyKey must create one grant (one `created: true`,
-# the rest replays of it). Add that test here, with the helpers above.
+
+def test_parallel_top_ups_with_one_key_create_one_grant(live_server, api):
+    subscription = World(api).pool_subscription  # a pool of 100 units, nothing used
+    topup = post(f"{live_server.url}/v1/subscriptions/{subscription.id}/credit-topup", api.raw_key,
+                 {"units": 25, "idempotencyKey": "same"})
+    results = in_parallel([topup] * PARALLEL)
+    assert sorted(status for status, _ in results) == [200] * (PARALLEL - 1) + [201]
+    assert len({body["grantId"] for _, body in results}) == 1
+    assert [body["created"] for _, body in results].count(True) == 1
+    assert CreditGrant.objects.filter(kind="topup").count() == 1
+    assert all(body["remainingUnits"] == 125 for _, body in results)
+
+
+def test_parallel_top_ups_with_different_keys_all_count_and_make_one_period_grant(live_server, api):
+    subscription = World(api).pool_subscription
+    url = f"{live_server.url}/v1/subscriptions/{subscription.id}/credit-topup"
+    results = in_parallel([post(url, api.raw_key, {"units": 10, "idempotencyKey": f"key-{i}"})
+                           for i in range(PARALLEL)])
+    assert all(status == 201 for status, _ in results)
+    assert max(body["remainingUnits"] for _, body in results) == 100 + 10 * PARALLEL
+    assert CreditGrant.objects.filter(kind="topup").count() == PARALLEL
+    assert CreditGrant.objects.filter(kind="period").count() == 1

@@ -20,8 +20,10 @@ from config.core.tasks import run_scheduled_job_task
 from controls.models import CustomerAlertFiring
 from controls.tasks import evaluate_spend_caps_task
 from customers import backfill
-from customers.models import CODING_AGENT_CODE, Agent, Customer, EventStatus, Signal, UsageEvent
+from customers.models import CODING_AGENT_CODE, Agent, Customer, EventStatus, RollupGrain, Signal, UsageEvent
+from customers.rollup import analytics_rollup_rebuild
 from customers.tasks import backfill_event_costs_task
+from tests.billing.analytics_support import scanned, stored
 from tests.billing.invoice_support import WEBHOOK_SECRET, stripe_event, stripe_signature
 from tests.factories import CustomerFactory, ServiceEntryFactory, UsageEventFactory
 from tests.mail import sent_mail
@@ -219,31 +221,44 @@ def test_customer_alert_job_that_crashes_half_way_fires_each_watch_once_when_run
 
 
 @pytest.mark.django_db(transaction=True)
-def test_backfill_task_that_crashes_half_way_prices_each_event_once_when_run_again(book, monkeypatch):
+@pytest.mark.parametrize("seam", [
+    "_price_and_save",  # between two chunks
+    "analytics_rollup_add",  # inside a chunk: its events re-priced and taken out of the rollup, not yet back in
+])
+def test_backfill_task_that_crashes_half_way_prices_each_event_once_when_run_again(book, monkeypatch, seam):
     service = ServiceEntryFactory(canonical_name="priced-llm", provider="acme", input_cost=D("0.001"),
                                   output_cost=D("0.002"))
     events = [UsageEventFactory(book=book, model="legacy-llm", model_provider="acme", input_tokens=1000,
                                 output_tokens=10, usage_cost=None, event_status=EventStatus.NEEDS_COST_BACKFILL)
               for _ in range(7)]
+    analytics_rollup_rebuild(book=book)  # the rollup as recording them left it
     ModelAlias.objects.create(book=book, model="legacy-llm", model_provider="acme", service=service)
     monkeypatch.setattr(backfill, "BACKFILL_CHUNK", 3)
     priced_ids = []
 
     def price_and_save(book, chunk):
-        priced_ids.extend(event.pk for event in chunk)
-        return real_price_and_save(book, chunk)
+        priced = real_price_and_save(book, chunk)
+        priced_ids.extend(event.pk for event in chunk)  # only chunks that got through
+        return priced
 
     real_price_and_save = backfill._price_and_save
-    monkeypatch.setattr(backfill, "_price_and_save", crash_on_call(2, price_and_save))
+    working = {"_price_and_save": price_and_save, "analytics_rollup_add": backfill.analytics_rollup_add}
+    monkeypatch.setattr(backfill, "_price_and_save", price_and_save)
+    monkeypatch.setattr(backfill, seam, crash_on_call(2, working[seam]))
 
     with pytest.raises(Crash):
         backfill_event_costs_task.delay(str(book.id), "legacy-llm", "acme")
     assert UsageEvent.objects.filter(usage_cost__isnull=False).count() == 3  # the first chunk committed
+    assert stored(book) == scanned(book)  # the rollup moved with it, and with nothing of the crashed chunk
 
-    monkeypatch.setattr(backfill, "_price_and_save", price_and_save)
+    monkeypatch.setattr(backfill, seam, working[seam])
     assert backfill_event_costs_task.delay(str(book.id), "legacy-llm", "acme").get() == 4
     assert sorted(priced_ids) == sorted(event.pk for event in events)  # each event priced exactly once
     assert set(UsageEvent.objects.values_list("usage_cost", "event_status")) == {(D("1.02"), "PROCESSED")}
+    rollup = stored(book)
+    assert rollup == scanned(book)  # exact after the crash and the re-run: nothing counted twice or lost
+    full = [values for key, values in rollup.items() if key[0] == RollupGrain.FULL]
+    assert (sum(v[0] for v in full), sum(v[1] for v in full), sum(v[3] for v in full)) == (7, 0, 7 * D("1.02"))
 
 
 # --------------------------------------------------------------------------- a batch cut off mid-way

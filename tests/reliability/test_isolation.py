@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import pytest
+from django.core.cache import cache
 
 from controls.models import Device
 from customers.models import UsageEvent
 from matters.models import MatterAttribution
+from portal.models import PortalSession
 from tests.reliability.world import JAN, PATH_RECORDS, UNKNOWN_MODEL, World
 from tests.routes import api_routes
 
@@ -68,6 +70,8 @@ SUBSCRIPTION = {"name": "Sub", "planId": "{plan.id}", "agentId": "{agent.id}", "
                 "startDate": JAN[0]}
 STRATEGY = {"name": "per call", "agentId": "{agent.id}", "chargeType": "usage", "signalId": "{signal.id}",
             "pricingModel": "flat", "rate": "0.1"}
+POOL = {"subscription_id": "pool_subscription"}
+JANUARY = {"startDate": "2025-01-01", "endDate": "2025-01-31"}
 RECORD = {"customerExternalId": "{customer.externalId}", "agentCode": "{agent.agentCode}",
           "signalName": "{signal.shortName}", "model": "{service.canonical_name}", "modelProvider": "worldai",
           "inputTokens": 10, "idempotencyKey": "{event.idempotency_key}"}
@@ -175,7 +179,25 @@ ROUTES = {
     ("POST", "/v1/customer-alerts"): Writes(CUSTOMER_ALERT, 404, 201),
     ("PATCH", "/v1/customer-alerts/{alert_id}"): Addressed({"thresholdUsd": "20"}),
     ("DELETE", "/v1/customer-alerts/{alert_id}"): Addressed(),
-    # Credit pools (with their concurrent top-up test), analytics and portal sessions land here.
+    # credit pools (the pool subscription's; parallel top-ups: test_concurrency.py)
+    ("GET", "/v1/credit-balances"): Reads(("pool_subscription",)),
+    ("GET", "/v1/subscriptions/{subscription_id}/credit-balance"): Addressed(records=POOL),
+    ("POST", "/v1/subscriptions/{subscription_id}/credit-topup"): Addressed(
+        {"units": "10", "idempotencyKey": "topup-{tag}"}, owner=201, records=POOL),
+    ("POST", "/v1/subscriptions/{subscription_id}/credit-alerts-pause"): Addressed({"paused": True}, records=POOL),
+    # analytics and revenue: the other books' figures do not move when A records usage
+    ("GET", "/v1/analytics/usage"): Reads(("recorded_event",), query=JANUARY),
+    ("GET", "/v1/analytics/cost"): Reads(("recorded_event",), query=JANUARY),
+    ("GET", "/v1/analytics/mrr"): Reads(("subscription", "recorded_event"), query={"variant": "all"}),
+    ("GET", "/v1/analytics/revenue"): Reads(("subscription", "recorded_event"), query=JANUARY),
+    ("GET", "/v1/customers/{customer_id}/revenue"): Addressed(),
+    ("GET", "/v1/subscriptions/{subscription_id}/revenue"): Addressed(),
+    # portal sessions
+    ("GET", "/v1/portal-sessions"): Reads(("portal_session",)),
+    ("POST", "/v1/portal-sessions"): Writes({"customerId": "{customer.id}"}, 404, 201, effect=lambda world: sorted(
+        PortalSession.objects.filter(book=world.book).values_list("id", flat=True))),
+    ("GET", "/v1/portal-sessions/{session_id}"): Addressed(),
+    ("DELETE", "/v1/portal-sessions/{session_id}"): Addressed(owner=204),
 }
 
 URL_CONF_ROUTES = sorted({(method.upper(), path) for path, _, method in api_routes()}, key=lambda r: (r[1], r[0]))
@@ -287,6 +309,7 @@ def check_reads(entry, method, path, world, owner, others):
     before = {name: seen(send(client, method, path, query=query)) for name, client in callers.items()}
     for record in entry.records:
         getattr(world, record)
+    cache.clear()  # reads kept for a while (credit balances: 30 s) are computed afresh, so a leak would show
     for name, client in others.items():
         resp = send(client, method, path, query=query)
         assert seen(resp) == before[name], f"{method} {path} with {name}'s key changed when the other book's " \

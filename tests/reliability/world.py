@@ -24,7 +24,7 @@ PATH_RECORDS = {
     "customer_id": "customer", "agent_id": "agent", "signal_id": "signal", "plan_id": "plan",
     "strategy_id": "strategy", "subscription_id": "subscription", "invoice_id": "invoice",
     "payment_id": "payment", "matter_id": "matter", "rule_id": "rule", "cap_id": "cap", "alert_id": "alert",
-    "service_id": "service",
+    "service_id": "service", "session_id": "portal_session",
 }
 
 
@@ -101,6 +101,28 @@ class World:
             "name": f"Sub {self.tag}", "planId": self.plan.id, "agentId": self.agent.id,
             "customerId": self.customer.id, "startDate": JAN[0], "status": "active"})
 
+    @cached_property
+    def pool_plan(self):
+        """A plan selling a credit pool of 100 units of the signal a period, 0.75 a unit beyond."""
+        plan = self.post("/v1/pricing-plans", {"name": f"Pool {self.tag}", "agentId": self.agent.id})
+        ok(self.client.post(f"/v1/pricing-plans/{plan.id}/pricing-strategies", [
+            {"name": "credit pool", "agentId": self.agent.id, "chargeType": "usage", "signalId": self.signal.id,
+             "pricingModel": "credit_pool", "tiers": [{"lower": 0, "upper": 100, "rate": 50},
+                                                      {"lower": 100, "upper": None, "rate": "0.75"}]}]), 201)
+        return plan
+
+    @cached_property
+    def pool_subscription(self):
+        """The customer's subscription to the pool plan (what the credit-balance routes address)."""
+        return self.post("/v1/subscriptions", {
+            "name": f"Pool sub {self.tag}", "planId": self.pool_plan.id, "agentId": self.agent.id,
+            "customerId": self.customer.id, "startDate": JAN[0], "status": "active"})
+
+    @cached_property
+    def pool_topup(self):
+        return self.post(f"/v1/subscriptions/{self.pool_subscription.id}/credit-topup",
+                         {"units": "25", "idempotencyKey": f"topup-{self.tag}"}, 201)
+
     # ------------------------------------------------------------------ the ledger
     def _event(self, **fields):
         return UsageEventFactory(book=self.book, customer=Customer.objects.get(pk=self.customer.id),
@@ -118,6 +140,17 @@ class World:
         model, provider = UNKNOWN_MODEL
         return self._event(model=model, model_provider=provider, usage_cost=None,
                            event_status="NEEDS_COST_BACKFILL")
+
+    @cached_property
+    def recorded_event(self):
+        """A priced event of the customer's signal on 2025-01-15, recorded through the API (so the analytics
+        rollup counts it, as it counts every recorded event)."""
+        resp = self.post("/v1/usage/record", {"records": [{
+            "customerExternalId": self.customer.externalId, "agentCode": self.agent.agentCode,
+            "signalName": self.signal.shortName, "model": self.service.canonical_name, "modelProvider": "worldai",
+            "inputTokens": 1000, "quantity": 3, "usageDate": "2025-01-15T12:00:00Z"}]})
+        assert resp.successful == 1, resp.__dict__
+        return Record({"id": resp.results["success"][0]["eventId"]})
 
     @cached_property
     def developer_email(self) -> str:
@@ -183,6 +216,11 @@ class World:
         return self.post("/v1/customer-alerts", {
             "customerId": self.customer.id, "metric": "cost", "thresholdUsd": "10", "windowMode": "month",
             "notifyEmail": self.owner_email}, 201)
+
+    # ------------------------------------------------------------------ portal
+    @cached_property
+    def portal_session(self):
+        return self.post("/v1/portal-sessions", {"customerId": self.customer.id}, 201)
 
     def record_id_of(self, attribute: str) -> str:
         return str(getattr(self, attribute).id)
