@@ -58,7 +58,11 @@ schema.config.phases.coverage.enabled = FUZZ_COVERAGE
 BODY_RECORDS = {"customerId": "customer", "agentId": "agent", "signalId": "signal", "planId": "plan",
                 "subscriptionId": "subscription", "matterId": "matter", "eventId": "event", "serviceId": "service"}
 # Where a path needs a particular record rather than the default of its parameter name.
-PATH_OVERRIDES = {"/v1/invoices/{invoice_id}/payments/{payment_id}/refund": {"invoice_id": "paid_invoice"}}
+POOL = {"subscription_id": "pool_subscription"}
+PATH_OVERRIDES = {"/v1/invoices/{invoice_id}/payments/{payment_id}/refund": {"invoice_id": "paid_invoice"},
+                  "/v1/subscriptions/{subscription_id}/credit-balance": POOL,
+                  "/v1/subscriptions/{subscription_id}/credit-topup": POOL,
+                  "/v1/subscriptions/{subscription_id}/credit-alerts-pause": POOL}
 
 
 def error_envelope(ctx, response, case):

@@ -28,6 +28,7 @@ from config.accounts.models import Invitation, Membership
 from config.accounts.services import api_key_revoke, invitation_create
 from config.core import clock
 from config.core.logs import JsonFormatter
+from portal.models import PortalSession
 from tests.factories import UserFactory
 from tests.mail import sent_mail
 from tests.reliability.world import World
@@ -79,7 +80,13 @@ def test_link_tokens_are_stored_as_digests_only_and_carry_enough_entropy(api, or
                                                  invited_by=owner, now=clock.now())
     assert Invitation.objects.get(pk=invitation.pk).digest == hashlib.sha256(invite_token.encode()).hexdigest()
 
-    for token in (pay_token, invite_token):  # secrets.token_urlsafe(32): 256 random bits
+    portal_token = world.portal_session.token
+    session = PortalSession.objects.get(pk=world.portal_session.id)
+    assert session.token_digest == hashlib.sha256(portal_token.encode()).hexdigest()
+    assert portal_token not in json.dumps({f.attname: str(getattr(session, f.attname))
+                                           for f in PortalSession._meta.fields})
+
+    for token in (pay_token, invite_token, portal_token):  # secrets.token_urlsafe(32): 256 random bits
         assert URL_SAFE_TOKEN.fullmatch(token) and len(token) * 6 >= 256, token
     assert KEY_RANDOM_LENGTH * math.log2(len(KEY_ALPHABET)) > 230  # API keys: 40 characters of 62
 
@@ -98,7 +105,8 @@ def test_no_key_or_link_token_reaches_the_logs_or_an_error_body(api, client_for,
     revoked = client_for(role="finance")
     api_key_revoke(key=revoked.key, now=clock.now())
     unknown_key = "svc_sk_test_" + "Z" * 40
-    secrets_sent = [api.raw_key, revoked.raw_key, unknown_key, pay_token, invite_token]
+    portal_token = world.portal_session.token
+    secrets_sent = [api.raw_key, revoked.raw_key, unknown_key, pay_token, invite_token, portal_token]
 
     anonymous, browser = APIClient(), Client()
     signed_in = APIClient()
@@ -114,9 +122,11 @@ def test_no_key_or_link_token_reaches_the_logs_or_an_error_body(api, client_for,
         signed_in.post(f"/v1/invitations/accept/{invite_token}x"),
         signed_in.post(f"/v1/invitations/accept/{invite_token}"),
         browser.get(f"/pay/{pay_token}"), browser.get(f"/pay/{pay_token}x"), browser.get(f"/portal/{pay_token}"),
+        browser.get(f"/portal/{portal_token}"), browser.get(f"/portal/{portal_token}"),  # opened, then used
+        browser.get(f"/portal/{portal_token}x"),
     ]
     logged = log_output()
-    assert "/pay/[redacted]" in logged and "billing.access" in logged  # the capture works
+    assert "/pay/[redacted]" in logged and "/portal/[redacted]" in logged  # the capture works
     for secret in secrets_sent:
         assert secret not in logged
     for answer in answers:
@@ -183,13 +193,13 @@ def test_production_redirects_plain_http_to_https(production):
 # --------------------------------------------------------------------------- guessing hosted-page tokens
 
 def hosted_token_pages() -> list[str]:
-    """Every page outside /v1 whose path carries a token (/pay/{token}, and /portal/{token} once it exists)."""
+    """Every page outside /v1 whose path carries a token (the pay-now link, the portal link)."""
     return sorted(path for path, _ in url_routes(get_resolver().url_patterns)
                   if "{token}" in path and not path.startswith("/v1/"))
 
 
 def test_the_hosted_token_pages_are_found():
-    assert "/pay/{token}" in hosted_token_pages()
+    assert {"/pay/{token}", "/portal/{token}"} <= set(hosted_token_pages())
 
 
 @pytest.mark.parametrize("page", hosted_token_pages())
@@ -205,14 +215,33 @@ def test_a_network_guessing_link_tokens_is_refused_for_a_while(page, settings):
     assert bystander.get(page.format(token=secrets.token_urlsafe(32))).status_code != 429  # counted per network
 
 
-def test_a_blocked_network_is_refused_even_a_valid_pay_link(api, settings):
+def test_guesses_on_one_hosted_page_count_for_every_other(settings):
     settings.LINK_TOKEN_FAILURE_LIMIT = 2
+    pages = hosted_token_pages()
+    guesser = Client(REMOTE_ADDR="203.0.113.9")
+    assert guesser.get(f"/pay/{secrets.token_urlsafe(32)}").status_code == 404
+    assert guesser.get(f"/portal/{secrets.token_urlsafe(32)}").status_code == 404
+    for page in pages:
+        assert guesser.get(page.format(token=secrets.token_urlsafe(32))).status_code == 429, page
+
+
+def fresh_link(api, page: str) -> str:
+    """A valid link of `page` that nobody opened yet (a sent invoice's pay link, a new portal session's)."""
     world = World(api)
-    assert api.post(f"/v1/invoices/{world.invoice.id}/send", {}).status_code == 200
-    link = f"/pay/{pay_token_of(sent_mail()[-1])}"
+    if page == "pay":
+        assert api.post(f"/v1/invoices/{world.invoice.id}/send", {}).status_code == 200
+        return f"/pay/{pay_token_of(sent_mail()[-1])}"
+    return f"/portal/{world.portal_session.token}"
+
+
+@pytest.mark.parametrize("page", ["pay", "portal"])
+def test_a_blocked_network_is_refused_even_a_valid_link_and_uses_nothing_up(api, settings, page):
+    settings.LINK_TOKEN_FAILURE_LIMIT = 2
+    opened, refused = fresh_link(api, page), fresh_link(api, page)
     guesser = Client(REMOTE_ADDR="198.51.100.9")
-    assert guesser.get(link).status_code == 200  # a valid link neither counts nor clears
-    for _ in range(2):
-        assert guesser.get(f"/pay/{secrets.token_urlsafe(32)}").status_code == 404
-    assert guesser.get(link).status_code == 429
-    assert Client(REMOTE_ADDR="198.51.100.10").get(link).status_code == 200
+    assert guesser.get(f"/{page}/{secrets.token_urlsafe(32)}").status_code == 404
+    assert guesser.get(opened).status_code == 200  # a valid link neither counts nor clears the count
+    assert guesser.get(f"/{page}/{secrets.token_urlsafe(32)}").status_code == 404
+    blocked = guesser.get(refused)
+    assert blocked.status_code == 429 and blocked["Retry-After"]
+    assert Client(REMOTE_ADDR="198.51.100.10").get(refused).status_code == 200  # still fresh for its customer
