@@ -4,9 +4,9 @@
 Every answer must be: not a 5xx; a documented status with a documented content type, body and headers;
 and, for every 4xx, the JSON error envelope `{message: string | string[], code?: string}`.
 
-Valid (positive) cases address real records: their path ids and body ids (`customerId`, `planId`, ...) are
-replaced by records of a `World` in the key's book, so generated bodies reach the services instead of
-stopping at a 404. Invalid (negative) cases keep what was generated.
+Valid (positive) cases address real records: their path ids, body ids and query ids (`customerId`, `planId`,
+...) are replaced by records of a `World` in the key's book, so generated requests reach the services instead
+of stopping at a 404. Invalid (negative) cases keep what was generated.
 
 `FUZZ_EXAMPLES` (default 10) bounds the examples per operation so `make test` stays quick; `scripts/fuzz.sh`
 runs the deeper pass (docs/decisions/reliability.md records its result).
@@ -54,9 +54,9 @@ def app(environ, start_response):
 schema = schemathesis.openapi.from_wsgi("/v1/openapi.json", app)
 schema.config.phases.coverage.enabled = FUZZ_COVERAGE
 
-# Body fields that name a record, and the World record that fills them in valid cases.
-BODY_RECORDS = {"customerId": "customer", "agentId": "agent", "signalId": "signal", "planId": "plan",
-                "subscriptionId": "subscription", "matterId": "matter", "eventId": "event", "serviceId": "service"}
+# Body fields and query parameters that name a record, and the World record that fills them in valid cases.
+RECORD_FIELDS = {"customerId": "customer", "agentId": "agent", "signalId": "signal", "planId": "plan",
+                 "subscriptionId": "subscription", "matterId": "matter", "eventId": "event", "serviceId": "service"}
 # Where a path needs a particular record rather than the default of its parameter name.
 POOL = {"subscription_id": "pool_subscription"}
 PATH_OVERRIDES = {"/v1/invoices/{invoice_id}/payments/{payment_id}/refund": {"invoice_id": "paid_invoice"},
@@ -83,7 +83,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 
 def with_real_ids(value, world):
     if isinstance(value, dict):
-        return {key: (world.record_id_of(BODY_RECORDS[key]) if key in BODY_RECORDS and isinstance(item, str)
+        return {key: (world.record_id_of(RECORD_FIELDS[key]) if key in RECORD_FIELDS and isinstance(item, str)
                       else with_real_ids(item, world)) for key, item in value.items()}
     if isinstance(value, list):
         return [with_real_ids(item, world) for item in value]
@@ -97,6 +97,8 @@ def address_real_records(case, world):
             case.path_parameters[name] = world.record_id_of(overrides.get(name, PATH_RECORDS[name]))
     if isinstance(case.body, (dict, list)):
         case.body = with_real_ids(case.body, world)
+    if case.query:
+        case.query = with_real_ids(case.query, world)
 
 
 @pytest.fixture
