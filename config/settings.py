@@ -152,14 +152,15 @@ API_KEY_ENVIRONMENTS = env_list("API_KEY_ENVIRONMENTS", "test,live")
 API_RATE_LIMIT_PER_MINUTE = env_int("API_RATE_LIMIT_PER_MINUTE", 12000)
 AUTH_FAILURE_LIMIT = env_int("AUTH_FAILURE_LIMIT", 50)
 AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 300)
+# Pay-now and portal links opened with unknown tokens, per network, before it gets 429 for the window.
+LINK_TOKEN_FAILURE_LIMIT = env_int("LINK_TOKEN_FAILURE_LIMIT", 20)
+LINK_TOKEN_FAILURE_WINDOW_SECONDS = env_int("LINK_TOKEN_FAILURE_WINDOW_SECONDS", 900)
 # Request-log entries are buffered and written in bulk; 0 writes each entry at once (tests).
 API_REQUEST_LOG_FLUSH_SECONDS = float(os.environ.get("API_REQUEST_LOG_FLUSH_SECONDS", "1.0"))
 API_REQUEST_LOG_BATCH_SIZE = env_int("API_REQUEST_LOG_BATCH_SIZE", 200)
 # Behind a reverse proxy, take the caller's address from the first X-Forwarded-For hop.
 USE_X_FORWARDED_FOR = env_bool("USE_X_FORWARDED_FOR", False)
 # Hosted portal: unknown link tokens one network may try per window before it gets 429 (a guessing defence).
-PORTAL_BAD_TOKEN_LIMIT = env_int("PORTAL_BAD_TOKEN_LIMIT", 20)
-PORTAL_BAD_TOKEN_WINDOW_SECONDS = env_int("PORTAL_BAD_TOKEN_WINDOW_SECONDS", 300)
 CUSTOMER_ALERT_LIMIT = env_int("CUSTOMER_ALERT_LIMIT", 100)
 # Up to this many unpriced events are priced inside the map-model request; more go to a Celery task.
 MAP_MODEL_INLINE_BACKFILL_LIMIT = env_int("MAP_MODEL_INLINE_BACKFILL_LIMIT", 500)
@@ -199,6 +200,9 @@ if not DEBUG:
     SECURE_HSTS_PRELOAD = True
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
+    # No script reads the CSRF cookie (forms and the API reference embed the token), so scripts get neither.
+    SESSION_COOKIE_HTTPONLY = True
+    CSRF_COOKIE_HTTPONLY = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"

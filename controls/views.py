@@ -3,6 +3,7 @@ from rest_framework.response import Response
 
 from config.accounts.api import ALL_SCOPES, OrgApiView
 from config.core import clock
+from config.core.openapi import ErrorOut
 from config.core.serialization import parse
 from controls import selectors
 from controls.serializers import (CheckOut, CheckQueryIn, CoverageOut, CustomerAlertCreateIn,
@@ -33,7 +34,7 @@ class SpendCapListCreateApi(SpendControlApi):
     def get(self, request):
         return Response(SpendCapOut(selectors.spend_cap_list(book=self.book), many=True).data)
 
-    @extend_schema(request=SpendCapCreateIn, responses={201: SpendCapOut})
+    @extend_schema(request=SpendCapCreateIn, responses={201: SpendCapOut, 409: ErrorOut})
     def post(self, request):
         data = parse(SpendCapCreateIn, request.data)
         cap = spend_cap_create(book=self.book, created_by_user_id=self.user_id, **data)
@@ -46,7 +47,7 @@ class SpendCapDetailApi(SpendControlApi):
         data = parse(SpendCapUpdateIn, request.data, partial=True)
         return Response(SpendCapOut(spend_cap_update(book=self.book, cap_id=cap_id, **data)).data)
 
-    @extend_schema(responses=SpendCapDeletedOut)
+    @extend_schema(responses={200: SpendCapDeletedOut})
     def delete(self, request, cap_id):
         sentence = spend_cap_delete(book=self.book, cap_id=cap_id)
         return Response(SpendCapDeletedOut({"deleted": True, "sentence": sentence}).data)
@@ -98,7 +99,7 @@ class CustomerAlertListCreateApi(CustomerAlertApi):
     def get(self, request):
         return Response(CustomerAlertOut(selectors.customer_alert_list(book=self.book), many=True).data)
 
-    @extend_schema(request=CustomerAlertCreateIn, responses={201: CustomerAlertOut})
+    @extend_schema(request=CustomerAlertCreateIn, responses={201: CustomerAlertOut, 409: ErrorOut})
     def post(self, request):
         data = parse(CustomerAlertCreateIn, request.data)
         alert = customer_alert_create(book=self.book, created_by_user_id=str(self.api_key.membership.user_id),
@@ -107,13 +108,13 @@ class CustomerAlertListCreateApi(CustomerAlertApi):
 
 
 class CustomerAlertDetailApi(CustomerAlertApi):
-    @extend_schema(request=CustomerAlertUpdateIn, responses=CustomerAlertOut)
+    @extend_schema(request=CustomerAlertUpdateIn, responses={200: CustomerAlertOut, 409: ErrorOut})
     def patch(self, request, alert_id):
         data = parse(CustomerAlertUpdateIn, request.data, partial=True)
         alert = customer_alert_update(book=self.book, alert_id=alert_id, now=clock.now(), **data)
         return Response(CustomerAlertOut(alert).data)
 
-    @extend_schema(responses=CustomerAlertDeletedOut)
+    @extend_schema(responses={200: CustomerAlertDeletedOut})
     def delete(self, request, alert_id):
         deleted_id = customer_alert_delete(book=self.book, alert_id=alert_id)
         return Response(CustomerAlertDeletedOut({"deleted": True, "id": deleted_id}).data)

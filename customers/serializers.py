@@ -45,6 +45,10 @@ class UuidText(serializers.UUIDField):
 class TextOut(serializers.CharField):
     """Output: an optional text column; empty reads as null."""
 
+    def __init__(self, **kwargs):
+        kwargs.setdefault("allow_null", True)
+        super().__init__(**kwargs)
+
     def to_representation(self, value):
         return value or None
 

@@ -5,6 +5,7 @@ from rest_framework.response import Response
 
 from config.accounts.api import OrgApiView
 from config.core import clock
+from config.core.openapi import ErrorOut
 from config.core.pagination import array_response
 from config.core.serialization import parse
 from customers import selectors, services
@@ -25,7 +26,8 @@ CREATED_WINDOW = [
     query("createdAfter", "Created at or after this ISO 8601 instant.", OpenApiTypes.DATETIME),
     query("createdBefore", "Created before this ISO 8601 instant.", OpenApiTypes.DATETIME),
 ]
-NO_CONTENT = {204: OpenApiResponse(description="Deleted.")}
+# Deleting a record that others still reference is a 409.
+NO_CONTENT = {204: OpenApiResponse(description="Deleted."), 409: ErrorOut}
 
 
 class CustomerListCreateApi(OrgApiView):
@@ -40,7 +42,7 @@ class CustomerListCreateApi(OrgApiView):
         return array_response(selectors.customer_list(book=self.book, params=request.query_params),
                               request.query_params, CustomerOut)
 
-    @extend_schema(request=CustomerWriteIn, responses={201: CustomerOut})
+    @extend_schema(request=CustomerWriteIn, responses={201: CustomerOut, 409: ErrorOut})
     def post(self, request):
         data = parse(CustomerWriteIn, request.data)
         customer = services.customer_create(book=self.book, data=data)
@@ -52,7 +54,7 @@ class CustomerDetailApi(OrgApiView):
     def get(self, request, customer_id):
         return Response(CustomerOut(selectors.customer_get(book=self.book, customer_id=customer_id)).data)
 
-    @extend_schema(request=CustomerWriteIn(partial=True), responses=CustomerOut)
+    @extend_schema(request=CustomerWriteIn(partial=True), responses={200: CustomerOut, 409: ErrorOut})
     def patch(self, request, customer_id):
         data = parse(CustomerWriteIn, request.data, partial=True)
         customer = services.customer_update(book=self.book, customer_id=customer_id, data=data)
@@ -75,7 +77,7 @@ class AgentListCreateApi(OrgApiView):
         return array_response(selectors.agent_list(book=self.book, params=request.query_params),
                               request.query_params, AgentOut)
 
-    @extend_schema(request=AgentWriteIn, responses={201: AgentOut})
+    @extend_schema(request=AgentWriteIn, responses={201: AgentOut, 409: ErrorOut})
     def post(self, request):
         agent = services.agent_create(book=self.book, data=parse(AgentWriteIn, request.data))
         return Response(AgentOut(agent).data, status=201)
@@ -86,7 +88,7 @@ class AgentDetailApi(OrgApiView):
     def get(self, request, agent_id):
         return Response(AgentOut(selectors.agent_get(book=self.book, agent_id=agent_id)).data)
 
-    @extend_schema(request=AgentWriteIn(partial=True), responses=AgentOut)
+    @extend_schema(request=AgentWriteIn(partial=True), responses={200: AgentOut, 409: ErrorOut})
     def patch(self, request, agent_id):
         data = parse(AgentWriteIn, request.data, partial=True)
         return Response(AgentOut(services.agent_update(book=self.book, agent_id=agent_id, data=data)).data)
@@ -109,14 +111,14 @@ class SignalListCreateApi(OrgApiView):
         return array_response(selectors.signal_list(book=self.book, params=request.query_params),
                               request.query_params, SignalOut)
 
-    @extend_schema(request=SignalCreateIn, responses={201: SignalOut})
+    @extend_schema(request=SignalCreateIn, responses={201: SignalOut, 409: ErrorOut})
     def post(self, request):
         signal = services.signal_create(book=self.book, data=parse(SignalCreateIn, request.data))
         return Response(SignalOut(signal).data, status=201)
 
 
 class SignalBulkCreateApi(OrgApiView):
-    @extend_schema(request=SignalBulkCreateIn, responses={201: SignalOut(many=True)})
+    @extend_schema(request=SignalBulkCreateIn, responses={201: SignalOut(many=True), 409: ErrorOut})
     def post(self, request):
         data = parse(SignalBulkCreateIn, request.data)
         signals = services.signal_bulk_create(book=self.book, agent_id=data["agent_id"], items=data["signals"])
@@ -128,7 +130,7 @@ class SignalDetailApi(OrgApiView):
     def get(self, request, signal_id):
         return Response(SignalOut(selectors.signal_get(book=self.book, signal_id=signal_id)).data)
 
-    @extend_schema(request=SignalUpdateIn(partial=True), responses=SignalOut)
+    @extend_schema(request=SignalUpdateIn(partial=True), responses={200: SignalOut, 409: ErrorOut})
     def patch(self, request, signal_id):
         data = parse(SignalUpdateIn, request.data, partial=True)
         return Response(SignalOut(services.signal_update(book=self.book, signal_id=signal_id, data=data)).data)

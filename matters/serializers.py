@@ -41,7 +41,7 @@ class MatterEventRowOut(serializers.Serializer):
     agentName = serializers.SerializerMethodField()
     signalName = serializers.CharField(source="signal_name")
     quantity = DecimalText()
-    usageCost = DecimalText(source="usage_cost")  # null when unresolved
+    usageCost = DecimalText(source="usage_cost", allow_null=True)  # null when unresolved
     source = serializers.SerializerMethodField()
 
     def get_agentName(self, event) -> str:
@@ -137,6 +137,10 @@ class MatterRuleOut(serializers.Serializer):
 
 class MatterRulePageOut(PageOut):
     results = MatterRuleOut(many=True)
+
+
+class MatterRuleDeletedOut(serializers.Serializer):
+    deleted = serializers.BooleanField()
 
 
 class MatterRulesAppliedOut(serializers.Serializer):

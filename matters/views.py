@@ -1,5 +1,6 @@
 """/v1/matters… and /v1/matter-rules… (spec §4 "Matters"): owner, admin, finance or legal users' secret
 keys and the legal key only (spec §5.3, §5.5)."""
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
@@ -7,14 +8,16 @@ from rest_framework.response import Response
 from config.accounts.api import OrgApiView
 from config.accounts.models import KeyScope, Role
 from config.core import clock
+from config.core.openapi import ErrorOut
 from config.core.pagination import page_response
 from config.core.serialization import parse
 from matters import selectors, services
 from matters.audit_csv import audit_csv_response
 from matters.serializers import (MatterAssignIn, MatterAssignOut, MatterAuditQueryIn, MatterAuditSummaryOut,
                                  MatterDeletedOut, MatterDetailOut, MatterEventRowOut, MatterIn, MatterOut,
-                                 MatterPageOut, MatterRuleIn, MatterRuleOut, MatterRulePageOut,
-                                 MatterRulesAppliedOut, MatterWithCostOut, UnassignedPageOut, UnassignedTotalsOut)
+                                 MatterPageOut, MatterRuleDeletedOut, MatterRuleIn, MatterRuleOut,
+                                 MatterRulePageOut, MatterRulesAppliedOut, MatterWithCostOut, UnassignedPageOut,
+                                 UnassignedTotalsOut)
 
 PAGE_PARAMETERS = [
     OpenApiParameter("page", int, description="1-based page number (default 1)."),
@@ -50,7 +53,7 @@ class MatterDetailApi(MattersApiView):
         matter = services.matter_update(book=self.book, matter_id=matter_id, changes=changes)
         return Response(MatterOut(matter).data)
 
-    @extend_schema(responses=MatterDeletedOut)
+    @extend_schema(responses={200: MatterDeletedOut})
     def delete(self, request, matter_id):
         events_returned, rules_deleted = services.matter_delete(book=self.book, matter_id=matter_id)
         return Response(MatterDeletedOut({"deleted": True, "eventsReturnedToUnassigned": events_returned,
@@ -96,7 +99,8 @@ class MatterAuditApi(MattersApiView):
             OpenApiParameter("format", str, enum=["json", "csv"], description="`csv` answers text/csv "
                                                                               "with the same rows and a total."),
         ],
-        responses={200: MatterAuditSummaryOut},
+        responses={(200, "application/json"): MatterAuditSummaryOut, (200, "text/csv"): OpenApiTypes.STR,
+                   422: ErrorOut},
     )
     def get(self, request):
         query = parse(MatterAuditQueryIn, request.query_params)
@@ -126,7 +130,7 @@ class MatterRuleDetailApi(MattersApiView):
         rule = services.matter_rule_update(book=self.book, rule_id=rule_id, changes=changes)
         return Response(MatterRuleOut(rule).data)
 
-    @extend_schema(responses={200: OpenApiResponse(description="{deleted: true}")})
+    @extend_schema(responses={200: MatterRuleDeletedOut})
     def delete(self, request, rule_id):
         services.matter_rule_delete(book=self.book, rule_id=rule_id)
         return Response({"deleted": True})

@@ -21,7 +21,7 @@ from billing.models import InvoiceStatus
 from billing.services.payments import (checkout_url, customer_invoice_pay_locally, invoice_for_pay_token,
                                        invoice_pay_locally)
 from config.accounts.api import client_ip
-from config.accounts.throttling import failure_count, record_failure
+from config.accounts.throttling import link_token_retry_after, record_bad_link_token
 from config.core import clock
 from config.core.errors import NotFound
 from customers.serializers import CustomerWriteIn
@@ -80,8 +80,15 @@ def _checkout(request, invoice, *, pay_url: str, pay_locally, back_url: str | No
 @require_http_methods(["GET", "POST"])
 def pay_page(request, token: str):
     """The invoice email's pay-now link."""
+    ip = client_ip(request)
+    retry_after = link_token_retry_after(ip)
+    if retry_after is not None:  # this network has been guessing tokens
+        response = _pay_page(request, "blocked", status=429)
+        response["Retry-After"] = str(retry_after)
+        return response
     invoice = invoice_for_pay_token(token)
     if invoice is None:
+        record_bad_link_token(ip)
         return _pay_page(request, "unknown", status=404)
     return _checkout(request, invoice, pay_url=f"{settings.PUBLIC_BASE_URL}/pay/{token}",
                      pay_locally=partial(invoice_pay_locally, token=token))
@@ -92,17 +99,10 @@ def pay_page(request, token: str):
 def _notice(request, state: str, *, status: int, session=None, continue_url: str | None = None):
     """The one page for everything that is not the portal itself: a used, expired, revoked or unknown link, an
     ended session, a missing invoice, too many bad links."""
-    response = render(request, "portal/notice.html", {
+    return render(request, "portal/notice.html", {
         "state": state, "continue_url": continue_url,
         "business_name": session.book.organization.display_name if session is not None else None,
     }, status=status)
-    if status == 429:
-        response["Retry-After"] = str(settings.PORTAL_BAD_TOKEN_WINDOW_SECONDS)
-    return response
-
-
-def _bad_token_key(request) -> str:
-    return f"portal-bad-token:{client_ip(request) or 'unknown'}"
 
 
 def _bind(request, session) -> None:
@@ -124,16 +124,18 @@ def _home(request, session, now, *, profile=None, status: int = 200):
 def portal_open(request, token: str):
     """The link of a portal session: the first GET shows the portal and consumes it; later GETs are a 410 page
     that says whether it was used, or expired or was revoked. Unknown tokens count against the caller's
-    network (429 past PORTAL_BAD_TOKEN_LIMIT in a window)."""
-    bad_tokens = _bad_token_key(request)
-    limit = settings.PORTAL_BAD_TOKEN_LIMIT
-    if limit > 0 and failure_count(bad_tokens) >= limit:
-        return _notice(request, "rate_limited", status=429)
+    network, as on the pay page (429 past LINK_TOKEN_FAILURE_LIMIT in a window)."""
+    ip = client_ip(request)
+    retry_after = link_token_retry_after(ip)
+    if retry_after is not None:
+        response = _notice(request, "rate_limited", status=429)
+        response["Retry-After"] = str(retry_after)
+        return response
     now = clock.now()
     state, session = ((LinkState.UNKNOWN, None) if len(token) > MAX_TOKEN_LENGTH
                       else portal_link_open(token=token, now=now))
     if state is LinkState.UNKNOWN:
-        record_failure(bad_tokens, window_seconds=settings.PORTAL_BAD_TOKEN_WINDOW_SECONDS)
+        record_bad_link_token(ip)
         return _notice(request, "unknown", status=404)
     if state is LinkState.OPENED:
         _bind(request, session)

@@ -5,6 +5,7 @@ from rest_framework.response import Response
 
 from config.accounts.api import OrgApiView
 from config.core import clock
+from config.core.openapi import ErrorOut
 from config.core.pagination import array_response
 from config.core.serialization import parse
 from portal import selectors, services
@@ -19,7 +20,7 @@ class PortalSessionApi(OrgApiView):
 
 
 class PortalSessionListCreateApi(PortalSessionApi):
-    @extend_schema(request=PortalSessionCreateIn, responses={201: PortalSessionCreateOut},
+    @extend_schema(request=PortalSessionCreateIn, responses={201: PortalSessionCreateOut, 404: ErrorOut},
                    description="A one-time link to the customer's hosted portal, valid for one hour. `url` and "
                                "`token` are in this answer only.")
     def post(self, request):

@@ -1,33 +1,43 @@
 """Shared fixtures: organizations, keys and API clients bound to a key (spec §5)."""
 import pytest
+from celery import _state as celery_state
 from django.core.cache import cache
-from pytest_django.plugin import validate_django_db
 from rest_framework.test import APIClient
+
+from pytest_django.fixtures import validate_django_db
 
 from config.accounts.services import api_key_mint, member_ensure
 from tests.factories import OrganizationFactory, book_of
 
 
+def _run_order(item) -> int:
+    """pytest-django's order (database tests, then transactional ones, then the rest), with transactional
+    tests that reload the initial data (`serialized_rollback`: the catalog) before the other transactional
+    tests: those flush the database and re-create content types, which a later reload would duplicate."""
+    marker = item.get_closest_marker("django_db")
+    transaction = serialized = False
+    if marker:
+        transaction, reset_sequences, _, serialized, _ = validate_django_db(marker)
+        transaction = transaction or reset_sequences
+    if transaction or {"transactional_db", "live_server"} & set(item.fixturenames):
+        return 1 if serialized else 2
+    return 0 if marker or "db" in item.fixturenames else 3
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
-    """Transactional tests without `serialized_rollback` run last (pytest-django has put every transactional test
-    after the others). Their closing flush re-creates the content types under new ids, and a serialized-rollback
-    test after them could no longer load the migrated data (the catalog) back: duplicate content types."""
-    def flushes_without_serialized_copy(item) -> bool:
-        marker = item.get_closest_marker("django_db")
-        transaction, reset_sequences, _, serialized_rollback, _ = (
-            validate_django_db(marker) if marker else (False, False, None, False, None))
-        transactional = transaction or reset_sequences or bool(
-            {"live_server", "transactional_db"} & set(getattr(item, "fixturenames", ())))
-        return transactional and not serialized_rollback
-    items.sort(key=flushes_without_serialized_copy)  # stable: pytest-django's order holds otherwise
+    items.sort(key=_run_order)
 
 
 @pytest.fixture(autouse=True)
 def _isolated_state(settings, tmp_path):
     """Each test: an empty shared cache (rate counters), request-log entries written at once,
-    and its own mail directory."""
+    its own mail directory, and Celery outside any task."""
     cache.clear()
+    # Eager tasks (CELERY_TASK_ALWAYS_EAGER) mark "inside a task" in a process-wide flag that each call saves
+    # and restores; calls overlapping in a live server's threads (every usage batch enqueues the credit-pool
+    # task) can restore it to "inside" for good, and every later `result.get()` of the process would refuse.
+    celery_state._set_task_join_will_block(False)
     settings.API_REQUEST_LOG_FLUSH_SECONDS = 0
     settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
     settings.EMAIL_FILE_PATH = str(tmp_path / "mail")

@@ -70,6 +70,13 @@ class InvoiceRowOut(serializers.Serializer):
     createdAt = serializers.DateTimeField(source="created_at")
 
 
+class InvoiceListOut(serializers.Serializer):
+    """`GET /v1/invoices`: one window of rows and whether another exists."""
+
+    data = InvoiceRowOut(many=True)
+    hasMore = serializers.BooleanField()
+
+
 class InvoiceLineOut(serializers.Serializer):
     id = serializers.UUIDField()
     chargeType = serializers.CharField(source="charge_type",

@@ -8,9 +8,9 @@ from billing.filters import OFFSET_PARAMETERS, openapi_parameters
 from billing.invoice_documents import InvoiceView, invoice_pdf
 from billing.invoice_filters import InvoiceFilter
 from billing.selectors.invoices import invoice_get, invoice_list
-from billing.serializers.invoices import (InvoiceGenerateIn, InvoiceOut, InvoiceRowOut, InvoiceSendIn, InvoiceSendOut,
-                                          InvoiceUpdateIn, InvoiceVoidIn, RefundCreatedOut, RefundCreateIn,
-                                          StripeWebhookOut)
+from billing.serializers.invoices import (InvoiceGenerateIn, InvoiceListOut, InvoiceOut, InvoiceRowOut, InvoiceSendIn,
+                                          InvoiceSendOut, InvoiceUpdateIn, InvoiceVoidIn, RefundCreatedOut,
+                                          RefundCreateIn, StripeWebhookOut)
 from billing.services.invoices import invoice_generate, invoice_send, invoice_update, invoice_void
 from billing.services.payments import refund_create, stripe_event_handle
 from billing.stripe_gateway import verify_event
@@ -33,7 +33,7 @@ def _full(book, invoice_id) -> dict:
 class InvoiceListApi(OrgApiView):
     """Invoices, newest first, as `{data, hasMore}`."""
 
-    @extend_schema(parameters=openapi_parameters(InvoiceFilter) + OFFSET_PARAMETERS, responses=InvoiceRowOut(many=True),
+    @extend_schema(parameters=openapi_parameters(InvoiceFilter) + OFFSET_PARAMETERS, responses=InvoiceListOut,
                    description="`{data: [rows], hasMore}`. `startDate`/`endDate` select invoices whose period "
                                "overlaps the window.")
     def get(self, request):
@@ -82,7 +82,7 @@ class InvoicePdfApi(OrgApiView):
 class InvoiceSendApi(OrgApiView):
     """Email the invoice (finalizing a draft first) with a pay-now link and the PDF attached."""
 
-    @extend_schema(request=InvoiceSendIn, responses={200: InvoiceSendOut, 502: EMAIL_FAILED})
+    @extend_schema(request=InvoiceSendIn, responses={200: InvoiceSendOut, 422: ErrorOut, 502: EMAIL_FAILED})
     def post(self, request, invoice_id):
         delivery = invoice_send(book=self.book, invoice_id=invoice_id, now=clock.now(),
                                 **parse(InvoiceSendIn, request.data))

@@ -9,6 +9,7 @@ from billing.services.plans import (plan_agent_link, plan_agent_unlink, plan_cop
                                     plan_update)
 from config.accounts.api import OrgApiView
 from config.core.filtering import filtered
+from config.core.openapi import ErrorOut
 from config.core.pagination import page_response
 from config.core.serialization import parse
 
@@ -39,7 +40,7 @@ class PlanDetailApi(OrgApiView):
         plan = plan_update(book=self.book, plan_id=plan_id, **parse(PlanUpdateIn, request.data))
         return Response(PlanOut(plan).data)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, 409: ErrorOut})
     def delete(self, request, plan_id):
         plan_delete(book=self.book, plan_id=plan_id)
         return Response(status=204)
@@ -48,7 +49,7 @@ class PlanDetailApi(OrgApiView):
 class PlanAgentLinkApi(OrgApiView):
     """Link the plan to one more agent (409 when already linked)."""
 
-    @extend_schema(request=PlanAgentLinkIn, responses={201: PlanOut})
+    @extend_schema(request=PlanAgentLinkIn, responses={201: PlanOut, 409: ErrorOut})
     def post(self, request, plan_id):
         plan = plan_agent_link(book=self.book, plan_id=plan_id, **parse(PlanAgentLinkIn, request.data))
         return Response(PlanOut(plan).data, status=201)
@@ -57,7 +58,7 @@ class PlanAgentLinkApi(OrgApiView):
 class PlanAgentUnlinkApi(OrgApiView):
     """Unlink an agent (400 while live subscriptions use the pair, 409 while the plan prices it)."""
 
-    @extend_schema(responses={204: None})
+    @extend_schema(responses={204: None, 400: ErrorOut, 409: ErrorOut})
     def delete(self, request, plan_id, agent_id):
         plan_agent_unlink(book=self.book, plan_id=plan_id, agent_id=agent_id)
         return Response(status=204)

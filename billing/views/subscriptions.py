@@ -9,6 +9,7 @@ from billing.services.subscriptions import subscription_create, subscription_upd
 from config.accounts.api import OrgApiView
 from config.core import clock
 from config.core.filtering import filtered
+from config.core.openapi import ErrorOut
 from config.core.pagination import array_response
 from config.core.serialization import parse
 
@@ -22,7 +23,7 @@ class SubscriptionListCreateApi(OrgApiView):
         subscriptions = filtered(SubscriptionFilter, request.query_params, subscription_list(book=self.book))
         return array_response(subscriptions, request.query_params, SubscriptionOut)
 
-    @extend_schema(request=SubscriptionCreateIn, responses={201: SubscriptionOut})
+    @extend_schema(request=SubscriptionCreateIn, responses={201: SubscriptionOut, 409: ErrorOut, 422: ErrorOut})
     def post(self, request):
         subscription = subscription_create(book=self.book, now=clock.now(), actor=self.created_by,
                                            **parse(SubscriptionCreateIn, request.data))
@@ -36,7 +37,7 @@ class SubscriptionDetailApi(OrgApiView):
     def get(self, request, subscription_id):
         return Response(SubscriptionOut(subscription_get(book=self.book, subscription_id=subscription_id)).data)
 
-    @extend_schema(request=SubscriptionUpdateIn, responses=SubscriptionOut)
+    @extend_schema(request=SubscriptionUpdateIn, responses={200: SubscriptionOut, 409: ErrorOut, 422: ErrorOut})
     def patch(self, request, subscription_id):
         subscription = subscription_update(book=self.book, subscription_id=subscription_id, now=clock.now(),
                                            actor=self.created_by, **parse(SubscriptionUpdateIn, request.data))
@@ -46,7 +47,7 @@ class SubscriptionDetailApi(OrgApiView):
 class SubscriptionInvoiceDatesApi(OrgApiView):
     """Move when future invoices are generated (billingDay, timezone) from the next period on."""
 
-    @extend_schema(request=SubscriptionInvoiceDatesIn, responses=SubscriptionOut,
+    @extend_schema(request=SubscriptionInvoiceDatesIn, responses={200: SubscriptionOut, 409: ErrorOut, 422: ErrorOut},
                    description="Moves the billing day (and/or time zone) from the next period on; the current "
                                "period and issued invoices are untouched.")
     def patch(self, request, subscription_id):

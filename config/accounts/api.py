@@ -79,7 +79,8 @@ def authenticate_api_key(request) -> ApiKey:
         key = api_key_find(raw_key)
     except DatabaseError:
         logger.warning("API key lookup failed", exc_info=True)
-        raise AuthUnavailable("The API key could not be checked because of a fault on our side; retry later.")
+        raise AuthUnavailable("The API key could not be checked because of a fault on our side; retry later.",
+                              headers={"Retry-After": "5"})
     if key is None:
         record_auth_failure(ip)
         raise Unauthorized("Invalid API key.")

@@ -1,8 +1,8 @@
 """How the two kinds of /v1 views appear in the OpenAPI schema.
 
 `OrgApiView` (ApiKeySchema): the `x-api-key` security scheme, the errors of the key policy (401, 403,
-429) and one sentence per operation saying which keys may call it. `SessionApiView` (SessionSchema):
-the session cookie, with what its 401 and 403 mean.
+429; 503 also when the key cannot be checked) and one sentence per operation saying which keys may call
+it. `SessionApiView` (SessionSchema): the session cookie, with what its 401 and 403 mean.
 """
 from typing import NamedTuple
 
@@ -29,6 +29,8 @@ KEY_ERROR_DESCRIPTIONS = {
           "the message says what is needed."),
     429: ("Request rate exceeded, or `code: too_many_auth_failures` after too many failed key attempts "
           "from one network; retry after `Retry-After` seconds."),
+    503: ("The database is unavailable (`code: service_unavailable`), or the key could not be checked because "
+          "of it (`code: auth_unavailable`); transient, retry after `Retry-After` seconds."),
 }
 
 

@@ -39,7 +39,10 @@ class RequestLogBuffer:
 
     def append(self, entry: LogEntry) -> None:
         if settings.API_REQUEST_LOG_FLUSH_SECONDS <= 0:
-            write_entries([entry])
+            try:
+                write_entries([entry])
+            except DatabaseError:  # the answer (a 503, most likely) still goes out
+                logger.warning("database unavailable; request-log entry for key %s not written", entry.api_key_id)
             return
         with self._lock:
             self._entries.append(entry)

@@ -1,5 +1,5 @@
-"""Request-rate and auth-failure limits, counted in the shared cache (Redis in production)
-so that they hold across server processes."""
+"""Request-rate, auth-failure and link-token-guessing limits, counted in the shared cache (Redis in
+production) so that they hold across server processes."""
 import logging
 import time
 
@@ -63,18 +63,27 @@ def clear_auth_failures(ip: str | None) -> None:
         logger.warning("auth-failure counter unavailable", exc_info=True)
 
 
-def failure_count(key: str) -> int:
-    """The current value of a windowed failure counter (0 when absent, or when the cache does not answer)."""
-    try:
-        return int(cache.get(key) or 0)
-    except Exception:
-        logger.warning("failure counter unavailable", exc_info=True)
-        return 0
+# --- Hosted pages (/pay/<token>, /portal/<token>): a network that keeps opening links with tokens that match
+# nothing is guessing; past the limit it gets 429 on every link, valid or not, until its window ends (a valid
+# token does not clear the count, or one real link would let a guesser go on for ever).
+
+def _link_failure_key(ip: str | None) -> str:
+    return f"linkfail:{ip or 'unknown'}"
 
 
-def record_failure(key: str, *, window_seconds: int) -> None:
-    """Count one failure in a fixed window that starts with the first one (the counter of `_count`)."""
+def link_token_retry_after(ip: str | None) -> int | None:
+    """Seconds this network must wait before opening hosted links again; None when it is not blocked."""
     try:
-        _count(key, window_seconds)
+        failures = cache.get(_link_failure_key(ip), 0)
     except Exception:
-        logger.warning("failure counter unavailable", exc_info=True)
+        logger.warning("link-token counter unavailable", exc_info=True)
+        return None
+    return settings.LINK_TOKEN_FAILURE_WINDOW_SECONDS if failures >= settings.LINK_TOKEN_FAILURE_LIMIT else None
+
+
+def record_bad_link_token(ip: str | None) -> None:
+    """Count a hosted-page token that matched nothing."""
+    try:
+        _count(_link_failure_key(ip), settings.LINK_TOKEN_FAILURE_WINDOW_SECONDS)
+    except Exception:
+        logger.warning("link-token counter unavailable", exc_info=True)

@@ -6,8 +6,10 @@ error responses of every operation.
 layers produce:
 
 - 400 when the operation takes a body or query parameters (validation, malformed JSON);
-- 404 when its path has a parameter (missing, malformed and foreign ids read alike);
+- 404 when its path has a parameter or its body names records by UUID (missing, malformed and foreign
+  ids read alike);
 - 401/403 (and 429) from the view's authentication, see `auth_error_statuses`;
+- 503 on every operation (the database does not answer);
 - any other error status a view declares itself: `responses={201: CustomerOut, 409: ErrorOut}`
   (its description is filled in here).
 
@@ -20,7 +22,8 @@ import re
 import inflection
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import (
-    build_basic_type, build_parameter_type, resolve_django_path_parameter, resolve_regex_path_parameter,
+    build_basic_type, build_parameter_type, force_instance, is_list_serializer, is_serializer,
+    resolve_django_path_parameter, resolve_regex_path_parameter,
 )
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema_field, extend_schema_serializer
@@ -37,6 +40,7 @@ ERROR_DESCRIPTIONS = {
     410: "Gone.",
     422: "Structurally valid but inconsistent.",
     429: "Request rate exceeded; retry after `Retry-After` seconds.",
+    503: "The database is unavailable (`code: service_unavailable`); transient, retry after `Retry-After` seconds.",
 }
 
 RETRY_AFTER_HEADER = {"Retry-After": {"description": "Seconds to wait before retrying.",
@@ -81,6 +85,24 @@ def drop_enum_ids(result, **kwargs):
     return result
 
 
+def names_records(serializer) -> bool:
+    """Whether a request body carries record ids (UUID fields, nested ones included): the service resolves
+    each in the caller's book, so an unknown one is a 404."""
+    serializer = force_instance(serializer)
+    if is_list_serializer(serializer):
+        serializer = serializer.child
+    if not is_serializer(serializer):
+        return False
+    for field in serializer.fields.values():
+        while isinstance(field, serializers.ListField):
+            field = field.child
+        if isinstance(field, serializers.UUIDField):
+            return True
+        if is_serializer(field) and names_records(field):
+            return True
+    return False
+
+
 class ApiSchema(AutoSchema):
     error_descriptions = ERROR_DESCRIPTIONS
 
@@ -117,19 +139,22 @@ class ApiSchema(AutoSchema):
         if operation is None:
             return None
         parameters = operation.get("parameters", [])
-        statuses = self.auth_error_statuses()
+        statuses = self.auth_error_statuses() | {503}
         if "requestBody" in operation or any(p["in"] == "query" for p in parameters):
             statuses.add(400)
-        if any(p["in"] == "path" for p in parameters):
+        if any(p["in"] == "path" for p in parameters) or (
+                "requestBody" in operation and names_records(self.get_request_serializer())):
             statuses.add(404)
         responses = operation["responses"]
         error_ref = self.resolve_serializer(ErrorOut, "response").ref
         for status in statuses:
             responses.setdefault(str(status), {"content": {"application/json": {"schema": error_ref}}})
         for code, response in responses.items():
-            if code.isdigit() and int(code) >= 400 and not response.get("description"):
-                response["description"] = self.error_descriptions.get(int(code), "Error.")
-            if code == "429":
+            if code.isdigit() and int(code) >= 400:
+                response.setdefault("content", {"application/json": {"schema": error_ref}})  # the envelope
+                if not response.get("description"):
+                    response["description"] = self.error_descriptions.get(int(code), "Error.")
+            if code in ("429", "503"):
                 response.setdefault("headers", {}).update(RETRY_AFTER_HEADER)
         operation["responses"] = dict(sorted(responses.items()))
         return operation

@@ -5,6 +5,8 @@ from django.db import connection
 from django.http import JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from config.core.logs import redact
+
 
 def healthz(request):
     """The process is up (no dependency is checked)."""
@@ -32,7 +34,8 @@ def readyz(request):
 
 @csrf_exempt  # an unknown URL is a JSON 404 for every method, never a CSRF page
 def json_not_found(request, exception=None):
-    return JsonResponse({"message": f"Not found: {request.path}"}, status=404)
+    # The path may hold a key or a link token (a mistyped link): echoed redacted, like in the logs.
+    return JsonResponse({"message": f"Not found: {redact(request.path)}"}, status=404)
 
 
 def json_server_error(request):

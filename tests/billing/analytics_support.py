@@ -1,10 +1,14 @@
 """Helpers of the analytics tests: a small catalog with round rates, and recording through the API (so the
-daily rollup is maintained exactly as in production)."""
-from decimal import Decimal
+daily rollup is maintained exactly as in production), and the rollup checked against a scan of the ledger."""
+from collections import defaultdict
+from datetime import timezone
+from decimal import ROUND_HALF_UP, Decimal
 from types import SimpleNamespace
 
 import pytest
 
+from catalog.models import ServiceEntry
+from customers.models import RollupGrain, UsageDailyRollup, UsageEvent
 from tests.factories import AgentFactory, CustomerFactory, ServiceEntryFactory, SignalFactory
 
 D = Decimal
@@ -97,3 +101,61 @@ def ledger(api, book, models):
                quantity=5))
     return SimpleNamespace(acme=acme, beta=beta, writer=writer, research=research, pages=pages, reports=reports,
                            search=search)
+
+
+# --------------------------------------------------------------------------- the rollup, checked
+
+TWELVE_PLACES = Decimal("1e-12")
+
+
+def scanned(book) -> dict:
+    """The rollup computed from scratch in Python, from the events as stored: {key: measures}, every grain
+    derived from the full daily one by summing away its dimensions (and days, for month rows)."""
+    full = _scanned_full(book)
+    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0), Decimal(0)])
+    for (day, customer, agent, signal, model), values in full.items():
+        for grain in RollupGrain:
+            kept = {"customer": not grain & 4, "signal": not grain & 2, "model": not grain & 1}
+            key = (grain.value, day.replace(day=1) if grain & 8 else day, customer if kept["customer"] else None,
+                   agent, signal if kept["signal"] else None, model if kept["model"] else None)
+            rows[key] = [total + value for total, value in zip(rows[key], values)]
+    return {key: tuple(values) for key, values in rows.items()}
+
+
+def _scanned_full(book) -> dict:
+    services = {str(entry.pk): entry for entry in ServiceEntry.objects.all()}
+
+    def model_of(service):
+        return None if service is None or service.is_api else service.canonical_name
+
+    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0), Decimal(0)])
+    for event in UsageEvent.objects.filter(book=book).select_related("service"):
+        day = event.usage_date.astimezone(timezone.utc).date()
+        if event.services is None:
+            parts = [(model_of(event.service), event.usage_cost)]
+        else:
+            parts = [(model_of(services.get(part["serviceId"] or "")),
+                      None if part["costUsd"] is None else Decimal(part["costUsd"]).quantize(TWELVE_PLACES,
+                                                                                            ROUND_HALF_UP))
+                     for part in event.services]
+        for position, (model, _) in enumerate(parts):
+            if model in [m for m, _ in parts[:position]]:
+                continue  # one row per model an event names
+            row = rows[(day, event.customer_id, event.agent_id, event.signal_id, model)]
+            if position == 0:
+                row[0] += 1
+                row[1] += event.usage_cost is None
+                row[2] += event.quantity
+                row[3] += event.usage_cost or 0
+                row[6] += max(event.quantity, 1)
+            row[4] += 1
+            if event.usage_cost is not None:
+                row[5] += sum((cost or 0 for m, cost in parts if m == model), Decimal(0))
+    return {key: tuple(values) for key, values in rows.items()}
+
+
+def stored(book) -> dict:
+    return {(row.grain, row.day, row.customer_id, row.agent_id, row.signal_id, row.model):
+            (row.event_count, row.unpriced_count, row.quantity, row.cost, row.model_event_count, row.model_cost,
+             row.attempts)
+            for row in UsageDailyRollup.objects.filter(book=book)}

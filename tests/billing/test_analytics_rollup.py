@@ -1,71 +1,13 @@
 """The daily usage rollup stays exact: after a mixed workload it equals a full scan of the events."""
-from collections import defaultdict
-from datetime import timezone
-from decimal import ROUND_HALF_UP, Decimal
-
 import pytest
 
-from catalog.models import ServiceEntry
 from customers.models import RollupGrain, UsageDailyRollup, UsageEvent
 from customers.rollup import analytics_rollup_rebuild
-from tests.billing.analytics_support import ALPHA_PART, get, models, multi, rec, record, search_part  # noqa: F401
-from tests.billing.test_usage_record_concurrency import post_in_parallel
+from tests.billing.analytics_support import (ALPHA_PART, get, models, multi, rec, record, scanned,  # noqa: F401
+                                             search_part, stored)
+from tests.parallel import in_parallel, post
 
-TWELVE_PLACES = Decimal("1e-12")
 MYSTERY_PART = {"model": "mystery-model", "modelProvider": "inhouse", "inputTokens": 10, "outputTokens": 10}
-
-
-def scanned(book) -> dict:
-    """The rollup computed from scratch in Python, from the events as stored: {key: measures}, every grain
-    derived from the full daily one by summing away its dimensions (and days, for month rows)."""
-    full = _scanned_full(book)
-    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0), Decimal(0)])
-    for (day, customer, agent, signal, model), values in full.items():
-        for grain in RollupGrain:
-            kept = {"customer": not grain & 4, "signal": not grain & 2, "model": not grain & 1}
-            key = (grain.value, day.replace(day=1) if grain & 8 else day, customer if kept["customer"] else None,
-                   agent, signal if kept["signal"] else None, model if kept["model"] else None)
-            rows[key] = [total + value for total, value in zip(rows[key], values)]
-    return {key: tuple(values) for key, values in rows.items()}
-
-
-def _scanned_full(book) -> dict:
-    services = {str(entry.pk): entry for entry in ServiceEntry.objects.all()}
-
-    def model_of(service):
-        return None if service is None or service.is_api else service.canonical_name
-
-    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0), Decimal(0)])
-    for event in UsageEvent.objects.filter(book=book).select_related("service"):
-        day = event.usage_date.astimezone(timezone.utc).date()
-        if event.services is None:
-            parts = [(model_of(event.service), event.usage_cost)]
-        else:
-            parts = [(model_of(services.get(part["serviceId"] or "")),
-                      None if part["costUsd"] is None else Decimal(part["costUsd"]).quantize(TWELVE_PLACES,
-                                                                                            ROUND_HALF_UP))
-                     for part in event.services]
-        for position, (model, _) in enumerate(parts):
-            if model in [m for m, _ in parts[:position]]:
-                continue  # one row per model an event names
-            row = rows[(day, event.customer_id, event.agent_id, event.signal_id, model)]
-            if position == 0:
-                row[0] += 1
-                row[1] += event.usage_cost is None
-                row[2] += event.quantity
-                row[3] += event.usage_cost or 0
-                row[6] += max(event.quantity, 1)
-            row[4] += 1
-            if event.usage_cost is not None:
-                row[5] += sum((cost or 0 for m, cost in parts if m == model), Decimal(0))
-    return {key: tuple(values) for key, values in rows.items()}
-
-
-def stored(book) -> dict:
-    return {(row.grain, row.day, row.customer_id, row.agent_id, row.signal_id, row.model):
-            (row.event_count, row.unpriced_count, row.quantity, row.cost, row.model_event_count, row.model_cost,
-             row.attempts)
-            for row in UsageDailyRollup.objects.filter(book=book)}
 
 
 def test_rollup_equals_a_scan_after_batches_replays_unpriced_multi_service_and_backfill(api, book, models):
@@ -116,7 +58,7 @@ def test_rollup_of_one_book_never_holds_another_books_events(api, other_api, boo
 def test_parallel_batches_on_the_same_rollup_row_all_count(live_server, api, book, models):
     bodies = [{"records": [rec("acme", "writer", "pages", "2025-04-01T10:00:00Z") for _ in range(10)]}
               for _ in range(8)]
-    results = post_in_parallel(f"{live_server.url}/v1/usage/record", api.raw_key, bodies)
+    results = in_parallel([post(f"{live_server.url}/v1/usage/record", api.raw_key, body) for body in bodies])
     assert all(status == 200 for status, _ in results)
     (row,) = UsageDailyRollup.objects.filter(book=book, grain=RollupGrain.FULL)
     assert (row.event_count, row.quantity, row.model_event_count) == (80, 80, 80)

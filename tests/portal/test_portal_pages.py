@@ -423,8 +423,8 @@ def test_the_profile_cannot_be_posted_after_the_session_ended(api, customer, cre
 # --------------------------------------------------------------------------- bad tokens
 
 def test_too_many_unknown_links_from_one_network_get_429(customer, create_session, settings):
-    settings.PORTAL_BAD_TOKEN_LIMIT = 3
-    settings.PORTAL_BAD_TOKEN_WINDOW_SECONDS = 120
+    settings.LINK_TOKEN_FAILURE_LIMIT = 3
+    settings.LINK_TOKEN_FAILURE_WINDOW_SECONDS = 120
     session = create_session(customer)
     guesser = Client(REMOTE_ADDR="203.0.113.9")
     assert [guesser.get(f"/portal/guess-{n}").status_code for n in range(3)] == [404, 404, 404]
@@ -435,7 +435,7 @@ def test_too_many_unknown_links_from_one_network_get_429(customer, create_sessio
 
 
 def test_used_and_expired_links_do_not_count_as_bad_tokens(customer, create_session, settings):
-    settings.PORTAL_BAD_TOKEN_LIMIT = 2
+    settings.LINK_TOKEN_FAILURE_LIMIT = 2
     session = create_session(customer)
     client = opened(session)
     for _ in range(4):
@@ -443,7 +443,7 @@ def test_used_and_expired_links_do_not_count_as_bad_tokens(customer, create_sess
 
 
 def test_a_very_long_token_is_not_looked_up_and_counts_as_bad(customer, settings):
-    settings.PORTAL_BAD_TOKEN_LIMIT = 1
+    settings.LINK_TOKEN_FAILURE_LIMIT = 1
     client = Client()
     assert client.get("/portal/" + "x" * 5000).status_code == 404
     assert client.get("/portal/another").status_code == 429

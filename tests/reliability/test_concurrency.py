@@ -1,0 +1,133 @@
+"""Real parallel requests against a live server on PostgreSQL: whatever must exist once exists once.
+
+Threads released together by a barrier send the requests; the database (constraints, row locks,
+`ON CONFLICT`) is the referee. Invoice numbering and payment webhooks under concurrency are in
+tests/billing/test_invoices_concurrency.py.
+"""
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import pytest
+
+from billing.models import CreditGrant, Invoice
+from billing.services.invoices import invoices_finalize_due
+from customers.models import Agent, Customer, Signal, UsageEvent
+from matters.models import MatterAttribution
+from tests.factories import MatterFactory, MatterRuleFactory, ServiceEntryFactory, UsageEventFactory
+from tests.mail import sent_mail
+from tests.parallel import in_parallel, post
+from tests.reliability.world import JAN, World
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+PARALLEL = 8
+
+
+@pytest.fixture
+def llm():
+    return ServiceEntryFactory(canonical_name="race-llm", provider="raceai", input_cost=Decimal("0.000001"),
+                               output_cost=Decimal("0.000002"))
+
+
+def record(**fields):
+    return {"customerExternalId": "race-customer", "agentCode": "race-agent", "signalName": "race-signal",
+            "model": "race-llm", "modelProvider": "raceai", "inputTokens": 100, "outputTokens": 100, **fields}
+
+
+# --------------------------------------------------------------------------- usage recording
+
+def test_parallel_requests_with_one_idempotency_key_store_one_event(live_server, api, llm):
+    send = post(f"{live_server.url}/v1/usage/record", api.raw_key, {"records": [record(idempotencyKey="same-key")]})
+    results = in_parallel([send] * PARALLEL)
+    assert all(status == 200 for status, _ in results)
+    event_ids = {body["results"]["success"][0]["eventId"] for _, body in results}
+    assert len(event_ids) == 1
+    assert UsageEvent.objects.count() == 1
+    assert sum(1 for _, body in results if not body["results"]["success"][0].get("replayed")) == 1
+
+
+def test_parallel_first_events_of_one_new_customer_create_it_once(live_server, api, llm):
+    send = post(f"{live_server.url}/v1/usage/record", api.raw_key, {"records": [record()]})
+    results = in_parallel([send] * PARALLEL)
+    assert all(status == 200 and body["successful"] == 1 for status, body in results)
+    assert Customer.objects.filter(external_id="race-customer").count() == 1
+    assert Agent.objects.filter(agent_code="race-agent").count() == 1
+    assert Signal.objects.filter(short_name="race-signal").count() == 1
+    assert UsageEvent.objects.count() == PARALLEL
+
+
+# --------------------------------------------------------------------------- invoices
+
+def test_parallel_generates_and_sends_make_one_invoice_with_one_number_issued_once(live_server, api):
+    world = World(api)
+    generate = post(f"{live_server.url}/v1/invoices/generate", api.raw_key, {
+        "customerId": world.customer.id, "subscriptionId": world.subscription.id,
+        "billingPeriodStart": JAN[0], "billingPeriodEnd": JAN[1]})
+    generated = in_parallel([generate] * PARALLEL)
+    assert sorted(status for status, _ in generated) == [200] * (PARALLEL - 1) + [201]
+    [invoice_id] = {body["id"] for _, body in generated}
+
+    sent = in_parallel([post(f"{live_server.url}/v1/invoices/{invoice_id}/send", api.raw_key, {})] * PARALLEL)
+    assert [status for status, _ in sent] == [200] * PARALLEL
+    invoice = Invoice.objects.get()
+    assert (invoice.status, invoice.invoice_number) == ("issued", "INV-000001")
+    assert {body["invoiceNumber"] for _, body in sent} == {"INV-000001"}
+    # Every send is a delivery (spec: sending again re-sends), and each carries the one number.
+    mails = sent_mail()
+    assert len(mails) == PARALLEL and all("INV-000001" in mail.subject for mail in mails)
+    assert len({mail.text for mail in mails}) == PARALLEL  # a fresh pay-now link in each
+
+
+def test_a_send_racing_the_finalize_job_issues_the_draft_once_and_emails_once(live_server, api):
+    world = World(api)
+    invoice_id = world.invoice.id  # January's draft: its period has ended, so the job finalizes it
+    send = post(f"{live_server.url}/v1/invoices/{invoice_id}/send", api.raw_key, {})
+    now = datetime.now(timezone.utc)
+    results = in_parallel([send, *[lambda: invoices_finalize_due(now=now)] * (PARALLEL - 1)])
+    assert results[0][0] == 200
+    invoice = Invoice.objects.get(pk=invoice_id)
+    assert (invoice.status, invoice.invoice_number) == ("issued", "INV-000001")
+    assert sum(int(outcome.split()[0]) for outcome in results[1:]) <= 1  # at most one job finalized it
+    assert len(sent_mail()) == 1
+    assert Invoice.objects.count() == 1
+
+
+# --------------------------------------------------------------------------- matters
+
+def test_parallel_rule_sweeps_attribute_each_event_once(live_server, api, book, settings):
+    settings.MATTERS_APPLY_CHUNK_SIZE = 7  # many small chunks, so the sweeps interleave
+    matter = MatterFactory(book=book)
+    MatterRuleFactory(matter=matter, agent_code="sweep-agent")
+    events = [UsageEventFactory(book=book, agent_code="sweep-agent") for _ in range(60)]
+    apply = post(f"{live_server.url}/v1/matter-rules/apply", api.raw_key, {})
+    results = in_parallel([apply] * PARALLEL)
+    assert all(status == 201 for status, _ in results)
+    assert sum(body["assigned"] for _, body in results) == len(events)
+    attributions = MatterAttribution.objects.filter(event__in=events)
+    assert attributions.count() == len(events)
+    assert set(attributions.values_list("matter_id", flat=True)) == {matter.id}
+
+
+# --------------------------------------------------------------------------- credit pools
+
+def test_parallel_top_ups_with_one_key_create_one_grant(live_server, api):
+    subscription = World(api).pool_subscription  # a pool of 100 units, nothing used
+    topup = post(f"{live_server.url}/v1/subscriptions/{subscription.id}/credit-topup", api.raw_key,
+                 {"units": 25, "idempotencyKey": "same"})
+    results = in_parallel([topup] * PARALLEL)
+    assert sorted(status for status, _ in results) == [200] * (PARALLEL - 1) + [201]
+    assert len({body["grantId"] for _, body in results}) == 1
+    assert [body["created"] for _, body in results].count(True) == 1
+    assert CreditGrant.objects.filter(kind="topup").count() == 1
+    assert all(body["remainingUnits"] == 125 for _, body in results)
+
+
+def test_parallel_top_ups_with_different_keys_all_count_and_make_one_period_grant(live_server, api):
+    subscription = World(api).pool_subscription
+    url = f"{live_server.url}/v1/subscriptions/{subscription.id}/credit-topup"
+    results = in_parallel([post(url, api.raw_key, {"units": 10, "idempotencyKey": f"key-{i}"})
+                           for i in range(PARALLEL)])
+    assert all(status == 201 for status, _ in results)
+    assert max(body["remainingUnits"] for _, body in results) == 100 + 10 * PARALLEL
+    assert CreditGrant.objects.filter(kind="topup").count() == PARALLEL
+    assert CreditGrant.objects.filter(kind="period").count() == 1
