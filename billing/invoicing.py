@@ -5,15 +5,15 @@ This is the one place where the period engine's instants (`billing.periods`, bou
 meet the pricing engine's local calendar days (`billing.pricing.Period`, `SubscriptionTerms`).
 """
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 
 
 from billing import pricing
 from billing.models import ChargeType, InvoiceLine, PricingStrategy, Subscription
-from billing.periods import cycle_containing, local_date, local_midnight
+from billing.periods import cycle_containing, local_date
 from billing.selectors.usage import billable_quantity
-from billing.selectors.subscriptions import effective_end, schedule_of
+from billing.selectors.subscriptions import effective_end, schedule_of, subscription_terms
 from billing.services.changelog import pricing_terms
 from config.core.errors import Unprocessable
 from config.core.money import to_cents
@@ -30,13 +30,6 @@ class BillingWindow:
     fee_period: pricing.Period
 
 
-def _first_uncovered_day(end: datetime, timezone: str) -> date:
-    """The first local day an exclusive end no longer touches: a day the subscription covers in part counts
-    as covered, like the start day does."""
-    day = local_date(end, timezone)
-    return day if end == local_midnight(day, timezone) else day + timedelta(days=1)
-
-
 def billing_window(subscription: Subscription, start: datetime, end: datetime) -> BillingWindow:
     """Fees are measured against the whole billing cycle when `[start, end)` is one of the subscription's
     periods (a first or last period cut by startDate or endDate is prorated against its cycle); any other
@@ -48,18 +41,7 @@ def billing_window(subscription: Subscription, start: datetime, end: datetime) -
     span_start, span_end = (cycle_start, cycle_end) if is_schedule_period else (start, end)
     timezone = subscription.timezone
     return BillingWindow(start, end, pricing.Period(local_date(span_start, timezone),
-                                                    _first_uncovered_day(span_end, timezone)))
-
-
-def subscription_terms(subscription: Subscription) -> pricing.SubscriptionTerms:
-    """The stored endDate is an exclusive instant; the engine wants the first local day not covered."""
-    end = effective_end(subscription)
-    timezone = subscription.timezone
-    return pricing.SubscriptionTerms(
-        start=local_date(subscription.start_date, timezone),
-        end=None if end is None else _first_uncovered_day(end, timezone),
-        billing_cycle=subscription.billing_cycle, seats_count=Decimal(subscription.seats_count),
-        prorated_amount=subscription.prorated_amount)
+                                                    pricing.first_uncovered_day(span_end, timezone)))
 
 
 def strategy_terms(strategy: PricingStrategy) -> pricing.StrategyTerms:

@@ -6,7 +6,7 @@ line is written; `invoice_totals` rounds each line once, half-up (contract: Roun
 worked examples are in docs/decisions/pricing.md.
 """
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Callable, Iterable, Mapping, Sequence
 from zoneinfo import ZoneInfo
@@ -204,11 +204,11 @@ class SubscriptionTerms:
     def from_values(cls, *, start_date: datetime, end_date: datetime | None = None, is_forever: bool = False,
                     timezone: str = "UTC", billing_cycle: str = "monthly", seats_count=0,
                     prorated_amount=None) -> "SubscriptionTerms":
-        """Days are counted in the subscription's timezone; endDate (an ISO date) is the last covered
-        day, inclusive; `isForever` ignores it."""
+        """Days are counted in the subscription's timezone; endDate is exclusive, as subscriptions store it
+        (a day it reaches into counts as covered, like the start day); `isForever` ignores it."""
         if billing_cycle not in (*MONTHS, "custom"):
             raise ValueError(f"billingCycle: Unknown billing cycle {billing_cycle!r}.")
-        end = None if is_forever or end_date is None else local_day(end_date, timezone) + timedelta(days=1)
+        end = None if is_forever or end_date is None else first_uncovered_day(end_date, timezone)
         return cls(local_day(start_date, timezone), end, billing_cycle, _exact(seats_count, "seatsCount"),
                    None if prorated_amount is None else _exact(prorated_amount, "proratedAmount"))
 
@@ -247,6 +247,12 @@ def local_day(instant: datetime, timezone: str) -> date:
     if instant.tzinfo is None:
         raise ValueError("Naive datetimes are not accepted; pass an aware instant.")
     return instant.astimezone(ZoneInfo(timezone)).date()
+
+
+def first_uncovered_day(end: datetime, timezone: str) -> date:
+    """The first local day an exclusive end no longer touches: a day covered in part counts as covered."""
+    day = local_day(end, timezone)
+    return day if end == datetime.combine(day, time.min, tzinfo=ZoneInfo(timezone)) else day + timedelta(days=1)
 
 
 # --------------------------------------------------------------------------- charges

@@ -1,9 +1,8 @@
-from datetime import timedelta
 from decimal import Decimal
 
 from billing.models import Subscription, SubscriptionChange
-from billing.periods import Schedule, local_date, local_midnight
-from billing.pricing import SubscriptionTerms
+from billing.periods import Schedule, local_date
+from billing.pricing import SubscriptionTerms, first_uncovered_day
 from config.core.scoping import get_owned, owned
 
 
@@ -39,11 +38,7 @@ def subscription_terms(subscription: Subscription) -> SubscriptionTerms:
     day covers that day, as a start inside a day does."""
     timezone = subscription.timezone
     end = effective_end(subscription)
-    end_day = None
-    if end is not None:
-        end_day = local_date(end, timezone)
-        if end > local_midnight(end_day, timezone):
-            end_day += timedelta(days=1)
-    return SubscriptionTerms(start=local_date(subscription.start_date, timezone), end=end_day,
+    return SubscriptionTerms(start=local_date(subscription.start_date, timezone),
+                             end=None if end is None else first_uncovered_day(end, timezone),
                              billing_cycle=subscription.billing_cycle, seats_count=Decimal(subscription.seats_count),
                              prorated_amount=subscription.prorated_amount)

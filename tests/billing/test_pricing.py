@@ -271,12 +271,20 @@ def test_a_start_late_in_the_utc_day_belongs_to_the_next_local_day_east_of_utc()
     assert tokyo.starts_in(FEB_2025) and not tokyo.starts_in(JAN_2025)
 
 
-def test_end_date_is_the_last_covered_day_and_is_forever_ignores_it():
-    ending = SubscriptionTerms.from_values(start_date=datetime(2024, 6, 1, tzinfo=UTC),
-                                           end_date=datetime(2025, 1, 10, 12, tzinfo=UTC))
+def test_end_date_is_exclusive_a_day_it_reaches_into_is_covered_and_is_forever_ignores_it():
+    ending_midday = SubscriptionTerms.from_values(start_date=datetime(2024, 6, 1, tzinfo=UTC),
+                                                  end_date=datetime(2025, 1, 10, 12, tzinfo=UTC))
+    ending_at_midnight = SubscriptionTerms.from_values(start_date=datetime(2024, 6, 1, tzinfo=UTC),
+                                                       end_date=datetime(2025, 1, 10, tzinfo=UTC))
+    # Midnight in New York is 05:00 UTC: an end at 05:00 UTC covers nothing of the 10th there.
+    ending_at_local_midnight = SubscriptionTerms.from_values(start_date=datetime(2024, 6, 1, tzinfo=UTC),
+                                                             end_date=datetime(2025, 1, 10, 5, tzinfo=UTC),
+                                                             timezone="America/New_York")
     forever = SubscriptionTerms.from_values(start_date=datetime(2024, 6, 1, tzinfo=UTC),
                                             end_date=datetime(2025, 1, 10, 12, tzinfo=UTC), is_forever=True)
-    assert (ending.end, covered_days(ending, JAN_2025)) == (date(2025, 1, 11), 10)
+    assert (ending_midday.end, covered_days(ending_midday, JAN_2025)) == (date(2025, 1, 11), 10)
+    assert (ending_at_midnight.end, covered_days(ending_at_midnight, JAN_2025)) == (date(2025, 1, 10), 9)
+    assert ending_at_local_midnight.end == date(2025, 1, 10)
     assert (forever.end, covered_days(forever, JAN_2025)) == (None, 31)
 
 
