@@ -4,9 +4,10 @@ For a batch of up to 100 records, in one transaction:
 1. validate each record (a bad one becomes a per-record failure, never spoiling its neighbours);
 2. provision the customers, agents and signals it names (one round of lookups, one insert per kind);
 3. resolve every (model, provider) pair against the catalog once and price each record;
-4. append all events with one bulk insert, the database deciding idempotency;
-5. attribute the new events to matters, add them to the analytics rollup, and hand them to the
-   post-ingestion work.
+4. append all events with one bulk insert, the database deciding idempotency
+   (the same statement puts the new ones in the analytics rollup's backlog);
+5. attribute the new events to matters, and after commit hand them to the post-ingestion work (the
+   coalesced follow-up, billing/followup.py, and the `usage_recorded` signal).
 No query depends on the number of records.
 """
 import uuid
@@ -22,7 +23,7 @@ from billing.record_validation import (
     check_request_shape,
     validate_record,
 )
-from billing.tasks import evaluate_credit_pool_alerts_task
+from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_services
 from config.core.scoping import owned
@@ -30,7 +31,6 @@ from config.core.serialization import decimal_text
 from customers.ledger import events_append
 from customers.models import CODING_AGENT_CODE, EventStatus, Signal, UsageEvent
 from customers.provisioning import identities_provision
-from customers.rollup import analytics_rollup_add
 from matters.services import matters_attribute_new_events
 
 # Sent on commit of a batch that stored new events: `book`, `events` (the new UsageEvent rows). Apps above
@@ -129,7 +129,6 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             # Spec §4: tags and routing rules attach events to matters at record time.
             new_events = [a.event for a in appended if not a.replayed]
             matters_attribute_new_events(book=book, events=new_events)
-            analytics_rollup_add(book=book, events=new_events)  # the daily rollup analytics read, kept exact
         for draft, result in zip(drafts, appended):
             event = result.event
             if not result.replayed:
@@ -148,7 +147,7 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
     if outcome.new_events:
         new_events = list(outcome.new_events)
         customer_ids = sorted({str(event.customer_id) for event in new_events})
-        transaction.on_commit(lambda: evaluate_credit_pool_alerts_task.delay(str(book.pk), customer_ids=customer_ids))
+        transaction.on_commit(lambda: usage_followup_schedule(book_id=str(book.pk), customer_ids=customer_ids))
         transaction.on_commit(lambda: usage_recorded.send(sender=usage_record, book=book, events=new_events))
     outcome.success = [successes_by_index[i] for i in sorted(successes_by_index)]
     outcome.failed = [failures_by_index[i] for i in sorted(failures_by_index)]

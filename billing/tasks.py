@@ -1,9 +1,11 @@
 from celery import shared_task
 
+from billing.followup import usage_followup_take
 from billing.selectors.credit_pools import pool_subscription_ids
 from billing.services.credit_pools import credit_pool_alerts_evaluate
 from config.accounts.models import Book
 from config.core import clock
+from customers.rollup import analytics_rollup_catch_up
 
 
 @shared_task(name="billing.evaluate_credit_pool_alerts", acks_late=True)
@@ -20,3 +22,15 @@ def evaluate_credit_pool_alerts_task(book_id: str, subscription_ids: list[str] |
         if not subscription_ids:
             return 0
     return credit_pool_alerts_evaluate(book=book, now=clock.now(), subscription_ids=subscription_ids)
+
+
+@shared_task(name="billing.usage_followup", acks_late=True)
+def usage_followup_task(book_id: str, customer_ids: list[str] | None = None) -> int:
+    """After usage was recorded (billing/followup.py: one run for the batches of about a second): add the
+    book's pending events to the analytics rollup, then settle the credit pools of the customers the
+    batches named. Idempotent: each pending event is added once, each pool stage emailed once."""
+    customer_ids = sorted({*(customer_ids or ()), *usage_followup_take(book_id=book_id)})
+    added = analytics_rollup_catch_up(book_id=book_id)
+    if customer_ids:
+        evaluate_credit_pool_alerts_task(book_id, customer_ids=customer_ids)
+    return added

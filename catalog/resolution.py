@@ -1,13 +1,13 @@
 """Model resolution: which catalog entry prices a (model, modelProvider) pair, for a whole batch at once.
 
     pairs = [(normalize_model(r["model"]), normalize_provider(r["modelProvider"])) for r in records]
-    services = resolve_services(book=book, pairs=pairs)   # at most 2 queries, whatever the batch size
+    services = resolve_services(book=book, pairs=pairs)   # one query, whatever the batch size
     entry = services[pair]                                # ServiceEntry, or None: unresolvable
     cost = event_cost([(rates_for(entry) if entry else None, Usage(...))])
 
 `resolve_services` accepts raw or normalized pairs and keys its answer by the normalized pair
-(`normalize_model`: trimmed and lowercased; `normalize_provider`: trimmed and lowercased). One query
-reads the book's aliases, one reads the catalog; only active catalog entries resolve.
+(`normalize_model`: trimmed and lowercased; `normalize_provider`: trimmed and lowercased). One statement
+reads the book's aliases and the catalog; only active catalog entries resolve.
 
 Order, first match wins (docs/decisions/catalog.md):
 1. the book's `ModelAlias` for exactly this (model, provider), when its entry is active;
@@ -24,7 +24,6 @@ from collections.abc import Iterable
 
 from catalog.costing import LongContextRates, Rates
 from catalog.models import ModelAlias, ServiceEntry
-from config.core.scoping import owned
 
 PROVIDER_SYNONYMS = {
     "gemini": "google",
@@ -75,29 +74,39 @@ def candidates(model: str, provider: str) -> list[Pair]:
     return list(dict.fromkeys(ordered + undated))
 
 
+# The book's aliases of the wanted pairs (with their entries) and the catalog entries of every candidate
+# key, in ONE statement: the hot path of recording calls this once per batch, and the ORM spent longer
+# compiling two queries than PostgreSQL answering them. The alias branch is scoped by the book's id.
+_RESOLVE_SQL = f"""
+    SELECT s.*, a.model AS alias_model, a.model_provider AS alias_provider
+    FROM {ServiceEntry._meta.db_table} s JOIN {ModelAlias._meta.db_table} a ON a.service_id = s.id
+    WHERE a.book_id = %s AND s.is_active
+      AND (a.model, a.model_provider) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
+    UNION ALL
+    SELECT s.*, NULL, NULL FROM {ServiceEntry._meta.db_table} s
+    WHERE s.is_active AND (s.provider, s.canonical_name) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
+"""
+
+
 def resolve_services(*, book, pairs: Iterable[Pair]) -> dict[Pair, ServiceEntry | None]:
     """The catalog entry for each (model, provider) pair, keyed by the normalized pair; None if unknown."""
-    wanted = {(normalize_model(model), normalize_provider(provider)) for model, provider in pairs}
+    wanted = sorted({(normalize_model(model), normalize_provider(provider)) for model, provider in pairs})
     if not wanted:
         return {}
-    aliases = {}
-    if book is not None:
-        rows = (owned(ModelAlias, book).select_related("service")
-                .filter(model__in={model for model, _ in wanted},
-                        model_provider__in={provider for _, provider in wanted}))
-        aliases = {(alias.model, alias.model_provider): alias.service for alias in rows
-                   if (alias.model, alias.model_provider) in wanted and alias.service.is_active}
-    keys = {pair: candidates(*pair) for pair in wanted if pair not in aliases}
-    flat = {key for pair_keys in keys.values() for key in pair_keys}
-    catalog = {}
-    if flat:
-        rows = ServiceEntry.objects.filter(is_active=True, provider__in={provider for provider, _ in flat},
-                                           canonical_name__in={name for _, name in flat})
-        catalog = {(entry.provider, entry.canonical_name): entry for entry in rows}
+    keys = {pair: candidates(*pair) for pair in wanted}
+    flat = sorted({key for pair_keys in keys.values() for key in pair_keys})
+    aliases, catalog = {}, {}
+    rows = ServiceEntry.objects.raw(_RESOLVE_SQL, [
+        book.pk if book is not None else None, [model for model, _ in wanted], [provider for _, provider in wanted],
+        [provider for provider, _ in flat], [name for _, name in flat]])
+    for entry in rows:
+        if entry.alias_model is not None:
+            aliases[(entry.alias_model, entry.alias_provider)] = entry
+        else:
+            catalog[(entry.provider, entry.canonical_name)] = entry
     resolved = dict.fromkeys(wanted)
-    resolved.update(aliases)
     for pair, pair_keys in keys.items():
-        resolved[pair] = next((catalog[key] for key in pair_keys if key in catalog), None)
+        resolved[pair] = aliases.get(pair) or next((catalog[key] for key in pair_keys if key in catalog), None)
     return resolved
 
 

@@ -28,6 +28,8 @@ SCHEDULED_JOBS: list[ScheduledJob] = [
     ScheduledJob("invoices_mark_overdue", "billing.services.invoices.invoices_mark_overdue", 300),
     ScheduledJob("customer-alerts", "controls.services.customer_alerts.customer_alerts_evaluate_all", 300),
     ScheduledJob("spend-cap-alerts", "controls.services.spend_caps.spend_caps_evaluate_all", 300),
+    # Analytics rollup: events whose follow-up task was lost (billing/followup.py); reads catch up anyway.
+    ScheduledJob("usage-rollup-catch-up", "customers.rollup.analytics_rollup_catch_up_all", 60),
     # Housekeeping: the browser sessions of opened portal links (and expired console logins).
     ScheduledJob("browser-sessions-clear", "portal.services.browser_sessions_clear_expired", 3600),
 ]

@@ -8,43 +8,56 @@ one, or an earlier record of the same batch) and nothing new is stored.
 On PostgreSQL the batch travels as ONE JSON parameter, expanded by `json_populate_recordset` into rows of
 the table's own type: `bulk_create` would prepare and quote each of the ~2,600 values of a batch in Python
 (measured: most of the hot path's time; docs/performance.md). Other databases (the SQLite of `make run`) use
-`bulk_create`. `test_fast_insert_writes_every_column` keeps the column list in step with the model.
+`bulk_create`. `test_fast_insert_writes_every_column` keeps the column list in step with the model. Every
+stored event also enters the analytics rollup's backlog (customers/rollup.py), in the same statement.
 """
 import json
+import operator
 from dataclasses import dataclass
+from decimal import Decimal
+
+import orjson
 
 from django.db import connection
 
 from config.core.scoping import owned
-from customers.models import UsageEvent
+from customers.models import RollupBacklog, UsageEvent
 
-def _text(value):
-    return None if value is None else str(value)
-
-
-def _instant(value):
-    return None if value is None else value.isoformat()
-
-
-def _as_is(value):
-    return value
-
-
-# Every column of the ledger and how its value travels inside the JSON document (exact decimals as text).
+# Every column of the ledger, in the order of the JSON rows (values as orjson writes them: UUIDs and
+# instants as text, exact decimals as text through `_exact`).
 FAST_COLUMNS = (
-    ("id", _text), ("raw_event_id", _text), ("book_id", _text), ("created_at", _instant), ("updated_at", _instant),
-    ("customer_id", _text), ("agent_id", _text), ("signal_id", _text), ("customer_external_id", _as_is),
-    ("agent_code", _as_is), ("signal_name", _as_is), ("model", _as_is), ("model_provider", _as_is),
-    ("service_id", _text), ("input_tokens", _as_is), ("output_tokens", _as_is), ("cache_read_tokens", _as_is),
-    ("cache_write_tokens", _as_is), ("services", _as_is), ("quantity", _text), ("usage_cost", _text),
-    ("event_status", _as_is), ("usage_date", _instant), ("environment", _as_is), ("idempotency_key", _as_is),
-    ("metadata", _as_is),
+    "id", "raw_event_id", "book_id", "created_at", "updated_at", "customer_id", "agent_id", "signal_id",
+    "customer_external_id", "agent_code", "signal_name", "model", "model_provider", "service_id", "input_tokens",
+    "output_tokens", "cache_read_tokens", "cache_write_tokens", "services", "quantity", "usage_cost",
+    "event_status", "usage_date", "environment", "idempotency_key", "metadata",
 )
-# The table's own row type gives every column its type: no cast list to keep in step.
+_ROW_VALUES = operator.attrgetter(*FAST_COLUMNS)
+
+
+def _exact(value):
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(f"not JSON serializable: {type(value).__name__}")
+
+
+def _document(events: list[UsageEvent]) -> str:
+    rows = [dict(zip(FAST_COLUMNS, _ROW_VALUES(event))) for event in events]
+    try:
+        return orjson.dumps(rows, default=_exact).decode()
+    except (TypeError, orjson.JSONEncodeError):  # e.g. an integer beyond 64 bits in metadata: jsonb keeps it
+        return json.dumps(rows, default=str)
+
+
+# The table's own row type gives every column its type: no cast list to keep in step. The same statement
+# puts every stored event into the rollup backlog (customers/rollup.py).
 _INSERT_SQL = (
-    f"INSERT INTO {UsageEvent._meta.db_table} ({', '.join(column for column, _ in FAST_COLUMNS)}) "
-    f"SELECT {', '.join(column for column, _ in FAST_COLUMNS)} "
-    f"FROM json_populate_recordset(NULL::{UsageEvent._meta.db_table}, %s) ON CONFLICT DO NOTHING RETURNING id"
+    f"WITH stored AS ("
+    f"INSERT INTO {UsageEvent._meta.db_table} ({', '.join(FAST_COLUMNS)}) "
+    f"SELECT {', '.join(FAST_COLUMNS)} "
+    f"FROM json_populate_recordset(NULL::{UsageEvent._meta.db_table}, %s) ON CONFLICT DO NOTHING "
+    f"RETURNING id, book_id), "
+    f"pending AS (INSERT INTO {RollupBacklog._meta.db_table} (event_id, book_id) SELECT id, book_id FROM stored) "
+    f"SELECT id FROM stored"
 )
 
 
@@ -56,10 +69,8 @@ class Appended:
 
 def _insert_postgresql(events: list[UsageEvent]) -> set:
     """Insert; returns the ids the database stored (a keyed event it skipped is a replay)."""
-    document = json.dumps([{column: convert(getattr(event, column)) for column, convert in FAST_COLUMNS}
-                           for event in events])
     with connection.cursor() as cursor:
-        cursor.execute(_INSERT_SQL, [document])
+        cursor.execute(_INSERT_SQL, [_document(events)])
         return {row[0] for row in cursor.fetchall()}
 
 
@@ -68,7 +79,9 @@ def _insert_portable(book, events: list[UsageEvent]) -> set:
     UsageEvent.objects.bulk_create(events, ignore_conflicts=True)
     keys = {event.idempotency_key for event in events if event.idempotency_key is not None}
     holders = set(owned(UsageEvent, book).filter(idempotency_key__in=keys).values_list("id", flat=True)) if keys else set()
-    return {event.pk for event in events if event.idempotency_key is None or event.pk in holders}
+    stored = {event.pk for event in events if event.idempotency_key is None or event.pk in holders}
+    RollupBacklog.objects.bulk_create([RollupBacklog(event_id=pk, book_id=book.pk) for pk in stored])
+    return stored
 
 
 def events_append(*, book, events: list[UsageEvent]) -> list[Appended]:

@@ -121,12 +121,19 @@ class UsageEvent(OrgOwned):
 
     # The composite indexes below lead with book and customer: single-column indexes on them would only
     # slow the hot insert path (and tempt the planner away from the idempotency index).
-    book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_index=False)
+    # No database foreign-key constraints (`db_constraint=False`): recording writes ids that provisioning
+    # read or created in the same transaction, and the five deferred checks per row doubled the commit of a
+    # batch (docs/performance.md). Deletions still go through Django's on_delete rules below.
+    book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_index=False,
+                             db_constraint=False)
     raw_event_id = models.UUIDField(default=uuid.uuid4, editable=False)
-    customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="events", db_index=False)
-    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, related_name="events")
+    customer = models.ForeignKey(Customer, on_delete=models.PROTECT, related_name="events", db_index=False,
+                                 db_constraint=False)
+    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, related_name="events",
+                              db_constraint=False)
     # Deleting a signal leaves its events orphaned (signal null), never deleted.
-    signal = models.ForeignKey(Signal, on_delete=models.SET_NULL, null=True, related_name="events")
+    signal = models.ForeignKey(Signal, on_delete=models.SET_NULL, null=True, related_name="events",
+                               db_constraint=False)
     customer_external_id = models.CharField(max_length=255)
     agent_code = models.CharField(max_length=255)
     signal_name = models.CharField(max_length=255)
@@ -134,7 +141,7 @@ class UsageEvent(OrgOwned):
     model = models.CharField(max_length=255, null=True, blank=True)
     model_provider = models.CharField(max_length=255, null=True, blank=True)
     service = models.ForeignKey("catalog.ServiceEntry", on_delete=models.SET_NULL, null=True, blank=True,
-                                related_name="+")
+                                related_name="+", db_constraint=False)
     input_tokens = models.BigIntegerField(null=True, blank=True)
     output_tokens = models.BigIntegerField(null=True, blank=True)
     cache_read_tokens = models.BigIntegerField(null=True, blank=True)
@@ -163,6 +170,23 @@ class UsageEvent(OrgOwned):
 
     def __str__(self):
         return f"{self.signal_name} x {self.quantity} for {self.customer_external_id}"
+
+
+class RollupBacklog(models.Model):
+    """Events recorded but not yet added to the analytics rollup (`customers/rollup.py`).
+
+    Recording inserts a row per new event in the same statement as the event; a catch-up (a debounced
+    task after recording, the periodic job, and every analytics read before it reads) deletes the book's
+    rows and adds their events to the rollup in one statement, so the rollup plus this backlog always
+    equals the ledger. Insert-only and short-lived: no timestamps, no foreign-key checks.
+    """
+
+    event = models.OneToOneField(UsageEvent, primary_key=True, on_delete=models.CASCADE, related_name="+",
+                                 db_constraint=False)
+    book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_constraint=False)
+
+    def __str__(self):
+        return f"pending {self.event_id}"
 
 
 class RollupGrain(models.IntegerChoices):

@@ -1,4 +1,5 @@
-"""The daily usage rollup (`UsageDailyRollup`): kept exact in the transaction that changes the ledger.
+"""The daily usage rollup (`UsageDailyRollup`): the ledger summed by day and month, always exact together
+with its backlog (`RollupBacklog`, the events not yet added).
 
 One SQL definition says what an event contributes (`contributions_sql`): its UTC day, customer, agent,
 signal and model, split per model for multi-service events (each part's cost to its model; the
@@ -6,14 +7,21 @@ event-level figures to the model of its first part). Grouping sets sum the contr
 of `RollupGrain` at once, so each writer is one statement however many grains there are. Every writer
 goes through it:
 
-- recording a batch: `analytics_rollup_add` after the events are inserted, ONE
-  `INSERT ... SELECT ... ON CONFLICT ... DO UPDATE SET x = x + EXCLUDED.x` statement;
+- recording a batch inserts its new events into the backlog in the statement that inserts the events
+  (customers/ledger.py); `analytics_rollup_catch_up` moves a book's backlog into the rollup, ONE
+  `WITH drained AS (DELETE ... RETURNING) INSERT ... ON CONFLICT ... DO UPDATE SET x = x + EXCLUDED.x`
+  statement. It runs in a debounced task after recording, in a periodic job, and at the start of every
+  analytics read, so reads always see every committed event; recording no longer pays for the rollup
+  (its upsert was half of a batch's database time, docs/performance.md) and many batches are added at once;
 - re-pricing (cost backfill): `analytics_rollup_subtract` with the events as they were, the update, then
-  `analytics_rollup_add` with the events as they are;
+  `analytics_rollup_add` with the events as they are; events still in the backlog are left to the
+  catch-up, which adds them as they are then;
 - rebuilding a book (benchmark seeding, repair): `analytics_rollup_rebuild`, one `INSERT ... SELECT`.
 
-Reads that need instants inside a day (edge scans) use the same contributions over the events.
-Rows are written in key order, so concurrent batches lock shared rows in the same order (no deadlock).
+The catch-up, the re-pricing and the rebuild of a book hold one transaction-level advisory lock per book,
+so none of them sees the backlog change under it. Reads that need instants inside a day (edge scans) use
+the same contributions over the events. Rows are written in key order, so concurrent writers lock
+shared rows in the same order (no deadlock).
 """
 from collections.abc import Iterable, Sequence
 from uuid import UUID
@@ -21,11 +29,12 @@ from uuid import UUID
 from django.db import connection, transaction
 
 from catalog.models import ServiceEntry
-from customers.models import UsageDailyRollup, UsageEvent
+from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent
 
 EVENTS = UsageEvent._meta.db_table
 CATALOG = ServiceEntry._meta.db_table
 ROLLUP = UsageDailyRollup._meta.db_table
+BACKLOG = RollupBacklog._meta.db_table
 KEY_COLUMNS = ("book_id", "grain", "day", "customer_id", "agent_id", "signal_id", "model")
 MEASURES = ("event_count", "unpriced_count", "quantity", "cost", "model_event_count", "model_cost", "attempts")
 
@@ -138,38 +147,84 @@ def _check_book(book, events: list[UsageEvent]) -> None:
         raise ValueError("The rollup of a book takes only that book's events.")
 
 
-# The events of a batch, by primary key alone: with a book condition beside it the planner may walk the
-# book's index (its statistics lag behind a growing book). Each row is keyed by its event's own book.
-_BY_IDS = "e.id = ANY(%s)"
+# Events by primary key alone: with a book condition beside it the planner may walk the book's index (its
+# statistics lag behind a growing book). Each row is keyed by its event's own book. Events still in the
+# backlog are the catch-up's to add.
+_BY_IDS_ADDED = f"e.id = ANY(%s) AND NOT EXISTS (SELECT 1 FROM {BACKLOG} b WHERE b.event_id = e.id)"
+# The advisory-lock namespace of a book's rollup (the second key is the book's hash).
+_LOCK_NAMESPACE = 7301
+
+
+def _lock_book(book_id) -> None:
+    """Hold the book's rollup lock until the surrounding transaction ends."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_LOCK_NAMESPACE, str(book_id)])
+
+
+def _is_postgresql() -> bool:
+    # The rollup is PostgreSQL SQL; the SQLite of `make run` trials records into the backlog only.
+    return connection.vendor == "postgresql"
+
+
+def analytics_rollup_catch_up(*, book_id) -> int:
+    """Move the book's backlog into the rollup (one statement under the book's lock); returns the number
+    of events added. Safe to run at any time and as often as wanted: a backlog row is added once."""
+    if not _is_postgresql():
+        return 0
+    contributions_where = "e.id = ANY(ARRAY(SELECT event_id FROM drained))"  # an index probe per event
+    select, params = _grains_sql(contributions_where, [])
+    sql = (f"WITH drained AS (DELETE FROM {BACKLOG} WHERE book_id = %s RETURNING event_id), "
+           f"written AS ({_insert_sql(select, upsert=True)}) "
+           f"SELECT count(*) FROM drained")
+    with transaction.atomic():
+        _lock_book(book_id)
+        ((added,),) = execute(sql, [book_id, *params])
+    return added
+
+
+def analytics_rollup_catch_up_all(*, now=None) -> int:
+    """Catch up every book with a backlog (the periodic job: nothing waits longer than its interval even
+    if a task was lost); returns the number of events added."""
+    if not _is_postgresql():
+        return 0
+    book_ids = RollupBacklog.objects.values_list("book_id", flat=True).distinct()
+    return sum(analytics_rollup_catch_up(book_id=book_id) for book_id in list(book_ids))
 
 
 def analytics_rollup_add(*, book, events: Iterable[UsageEvent]) -> None:
-    """Add these stored events (as they are in the database now) to the rollup: one statement. Call it
-    in the transaction that inserted or re-priced them, with newly stored events only (never a replay)."""
+    """Add these stored, re-priced events (as they are in the database now) to the rollup: one statement.
+    Call it in the transaction that re-priced them, after `analytics_rollup_subtract`."""
     events = list(events)
     _check_book(book, events)
     event_ids = _event_ids(events)
     if event_ids:
-        _upsert(_BY_IDS, [event_ids], sign=1)
+        _lock_book(book.pk)
+        _upsert(_BY_IDS_ADDED, [event_ids], sign=1)
 
 
 def analytics_rollup_subtract(*, book, events: Iterable[UsageEvent]) -> None:
     """Take these stored events (as they are in the database now) out of the rollup, before they change;
-    rows left at zero are deleted."""
+    rows left at zero are deleted. Takes the book's lock for the rest of the transaction, so the backlog
+    keeps the events it holds until the matching `analytics_rollup_add`."""
     events = list(events)
     _check_book(book, events)
     event_ids = _event_ids(events)
     if not event_ids:
         return
-    emptied = _upsert(_BY_IDS, [event_ids], sign=-1)
+    _lock_book(book.pk)
+    emptied = _upsert(_BY_IDS_ADDED, [event_ids], sign=-1)
     if emptied:
         UsageDailyRollup.objects.filter(book=book, pk__in=emptied).delete()
 
 
 def analytics_rollup_rebuild(*, book) -> int:
-    """Recompute the book's rollup from its whole ledger (one DELETE, one INSERT ... SELECT); returns the
-    number of rows. For seeding and repair: concurrent recording into the book must be stopped."""
-    UsageDailyRollup.objects.filter(book=book).delete()
-    select, params = _grains_sql("e.book_id = %s", [book.pk])
-    execute(_insert_sql(select, upsert=False), params)
+    """Recompute the book's rollup from its whole ledger (one DELETE, one INSERT ... SELECT) and empty its
+    backlog; returns the number of rows. For seeding and repair: concurrent recording into the book must
+    be stopped."""
+    with transaction.atomic():
+        _lock_book(book.pk)
+        RollupBacklog.objects.filter(book=book).delete()
+        UsageDailyRollup.objects.filter(book=book).delete()
+        select, params = _grains_sql("e.book_id = %s", [book.pk])
+        execute(_insert_sql(select, upsert=False), params)
     return UsageDailyRollup.objects.filter(book=book).count()

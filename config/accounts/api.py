@@ -22,7 +22,7 @@ from config.accounts.models import ApiKey, KeyScope, KeyType, Role
 from config.accounts.openapi import ApiKeySchema
 from config.accounts.request_log import LogEntry, buffer
 from config.accounts.services import api_key_find
-from config.accounts.throttling import clear_auth_failures, enforce_key_rate, record_auth_failure
+from config.accounts.throttling import admit_key, record_auth_failure
 from config.core import clock
 from config.core.errors import AuthUnavailable, Forbidden, KeyRevoked, Unauthorized
 
@@ -90,8 +90,7 @@ def authenticate_api_key(request) -> ApiKey:
     if key.environment not in settings.API_KEY_ENVIRONMENTS:
         record_auth_failure(ip)
         raise Unauthorized(f"This deployment does not accept {key.environment} keys.")
-    clear_auth_failures(ip)
-    return key
+    return key  # the caller admits it (`admit_key`: rate count, failures cleared)
 
 
 def effective_role(key: ApiKey) -> str:
@@ -135,7 +134,7 @@ class OrgApiView(APIView):
         self.api_key = key
         self.book = key.book
         self.organization = key.organization
-        enforce_key_rate(key.id)
+        admit_key(key.id, client_ip(request))
         check_key_policy(self, request.method, key)
 
     def finalize_response(self, request, response, *args, **kwargs):

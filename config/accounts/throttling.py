@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from config.core.errors import RateLimited
+from config.core.redis_client import redis_client
 
 logger = logging.getLogger("billing.throttling")
 
@@ -22,19 +23,34 @@ def _count(key: str, ttl: int) -> int:
         return 1
 
 
-def enforce_key_rate(key_id) -> None:
-    """429 with Retry-After when a key exceeds its requests per minute (fixed one-minute windows)."""
+def _rate_key(key_id, window: int) -> str:
+    return f"rate:{key_id}:{window}"
+
+
+def admit_key(key_id, ip: str | None) -> None:
+    """A request with an accepted key: count it against the key's requests per minute (fixed one-minute
+    windows; 429 with Retry-After past the limit) and clear the network's failed-key count, in one round
+    trip to Redis."""
     limit = settings.API_RATE_LIMIT_PER_MINUTE
-    if limit <= 0:
-        return
     now = time.time()
     window = int(now // 60)
     try:
-        used = _count(f"rate:{key_id}:{window}", 61)
+        client = redis_client()
+        if client is None:
+            clear_auth_failures(ip)
+            used = _count(_rate_key(key_id, window), 61) if limit > 0 else 0
+        else:
+            rate_key = cache.make_key(_rate_key(key_id, window))  # the keys the Django cache API uses
+            pipeline = client.pipeline(transaction=False)
+            pipeline.delete(cache.make_key(_failure_key(ip)))
+            if limit > 0:
+                pipeline.set(rate_key, 0, nx=True, ex=61)
+                pipeline.incr(rate_key)
+            used = pipeline.execute()[-1] if limit > 0 else 0
     except Exception:  # the limiter must never take the API down with it
         logger.warning("rate limiter unavailable", exc_info=True)
         return
-    if used > limit:
+    if limit > 0 and used > limit:
         raise RateLimited(f"Request rate exceeded ({limit} per minute for this key); retry later.",
                           retry_after=60 - int(now % 60))
 

@@ -5,6 +5,16 @@ import uuid
 from django.db import migrations, models
 
 
+def _fillfactor_70(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":  # a storage parameter SQLite (make run trials) lacks
+        schema_editor.execute("ALTER TABLE customers_usagedailyrollup SET (fillfactor = 70)")
+
+
+def _fillfactor_default(apps, schema_editor):
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("ALTER TABLE customers_usagedailyrollup RESET (fillfactor)")
+
+
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -42,6 +52,5 @@ class Migration(migrations.Migration):
         ),
         # Room on every page for the new version of an updated row: the ingestion upsert only changes
         # measures (no indexed column), so its updates stay heap-only and touch no index.
-        migrations.RunSQL("ALTER TABLE customers_usagedailyrollup SET (fillfactor = 70)",
-                          reverse_sql="ALTER TABLE customers_usagedailyrollup RESET (fillfactor)"),
+        migrations.RunPython(_fillfactor_70, _fillfactor_default),
     ]

@@ -9,6 +9,7 @@ import pytest
 
 from catalog.models import ServiceEntry
 from customers.models import RollupGrain, UsageDailyRollup, UsageEvent
+from customers.rollup import analytics_rollup_catch_up
 from tests.factories import AgentFactory, CustomerFactory, ServiceEntryFactory, SignalFactory
 
 D = Decimal
@@ -155,6 +156,8 @@ def _scanned_full(book) -> dict:
 
 
 def stored(book) -> dict:
+    """The rollup rows as every read sees them: after the book's backlog is caught up."""
+    analytics_rollup_catch_up(book_id=book.pk)
     return {(row.grain, row.day, row.customer_id, row.agent_id, row.signal_id, row.model):
             (row.event_count, row.unpriced_count, row.quantity, row.cost, row.model_event_count, row.model_cost,
              row.attempts)

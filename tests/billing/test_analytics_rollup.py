@@ -1,8 +1,8 @@
 """The daily usage rollup stays exact: after a mixed workload it equals a full scan of the events."""
 import pytest
 
-from customers.models import RollupGrain, UsageDailyRollup, UsageEvent
-from customers.rollup import analytics_rollup_rebuild
+from customers.models import RollupBacklog, RollupGrain, UsageDailyRollup, UsageEvent
+from customers.rollup import analytics_rollup_catch_up, analytics_rollup_rebuild
 from tests.billing.analytics_support import (ALPHA_PART, get, models, multi, rec, record, scanned,  # noqa: F401
                                              search_part, stored)
 from tests.parallel import in_parallel, post
@@ -62,4 +62,47 @@ def test_parallel_batches_on_the_same_rollup_row_all_count(live_server, api, boo
     assert all(status == 200 for status, _ in results)
     (row,) = UsageDailyRollup.objects.filter(book=book, grain=RollupGrain.FULL)
     assert (row.event_count, row.quantity, row.model_event_count) == (80, 80, 80)
+    assert stored(book) == scanned(book)
+
+
+def _pending(book) -> set:
+    return set(RollupBacklog.objects.filter(book=book).values_list("event_id", flat=True))
+
+
+def test_recording_leaves_its_new_events_in_the_backlog_and_a_read_catches_them_up(api, book, models):
+    record(api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z", idempotencyKey="k1"),
+           rec("beta", "writer", "pages", "2025-04-02T10:00:00Z"))
+    record(api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z", idempotencyKey="k1"))  # a replay
+    assert _pending(book) == set(UsageEvent.objects.filter(book=book).values_list("id", flat=True))
+    assert len(_pending(book)) == 2
+    assert not UsageDailyRollup.objects.filter(book=book).exists()  # nothing added yet (no commit hook ran)
+    usage = get(api, "/v1/analytics/usage", startDate="2025-04-01", endDate="2025-04-30")
+    assert usage["summary"]["totalEvents"] == 2  # the read caught the book up first
+    assert _pending(book) == set()
+    assert stored(book) == scanned(book)
+    assert analytics_rollup_catch_up(book_id=book.pk) == 0  # a second catch-up adds nothing
+
+
+def test_backfill_of_events_both_in_the_rollup_and_still_in_the_backlog_stays_exact(api, book, models):
+    record(api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z", model="mystery-model", provider="inhouse"))
+    assert analytics_rollup_catch_up(book_id=book.pk) == 1  # this one is in the rollup, unpriced
+    record(api, rec("acme", "writer", "pages", "2025-04-01T11:00:00Z", model="mystery-model", provider="inhouse"),
+           multi("acme", "research", "search", "2025-04-01T12:00:00Z", [search_part(1), MYSTERY_PART]))
+    waiting = _pending(book)
+    assert len(waiting) == 2
+    mapped = api.post("/v1/events/map-model", {"model": "mystery-model", "modelProvider": "inhouse",
+                                              "serviceId": str(models["beta"].id)})
+    assert mapped.status_code in (200, 201), mapped.content
+    assert not UsageEvent.objects.filter(book=book, usage_cost__isnull=True).exists()
+    assert _pending(book) == waiting  # re-pricing left them to the catch-up
+    after = stored(book)
+    assert after == scanned(book)
+    assert all(values[1] == 0 for values in after.values())  # none counted unpriced any more
+
+
+def test_rebuild_empties_the_backlog_it_has_counted(api, book, models):
+    record(api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z"))
+    assert len(_pending(book)) == 1
+    analytics_rollup_rebuild(book=book)
+    assert _pending(book) == set()
     assert stored(book) == scanned(book)

@@ -300,4 +300,14 @@ def test_fast_insert_writes_every_column():
     from customers.ledger import FAST_COLUMNS
     from customers.models import UsageEvent
 
-    assert {column for column, _ in FAST_COLUMNS} == {field.column for field in UsageEvent._meta.concrete_fields}
+    assert set(FAST_COLUMNS) == {field.column for field in UsageEvent._meta.concrete_fields}
+    assert len(FAST_COLUMNS) == len(set(FAST_COLUMNS))
+
+
+def test_metadata_numbers_beyond_64_bits_and_non_ascii_text_are_stored_as_sent(api, llm):
+    from customers.models import UsageEvent
+
+    metadata = {"ticket": 2**70, "note": "café ✓", "nested": {"ratio": 0.1, "items": [1, None, True]}}
+    body = post(api, rec(llm, metadata=metadata)).json()
+    assert body["successful"] == 1, body
+    assert UsageEvent.objects.get(pk=body["results"]["success"][0]["eventId"]).metadata == metadata

@@ -15,7 +15,8 @@ events are attributed to subscriptions (`coverage.py`). Segments are sent as arr
 whole months and days join the rollup (index `usage_rollup_customer_day`), their partial days the events
 of those days (index `usage_event_book_date`).
 
-One statement per grain used: the breakdowns read at one grain are GROUPING SETS over one scan.
+One statement per grain used: the breakdowns read at one grain are GROUPING SETS over one scan. Each read
+first moves the book's rollup backlog (events recorded since the last catch-up) into the rollup.
 """
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from config.core.clock import UTC, day_start
 from config.core.errors import Unprocessable
 from config.core.money import ZERO
 from customers.models import MONTHLY, Customer, RollupGrain
-from customers.rollup import MEASURES, ROLLUP, contributions_sql, execute
+from customers.rollup import MEASURES, ROLLUP, analytics_rollup_catch_up, contributions_sql, execute
 
 # Grouping dimensions: their SQL over the union of rollup rows and edge contributions (alias u).
 DIMENSIONS = {
@@ -261,6 +262,7 @@ def ledger_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], 
     `segments`, only events inside a segment count and the `label` dimension is the segment's label.
     Only `measures` are summed (the others read 0): summing exact decimals is most of a read's cost.
     Groups without events have no rows, except the grand total `()`, which may be a row of zeros."""
+    analytics_rollup_catch_up(book_id=book.pk)  # every committed event counts, however recently recorded
     needed = scope.dimensions | ({"customer", "agent"} if segments is not None else set())
     by_source: dict[tuple[int, bool], dict] = {}
     for name, group in groups.items():

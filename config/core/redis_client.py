@@ -1,0 +1,13 @@
+"""The raw Redis client, for the few hot-path places that need several commands in one round trip (the
+Django cache API makes a round trip per call, and two for `incr`). None without REDIS_URL: callers fall
+back to the Django cache (local memory in the zero-setup `make run`)."""
+from functools import lru_cache
+
+import redis
+from django.conf import settings
+
+
+@lru_cache(maxsize=1)
+def redis_client() -> redis.Redis | None:
+    # One client (and connection pool) per process; redis-py reopens its connections after a fork.
+    return redis.Redis.from_url(settings.REDIS_URL) if settings.REDIS_URL else None
