@@ -85,7 +85,7 @@ _RESOLVE_SQL = f"""
     UNION ALL
     SELECT s.*, NULL, NULL FROM {ServiceEntry._meta.db_table} s
     WHERE s.is_active AND (s.provider, s.canonical_name) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
-"""
+""".strip()
 
 
 def resolve_services(*, book, pairs: Iterable[Pair]) -> dict[Pair, ServiceEntry | None]:

@@ -30,7 +30,7 @@ _KNOWN_SQL = f"""
     SELECT 's', a.agent_code, s.name, s.id, NULL, s.short_name, s.cost_category
     FROM {Signal._meta.db_table} s JOIN {Agent._meta.db_table} a ON a.id = s.agent_id
     WHERE s.book_id = %s AND a.book_id = %s AND a.agent_code = ANY(%s) AND (s.short_name = ANY(%s) OR s.name = ANY(%s))
-"""
+""".strip()
 
 
 @dataclass(frozen=True)

@@ -148,15 +148,22 @@ def _facts(event: UsageEvent) -> routing.EventFacts:
                               signal_name=event.signal_name, tag=routing.tag_of(event.metadata))
 
 
+# Every matter of the book that has rules or is tagged, a row per (matter, rule); rule columns null for a
+# tagged matter without rules. Raw SQL scoped by the book's id: it runs once per recorded batch, and the
+# ORM took longer to compile the join than PostgreSQL to answer it.
+_ROUTING_SQL = f"""
+    SELECT m.id, m.matter_number, r.id, r.priority, r.created_at, r.agent_code, r.customer_external_id,
+           r.signal_pattern
+    FROM {Matter._meta.db_table} m LEFT JOIN {MatterRule._meta.db_table} r ON r.matter_id = m.id
+    WHERE m.book_id = %s AND (r.id IS NOT NULL OR m.matter_number = ANY(%s))
+""".strip()
+
+
 def _routing_inputs(*, book, tags: set[str]) -> tuple[list[routing.Rule], dict[str, UUID]]:
-    """The book's rules in evaluation order and the ids of the matters these tags name, in ONE query:
-    a row per (matter, rule) of every matter that has rules or is tagged (rule columns null for a
-    tagged matter without rules)."""
-    rows = (owned(Matter, book)
-            .filter(Q(rules__isnull=False) | Q(matter_number__in=tags))
-            .values_list("id", "matter_number", "rules__id", "rules__priority", "rules__created_at",
-                         "rules__agent_code", "rules__customer_external_id", "rules__signal_pattern")
-            .order_by())
+    """The book's rules in evaluation order and the ids of the matters these tags name, in ONE query."""
+    with connection.cursor() as cursor:
+        cursor.execute(_ROUTING_SQL, [book.pk, sorted(tags)])
+        rows = cursor.fetchall()
     rules, matter_ids_by_number = [], {}
     for matter_id, number, rule_id, priority, created_at, agent_code, customer_external_id, pattern in rows:
         if number in tags:

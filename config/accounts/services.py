@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import transaction
+from django.db import connection, transaction
 
 from config.accounts.keys import display_prefix, generate_raw_key, key_digest
 from config.accounts.models import (ApiKey, Book, Environment, Invitation, KeyScope, KeyType, Membership,
@@ -61,12 +61,40 @@ def api_key_mint(*, membership: Membership, key_type: str, environment: str = En
     return key, raw_key
 
 
+def _columns(alias: str, model) -> str:
+    return ", ".join(f"{alias}.{field.column}" for field in model._meta.concrete_fields)
+
+
+# The key with its book, organization and membership (what `select_related` would read), as one raw
+# statement: every /v1 request runs it, and the ORM spent twice as long compiling it as running it.
+_KEY_SQL = (
+    f"SELECT {_columns('k', ApiKey)}, {_columns('b', Book)}, {_columns('o', Organization)}, "
+    f"{_columns('m', Membership)} "
+    f"FROM {ApiKey._meta.db_table} k JOIN {Book._meta.db_table} b ON b.id = k.book_id "
+    f"JOIN {Organization._meta.db_table} o ON o.id = k.organization_id "
+    f"JOIN {Membership._meta.db_table} m ON m.id = k.membership_id WHERE k.digest = %s"
+)
+
+
+def _instance(model, values):
+    return model.from_db("default", [field.attname for field in model._meta.concrete_fields], values)
+
+
 def api_key_find(raw_key: str) -> ApiKey | None:
     """The key with this raw value (by digest; compared again in constant time), or None."""
     digest = key_digest(raw_key)
-    key = (ApiKey.objects.select_related("book", "organization", "membership")
-           .filter(digest=digest).first())
-    if key is None or not hmac.compare_digest(key.digest, digest):
+    with connection.cursor() as cursor:
+        cursor.execute(_KEY_SQL, [digest])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    parts, start = [], 0
+    for model in (ApiKey, Book, Organization, Membership):
+        width = len(model._meta.concrete_fields)
+        parts.append(_instance(model, row[start:start + width]))
+        start += width
+    key, key.book, key.organization, key.membership = parts
+    if not hmac.compare_digest(key.digest, digest):
         return None
     return key
 
