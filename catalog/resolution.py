@@ -22,8 +22,11 @@ Order, first match wins (docs/decisions/catalog.md):
 import re
 from collections.abc import Iterable
 
+from django.db import connection
+
 from catalog.costing import LongContextRates, Rates
 from catalog.models import ModelAlias, ServiceEntry
+from config.core.scoping import owned
 
 PROVIDER_SYNONYMS = {
     "gemini": "google",
@@ -95,7 +98,25 @@ def resolve_services(*, book, pairs: Iterable[Pair]) -> dict[Pair, ServiceEntry 
         return {}
     keys = {pair: candidates(*pair) for pair in wanted}
     flat = sorted({key for pair_keys in keys.values() for key in pair_keys})
+    aliases, catalog = _read(book, wanted, flat)
+    resolved = dict.fromkeys(wanted)
+    for pair, pair_keys in keys.items():
+        resolved[pair] = aliases.get(pair) or next((catalog[key] for key in pair_keys if key in catalog), None)
+    return resolved
+
+
+def _read(book, wanted: list[Pair], flat: list[Pair]) -> tuple[dict, dict]:
+    """(the book's active aliases by pair, the active catalog entries by (provider, name))."""
     aliases, catalog = {}, {}
+    if connection.vendor != "postgresql":  # the SQLite of `make run` trials: two ORM queries
+        if book is not None:
+            rows = owned(ModelAlias, book).select_related("service").filter(
+                service__is_active=True, model__in={model for model, _ in wanted},
+                model_provider__in={provider for _, provider in wanted})
+            aliases = {(alias.model, alias.model_provider): alias.service for alias in rows}
+        rows = ServiceEntry.objects.filter(is_active=True, provider__in={provider for provider, _ in flat},
+                                           canonical_name__in={name for _, name in flat})
+        return aliases, {(entry.provider, entry.canonical_name): entry for entry in rows}
     rows = ServiceEntry.objects.raw(_RESOLVE_SQL, [
         book.pk if book is not None else None, [model for model, _ in wanted], [provider for _, provider in wanted],
         [provider for provider, _ in flat], [name for _, name in flat]])
@@ -104,10 +125,7 @@ def resolve_services(*, book, pairs: Iterable[Pair]) -> dict[Pair, ServiceEntry 
             aliases[(entry.alias_model, entry.alias_provider)] = entry
         else:
             catalog[(entry.provider, entry.canonical_name)] = entry
-    resolved = dict.fromkeys(wanted)
-    for pair, pair_keys in keys.items():
-        resolved[pair] = aliases.get(pair) or next((catalog[key] for key in pair_keys if key in catalog), None)
-    return resolved
+    return aliases, catalog
 
 
 def rates_for(entry: ServiceEntry) -> Rates:

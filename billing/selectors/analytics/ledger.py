@@ -24,8 +24,10 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 
+from django.db import connection
+
 from config.core.clock import UTC, day_start
-from config.core.errors import Unprocessable
+from config.core.errors import NeedsPostgreSQL, Unprocessable
 from config.core.money import ZERO
 from customers.models import MONTHLY, Customer, RollupGrain
 from customers.rollup import MEASURES, ROLLUP, analytics_rollup_catch_up, contributions_sql, execute
@@ -262,6 +264,10 @@ def ledger_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], 
     `segments`, only events inside a segment count and the `label` dimension is the segment's label.
     Only `measures` are summed (the others read 0): summing exact decimals is most of a read's cost.
     Groups without events have no rows, except the grand total `()`, which may be a row of zeros."""
+    if connection.vendor != "postgresql":
+        raise NeedsPostgreSQL("Analytics need PostgreSQL: this server runs on SQLite (the zero-setup default "
+                              "of make run), which records and lists usage but cannot sum it. Set DATABASE_URL "
+                              "to a PostgreSQL database.")
     analytics_rollup_catch_up(book_id=book.pk)  # every committed event counts, however recently recorded
     needed = scope.dimensions | ({"customer", "agent"} if segments is not None else set())
     by_source: dict[tuple[int, bool], dict] = {}
