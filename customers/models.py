@@ -211,7 +211,8 @@ MONTHLY = 8  # the grain bit of month rows
 class UsageDailyRollup(OrgOwned):
     """The ledger summed per UTC day and per UTC month, each at four grains of dimensions (`RollupGrain`):
     what analytics read instead of millions of events. Derived, never edited by hand: `customers/rollup.py`
-    keeps it exact in the same transaction that records or re-prices events, all grains in one statement.
+    keeps it, with `RollupBacklog`, equal to the ledger (all grains in one statement); every read first
+    catches the book's backlog up.
 
     A multi-service event contributes to the row of each model it names: its parts' cost to `model_cost`
     and 1 to `model_event_count` per distinct model; its event-level figures (`event_count`,
