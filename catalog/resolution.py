@@ -22,10 +22,9 @@ Order, first match wins (docs/decisions/catalog.md):
 import re
 from collections.abc import Iterable
 
-from django.db import connection
-
 from catalog.costing import LongContextRates, Rates
 from catalog.models import ModelAlias, ServiceEntry
+from config.core.database import on_postgresql
 from config.core.scoping import owned
 
 PROVIDER_SYNONYMS = {
@@ -108,7 +107,7 @@ def resolve_services(*, book, pairs: Iterable[Pair]) -> dict[Pair, ServiceEntry 
 def _read(book, wanted: list[Pair], flat: list[Pair]) -> tuple[dict, dict]:
     """(the book's active aliases by pair, the active catalog entries by (provider, name))."""
     aliases, catalog = {}, {}
-    if connection.vendor != "postgresql":  # the SQLite of `make run` trials: two ORM queries
+    if not on_postgresql():  # the SQLite of `make run` trials: two ORM queries
         if book is not None:
             rows = owned(ModelAlias, book).select_related("service").filter(
                 service__is_active=True, model__in={model for model, _ in wanted},

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 import orjson
-
 from django.db import connection
 
+from config.core.database import on_postgresql
 from config.core.scoping import owned
 from customers.models import RollupBacklog, UsageEvent
 
@@ -44,7 +44,7 @@ def _document(events: list[UsageEvent]) -> str:
     rows = [dict(zip(FAST_COLUMNS, _ROW_VALUES(event))) for event in events]
     try:
         return orjson.dumps(rows, default=_exact).decode()
-    except (TypeError, orjson.JSONEncodeError):  # e.g. an integer beyond 64 bits in metadata: jsonb keeps it
+    except TypeError:  # orjson's JSONEncodeError, e.g. an integer beyond 64 bits in metadata: jsonb keeps it
         return json.dumps(rows, default=str)
 
 
@@ -86,7 +86,7 @@ def _insert_portable(book, events: list[UsageEvent]) -> set:
 
 def events_append(*, book, events: list[UsageEvent]) -> list[Appended]:
     """Insert `events` (built, unsaved, ids and timestamps assigned); results in the same order."""
-    stored = _insert_postgresql(events) if connection.vendor == "postgresql" else _insert_portable(book, events)
+    stored = _insert_postgresql(events) if on_postgresql() else _insert_portable(book, events)
     if len(stored) == len(events):  # the usual case: no replay, no further query
         return [Appended(event=event, replayed=False) for event in events]
     replayed_keys = {event.idempotency_key for event in events if event.pk not in stored}

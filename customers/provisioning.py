@@ -17,6 +17,7 @@ from uuid import UUID
 from django.db import connection
 from django.db.models import Q
 
+from config.core.database import on_postgresql
 from config.core.scoping import owned
 from customers.models import Agent, Customer, Signal
 
@@ -60,10 +61,11 @@ def _ensure(book, model, field: str, wanted: set[str], build, extra=Q(), columns
 
 
 def _known(book, customer_external_ids: set[str], agent_codes: set[str],
-           signal_keys: set[tuple[str, str]]) -> Identities | None:
-    """The identities of the batch when all of them exist (one statement), else None (and always None on
-    the SQLite of `make run` trials, which takes the ORM path)."""
-    if connection.vendor != "postgresql":
+           signal_keys: set[tuple[str, str]]) -> tuple[dict, dict, dict] | None:
+    """(customers as {external id: (id, is internal)}, agent ids, signals) when every identity of the batch
+    exists (one statement), else None (and always None on the SQLite of `make run` trials, which takes the
+    ORM path)."""
+    if not on_postgresql():
         return None
     names = sorted({name for _, name in signal_keys})
     with connection.cursor() as cursor:
@@ -83,7 +85,7 @@ def _known(book, customer_external_ids: set[str], agent_codes: set[str],
     signals = {key: by_short_name.get(key) or by_name.get(key) for key in signal_keys}
     if len(customers) < len(customer_external_ids) or len(agent_ids) < len(agent_codes) or None in signals.values():
         return None
-    return Identities(customer_ids=customers, agent_ids=agent_ids, signals=signals)
+    return customers, agent_ids, signals
 
 
 def identities_provision(*, book, customer_external_ids: set[str], agent_codes: set[str],
@@ -95,23 +97,21 @@ def identities_provision(*, book, customer_external_ids: set[str], agent_codes: 
     """
     known = _known(book, customer_external_ids, agent_codes, signal_keys)
     if known is not None:
-        newly_internal = [row[0] for ext, row in known.customer_ids.items()
-                          if ext in internal_external_ids and not row[1]]
-        if newly_internal:
-            owned(Customer, book).filter(pk__in=newly_internal).update(is_internal=True)
-        known.customer_ids = {ext: row[0] for ext, row in known.customer_ids.items()}
-        return known
-    customers = _ensure(book, Customer, "external_id", customer_external_ids,
-                        lambda ext: Customer(book=book, external_id=ext, name=ext,
-                                             is_internal=ext in internal_external_ids),
-                        extra=Q(deleted_at__isnull=True), columns=("id", "is_internal"))
+        customers, agent_ids, signals = known
+    else:  # something is seen for the first time
+        customers = _ensure(book, Customer, "external_id", customer_external_ids,
+                            lambda ext: Customer(book=book, external_id=ext, name=ext,
+                                                 is_internal=ext in internal_external_ids),
+                            extra=Q(deleted_at__isnull=True), columns=("id", "is_internal"))
+        agents = _ensure(book, Agent, "agent_code", agent_codes,
+                         lambda code: Agent(book=book, agent_code=code, name=code))
+        agent_ids = {code: row[0] for code, row in agents.items()}
+        signals = _signals_ensure(book, agent_ids, signal_keys)
     newly_internal = [row[0] for ext, row in customers.items() if ext in internal_external_ids and not row[1]]
     if newly_internal:
         owned(Customer, book).filter(pk__in=newly_internal).update(is_internal=True)
-    agents = _ensure(book, Agent, "agent_code", agent_codes, lambda code: Agent(book=book, agent_code=code, name=code))
-    agent_ids = {code: row[0] for code, row in agents.items()}
     return Identities(customer_ids={ext: row[0] for ext, row in customers.items()}, agent_ids=agent_ids,
-                      signals=_signals_ensure(book, agent_ids, signal_keys))
+                      signals=signals)
 
 
 def _signals_ensure(book, agent_ids: dict[str, UUID], signal_keys: set[tuple[str, str]]) -> dict:

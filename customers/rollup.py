@@ -29,6 +29,7 @@ from uuid import UUID
 from django.db import connection, transaction
 
 from catalog.models import ServiceEntry
+from config.core.database import on_postgresql
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent
 
 EVENTS = UsageEvent._meta.db_table
@@ -161,15 +162,10 @@ def _lock_book(book_id) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_LOCK_NAMESPACE, str(book_id)])
 
 
-def _is_postgresql() -> bool:
-    # The rollup is PostgreSQL SQL; the SQLite of `make run` trials records into the backlog only.
-    return connection.vendor == "postgresql"
-
-
 def analytics_rollup_catch_up(*, book_id) -> int:
     """Move the book's backlog into the rollup (one statement under the book's lock); returns the number
     of events added. Safe to run at any time and as often as wanted: a backlog row is added once."""
-    if not _is_postgresql() or not RollupBacklog.objects.filter(book_id=book_id).exists():
+    if not on_postgresql() or not RollupBacklog.objects.filter(book_id=book_id).exists():
         return 0  # the usual case for reads: one index probe, no lock
     contributions_where = "e.id = ANY(ARRAY(SELECT event_id FROM drained))"  # an index probe per event
     select, params = _grains_sql(contributions_where, [])
@@ -185,7 +181,7 @@ def analytics_rollup_catch_up(*, book_id) -> int:
 def analytics_rollup_catch_up_all(*, now=None) -> int:
     """Catch up every book with a backlog (the periodic job: nothing waits longer than its interval even
     if a task was lost); returns the number of events added."""
-    if not _is_postgresql():
+    if not on_postgresql():  # the rollup is PostgreSQL SQL; SQLite trials only fill the backlog
         return 0
     book_ids = RollupBacklog.objects.values_list("book_id", flat=True).distinct()
     return sum(analytics_rollup_catch_up(book_id=book_id) for book_id in list(book_ids))

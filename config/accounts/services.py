@@ -77,7 +77,7 @@ _KEY_SQL = (
 
 
 def _instance(model, values):
-    return model.from_db("default", [field.attname for field in model._meta.concrete_fields], values)
+    return model.from_db(connection.alias, [field.attname for field in model._meta.concrete_fields], values)
 
 
 def api_key_find(raw_key: str) -> ApiKey | None:

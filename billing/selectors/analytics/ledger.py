@@ -24,9 +24,8 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 
-from django.db import connection
-
 from config.core.clock import UTC, day_start
+from config.core.database import on_postgresql
 from config.core.errors import NeedsPostgreSQL, Unprocessable
 from config.core.money import ZERO
 from customers.models import MONTHLY, Customer, RollupGrain
@@ -264,7 +263,7 @@ def ledger_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], 
     `segments`, only events inside a segment count and the `label` dimension is the segment's label.
     Only `measures` are summed (the others read 0): summing exact decimals is most of a read's cost.
     Groups without events have no rows, except the grand total `()`, which may be a row of zeros."""
-    if connection.vendor != "postgresql":
+    if not on_postgresql():
         raise NeedsPostgreSQL("Analytics need PostgreSQL: this server runs on SQLite (the zero-setup default "
                               "of make run), which records and lists usage but cannot sum it. Set DATABASE_URL "
                               "to a PostgreSQL database.")
