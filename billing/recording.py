@@ -57,12 +57,10 @@ def _echo(draft: RecordDraft) -> dict:
             "modelProvider": single.model_provider if single else None}
 
 
-_EVENT_ATTNAMES = tuple(field.attname for field in UsageEvent._meta.concrete_fields)
-
-
-def _build_event(book, draft: RecordDraft, identities, priced, now: datetime) -> UsageEvent:
+def _event_row(book, draft: RecordDraft, identities, priced, now: datetime) -> dict:
+    """The new event as the ledger takes it: every column by attname (customers.ledger.events_append)."""
     single = None if draft.is_multi_service else draft.services[0]
-    values = {
+    return {
         "id": uuid.uuid4(), "raw_event_id": uuid.uuid4(), "book_id": book.pk, "created_at": now, "updated_at": now,
         "customer_id": identities.customer_ids[draft.customer_external_id],
         "agent_id": identities.agent_ids[draft.agent_code],
@@ -81,8 +79,6 @@ def _build_event(book, draft: RecordDraft, identities, priced, now: datetime) ->
         "usage_date": draft.usage_date, "environment": draft.environment, "idempotency_key": draft.idempotency_key,
         "metadata": draft.metadata,
     }
-    # Positional construction is Django's fast path (no keyword parsing, no relation descriptors).
-    return UsageEvent(*(values[attname] for attname in _EVENT_ATTNAMES))
 
 
 def _sort_signals_into_cost_categories(book, drafts: list[RecordDraft], identities) -> None:
@@ -124,8 +120,8 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             _sort_signals_into_cost_categories(book, drafts, identities)
             prices = PriceList(resolve_services(book=book, pairs={part.key for d in drafts for part in d.services}))
             priced_by_index = {d.index: price_event(d.services, prices) for d in drafts}
-            events = [_build_event(book, d, identities, priced_by_index[d.index], now) for d in drafts]
-            appended = events_append(book=book, events=events)
+            rows = [_event_row(book, d, identities, priced_by_index[d.index], now) for d in drafts]
+            appended = events_append(book=book, rows=rows)
             # Spec §4: tags and routing rules attach events to matters at record time.
             new_events = [a.event for a in appended if not a.replayed]
             matters_attribute_new_events(book=book, events=new_events)

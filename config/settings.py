@@ -97,6 +97,12 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     # Gunicorn's workers share one SQLite file: wait for the write lock instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+else:
+    # Only the hot path's fixed statements ask to be prepared (config/core/database.py prepared_cursor);
+    # the ORM's client-bound queries never are. 0 turns preparing off (a pooler without prepared statements).
+    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
+        5 if env_bool("DB_PREPARED_STATEMENTS", True) else None)
+    DATABASES["default"]["OPTIONS"]["options"] = "-c plan_cache_mode=force_generic_plan"
 TEST_DATABASE_NAME = os.environ.get("TEST_DATABASE_NAME")
 if TEST_DATABASE_NAME:
     DATABASES["default"]["TEST"] = {"NAME": TEST_DATABASE_NAME}

@@ -14,23 +14,23 @@ three queries as PostgreSQL spent answering them (docs/performance.md).
 from dataclasses import dataclass
 from uuid import UUID
 
-from django.db import connection
 from django.db.models import Q
 
-from config.core.database import on_postgresql
+from config.core.database import on_postgresql, prepared_cursor
 from config.core.scoping import owned
 from customers.models import Agent, Customer, Signal
 
 _KNOWN_SQL = f"""
     SELECT 'c', external_id, NULL, id, is_internal, NULL, NULL FROM {Customer._meta.db_table}
-    WHERE book_id = %s AND deleted_at IS NULL AND external_id = ANY(%s)
+    WHERE book_id = %s AND deleted_at IS NULL AND external_id = ANY(%s::text[])
     UNION ALL
     SELECT 'a', agent_code, NULL, id, NULL, NULL, NULL FROM {Agent._meta.db_table}
-    WHERE book_id = %s AND agent_code = ANY(%s)
+    WHERE book_id = %s AND agent_code = ANY(%s::text[])
     UNION ALL
     SELECT 's', a.agent_code, s.name, s.id, NULL, s.short_name, s.cost_category
     FROM {Signal._meta.db_table} s JOIN {Agent._meta.db_table} a ON a.id = s.agent_id
-    WHERE s.book_id = %s AND a.book_id = %s AND a.agent_code = ANY(%s) AND (s.short_name = ANY(%s) OR s.name = ANY(%s))
+    WHERE s.book_id = %s AND a.book_id = %s AND a.agent_code = ANY(%s::text[])
+      AND (s.short_name = ANY(%s::text[]) OR s.name = ANY(%s::text[]))
 """.strip()
 
 
@@ -68,7 +68,7 @@ def _known(book, customer_external_ids: set[str], agent_codes: set[str],
     if not on_postgresql():
         return None
     names = sorted({name for _, name in signal_keys})
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_KNOWN_SQL, [book.pk, sorted(customer_external_ids), book.pk, sorted(agent_codes),
                                     book.pk, book.pk, sorted(agent_codes), names, names])
         rows = cursor.fetchall()

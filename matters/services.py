@@ -19,7 +19,7 @@ from django.db.models.functions import Now
 
 from config.accounts.models import Membership
 from config.core import clock
-from config.core.database import on_postgresql
+from config.core.database import on_postgresql, prepared_cursor
 from config.core.errors import BadRequest, Conflict
 from config.core.scoping import get_owned, owned
 from customers.models import UsageEvent
@@ -163,7 +163,7 @@ _ROUTING_SQL = f"""
 def _routing_inputs(*, book, tags: set[str]) -> tuple[list[routing.Rule], dict[str, UUID]]:
     """The book's rules in evaluation order and the ids of the matters these tags name, in ONE query."""
     if on_postgresql():
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(_ROUTING_SQL, [book.pk, sorted(tags)])
             rows = cursor.fetchall()
     else:  # the SQLite of `make run` trials

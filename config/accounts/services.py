@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from config.accounts.keys import display_prefix, generate_raw_key, key_digest
 from config.accounts.models import (ApiKey, Book, Environment, Invitation, KeyScope, KeyType, Membership,
                                    Organization, User)
+from config.core.database import prepared_cursor
 from config.core.errors import BadRequest, NotFound
 
 
@@ -83,7 +84,7 @@ def _instance(model, values):
 def api_key_find(raw_key: str) -> ApiKey | None:
     """The key with this raw value (by digest; compared again in constant time), or None."""
     digest = key_digest(raw_key)
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(_KEY_SQL, [digest])
         row = cursor.fetchone()
     if row is None:

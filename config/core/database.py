@@ -1,7 +1,44 @@
-"""Which database serves this process. PostgreSQL in production and tests; the SQLite of `make run` trials
-takes the portable paths beside the hot-path statements (which use PostgreSQL arrays, JSON and locks)."""
+"""Which database serves this process, and the prepared statements of the hot path.
+
+PostgreSQL in production and tests; the SQLite of `make run` trials takes the portable paths beside the
+hot-path statements (which use PostgreSQL arrays, JSON and locks)."""
+from contextlib import contextmanager
+
 from django.db import connection
+from django.db.backends.postgresql.base import ServerBindingCursor
 
 
 def on_postgresql() -> bool:
     return connection.vendor == "postgresql"
+
+
+class PreparedCursor(ServerBindingCursor):
+    """Binds parameters on the server and asks psycopg to prepare every statement it runs."""
+
+    def execute(self, query, params=None, *, prepare=None, binary=None):
+        return super().execute(query, params, prepare=True if prepare is None else prepare, binary=binary)
+
+    def _convert_query(self, query, params=None):
+        # Django's query log (`last_executed_query`: DEBUG logging, tests counting queries) reads `_query`,
+        # which psycopg sets only for statements it does not prepare.
+        self._query = super()._convert_query(query, params)
+        return self._query
+
+
+@contextmanager
+def prepared_cursor():
+    """A cursor for the fixed raw statements every request or batch runs (API key, identities, catalog,
+    matter routing): PostgreSQL parses and plans each once per connection instead of once per call, which
+    took longer than running them (docs/performance.md). Django's cursors bind parameters on the client
+    (a new statement text each call, never preparable), so this one binds them on the server. Wrapped by
+    Django as any cursor is (its database errors, query logging and execute wrappers still apply).
+    `DB_PREPARED_STATEMENTS=0` (settings) turns preparing off, e.g. behind a pooler that cannot carry
+    prepared statements; the statements then run unprepared, with server-side binding all the same. On
+    SQLite it is a plain cursor."""
+    if not on_postgresql():  # the SQLite of `make run` trials: a plain cursor
+        with connection.cursor() as cursor:
+            yield cursor
+        return
+    connection.ensure_connection()
+    with connection._prepare_cursor(PreparedCursor(connection.connection)) as cursor:
+        yield cursor

@@ -296,12 +296,47 @@ def test_events_are_attributed_to_matters_at_record_time(api, llm, book):
     assert attributions == {event_ids[0]: (tagged.id, "tag"), event_ids[1]: (routed.id, "rule")}
 
 
+def test_the_lookups_of_every_batch_are_prepared_once_per_connection(api, llm):
+    def prepared() -> dict[str, int]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement, generic_plans + custom_plans FROM pg_prepared_statements")
+            return {" ".join(statement.split())[:40]: runs for statement, runs in cursor.fetchall()}
+
+    for batch in range(3):
+        assert post(api, *[rec(llm, customerExternalId=f"c{batch}-{i}") for i in range(5)]).status_code == 200
+    runs = prepared()
+    key = next(runs[s] for s in runs if s.startswith("SELECT k.id"))  # the API key with its book
+    identities = next(runs[s] for s in runs if s.startswith("SELECT 'c', external_id"))
+    catalog = next(runs[s] for s in runs if s.startswith("SELECT s.id"))
+    # One server-side statement each, run by every request since (unprepared statements leave no entry).
+    assert key >= 3 and identities >= 3 and catalog >= 3
+
+
 def test_fast_insert_writes_every_column():
     from customers.ledger import FAST_COLUMNS
     from customers.models import UsageEvent
 
+    # Recording's rows are keyed by attname and the insert names columns: the two must be the same names.
     assert set(FAST_COLUMNS) == {field.column for field in UsageEvent._meta.concrete_fields}
     assert len(FAST_COLUMNS) == len(set(FAST_COLUMNS))
+
+
+def test_the_events_recording_hands_on_equal_the_stored_rows(api, llm, monkeypatch):
+    from billing import recording
+    from customers.models import UsageEvent
+
+    handed_on = []
+    real = recording.matters_attribute_new_events
+    monkeypatch.setattr(recording, "matters_attribute_new_events",
+                        lambda *, book, events: handed_on.extend(events) or real(book=book, events=events))
+    post(api, rec(llm, metadata={"matterId": "M-1"}, environment="staging"), rec(llm, inputTokens=7))
+    assert len(handed_on) == 2
+    for event in handed_on:
+        stored = UsageEvent.objects.get(pk=event.pk)
+        assert not event._state.adding
+        for field in UsageEvent._meta.concrete_fields:
+            assert getattr(event, field.attname) == getattr(stored, field.attname), field.attname
+        assert event.customer == stored.customer and event.signal == stored.signal
 
 
 def test_metadata_numbers_beyond_64_bits_and_non_ascii_text_are_stored_as_sent(api, llm):
