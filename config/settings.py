@@ -98,11 +98,13 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
     DATABASES["default"]["CONN_MAX_AGE"] = 0
 else:
-    # Only the hot path's fixed statements ask to be prepared (config/core/database.py prepared_cursor);
-    # the ORM's client-bound queries never are. 0 turns preparing off (a pooler without prepared statements).
-    DATABASES["default"].setdefault("OPTIONS", {})["prepare_threshold"] = (
-        5 if env_bool("DB_PREPARED_STATEMENTS", True) else None)
-    DATABASES["default"]["OPTIONS"]["options"] = "-c plan_cache_mode=force_generic_plan"
+    # Only the hot path's fixed statements ask to be prepared (config/core/database.py prepared_cursor), and
+    # with generic plans: planning them per call cost more than running them. The ORM's client-bound queries
+    # are never prepared. DB_PREPARED_STATEMENTS=0 turns it off (a pooler without prepared statements).
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    if env_bool("DB_PREPARED_STATEMENTS", True):
+        _options["prepare_threshold"] = 5
+        _options["options"] = f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan".strip()
 TEST_DATABASE_NAME = os.environ.get("TEST_DATABASE_NAME")
 if TEST_DATABASE_NAME:
     DATABASES["default"]["TEST"] = {"NAME": TEST_DATABASE_NAME}
