@@ -119,11 +119,15 @@ def event_cost(parts: Iterable[tuple[Rates | None, Usage]]) -> Decimal | None:
 
     None when any service is unresolvable, so a partly priced event is never stored as if complete.
     """
+    return event_total(service_cost(rates, usage) for rates, usage in parts)
+
+
+def event_total(service_costs: Iterable[Decimal | None]) -> Decimal | None:
+    """`event_cost` from costs already worked out with `service_cost` (each part priced once)."""
     total = ZERO
     with localcontext() as context:
         context.prec = WORKING_PRECISION
-        for rates, usage in parts:
-            cost = service_cost(rates, usage)
+        for cost in service_costs:
             if cost is None:
                 return None
             total += cost

@@ -4,7 +4,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from catalog.costing import Usage, event_cost, service_cost
+from catalog.costing import Usage, event_total, service_cost
 from catalog.models import ServiceEntry
 from catalog.resolution import rates_for
 from config.core.serialization import decimal_text
@@ -77,10 +77,9 @@ class PriceList:
 
 def price_event(parts: Sequence[ServiceUsage], prices: PriceList) -> PricedEvent:
     """Cost of an event whose (model, provider) pairs were resolved once for the batch."""
-    usages = [usage.engine_usage() for usage in parts]
-    priced = [PricedPart(usage, prices.services.get(usage.key), service_cost(prices.rates.get(usage.key), engine))
-              for usage, engine in zip(parts, usages)]
-    total = event_cost((prices.rates.get(usage.key), engine) for usage, engine in zip(parts, usages))
+    priced = [PricedPart(usage, prices.services.get(usage.key),
+                         service_cost(prices.rates.get(usage.key), usage.engine_usage())) for usage in parts]
+    total = event_total(part.cost for part in priced)
     if total is not None:
         return PricedEvent(tuple(priced), total)
     unknown = [p.usage for p in priced if p.service is None]

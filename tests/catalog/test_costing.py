@@ -3,7 +3,7 @@ from decimal import Decimal as D
 
 import pytest
 
-from catalog.costing import LongContextRates, Rates, Usage, event_cost, service_cost
+from catalog.costing import LongContextRates, Rates, Usage, event_cost, event_total, service_cost
 
 GPT_4O = Rates("token", input=D("0.0000025"), output=D("0.00001"), cache_read=D("0.00000125"))
 SONNET = Rates("token", input=D("0.000003"), output=D("0.000015"), cache_read=D("0.0000003"),
@@ -83,6 +83,15 @@ def test_large_quantities_keep_every_digit():
 def test_multi_service_event_costs_the_sum_of_its_services():
     parts = [(GPT_4O, Usage(input_tokens=1000, output_tokens=500)), (WHISPER, Usage(quantity=D("3")))]
     assert event_cost(parts) == D("0.0075") + D("0.018")
+
+
+def test_an_event_total_from_part_costs_is_the_event_cost():
+    per_character = Rates("character", input=D("0.000015"))
+    parts = [(GPT_4O, Usage(input_tokens=1000, output_tokens=500)), (per_character, Usage(quantity=D("0.0000003"))),
+             (per_character, Usage(quantity=D("0.0000003")))]
+    # Two half-up candidates (4.5e-12 each) sum before the one rounding: 0.0075 + 9e-12, not 0.0075 + 1e-11.
+    assert event_total(service_cost(rates, usage) for rates, usage in parts) == event_cost(parts) == D("0.007500000009")
+    assert event_total([D("0.0075"), None]) is None
 
 
 def test_one_unknown_service_makes_the_whole_event_unresolvable():
