@@ -19,7 +19,7 @@ import orjson
 from django.db import connection
 from django.db.models.base import ModelState
 
-from config.core.database import on_postgresql
+from config.core.database import on_postgresql, prepared_cursor
 from config.core.scoping import owned
 from customers.models import RollupBacklog, UsageEvent
 
@@ -58,7 +58,7 @@ _INSERT_SQL = (
     f"WITH stored AS ("
     f"INSERT INTO {UsageEvent._meta.db_table} ({', '.join(FAST_COLUMNS)}) "
     f"SELECT {', '.join(FAST_COLUMNS)} "
-    f"FROM json_populate_recordset(NULL::{UsageEvent._meta.db_table}, %s) ON CONFLICT DO NOTHING "
+    f"FROM json_populate_recordset(NULL::{UsageEvent._meta.db_table}, %s::json) ON CONFLICT DO NOTHING "
     f"RETURNING id, book_id), "
     f"pending AS (INSERT INTO {RollupBacklog._meta.db_table} (event_id, book_id) SELECT id, book_id FROM stored) "
     f"SELECT id FROM stored"
@@ -73,7 +73,7 @@ class Appended:
 
 def _insert_postgresql(rows: list[dict]) -> set:
     """Insert; returns the ids the database stored (a keyed event it skipped is a replay)."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:  # the document travels as a parameter, not quoted into the text
         cursor.execute(_INSERT_SQL, [_document(rows)])
         return {row[0] for row in cursor.fetchall()}
 
