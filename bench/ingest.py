@@ -18,17 +18,23 @@ Baselines, each one transaction per batch of 100 rows:
 All print events per second and p50/p99 batch latency (one batch = 100 records = one request or one
 transaction). Clients are processes (not threads) so the load generator is not limited by one interpreter.
 The baseline table is created with `CREATE TABLE ... (LIKE customers_usageevent INCLUDING ALL)`: the
-same columns, defaults, checks and indexes as the ledger (foreign keys aside), and dropped afterwards.
+same columns, defaults, checks and indexes as the ledger (foreign keys aside), and dropped afterwards. Its
+rows carry time-ordered ids, as the service's events do.
 """
 import argparse
 import http.client
 import json
 import multiprocessing
 import statistics
+import sys
 import time
 import urllib.parse
 import uuid
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from config.core.ids import time_ordered_uuid  # noqa: E402  (the service's event ids; no Django needed)
 
 BATCH = 100
 MODELS = [("gpt-4o", "openai"), ("gpt-4o-mini", "openai"), ("claude-3-5-sonnet-20241022", "anthropic")]
@@ -99,7 +105,7 @@ def baseline_client(args, client: int, deadline: float, queue):
     with psycopg.connect(args.database_url) as connection:
         while time.time() < deadline:
             now = datetime.now(timezone.utc)
-            rows = [(uuid.uuid4(), uuid.uuid4(), book, customer, agent, signal,
+            rows = [(time_ordered_uuid(), uuid.uuid4(), book, customer, agent, signal,
                      record["customerExternalId"], record["agentCode"], record["signalName"],
                      record["model"], record["modelProvider"], record["inputTokens"],
                      record["outputTokens"], record["quantity"], "0.0042", "PROCESSED",

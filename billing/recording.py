@@ -26,6 +26,7 @@ from billing.record_validation import (
 from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_services
+from config.core.ids import time_ordered_uuid
 from config.core.scoping import owned
 from config.core.serialization import decimal_text
 from customers.ledger import events_append
@@ -61,7 +62,7 @@ def _event_row(book, draft: RecordDraft, identities, priced, now: datetime) -> d
     """The new event as the ledger takes it: every column by attname (customers.ledger.events_append)."""
     single = None if draft.is_multi_service else draft.services[0]
     return {
-        "id": uuid.uuid4(), "raw_event_id": uuid.uuid4(), "book_id": book.pk, "created_at": now, "updated_at": now,
+        "id": time_ordered_uuid(), "raw_event_id": uuid.uuid4(), "book_id": book.pk, "created_at": now, "updated_at": now,
         "customer_id": identities.customer_ids[draft.customer_external_id],
         "agent_id": identities.agent_ids[draft.agent_code],
         "signal_id": identities.signals[(draft.agent_code, draft.signal_name)].id,

@@ -1,0 +1,24 @@
+"""Time-ordered ids (config/core/ids.py): RFC 9562 version 7."""
+import time
+import uuid
+
+from config.core.ids import time_ordered_uuid
+
+
+def test_an_id_is_a_version_7_uuid_carrying_its_millisecond():
+    before = time.time_ns() // 1_000_000
+    made = time_ordered_uuid()
+    after = time.time_ns() // 1_000_000
+    assert made.version == 7 and made.variant == uuid.RFC_4122
+    assert before <= made.int >> 80 <= after
+    assert str(time_ordered_uuid(0x0190_0000_0001)).startswith("01900000-0001-7")
+
+
+def test_ids_sort_by_their_millisecond_and_never_repeat():
+    earlier = [time_ordered_uuid(1_700_000_000_000) for _ in range(5000)]
+    later = [time_ordered_uuid(1_700_000_000_001) for _ in range(5000)]
+    assert max(earlier) < min(later)
+    assert len(set(earlier + later)) == 10_000
+    # The 74 random bits vary in every position the version and variant leave them.
+    assert {bit for made in earlier for bit in range(80) if made.int >> bit & 1} == (
+        set(range(80)) - {62, 63, 76, 77, 78, 79}) | {63, 76, 77, 78}
