@@ -42,13 +42,13 @@ def _document(rows: list[dict]) -> str:
         return json.dumps(rows, default=str)
 
 
-def _stored_event(row: dict) -> UsageEvent:
+def _stored_event(row: dict, alias: str) -> UsageEvent:
     """The stored event as a model instance, as `from_db` would build it but straight from its row:
     `Model.__init__` runs a descriptor per field, 1.5 ms per batch of 100 on the hot path."""
     event = UsageEvent.__new__(UsageEvent)
     event.__dict__.update(row)
     event._state = ModelState()
-    event._state.adding, event._state.db = False, connection.alias
+    event._state.adding, event._state.db = False, alias
     return event
 
 
@@ -92,9 +92,10 @@ def events_append(*, book, rows: list[dict]) -> list[Appended]:
     """Insert new events given as rows (every column by attname, ids and timestamps assigned); results in
     the same order."""
     stored = _insert_postgresql(rows) if on_postgresql() else _insert_portable(book, rows)
+    alias = connection.alias  # read once: every access to `connection` is a thread-local lookup
     if len(stored) == len(rows):  # the usual case: no replay, no further query
-        return [Appended(event=_stored_event(row), replayed=False) for row in rows]
-    new_events = {row["id"]: _stored_event(row) for row in rows if row["id"] in stored}
+        return [Appended(event=_stored_event(row, alias), replayed=False) for row in rows]
+    new_events = {row["id"]: _stored_event(row, alias) for row in rows if row["id"] in stored}
     holders = {event.idempotency_key: event for event in new_events.values()}
     earlier = {row["idempotency_key"] for row in rows if row["id"] not in stored} - holders.keys()
     if earlier:  # only replays of earlier requests read rows back
