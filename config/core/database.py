@@ -28,7 +28,7 @@ class PreparedCursor(ServerBindingCursor):
 @contextmanager
 def prepared_cursor():
     """A cursor for the fixed raw statements every request or batch runs (API key, identities, catalog,
-    matter routing): PostgreSQL parses and plans each once per connection instead of once per call, which
+    matter routing, the events insert): PostgreSQL parses and plans each once per connection instead of once per call, which
     took longer than running them (docs/performance.md). Django's cursors bind parameters on the client
     (a new statement text each call, never preparable), so this one binds them on the server. Wrapped by
     Django as any cursor is (its database errors, query logging and execute wrappers still apply).
