@@ -156,7 +156,7 @@ _ROUTING_SQL = f"""
     SELECT m.id, m.matter_number, r.id, r.priority, r.created_at, r.agent_code, r.customer_external_id,
            r.signal_pattern
     FROM {Matter._meta.db_table} m LEFT JOIN {MatterRule._meta.db_table} r ON r.matter_id = m.id
-    WHERE m.book_id = %s AND (r.id IS NOT NULL OR m.matter_number = ANY(%s))
+    WHERE m.book_id = %s AND (r.id IS NOT NULL OR m.matter_number = ANY(%s::text[]))
 """.strip()
 
 
