@@ -3,7 +3,9 @@
 Each API-key request appends one entry to an in-process buffer; a background thread writes the
 buffer with one bulk INSERT (and bumps each key's `last_used_at` once) every
 API_REQUEST_LOG_FLUSH_SECONDS or every API_REQUEST_LOG_BATCH_SIZE entries, so ingestion pays
-an append to a list, not an INSERT. A flush interval of 0 writes each entry at once.
+an append to a list, not an INSERT. A flush interval of 0 writes each entry at once. The thread keeps
+its database connection between writes, for DB_CONN_MAX_AGE seconds like any other (opening one per
+write cost every web worker a PostgreSQL backend a second), and closes it when the process stops.
 """
 import atexit
 import logging
@@ -34,6 +36,7 @@ class RequestLogBuffer:
         self._entries: list[LogEntry] = []
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._pid = None
 
@@ -84,15 +87,29 @@ class RequestLogBuffer:
             if self._thread is not None and self._thread.is_alive() and self._pid == os.getpid():
                 return
             self._pid = os.getpid()
+            self._stopping.clear()
             self._thread = threading.Thread(target=self._run, name="request-log-writer", daemon=True)
             self._thread.start()
 
-    def _run(self) -> None:
-        while True:
-            self._wake.wait(settings.API_REQUEST_LOG_FLUSH_SECONDS)
-            self._wake.clear()
-            close_old_connections()
+    def stop(self) -> None:
+        """Write what is buffered and end this process's writer thread, closing its connection (at exit)."""
+        thread = self._thread
+        if thread is None or not thread.is_alive() or self._pid != os.getpid():
             self.flush()
+            return
+        self._stopping.set()
+        self._wake.set()
+        thread.join(timeout=10)
+
+    def _run(self) -> None:
+        try:
+            while not self._stopping.is_set():
+                self._wake.wait(settings.API_REQUEST_LOG_FLUSH_SECONDS)
+                self._wake.clear()
+                close_old_connections()  # replaces a broken connection or one older than DB_CONN_MAX_AGE
+                self.flush()
+            self.flush()  # what came in while stopping
+        finally:
             connection.close()
 
 
@@ -110,7 +127,7 @@ def write_entries(entries: list[LogEntry]) -> None:
 
 
 buffer = RequestLogBuffer()
-atexit.register(buffer.flush)
+atexit.register(buffer.stop)
 
 
 def flush_request_log() -> int:

@@ -61,3 +61,41 @@ def test_an_unstorable_entry_is_dropped_without_losing_its_neighbours(api, org, 
     assert flush_request_log() == 1
     assert list(ApiRequestLog.objects.values_list("path", flat=True)) == ["/v1/ok"]
     assert flush_request_log() == 0
+
+
+@pytest.mark.django_db(transaction=True)  # the writer thread's own connection must see committed rows
+def test_the_writer_thread_keeps_one_connection_across_writes_and_closes_it_when_stopped(api, org, settings):
+    import threading
+    import time
+
+    from django.db.backends.signals import connection_created
+
+    from config.accounts.request_log import RequestLogBuffer
+
+    settings.API_REQUEST_LOG_FLUSH_SECONDS = 0.05
+    opened, closed = [], []
+
+    def on_connect(sender, connection, **kwargs):
+        if threading.current_thread().name == "request-log-writer":
+            opened.append(connection)
+            real_close = connection.close
+            connection.close = lambda: closed.append(connection) or real_close()
+
+    writer = RequestLogBuffer()
+    connection_created.connect(on_connect)
+    try:
+        for written in range(1, 4):
+            writer.append(LogEntry(organization_id=org.id, api_key_id=api.key.id, method="GET", path=f"/v1/{written}",
+                                   status=200, ip=None, created_at=clock.now()))
+            deadline = time.monotonic() + 10
+            while ApiRequestLog.objects.count() < written and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert ApiRequestLog.objects.count() == written
+        writer.append(LogEntry(organization_id=org.id, api_key_id=api.key.id, method="GET", path="/v1/last",
+                               status=200, ip=None, created_at=clock.now()))
+        writer.stop()
+    finally:
+        connection_created.disconnect(on_connect)
+    assert len(opened) == 1  # three writes, one connection (DB_CONN_MAX_AGE is 60 s here)
+    assert closed == opened and not writer._thread.is_alive()
+    assert ApiRequestLog.objects.filter(path="/v1/last").exists()  # stopping wrote what was buffered
