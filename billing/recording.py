@@ -123,13 +123,11 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             priced_by_index = {d.index: price_event(d.services, prices) for d in drafts}
             rows = [_event_row(book, d, identities, priced_by_index[d.index], now) for d in drafts]
             appended = events_append(book=book, rows=rows)
+            outcome.new_events = [a.event for a in appended if not a.replayed]
             # Spec §4: tags and routing rules attach events to matters at record time.
-            new_events = [a.event for a in appended if not a.replayed]
-            matters_attribute_new_events(book=book, events=new_events)
+            matters_attribute_new_events(book=book, events=outcome.new_events)
         for draft, result in zip(drafts, appended):
             event = result.event
-            if not result.replayed:
-                outcome.new_events.append(event)
             entry = {"index": draft.index, **_echo(draft), "eventId": str(event.id), "rawEventId": str(event.raw_event_id),
                      "totalCostUsd": decimal_text(event.usage_cost),
                      "timestamp": event.usage_date.isoformat().replace("+00:00", "Z")}
@@ -142,10 +140,9 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             else:
                 successes_by_index[draft.index] = entry
     if outcome.new_events:
-        new_events = list(outcome.new_events)
-        customer_ids = sorted({str(event.customer_id) for event in new_events})
+        customer_ids = sorted({str(event.customer_id) for event in outcome.new_events})
         transaction.on_commit(lambda: usage_followup_schedule(book_id=str(book.pk), customer_ids=customer_ids))
-        transaction.on_commit(lambda: usage_recorded.send(sender=usage_record, book=book, events=new_events))
+        transaction.on_commit(lambda: usage_recorded.send(sender=usage_record, book=book, events=outcome.new_events))
     outcome.success = [successes_by_index[i] for i in sorted(successes_by_index)]
     outcome.failed = [failures_by_index[i] for i in sorted(failures_by_index)]
     return outcome

@@ -22,11 +22,9 @@ Order, first match wins (docs/decisions/catalog.md):
 import re
 from collections.abc import Iterable
 
-from django.db import connection
-
 from catalog.costing import LongContextRates, Rates
 from catalog.models import ModelAlias, ServiceEntry
-from config.core.database import on_postgresql, prepared_cursor
+from config.core.database import WholeRows, on_postgresql, prepared_cursor
 from config.core.scoping import owned
 
 PROVIDER_SYNONYMS = {
@@ -81,16 +79,14 @@ def candidates(model: str, provider: str) -> list[Pair]:
 # The book's aliases of the wanted pairs (with their entries) and the catalog entries of every candidate
 # key, in ONE statement: the hot path of recording calls this once per batch, and the ORM spent longer
 # compiling two queries than PostgreSQL answering them. The alias branch is scoped by the book's id.
-_ENTRY_COLUMNS = [field.column for field in ServiceEntry._meta.concrete_fields]
-_ENTRY_ATTNAMES = [field.attname for field in ServiceEntry._meta.concrete_fields]
-_ENTRY_SELECT = ", ".join(f"s.{column}" for column in _ENTRY_COLUMNS)
+_ENTRY = WholeRows(ServiceEntry, "s")
 _RESOLVE_SQL = f"""
-    SELECT {_ENTRY_SELECT}, a.model, a.model_provider
+    SELECT {_ENTRY.select}, a.model, a.model_provider
     FROM {ServiceEntry._meta.db_table} s JOIN {ModelAlias._meta.db_table} a ON a.service_id = s.id
     WHERE a.book_id = %s AND s.is_active
       AND (a.model, a.model_provider) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
     UNION ALL
-    SELECT {_ENTRY_SELECT}, NULL, NULL FROM {ServiceEntry._meta.db_table} s
+    SELECT {_ENTRY.select}, NULL, NULL FROM {ServiceEntry._meta.db_table} s
     WHERE s.is_active AND (s.provider, s.canonical_name) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
 """.strip()
 
@@ -126,10 +122,9 @@ def _read(book, wanted: list[Pair], flat: list[Pair]) -> tuple[dict, dict]:
             book.pk if book is not None else None, [model for model, _ in wanted],
             [provider for _, provider in wanted], [provider for provider, _ in flat], [name for _, name in flat]])
         rows = cursor.fetchall()
-    width = len(_ENTRY_ATTNAMES)
     for row in rows:
-        entry = ServiceEntry.from_db(connection.alias, _ENTRY_ATTNAMES, row[:width])
-        alias_model, alias_provider = row[width:]
+        entry = _ENTRY.instance(row)
+        alias_model, alias_provider = row[_ENTRY.width:]
         if alias_model is not None:
             aliases[(alias_model, alias_provider)] = entry
         else:

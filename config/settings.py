@@ -168,7 +168,6 @@ API_REQUEST_LOG_FLUSH_SECONDS = float(os.environ.get("API_REQUEST_LOG_FLUSH_SECO
 API_REQUEST_LOG_BATCH_SIZE = env_int("API_REQUEST_LOG_BATCH_SIZE", 200)
 # Behind a reverse proxy, take the caller's address from the first X-Forwarded-For hop.
 USE_X_FORWARDED_FOR = env_bool("USE_X_FORWARDED_FOR", False)
-# Hosted portal: unknown link tokens one network may try per window before it gets 429 (a guessing defence).
 CUSTOMER_ALERT_LIMIT = env_int("CUSTOMER_ALERT_LIMIT", 100)
 # Up to this many unpriced events are priced inside the map-model request; more go to a Celery task.
 MAP_MODEL_INLINE_BACKFILL_LIMIT = env_int("MAP_MODEL_INLINE_BACKFILL_LIMIT", 500)

@@ -8,8 +8,8 @@ from django.db.models import Count
 from config.accounts.admin_actions import act_on_rows
 from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from config.accounts.models import Book, Role
-from matters.models import Matter, MatterAttribution, MatterRule
 from config.core.errors import ApiError
+from matters.models import Matter, MatterAttribution, MatterRule
 from matters.services import matter_delete, matter_rules_apply, responsible_user_check, rule_matchers_check
 
 MATTER_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.FINANCE, Role.LEGAL})  # as the matters endpoints

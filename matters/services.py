@@ -192,14 +192,14 @@ def matters_attribute_new_events(*, book, events: list[UsageEvent]) -> None:
     """
     if not events:
         return
-    facts = [(event, _facts(event)) for event in events]
-    tags = {fact.tag for _, fact in facts if fact.tag is not None}
+    tags = {routing.tag_of(event.metadata) for event in events} - {None}
     ordered_rules, matter_ids_by_number = _routing_inputs(book=book, tags=tags)
-    if not ordered_rules and not matter_ids_by_number:
+    if not ordered_rules and not matter_ids_by_number:  # the usual book: nothing to route by
         return
     decisions = []
-    for event, fact in facts:
-        decision = routing.attribute(fact, ordered_rules=ordered_rules, matter_ids_by_number=matter_ids_by_number)
+    for event in events:
+        decision = routing.attribute(_facts(event), ordered_rules=ordered_rules,
+                                     matter_ids_by_number=matter_ids_by_number)
         if decision is not None:
             decisions.append((event.pk, decision.matter_id, decision.source))
     _insert_attributions_if_absent(book=book, decisions=decisions)

@@ -5,12 +5,12 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import connection, transaction
+from django.db import transaction
 
 from config.accounts.keys import display_prefix, generate_raw_key, key_digest
 from config.accounts.models import (ApiKey, Book, Environment, Invitation, KeyScope, KeyType, Membership,
                                    Organization, User)
-from config.core.database import prepared_cursor
+from config.core.database import WholeRows, prepared_cursor
 from config.core.errors import BadRequest, NotFound
 
 
@@ -62,23 +62,15 @@ def api_key_mint(*, membership: Membership, key_type: str, environment: str = En
     return key, raw_key
 
 
-def _columns(alias: str, model) -> str:
-    return ", ".join(f"{alias}.{field.column}" for field in model._meta.concrete_fields)
-
-
 # The key with its book, organization and membership (what `select_related` would read), as one raw
 # statement: every /v1 request runs it, and the ORM spent twice as long compiling it as running it.
+_KEY_PARTS = (WholeRows(ApiKey, "k"), WholeRows(Book, "b"), WholeRows(Organization, "o"), WholeRows(Membership, "m"))
 _KEY_SQL = (
-    f"SELECT {_columns('k', ApiKey)}, {_columns('b', Book)}, {_columns('o', Organization)}, "
-    f"{_columns('m', Membership)} "
+    f"SELECT {', '.join(part.select for part in _KEY_PARTS)} "
     f"FROM {ApiKey._meta.db_table} k JOIN {Book._meta.db_table} b ON b.id = k.book_id "
     f"JOIN {Organization._meta.db_table} o ON o.id = k.organization_id "
     f"JOIN {Membership._meta.db_table} m ON m.id = k.membership_id WHERE k.digest = %s"
 )
-
-
-def _instance(model, values):
-    return model.from_db(connection.alias, [field.attname for field in model._meta.concrete_fields], values)
 
 
 def api_key_find(raw_key: str) -> ApiKey | None:
@@ -90,10 +82,9 @@ def api_key_find(raw_key: str) -> ApiKey | None:
     if row is None:
         return None
     parts, start = [], 0
-    for model in (ApiKey, Book, Organization, Membership):
-        width = len(model._meta.concrete_fields)
-        parts.append(_instance(model, row[start:start + width]))
-        start += width
+    for part in _KEY_PARTS:
+        parts.append(part.instance(row, start))
+        start += part.width
     key, key.book, key.organization, key.membership = parts
     if not hmac.compare_digest(key.digest, digest):
         return None

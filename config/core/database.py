@@ -12,6 +12,22 @@ def on_postgresql() -> bool:
     return connection.vendor == "postgresql"
 
 
+class WholeRows:
+    """Every concrete column of a model in a raw statement that reads whole rows (of several models, side by
+    side, or with extra columns after them), and the instances `from_db` builds from them."""
+
+    def __init__(self, model, table_alias: str):
+        fields = model._meta.concrete_fields
+        self.model = model
+        self.select = ", ".join(f"{table_alias}.{field.column}" for field in fields)
+        self.attnames = [field.attname for field in fields]
+        self.width = len(fields)
+
+    def instance(self, row, start: int = 0):
+        """The instance whose columns start at `row[start]`."""
+        return self.model.from_db(connection.alias, self.attnames, row[start:start + self.width])
+
+
 class PreparedCursor(ServerBindingCursor):
     """Binds parameters on the server and asks psycopg to prepare every statement it runs."""
 
