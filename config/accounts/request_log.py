@@ -104,11 +104,14 @@ class RequestLogBuffer:
     def _run(self) -> None:
         try:
             while not self._stopping.is_set():
-                self._wake.wait(settings.API_REQUEST_LOG_FLUSH_SECONDS)
+                interval = settings.API_REQUEST_LOG_FLUSH_SECONDS
+                if interval <= 0:  # entries are now written as they come: nothing left for this thread
+                    break
+                self._wake.wait(interval)
                 self._wake.clear()
                 close_old_connections()  # replaces a broken connection or one older than DB_CONN_MAX_AGE
                 self.flush()
-            self.flush()  # what came in while stopping
+            self.flush()  # what is still buffered
         finally:
             connection.close()
 

@@ -99,3 +99,36 @@ def test_the_writer_thread_keeps_one_connection_across_writes_and_closes_it_when
     assert len(opened) == 1  # three writes, one connection (DB_CONN_MAX_AGE is 60 s here)
     assert closed == opened and not writer._thread.is_alive()
     assert ApiRequestLog.objects.filter(path="/v1/last").exists()  # stopping wrote what was buffered
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_writer_thread_ends_with_its_connection_once_entries_are_written_as_they_come(api, org, settings):
+    import threading
+    import time
+
+    from django.db.backends.signals import connection_created
+
+    from config.accounts.request_log import RequestLogBuffer
+
+    settings.API_REQUEST_LOG_FLUSH_SECONDS = 0.05
+    closed = []
+
+    def on_connect(sender, connection, **kwargs):
+        if threading.current_thread().name == "request-log-writer":
+            real_close = connection.close
+            connection.close = lambda: closed.append(connection) or real_close()
+
+    writer = RequestLogBuffer()
+    connection_created.connect(on_connect)
+    try:
+        writer.append(LogEntry(organization_id=org.id, api_key_id=api.key.id, method="GET", path="/v1/one",
+                               status=200, ip=None, created_at=clock.now()))
+        deadline = time.monotonic() + 10
+        while not ApiRequestLog.objects.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        settings.API_REQUEST_LOG_FLUSH_SECONDS = 0  # no buffering from now on
+        writer._thread.join(timeout=10)
+    finally:
+        connection_created.disconnect(on_connect)
+    # Ended by itself (no loop spinning on a zero interval) and left no session behind.
+    assert not writer._thread.is_alive() and len(closed) == 1
