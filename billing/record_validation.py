@@ -91,6 +91,10 @@ class _Checker:
 
     def text(self, data: dict, name: str, *, required: bool, max_length: int = MAX_NAME_LENGTH) -> str | None:
         value = data.get(name)
+        if value.__class__ is str:  # the usual case first: every check passes
+            stripped = value.strip()
+            if stripped and len(stripped) <= max_length and "\x00" not in stripped:
+                return stripped
         if value is None:
             if required:
                 self.fail(name, "This field is required.")
@@ -114,6 +118,8 @@ class _Checker:
         value = data.get(name)
         if value is None:
             return None
+        if value.__class__ is int and 0 <= value <= MAX_TOKENS:  # the usual case first
+            return value
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
                 value = int(value)
@@ -132,6 +138,8 @@ class _Checker:
         value = data.get(name)
         if value is None:
             return None
+        if value.__class__ is int and 0 <= value <= MAX_QUANTITY:  # a whole count, the usual case
+            return Decimal(value)
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             self.fail(name, "Must be a number.")
             return None

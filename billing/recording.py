@@ -10,7 +10,6 @@ For a batch of up to 100 records, in one transaction:
    coalesced follow-up, billing/followup.py, and the `usage_recorded` signal).
 No query depends on the number of records.
 """
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -26,7 +25,7 @@ from billing.record_validation import (
 from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_services
-from config.core.ids import time_ordered_uuid
+from config.core.ids import random_uuids, time_ordered_uuids
 from config.core.scoping import owned
 from config.core.serialization import decimal_text
 from customers.ledger import events_append
@@ -58,11 +57,11 @@ def _echo(draft: RecordDraft) -> dict:
             "modelProvider": single.model_provider if single else None}
 
 
-def _event_row(book, draft: RecordDraft, identities, priced, now: datetime) -> dict:
+def _event_row(book, draft: RecordDraft, identities, priced, now: datetime, event_id, raw_event_id) -> dict:
     """The new event as the ledger takes it: every column by attname (customers.ledger.events_append)."""
     single = None if draft.is_multi_service else draft.services[0]
     return {
-        "id": time_ordered_uuid(), "raw_event_id": uuid.uuid4(), "book_id": book.pk, "created_at": now, "updated_at": now,
+        "id": event_id, "raw_event_id": raw_event_id, "book_id": book.pk, "created_at": now, "updated_at": now,
         "customer_id": identities.customer_ids[draft.customer_external_id],
         "agent_id": identities.agent_ids[draft.agent_code],
         "signal_id": identities.signals[(draft.agent_code, draft.signal_name)].id,
@@ -121,14 +120,16 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             _sort_signals_into_cost_categories(book, drafts, identities)
             prices = PriceList(resolve_services(book=book, pairs={part.key for d in drafts for part in d.services}))
             priced_by_index = {d.index: price_event(d.services, prices) for d in drafts}
-            rows = [_event_row(book, d, identities, priced_by_index[d.index], now) for d in drafts]
+            rows = [_event_row(book, d, identities, priced_by_index[d.index], now, event_id, raw_event_id)
+                    for d, event_id, raw_event_id in zip(drafts, time_ordered_uuids(len(drafts)), random_uuids(len(drafts)))]
             appended = events_append(book=book, rows=rows)
             outcome.new_events = [a.event for a in appended if not a.replayed]
             # Spec §4: tags and routing rules attach events to matters at record time.
             matters_attribute_new_events(book=book, events=outcome.new_events)
         for draft, result in zip(drafts, appended):
             event = result.event
-            entry = {"index": draft.index, **_echo(draft), "eventId": str(event.id), "rawEventId": str(event.raw_event_id),
+            # UUIDs as they are: the renderer writes their canonical text (config/core/fast_json.py).
+            entry = {"index": draft.index, **_echo(draft), "eventId": event.id, "rawEventId": event.raw_event_id,
                      "totalCostUsd": decimal_text(event.usage_cost),
                      "timestamp": event.usage_date.isoformat().replace("+00:00", "Z")}
             if result.replayed:

@@ -19,3 +19,19 @@ def time_ordered_uuid(unix_ms: int | None = None) -> UUID:
         unix_ms = time.time_ns() // 1_000_000
     value = (unix_ms & 0xFFFF_FFFF_FFFF) << 80 | int.from_bytes(os.urandom(10), "big")
     return UUID(int=value & _CLEARED | _VERSION_7 | _VARIANT_RFC_9562)
+
+
+def time_ordered_uuids(count: int) -> list[UUID]:
+    """`count` UUIDv7s of the same millisecond, with one read of the random source (a batch of events:
+    one system call instead of one per row). They are distinct by their 74 random bits."""
+    prefix = (time.time_ns() // 1_000_000 & 0xFFFF_FFFF_FFFF) << 80
+    randomness = os.urandom(10 * count)
+    return [UUID(int=(prefix | int.from_bytes(randomness[start:start + 10], "big")) & _CLEARED
+                 | _VERSION_7 | _VARIANT_RFC_9562)
+            for start in range(0, 10 * count, 10)]
+
+
+def random_uuids(count: int) -> list[UUID]:
+    """`count` version-4 UUIDs, as `uuid.uuid4()` makes them, with one read of the random source."""
+    randomness = os.urandom(16 * count)
+    return [UUID(bytes=randomness[start:start + 16], version=4) for start in range(0, 16 * count, 16)]

@@ -84,15 +84,26 @@ class DecimalText(serializers.Field):
 
 def unstorable(value) -> bool:
     """What PostgreSQL cannot store: NUL characters in strings or keys (text and jsonb refuse them) and
-    infinite numbers (1e999) in JSON."""
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(unstorable(key) or unstorable(item) for key, item in value.items())
-    if isinstance(value, list):
-        return any(unstorable(item) for item in value)
+    infinite numbers (1e999) in JSON. A loop over a stack, not recursion: every usage record's metadata
+    passes here on the ingestion hot path."""
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if isinstance(inner, str) and isinstance(key, str):  # the usual metadata entry, checked here
+                    if "\x00" in key or "\x00" in inner:
+                        return True
+                else:
+                    pending.append(key)
+                    pending.append(inner)
+        elif isinstance(item, list):
+            pending.extend(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            return True
     return False
 
 

@@ -114,6 +114,15 @@ def test_neither_shape_is_400(api):
     ({"modelProvider": None}, "modelProvider: This field is required."),
     ({"customerExternalId": "a\x00b"}, "customerExternalId: Must not contain NUL (\\u0000) characters."),
     ({"metadata": {"note": "a\x00b"}}, "metadata: Must not contain NUL (\\u0000) characters or infinite numbers."),
+    # Past the fast paths of the usual values: booleans are not numbers, limits hold, nesting is searched.
+    ({"inputTokens": True}, "inputTokens: Must be a whole number of tokens."),
+    ({"inputTokens": 2**62 + 1}, "inputTokens: Is too large."),
+    ({"quantity": False}, "quantity: Must be a number."),
+    ({"quantity": 10**16}, "quantity: Is too large."),
+    ({"customerExternalId": " " + "c" * 255 + "x"}, "customerExternalId: Ensure this field has no more than 255 characters."),
+    ({"metadata": {"deep": [{"deeper": ["ok", "a\x00b"]}]}},
+     "metadata: Must not contain NUL (\\u0000) characters or infinite numbers."),
+    ({"metadata": {"key\x00": 1}}, "metadata: Must not contain NUL (\\u0000) characters or infinite numbers."),
 ])
 def test_an_invalid_record_fails_alone_and_is_not_stored(api, llm, bad, field):
     resp = post(api, rec(llm), rec(llm, **bad))

@@ -2,7 +2,7 @@
 import time
 import uuid
 
-from config.core.ids import time_ordered_uuid
+from config.core.ids import random_uuids, time_ordered_uuid, time_ordered_uuids
 
 
 def test_an_id_is_a_version_7_uuid_carrying_its_millisecond():
@@ -22,3 +22,22 @@ def test_ids_sort_by_their_millisecond_and_never_repeat():
     # The 74 random bits vary in every position the version and variant leave them.
     assert {bit for made in earlier for bit in range(80) if made.int >> bit & 1} == (
         set(range(80)) - {62, 63, 76, 77, 78, 79}) | {63, 76, 77, 78}
+
+
+def test_a_batch_of_ids_shares_its_millisecond_and_never_repeats():
+    before = time.time_ns() // 1_000_000
+    batch = time_ordered_uuids(5000)
+    after = time.time_ns() // 1_000_000
+    assert len(batch) == 5000 and len(set(batch)) == 5000
+    assert {made.version for made in batch} == {7} and {made.variant for made in batch} == {uuid.RFC_4122}
+    assert len({made.int >> 80 for made in batch}) == 1 and before <= batch[0].int >> 80 <= after
+    assert {bit for made in batch for bit in range(80) if made.int >> bit & 1} == (
+        set(range(80)) - {62, 63, 76, 77, 78, 79}) | {63, 76, 77, 78}
+    assert time_ordered_uuids(0) == []
+
+
+def test_random_ids_are_version_4_and_never_repeat():
+    batch = random_uuids(5000)
+    assert len(set(batch)) == 5000
+    assert {made.version for made in batch} == {4} and {made.variant for made in batch} == {uuid.RFC_4122}
+    assert {bit for made in batch for bit in range(128) if made.int >> bit & 1} == set(range(128)) - {62, 76, 77, 79}

@@ -1,0 +1,22 @@
+"""What PostgreSQL cannot store (config/core/serialization.py `unstorable`), wherever it hides in JSON."""
+import pytest
+
+from config.core.serialization import unstorable
+
+
+@pytest.mark.parametrize("value, refused", [
+    ({"note": "plain", "count": 3, "ok": True, "none": None, "ratio": 0.5}, False),
+    ({"note": "a\x00b"}, True),
+    ({"key\x00": "value"}, True),
+    ({"key\x00": 1}, True),
+    ({"outer": {"inner": ["x", {"deepest": "a\x00"}]}}, True),
+    ({"outer": {"inner": ["x", {"deepest": float("inf")}]}}, True),
+    ({"outer": [float("-inf")]}, True),
+    ({"outer": [1.5, -2, "text", [], {}]}, False),
+    ("a\x00", True),
+    ("plain", False),
+    ([[["\x00"]]], True),
+    ({}, False),
+])
+def test_unstorable_values_are_found_at_any_depth(value, refused):
+    assert unstorable(value) is refused
