@@ -61,7 +61,7 @@ def _event_row(book, draft: RecordDraft, identities, priced, now: datetime, even
     """The new event as the ledger takes it: every column by attname (customers.ledger.events_append)."""
     single = None if draft.is_multi_service else draft.services[0]
     return {
-        "id": event_id, "raw_event_id": raw_event_id, "book_id": book.pk, "created_at": now, "updated_at": now,
+        "id": event_id, "raw_event_id": raw_event_id, "book_id": book.id, "created_at": now, "updated_at": now,
         "customer_id": identities.customer_ids[draft.customer_external_id],
         "agent_id": identities.agent_ids[draft.agent_code],
         "signal_id": identities.signals[(draft.agent_code, draft.signal_name)].id,

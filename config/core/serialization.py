@@ -94,11 +94,16 @@ def unstorable(value) -> bool:
                 return True
         elif isinstance(item, dict):
             for key, inner in item.items():
-                if isinstance(inner, str) and isinstance(key, str):  # the usual metadata entry, checked here
-                    if "\x00" in key or "\x00" in inner:
+                if key.__class__ is str:  # always, from JSON
+                    if "\x00" in key:
                         return True
                 else:
                     pending.append(key)
+                kind = inner.__class__
+                if kind is str:  # the usual metadata values are checked here, without a trip round the loop
+                    if "\x00" in inner:
+                        return True
+                elif not (kind is int or kind is bool or inner is None):
                     pending.append(inner)
         elif isinstance(item, list):
             pending.extend(item)
