@@ -84,7 +84,7 @@ def _event_row(book, draft: RecordDraft, identities, priced, now: datetime, even
 def _sort_signals_into_cost_categories(book, drafts: list[RecordDraft], identities) -> None:
     """Spec §2: the first event carrying `environment` sorts its signal into a cost category."""
     first_environment: dict = {}
-    for draft in sorted(drafts, key=lambda d: d.index):
+    for draft in drafts:  # in request order
         signal = identities.signals[(draft.agent_code, draft.signal_name)]
         if draft.environment and signal.cost_category is None:
             first_environment.setdefault(signal.id, draft.environment)
@@ -120,8 +120,9 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             _sort_signals_into_cost_categories(book, drafts, identities)
             prices = PriceList(resolve_services(book=book, pairs={part.key for d in drafts for part in d.services}))
             priced_by_index = {d.index: price_event(d.services, prices) for d in drafts}
+            ids = zip(time_ordered_uuids(len(drafts)), random_uuids(len(drafts)))
             rows = [_event_row(book, d, identities, priced_by_index[d.index], now, event_id, raw_event_id)
-                    for d, event_id, raw_event_id in zip(drafts, time_ordered_uuids(len(drafts)), random_uuids(len(drafts)))]
+                    for d, (event_id, raw_event_id) in zip(drafts, ids)]
             appended = events_append(book=book, rows=rows)
             outcome.new_events = [a.event for a in appended if not a.replayed]
             # Spec §4: tags and routing rules attach events to matters at record time.

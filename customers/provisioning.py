@@ -67,10 +67,10 @@ def _known(book, customer_external_ids: set[str], agent_codes: set[str],
     ORM path)."""
     if not on_postgresql():
         return None
-    names = sorted({name for _, name in signal_keys})
+    codes, names = sorted(agent_codes), sorted({name for _, name in signal_keys})
     with prepared_cursor() as cursor:
-        cursor.execute(_KNOWN_SQL, [book.pk, sorted(customer_external_ids), book.pk, sorted(agent_codes),
-                                    book.pk, book.pk, sorted(agent_codes), names, names])
+        cursor.execute(_KNOWN_SQL, [book.pk, sorted(customer_external_ids), book.pk, codes,
+                                    book.pk, book.pk, codes, names, names])
         rows = cursor.fetchall()
     customers, agent_ids, by_short_name, by_name = {}, {}, {}, {}
     for kind, key, name, row_id, is_internal, short_name, cost_category in rows:

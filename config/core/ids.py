@@ -15,16 +15,15 @@ def time_ordered_uuid(unix_ms: int | None = None) -> UUID:
     id) grows at its right edge. Random (v4) ids touch a random leaf page per row: on a ledger of
     millions of events most of those pages are no longer in memory (docs/performance.md).
     """
+    return time_ordered_uuids(1, unix_ms)[0]
+
+
+def time_ordered_uuids(count: int, unix_ms: int | None = None) -> list[UUID]:
+    """`count` UUIDv7s of the same millisecond (now, unless given), with one read of the random source (a
+    batch of events: one system call instead of one per row). They are distinct by their 74 random bits."""
     if unix_ms is None:
         unix_ms = time.time_ns() // 1_000_000
-    value = (unix_ms & 0xFFFF_FFFF_FFFF) << 80 | int.from_bytes(os.urandom(10), "big")
-    return UUID(int=value & _CLEARED | _VERSION_7 | _VARIANT_RFC_9562)
-
-
-def time_ordered_uuids(count: int) -> list[UUID]:
-    """`count` UUIDv7s of the same millisecond, with one read of the random source (a batch of events:
-    one system call instead of one per row). They are distinct by their 74 random bits."""
-    prefix = (time.time_ns() // 1_000_000 & 0xFFFF_FFFF_FFFF) << 80
+    prefix = (unix_ms & 0xFFFF_FFFF_FFFF) << 80
     randomness = os.urandom(10 * count)
     return [UUID(int=(prefix | int.from_bytes(randomness[start:start + 10], "big")) & _CLEARED
                  | _VERSION_7 | _VARIANT_RFC_9562)
