@@ -22,13 +22,16 @@ Rules (docs/decisions/catalog.md):
 """
 from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import Decimal, localcontext
+from decimal import ROUND_HALF_UP, Context, Decimal
 
-from config.core.money import ZERO, to_exact
+from config.core.money import EXACT_QUANTUM, ZERO
 
 TOKEN_UNIT = "token"
 # Products of 12-place quantities and 12-place rates need more than the default 28 significant digits.
 WORKING_PRECISION = 80
+# The engine's arithmetic goes through this context's methods rather than a `localcontext()` per call: the
+# same precision, rounding and traps, without copying the thread's context twice per event on the hot path.
+WORKING = Context(prec=WORKING_PRECISION)
 
 
 @dataclass(frozen=True)
@@ -87,14 +90,12 @@ def token_cost(rates: Rates, usage: Usage) -> Decimal | None:
     """Exact USD cost of an LLM request; None when a positive token count has no rate."""
     counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
     total = ZERO
-    with localcontext() as context:
-        context.prec = WORKING_PRECISION
-        for count, rate in zip(counts, _effective_rates(rates, usage)):
-            if not count:
-                continue
-            if rate is None:
-                return None
-            total += Decimal(count) * rate
+    for count, rate in zip(counts, _effective_rates(rates, usage)):
+        if not count:
+            continue
+        if rate is None:
+            return None
+        total = WORKING.add(total, WORKING.multiply(count, rate))
     return total
 
 
@@ -102,9 +103,7 @@ def unit_cost(rates: Rates, quantity: Decimal) -> Decimal | None:
     """Exact USD cost of `quantity` units of a per-unit service; None without a unit rate."""
     if rates.input is None:
         return None
-    with localcontext() as context:
-        context.prec = WORKING_PRECISION
-        return quantity * rates.input
+    return WORKING.multiply(quantity, rates.input)
 
 
 def service_cost(rates: Rates | None, usage: Usage) -> Decimal | None:
@@ -125,10 +124,8 @@ def event_cost(parts: Iterable[tuple[Rates | None, Usage]]) -> Decimal | None:
 def event_total(service_costs: Iterable[Decimal | None]) -> Decimal | None:
     """`event_cost` from costs already worked out with `service_cost` (each part priced once)."""
     total = ZERO
-    with localcontext() as context:
-        context.prec = WORKING_PRECISION
-        for cost in service_costs:
-            if cost is None:
-                return None
-            total += cost
-        return to_exact(total)
+    for cost in service_costs:
+        if cost is None:
+            return None
+        total = WORKING.add(total, cost)
+    return total.quantize(EXACT_QUANTUM, rounding=ROUND_HALF_UP, context=WORKING)

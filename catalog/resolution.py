@@ -84,10 +84,10 @@ _RESOLVE_SQL = f"""
     SELECT {_ENTRY.select}, a.model, a.model_provider
     FROM {ServiceEntry._meta.db_table} s JOIN {ModelAlias._meta.db_table} a ON a.service_id = s.id
     WHERE a.book_id = %s AND s.is_active
-      AND (a.model, a.model_provider) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
+      AND (a.model, a.model_provider) IN (SELECT * FROM unnest(%b::text[], %b::text[]))
     UNION ALL
     SELECT {_ENTRY.select}, NULL, NULL FROM {ServiceEntry._meta.db_table} s
-    WHERE s.is_active AND (s.provider, s.canonical_name) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
+    WHERE s.is_active AND (s.provider, s.canonical_name) IN (SELECT * FROM unnest(%b::text[], %b::text[]))
 """.strip()
 
 

@@ -53,7 +53,8 @@ def _stored_event(row: dict, alias: str) -> UsageEvent:
 
 
 # The table's own row type gives every column its type: no cast list to keep in step. The same statement
-# puts every stored event into the rollup backlog (customers/rollup.py).
+# puts every stored event into the rollup backlog (customers/rollup.py). It answers NULL when it stored
+# every row (the usual case: nothing to read back), else the ids it stored.
 _INSERT_SQL = (
     f"WITH stored AS ("
     f"INSERT INTO {UsageEvent._meta.db_table} ({', '.join(FAST_COLUMNS)}) "
@@ -61,7 +62,7 @@ _INSERT_SQL = (
     f"FROM json_populate_recordset(NULL::{UsageEvent._meta.db_table}, %s::json) ON CONFLICT DO NOTHING "
     f"RETURNING id, book_id), "
     f"pending AS (INSERT INTO {RollupBacklog._meta.db_table} (event_id, book_id) SELECT id, book_id FROM stored) "
-    f"SELECT id FROM stored"
+    f"SELECT CASE WHEN count(*) = %s THEN NULL ELSE coalesce(array_agg(id), '{{}}') END FROM stored"
 )
 
 
@@ -71,11 +72,13 @@ class Appended:
     replayed: bool
 
 
-def _insert_postgresql(rows: list[dict]) -> set:
-    """Insert; returns the ids the database stored (a keyed event it skipped is a replay)."""
+def _insert_postgresql(rows: list[dict]) -> set | None:
+    """Insert; returns None when the database stored every row, else the ids it stored (a keyed event it
+    skipped is a replay)."""
     with prepared_cursor() as cursor:  # the document travels as a parameter, not quoted into the text
-        cursor.execute(_INSERT_SQL, [_document(rows)])
-        return {row[0] for row in cursor.fetchall()}
+        cursor.execute(_INSERT_SQL, [_document(rows), len(rows)])
+        stored_ids = cursor.fetchone()[0]
+    return None if stored_ids is None else set(stored_ids)
 
 
 def _insert_portable(book, rows: list[dict]) -> set:
@@ -93,7 +96,7 @@ def events_append(*, book, rows: list[dict]) -> list[Appended]:
     the same order."""
     stored = _insert_postgresql(rows) if on_postgresql() else _insert_portable(book, rows)
     alias = connection.alias  # read once: every access to `connection` is a thread-local lookup
-    if len(stored) == len(rows):  # the usual case: no replay, no further query
+    if stored is None or len(stored) == len(rows):  # the usual case: no replay, no further query
         return [Appended(event=_stored_event(row, alias), replayed=False) for row in rows]
     new_events = {row["id"]: _stored_event(row, alias) for row in rows if row["id"] in stored}
     holders = {event.idempotency_key: event for event in new_events.values()}

@@ -22,15 +22,15 @@ from customers.models import Agent, Customer, Signal
 
 _KNOWN_SQL = f"""
     SELECT 'c', external_id, NULL, id, is_internal, NULL, NULL FROM {Customer._meta.db_table}
-    WHERE book_id = %s AND deleted_at IS NULL AND external_id = ANY(%s::text[])
+    WHERE book_id = %s AND deleted_at IS NULL AND external_id = ANY(%b::text[])
     UNION ALL
     SELECT 'a', agent_code, NULL, id, NULL, NULL, NULL FROM {Agent._meta.db_table}
-    WHERE book_id = %s AND agent_code = ANY(%s::text[])
+    WHERE book_id = %s AND agent_code = ANY(%b::text[])
     UNION ALL
     SELECT 's', a.agent_code, s.name, s.id, NULL, s.short_name, s.cost_category
     FROM {Signal._meta.db_table} s JOIN {Agent._meta.db_table} a ON a.id = s.agent_id
-    WHERE s.book_id = %s AND a.book_id = %s AND a.agent_code = ANY(%s::text[])
-      AND (s.short_name = ANY(%s::text[]) OR s.name = ANY(%s::text[]))
+    WHERE s.book_id = %s AND a.book_id = %s AND a.agent_code = ANY(%b::text[])
+      AND (s.short_name = ANY(%b::text[]) OR s.name = ANY(%b::text[]))
 """.strip()
 
 

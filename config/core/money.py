@@ -7,7 +7,7 @@ EXACT_DIGITS, EXACT_PLACES = 28, 12
 CENTS_DIGITS, CENTS_PLACES = 14, 2
 CENT = Decimal("0.01")
 ZERO = Decimal(0)
-_EXACT_QUANTUM = Decimal(1).scaleb(-EXACT_PLACES)
+EXACT_QUANTUM = Decimal(1).scaleb(-EXACT_PLACES)
 
 
 def ExactField(**kwargs) -> models.DecimalField:
@@ -26,7 +26,7 @@ def to_cents(amount: Decimal) -> Decimal:
 
 def to_exact(amount: Decimal) -> Decimal:
     """Quantize to the stored exact precision (half-up), as the database column keeps it."""
-    return amount.quantize(_EXACT_QUANTUM, rounding=ROUND_HALF_UP)
+    return amount.quantize(EXACT_QUANTUM, rounding=ROUND_HALF_UP)
 
 
 def to_minor_units(amount: Decimal) -> int:

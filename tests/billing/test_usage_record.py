@@ -254,6 +254,16 @@ def test_a_key_repeated_inside_one_batch_stores_one_event(api, llm):
     assert len(ids) == 1 and UsageEvent.objects.count() == 1
 
 
+def test_a_batch_mixing_a_replay_with_new_records_stores_only_the_new_ones(api, llm):
+    first = post(api, rec(llm, idempotencyKey="m-1")).json()["results"]["success"][0]
+    body = post(api, rec(llm, idempotencyKey="m-1"), rec(llm, idempotencyKey="m-2"), rec(llm)).json()
+    replay, new_keyed, unkeyed = body["results"]["success"]
+    assert replay["eventId"] == first["eventId"] and replay["replayed"] is True
+    assert "replayed" not in new_keyed and "replayed" not in unkeyed
+    assert UsageEvent.objects.count() == 3
+    assert len({first["eventId"], new_keyed["eventId"], unkeyed["eventId"]}) == 3
+
+
 def test_keys_are_per_book(api, client_for, llm):
     post(api, rec(llm, idempotencyKey="same"))
     post(client_for(environment="live"), rec(llm, idempotencyKey="same"))
