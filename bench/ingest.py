@@ -46,7 +46,8 @@ def make_records(client: int, batch_number: int, customers: int) -> list[dict]:
     for i in range(BATCH):
         model, provider = MODELS[i % len(MODELS)]
         records.append({
-            "customerExternalId": f"bench-customer-{(client * 7 + i) % customers}",
+            # 100 distinct customers per batch, moving on with every batch so that all of them are named
+            "customerExternalId": f"bench-customer-{(client * 7919 + batch_number * BATCH + i) % customers}",
             "agentCode": f"bench-agent-{i % 3}",
             "signalName": f"bench-signal-{i % 5}",
             "model": model, "modelProvider": provider,
@@ -96,7 +97,17 @@ COLUMNS = ("id", "raw_event_id", "book_id", "customer_id", "agent_id", "signal_i
 def baseline_client(args, client: int, deadline: float, queue):
     import psycopg
 
-    book, customer, agent, signal = (uuid.uuid4() for _ in range(4))
+    # The same rows as the service writes: one id per customer, agent and signal name (the same name gets
+    # the same id in every client), so the indexes over them see the same spread of keys.
+    book = uuid.uuid5(uuid.NAMESPACE_URL, "bench-book")
+    ids: dict[str, uuid.UUID] = {}
+
+    def id_of(kind: str, name: str) -> uuid.UUID:
+        key = f"{kind}:{name}"
+        if key not in ids:
+            ids[key] = uuid.uuid5(uuid.NAMESPACE_URL, key)
+        return ids[key]
+
     placeholders = "(" + ", ".join(["%s"] * len(COLUMNS)) + ")"
     insert = f"INSERT INTO bench_usage_events_baseline ({', '.join(COLUMNS)}) VALUES "
     multirow_sql = insert + ", ".join([placeholders] * BATCH) + " ON CONFLICT DO NOTHING"
@@ -105,7 +116,9 @@ def baseline_client(args, client: int, deadline: float, queue):
     with psycopg.connect(args.database_url) as connection:
         while time.time() < deadline:
             now = datetime.now(timezone.utc)
-            rows = [(time_ordered_uuid(), uuid.uuid4(), book, customer, agent, signal,
+            rows = [(time_ordered_uuid(), uuid.uuid4(), book, id_of("customer", record["customerExternalId"]),
+                     id_of("agent", record["agentCode"]),
+                     id_of("signal", record["agentCode"] + "/" + record["signalName"]),
                      record["customerExternalId"], record["agentCode"], record["signalName"],
                      record["model"], record["modelProvider"], record["inputTokens"],
                      record["outputTokens"], record["quantity"], "0.0042", "PROCESSED",

@@ -26,7 +26,7 @@ def evaluate_credit_pool_alerts_task(book_id: str, subscription_ids: list[str] |
 
 @shared_task(name="billing.usage_followup", acks_late=True)
 def usage_followup_task(book_id: str, customer_ids: list[str] | None = None) -> int:
-    """After usage was recorded (billing/followup.py: one run for the batches of about a second): add the
+    """After usage was recorded (billing/followup.py: one run for the batches of a few seconds): add the
     book's pending events to the analytics rollup, then settle the credit pools of the customers the
     batches named. Idempotent: each pending event is added once, each pool stage emailed once."""
     customer_ids = sorted({*(customer_ids or ()), *usage_followup_take(book_id=book_id)})
