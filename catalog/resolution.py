@@ -78,7 +78,8 @@ def candidates(model: str, provider: str) -> list[Pair]:
 
 # The book's aliases of the wanted pairs (with their entries) and the catalog entries of every candidate
 # key, in ONE statement: the hot path of recording calls this once per batch, and the ORM spent longer
-# compiling two queries than PostgreSQL answering them. The alias branch is scoped by the book's id.
+# compiling two queries than PostgreSQL answering them. The alias branch is scoped by the book's id. The
+# arrays are bound in binary (`%b`), which psycopg writes without quoting each element.
 _ENTRY = WholeRows(ServiceEntry, "s")
 _RESOLVE_SQL = f"""
     SELECT {_ENTRY.select}, a.model, a.model_provider

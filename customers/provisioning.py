@@ -20,6 +20,8 @@ from config.core.database import on_postgresql, prepared_cursor
 from config.core.scoping import owned
 from customers.models import Agent, Customer, Signal
 
+# Every identity the batch names that exists, in one statement. The name arrays are bound in binary (`%b`):
+# in text form psycopg quotes each of a batch's ~100 names with a regular expression.
 _KNOWN_SQL = f"""
     SELECT 'c', external_id, NULL, id, is_internal, NULL, NULL FROM {Customer._meta.db_table}
     WHERE book_id = %s AND deleted_at IS NULL AND external_id = ANY(%b::text[])

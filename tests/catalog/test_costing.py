@@ -1,4 +1,5 @@
 """The cost engine (catalog/costing.py): pure rules, table-driven, hand-computed."""
+from decimal import ROUND_DOWN, localcontext
 from decimal import Decimal as D
 
 import pytest
@@ -78,6 +79,15 @@ def test_large_quantities_keep_every_digit():
     rate = Rates("request", input=D("0.987654321098"))
     # 123456789.123456789012 x 0.987654321098 = 121932631.246666665458585886175176
     assert event_cost([(rate, Usage(quantity=D("123456789.123456789012")))]) == D("121932631.246666665459")
+
+
+def test_costs_do_not_depend_on_the_callers_decimal_context():
+    rate = Rates("request", input=D("0.987654321098"))
+    usage = Usage(quantity=D("123456789.123456789012"))
+    with localcontext() as narrow:
+        narrow.prec, narrow.rounding = 6, ROUND_DOWN
+        assert event_cost([(rate, usage)]) == D("121932631.246666665459")
+        assert service_cost(GPT_4O, Usage(input_tokens=2**62)) == D("11529215046068.46976")  # 2**62 x 0.0000025
 
 
 def test_multi_service_event_costs_the_sum_of_its_services():
