@@ -120,9 +120,9 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             _sort_signals_into_cost_categories(book, drafts, identities)
             prices = PriceList(resolve_services(book=book, pairs={part.key for d in drafts for part in d.services}))
             priced_by_index = {d.index: price_event(d.services, prices) for d in drafts}
-            ids = zip(time_ordered_uuids(len(drafts)), random_uuids(len(drafts)))
             rows = [_event_row(book, d, identities, priced_by_index[d.index], now, event_id, raw_event_id)
-                    for d, (event_id, raw_event_id) in zip(drafts, ids)]
+                    for d, event_id, raw_event_id in zip(drafts, time_ordered_uuids(len(drafts)),
+                                                         random_uuids(len(drafts)))]
             appended = events_append(book=book, rows=rows)
             outcome.new_events = [a.event for a in appended if not a.replayed]
             # Spec §4: tags and routing rules attach events to matters at record time.
