@@ -25,6 +25,9 @@ class CustomerStatus(models.TextChoices):
 
 
 class Customer(OrgOwned):
+    # No index on the book alone: the unique (book, external id) and (book, -created) indexes lead with it,
+    # and recording's lookup probes the unique one per name, which a lone book index lured the planner from.
+    book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_index=False)
     name = models.CharField(max_length=255)
     external_id = models.CharField(max_length=255, null=True, blank=True)
     email = models.EmailField(max_length=255, blank=True)
