@@ -41,3 +41,16 @@ def test_random_ids_are_version_4_and_never_repeat():
     assert len(set(batch)) == 5000
     assert {made.version for made in batch} == {4} and {made.variant for made in batch} == {uuid.RFC_4122}
     assert {bit for made in batch for bit in range(128) if made.int >> bit & 1} == set(range(128)) - {62, 76, 77, 79}
+
+
+def test_ids_behave_as_the_uuids_the_standard_constructor_makes():
+    """The ids are built without `UUID.__init__`'s checks: they must still be whole UUIDs."""
+    import copy
+    import pickle
+
+    for made in [*time_ordered_uuids(50), *random_uuids(50)]:
+        parsed = uuid.UUID(str(made))
+        assert parsed == made and hash(parsed) == hash(made) and parsed.bytes == made.bytes
+        assert made.is_safe == uuid.SafeUUID.unknown and repr(made) == f"UUID('{made}')"
+        assert pickle.loads(pickle.dumps(made)) == made and copy.deepcopy(made) == made
+        assert uuid.UUID(int=made.int) == made
