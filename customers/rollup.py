@@ -85,15 +85,24 @@ def contributions_sql(where: str, params: Sequence, *, join: str = "", label: st
     return _CONTRIBUTIONS.format(parts=parts), [*params, *params]
 
 
-def execute(sql: str, params: Sequence) -> list[tuple]:
+def execute(sql: str, params: Sequence, *, group_by_hashing: bool = False) -> list[tuple]:
     """Run one rollup or ledger statement and return its rows. JIT compilation is off for it: the planner's
     estimates for these statements (jsonb expansion, grouping sets) are high enough to trigger JIT, whose
     compile time costs far more than the statements themselves (hundreds of ms against tens); and sorts and
-    hashes of a few hundred thousand rows get the memory to stay off disk."""
+    hashes of a few hundred thousand rows get the memory to stay off disk.
+
+    `group_by_hashing` keeps the planner from sorting rows to group them, for the statement only: over
+    events picked by an array of ids (a catch-up's backlog) it guesses ten rows where there are tens of
+    thousands, and sorted them on seven keys (a fifth of a catch-up's time, docs/performance.md). Sorts
+    with no other way to run, such as the upsert's key order, still run."""
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL jit = off; SET LOCAL work_mem = '64MB'")
+        cursor.execute("SET LOCAL jit = off; SET LOCAL work_mem = '64MB'"
+                       + ("; SET LOCAL enable_sort = off" if group_by_hashing else ""))
         cursor.execute(sql, params)
-        return cursor.fetchall() if cursor.description else []
+        rows = cursor.fetchall() if cursor.description else []
+        if group_by_hashing:
+            cursor.execute("RESET enable_sort")  # not for later statements of the caller's transaction
+        return rows
 
 
 # Every grain from one grouping of the contributions. GROUPING(day, customer_id, signal_id, model) is the
@@ -174,7 +183,7 @@ def analytics_rollup_catch_up(*, book_id) -> int:
            f"SELECT count(*) FROM drained")
     with transaction.atomic():
         _lock_book(book_id)
-        ((added,),) = execute(sql, [book_id, *params])
+        ((added,),) = execute(sql, [book_id, *params], group_by_hashing=True)
     return added
 
 

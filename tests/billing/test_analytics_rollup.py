@@ -83,6 +83,25 @@ def test_recording_leaves_its_new_events_in_the_backlog_and_a_read_catches_them_
     assert analytics_rollup_catch_up(book_id=book.pk) == 0  # a second catch-up adds nothing
 
 
+def test_a_catch_up_groups_by_hashing_and_leaves_the_callers_transaction_as_it_found_it(api, book, models):
+    from django.db import connection, transaction
+
+    record(api, *[rec(f"c{i}", "writer", "pages", f"2025-04-0{1 + i % 3}T10:00:00Z") for i in range(30)])
+    statements = []
+
+    def settings_of_the_catch_up(execute, sql, params, many, context):
+        statements.append(sql)
+        return execute(sql, params, many, context)
+
+    with transaction.atomic(), connection.execute_wrapper(settings_of_the_catch_up):
+        assert analytics_rollup_catch_up(book_id=book.pk) == 30
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW enable_sort")
+            assert cursor.fetchone()[0] == "on"  # later statements of the transaction may sort again
+    assert any("enable_sort = off" in sql for sql in statements)
+    assert stored(book) == scanned(book)
+
+
 def test_backfill_of_events_both_in_the_rollup_and_still_in_the_backlog_stays_exact(api, book, models):
     record(api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z", model="mystery-model", provider="inhouse"))
     assert analytics_rollup_catch_up(book_id=book.pk) == 1  # this one is in the rollup, unpriced
