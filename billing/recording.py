@@ -142,7 +142,7 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             else:
                 successes_by_index[draft.index] = entry
     if outcome.new_events:
-        customer_ids = sorted({str(event.customer_id) for event in outcome.new_events})
+        customer_ids = {event.customer_id for event in outcome.new_events}
         transaction.on_commit(lambda: usage_followup_schedule(book_id=str(book.pk), customer_ids=customer_ids))
         transaction.on_commit(lambda: usage_recorded.send(sender=usage_record, book=book, events=outcome.new_events))
     outcome.success = [successes_by_index[i] for i in sorted(successes_by_index)]

@@ -1,7 +1,10 @@
 """The coalesced follow-up of recorded usage (billing/followup.py): one task per book for many batches,
 which catches the analytics rollup up and settles the credit pools of the customers the batches named."""
-from billing.followup import usage_followup_schedule, usage_followup_take
+import pytest
+
+from billing.followup import CLOCK_MARGIN_SECONDS, DELAY_SECONDS, usage_followup_schedule, usage_followup_take
 from billing.tasks import usage_followup_task
+from config.core.redis_client import redis_client
 from customers.models import RollupBacklog
 from tests.billing.analytics_support import models, rec, record, scanned, stored  # noqa: F401
 
@@ -35,3 +38,82 @@ def test_the_follow_up_task_is_idempotent(api, book, models):
     assert usage_followup_task(str(book.pk)) == 1
     assert usage_followup_task(str(book.pk)) == 0
     assert stored(book) == scanned(book)
+
+
+class _CountingRedis:
+    """The real client, counting the round trips a schedule makes."""
+
+    def __init__(self, client):
+        self.client, self.round_trips = client, 0
+
+    def pipeline(self, **kwargs):
+        self.round_trips += 1
+        return self.client.pipeline(**kwargs)
+
+
+@pytest.fixture
+def remembering(monkeypatch):
+    """A web process as in production: the follow-up task is published with its delay, not run eagerly.
+    Yields the counting client and a settable clock."""
+    from billing import followup
+
+    counting = _CountingRedis(followup.redis_client())
+    clock = {"now": 1_800_000_000.0}
+    monkeypatch.setattr(followup, "redis_client", lambda: counting)
+    monkeypatch.setattr(followup.time, "time", lambda: clock["now"])
+    monkeypatch.setitem(usage_followup_task.app.conf, "task_always_eager", False)
+    monkeypatch.setattr(followup, "_armed_here", {})
+    published = []
+    monkeypatch.setattr(usage_followup_task, "apply_async", lambda args, countdown: published.append(args))
+    yield counting, clock, published
+
+
+def test_a_batch_whose_customers_the_armed_follow_up_has_makes_no_round_trip(book, remembering):
+    counting, clock, published = remembering
+    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1", "c2"})
+    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c2"})  # known: nothing to tell Redis
+    clock["now"] += 3
+    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1"})
+    assert counting.round_trips == 1 and published == [(str(book.pk),)]
+    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1", "c3"})  # a new customer: told
+    assert counting.round_trips == 2 and len(published) == 1
+    assert usage_followup_take(book_id=str(book.pk)) == ["c1", "c2", "c3"]
+
+
+def test_close_to_its_due_time_a_batch_tells_redis_again_and_arms_the_next_follow_up(book, remembering):
+    counting, clock, published = remembering
+    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1"})
+    clock["now"] += DELAY_SECONDS - CLOCK_MARGIN_SECONDS  # the follow-up may run before this commit is seen
+    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1"})
+    assert counting.round_trips == 2 and len(published) == 1  # still armed: added, not armed twice
+    assert usage_followup_take(book_id=str(book.pk)) == ["c1"]  # the follow-up ran
+    clock["now"] += 1
+    trips = counting.round_trips
+    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1"})
+    assert counting.round_trips == trips + 1 and len(published) == 2  # armed again, the customer in it
+    assert usage_followup_take(book_id=str(book.pk)) == ["c1"]
+
+
+def test_a_follow_up_armed_by_another_process_is_remembered_by_its_due_time(book, remembering):
+    from billing.followup import _armed_key
+
+    counting, clock, published = remembering
+    redis_client().set(_armed_key(str(book.pk)), repr(clock["now"] + 2), ex=60)  # due in 2 seconds
+    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1"})
+    assert published == []  # armed elsewhere
+    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1"})
+    assert counting.round_trips == 1
+    clock["now"] += 1  # within the clock margin of its due time: told again
+    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1"})
+    assert counting.round_trips == 2 and published == []
+
+
+def test_an_armed_key_without_a_due_time_is_never_relied_on(book, remembering):
+    from billing.followup import _armed_key
+
+    counting, clock, published = remembering
+    redis_client().set(_armed_key(str(book.pk)), 1, ex=60)  # as the earlier version armed it
+    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1"})
+    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1"})
+    assert counting.round_trips == 2 and published == []
+    assert usage_followup_take(book_id=str(book.pk)) == ["c1"]
