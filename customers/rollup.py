@@ -56,7 +56,8 @@ _PARTS = """
         FROM jsonb_array_elements(e.services) WITH ORDINALITY AS item(value, position)
     ) part
     WHERE e.services IS NOT NULL AND {where}
-    GROUP BY e.id, 8, 9  -- one row per (event, label, model)
+    GROUP BY e.id, e.book_id, e.usage_date, e.customer_id, e.agent_id, e.signal_id, e.quantity, e.usage_cost,
+             8, 9  -- one row per (event, label, model); every column named, as a CTE has no primary key
 """
 # A catalog entry's model name, looked up by primary key (one index probe per part).
 _MODEL_OF = "(SELECT CASE WHEN svc.is_api THEN NULL ELSE svc.canonical_name END FROM {catalog} svc WHERE svc.id = {id})"
@@ -75,11 +76,13 @@ _CONTRIBUTIONS = """
 """
 
 
-def contributions_sql(where: str, params: Sequence, *, join: str = "", label: str = "NULL::text") -> tuple[str, list]:
+def contributions_sql(where: str, params: Sequence, *, join: str = "", label: str = "NULL::text",
+                      events: str = EVENTS) -> tuple[str, list]:
     """SQL for what the events matching `where` (over alias `e`, after an optional `join`) contribute to
     the rollup, grouped by (book_id, label, day, customer_id, agent_id, signal_id, model) with the rollup's
-    measures. `params` are the parameters of `join` and `where` together, in that order."""
-    parts = _PARTS.format(events=EVENTS, join=join, where=where, label=label,
+    measures. `params` are the parameters of `join` and `where` together, in that order. `events` is the
+    ledger table, or a CTE of the statement holding ledger rows."""
+    parts = _PARTS.format(events=events, join=join, where=where, label=label,
                           model_of_service=_MODEL_OF.format(catalog=CATALOG, id="e.service_id"),
                           model_of_part=_MODEL_OF.format(catalog=CATALOG, id="(item.value ->> 'serviceId')::uuid"))
     return _CONTRIBUTIONS.format(parts=parts), [*params, *params]
@@ -118,8 +121,8 @@ _GRAINS = """
 """
 
 
-def _grains_sql(where: str, params: Sequence, *, sign: int = 1) -> tuple[str, list]:
-    contributions, contribution_params = contributions_sql(where, params)
+def _grains_sql(where: str, params: Sequence, *, sign: int = 1, events: str = EVENTS) -> tuple[str, list]:
+    contributions, contribution_params = contributions_sql(where, params, events=events)
     measures = ", ".join(f"{sign} * sum(c.{measure}) AS {measure}" for measure in MEASURES)
     sets = ", ".join(f"(c.book_id, c.{period}, {', '.join('c.' + column for column in dimensions.split(', '))})"
                      for period in ("day", "month") for dimensions in _GRAIN_SETS)
@@ -161,6 +164,9 @@ def _check_book(book, events: list[UsageEvent]) -> None:
 # statistics lag behind a growing book). Each row is keyed by its event's own book. Events still in the
 # backlog are the catch-up's to add.
 _BY_IDS_ADDED = f"e.id = ANY(%s) AND NOT EXISTS (SELECT 1 FROM {BACKLOG} b WHERE b.event_id = e.id)"
+# The columns of an event that the contributions read.
+_CONTRIBUTING_COLUMNS = ("id, book_id, usage_date, customer_id, agent_id, signal_id, quantity, usage_cost, service_id, "
+                         "services")
 # The advisory-lock namespace of a book's rollup (the second key is the book's hash).
 _LOCK_NAMESPACE = 7301
 
@@ -176,9 +182,13 @@ def analytics_rollup_catch_up(*, book_id) -> int:
     of events added. Safe to run at any time and as often as wanted: a backlog row is added once."""
     if not on_postgresql() or not RollupBacklog.objects.filter(book_id=book_id).exists():
         return 0  # the usual case for reads: one index probe, no lock
-    contributions_where = "e.id = ANY(ARRAY(SELECT event_id FROM drained))"  # an index probe per event
-    select, params = _grains_sql(contributions_where, [])
+    # The pending events are read once (an index probe each) into `pending`, which both the single- and the
+    # multi-service branch of the contributions then scan: reading the ledger in each cost a second probe
+    # per event (docs/performance.md).
+    select, params = _grains_sql("TRUE", [], events="pending")
     sql = (f"WITH drained AS (DELETE FROM {BACKLOG} WHERE book_id = %s RETURNING event_id), "
+           f"pending AS MATERIALIZED (SELECT {_CONTRIBUTING_COLUMNS} FROM {EVENTS} "
+           f"WHERE id = ANY(ARRAY(SELECT event_id FROM drained))), "
            f"written AS ({_insert_sql(select, upsert=True)}) "
            f"SELECT count(*) FROM drained")
     with transaction.atomic():
