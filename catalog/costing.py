@@ -22,9 +22,9 @@ Rules (docs/decisions/catalog.md):
 """
 from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import Context, Decimal
 
-from config.core.money import EXACT_QUANTUM, ZERO
+from config.core.money import ZERO, to_exact
 
 TOKEN_UNIT = "token"
 # Products of 12-place quantities and 12-place rates need more than the default 28 significant digits.
@@ -128,4 +128,4 @@ def event_total(service_costs: Iterable[Decimal | None]) -> Decimal | None:
         if cost is None:
             return None
         total = WORKING.add(total, cost)
-    return total.quantize(EXACT_QUANTUM, rounding=ROUND_HALF_UP, context=WORKING)
+    return to_exact(total, context=WORKING)

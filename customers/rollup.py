@@ -59,6 +59,9 @@ _PARTS = """
     GROUP BY e.id, e.book_id, e.usage_date, e.customer_id, e.agent_id, e.signal_id, e.quantity, e.usage_cost,
              8, 9  -- one row per (event, label, model); every column named, as a CTE has no primary key
 """
+# The columns of an event that `_PARTS` reads (a catch-up reads only these into its CTE): keep in step.
+_CONTRIBUTING_COLUMNS = ("id, book_id, usage_date, customer_id, agent_id, signal_id, quantity, usage_cost, service_id, "
+                         "services")
 # A catalog entry's model name, looked up by primary key (one index probe per part).
 _MODEL_OF = "(SELECT CASE WHEN svc.is_api THEN NULL ELSE svc.canonical_name END FROM {catalog} svc WHERE svc.id = {id})"
 
@@ -164,9 +167,6 @@ def _check_book(book, events: list[UsageEvent]) -> None:
 # statistics lag behind a growing book). Each row is keyed by its event's own book. Events still in the
 # backlog are the catch-up's to add.
 _BY_IDS_ADDED = f"e.id = ANY(%s) AND NOT EXISTS (SELECT 1 FROM {BACKLOG} b WHERE b.event_id = e.id)"
-# The columns of an event that the contributions read.
-_CONTRIBUTING_COLUMNS = ("id, book_id, usage_date, customer_id, agent_id, signal_id, quantity, usage_cost, service_id, "
-                         "services")
 # The advisory-lock namespace of a book's rollup (the second key is the book's hash).
 _LOCK_NAMESPACE = 7301
 

@@ -1,5 +1,5 @@
 """Money is Decimal end to end. Two precisions, defined once here."""
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 
 from django.db import models
 
@@ -7,7 +7,7 @@ EXACT_DIGITS, EXACT_PLACES = 28, 12
 CENTS_DIGITS, CENTS_PLACES = 14, 2
 CENT = Decimal("0.01")
 ZERO = Decimal(0)
-EXACT_QUANTUM = Decimal(1).scaleb(-EXACT_PLACES)
+_EXACT_QUANTUM = Decimal(1).scaleb(-EXACT_PLACES)
 
 
 def ExactField(**kwargs) -> models.DecimalField:
@@ -24,9 +24,10 @@ def to_cents(amount: Decimal) -> Decimal:
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
 
 
-def to_exact(amount: Decimal) -> Decimal:
-    """Quantize to the stored exact precision (half-up), as the database column keeps it."""
-    return amount.quantize(EXACT_QUANTUM, rounding=ROUND_HALF_UP)
+def to_exact(amount: Decimal, *, context: Context | None = None) -> Decimal:
+    """Quantize to the stored exact precision (half-up), as the database column keeps it; in `context` when
+    given (the cost engine's working precision), else the thread's."""
+    return amount.quantize(_EXACT_QUANTUM, rounding=ROUND_HALF_UP, context=context)
 
 
 def to_minor_units(amount: Decimal) -> int:
