@@ -57,11 +57,12 @@ def _echo(draft: RecordDraft) -> dict:
             "modelProvider": single.model_provider if single else None}
 
 
-def _event_row(book, draft: RecordDraft, identities, priced, now: datetime, event_id, raw_event_id) -> dict:
-    """The new event as the ledger takes it: every column by attname (customers.ledger.events_append)."""
+def _event_row(draft: RecordDraft, identities, priced, event_id, raw_event_id) -> dict:
+    """The new event as the ledger takes it: every column by attname but those the ledger stamps (the book
+    and the instant, customers.ledger.events_append)."""
     single = None if draft.is_multi_service else draft.services[0]
     return {
-        "id": event_id, "raw_event_id": raw_event_id, "book_id": book.id, "created_at": now, "updated_at": now,
+        "id": event_id, "raw_event_id": raw_event_id,
         "customer_id": identities.customer_ids[draft.customer_external_id],
         "agent_id": identities.agent_ids[draft.agent_code],
         "signal_id": identities.signals[(draft.agent_code, draft.signal_name)].id,
@@ -120,10 +121,10 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             _sort_signals_into_cost_categories(book, drafts, identities)
             prices = PriceList(resolve_services(book=book, pairs={part.key for d in drafts for part in d.services}))
             priced_by_index = {d.index: price_event(d.services, prices) for d in drafts}
-            rows = [_event_row(book, d, identities, priced_by_index[d.index], now, event_id, raw_event_id)
+            rows = [_event_row(d, identities, priced_by_index[d.index], event_id, raw_event_id)
                     for d, event_id, raw_event_id in zip(drafts, time_ordered_uuids(len(drafts)),
                                                          random_uuids(len(drafts)))]
-            appended = events_append(book=book, rows=rows)
+            appended = events_append(book=book, rows=rows, now=now)
             outcome.new_events = [a.event for a in appended if not a.replayed]
             # Spec §4: tags and routing rules attach events to matters at record time.
             matters_attribute_new_events(book=book, events=outcome.new_events)

@@ -372,7 +372,7 @@ def test_fast_insert_writes_every_column():
     assert len(FAST_COLUMNS) == len(set(FAST_COLUMNS))
 
 
-def test_the_events_recording_hands_on_equal_the_stored_rows(api, llm, monkeypatch):
+def test_the_events_recording_hands_on_equal_the_stored_rows(api, llm, search_api, monkeypatch):
     from billing import recording
     from customers.models import UsageEvent
 
@@ -380,14 +380,26 @@ def test_the_events_recording_hands_on_equal_the_stored_rows(api, llm, monkeypat
     real = recording.matters_attribute_new_events
     monkeypatch.setattr(recording, "matters_attribute_new_events",
                         lambda *, book, events: handed_on.extend(events) or real(book=book, events=events))
-    post(api, rec(llm, metadata={"matterId": "M-1"}, environment="staging"), rec(llm, inputTokens=7))
-    assert len(handed_on) == 2
+    # Text that JSON escapes, a multi-service event (its parts as JSON) beside single-service ones (SQL NULL),
+    # an unpriced event (cost NULL) and a fractional quantity: every value crosses the insert's JSON document.
+    odd = 'quote " backslash \\ tab \t newline \n café ✓ 𝄞'
+    body = post(api, rec(llm, metadata={"matterId": "M-1"}, environment="staging"),
+                rec(llm, inputTokens=7, customerExternalId=odd, signalName=odd, idempotencyKey=odd, quantity="2.5"),
+                rec(customerExternalId="cust-2", services=[
+                    {"model": llm.canonical_name, "modelProvider": llm.provider, "inputTokens": 10},
+                    {"model": search_api.canonical_name, "modelProvider": search_api.provider, "quantity": 3}]),
+                rec(llm, model="not-in-the-catalog")).json()
+    assert (body["successful"], body["failed"]) == (3, 1), body
+    assert len(handed_on) == 4
     for event in handed_on:
         stored = UsageEvent.objects.get(pk=event.pk)
         assert not event._state.adding
         for field in UsageEvent._meta.concrete_fields:
             assert getattr(event, field.attname) == getattr(stored, field.attname), field.attname
         assert event.customer == stored.customer and event.signal == stored.signal
+    assert UsageEvent.objects.filter(customer_external_id=odd, signal_name=odd, idempotency_key=odd).count() == 1
+    assert UsageEvent.objects.filter(services__isnull=True).count() == 3  # SQL NULL, not a JSON null
+    assert UsageEvent.objects.filter(usage_cost__isnull=True).count() == 1
 
 
 def test_the_portable_paths_of_make_run_trials_record_the_same_batch(api, llm, book, monkeypatch):
@@ -408,7 +420,7 @@ def test_the_portable_paths_of_make_run_trials_record_the_same_batch(api, llm, b
         first = post(api, *records).json()
     replay = post(api, records[0]).json()
 
-    assert not [query["sql"] for query in captured if "json_populate_recordset" in query["sql"]
+    assert not [query["sql"] for query in captured if "jsonb_array_elements" in query["sql"]
                 or "= ANY(" in query["sql"] or "unnest(" in query["sql"]]  # no PostgreSQL-only statement ran
 
     assert (first["successful"], first["failed"]) == (3, 1) and first["results"]["failed"][0]["stored"] is True
