@@ -7,9 +7,10 @@ becomes a per-record failure (`invalid_record`, not stored) and never spoils its
 Plain Python rather than one DRF serializer per record: a batch of 100 records is validated in well
 under a millisecond, and the error strings keep the `field: message` form of the rest of the API.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
+from typing import NamedTuple
 
 from catalog.event_pricing import ServiceUsage
 from catalog.resolution import normalize_model, normalize_provider
@@ -28,9 +29,9 @@ ENVIRONMENTS = frozenset(Environment.values)
 MAX_QUANTITY = Decimal(10) ** (EXACT_DIGITS - EXACT_PLACES) - 1
 
 
-@dataclass(frozen=True)
-class RecordDraft:
-    """A valid usage record, normalized, ready to be provisioned, priced and written."""
+class RecordDraft(NamedTuple):
+    """A valid usage record, normalized, ready to be provisioned, priced and written. A NamedTuple, as
+    immutable as a frozen dataclass and built in a third of the time (one per record on the hot path)."""
 
     index: int
     customer_external_id: str
@@ -42,7 +43,7 @@ class RecordDraft:
     is_multi_service: bool
     environment: str | None
     idempotency_key: str | None
-    metadata: dict = field(default_factory=dict)
+    metadata: dict
 
 
 @dataclass(frozen=True)
