@@ -65,11 +65,11 @@ def _stored_event(row: dict, alias: str) -> UsageEvent:
     return event
 
 
-def _sent_value(field, position: int) -> str:
+def _sent_value(column: str, position: int) -> str:
     """The column's value from the row's array `r`, as the column's type without its length or precision:
     the insert's assignment then checks those as it checks any value (an explicit cast to `varchar(255)`
     would cut a longer text short). JSON null is SQL NULL for JSON columns too."""
-    column_type = re.sub(r"\(.*?\)", "", field.db_type(connection))
+    column_type = re.sub(r"\(.*?\)", "", UsageEvent._meta.get_field(column).db_type(connection))
     if column_type == "jsonb":
         return f"nullif(r -> {position}, 'null')"
     return f"(r ->> {position})::{column_type}"
@@ -80,8 +80,7 @@ def _insert_sql() -> str:
     """The insert, built on first use (the column types are PostgreSQL's). It puts every stored event into
     the rollup backlog (customers/rollup.py) in the same statement, and answers NULL when it stored every
     row (the usual case: nothing to read back), else the ids it stored."""
-    fields = {field.attname: field for field in UsageEvent._meta.concrete_fields}
-    values = ", ".join(_sent_value(fields[column], position) for position, column in enumerate(SENT_COLUMNS))
+    values = ", ".join(_sent_value(column, position) for position, column in enumerate(SENT_COLUMNS))
     return (
         f"WITH stored AS ("
         f"INSERT INTO {UsageEvent._meta.db_table} ({', '.join(STAMPED_COLUMNS + SENT_COLUMNS)}) "
@@ -101,9 +100,9 @@ class Appended:
 
 def _insert_postgresql(rows: list[dict], stamp: dict) -> set | None:
     """Insert; returns None when the database stored every row, else the ids it stored (a keyed event it
-    skipped is a replay)."""
+    skipped is a replay). `stamp` holds the `STAMPED_COLUMNS` in their order."""
     with prepared_cursor() as cursor:  # the document travels as a parameter, not quoted into the text
-        cursor.execute(_insert_sql(), [*(stamp[column] for column in STAMPED_COLUMNS), _document(rows), len(rows)])
+        cursor.execute(_insert_sql(), [*stamp.values(), _document(rows), len(rows)])
         stored_ids = cursor.fetchone()[0]
     return None if stored_ids is None else set(stored_ids)
 
@@ -121,7 +120,7 @@ def _insert_portable(book, rows: list[dict]) -> set:
 def events_append(*, book, rows: list[dict], now) -> list[Appended]:
     """Insert new events given as rows (every column by attname but the `STAMPED_COLUMNS`, ids assigned);
     results in the same order. The ledger stamps each row with the book and `now`, the append's instant."""
-    stamp = {"book_id": book.pk, "created_at": now, "updated_at": now}
+    stamp = dict(zip(STAMPED_COLUMNS, (book.pk, now, now)))
     for row in rows:
         row.update(stamp)
     stored = _insert_postgresql(rows, stamp) if on_postgresql() else _insert_portable(book, rows)
