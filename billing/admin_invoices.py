@@ -4,6 +4,7 @@ from decimal import Decimal
 
 from django import forms
 from django.contrib import admin
+from django.db.models import F
 
 from billing.models import Invoice, InvoiceLine, Payment, Refund
 from billing.services.invoices import invoice_send, invoice_void
@@ -12,7 +13,29 @@ from config.accounts.admin_actions import act_on_rows, action_page, submitted
 from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from config.accounts.api import MONEY_ROLES
 from config.core import clock
-from config.core.money import CENTS_DIGITS, CENTS_PLACES
+from config.core.money import CENTS_DIGITS, CENTS_PLACES, to_cents
+
+
+def overpaid_or_none(invoice):
+    """The surplus in cents, or None (the console's "-") when there is none: the rare value stands out."""
+    return to_cents(invoice.amount_overpaid) if invoice.amount_overpaid > 0 else None
+
+
+class OverpaidFilter(admin.SimpleListFilter):
+    """Invoices that collected more than their total (paid twice): their surplus payment is to refund."""
+
+    title = "overpaid"
+    parameter_name = "overpaid"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Overpaid"), ("no", "Not overpaid")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(amount_paid__gt=F("total"))
+        if self.value() == "no":
+            return queryset.filter(amount_paid__lte=F("total"))
+        return queryset
 
 
 class ReadOnlyInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
@@ -40,10 +63,14 @@ class InvoiceInline(ReadOnlyInline):
     """A subscription's invoices, newest period first."""
 
     model = Invoice
-    fields = ["invoice_number", "status", "period_start", "period_end", "total", "amount_paid", "issued_at",
-              "due_date"]
+    fields = ["invoice_number", "status", "period_start", "period_end", "total", "amount_paid", "amount_overpaid",
+              "issued_at", "due_date"]
     ordering = ["-period_start"]
     show_change_link = True
+
+    @admin.display(description="Amount overpaid")
+    def amount_overpaid(self, invoice):
+        return overpaid_or_none(invoice)
 
 
 class VoidForm(forms.Form):
@@ -69,15 +96,32 @@ class RefundForm(forms.Form):
 
 @admin.register(Invoice)
 class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
-    list_display = ["invoice_number", "customer", "subscription", "status", "total", "amount_paid", "period_start",
-                    "period_end", "issued_at", "due_date", "book"]
-    list_filter = ["status", "currency", ("due_date", admin.DateFieldListFilter)]
+    list_display = ["invoice_number", "customer", "subscription", "status", "total", "amount_paid",
+                    "amount_overpaid", "period_start", "period_end", "issued_at", "due_date", "book"]
+    list_filter = ["status", OverpaidFilter, "currency", ("due_date", admin.DateFieldListFilter)]
     search_fields = ["invoice_number", "customer__name", "customer__external_id", "subscription__name"]
     date_hierarchy = "created_at"
     list_select_related = ["customer", "subscription", "book__organization"]
     exclude = ["pay_token_digest"]
+    readonly_fields = ["amount_due", "amount_overpaid"]
     inlines = [InvoiceLineInline, PaymentInline]
     actions = ["send_invoices", "void_invoices"]
+
+    def get_fields(self, request, obj=None):
+        """The derived amounts right after what they derive from (the model's fields come first otherwise)."""
+        derived = ["amount_due", "amount_overpaid"]
+        fields = [field for field in super().get_fields(request, obj) if field not in derived]
+        after = fields.index("amount_paid") + 1
+        return [*fields[:after], *derived, *fields[after:]]
+
+    @admin.display(description="Amount due")
+    def amount_due(self, invoice):
+        return to_cents(invoice.amount_due)
+
+    @admin.display(description="Amount overpaid")
+    def amount_overpaid(self, invoice):
+        """To refund: the surplus payment(s), with the payments' refund action."""
+        return overpaid_or_none(invoice)
 
     @admin.action(description="Send the selected invoices (finalizing drafts) to their customers")
     def send_invoices(self, request, queryset):

@@ -59,6 +59,8 @@ class InvoiceView:
         rows.append(("Total", money(invoice.total)))
         if invoice.amount_paid:
             rows += [("Paid", "-" + money(invoice.amount_paid)), ("Amount due", money(invoice.amount_due))]
+        if invoice.amount_overpaid > 0:
+            rows.append(("Overpaid (to refund)", money(invoice.amount_overpaid)))
         return rows
 
 

@@ -3,7 +3,7 @@ from django.db import models
 from django.db.models import Q
 
 from config.core.models import OrgOwned
-from config.core.money import CentsField, ExactField
+from config.core.money import ZERO, CentsField, ExactField
 
 
 class PricingPlan(OrgOwned):
@@ -244,7 +244,13 @@ class Invoice(OrgOwned):
 
     @property
     def amount_due(self):
-        return max(self.total - self.amount_paid, 0)
+        """What is still to collect; never below zero (Decimal ZERO, not the int 0 the API cannot render)."""
+        return max(self.total - self.amount_paid, ZERO)
+
+    @property
+    def amount_overpaid(self):
+        """Net collected beyond the total (paid twice, say): owed back until the surplus is refunded."""
+        return max(self.amount_paid - self.total, ZERO)
 
 
 class InvoiceLine(OrgOwned):

@@ -42,7 +42,8 @@ def _pay_page(request, state: str, *, invoice=None, status: int = 200, **extra):
         view = InvoiceView.of(invoice)
         first, last = period_days(invoice)
         context.update(view=view, business_name=view.business_name, period_first=first, period_last=last,
-                       amount_due=money(invoice.amount_due, invoice.currency))
+                       amount_due=money(invoice.amount_due, invoice.currency),
+                       amount_overpaid=money(invoice.amount_overpaid, invoice.currency))
     return render(request, "portal/pay.html", context, status=status)
 
 

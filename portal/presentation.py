@@ -28,6 +28,7 @@ class InvoiceRow:
     period: tuple[str, str]
     total: str
     amount_due: str
+    overpaid: str | None  # collected beyond the total (paid twice): owed back to the customer
     due_date: date | None
     pdf_url: str
     pay_url: str | None  # unpaid and payable: the pay-now button
@@ -39,7 +40,8 @@ def invoice_rows(invoices: list[Invoice]) -> list[InvoiceRow]:
         payable = invoice.status in PAYABLE and invoice.amount_due > 0
         rows.append(InvoiceRow(
             invoice.invoice_number, invoice.status, period_days(invoice), money(invoice.total, invoice.currency),
-            money(invoice.amount_due, invoice.currency), invoice.due_date,
+            money(invoice.amount_due, invoice.currency),
+            money(invoice.amount_overpaid, invoice.currency) if invoice.amount_overpaid > 0 else None, invoice.due_date,
             reverse("portal-invoice-pdf", args=[invoice.pk]),
             reverse("portal-invoice-pay", args=[invoice.pk]) if payable else None))
     return rows

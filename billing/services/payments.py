@@ -4,6 +4,8 @@ money through `payment_record`, under the invoice's row lock.
 - A payment is unique per book by the provider's payment id: a replayed notification changes nothing.
 - `Invoice.amount_paid` is the net collected (payments minus refunds); a payable invoice becomes `paid` when
   it reaches the total, and a paid one `refunded` when refunds bring it back to zero.
+- Money beyond the total (a second Checkout paid in another tab) is recorded all the same: the invoice stays
+  `paid`, owes nothing (`amount_due` 0) and shows `amount_overpaid` until the surplus payment is refunded.
 """
 import logging
 import uuid
@@ -45,6 +47,9 @@ def payment_record(*, invoice: Invoice, amount: Decimal, provider: str, provider
     if invoice.status in PAYABLE and invoice.amount_paid >= invoice.total:
         invoice.status, invoice.paid_at = Status.PAID, now
     invoice.save(update_fields=["amount_paid", "status", "paid_at", "updated_at"])
+    if invoice.amount_overpaid > 0:
+        logger.warning("invoice %s is overpaid by %s after payment %s (%s): refund the surplus", invoice.pk,
+                       invoice.amount_overpaid, provider_payment_id, provider)
     return payment, True
 
 
@@ -95,7 +100,11 @@ def stripe_event_handle(event: dict, *, now: datetime) -> WebhookOutcome:
             return WebhookOutcome(False, f"the session's currency is not {invoice.currency}")
         payment, created = payment_record(invoice=invoice, amount=from_minor_units(amount_cents), provider=STRIPE,
                                           provider_payment_id=provider_payment_id, now=now)
-    return WebhookOutcome(True, "payment recorded" if created else "payment already recorded", payment, invoice)
+    detail = "payment recorded" if created else "payment already recorded"
+    if invoice.amount_overpaid > 0:
+        # Shown in Stripe's webhook log, where an operator reconciling the two charges looks first.
+        detail += f"; the invoice is overpaid by {invoice.amount_overpaid} (refund the surplus payment)"
+    return WebhookOutcome(True, detail, payment, invoice)
 
 
 # --------------------------------------------------------------------------- pay-now page
