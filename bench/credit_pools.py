@@ -90,16 +90,17 @@ def main():
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     from billing.selectors.credit_pools import credit_balance_get, credit_balance_list
-    from billing.selectors.usage import strategy_usage_events
+    from config.core.scoping import owned
+    from customers.models import UsageEvent
 
     book, subscription = build(args.events, args.in_current_period)
     balance = credit_balance_get(book=book, subscription_id=subscription.pk, now=NOW)
     print(f"{args.events} events; the pool subscription's period consumed {balance.consumed_units}")
     print("one balance :", timed(lambda: credit_balance_get(book=book, subscription_id=subscription.pk, now=NOW)))
     print("list of 50  :", timed(lambda: credit_balance_list(book=book, now=NOW)))
-    events = strategy_usage_events(book=book, customer_id=subscription.customer_id, agent_id=subscription.agent_id,
-                                   signal_id=balance.pool.signal_id, start=balance.period_start,
-                                   end=balance.period_end)
+    events = owned(UsageEvent, book).filter(customer_id=subscription.customer_id, agent_id=subscription.agent_id,
+                                            signal_id=balance.pool.signal_id, usage_date__gte=balance.period_start,
+                                            usage_date__lt=balance.period_end)
     from django.db.models import Sum
     print(events.values("customer_id").annotate(total=Sum("quantity")).explain(analyze=True))
 

@@ -13,7 +13,7 @@ from fpdf import FPDF
 from fpdf.enums import XPos, YPos
 
 from billing.models import Invoice, InvoiceStatus
-from billing.periods import local_date
+from billing.pricing.periods import local_date
 
 CURRENCY_SYMBOLS = {"usd": "$"}
 

@@ -184,8 +184,9 @@ class InvoiceCounter(OrgOwned):
 
 
 class Invoice(OrgOwned):
-    """What a subscription is charged for one period [period_start, period_end). Lines and totals follow the
-    ledger and the strategies while the invoice is a draft; finalizing freezes them for good."""
+    """What a subscription is charged for one period [period_start, period_end). The pricing terms are
+    captured when the invoice is first generated and never change; a draft's usage is refreshed by
+    regenerating it (and by the end-of-period job before it issues); finalizing freezes it for good."""
 
     customer = models.ForeignKey("customers.Customer", on_delete=models.PROTECT, related_name="invoices")
     subscription = models.ForeignKey(Subscription, on_delete=models.PROTECT, related_name="invoices")
@@ -199,6 +200,9 @@ class Invoice(OrgOwned):
     discount_fixed = CentsField(default=0)
     tax_percent = ExactField(default=0)
     memo = models.TextField(blank=True)
+    # The plan's strategies, seats and proratedAmount as they were at the first generation
+    # (billing.pricing.terms.PlanTerms.document): what every later pricing of this invoice uses.
+    pricing_terms = models.JSONField(null=True, blank=True)
     subtotal = CentsField(default=0)
     discount = CentsField(default=0)
     tax = CentsField(default=0)

@@ -77,8 +77,10 @@ class Agent(OrgOwned):
 
 
 class SignalType(models.TextChoices):
-    USAGE = "usage"  # outcome: bills on results delivered
-    VOLUME = "volume"  # activity: bills on attempts regardless of result
+    # Both bill the sum of the recorded quantity (contract: "Signal types bill alike"); the type says what the
+    # operator records and how cost is classified.
+    USAGE = "usage"  # outcome: results delivered
+    VOLUME = "volume"  # activity: attempts, whatever their result
 
 
 class CostCategory(models.TextChoices):
@@ -245,8 +247,6 @@ class UsageDailyRollup(OrgOwned):
     cost = ExactField(default=0)  # summed usage_cost; unpriced events add 0
     model_event_count = models.BigIntegerField(default=0)
     model_cost = ExactField(default=0)
-    # Units as a `volume` (activity) signal bills them: every event at least one attempt, max(quantity, 1).
-    attempts = ExactField(default=0)
 
     class Meta:
         ordering = ["-day"]

@@ -37,7 +37,7 @@ CATALOG = ServiceEntry._meta.db_table
 ROLLUP = UsageDailyRollup._meta.db_table
 BACKLOG = RollupBacklog._meta.db_table
 KEY_COLUMNS = ("book_id", "grain", "day", "customer_id", "agent_id", "signal_id", "model")
-MEASURES = ("event_count", "unpriced_count", "quantity", "cost", "model_event_count", "model_cost", "attempts")
+MEASURES = ("event_count", "unpriced_count", "quantity", "cost", "model_event_count", "model_cost")
 
 # What one (event, model) pair contributes. A part's model is the canonical name of the catalog entry
 # that priced it, null for a non-LLM entry (isApi) or an unresolved part. Part costs are rounded to the
@@ -72,8 +72,7 @@ _CONTRIBUTIONS = """
            coalesce(sum(quantity) FILTER (WHERE first_part = 1), 0) AS quantity,
            coalesce(sum(usage_cost) FILTER (WHERE first_part = 1), 0) AS cost,
            count(*) AS model_event_count,
-           coalesce(sum(part_cost) FILTER (WHERE usage_cost IS NOT NULL), 0) AS model_cost,
-           coalesce(sum(greatest(quantity, 1)) FILTER (WHERE first_part = 1), 0) AS attempts
+           coalesce(sum(part_cost) FILTER (WHERE usage_cost IS NOT NULL), 0) AS model_cost
     FROM ({parts}) AS parts
     GROUP BY book_id, label, day, customer_id, agent_id, signal_id, model
 """

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from billing.invoice_documents import money, period_days
 from billing.models import Invoice, Subscription
-from billing.periods import local_date
+from billing.pricing.periods import local_date
 from billing.selectors.credit_pools import credit_balance_list
 from billing.services.payments import PAYABLE
 from customers.models import Customer

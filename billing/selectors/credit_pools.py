@@ -4,7 +4,8 @@ A pool is the plan's active credit-pool strategy for the subscription's agent (t
 Each billing period (the subscription's stored current period) refills it with `poolSizeUnits`. Usage of the
 strategy's signal draws from it: the current period's grant first, then top-ups, which never expire.
 
-    consumedUnits          = billable quantity of the current period (`billing.selectors.usage`, as the invoice)
+    consumedUnits          = what the subscription bills of the current period (`billing.pricing.usage`, as the
+                             invoice: the quantity of the events it claims on the pool's signal)
     remainingUnits         = poolSizeUnits + top-up balance - consumedUnits           (negative when overdrawn)
     overageInProgressUnits = max(billed quantity - poolSizeUnits, 0)                   (the invoice's own math)
     top-up balance         = all top-up units - units beyond the pool that ended periods took from top-ups
@@ -20,18 +21,18 @@ from decimal import ROUND_HALF_UP, Decimal
 from uuid import UUID, uuid4
 
 from django.core.cache import cache
-from django.db.models import Case, Exists, OuterRef, QuerySet, Subquery, Sum, Value, When
+from django.db.models import Exists, OuterRef, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
 from billing.models import ChargeType, CreditGrant, PricingModel, PricingStrategy, Subscription
-from billing.periods import next_period, period_containing
-from billing.pricing import StrategyTerms, billed_quantity
+from billing.pricing.engine import StrategyTerms, billed_quantity
+from billing.pricing.periods import next_period, period_containing
+from billing.pricing.terms import priced_strategy
+from billing.pricing.usage import billed_usage
 from billing.selectors.subscriptions import schedule_of
-from billing.selectors.usage import billable_quantity, billable_quantity_subquery
 from config.core.errors import NotFound
 from config.core.money import ZERO, ExactField, decimal_or_none
 from config.core.scoping import not_found, owned
-from customers.models import SignalType
 
 HUNDRED = Decimal(100)
 PERCENT_PLACES = Decimal("0.01")
@@ -45,7 +46,6 @@ class Pool:
 
     strategy_id: UUID
     signal_id: UUID | None
-    signal_type: str
     size: Decimal  # units per billing period (tier 1's upper)
     overage_rate: Decimal | None  # tier 2's rate; None when the tiers cannot say
     terms: StrategyTerms | None  # None when the tiers cannot be priced
@@ -64,21 +64,13 @@ def _tier_value(tiers, index: int, key: str) -> Decimal | None:
 
 def pool_of(strategy: PricingStrategy) -> Pool | None:
     """The pool a credit-pool strategy sells; None when its tiers do not even give a positive pool size."""
-    try:
-        terms = StrategyTerms.from_values(
-            charge_type=strategy.charge_type, pricing_model=strategy.pricing_model, rate=strategy.rate,
-            tiers=strategy.tiers, minimum_commitment=strategy.minimum_commitment,
-            billing_frequency=strategy.billing_frequency, strategy_id=str(strategy.pk))
-    except (TypeError, ValueError, AttributeError):  # tiers stored by an older rule or by hand
-        terms = None
+    terms = priced_strategy(strategy).priced_terms  # None: tiers stored by an older rule or by hand
     if terms is not None:
-        return Pool(strategy.pk, strategy.signal_id, strategy.signal.type, terms.tiers[0].upper, terms.tiers[1].rate,
-                    terms)
+        return Pool(strategy.pk, strategy.signal_id, terms.tiers[0].upper, terms.tiers[1].rate, terms)
     size = _tier_value(strategy.tiers, 0, "upper")
     if size is None or size <= 0:
         return None
-    return Pool(strategy.pk, strategy.signal_id, strategy.signal.type, size, _tier_value(strategy.tiers, 1, "rate"),
-                None)
+    return Pool(strategy.pk, strategy.signal_id, size, _tier_value(strategy.tiers, 1, "rate"), None)
 
 
 def pool_strategies(*, book) -> QuerySet:
@@ -164,9 +156,8 @@ def pending_settlements(subscription: Subscription, pool: Pool, now: datetime) -
                   .values_list("granted_at", "units"))
     settlements = []
     for start, end, grant_id in sorted(periods, key=lambda period: period[0]):
-        consumed = billable_quantity(book=subscription.book_id, customer_id=subscription.customer_id,
-                                     agent_id=subscription.agent_id, signal_id=pool.signal_id,
-                                     signal_type=pool.signal_type, start=start, end=end)
+        consumed = billed_usage(book=subscription.book_id, windows={subscription: (start, end)}).get(
+            (subscription.pk, pool.signal_id), ZERO)
         available = sum((units for granted_at, units in topups if granted_at < end), ZERO) - drawn
         taken = topup_draw(consumed=consumed, pool_size=pool.size, available=available)
         drawn += taken
@@ -202,16 +193,9 @@ def _annotated(book, now: datetime) -> QuerySet:
     period_grants = CreditGrant.objects.filter(subscription=OuterRef("pk"), kind=PERIOD)
     per_subscription = CreditGrant.objects.filter(subscription=OuterRef("pk")).order_by().values("subscription")
     return (owned(Subscription, book).select_related("customer", "plan")
-            .annotate(pool_strategy_id=Subquery(strategy.values("pk")[:1]),
-                      pool_signal_id=Subquery(strategy.values("signal_id")[:1]),
-                      pool_signal_floor=Case(When(Exists(strategy.filter(signal__type=SignalType.VOLUME)),
-                                                  then=Value(Decimal(1))), default=Value(ZERO),
-                                             output_field=ExactField()))
+            .annotate(pool_strategy_id=Subquery(strategy.values("pk")[:1]))
             .filter(pool_strategy_id__isnull=False)
             .annotate(
-                period_consumed=billable_quantity_subquery(signal="pool_signal_id", signal_floor="pool_signal_floor",
-                                                           start="current_period_start",
-                                                           end="current_period_end"),
                 topup_units=Coalesce(Subquery(per_subscription.filter(kind=TOPUP).annotate(total=Sum("units"))
                                               .values("total"), output_field=ExactField()), Value(ZERO)),
                 settled_topup_draw=Coalesce(Subquery(
@@ -232,13 +216,13 @@ def _needs_settling(subscription: Subscription, now: datetime) -> bool:
     return subscription.unsettled_ended or skipped or stored_ended
 
 
-def _balance(subscription: Subscription, pool: Pool, now: datetime) -> CreditBalance:
+def _balance(subscription: Subscription, pool: Pool, now: datetime, period_consumed: Decimal) -> CreditBalance:
     active = has_active_period(subscription, now)
     topup_balance = subscription.topup_units - subscription.settled_topup_draw
     needs_settling = _needs_settling(subscription, now)
     if subscription.topup_units > 0 and needs_settling:
         topup_balance -= sum((s.topup_drawn for s in pending_settlements(subscription, pool, now)), ZERO)
-    consumed = subscription.period_consumed if active else ZERO
+    consumed = period_consumed if active else ZERO
     remaining = pool.size + topup_balance - consumed
     return CreditBalance(
         subscription=subscription, pool=pool,
@@ -255,7 +239,11 @@ def _balances(book, subscriptions: QuerySet, now: datetime) -> list[CreditBalanc
     rows = list(subscriptions)
     strategies = PricingStrategy.objects.select_related("signal").in_bulk({row.pool_strategy_id for row in rows})
     pools = {pk: pool_of(strategy) for pk, strategy in strategies.items()}
-    return [_balance(row, pools[row.pool_strategy_id], now) for row in rows if pools[row.pool_strategy_id]]
+    rows = [row for row in rows if pools[row.pool_strategy_id]]
+    consumed = billed_usage(book=book, windows={row: (row.current_period_start, row.current_period_end)
+                                                for row in rows if has_active_period(row, now)})
+    return [_balance(row, pools[row.pool_strategy_id], now,
+                     consumed.get((row.pk, pools[row.pool_strategy_id].signal_id), ZERO)) for row in rows]
 
 
 def credit_balance_list(*, book, now: datetime, customer_id: UUID | None = None, agent_id: UUID | None = None,

@@ -1,8 +1,8 @@
 from decimal import Decimal
 
 from billing.models import Subscription, SubscriptionChange
-from billing.periods import Schedule, local_date
-from billing.pricing import SubscriptionTerms, first_uncovered_day
+from billing.pricing.engine import SubscriptionTerms
+from billing.pricing.periods import Schedule, first_uncovered_day, local_date
 from config.core.scoping import get_owned, owned
 
 

@@ -3,7 +3,7 @@ from decimal import Decimal
 from rest_framework import serializers
 
 from billing.models import BillingCycle, BillingModel, SubscriptionChange, SubscriptionStatus
-from billing.periods import is_valid_timezone
+from billing.pricing.periods import is_valid_timezone
 from billing.serializers.common import INT32_MAX, AllOptional, InstantIn, JsonObjectIn, RefusesFields, UuidIn
 from config.core.serialization import DecimalIn, DecimalNumber
 

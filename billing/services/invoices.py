@@ -3,7 +3,9 @@
 
 Rules callers rely on (docs/decisions/invoices.md):
 - one live (non-void) invoice per subscription and period, and periods of one subscription never overlap;
-- a draft follows the ledger and the strategies; finalizing prices it one last time and freezes it;
+- an invoice captures its pricing terms when first generated and keeps them (contract: "Invoices keep what
+  was reviewed"); regenerating a draft, and the end-of-period job before it issues, refresh its usage;
+  send issues exactly what the draft shows;
 - numbers are taken from a per-book counter in the generating transaction: consecutive, never reused;
 - every check-then-act locks its rows first: subscription, then invoice, then the number counter.
 """
@@ -18,9 +20,9 @@ from django.db import transaction
 from django.db.models import F, Q
 
 from billing.invoice_documents import InvoiceEmail, InvoiceView, send_invoice_email
-from billing.invoicing import billing_window, priced_lines, totals
+from billing.pricing.lines import billing_window, invoice_terms, priced_lines, totals
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
-from billing.periods import local_date, local_midnight, period_as_of
+from billing.pricing.periods import local_date, local_midnight, period_as_of
 from billing.selectors.subscriptions import effective_end, schedule_of
 from config.core.errors import ApiError, BadRequest, Conflict, NotFound, Unprocessable
 from config.core.scoping import get_owned, owned
@@ -90,9 +92,13 @@ def _apply_totals(invoice: Invoice, line_amounts) -> None:
                                                                        result.tax, result.total)
 
 
-def _reprice(invoice: Invoice, subscription: Subscription) -> None:
-    """Replace the lines with the period's charges from the ledger and the strategies as they are now."""
-    lines = priced_lines(subscription, billing_window(subscription, invoice.period_start, invoice.period_end))
+def _refresh(invoice: Invoice, subscription: Subscription) -> None:
+    """Replace the lines with the period's charges under the invoice's captured terms (captured now on the
+    first generation) and the usage the ledger holds now."""
+    terms = invoice_terms(invoice)
+    if invoice.pricing_terms is None:
+        invoice.pricing_terms = terms.document()
+    lines = priced_lines(subscription, billing_window(subscription, invoice.period_start, invoice.period_end), terms)
     owned(InvoiceLine, invoice.book_id).filter(invoice=invoice).delete()
     for line in lines:
         line.invoice = invoice
@@ -105,8 +111,8 @@ def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billi
                      billing_period_end=None, **invoice_settings) -> tuple[Invoice, bool]:
     """A draft for one period of a customer's subscription; returns (invoice, created).
 
-    Again for the same period: a draft is re-priced in place (with any discount or tax sent), a finalized
-    invoice comes back unchanged. Internal coding-agent customers are never invoiced (400)."""
+    Again for the same period: a draft's usage is refreshed in place under its captured terms (with any
+    discount or tax sent), a finalized invoice comes back unchanged. Internal coding-agent customers are never invoiced (400)."""
     customer = get_owned(Customer, book, customer_id, queryset=owned(Customer, book).filter(deleted_at__isnull=True))
     subscription = get_owned(Subscription, book, subscription_id)
     if subscription.customer_id != customer.pk:
@@ -124,7 +130,7 @@ def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billi
             if existing.status == Status.DRAFT:
                 for field, value in invoice_settings.items():
                     setattr(existing, field, value)
-                _reprice(existing, subscription)
+                _refresh(existing, subscription)
             return existing, False
         overlapping = invoices.filter(period_start__lt=end, period_end__gt=start).order_by("period_start").first()
         if overlapping is not None:
@@ -135,7 +141,7 @@ def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billi
                           period_end=end, memo=subscription.invoice_memo, invoice_number=_take_number(book),
                           **invoice_settings)
         invoice.save()
-        _reprice(invoice, subscription)
+        _refresh(invoice, subscription)
     return invoice, True
 
 
@@ -156,10 +162,9 @@ def invoice_update(*, book, invoice_id, **changes) -> Invoice:
 
 
 def _finalize(invoice: Invoice, *, now: datetime, status: str) -> None:
-    """Price the draft one last time, then freeze it: issue date now, due date the issue day plus the
-    subscription's netTerms (days in its time zone), overdue from the first instant after the due date."""
+    """Freeze the draft as it is: issue date now, due date the issue day plus the subscription's netTerms
+    (days in its time zone), overdue from the first instant after the due date."""
     subscription = invoice.subscription
-    _reprice(invoice, subscription)
     timezone = subscription.timezone
     invoice.status, invoice.issued_at = status, now
     invoice.due_date = local_date(now, timezone) + timedelta(days=subscription.net_terms)
@@ -251,6 +256,7 @@ def invoices_finalize_due(*, now: datetime) -> str:
             invoice = (Invoice.objects.select_for_update(skip_locked=True, of=("self",)).select_related("subscription")
                        .filter(pk=pk, status=Status.DRAFT).first())
             if invoice is not None:
+                _refresh(invoice, invoice.subscription)  # the period has ended: all its usage is in
                 _finalize(invoice, now=now, status=Status.ISSUED)
                 finalized += 1
     return f"{finalized} finalized"

@@ -113,7 +113,7 @@ def scanned(book) -> dict:
     """The rollup computed from scratch in Python, from the events as stored: {key: measures}, every grain
     derived from the full daily one by summing away its dimensions (and days, for month rows)."""
     full = _scanned_full(book)
-    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0), Decimal(0)])
+    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0)])
     for (day, customer, agent, signal, model), values in full.items():
         for grain in RollupGrain:
             kept = {"customer": not grain & 4, "signal": not grain & 2, "model": not grain & 1}
@@ -129,7 +129,7 @@ def _scanned_full(book) -> dict:
     def model_of(service):
         return None if service is None or service.is_api else service.canonical_name
 
-    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0), Decimal(0)])
+    rows = defaultdict(lambda: [0, 0, Decimal(0), Decimal(0), 0, Decimal(0)])
     for event in UsageEvent.objects.filter(book=book).select_related("service"):
         day = event.usage_date.astimezone(timezone.utc).date()
         if event.services is None:
@@ -148,7 +148,6 @@ def _scanned_full(book) -> dict:
                 row[1] += event.usage_cost is None
                 row[2] += event.quantity
                 row[3] += event.usage_cost or 0
-                row[6] += max(event.quantity, 1)
             row[4] += 1
             if event.usage_cost is not None:
                 row[5] += sum((cost or 0 for m, cost in parts if m == model), Decimal(0))
@@ -159,6 +158,5 @@ def stored(book) -> dict:
     """The rollup rows as every read sees them: after the book's backlog is caught up."""
     analytics_rollup_catch_up(book_id=book.pk)
     return {(row.grain, row.day, row.customer_id, row.agent_id, row.signal_id, row.model):
-            (row.event_count, row.unpriced_count, row.quantity, row.cost, row.model_event_count, row.model_cost,
-             row.attempts)
+            (row.event_count, row.unpriced_count, row.quantity, row.cost, row.model_event_count, row.model_cost)
             for row in UsageDailyRollup.objects.filter(book=book)}

@@ -175,9 +175,9 @@ def test_bad_revenue_window_is_400_or_422(api):
     get(api, "/v1/analytics/revenue", status=422, startDate="2025-05-10", endDate="2025-05-01")
 
 
-def test_a_volume_signal_earns_every_attempt_at_least_once(api, book, sales):
-    """Spec §2: a volume (activity) signal bills attempts regardless of result: events of quantity 0, 0 and
-    2.5 earn (1 + 1 + 2.5) x 1.00 = 4.50; the same events of an outcome signal would earn 2.50."""
+def test_a_volume_signal_earns_the_sum_of_its_quantities(api, book, sales):
+    """Contract "Signal types bill alike": events of quantity 0, 0 and 2.5 on a volume (activity) signal earn
+    2.5 x 1.00, as they would on an outcome signal: no floor of one per event."""
     searches = SignalFactory(book=book, agent=sales.analyst, name="searches", type="volume")
     plan = create_plan(api, str(sales.analyst.id), name="Search")
     create_strategies(api, plan["id"], [{"name": "per search", "agentId": str(sales.analyst.id),
@@ -191,9 +191,9 @@ def test_a_volume_signal_earns_every_attempt_at_least_once(api, book, sales):
     record(api, *(rec("epsilon", "analyst", "searches", f"2025-05-2{day}T10:00:00Z", quantity=quantity)
                   for day, quantity in ((0, 0), (1, 0), (2, "2.5"))))
     body = get(api, f"/v1/subscriptions/{subscription['id']}/revenue", **MAY)
-    assert (money(body["agentEarned"]), body["byStrategy"][0]["quantity"]) == (D("4.5"), 4.5)
+    assert (money(body["agentEarned"]), body["byStrategy"][0]["quantity"]) == (D("2.5"), 2.5)
     mrr = get(api, "/v1/analytics/mrr", variant="runRate", subscriptionId=subscription["id"])
-    assert money(mrr["breakdown"][0]["usage"]) == D("4.5")
+    assert money(mrr["breakdown"][0]["usage"]) == D("2.5")
 
 
 # --------------------------------------------------------------------------- MRR

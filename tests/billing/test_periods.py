@@ -1,10 +1,10 @@
-"""Billing periods (billing/periods.py): table-driven over month lengths, leap years, billing day 31,
+"""Billing periods (billing/pricing/periods.py): table-driven over month lengths, leap years, billing day 31,
 yearly and custom cycles, non-UTC time zones and DST."""
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from billing.periods import (Period, Schedule, cycle_containing, first_period, is_valid_timezone, local_midnight,
+from billing.pricing.periods import (Period, Schedule, cycle_containing, first_period, is_valid_timezone, local_midnight,
                              next_period, period_as_of, period_containing)
 
 UTC = timezone.utc

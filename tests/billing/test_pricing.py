@@ -1,4 +1,4 @@
-"""The pricing engine (billing/pricing.py): every model and charge type against hand-computed amounts,
+"""The pricing engine (billing/pricing/engine.py): every model and charge type against hand-computed amounts,
 then properties that must hold for any tiers, quantities and invoice lines."""
 from datetime import date, datetime, timezone as dt_timezone
 from decimal import Decimal as D
@@ -6,8 +6,8 @@ from decimal import Decimal as D
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from billing.pricing import (
-    Discount, Line, Period, StrategyTerms, SubscriptionTerms, Tier, agent_earned, covered_days, credit_pool,
+from billing.pricing.engine import (
+    Discount, DaySpan, Line, StrategyTerms, SubscriptionTerms, Tier, agent_earned, covered_days, credit_pool,
     fee_for_period, flat, graduated, invoice_totals, period_lines, price_quantity, prorate, strategy_line,
     tier_errors, volume,
 )
@@ -17,8 +17,8 @@ UTC = dt_timezone.utc
 TIERS = (Tier(D(0), D(100), D("0.10")), Tier(D(100), None, D("0.05")))
 THREE_TIERS = (Tier(D(0), D(10), D(1)), Tier(D(10), D(50), D("0.5")), Tier(D(50), None, D("0.2")))
 POOL = (Tier(D(0), D(100), D(50)), Tier(D(100), None, D("0.75")))  # 100 units for 50.00, then 0.75 each
-JAN_2025 = Period(date(2025, 1, 1), date(2025, 2, 1))
-FEB_2025 = Period(date(2025, 2, 1), date(2025, 3, 1))
+JAN_2025 = DaySpan(date(2025, 1, 1), date(2025, 2, 1))
+FEB_2025 = DaySpan(date(2025, 2, 1), date(2025, 3, 1))
 
 
 def usage_terms(model, *, rate=None, tiers=(), minimum=None, strategy_id=""):
@@ -197,8 +197,8 @@ def test_fee_for_period_converts_billing_frequency_to_the_cycle(fee, frequency, 
 
 @pytest.mark.parametrize("fee, period, start, expected", [
     ("56", FEB_2025, date(2025, 2, 15), "28.00"),                                       # 14 of 28 days
-    ("58", Period(date(2024, 2, 1), date(2024, 3, 1)), date(2024, 2, 15), "30.00"),     # 15 of 29
-    ("60", Period(date(2025, 4, 1), date(2025, 5, 1)), date(2025, 4, 21), "20.00"),     # 10 of 30
+    ("58", DaySpan(date(2024, 2, 1), date(2024, 3, 1)), date(2024, 2, 15), "30.00"),     # 15 of 29
+    ("60", DaySpan(date(2025, 4, 1), date(2025, 5, 1)), date(2025, 4, 21), "20.00"),     # 10 of 30
     ("62", JAN_2025, date(2025, 1, 22), "20.00"),                                       # 10 of 31
     ("49", JAN_2025, date(2025, 1, 17), "23.71"),                                       # 49 x 15 / 31
     ("62", JAN_2025, date(2024, 12, 1), "62.00"),                                       # covered whole
@@ -222,11 +222,11 @@ def test_recurring_fee_is_prorated_when_the_subscription_ends_inside(start, end,
 
 @pytest.mark.parametrize("terms, cycle, period, start, expected", [
     (fee_terms("recurring", "1200", "yearly"), "monthly", JAN_2025, date(2025, 1, 22), "32.26"),  # 100 x 10/31
-    (fee_terms("recurring", "49", "monthly"), "yearly", Period(date(2025, 1, 1), date(2026, 1, 1)),
+    (fee_terms("recurring", "49", "monthly"), "yearly", DaySpan(date(2025, 1, 1), date(2026, 1, 1)),
      date(2025, 1, 1), "588.00"),
-    (fee_terms("recurring", "365", "yearly"), "yearly", Period(date(2025, 1, 1), date(2026, 1, 1)),
+    (fee_terms("recurring", "365", "yearly"), "yearly", DaySpan(date(2025, 1, 1), date(2026, 1, 1)),
      date(2025, 12, 22), "10.00"),                                                                 # 10 of 365
-    (fee_terms("recurring", "365", "yearly"), "custom", Period(date(2025, 1, 1), date(2025, 1, 11)),
+    (fee_terms("recurring", "365", "yearly"), "custom", DaySpan(date(2025, 1, 1), date(2025, 1, 11)),
      date(2025, 1, 6), "5.00"),                                                                    # 5 of 10 days
 ])
 def test_recurring_fee_converts_frequency_then_prorates(terms, cycle, period, start, expected):
@@ -246,7 +246,7 @@ def test_days_are_counted_in_the_subscriptions_timezone():
     # 2025-03-01 03:00Z is still February 28 in Los Angeles: one day of February is covered.
     in_los_angeles = SubscriptionTerms.from_values(start_date=datetime(2025, 3, 1, 3, tzinfo=UTC),
                                                    timezone="America/Los_Angeles")
-    february_la = Period.from_instants(datetime(2025, 2, 1, 8, tzinfo=UTC), datetime(2025, 3, 1, 8, tzinfo=UTC),
+    february_la = DaySpan.from_instants(datetime(2025, 2, 1, 8, tzinfo=UTC), datetime(2025, 3, 1, 8, tzinfo=UTC),
                                        "America/Los_Angeles")
     assert (in_los_angeles.start, february_la) == (date(2025, 2, 28), FEB_2025)
     line = strategy_line(fee_terms("recurring", "56"), subscription=in_los_angeles, period=february_la)
@@ -257,7 +257,7 @@ def test_days_are_counted_in_the_subscriptions_timezone():
 
 def test_a_month_with_a_daylight_saving_change_still_has_its_calendar_days():
     # March 2025 in New York is 743 hours long (clocks spring forward on the 9th) but 31 days.
-    march_ny = Period.from_instants(datetime(2025, 3, 1, 5, tzinfo=UTC), datetime(2025, 4, 1, 4, tzinfo=UTC),
+    march_ny = DaySpan.from_instants(datetime(2025, 3, 1, 5, tzinfo=UTC), datetime(2025, 4, 1, 4, tzinfo=UTC),
                                     "America/New_York")
     subscription = SubscriptionTerms.from_values(start_date=datetime(2025, 3, 22, 4, tzinfo=UTC),
                                                  timezone="America/New_York")

@@ -163,7 +163,6 @@ class Sums:
     cost: Decimal = ZERO
     model_event_count: int = 0
     model_cost: Decimal = ZERO
-    attempts: Decimal = ZERO  # max(quantity, 1) per event: what a `volume` signal bills
 
 
 def grand_total(rows: list[Sums]) -> Sums:
@@ -309,8 +308,7 @@ def _grouped(parts: list[tuple[str, list]], groups: Mapping[str, tuple[str, ...]
     width = len(dimensions)
     for row in execute(sql, [param for _, params in parts for param in params]):
         name = names_by_mask[row[width]]
-        events, unpriced, quantity, cost, model_events, model_cost, attempts = row[width + 1:]
+        events, unpriced, quantity, cost, model_events, model_cost = row[width + 1:]
         result[name].append(Sums(tuple(row[i] for i in positions[name]), int(events or 0), int(unpriced or 0),
-                                 quantity or ZERO, cost or ZERO, int(model_events or 0), model_cost or ZERO,
-                                 attempts or ZERO))
+                                 quantity or ZERO, cost or ZERO, int(model_events or 0), model_cost or ZERO))
     return result

@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 
 from billing.models import ChargeType, Subscription, SubscriptionStatus
-from billing.pricing import MONTHS, agent_earned, price_quantity
-from billing.selectors.analytics.coverage import book_segments
+from billing.pricing.attribution import billing_claims
+from billing.pricing.engine import MONTHS, agent_earned, price_quantity
+from billing.pricing.terms import current_terms, live_strategies, terms_timelines
 from billing.selectors.analytics.invoiced import canonical_mrr
-from billing.selectors.analytics.ledger import Window, ledger_sums
-from billing.selectors.plans import billable_units, strategies_pricing, strategy_terms
+from billing.selectors.analytics.ledger import Segment, Window, ledger_sums
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
 from customers.models import Customer
@@ -91,39 +91,50 @@ def mrr_report(*, book, variant: str, now: datetime, customer_id=None,
 
 
 def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscription_id=None) -> Mrr:
-    """runRate or committed MRR of the book's active subscriptions (the ids already resolved)."""
+    """runRate or committed MRR of the book's active subscriptions (the ids already resolved), with their
+    current terms; runRate usage is what each subscription bills of the last 30 days."""
     subscriptions = owned(Subscription, book).filter(status=SubscriptionStatus.ACTIVE, customer__is_internal=False)
     if customer_id is not None:
         subscriptions = subscriptions.filter(customer_id=customer_id)
     if subscription_id is not None:
         subscriptions = subscriptions.filter(pk=subscription_id)
     subscriptions = list(subscriptions.order_by("created_at", "id"))
-    plan_ids = {s.plan_id for s in subscriptions}
-    pricing = {pair: [(strategy, strategy_terms(strategy)) for strategy in strategies]
-               for pair, strategies in strategies_pricing(book=book, plan_ids=plan_ids).items()}
+    strategies = live_strategies(book=book, plan_ids={s.plan_id for s in subscriptions})
     usage = {}
     if variant == RUN_RATE and subscriptions:
-        segments = book_segments(book=book, customer_id=customer_id)
-        window = Window(now - timedelta(days=RUN_RATE_DAYS), now)
-        sums = ledger_sums(book=book, window=window, groups={"usage": ("label", "signal")},
-                           measures=("quantity", "attempts"),
-                           segments=[segment for s in subscriptions for segment in segments[s.id]])
-        usage = {(row.key[0], row.key[1]): row for row in sums["usage"]}
+        usage = _run_rate_usage(book=book, subscriptions=subscriptions, now=now)
     rows = []
     for subscription in subscriptions:
-        row = MrrRow(subscription)
-        for strategy, terms in pricing.get((subscription.plan_id, subscription.agent_id), []):
+        row, terms = MrrRow(subscription), current_terms(subscription, strategies)
+        for strategy in terms.strategies:
             if strategy.charge_type == ChargeType.RECURRING:
-                row.recurring += _monthly(terms.rate, terms.billing_frequency)
+                row.recurring += _monthly(strategy.terms.rate, strategy.terms.billing_frequency)
             elif strategy.charge_type == ChargeType.SEAT_BASED:
-                row.seat_based += _monthly(price_quantity(Decimal(subscription.seats_count), terms),
-                                           terms.billing_frequency)
-            elif strategy.charge_type == ChargeType.USAGE and variant == RUN_RATE:
-                sums = usage.get((str(subscription.id), strategy.signal_id))
-                if sums is not None:
-                    row.usage += agent_earned(billable_units(strategy, sums.quantity, sums.attempts), terms)
-            elif strategy.charge_type == ChargeType.USAGE and terms.minimum_commitment > 0:
-                row.usage += price_quantity(terms.minimum_commitment, terms)
+                row.seat_based += _monthly(price_quantity(terms.seats_count, strategy.terms),
+                                           strategy.terms.billing_frequency)
+            elif strategy.is_usage and variant == RUN_RATE:
+                quantity = usage.get(f"{subscription.pk}|{strategy.signal_id}")
+                if quantity is not None:
+                    row.usage += agent_earned(quantity, strategy.terms)
+            elif strategy.is_usage and strategy.terms.minimum_commitment > 0:
+                row.usage += price_quantity(strategy.terms.minimum_commitment, strategy.terms)
         rows.append(row)
     rows.sort(key=lambda row: (-row.total, str(row.subscription.id)))
     return Mrr(variant, rows)
+
+
+def _run_rate_usage(*, book, subscriptions: list[Subscription], now: datetime) -> dict[str, Decimal]:
+    """"subscription id|signal id" -> what the subscription bills of `[now - 30 days, now)`, its claims
+    settled against every subscription of its customer and agent (`billing.pricing.attribution`)."""
+    pairs = owned(Subscription, book).filter(customer_id__in={s.customer_id for s in subscriptions},
+                                             agent_id__in={s.agent_id for s in subscriptions})
+    claims = billing_claims(terms_timelines(book=book, subscriptions=pairs))
+    segments = [Segment(claim.customer_id, claim.agent_id, claim.start, claim.end,
+                        f"{claim.subscription_id}|{claim.signal_id}")
+                for s in subscriptions for claim in claims.get(s.pk, ())]
+    if not segments:
+        return {}
+    window = Window(now - timedelta(days=RUN_RATE_DAYS), now)
+    rows = ledger_sums(book=book, window=window, groups={"usage": ("label", "signal")}, measures=("quantity",),
+                       segments=segments)["usage"]
+    return {row.key[0]: row.quantity for row in rows if row.key[0].endswith(f"|{row.key[1]}")}

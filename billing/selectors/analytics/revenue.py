@@ -1,8 +1,11 @@
 """RevenueMetrics (spec §1, §2, §4): Agent-Earned and Revenue over a window, against cost.
 
-- Agent-Earned: for each usage strategy of a subscription, its pricing model on the window's total
-  quantity of the strategy's signal among the events attributed to the subscription (`coverage.py`);
-  no minimum commitment, no fees, no proration (`pricing.agent_earned`).
+- Agent-Earned: for each billing period of a subscription that the window meets (an invoiced period as
+  its invoice has it), each usage strategy's pricing model on the period's total, within the window, of
+  the events the subscription bills on the strategy's signal (`billing.pricing.attribution`); no minimum
+  commitment, no fees, no proration (`engine.agent_earned`). Every period is priced with the terms in
+  force for it (`billing.pricing.terms`): its invoice's captured terms where one exists, the current
+  strategies otherwise, never today's for an invoiced period.
 - Revenue: Agent-Earned plus the recurring and seat fees recognized over the window, plus one-time fees
   of subscriptions that start in it. A fee is recognized evenly over the local days its billing period
   has (contract: Proration): a window holding d of a period's D days recognizes fee x d / D, where days
@@ -14,21 +17,19 @@
 
 Internal coding-agent usage never counts: internal customers' events and subscriptions are left out.
 """
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
-from itertools import groupby
-from uuid import UUID
 
-from billing.models import ChargeType, PricingStrategy, Subscription
-from billing.periods import cycle_containing, local_date, local_midnight
-from billing.pricing import Period, StrategyTerms, agent_earned, fee_for_period, price_quantity
+from billing.models import ChargeType, Subscription
+from billing.pricing.attribution import Claim, billing_claims
+from billing.pricing.engine import DaySpan, agent_earned, fee_for_period, price_quantity
+from billing.pricing.periods import cycle_containing, local_date, local_midnight
+from billing.pricing.terms import PlanTerms, PricedStrategy, TermsTimeline, terms_timelines
 from billing.selectors.analytics.coverage import book_segments
 from billing.selectors.analytics.invoiced import Invoiced, invoiced_by_subscription
-from billing.selectors.analytics.ledger import Scope, Sums, Window, combined, grand_total, ledger_sums
-from billing.selectors.plans import billable_units, strategies_pricing, strategy_terms
+from billing.selectors.analytics.ledger import Scope, Segment, Sums, Window, grand_total, ledger_sums
 from billing.selectors.subscriptions import schedule_of, subscription_get, subscription_terms
 from config.core.money import ZERO
 from config.core.scoping import owned
@@ -37,7 +38,7 @@ from customers.selectors import customer_get
 
 HUNDRED = Decimal(100)
 FEE_AND_USAGE = ("usage", "recurring", "seat", "onetime")
-FIGURE_MEASURES = ("event_count", "unpriced_count", "quantity", "cost", "attempts")
+COST_MEASURES = ("event_count", "unpriced_count", "cost")
 MICROSECOND = timedelta(microseconds=1)
 
 
@@ -108,7 +109,7 @@ class RevenueFigures:
 
 @dataclass
 class StrategyRevenue:
-    strategy: PricingStrategy
+    strategy: PricedStrategy
     quantity: Decimal | None = None  # usage units (usage) or billed seats (seat_based) in the window
     agent_earned: Decimal = ZERO
     revenue: Decimal = ZERO
@@ -143,85 +144,145 @@ def _covered_span(subscription: Subscription, window: Window) -> Window | None:
                        None if terms.end is None else local_midnight(terms.end, timezone))
 
 
-def _fee_share(subscription: Subscription, span: Window) -> list[tuple[int, Decimal]]:
-    """(days in the billing period, days of it recognized) for each billing period `span` meets."""
-    timezone = subscription.timezone
-    schedule, shares, moment = schedule_of(subscription), [], span.start
+def _terms_at(timeline: TermsTimeline, moment: datetime) -> PlanTerms:
+    """The terms in force at `moment` (before the life: the first piece's; after it: the last one's)."""
+    pieces = timeline.pieces
+    return next((piece.terms for piece in pieces if piece.end is None or moment < piece.end), pieces[-1].terms)
+
+
+def _pricing_units(timeline: TermsTimeline, window: Window) -> list[tuple[datetime, datetime, PlanTerms]]:
+    """The parts of the window that usage is priced over as a whole: an invoice's period (its captured
+    terms), and elsewhere each billing period of the schedule (the current terms), clipped to the window.
+    Tiers apply per billing period, as on the invoices."""
+    schedule, units = schedule_of(timeline.subscription), []
+    for piece in timeline.within(window.start, window.end):
+        if piece.invoice_id is not None:
+            units.append((piece.start, piece.end, piece.terms))
+            continue
+        moment = piece.start
+        while moment < piece.end:
+            cycle_end = min(cycle_containing(schedule, moment)[1], piece.end)
+            units.append((moment, cycle_end, piece.terms))
+            moment = cycle_end
+    return units
+
+
+def _fee_shares(timeline: TermsTimeline, span: Window) -> list[tuple[PlanTerms, int, Decimal]]:
+    """(terms in force, days in the billing period, days of it recognized) for each billing period `span`
+    meets."""
+    subscription = timeline.subscription
+    timezone, schedule, shares, moment = subscription.timezone, schedule_of(subscription), [], span.start
     while moment < span.end:
         cycle_start, cycle_end = cycle_containing(schedule, moment)
-        period = Period.from_instants(cycle_start, cycle_end, timezone)
+        period = DaySpan.from_instants(cycle_start, cycle_end, timezone)
         recognized = _day_position(min(span.end, cycle_end), timezone) - _day_position(moment, timezone)
-        shares.append((period.days, recognized))
+        shares.append((_terms_at(timeline, max(moment, subscription.start_date)), period.days, recognized))
         moment = cycle_end
     return shares
 
 
-def _fee_revenue(stated_fee: Decimal, frequency: str, subscription: Subscription,
-                 shares: list[tuple[int, Decimal]]) -> Decimal:
-    return sum((fee_for_period(stated_fee, frequency=frequency, billing_cycle=subscription.billing_cycle,
-                               period_days=days) * recognized / days for days, recognized in shares), ZERO)
+def _unit_label(subscription_id, index: int, signal_id) -> str:
+    return f"{subscription_id}|{index}|{signal_id}"
 
 
-def _price_subscription(subscription: Subscription, strategies: list[tuple[PricingStrategy, StrategyTerms]],
-                        window: Window, usage_by_signal: dict[UUID, Sums], figures: SubscriptionRevenue,
-                        by_strategy: dict) -> None:
-    """Fill the subscription's figures and add to the per-strategy rows."""
-    shares = _fee_share(subscription, _covered_span(subscription, window))
-    for strategy, terms in strategies:
-        line = by_strategy.setdefault(strategy.id, StrategyRevenue(strategy))
-        if strategy.charge_type == ChargeType.USAGE:
-            sums = usage_by_signal.get(strategy.signal_id)
-            quantity = billable_units(strategy, sums.quantity, sums.attempts) if sums else ZERO
-            earned = agent_earned(quantity, terms)
+def _billing_segments(timeline: TermsTimeline, claims: list[Claim], window: Window) -> tuple[list, list]:
+    """The ledger segments of the usage the subscription bills in the window, one per claim and pricing unit
+    (labelled by both), and the units."""
+    units, segments = _pricing_units(timeline, window), []
+    for index, (start, end, terms) in enumerate(units):
+        for claim in claims:
+            if claim.signal_id not in terms.billed_signals:
+                continue
+            piece = claim.clip(start, end)
+            if piece is not None:
+                segments.append(Segment(claim.customer_id, claim.agent_id, *piece,
+                                        _unit_label(claim.subscription_id, index, claim.signal_id)))
+    return units, segments
+
+
+def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, window: Window,
+                        figures: SubscriptionRevenue, by_strategy: dict) -> None:
+    """Fill the subscription's figures and add to the per-strategy rows. Agent-Earned: each pricing unit's
+    usage strategies on the unit's own total (no minimum commitment); fees: recognized by the day."""
+    subscription = timeline.subscription
+
+    def row(strategy: PricedStrategy) -> StrategyRevenue:
+        return by_strategy.setdefault(strategy.id, StrategyRevenue(strategy))
+
+    for index, (_, _, terms) in enumerate(units):
+        for strategy in terms.strategies:
+            if not strategy.is_usage:
+                continue
+            quantity = quantities.get(_unit_label(subscription.pk, index, strategy.signal_id), ZERO)
+            earned = agent_earned(quantity, strategy.terms)
             figures.usage += earned
+            line = row(strategy)
             line.quantity = (line.quantity or ZERO) + quantity
             line.agent_earned += earned
             line.revenue += earned
-        elif strategy.charge_type == ChargeType.ONETIME:
-            if window.start <= subscription.start_date < window.end:
-                figures.onetime += terms.rate
-                line.revenue += terms.rate
-        elif strategy.charge_type == ChargeType.SEAT_BASED:
-            amount = _fee_revenue(price_quantity(Decimal(subscription.seats_count), terms),
-                                  terms.billing_frequency, subscription, shares)
-            figures.seat += amount
-            line.quantity = (line.quantity or ZERO) + max(Decimal(subscription.seats_count), terms.minimum_commitment)
-            line.revenue += amount
-        else:
-            amount = _fee_revenue(terms.rate, terms.billing_frequency, subscription, shares)
-            figures.recurring += amount
-            line.revenue += amount
+    span = _covered_span(subscription, window)
+    if window.start <= subscription.start_date < window.end:
+        for strategy in _terms_at(timeline, subscription.start_date).strategies:
+            if strategy.charge_type == ChargeType.ONETIME:
+                figures.onetime += strategy.terms.rate
+                row(strategy).revenue += strategy.terms.rate
+    seat_strategies = {}
+    for terms, days, recognized in _fee_shares(timeline, span):
+        for strategy in terms.strategies:
+            if strategy.charge_type == ChargeType.SEAT_BASED:
+                fee = price_quantity(terms.seats_count, strategy.terms)
+                seat_strategies[strategy.id] = (strategy, terms.seats_count)
+            elif strategy.charge_type == ChargeType.RECURRING:
+                fee = strategy.terms.rate
+            else:
+                continue
+            amount = fee_for_period(fee, frequency=strategy.terms.billing_frequency,
+                                    billing_cycle=subscription.billing_cycle, period_days=days) * recognized / days
+            row(strategy).revenue += amount
+            if strategy.charge_type == ChargeType.SEAT_BASED:
+                figures.seat += amount
+            else:
+                figures.recurring += amount
+    for strategy, seats in seat_strategies.values():
+        line = row(strategy)
+        line.quantity = (line.quantity or ZERO) + max(seats, strategy.terms.minimum_commitment)
 
 
 def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
                     subscription: Subscription | None = None) -> RevenueMetrics:
     """RevenueMetrics of the book, one customer or one subscription over `window`."""
     customer_id = subscription.customer_id if subscription is not None else (customer.pk if customer else None)
-    subscriptions = owned(Subscription, book).filter(customer__is_internal=False).order_by("created_at", "id")
-    if subscription is not None:
-        subscriptions = subscriptions.filter(pk=subscription.pk)
-    elif customer_id is not None:
-        subscriptions = subscriptions.filter(customer_id=customer_id)
-    subscriptions = [s for s in subscriptions if _covered_span(s, window) is not None]
+    scoped = owned(Subscription, book).filter(customer__is_internal=False).order_by("created_at", "id")
+    if customer_id is not None:
+        scoped = scoped.filter(customer_id=customer_id)
+    # Every subscription of the customers in scope settles which one bills an event; those in the window report.
+    timelines = terms_timelines(book=book, subscriptions=scoped)
+    claims = billing_claims(timelines)
+    subscriptions = [s for s in (t.subscription for t in timelines.values())
+                     if (subscription is None or s.pk == subscription.pk) and _covered_span(s, window) is not None]
     segments = book_segments(book=book, customer_id=customer_id)
-    # One read: each subscription's quantity per signal, and its cost and events summed over its signals.
-    sums = ledger_sums(book=book, window=window, scope=Scope(external_only=True),
-                       groups={"usage": ("label", "signal")}, measures=FIGURE_MEASURES,
-                       segments=[segment for s in subscriptions for segment in segments[s.id]])["usage"]
-    usage_by_signal, costs = defaultdict(dict), {}
-    for row in sums:
-        usage_by_signal[row.key[0]][row.key[1]] = row
-    for label, rows in groupby(sorted(sums, key=lambda row: row.key[0]), key=lambda row: row.key[0]):
-        costs[label] = combined(list(rows))
-    plan_ids = {s.plan_id for s in subscriptions}
-    pricing = {pair: [(strategy, strategy_terms(strategy)) for strategy in strategies]
-               for pair, strategies in strategies_pricing(book=book, plan_ids=plan_ids).items()}
+    # Cost and events: each subscription's cost segments.
+    cost_rows = ledger_sums(book=book, window=window, scope=Scope(external_only=True),
+                            groups={"cost": ("label",)}, measures=COST_MEASURES,
+                            segments=[segment for s in subscriptions for segment in segments[s.id]])["cost"]
+    costs = {row.key[0]: row for row in cost_rows}
+    # Usage: the events each subscription bills, per pricing unit and signal.
+    units, billing_segments = {}, []
+    for s in subscriptions:
+        units[s.pk], pieces = _billing_segments(timelines[s.pk], claims.get(s.pk, []), window)
+        billing_segments.extend(pieces)
+    quantities = {}
+    if billing_segments:
+        rows = ledger_sums(book=book, window=window, scope=Scope(external_only=True),
+                           groups={"usage": ("label", "signal")}, measures=("quantity",),
+                           segments=billing_segments)["usage"]
+        quantities = {label: row.quantity for row in rows
+                      if str(row.key[1]) == (label := row.key[0]).rsplit("|", 1)[1]}
     metrics, by_strategy = RevenueMetrics(window=window), {}
     for s in subscriptions:
         row = SubscriptionRevenue(subscription=s)
         row.add_sums(costs.get(str(s.id), Sums(())))
-        _price_subscription(s, pricing.get((s.plan_id, s.agent_id), []), window, usage_by_signal[str(s.id)], row,
-                            by_strategy)
+        _price_subscription(timelines[s.pk], units[s.pk], quantities, window, row, by_strategy)
         for name in FEE_AND_USAGE:
             setattr(metrics, name, getattr(metrics, name) + getattr(row, name))
         metrics.subscriptions.append(row)
@@ -235,7 +296,7 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
     if subscription is not None:
         metrics.add_sums(costs.get(str(subscription.id), Sums(())))
     else:
-        total = ledger_sums(book=book, window=window, groups={"total": ()}, measures=FIGURE_MEASURES,
+        total = ledger_sums(book=book, window=window, groups={"total": ()}, measures=COST_MEASURES,
                             scope=Scope(customer_id=customer_id, external_only=True))["total"]
         metrics.add_sums(grand_total(total))
     metrics.subscriptions.sort(key=lambda row: (-row.revenue, str(row.subscription.id)))

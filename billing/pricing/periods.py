@@ -33,7 +33,16 @@ def local_midnight(day: date, timezone: str) -> datetime:
 
 
 def local_date(moment: datetime, timezone: str) -> date:
+    """The calendar day an aware instant falls on in an IANA timezone."""
+    if moment.tzinfo is None:
+        raise ValueError("Naive datetimes are not accepted; pass an aware instant.")
     return moment.astimezone(ZoneInfo(timezone)).date()
+
+
+def first_uncovered_day(end: datetime, timezone: str) -> date:
+    """The first local day an exclusive end no longer touches: a day covered in part counts as covered."""
+    day = local_date(end, timezone)
+    return day if end == datetime.combine(day, time.min, tzinfo=ZoneInfo(timezone)) else day + timedelta(days=1)
 
 
 def _clamped_day(year: int, month: int, day: int) -> date:

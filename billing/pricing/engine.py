@@ -6,11 +6,11 @@ line is written; `invoice_totals` rounds each line once, half-up (contract: Roun
 worked examples are in docs/decisions/pricing.md.
 """
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Callable, Iterable, Mapping, Sequence
-from zoneinfo import ZoneInfo
 
+from billing.pricing.periods import first_uncovered_day, local_date
 from config.core.money import ZERO, to_cents
 
 USAGE, RECURRING, ONETIME, SEAT_BASED = "usage", "recurring", "onetime", "seat_based"
@@ -172,7 +172,7 @@ class StrategyTerms:
 
 
 @dataclass(frozen=True)
-class Period:
+class DaySpan:
     """A billing period as local calendar days of the subscription's timezone, half-open [start, end).
     It is the whole billing cycle even when the subscription covers only part of it."""
 
@@ -184,9 +184,9 @@ class Period:
         return (self.end - self.start).days
 
     @classmethod
-    def from_instants(cls, start: datetime, end: datetime, timezone: str) -> "Period":
+    def from_instants(cls, start: datetime, end: datetime, timezone: str) -> "DaySpan":
         """Boundaries at local midnight become the local days they fall on."""
-        return cls(local_day(start, timezone), local_day(end, timezone))
+        return cls(local_date(start, timezone), local_date(end, timezone))
 
 
 @dataclass(frozen=True)
@@ -209,10 +209,10 @@ class SubscriptionTerms:
         if billing_cycle not in (*MONTHS, "custom"):
             raise ValueError(f"billingCycle: Unknown billing cycle {billing_cycle!r}.")
         end = None if is_forever or end_date is None else first_uncovered_day(end_date, timezone)
-        return cls(local_day(start_date, timezone), end, billing_cycle, _exact(seats_count, "seatsCount"),
+        return cls(local_date(start_date, timezone), end, billing_cycle, _exact(seats_count, "seatsCount"),
                    None if prorated_amount is None else _exact(prorated_amount, "proratedAmount"))
 
-    def starts_in(self, period: Period) -> bool:
+    def starts_in(self, period: DaySpan) -> bool:
         return period.start <= self.start < period.end
 
 
@@ -240,19 +240,6 @@ class Totals:
     discount: Decimal
     tax: Decimal
     total: Decimal
-
-
-def local_day(instant: datetime, timezone: str) -> date:
-    """The calendar day an aware instant falls on in an IANA timezone."""
-    if instant.tzinfo is None:
-        raise ValueError("Naive datetimes are not accepted; pass an aware instant.")
-    return instant.astimezone(ZoneInfo(timezone)).date()
-
-
-def first_uncovered_day(end: datetime, timezone: str) -> date:
-    """The first local day an exclusive end no longer touches: a day covered in part counts as covered."""
-    day = local_day(end, timezone)
-    return day if end == datetime.combine(day, time.min, tzinfo=ZoneInfo(timezone)) else day + timedelta(days=1)
 
 
 # --------------------------------------------------------------------------- charges
@@ -285,7 +272,7 @@ def fee_for_period(fee: Decimal, *, frequency: str, billing_cycle: str, period_d
     return yearly_fee * MONTHS[billing_cycle] / 12
 
 
-def covered_days(subscription: SubscriptionTerms, period: Period) -> int:
+def covered_days(subscription: SubscriptionTerms, period: DaySpan) -> int:
     start = max(period.start, subscription.start)
     end = period.end if subscription.end is None else min(period.end, subscription.end)
     return max((end - start).days, 0)
@@ -296,7 +283,7 @@ def prorate(fee: Decimal, *, covered: int, period_days: int) -> Decimal:
     return fee if covered >= period_days else fee * covered / period_days
 
 
-def strategy_line(terms: StrategyTerms, *, subscription: SubscriptionTerms, period: Period,
+def strategy_line(terms: StrategyTerms, *, subscription: SubscriptionTerms, period: DaySpan,
                   quantity: Decimal = ZERO) -> Line | None:
     """One strategy's charge for one billing period; None when it has none (a one-time fee after the
     subscription's first period). `quantity` is the usage total of the period (usage strategies only).
@@ -319,7 +306,7 @@ def strategy_line(terms: StrategyTerms, *, subscription: SubscriptionTerms, peri
                 days)
 
 
-def period_lines(strategies: Sequence[StrategyTerms], *, subscription: SubscriptionTerms, period: Period,
+def period_lines(strategies: Sequence[StrategyTerms], *, subscription: SubscriptionTerms, period: DaySpan,
                  usage: Mapping[str, Decimal]) -> list[Line]:
     """Every charge of a subscription's strategies for one billing period, in strategy order.
 

@@ -1,0 +1,108 @@
+"""Invoice lines: a subscription's terms for a period and the usage it claims become the engine's exact
+lines, rounded to cents once each.
+
+This is where the period calendar's instants (`periods.py`, boundaries at local midnight) meet the
+engine's local calendar days (`engine.DaySpan`, `SubscriptionTerms`).
+"""
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from billing.models import ChargeType, Invoice, InvoiceLine, PricingStrategy, Subscription
+from billing.pricing import engine
+from billing.pricing.periods import cycle_containing, first_uncovered_day, local_date
+from billing.pricing.terms import PlanTerms, PricedStrategy, captured_terms, current_terms
+from billing.pricing.usage import billed_usage
+from billing.selectors.subscriptions import effective_end, schedule_of, subscription_terms
+from config.core.money import to_cents
+from config.core.scoping import owned
+from config.core.serialization import decimal_text
+
+
+@dataclass(frozen=True)
+class BillingWindow:
+    """The instants usage is summed over, `[start, end)`, and the local days fees are measured against."""
+
+    start: datetime
+    end: datetime
+    fee_period: engine.DaySpan
+
+
+def billing_window(subscription: Subscription, start: datetime, end: datetime) -> BillingWindow:
+    """Fees are measured against the whole billing cycle when `[start, end)` is one of the subscription's
+    periods (a first or last period cut by startDate or endDate is prorated against its cycle); any other
+    window the operator asks for is measured against itself."""
+    schedule = schedule_of(subscription)
+    cycle_start, cycle_end = cycle_containing(schedule, start)
+    is_schedule_period = (start in (cycle_start, subscription.start_date)
+                          and end in (cycle_end, effective_end(subscription)) and end <= cycle_end)
+    span_start, span_end = (cycle_start, cycle_end) if is_schedule_period else (start, end)
+    timezone = subscription.timezone
+    return BillingWindow(start, end, engine.DaySpan(local_date(span_start, timezone),
+                                                    first_uncovered_day(span_end, timezone)))
+
+
+def invoice_terms(invoice: Invoice) -> PlanTerms:
+    """The terms an invoice is priced with: those it captured, or (first generation) the current ones."""
+    return captured_terms(invoice, current_terms(invoice.subscription))
+
+
+def claimed_usage(subscription: Subscription, window: BillingWindow) -> dict:
+    """signal id -> the quantity the subscription bills in the window: the events it claims (attribution.py)
+    among those of its customer and agent, settled against every other subscription of the pair."""
+    quantities = billed_usage(book=subscription.book_id, windows={subscription: (window.start, window.end)})
+    return {signal_id: quantity for (_, signal_id), quantity in quantities.items()}
+
+
+def _description(line: engine.Line, strategy: PricedStrategy | None) -> str:
+    if line.charge_type == engine.PRORATED:
+        text = "Prorated fees for the partial first period"
+    elif line.charge_type == ChargeType.USAGE:
+        text = f"{strategy.name}: {decimal_text(line.quantity)} {strategy.signal_name}"
+    elif line.charge_type == ChargeType.SEAT_BASED:
+        text = f"{strategy.name}: {decimal_text(line.quantity)} seats ({strategy.terms.billing_frequency})"
+    elif line.charge_type == ChargeType.RECURRING:
+        text = f"{strategy.name} ({strategy.terms.billing_frequency} fee)"
+    else:
+        text = f"{strategy.name} (one-time fee)"
+    if line.prorated_days:
+        text += f", {line.prorated_days[0]} of {line.prorated_days[1]} days"
+    return text[:500]
+
+
+def priced_lines(subscription: Subscription, window: BillingWindow, terms: PlanTerms) -> list[InvoiceLine]:
+    """The invoice lines of one period under `terms` (unsaved, without invoice), each amount rounded once to
+    cents. Usage lines bill what the subscription claims of the ledger in the window."""
+    usage_by_signal = claimed_usage(subscription, window)
+    usage = {str(s.id): usage_by_signal.get(s.signal_id, Decimal(0)) for s in terms.strategies if s.is_usage}
+    by_id = {str(strategy.id): strategy for strategy in terms.strategies}
+    existing = set(owned(PricingStrategy, subscription.book_id).filter(pk__in=[s.id for s in terms.strategies])
+                   .values_list("pk", flat=True))
+    subscription_terms_now = subscription_terms(subscription)
+    priced_subscription = engine.SubscriptionTerms(
+        subscription_terms_now.start, subscription_terms_now.end, subscription_terms_now.billing_cycle,
+        terms.seats_count, terms.prorated_amount)
+    lines = []
+    for position, line in enumerate(engine.period_lines([s.terms for s in terms.strategies],
+                                                        subscription=priced_subscription, period=window.fee_period,
+                                                        usage=usage)):
+        strategy = by_id.get(line.strategy_id)
+        lines.append(InvoiceLine(
+            book_id=subscription.book_id, position=position, charge_type=line.charge_type,
+            strategy_id=strategy.id if strategy is not None and strategy.id in existing else None,
+            agent_id=strategy.agent_id if strategy else subscription.agent_id,
+            signal_id=strategy.signal_id if strategy else None,
+            description=_description(line, strategy), quantity=line.quantity,
+            used_quantity=usage.get(line.strategy_id) if line.charge_type == ChargeType.USAGE else None,
+            amount=to_cents(line.amount),
+            terms=strategy.document() if strategy else {"proratedAmount": decimal_text(terms.prorated_amount)},
+            prorated_days=line.prorated_days[0] if line.prorated_days else None,
+            period_days=line.prorated_days[1] if line.prorated_days else None,
+        ))
+    return lines
+
+
+def totals(line_amounts, *, discount_percent: Decimal, discount_fixed: Decimal, tax_percent: Decimal
+           ) -> engine.Totals:
+    return engine.invoice_totals(line_amounts, discount=engine.Discount(discount_percent, discount_fixed),
+                                 tax_percent=tax_percent)

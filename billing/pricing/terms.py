@@ -1,0 +1,207 @@
+"""The terms in force: what prices a subscription in each of its periods.
+
+A subscription is priced by its plan's live strategies for its agent, as they are now, in every period
+that has no invoice yet. An invoice captures those terms when it is first generated (`PlanTerms`, kept
+as a JSON document on the invoice) and is priced with them from then on: regenerating refreshes the
+usage, never the terms, and revenue reads price an invoiced period with its invoice's terms (contract:
+"Invoices keep what was reviewed"). A void invoice captures nothing: its period is priced as if it had
+no invoice.
+
+This is the one adapter from strategy rows to the engine's `StrategyTerms`, with one error policy: a
+stored strategy that cannot be priced (the strategy API refuses such terms, so only data written around
+it) is a 422 naming the strategy, raised where something prices it; which signals a subscription bills
+needs only its charge type and signal, so attribution and credit balances still read.
+"""
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from uuid import UUID
+
+from billing.models import ChargeType, Invoice, InvoiceStatus, PricingStrategy, Subscription
+from billing.pricing.engine import StrategyTerms
+from config.core.errors import Unprocessable
+from config.core.money import ZERO
+from config.core.scoping import owned
+from config.core.serialization import decimal_text
+
+
+@dataclass(frozen=True)
+class PricedStrategy:
+    """One strategy as it prices: the engine's terms plus what lines and reports name it by. The attribute
+    names follow `PricingStrategy`, so either can stand where a strategy is shown."""
+
+    id: UUID
+    name: str
+    plan_id: UUID
+    agent_id: UUID
+    signal_id: UUID | None
+    signal_name: str
+    charge_type: str
+    pricing_model: str | None
+    priced_terms: StrategyTerms | None  # None: stored terms that cannot be priced (`problem` says why)
+    problem: str = ""
+
+    @property
+    def terms(self) -> StrategyTerms:
+        if self.priced_terms is None:
+            raise Unprocessable([f"pricing strategy {self.id} ('{self.name}'): {self.problem}"])
+        return self.priced_terms
+
+    @property
+    def is_usage(self) -> bool:
+        return self.charge_type == ChargeType.USAGE
+
+    def document(self) -> dict:
+        """The strategy as an invoice keeps it: numbers as exact decimal text."""
+        terms = self.terms
+        return {
+            "id": str(self.id), "name": self.name, "planId": str(self.plan_id), "agentId": str(self.agent_id),
+            "signalId": None if self.signal_id is None else str(self.signal_id), "signalName": self.signal_name,
+            "chargeType": terms.charge_type, "pricingModel": terms.pricing_model,
+            "billingFrequency": terms.billing_frequency, "rate": decimal_text(terms.rate),
+            "tiers": [{"lower": decimal_text(tier.lower), "upper": decimal_text(tier.upper),
+                       "rate": decimal_text(tier.rate)} for tier in terms.tiers],
+            "minimumCommitment": decimal_text(terms.minimum_commitment),
+        }
+
+    @classmethod
+    def from_document(cls, document: dict) -> "PricedStrategy":
+        signal_id = document.get("signalId")
+        terms = StrategyTerms.from_values(
+            charge_type=document["chargeType"], pricing_model=document.get("pricingModel"),
+            rate=document.get("rate"), tiers=document.get("tiers") or (),
+            minimum_commitment=document.get("minimumCommitment"),
+            billing_frequency=document.get("billingFrequency"), strategy_id=document["id"])
+        return cls(UUID(document["id"]), document["name"], UUID(document["planId"]), UUID(document["agentId"]),
+                   None if signal_id is None else UUID(signal_id), document.get("signalName") or "",
+                   terms.charge_type, terms.pricing_model, terms)
+
+
+@dataclass(frozen=True)
+class PlanTerms:
+    """Everything that prices one subscription for one period: its strategies in the plan's order, the
+    seats and the proratedAmount it had."""
+
+    strategies: tuple[PricedStrategy, ...]
+    seats_count: Decimal = ZERO
+    prorated_amount: Decimal | None = None
+
+    @property
+    def billed_signals(self) -> frozenset:
+        """The signals this subscription bills usage of (an active usage strategy on them)."""
+        return frozenset(s.signal_id for s in self.strategies if s.is_usage and s.signal_id is not None)
+
+    def document(self) -> dict:
+        return {"strategies": [strategy.document() for strategy in self.strategies],
+                "seatsCount": decimal_text(self.seats_count), "proratedAmount": decimal_text(self.prorated_amount)}
+
+    @classmethod
+    def from_document(cls, document: dict) -> "PlanTerms":
+        prorated = document.get("proratedAmount")
+        return cls(tuple(PricedStrategy.from_document(entry) for entry in document.get("strategies", ())),
+                   Decimal(document.get("seatsCount") or 0), None if prorated is None else Decimal(prorated))
+
+
+def priced_strategy(strategy: PricingStrategy) -> PricedStrategy:
+    """A stored strategy as it prices (needs `signal` loaded when it has one)."""
+    terms, problem = None, ""
+    try:
+        terms = StrategyTerms.from_values(
+            charge_type=strategy.charge_type, pricing_model=strategy.pricing_model, rate=strategy.rate,
+            tiers=strategy.tiers, minimum_commitment=strategy.minimum_commitment,
+            billing_frequency=strategy.billing_frequency, strategy_id=str(strategy.pk))
+    except (TypeError, ValueError, AttributeError) as exc:
+        problem = str(exc)
+    return PricedStrategy(strategy.pk, strategy.name, strategy.plan_id, strategy.agent_id, strategy.signal_id,
+                          strategy.signal.short_name if strategy.signal_id else "", strategy.charge_type,
+                          strategy.pricing_model, terms, problem)
+
+
+def live_strategies(*, book, plan_ids) -> dict[tuple, tuple[PricedStrategy, ...]]:
+    """(plan id, agent id) -> the plan's active, not deleted strategies for that agent, oldest first."""
+    found = defaultdict(list)
+    rows = (owned(PricingStrategy, book).filter(plan_id__in=list(plan_ids), active=True, deleted_at__isnull=True)
+            .select_related("signal").order_by("created_at", "id"))
+    for strategy in rows:
+        found[(strategy.plan_id, strategy.agent_id)].append(priced_strategy(strategy))
+    return {pair: tuple(strategies) for pair, strategies in found.items()}
+
+
+def current_terms(subscription: Subscription, strategies: dict | None = None) -> PlanTerms:
+    """The terms an invoice generated now would capture for the subscription."""
+    if strategies is None:
+        strategies = live_strategies(book=subscription.book_id, plan_ids=[subscription.plan_id])
+    return PlanTerms(strategies.get((subscription.plan_id, subscription.agent_id), ()),
+                     Decimal(subscription.seats_count), subscription.prorated_amount)
+
+
+@dataclass(frozen=True)
+class TermsPiece:
+    """A stretch `[start, end)` of a subscription's life (end None: open) and the terms in force on it;
+    `invoice_id` is the invoice whose captured terms these are (None: the current terms)."""
+
+    start: datetime
+    end: datetime | None
+    terms: PlanTerms
+    invoice_id: UUID | None = None
+
+
+@dataclass(frozen=True)
+class TermsTimeline:
+    """A subscription's life cut into the stretches its invoices captured and the rest (current terms)."""
+
+    subscription: Subscription
+    pieces: tuple[TermsPiece, ...]
+
+    def within(self, start: datetime, end: datetime | None) -> list[TermsPiece]:
+        """The pieces clipped to `[start, end)`."""
+        clipped = []
+        for piece in self.pieces:
+            lo = max(piece.start, start)
+            hi = piece.end if end is None else (end if piece.end is None else min(piece.end, end))
+            if hi is None or lo < hi:
+                clipped.append(TermsPiece(lo, hi, piece.terms, piece.invoice_id))
+        return clipped
+
+
+def life_of(subscription: Subscription) -> tuple[datetime, datetime | None]:
+    """The subscription's life `[startDate, endDate)`; open while it runs on (isForever ignores endDate)."""
+    return subscription.start_date, None if subscription.is_forever else subscription.end_date
+
+
+def _timeline(subscription: Subscription, current: PlanTerms, invoiced: list[tuple]) -> TermsTimeline:
+    start, end = life_of(subscription)
+    pieces, cursor = [], start
+    for period_start, period_end, terms, invoice_id in sorted(invoiced, key=lambda row: row[0]):
+        period_start, period_end = max(period_start, start), period_end if end is None else min(period_end, end)
+        if period_end <= period_start:
+            continue
+        if cursor < period_start:
+            pieces.append(TermsPiece(cursor, period_start, current))
+        pieces.append(TermsPiece(max(cursor, period_start), period_end, terms, invoice_id))
+        cursor = max(cursor, period_end)
+    if end is None or cursor < end:
+        pieces.append(TermsPiece(cursor, end, current))
+    return TermsTimeline(subscription, tuple(piece for piece in pieces if piece.end is None or piece.start < piece.end))
+
+
+def captured_terms(invoice: Invoice, current: PlanTerms) -> PlanTerms:
+    """The invoice's captured terms (an invoice from before terms were captured has the current ones)."""
+    return current if not invoice.pricing_terms else PlanTerms.from_document(invoice.pricing_terms)
+
+
+def terms_timelines(*, book, subscriptions) -> dict[UUID, TermsTimeline]:
+    """Subscription id -> its timeline, for these subscriptions (two reads: strategies and live invoices)."""
+    subscriptions = list(subscriptions)
+    strategies = live_strategies(book=book, plan_ids={s.plan_id for s in subscriptions})
+    invoiced = defaultdict(list)
+    invoices = (owned(Invoice, book).filter(subscription_id__in=[s.pk for s in subscriptions])
+                .exclude(status=InvoiceStatus.VOID).only("id", "subscription_id", "period_start", "period_end",
+                                                        "pricing_terms"))
+    current = {s.pk: current_terms(s, strategies) for s in subscriptions}
+    for invoice in invoices:
+        invoiced[invoice.subscription_id].append(
+            (invoice.period_start, invoice.period_end, captured_terms(invoice, current[invoice.subscription_id]),
+             invoice.pk))
+    return {s.pk: _timeline(s, current[s.pk], invoiced[s.pk]) for s in subscriptions}

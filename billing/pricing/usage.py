@@ -1,0 +1,67 @@
+"""The billable usage of claims (`attribution.Claim`) in a window, straight from the ledger.
+
+A usage strategy bills the window's TOTAL `quantity` of the events its subscription claims on its signal
+(contract: "Signal types bill alike": a `volume` and a `usage` signal both bill the sum of the recorded
+quantity; 0.5 bills 0.5, 0 bills 0). One statement for any number of claims: each event matches at most
+one claim, since claims are disjoint per customer, agent and signal.
+"""
+from collections.abc import Iterable
+from datetime import datetime
+from decimal import Decimal
+from functools import reduce
+from operator import or_
+
+from django.db.models import Case, CharField, Q, Sum, Value, When
+
+from billing.models import Subscription
+from billing.pricing.attribution import Claim, billing_claims
+from billing.pricing.terms import terms_timelines
+from config.core.money import ZERO
+from config.core.scoping import owned
+from customers.models import UsageEvent
+
+
+def _matching(claim: Claim, start: datetime, end: datetime) -> Q | None:
+    window = claim.clip(start, end)
+    if window is None:
+        return None
+    return Q(customer_id=claim.customer_id, agent_id=claim.agent_id, signal_id=claim.signal_id,
+             usage_date__gte=window[0], usage_date__lt=window[1])
+
+
+def claimed_quantities(*, book, claims: Iterable[Claim], start: datetime, end: datetime) -> dict[tuple, Decimal]:
+    """(subscription id, signal id) -> the quantity of the claimed events in `[start, end)` (missing: 0)."""
+    conditions = [(claim, condition) for claim in claims
+                  if (condition := _matching(claim, start, end)) is not None]
+    if not conditions:
+        return {}
+    labels = {f"{claim.subscription_id}|{claim.signal_id}": (claim.subscription_id, claim.signal_id)
+              for claim, _ in conditions}
+    label = Case(*(When(condition, then=Value(f"{claim.subscription_id}|{claim.signal_id}"))
+                   for claim, condition in conditions), output_field=CharField())
+    rows = (owned(UsageEvent, book).filter(reduce(or_, (condition for _, condition in conditions)))
+            .annotate(claim=label).order_by().values("claim").annotate(total=Sum("quantity")))
+    return {labels[row["claim"]]: row["total"] or ZERO for row in rows}
+
+
+def billed_usage(*, book, windows: dict[Subscription, tuple]) -> dict[tuple, Decimal]:
+    """(subscription id, signal id) -> what each subscription bills of the ledger in its own window
+    (`windows`: subscription -> (start, end)), its claims settled against every other subscription of its
+    customer and agent. Four reads whatever the number of subscriptions."""
+    if not windows:
+        return {}
+    subscriptions = list(windows)
+    pairs = owned(Subscription, book).filter(customer_id__in={s.customer_id for s in subscriptions},
+                                             agent_id__in={s.agent_id for s in subscriptions})
+    claims = billing_claims(terms_timelines(book=book, subscriptions=pairs))
+    clipped = []
+    for subscription, (start, end) in windows.items():
+        for claim in claims.get(subscription.pk, ()):
+            window = claim.clip(start, end)
+            if window is not None:
+                clipped.append(Claim(claim.subscription_id, claim.customer_id, claim.agent_id, claim.signal_id,
+                                     *window))
+    if not clipped:
+        return {}
+    return claimed_quantities(book=book, claims=clipped, start=min(claim.start for claim in clipped),
+                              end=max(claim.end for claim in clipped))
