@@ -152,7 +152,8 @@ class TermsTimeline:
     """A subscription's life cut into the stretches its invoices captured and the rest (current terms)."""
 
     subscription: Subscription
-    pieces: tuple[TermsPiece, ...]
+    pieces: tuple[TermsPiece, ...]  # empty for a subscription that ends before it starts
+    current: PlanTerms
 
     def within(self, start: datetime, end: datetime | None) -> list[TermsPiece]:
         """The pieces clipped to `[start, end)`."""
@@ -183,7 +184,8 @@ def _timeline(subscription: Subscription, current: PlanTerms, invoiced: list[tup
         cursor = max(cursor, period_end)
     if end is None or cursor < end:
         pieces.append(TermsPiece(cursor, end, current))
-    return TermsTimeline(subscription, tuple(piece for piece in pieces if piece.end is None or piece.start < piece.end))
+    return TermsTimeline(subscription, tuple(piece for piece in pieces if piece.end is None or piece.start < piece.end),
+                         current)
 
 
 def captured_terms(invoice: Invoice, current: PlanTerms) -> PlanTerms:

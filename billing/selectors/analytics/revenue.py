@@ -147,6 +147,8 @@ def _covered_span(subscription: Subscription, window: Window) -> Window | None:
 def _terms_at(timeline: TermsTimeline, moment: datetime) -> PlanTerms:
     """The terms in force at `moment` (before the life: the first piece's; after it: the last one's)."""
     pieces = timeline.pieces
+    if not pieces:
+        return timeline.current
     return next((piece.terms for piece in pieces if piece.end is None or moment < piece.end), pieces[-1].terms)
 
 
