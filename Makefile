@@ -26,6 +26,8 @@ migrate: install
 catalog: migrate
 	$(BIN)/python manage.py load_catalog
 
+# Environment variables pass through to the server (docs/operations.md), e.g. `PAYMENTS_LOCAL_CHECKOUT=1 make run`
+# for the development "mark as paid" checkout on pay-now pages (off by default; never where customers reach it).
 run: catalog
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	PORT=$(PORT) exec $(BIN)/gunicorn config.wsgi:application --bind $(HOST):$(PORT) \

@@ -154,20 +154,28 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL") or "billing@localhost"
 # --- Payments
 STRIPE_SECRET_KEY = os.environ.get("STRIPE_SECRET_KEY", "").strip()
 STRIPE_WEBHOOK_SECRET = os.environ.get("STRIPE_WEBHOOK_SECRET", "").strip()
+# A "mark as paid" checkout on the pay-now page when there is no STRIPE_SECRET_KEY: development only, never
+# implied by a missing key (contract: Payments without Stripe). Off: the page says online payment is not configured.
+PAYMENTS_LOCAL_CHECKOUT = env_bool("PAYMENTS_LOCAL_CHECKOUT", False)
 
 # --- API keys and limits
 API_KEY_ENVIRONMENTS = env_list("API_KEY_ENVIRONMENTS", "test,live")
 API_RATE_LIMIT_PER_MINUTE = env_int("API_RATE_LIMIT_PER_MINUTE", 12000)
 AUTH_FAILURE_LIMIT = env_int("AUTH_FAILURE_LIMIT", 50)
 AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 300)
-# Pay-now and portal links opened with unknown tokens, per network, before it gets 429 for the window.
+# Pay-now and portal links opened with unknown tokens, per network, before its further unknown tokens get 429 for
+# the window (a valid token always opens: the limit counts and refuses only misses).
 LINK_TOKEN_FAILURE_LIMIT = env_int("LINK_TOKEN_FAILURE_LIMIT", 20)
 LINK_TOKEN_FAILURE_WINDOW_SECONDS = env_int("LINK_TOKEN_FAILURE_WINDOW_SECONDS", 900)
 # Request-log entries are buffered and written in bulk; 0 writes each entry at once (tests).
 API_REQUEST_LOG_FLUSH_SECONDS = float(os.environ.get("API_REQUEST_LOG_FLUSH_SECONDS", "1.0"))
 API_REQUEST_LOG_BATCH_SIZE = env_int("API_REQUEST_LOG_BATCH_SIZE", 200)
-# Behind a reverse proxy, take the caller's address from the first X-Forwarded-For hop.
+# Older spelling of TRUSTED_PROXY_COUNT=1 (below): one reverse proxy, whose X-Forwarded-For entry is read.
 USE_X_FORWARDED_FOR = env_bool("USE_X_FORWARDED_FOR", False)
+# Reverse proxies in front of the service, each appending to X-Forwarded-For: the caller's address is the entry
+# the outermost one wrote (counted from the right; entries further left are the client's own and never read).
+# 0: REMOTE_ADDR only. USE_X_FORWARDED_FOR=1 is the older spelling of 1.
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 1 if USE_X_FORWARDED_FOR else 0)
 CUSTOMER_ALERT_LIMIT = env_int("CUSTOMER_ALERT_LIMIT", 100)
 # Up to this many unpriced events are priced inside the map-model request; more go to a Celery task.
 MAP_MODEL_INLINE_BACKFILL_LIMIT = env_int("MAP_MODEL_INLINE_BACKFILL_LIMIT", 500)

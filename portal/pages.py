@@ -18,10 +18,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from billing import stripe_gateway
 from billing.invoice_documents import InvoiceView, invoice_pdf, money, period_days
 from billing.models import InvoiceStatus
-from billing.services.payments import (checkout_url, customer_invoice_pay_locally, invoice_for_pay_token,
-                                       invoice_pay_locally)
+from billing.services.payments import (LocalCheckoutDisabled, checkout_url, customer_invoice_pay_locally,
+                                       invoice_for_pay_token, invoice_pay_locally, local_checkout_enabled)
 from config.accounts.api import client_ip
-from config.accounts.throttling import link_token_retry_after, record_bad_link_token
+from config.accounts.throttling import bad_link_token_retry_after
 from config.core import clock
 from config.core.errors import NotFound
 from customers.serializers import CustomerWriteIn
@@ -55,13 +55,18 @@ def _attempt(request) -> uuid.UUID:
 
 
 def _checkout(request, invoice, *, pay_url: str, pay_locally, back_url: str | None = None):
-    """GET: with STRIPE_SECRET_KEY, straight to a Stripe Checkout session for the amount due; without it, a
-    local checkout page for development. POST (local checkout only, CSRF-protected): pay what is due."""
+    """GET: with STRIPE_SECRET_KEY, straight to a Stripe Checkout session for the amount due; without it, the
+    invoice and a note that online payment is not configured, or, only when PAYMENTS_LOCAL_CHECKOUT is on
+    (development), a local checkout. POST (the local checkout, CSRF-protected): pay what is due; with the local
+    checkout off it changes nothing and answers 403 (contract: Payments without Stripe)."""
+    page = partial(_pay_page, request, invoice=invoice, back_url=back_url)
     if request.method == "POST":
         if not stripe_gateway.is_configured():
-            pay_locally(attempt=_attempt(request), now=clock.now())
+            try:
+                pay_locally(attempt=_attempt(request), now=clock.now())
+            except LocalCheckoutDisabled:
+                return page("not_configured", status=403)
         return redirect(request.path, permanent=False)
-    page = partial(_pay_page, request, invoice=invoice, back_url=back_url)
     if invoice.status == InvoiceStatus.VOID:
         return page("void", status=410)
     if invoice.status in (InvoiceStatus.PAID, InvoiceStatus.REFUNDED) or invoice.amount_due <= 0:
@@ -74,22 +79,23 @@ def _checkout(request, invoice, *, pay_url: str, pay_locally, back_url: str | No
             return redirect(checkout_url(invoice, pay_url=pay_url))
         except stripe_gateway.PaymentProviderError:
             return page("provider_down", status=502)
+    if not stripe_gateway.is_configured() and not local_checkout_enabled():
+        return page("not_configured")
     return page("checkout", attempt=uuid.uuid4(), local=not stripe_gateway.is_configured())
 
 
 @never_cache
 @require_http_methods(["GET", "POST"])
 def pay_page(request, token: str):
-    """The invoice email's pay-now link."""
-    ip = client_ip(request)
-    retry_after = link_token_retry_after(ip)
-    if retry_after is not None:  # this network has been guessing tokens
-        response = _pay_page(request, "blocked", status=429)
-        response["Retry-After"] = str(retry_after)
-        return response
-    invoice = invoice_for_pay_token(token)
+    """The invoice email's pay-now link. The token is looked up first: a valid one always opens; unknown ones
+    count against the caller's network (429 past LINK_TOKEN_FAILURE_LIMIT in a window, else 404)."""
+    invoice = None if len(token) > MAX_TOKEN_LENGTH else invoice_for_pay_token(token)
     if invoice is None:
-        record_bad_link_token(ip)
+        retry_after = bad_link_token_retry_after(client_ip(request))
+        if retry_after is not None:  # this network has been guessing tokens
+            response = _pay_page(request, "blocked", status=429)
+            response["Retry-After"] = str(retry_after)
+            return response
         return _pay_page(request, "unknown", status=404)
     return _checkout(request, invoice, pay_url=f"{settings.PUBLIC_BASE_URL}/pay/{token}",
                      pay_locally=partial(invoice_pay_locally, token=token))
@@ -124,19 +130,18 @@ def _home(request, session, now, *, profile=None, status: int = 200):
 @require_GET
 def portal_open(request, token: str):
     """The link of a portal session: the first GET shows the portal and consumes it; later GETs are a 410 page
-    that says whether it was used, or expired or was revoked. Unknown tokens count against the caller's
-    network, as on the pay page (429 past LINK_TOKEN_FAILURE_LIMIT in a window)."""
-    ip = client_ip(request)
-    retry_after = link_token_retry_after(ip)
-    if retry_after is not None:
-        response = _notice(request, "rate_limited", status=429)
-        response["Retry-After"] = str(retry_after)
-        return response
+    that says whether it was used, or expired or was revoked. As on the pay page, the token is looked up first
+    (a valid one always opens) and only unknown tokens count against the caller's network (429 past
+    LINK_TOKEN_FAILURE_LIMIT in a window, else 404); used, expired and revoked links do not count."""
     now = clock.now()
     state, session = ((LinkState.UNKNOWN, None) if len(token) > MAX_TOKEN_LENGTH
                       else portal_link_open(token=token, now=now))
     if state is LinkState.UNKNOWN:
-        record_bad_link_token(ip)
+        retry_after = bad_link_token_retry_after(client_ip(request))
+        if retry_after is not None:
+            response = _notice(request, "rate_limited", status=429)
+            response["Retry-After"] = str(retry_after)
+            return response
         return _notice(request, "unknown", status=404)
     if state is LinkState.OPENED:
         _bind(request, session)

@@ -6,6 +6,7 @@ Rules callers rely on (docs/decisions/portal.md):
 - revoking is immediate and also ends the browser session the link started (pages check the row every time).
 """
 import hashlib
+import hmac
 import secrets
 from datetime import datetime, timedelta
 from enum import Enum
@@ -71,10 +72,12 @@ class LinkState(Enum):
 
 
 def portal_link_open(*, token: str, now: datetime) -> tuple[LinkState, PortalSession | None]:
-    """Consume a link. The token alone identifies the session (any book), like a pay-now link."""
+    """Consume a link. The token alone identifies the session (any book), like a pay-now link: found by digest
+    and compared again in constant time."""
+    digest = token_digest(token)
     session = (PortalSession.objects.select_related("customer", "book__organization")
-               .filter(token_digest=token_digest(token)).first())
-    if session is None:
+               .filter(token_digest=digest).first())
+    if session is None or not hmac.compare_digest(session.token_digest, digest):
         return LinkState.UNKNOWN, None
     if session.customer.deleted_at is not None:
         return LinkState.REVOKED, session

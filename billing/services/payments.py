@@ -7,6 +7,7 @@ money through `payment_record`, under the invoice's row lock.
 - Money beyond the total (a second Checkout paid in another tab) is recorded all the same: the invoice stays
   `paid`, owes nothing (`amount_due` 0) and shows `amount_overpaid` until the surplus payment is refunded.
 """
+import hmac
 import logging
 import uuid
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from django.db import IntegrityError, transaction
 from billing import stripe_gateway
 from billing.models import Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
 from billing.services.invoices import pay_token_digest
-from config.core.errors import BadRequest
+from config.core.errors import BadRequest, Forbidden
 from config.core.money import ZERO, from_minor_units, to_minor_units
 from config.core.scoping import get_owned, owned
 
@@ -110,9 +111,14 @@ def stripe_event_handle(event: dict, *, now: datetime) -> WebhookOutcome:
 # --------------------------------------------------------------------------- pay-now page
 
 def invoice_for_pay_token(token: str) -> Invoice | None:
-    """The invoice a pay-now link opens (any book: the token alone identifies it)."""
-    return (Invoice.objects.select_related("book__organization", "customer", "subscription")
-            .filter(pay_token_digest=pay_token_digest(token)).first())
+    """The invoice a pay-now link opens (any book: the token alone identifies it), found by digest and compared
+    again in constant time; None for an unknown token."""
+    digest = pay_token_digest(token)
+    invoice = (Invoice.objects.select_related("book__organization", "customer", "subscription")
+               .filter(pay_token_digest=digest).first())
+    if invoice is None or not hmac.compare_digest(invoice.pay_token_digest, digest):
+        return None
+    return invoice
 
 
 def checkout_url(invoice: Invoice, *, pay_url: str) -> str:
@@ -124,10 +130,23 @@ def checkout_url(invoice: Invoice, *, pay_url: str) -> str:
         cancel_url=f"{pay_url}?checkout=cancelled")
 
 
+class LocalCheckoutDisabled(Forbidden):
+    code = "local_checkout_disabled"
+
+
+def local_checkout_enabled() -> bool:
+    """The development "mark as paid" checkout exists only when PAYMENTS_LOCAL_CHECKOUT is on and there is no
+    STRIPE_SECRET_KEY; a missing key alone never enables it (contract: Payments without Stripe)."""
+    return settings.PAYMENTS_LOCAL_CHECKOUT and not stripe_gateway.is_configured()
+
+
 def _pay_due_locally(invoices, *, attempt: uuid.UUID, now: datetime) -> Invoice | None:
-    """The development checkout (no STRIPE_SECRET_KEY): pay what is due on the one invoice of `invoices`,
-    recorded like a webhook payment. `attempt` comes from the page's form, so a double submit records one
-    payment."""
+    """The development checkout: pay what is due on the one invoice of `invoices`, recorded like a webhook
+    payment. `attempt` comes from the page's form, so a double submit records one payment. Refused
+    (`LocalCheckoutDisabled`, nothing written) unless `local_checkout_enabled()`."""
+    if not local_checkout_enabled():
+        raise LocalCheckoutDisabled("Online payment is not configured on this deployment; the local checkout is "
+                                    "off (PAYMENTS_LOCAL_CHECKOUT).")
     with transaction.atomic():
         invoice = invoices.select_for_update().first()
         if invoice is not None and invoice.status in PAYABLE and invoice.amount_due > 0:

@@ -43,10 +43,19 @@ SCOPE_MESSAGES = {
 
 
 def client_ip(request) -> str | None:
-    """The caller's address (the first X-Forwarded-For hop when behind a trusted proxy); None if unparsable."""
+    """The caller's address, which every per-network limit counts by; None if unparsable.
+
+    REMOTE_ADDR, unless TRUSTED_PROXY_COUNT reverse proxies stand in front: each appends the address it received
+    the request from to X-Forwarded-For, so the caller is the entry that many places from the right (the one the
+    outermost proxy wrote). Entries further left are whatever the client sent and are never read, so a client
+    cannot choose the address it is counted under. A request with fewer entries did not come through the proxies
+    and is counted by REMOTE_ADDR."""
     candidate = request.META.get("REMOTE_ADDR", "")
-    if settings.USE_X_FORWARDED_FOR and request.META.get("HTTP_X_FORWARDED_FOR"):
-        candidate = request.META["HTTP_X_FORWARDED_FOR"].split(",")[0].strip()
+    proxies = settings.TRUSTED_PROXY_COUNT
+    if proxies > 0:
+        hops = [hop.strip() for hop in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+        if len(hops) >= proxies and hops[-1]:
+            candidate = hops[-proxies]
     try:
         return str(ipaddress.ip_address(candidate))
     except ValueError:

@@ -79,27 +79,28 @@ def clear_auth_failures(ip: str | None) -> None:
         logger.warning("auth-failure counter unavailable", exc_info=True)
 
 
-# --- Hosted pages (/pay/<token>, /portal/<token>): a network that keeps opening links with tokens that match
-# nothing is guessing; past the limit it gets 429 on every link, valid or not, until its window ends (a valid
-# token does not clear the count, or one real link would let a guesser go on for ever).
+# --- Hosted pages (/pay/<token>, /portal/<token>): the token is looked up first, so a valid one always opens
+# whatever its network did before (behind a proxy many customers share one address; a guesser must not lock
+# them out). Only misses are counted, per network; past the limit each further miss is a 429 with Retry-After
+# instead of a 404. Link tokens carry 256 random bits, so guessing cannot succeed anyway: the limit tells a
+# misbehaving client to back off and puts the guessing in the logs. A valid token neither counts nor clears the
+# count (one real link must not reset a guesser's budget).
 
 def _link_failure_key(ip: str | None) -> str:
     return f"linkfail:{ip or 'unknown'}"
 
 
-def link_token_retry_after(ip: str | None) -> int | None:
-    """Seconds this network must wait before opening hosted links again; None when it is not blocked."""
+def bad_link_token_retry_after(ip: str | None) -> int | None:
+    """Count a hosted-page token that matched nothing; the seconds this network must wait (answer 429) once
+    it is past LINK_TOKEN_FAILURE_LIMIT misses in the window, else None (answer 404)."""
+    limit = settings.LINK_TOKEN_FAILURE_LIMIT
     try:
-        failures = cache.get(_link_failure_key(ip), 0)
-    except Exception:
+        failures = _count(_link_failure_key(ip), settings.LINK_TOKEN_FAILURE_WINDOW_SECONDS)
+    except Exception:  # the limiter must never take the pages down with it
         logger.warning("link-token counter unavailable", exc_info=True)
         return None
-    return settings.LINK_TOKEN_FAILURE_WINDOW_SECONDS if failures >= settings.LINK_TOKEN_FAILURE_LIMIT else None
-
-
-def record_bad_link_token(ip: str | None) -> None:
-    """Count a hosted-page token that matched nothing."""
-    try:
-        _count(_link_failure_key(ip), settings.LINK_TOKEN_FAILURE_WINDOW_SECONDS)
-    except Exception:
-        logger.warning("link-token counter unavailable", exc_info=True)
+    if failures <= limit:
+        return None
+    if failures == limit + 1:
+        logger.warning("hosted-link tokens are being guessed: %s unknown tokens from %s", failures, ip or "unknown")
+    return settings.LINK_TOKEN_FAILURE_WINDOW_SECONDS

@@ -3,6 +3,7 @@ import re
 
 import pytest
 
+from config.accounts.api import client_ip
 from config.accounts.models import ApiKey
 from config.core import clock
 from config.accounts.services import api_key_revoke
@@ -219,6 +220,32 @@ def test_auth_failures_are_counted_per_network(anonymous, settings):
     anonymous.get("/v1/probe", HTTP_X_API_KEY=bad, REMOTE_ADDR="10.0.0.1")
     assert anonymous.get("/v1/probe", HTTP_X_API_KEY=bad, REMOTE_ADDR="10.0.0.1").status_code == 429
     assert anonymous.get("/v1/probe", HTTP_X_API_KEY=bad, REMOTE_ADDR="10.0.0.2").status_code == 401
+
+
+@pytest.mark.parametrize("proxies, forwarded_for, expected", [
+    (0, "", "198.51.100.1"),
+    (0, "203.0.113.5", "198.51.100.1"),  # no trusted proxy: the header is the client's own, never read
+    (1, "", "198.51.100.1"),  # came straight in, not through the proxy
+    (1, "203.0.113.5", "203.0.113.5"),
+    (1, "192.0.2.7, 203.0.113.5", "203.0.113.5"),  # the left entry was sent by the client: ignored
+    (2, "192.0.2.7, 203.0.113.5, 10.0.0.9", "203.0.113.5"),  # the outer proxy wrote the client, the inner one it
+    (2, "203.0.113.5", "198.51.100.1"),  # fewer entries than proxies: not through them
+    (1, "2001:db8::1", "2001:db8::1"),
+    (1, "not-an-address", None),
+])
+def test_the_client_address_is_read_only_from_trusted_proxies(rf, settings, proxies, forwarded_for, expected):
+    settings.TRUSTED_PROXY_COUNT = proxies
+    request = rf.get("/v1/probe", REMOTE_ADDR="198.51.100.1", HTTP_X_FORWARDED_FOR=forwarded_for)
+    assert client_ip(request) == expected
+
+
+def test_behind_a_trusted_proxy_auth_failures_are_counted_per_forwarded_client(anonymous, settings):
+    settings.TRUSTED_PROXY_COUNT, settings.AUTH_FAILURE_LIMIT = 1, 1
+    bad = "svc_sk_test_" + "X" * 40
+    behind_proxy = {"REMOTE_ADDR": "10.0.0.2", "HTTP_X_API_KEY": bad}
+    anonymous.get("/v1/probe", HTTP_X_FORWARDED_FOR="203.0.113.1", **behind_proxy)
+    assert anonymous.get("/v1/probe", HTTP_X_FORWARDED_FOR="203.0.113.1", **behind_proxy).status_code == 429
+    assert anonymous.get("/v1/probe", HTTP_X_FORWARDED_FOR="203.0.113.2", **behind_proxy).status_code == 401
 
 
 # --------------------------------------------------------------------------- key storage

@@ -146,8 +146,9 @@ def test_refunding_both_payments_moves_the_invoice_to_refunded(api, overpaid):
 
 # --------------------------------------------------------------------------- local checkout: two tabs
 
-def test_two_tabs_of_the_local_checkout_pay_once(api, issued):
+def test_two_tabs_of_the_local_checkout_pay_once(api, issued, settings):
     """Each tab's form carries its own attempt; the second submit finds nothing due and records nothing."""
+    settings.PAYMENTS_LOCAL_CHECKOUT = True
     path = f"/portal/s/invoices/{issued.id}/pay"
     session = ok(api.post("/v1/portal-sessions", {"customerExternalId": issued.chain.customer.external_id}), 201)
     browser = Client()

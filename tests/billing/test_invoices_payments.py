@@ -1,14 +1,18 @@
-"""Payments and refunds: the Stripe webhook signed exactly as Stripe signs it, the pay-now page (local checkout
-and Stripe Checkout, Stripe mocked at its boundary), refunds (contract: Payments, Hosted pages)."""
+"""Payments and refunds: the Stripe webhook signed exactly as Stripe signs it, the pay-now page (Stripe Checkout,
+Stripe mocked at its boundary; without a key "not configured", or the local checkout only when
+PAYMENTS_LOCAL_CHECKOUT is on), refunds (contract: Payments, Hosted pages, Payments without Stripe)."""
 import re
 import time
+import uuid
 from types import SimpleNamespace
 
 import pytest
 import stripe
 from django.test import Client
 
-from billing.models import Payment, Refund
+from billing.models import Invoice, Payment, Refund
+from billing.services.payments import LocalCheckoutDisabled, invoice_pay_locally
+from config.core import clock
 from tests.billing.invoice_support import (WEBHOOK_SECRET, billing_chain, draft, event, pay, post_webhook,
                                            recurring, stripe_event, stripe_signature, usage)
 from tests.billing.support import error, ok
@@ -21,6 +25,7 @@ pytestmark = pytest.mark.django_db
 def stripe_settings(settings):
     settings.STRIPE_WEBHOOK_SECRET = WEBHOOK_SECRET
     settings.STRIPE_SECRET_KEY = ""
+    settings.PAYMENTS_LOCAL_CHECKOUT = False
     settings.PUBLIC_BASE_URL = "http://testserver"
 
 
@@ -128,7 +133,42 @@ def test_money_received_for_a_void_invoice_is_recorded_without_reviving_it(api, 
 
 # --------------------------------------------------------------------------- pay-now page
 
-def test_the_local_checkout_page_pays_what_is_due_with_a_csrf_protected_form(api, issued):
+def test_without_a_stripe_key_the_pay_link_says_online_payment_is_not_configured(api, issued):
+    page = Client().get(issued.pay_path)
+    html = page.content.decode()
+    assert page.status_code == 200 and "$24.00" in html and issued.invoice["invoiceNumber"] in html
+    assert "Online payment is not configured" in html
+    assert 'name="attempt"' not in html and "<form" not in html  # no way to mark it paid
+
+
+def test_without_the_local_checkout_a_post_to_the_pay_link_pays_nothing(api, issued):
+    # The form a local checkout would send (the test client skips CSRF: the refusal is the page's own).
+    resp = Client().post(issued.pay_path, {"attempt": "7b0e5bb8-7c61-4d4a-a7cf-1d4a5b46a003"})
+    assert resp.status_code == 403 and "Online payment is not configured" in resp.content.decode()
+    body = full(api, issued)
+    assert (body["status"], body["amountPaid"], body["payments"]) == ("issued", 0, [])
+    assert Payment.objects.count() == 0
+
+
+def test_the_local_checkout_service_refuses_unless_enabled(issued, settings):
+    token = issued.pay_path.removeprefix("/pay/")
+    with pytest.raises(LocalCheckoutDisabled):
+        invoice_pay_locally(token=token, attempt=uuid.uuid4(), now=clock.now())
+    settings.PAYMENTS_LOCAL_CHECKOUT, settings.STRIPE_SECRET_KEY = True, "sk_test_123"  # Stripe takes the payment
+    with pytest.raises(LocalCheckoutDisabled):
+        invoice_pay_locally(token=token, attempt=uuid.uuid4(), now=clock.now())
+    assert Payment.objects.count() == 0 and Invoice.objects.get(pk=issued.id).status == "issued"
+
+
+def test_with_a_stripe_key_a_post_to_the_pay_link_pays_nothing_even_with_the_local_checkout_on(api, issued, settings):
+    settings.PAYMENTS_LOCAL_CHECKOUT, settings.STRIPE_SECRET_KEY = True, "sk_test_123"
+    resp = Client().post(issued.pay_path, {"attempt": "7b0e5bb8-7c61-4d4a-a7cf-1d4a5b46a004"})
+    assert resp.status_code == 302 and Payment.objects.count() == 0
+    assert full(api, issued)["status"] == "issued"
+
+
+def test_the_local_checkout_page_pays_what_is_due_with_a_csrf_protected_form(api, issued, settings):
+    settings.PAYMENTS_LOCAL_CHECKOUT = True
     browser = Client(enforce_csrf_checks=True)
     page = browser.get(issued.pay_path)
     html = page.content.decode()

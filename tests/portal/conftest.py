@@ -14,6 +14,7 @@ PUBLIC_BASE_URL = "https://billing.example.com"
 def public_base_url(settings):
     settings.PUBLIC_BASE_URL = PUBLIC_BASE_URL
     settings.STRIPE_SECRET_KEY = ""
+    settings.PAYMENTS_LOCAL_CHECKOUT = False  # tests that pay through the development checkout turn it on
     return PUBLIC_BASE_URL
 
 

@@ -48,6 +48,7 @@ def account(api, book, client, settings, live_server):
     each full month (the older two paid), and usage on every day of the current month so far."""
     settings.PUBLIC_BASE_URL = live_server.url
     settings.STRIPE_WEBHOOK_SECRET = WEBHOOK_SECRET
+    settings.PAYMENTS_LOCAL_CHECKOUT = True  # the customer pays through the development checkout
     now = datetime.now(timezone.utc)
     customer = CustomerFactory(book=book, name="Globex Corp", external_id="globex", email="billing@globex.example.com",
                                address_line1="1 Main Street", city="Springfield", zip_code="12345", country="US")

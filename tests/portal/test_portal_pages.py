@@ -209,7 +209,8 @@ def test_the_page_lists_the_customers_finalized_invoices_only(billed, customer, 
     assert billed.theirs.invoiceNumber not in page and "Initech" not in page
 
 
-def test_a_paid_invoice_has_no_pay_button(api, billed, customer, create_session):
+def test_a_paid_invoice_has_no_pay_button(api, billed, customer, create_session, settings):
+    settings.PAYMENTS_LOCAL_CHECKOUT = True
     client = opened(create_session(customer))
     pay_page = client.get(f"/portal/s/invoices/{billed.mine.id}/pay")
     client.post(f"/portal/s/invoices/{billed.mine.id}/pay", {"csrfmiddlewaretoken": csrf_token(html(pay_page)),
@@ -305,7 +306,9 @@ def test_an_invoice_of_another_organization_is_refused(client_for, other_org, ot
     assert client.get(f"/portal/s/invoices/{foreign.id}/pay").status_code == 404
 
 
-def test_pay_now_from_the_portal_pays_with_the_csrf_protected_checkout(api, billed, customer, create_session):
+def test_pay_now_from_the_portal_pays_with_the_csrf_protected_checkout(api, billed, customer, create_session,
+                                                                       settings):
+    settings.PAYMENTS_LOCAL_CHECKOUT = True
     client = opened(create_session(customer))
     path = f"/portal/s/invoices/{billed.mine.id}/pay"
     page = client.get(path)
@@ -317,6 +320,21 @@ def test_pay_now_from_the_portal_pays_with_the_csrf_protected_checkout(api, bill
     assert client.post(path, form).status_code == 302  # a double submit pays once
     invoice = ok(api.get(f"/v1/invoices/{billed.mine.id}"))
     assert (invoice["status"], [p["amount"] for p in invoice["payments"]]) == ("paid", [24])
+
+
+def test_without_a_stripe_key_pay_now_from_the_portal_says_not_configured_and_pays_nothing(api, billed, customer,
+                                                                                             create_session):
+    client = opened(create_session(customer))
+    path = f"/portal/s/invoices/{billed.mine.id}/pay"
+    page = client.get(path)
+    assert page.status_code == 200 and "$24.00" in html(page) and "Online payment is not configured" in html(page)
+    assert 'name="attempt"' not in html(page)
+    home = client.get("/portal/s/")
+    resp = client.post(path, {"csrfmiddlewaretoken": csrf_token(html(home)),
+                              "attempt": "7b0e5bb8-7c61-4d4a-a7cf-1d4a5b46a005"})
+    assert resp.status_code == 403 and "not configured" in html(resp)
+    invoice = ok(api.get(f"/v1/invoices/{billed.mine.id}"))
+    assert (invoice["status"], invoice["payments"]) == ("issued", [])
 
 
 def test_pay_now_of_another_customers_invoice_is_refused_and_pays_nothing(api, billed, customer, create_session):
@@ -422,16 +440,18 @@ def test_the_profile_cannot_be_posted_after_the_session_ended(api, customer, cre
 
 # --------------------------------------------------------------------------- bad tokens
 
-def test_too_many_unknown_links_from_one_network_get_429(customer, create_session, settings):
+def test_too_many_unknown_links_from_one_network_get_429_but_a_real_link_still_opens(customer, create_session,
+                                                                                    settings):
     settings.LINK_TOKEN_FAILURE_LIMIT = 3
     settings.LINK_TOKEN_FAILURE_WINDOW_SECONDS = 120
     session = create_session(customer)
     guesser = Client(REMOTE_ADDR="203.0.113.9")
     assert [guesser.get(f"/portal/guess-{n}").status_code for n in range(3)] == [404, 404, 404]
-    blocked = guesser.get(link_path(session))  # even a real link: a guess must not be told apart
+    blocked = guesser.get("/portal/guess-3")
     assert blocked.status_code == 429 and blocked["Retry-After"] == "120"
-    assert PortalSession.objects.get(pk=session["id"]).used_at is None
-    assert Client(REMOTE_ADDR="198.51.100.7").get(link_path(session)).status_code == 200
+    assert guesser.get(link_path(session)).status_code == 200  # the same network's customer is never locked out
+    assert PortalSession.objects.get(pk=session["id"]).used_at is not None
+    assert guesser.get("/portal/guess-4").status_code == 429  # a valid link does not clear the count
 
 
 def test_used_and_expired_links_do_not_count_as_bad_tokens(customer, create_session, settings):

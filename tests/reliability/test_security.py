@@ -235,13 +235,47 @@ def fresh_link(api, page: str) -> str:
 
 
 @pytest.mark.parametrize("page", ["pay", "portal"])
-def test_a_blocked_network_is_refused_even_a_valid_link_and_uses_nothing_up(api, settings, page):
-    settings.LINK_TOKEN_FAILURE_LIMIT = 2
-    opened, refused = fresh_link(api, page), fresh_link(api, page)
-    guesser = Client(REMOTE_ADDR="198.51.100.9")
-    assert guesser.get(f"/{page}/{secrets.token_urlsafe(32)}").status_code == 404
-    assert guesser.get(opened).status_code == 200  # a valid link neither counts nor clears the count
-    assert guesser.get(f"/{page}/{secrets.token_urlsafe(32)}").status_code == 404
-    blocked = guesser.get(refused)
-    assert blocked.status_code == 429 and blocked["Retry-After"]
-    assert Client(REMOTE_ADDR="198.51.100.10").get(refused).status_code == 200  # still fresh for its customer
+def test_a_valid_link_opens_from_a_network_that_just_sent_100_bad_tokens(api, settings, page):
+    """Behind a proxy every customer shares one address: a guesser there must not lock them out."""
+    assert settings.LINK_TOKEN_FAILURE_LIMIT < 100  # the default (20) is in force
+    link = fresh_link(api, page)
+    shared = Client(REMOTE_ADDR="198.51.100.9")
+    misses = [shared.get(f"/{page}/{secrets.token_urlsafe(32)}").status_code for _ in range(100)]
+    limit = settings.LINK_TOKEN_FAILURE_LIMIT
+    assert set(misses[:limit]) == {404} and set(misses[limit:]) == {429}
+    opened = shared.get(link)
+    assert opened.status_code == 200 and "Retry-After" not in opened
+    blocked = shared.get(f"/{page}/{secrets.token_urlsafe(32)}")  # a valid link does not clear the count
+    assert blocked.status_code == 429 and int(blocked["Retry-After"]) == settings.LINK_TOKEN_FAILURE_WINDOW_SECONDS
+
+
+def guesses_until_blocked(client: Client, **headers) -> list[int]:
+    return [client.get(f"/pay/{secrets.token_urlsafe(32)}", **headers).status_code for _ in range(3)]
+
+
+def test_behind_a_trusted_proxy_clients_are_limited_by_their_forwarded_address(settings):
+    settings.TRUSTED_PROXY_COUNT, settings.LINK_TOKEN_FAILURE_LIMIT = 1, 2
+    proxy = Client(REMOTE_ADDR="10.0.0.2")  # every request arrives from the proxy's address
+    assert guesses_until_blocked(proxy, HTTP_X_FORWARDED_FOR="203.0.113.20") == [404, 404, 429]
+    assert guesses_until_blocked(proxy, HTTP_X_FORWARDED_FOR="203.0.113.21") == [404, 404, 429]  # another client
+    # Entries left of the proxy's own are the client's to write: they do not move it to a fresh count.
+    spoofed = proxy.get(f"/pay/{secrets.token_urlsafe(32)}", HTTP_X_FORWARDED_FOR="192.0.2.55, 203.0.113.20")
+    assert spoofed.status_code == 429
+
+
+def test_with_two_trusted_proxies_the_client_is_the_entry_the_outer_proxy_wrote(settings):
+    settings.TRUSTED_PROXY_COUNT, settings.LINK_TOKEN_FAILURE_LIMIT = 2, 2
+    inner = Client(REMOTE_ADDR="10.0.0.3")
+    assert guesses_until_blocked(inner, HTTP_X_FORWARDED_FOR="203.0.113.30, 10.0.0.9") == [404, 404, 429]
+    forged = inner.get(f"/pay/{secrets.token_urlsafe(32)}", HTTP_X_FORWARDED_FOR="192.0.2.1, 203.0.113.30, 10.0.0.9")
+    assert forged.status_code == 429
+    other = inner.get(f"/pay/{secrets.token_urlsafe(32)}", HTTP_X_FORWARDED_FOR="203.0.113.31, 10.0.0.9")
+    assert other.status_code == 404
+
+
+def test_without_a_trusted_proxy_x_forwarded_for_is_ignored(settings):
+    settings.TRUSTED_PROXY_COUNT, settings.LINK_TOKEN_FAILURE_LIMIT = 0, 2
+    client = Client(REMOTE_ADDR="203.0.113.40")
+    statuses = [client.get(f"/portal/{secrets.token_urlsafe(32)}", HTTP_X_FORWARDED_FOR=f"192.0.2.{n}").status_code
+                for n in range(4)]  # a fresh forged address on every request
+    assert statuses == [404, 404, 429, 429]
