@@ -24,7 +24,9 @@ MAX_RECORDS = 100
 MAX_NAME_LENGTH = 255
 MAX_TOKENS = 2**62  # far beyond any real request, inside BIGINT
 TOKEN_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
-SINGLE_SHAPE_FIELDS = ("model", "modelProvider")
+# The top-level fields of the single-service shape: any of them beside `services` is the mixed shape, a 400
+# (contract.md "Record shapes"), so that nothing a client sends is dropped silently.
+SINGLE_SHAPE_FIELDS = ("model", "modelProvider", *TOKEN_FIELDS)
 ENVIRONMENTS = frozenset(Environment.values)
 MAX_QUANTITY = Decimal(10) ** (EXACT_DIGITS - EXACT_PLACES) - 1
 
@@ -67,12 +69,15 @@ def check_request_shape(body) -> list[dict]:
         if not isinstance(record, dict):
             problems.append(f"records[{index}]: Expected an object.")
             continue
-        has_single = any(record.get(name) is not None for name in SINGLE_SHAPE_FIELDS)
-        has_multi = record.get("services") is not None
-        if has_single and has_multi:
-            problems.append(f"records[{index}]: Send either model and modelProvider (single-service shape) or "
-                            f"services (multi-service shape), not both.")
-        elif not has_single and not has_multi:
+        if record.get("services") is not None:
+            single = [name for name in SINGLE_SHAPE_FIELDS if record.get(name) is not None]
+            if "model" in single or "modelProvider" in single:
+                problems.append(f"records[{index}]: Send either model and modelProvider (single-service shape) "
+                                f"or services (multi-service shape), not both.")
+            elif single:
+                problems.append(f"records[{index}]: Send tokens inside each service of services (multi-service "
+                                f"shape), not at the top level beside it (got {', '.join(single)}).")
+        elif record.get("model") is None and record.get("modelProvider") is None:
             problems.append(f"records[{index}]: Send either model and modelProvider (single-service shape) or "
                             f"services (multi-service shape); neither was given.")
     if problems:

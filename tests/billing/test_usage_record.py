@@ -88,6 +88,18 @@ def test_both_shapes_in_one_record_is_400_and_stores_nothing(api, llm):
     assert not UsageEvent.objects.exists()
 
 
+@pytest.mark.parametrize("tokens", [{"inputTokens": 5}, {"outputTokens": 0, "cacheReadTokens": 3},
+                                    {"cacheWriteTokens": 1}])
+def test_top_level_tokens_beside_services_are_the_mixed_shape_400_and_store_nothing(api, llm, tokens):
+    mixed = rec(services=[{"model": llm.canonical_name, "modelProvider": llm.provider, "inputTokens": 1}], **tokens)
+    resp = post(api, rec(llm), mixed)
+    assert resp.status_code == 400, resp.json()
+    message, = resp.json()["message"]
+    assert message == (f"records[1]: Send tokens inside each service of services (multi-service shape), not at "
+                       f"the top level beside it (got {', '.join(tokens)}).")
+    assert not UsageEvent.objects.exists()
+
+
 def test_neither_shape_is_400(api):
     resp = post(api, rec(quantity=1))
     assert resp.status_code == 400
