@@ -4,6 +4,10 @@ A request body is checked as a whole first (1 to 100 records, each an object in 
 shapes: a 400 otherwise, as spec §2 says), then each record on its own: a record with a bad field
 becomes a per-record failure (`invalid_record`, not stored) and never spoils its neighbours.
 
+Numbers arrive exact: the API's parser reads a JSON number with a fraction or exponent as the Decimal it
+spells (config/core/api_json.py), so a quantity is checked as written, and one with more decimal places than
+the ledger keeps is refused, never rounded.
+
 Plain Python rather than one DRF serializer per record: a batch of 100 records is validated in well
 under a millisecond, and the error strings keep the `field: message` form of the rest of the API.
 """
@@ -126,19 +130,18 @@ class _Checker:
             return None
         if value.__class__ is int and 0 <= value <= MAX_TOKENS:  # the usual case first
             return value
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, float) and value.is_integer():
-                value = int(value)
-            else:
-                self.fail(name, "Must be a whole number of tokens.")
-                return None
+        # A whole number may also arrive written with a fraction or an exponent (1000.0, 1e3): a Decimal.
+        if (isinstance(value, bool) or not isinstance(value, (int, Decimal))
+                or (value.__class__ is Decimal and value != value.to_integral_value())):
+            self.fail(name, "Must be a whole number of tokens.")
+            return None
         if value < 0:
             self.fail(name, "Must be zero or more.")
             return None
         if value > MAX_TOKENS:
             self.fail(name, "Is too large.")
             return None
-        return value
+        return int(value)
 
     def quantity(self, data: dict, name: str) -> Decimal | None:
         value = data.get(name)
@@ -146,15 +149,17 @@ class _Checker:
             return None
         if value.__class__ is int and 0 <= value <= MAX_QUANTITY:  # a whole count, the usual case
             return Decimal(value)
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        if value.__class__ is Decimal:  # a JSON number with a fraction or exponent, exactly as written
+            number = value
+        elif isinstance(value, bool) or not isinstance(value, (int, str)):
             self.fail(name, "Must be a number.")
             return None
-        try:
-            # repr() of a JSON float is its shortest text, so 2.75 stays exactly 2.75.
-            number = Decimal(repr(value) if isinstance(value, float) else str(value).strip())
-        except (InvalidOperation, ValueError):
-            self.fail(name, "Must be a number.")
-            return None
+        else:
+            try:
+                number = Decimal(str(value).strip())
+            except (InvalidOperation, ValueError):
+                self.fail(name, "Must be a number.")
+                return None
         if not number.is_finite():
             self.fail(name, "Must be a number.")
             return None

@@ -130,7 +130,7 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             matters_attribute_new_events(book=book, events=outcome.new_events)
         for draft, result in zip(drafts, appended):
             event = result.event
-            # UUIDs as they are: the renderer writes their canonical text (config/core/fast_json.py).
+            # UUIDs as they are: the renderer writes their canonical text (config/core/api_json.py).
             entry = {"index": draft.index, **_echo(draft), "eventId": event.id, "rawEventId": event.raw_event_id,
                      "totalCostUsd": decimal_text(event.usage_cost),
                      "timestamp": event.usage_date.isoformat().replace("+00:00", "Z")}

@@ -183,8 +183,9 @@ MAP_MODEL_INLINE_BACKFILL_LIMIT = env_int("MAP_MODEL_INLINE_BACKFILL_LIMIT", 500
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # JSON numbers in and out as exact decimals, never through binary floating point (config/core/api_json.py).
+    "DEFAULT_RENDERER_CLASSES": ["config.core.api_json.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["config.core.api_json.JSONParser"],
     "EXCEPTION_HANDLER": "config.core.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "COERCE_DECIMAL_TO_STRING": False,

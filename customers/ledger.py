@@ -14,24 +14,22 @@ batch more of PostgreSQL's CPU, docs/performance.md). Other databases (the SQLit
 `bulk_create`. `test_fast_insert_writes_every_column` keeps the column list in step with the model. Every
 stored event also enters the analytics rollup's backlog (customers/rollup.py), in the same statement.
 """
-import json
 import operator
 import re
 from dataclasses import dataclass
-from decimal import Decimal
 from functools import cache
 
-import orjson
 from django.db import connection
 from django.db.models.base import ModelState
 
+from config.core import exact_json
 from config.core.database import on_postgresql, prepared_cursor
 from config.core.scoping import owned
 from customers.models import RollupBacklog, UsageEvent
 
 # Every column of the ledger. Recording hands over each new event as a row: a dict with these keys
 # (attnames, which are the column names here) but the `STAMPED_COLUMNS`, values as orjson writes them
-# (UUIDs and instants as text, exact decimals as text through `_exact`).
+# (UUIDs and instants as text, Decimals as JSON numbers of their own digits, config/core/exact_json.py).
 FAST_COLUMNS = tuple(field.attname for field in UsageEvent._meta.concrete_fields)
 # Stamped by the ledger, the same for every row of a batch: the book, and the instant of the append.
 STAMPED_COLUMNS = ("book_id", "created_at", "updated_at")
@@ -39,18 +37,10 @@ SENT_COLUMNS = tuple(column for column in FAST_COLUMNS if column not in STAMPED_
 _sent_values = operator.itemgetter(*SENT_COLUMNS)
 
 
-def _exact(value):
-    if isinstance(value, Decimal):
-        return str(value)
-    raise TypeError(f"not JSON serializable: {type(value).__name__}")
-
-
 def _document(rows: list[dict]) -> str:
-    values = [_sent_values(row) for row in rows]
-    try:
-        return orjson.dumps(values, default=_exact).decode()
-    except TypeError:  # orjson's JSONEncodeError, e.g. an integer beyond 64 bits in metadata: jsonb keeps it
-        return json.dumps(values, default=str)
+    """The rows as one JSON document. A Decimal (quantity, cost, a number in metadata) is written as a JSON
+    number of its own digits: the numeric columns cast its text, and jsonb keeps it as sent."""
+    return exact_json.dumps([_sent_values(row) for row in rows]).decode()
 
 
 def _stored_event(row: dict, alias: str) -> UsageEvent:

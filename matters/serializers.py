@@ -92,7 +92,7 @@ class MatterPageOut(PageOut):
 
 class UnassignedPageOut(PageOut):
     results = MatterEventRowOut(many=True)
-    totalCost = serializers.FloatField(help_text="Over every unassigned event, not just the page.")
+    totalCost = DecimalNumber(help_text="Over every unassigned event, not just the page.")
     eventsMissingCost = serializers.IntegerField(help_text="Over every unassigned event, not just the page.")
 
 

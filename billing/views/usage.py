@@ -5,12 +5,10 @@ from billing.recording import usage_record
 from billing.serializers.usage import UsageRecordBatchIn, UsageRecordOut
 from config.accounts.api import ALL_SCOPES, OrgApiView
 from config.core import clock
-from config.core.fast_json import FastJSONRenderer
 
 
 class UsageRecordApi(OrgApiView):
     write_scopes = ALL_SCOPES  # full, ingest-only and legal keys may record (spec §5)
-    renderer_classes = [FastJSONRenderer]
 
     @extend_schema(operation_id="usage_record", request=UsageRecordBatchIn, responses=UsageRecordOut)
     def post(self, request):

@@ -33,17 +33,17 @@ def decimal_text(value: Decimal | None) -> str | None:
     return text or "0"
 
 
-def decimal_number(value: Decimal | None):
-    """An exact decimal as a JSON number: int when whole, otherwise the float nearest its short text."""
+def decimal_number(value: Decimal | None) -> Decimal | None:
+    """An exact decimal for a JSON number: the same value without trailing zeros (`2.500000000000` -> `2.5`),
+    which the API's renderer writes from its digits (config/core/api_json.py), never through a float."""
     if value is None:
         return None
-    if value == value.to_integral_value():
-        return int(value)
-    return float(decimal_text(value))
+    return Decimal(decimal_text(value))
 
 
 class DecimalIn(serializers.DecimalField):
-    """An exact decimal input (JSON number or string) at the stored precision; never via float."""
+    """An exact decimal input (a JSON number, which the parser reads as the Decimal it spells, or a decimal
+    string) at the stored precision: more decimal places or digits than that is a 400, never rounded."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("max_digits", EXACT_DIGITS)
@@ -51,10 +51,8 @@ class DecimalIn(serializers.DecimalField):
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):
-        if isinstance(data, bool):
+        if isinstance(data, (bool, float)):  # a float never comes from a request body: refuse, do not guess
             self.fail("invalid")
-        if isinstance(data, float):
-            data = repr(data)  # shortest text of the JSON number, not its binary expansion
         return super().to_internal_value(data)
 
 
@@ -82,10 +80,30 @@ class DecimalText(serializers.Field):
         return decimal_text(value)
 
 
+# A number in stored JSON keeps every digit, up to this many before and after the decimal point: far beyond
+# any real value, well inside what PostgreSQL's jsonb keeps (131,072 and 16,383) and what Python reads back
+# (4,300 digits for an integer, which jsonb writes a whole number as: 1e400 comes back as 1 and 400 zeros).
+MAX_JSON_NUMBER_DIGITS = 1000
+_JSON_INTEGER_LIMIT = 10**MAX_JSON_NUMBER_DIGITS
+
+
+def _unstorable_number(number) -> bool:
+    kind = number.__class__
+    if kind is int:
+        return not -_JSON_INTEGER_LIMIT < number < _JSON_INTEGER_LIMIT
+    if isinstance(number, Decimal):
+        return (not number.is_finite() or number.adjusted() >= MAX_JSON_NUMBER_DIGITS
+                or number.as_tuple().exponent < -MAX_JSON_NUMBER_DIGITS)
+    if isinstance(number, float):  # not from a request body (the parser reads Decimals); from code, perhaps
+        return not math.isfinite(number)
+    return False
+
+
 def unstorable(value) -> bool:
-    """What PostgreSQL cannot store: NUL characters in strings or keys (text and jsonb refuse them) and
-    infinite numbers (1e999) in JSON. A loop over a stack, not recursion: every usage record's metadata
-    passes here on the ingestion hot path."""
+    """What PostgreSQL cannot store, or the service cannot read back, in JSON: NUL characters in strings or
+    keys (text and jsonb refuse them) and numbers beyond `MAX_JSON_NUMBER_DIGITS` digits before or after the
+    decimal point. A loop over a stack, not recursion: every usage record's metadata passes here on the
+    ingestion hot path."""
     pending = [value]
     while pending:
         item = pending.pop()
@@ -103,16 +121,20 @@ def unstorable(value) -> bool:
                 if kind is str:  # the usual metadata values are checked here, without a trip round the loop
                     if "\x00" in inner:
                         return True
-                elif not (kind is int or kind is bool or inner is None):
+                elif kind is int:
+                    if not -_JSON_INTEGER_LIMIT < inner < _JSON_INTEGER_LIMIT:
+                        return True
+                elif not (kind is bool or inner is None):
                     pending.append(inner)
         elif isinstance(item, list):
             pending.extend(item)
-        elif isinstance(item, float) and not math.isfinite(item):
+        elif _unstorable_number(item):
             return True
     return False
 
 
-UNSTORABLE_MESSAGE = "Must not contain NUL (\\u0000) characters or infinite numbers."
+UNSTORABLE_MESSAGE = (f"Must not contain NUL (\\u0000) characters or numbers of more than {MAX_JSON_NUMBER_DIGITS} "
+                      f"digits before or after the decimal point.")
 
 
 class JsonObjectIn(serializers.DictField):

@@ -1,4 +1,6 @@
 """What PostgreSQL cannot store (config/core/serialization.py `unstorable`), wherever it hides in JSON."""
+from decimal import Decimal
+
 import pytest
 
 from config.core.serialization import unstorable
@@ -17,6 +19,12 @@ from config.core.serialization import unstorable
     ("plain", False),
     ([[["\x00"]]], True),
     ({}, False),
+    # Numbers keep every digit up to 1000 before and after the decimal point (the parser reads Decimals).
+    ({"n": Decimal("1e999"), "m": Decimal("-1e999"), "k": Decimal("1e-1000"), "j": 10**999}, False),
+    ({"n": Decimal("1e1000")}, True),
+    ({"n": [Decimal("1e-1001")]}, True),
+    ({"n": 10**1000}, True),
+    ([-(10**1000)], True),
 ])
 def test_unstorable_values_are_found_at_any_depth(value, refused):
     assert unstorable(value) is refused

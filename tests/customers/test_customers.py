@@ -1,5 +1,6 @@
 """/v1/customers through HTTP (spec §2 Customer, §4 Customers; contract: lists are bare arrays)."""
 from datetime import datetime, timedelta, timezone
+from decimal import Decimal
 
 import pytest
 
@@ -82,11 +83,22 @@ def test_invalid_field_is_400_naming_the_field(api, payload, field):
     assert not Customer.objects.exists()
 
 
-def test_metadata_with_an_infinite_number_is_400_not_a_server_error(api):
-    resp = api.post("/v1/customers", '{"name": "x", "metadata": {"n": 1e999}}', format=None,
+def test_metadata_with_a_number_beyond_1000_digits_is_400_not_a_server_error(api):
+    resp = api.post("/v1/customers", '{"name": "x", "metadata": {"n": 1e1000}}', format=None,
                     content_type="application/json")
     assert resp.status_code == 400
     assert resp.json()["message"][0].startswith("metadata:")
+
+
+def test_metadata_numbers_are_stored_and_returned_with_the_digits_sent(api):
+    resp = api.post("/v1/customers", '{"name": "x", "metadata": {"wide": 12345678901234567890.123, "small": 0.1, '
+                    '"trailing": 1.50, "big": 1180591620717411303424}}', format=None, content_type="application/json")
+    assert resp.status_code == 201, resp.json()
+    answered = api.get(f"/v1/customers/{resp.json()['id']}")
+    for fragment in (b'"wide":12345678901234567890.123', b'"small":0.1', b'"trailing":1.50',
+                     b'"big":1180591620717411303424'):
+        assert fragment in resp.content and fragment in answered.content, fragment
+    assert Customer.objects.get().metadata["wide"] == Decimal("12345678901234567890.123")
 
 
 @pytest.mark.parametrize("body", ["[1, 2]", "{not json"])

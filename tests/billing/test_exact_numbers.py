@@ -1,0 +1,181 @@
+"""Exact numbers through HTTP (contract.md "Exact numbers in"; docs/decisions/numbers.md): a JSON number is read
+as the decimal it spells, stored and priced as written, refused rather than rounded beyond what is stored, and
+written back from its own digits. Bodies are sent as raw JSON text, so that every digit reaches the service."""
+import json
+import re
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+
+from billing.models import PricingStrategy
+from customers.models import UsageEvent
+from tests.billing.support import create_subscription, flat_usage, ok, tiered
+from tests.factories import ServiceEntryFactory
+
+pytestmark = pytest.mark.django_db
+
+D = Decimal
+# 20 significant digits: binary floating point keeps about 17 of them.
+QUANTITY = "12345678.123456789"
+RATE_20_DIGITS = "12345678.901234567891"
+BOUND_20_DIGITS = "1234567890.1234567891"
+# 13 decimal places that a float hides: its nearest double prints as 1234567.123456789 (9 places).
+THIRTEEN_PLACES = "1234567.1234567890123"
+
+
+@pytest.fixture
+def search_api(db):
+    """$0.005 per request."""
+    return ServiceEntryFactory(canonical_name="acme-search", provider="acmesearch", input_cost=D("0.005"),
+                               cost_unit="request", service_type="search", is_api=True)
+
+
+def raw_json(value, **literals) -> str:
+    """`value` as JSON text, each string "@name" replaced by the raw JSON literal `literals[name]`."""
+    text = json.dumps(value)
+    for name, literal in literals.items():
+        text = text.replace(f'"@{name}"', literal)
+    return text
+
+
+def post_raw(api, path: str, text: str):
+    return api.post(path, text, format=None, content_type="application/json")
+
+
+def exact(resp):
+    """The body parsed with every number exact."""
+    return json.loads(resp.content, parse_float=Decimal)
+
+
+def record(service=None, **fields) -> dict:
+    body = {"customerExternalId": "cust-1", "agentCode": "support-bot", "signalName": "searches"}
+    if service is not None:
+        body.update(model=service.canonical_name, modelProvider=service.provider)
+    return {**body, **fields}
+
+
+def record_raw(api, *records, **literals):
+    return post_raw(api, "/v1/usage/record", raw_json({"records": list(records)}, **literals))
+
+
+# --------------------------------------------------------------------------- quantities
+
+
+def test_a_quantity_is_stored_priced_and_listed_exactly_as_written(api, search_api):
+    resp = record_raw(api, record(search_api, quantity="@q"), q=QUANTITY)
+    entry, = ok(resp)["results"]["success"]
+    assert entry["totalCostUsd"] == "61728.390617283945"  # 12345678.123456789 x 0.005, every digit
+    event = UsageEvent.objects.get(pk=entry["eventId"])
+    assert (event.quantity, event.usage_cost) == (D(QUANTITY), D("61728.390617283945"))
+    row, = ok(api.get("/v1/events"))
+    assert (row["quantity"], row["usageCost"]) == (QUANTITY, "61728.390617283945")
+
+
+@pytest.mark.parametrize("place, message", [
+    ("top", "quantity: Ensure there are no more than 12 decimal places."),
+    ("service", "services[0].quantity: Ensure there are no more than 12 decimal places."),
+])
+def test_a_quantity_beyond_12_decimal_places_fails_alone_never_rounded(api, search_api, place, message):
+    if place == "top":
+        refused = record(search_api, quantity="@q")
+    else:
+        refused = record(services=[{"model": search_api.canonical_name, "modelProvider": search_api.provider,
+                                    "quantity": "@q"}])
+    resp = record_raw(api, record(search_api, quantity=2), refused, record(search_api, quantity="0.5"),
+                      q=THIRTEEN_PLACES)
+    body = ok(resp)
+    assert (body["processed"], body["successful"], body["failed"]) == (3, 2, 1)
+    failure, = body["results"]["failed"]
+    assert (failure["index"], failure["code"], failure["stored"], failure["message"]) == (
+        1, "invalid_record", False, [message])
+    assert sorted(UsageEvent.objects.values_list("quantity", flat=True)) == [D("0.5"), D(2)]
+
+
+# --------------------------------------------------------------------------- metadata
+
+def test_metadata_numbers_are_stored_and_returned_with_the_digits_sent(api, search_api):
+    metadata = {"small": "@small", "wide": "@wide", "trailing": "@trailing", "tiny": "@tiny", "big": "@big",
+                "huge": "@huge", "count": 3}
+    resp = record_raw(api, record(search_api, metadata=metadata), small="0.1", wide="12345678901234567890.123",
+                      trailing="1.50", tiny="1e-7", big=str(2**70), huge="1e400")
+    entry, = ok(resp)["results"]["success"]
+
+    digits = {"small": "0.1", "wide": "12345678901234567890.123", "trailing": "1.50", "tiny": "0.0000001",
+              "big": str(2**70), "huge": "1" + "0" * 400, "count": "3"}
+    with connection.cursor() as cursor:  # what the jsonb column holds (PostgreSQL writes `"key": value`)
+        cursor.execute("SELECT metadata::text FROM customers_usageevent WHERE id = %s", [entry["eventId"]])
+        stored_text = cursor.fetchone()[0]
+    answered = api.get("/v1/events").content.decode()  # what GET answers, byte for byte
+    for key, number in digits.items():
+        assert re.search(rf'"{key}": {number}[,}}]', stored_text), key
+        assert re.search(rf'"{key}":{number}[,}}]', answered), key
+    assert UsageEvent.objects.get().metadata["wide"] == D("12345678901234567890.123")
+
+
+@pytest.mark.parametrize("literal", ["1e1000", "-1e1000", "1e-1001", "1" + "0" * 1000])
+def test_a_metadata_number_beyond_1000_digits_fails_alone(api, search_api, literal):
+    resp = record_raw(api, record(search_api), record(search_api, metadata={"n": "@n"}), n=literal)
+    failure, = ok(resp)["results"]["failed"]
+    assert failure["index"] == 1 and failure["message"][0].startswith("metadata: ")
+    assert UsageEvent.objects.count() == 1
+
+
+@pytest.mark.parametrize("literal", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("path, body", [
+    ("/v1/usage/record", {"records": [record(quantity="@n")]}),
+    ("/v1/usage/record", {"records": [record(metadata={"n": "@n"}, model="m", modelProvider="p")]}),
+    ("/v1/customers", {"name": "x", "metadata": {"n": "@n"}}),
+])
+def test_nan_and_infinity_are_a_400_anywhere_in_a_body(api, literal, path, body):
+    resp = post_raw(api, path, raw_json(body, n=literal))
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["message"].startswith("Malformed JSON body: ")
+    assert not UsageEvent.objects.exists()
+
+
+# --------------------------------------------------------------------------- pricing terms
+
+def test_a_rate_and_tier_bounds_of_20_significant_digits_are_stored_and_returned_exactly(api, chain):
+    flat, graduated = ok(post_raw(api, f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies", raw_json([
+        flat_usage(chain, rate="@rate"),
+        tiered(chain, "graduated", [{"lower": 0, "upper": "@bound", "rate": "0.1"},
+                                    {"lower": "@bound", "upper": None, "rate": "@rate"}]),
+    ], rate=RATE_20_DIGITS, bound=BOUND_20_DIGITS)), 201)
+    assert PricingStrategy.objects.get(pk=flat["id"]).rate == D(RATE_20_DIGITS)
+    assert PricingStrategy.objects.get(pk=graduated["id"]).tiers == [
+        {"lower": "0", "upper": BOUND_20_DIGITS, "rate": "0.1"},
+        {"lower": BOUND_20_DIGITS, "upper": None, "rate": RATE_20_DIGITS}]
+    answered = api.get(f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies/{graduated['id']}")
+    assert f'"upper":{BOUND_20_DIGITS},"rate":0.1' in answered.content.decode()
+    assert exact(answered)["tiers"][1] == {"lower": D(BOUND_20_DIGITS), "upper": None, "rate": D(RATE_20_DIGITS)}
+
+
+def test_a_rate_beyond_12_decimal_places_is_a_400_naming_it(api, chain):
+    resp = post_raw(api, f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies",
+                    raw_json([flat_usage(chain, rate="@rate")], rate=THIRTEEN_PLACES))
+    assert resp.status_code == 400
+    assert resp.json()["message"] == ["[0].rate: Ensure that there are no more than 12 decimal places."]
+    assert not PricingStrategy.objects.exists()
+
+
+# --------------------------------------------------------------------------- answers
+
+def test_cost_and_revenue_answers_carry_every_digit(api, chain, search_api):
+    """Quantity 12345678.123456789 of a $0.005 service under a flat 0.25 strategy: cost 61728.390617283945 and
+    Agent-Earned 3086419.53086419725, 17 and 18 significant digits, more than a float prints."""
+    plan_id = chain.plan["id"]
+    ok(api.post(f"/v1/pricing-plans/{plan_id}/pricing-strategies", [flat_usage(chain, rate="0.25")]), 201)
+    create_subscription(api, chain, startDate="2025-01-01T00:00:00Z")
+    ok(record_raw(api, {"customerExternalId": chain.customer.external_id, "agentCode": chain.agent.agent_code,
+                        "signalName": chain.signal.name, "model": search_api.canonical_name,
+                        "modelProvider": search_api.provider, "quantity": "@q", "usageDate": "2025-05-12T10:00:00Z"},
+                  q=QUANTITY))
+    window = {"startDate": "2025-05-01", "endDate": "2025-05-31"}
+
+    cost = api.get("/v1/analytics/cost", window)
+    assert re.search(rb'"cost":61728\.390617283945\b', cost.content), cost.content[:300]
+    assert exact(cost)["cost"] == D("61728.390617283945")
+    revenue = api.get("/v1/analytics/revenue", window)
+    assert re.search(rb'"agentEarned":3086419\.53086419725\b', revenue.content), revenue.content[:300]
+    assert exact(revenue)["agentEarned"] == D("3086419.53086419725")
