@@ -46,7 +46,8 @@ class JSONRenderer(renderers.JSONRenderer):
         if self.get_indent(accepted_media_type, renderer_context or {}):
             option |= orjson.OPT_INDENT_2
         content = exact_json.dumps(data, default=_api_default, option=option)
-        # As DRF's renderer: U+2028 and U+2029 escaped, so the answer is also valid JavaScript.
-        if b"\xe2\x80\xa8" in content or b"\xe2\x80\xa9" in content:
+        # As DRF's renderer: U+2028 and U+2029 escaped, so the answer is also valid JavaScript. Hot path: their
+        # first byte is looked for first, a search many times quicker than one for all three bytes.
+        if b"\xe2" in content:
             content = content.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
         return content
