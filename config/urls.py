@@ -31,6 +31,7 @@ api_patterns = [
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", include(api_patterns)),
+    path("", core_views.home, name="home"),
     path("", include("portal.page_urls")),
     # Unknown URLs answer JSON 404 even with DEBUG on.
     re_path(r"^(?!admin/|static/).*$", core_views.json_not_found),

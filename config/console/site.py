@@ -19,7 +19,7 @@ from config.accounts.admin_scoping import visible_books, visible_organizations
 from config.accounts.models import Environment
 from config.core import clock
 from config.core.charts import BarChart, bar_chart
-from customers.models import EventStatus
+from customers.models import Customer, EventStatus
 
 DASHBOARD_BOOKS = 10
 CHART_PLACES = Decimal("0.0001")
@@ -54,6 +54,15 @@ def book_panel(figures: BookFigures) -> BookPanel:
                                  event_status__exact=EventStatus.NEEDS_COST_BACKFILL))
 
 
+def default_environment(books) -> str:
+    """The environment the dashboard opens on when none is chosen: live once any visible live book has
+    customers, else test when a test book has some (a test-key quickstart shows its numbers at once), else live."""
+    with_data = Customer.objects.filter(book__in=books)
+    if with_data.filter(book__environment=Environment.LIVE).exists():
+        return Environment.LIVE
+    return Environment.TEST if with_data.filter(book__environment=Environment.TEST).exists() else Environment.LIVE
+
+
 def _uuid_or_none(value: str | None):
     try:
         return uuid.UUID(value) if value else None
@@ -74,10 +83,12 @@ class ConsoleSite(admin.AdminSite):
 
     def index(self, request, extra_context=None):
         environment = request.GET.get("environment")
-        environment = environment if environment in Environment.values else Environment.LIVE
         organizations = list(visible_organizations(request.user).order_by("name").values_list("pk", "name"))
         chosen = _uuid_or_none(request.GET.get("organization"))
-        books = visible_books(request.user).filter(environment=environment).order_by("organization__name")
+        books = visible_books(request.user)
+        if environment not in Environment.values:
+            environment = default_environment(books if chosen is None else books.filter(organization_id=chosen))
+        books = books.filter(environment=environment).order_by("organization__name")
         if chosen is not None:
             books = books.filter(organization_id=chosen)
         now = clock.now()

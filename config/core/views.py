@@ -3,9 +3,16 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection
 from django.http import JsonResponse
+from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
 
 from config.core.logs import redact
+
+
+def home(request):
+    """The root URL: a page for a person who opens the server in a browser, linking the API reference and
+    the console."""
+    return render(request, "home/index.html", {"redis": bool(settings.REDIS_URL)})
 
 
 def healthz(request):

@@ -22,7 +22,7 @@ from tests.billing.analytics_support import record
 from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, credit_pool, generate, pay, recurring, usage
 from tests.billing.support import ok
 from tests.console.conftest import NOW
-from tests.factories import CustomerFactory, ServiceEntryFactory
+from tests.factories import CustomerFactory, ServiceEntryFactory, book_of
 
 pytestmark = pytest.mark.django_db
 
@@ -112,9 +112,17 @@ def test_the_linked_lists_show_what_the_dashboard_counted(june, book, console):
 
 
 def test_the_dashboard_shows_the_chosen_book(june, console):
-    live = console.get("/admin/").content.decode()  # live books by default: nothing recorded there
+    live = console.get("/admin/", {"environment": "live"}).content.decode()  # nothing recorded there
     assert "Acme Agents · live books" in live and "$75.00" not in live
     assert "Acme Agents · test books" in console.get("/admin/", {"environment": "test"}).content.decode()
+
+
+def test_the_dashboard_opens_on_the_books_that_have_data(june, org, console):
+    """Only the test book has customers (a test-key quickstart): the dashboard opens on it, figures shown."""
+    page = console.get("/admin/").content.decode()
+    assert "Acme Agents · test books" in page and "$75.00" in page
+    CustomerFactory(book=book_of(org, "live"))
+    assert "Acme Agents · live books" in console.get("/admin/").content.decode()  # live wins once it has data
 
 
 def test_the_dashboard_reads_each_figure_once(june, console, django_assert_max_num_queries):
