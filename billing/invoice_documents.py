@@ -1,6 +1,6 @@
 """What a customer reads: the invoice as a PDF and as an email (HTML and text). Rendering only; the invoice
 services decide when and to whom."""
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from decimal import Decimal
 
@@ -8,11 +8,12 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.core.mail.utils import DNS_NAME
 from django.template.loader import render_to_string
-from email.utils import make_msgid
+from email.utils import formataddr, make_msgid
 from fpdf import FPDF
 from fpdf.enums import XPos, YPos
 
-from billing.models import Invoice, InvoiceStatus
+from billing.models import Invoice, InvoiceLine, InvoiceStatus
+from billing.pay_links import live_pay_token, pay_url
 from billing.pricing.periods import local_date
 
 CURRENCY_SYMBOLS = {"usd": "$"}
@@ -30,6 +31,38 @@ def period_days(invoice: Invoice) -> tuple[str, str]:
     return first.isoformat(), last.isoformat()
 
 
+def unit_price(line: InvoiceLine) -> str:
+    """What one unit costs on the line: the rate of a flat strategy, the fee of a fee line; tiered models have
+    no single unit price (their tiers are in the line's terms)."""
+    terms = line.terms or {}
+    if line.charge_type in ("recurring", "onetime", "prorated") or (line.quantity == 1 and not terms.get("tiers")):
+        return money(line.amount)
+    if terms.get("pricingModel") == "flat" and terms.get("rate") is not None and not line.prorated_days:
+        return f"{CURRENCY_SYMBOLS.get('usd', '')}{Decimal(str(terms['rate'])).normalize():f}"
+    return "tiered" if terms.get("tiers") else ""
+
+
+@dataclass(frozen=True)
+class Seller:
+    """The organization's billing profile, as invoices print it."""
+
+    name: str
+    address: str
+    tax_id: str
+    logo_path: str | None
+    payment_instructions: str
+    sender: str  # the email's From: header
+
+    @classmethod
+    def of(cls, organization) -> "Seller":
+        logo = organization.logo.path if organization.logo else None
+        sender = settings.DEFAULT_FROM_EMAIL
+        if organization.sender_email:
+            sender = formataddr((organization.sender_name or organization.display_name, organization.sender_email))
+        return cls(organization.display_name, organization.address, organization.tax_id, logo,
+                   organization.payment_instructions, sender)
+
+
 @dataclass(frozen=True)
 class InvoiceView:
     """Everything a rendering shows, read once from the invoice and its rows."""
@@ -38,11 +71,16 @@ class InvoiceView:
     business_name: str
     lines: list
     payments: list
+    seller: Seller | None = None
+    pay_url: str | None = None  # the live pay-now link, when the invoice has been sent and is payable
 
     @classmethod
     def of(cls, invoice: Invoice) -> "InvoiceView":
-        return cls(invoice, invoice.book.organization.display_name, list(invoice.lines.all()),
-                   list(invoice.payments.all()))
+        seller = Seller.of(invoice.book.organization)
+        token = live_pay_token(invoice) if invoice.status not in (InvoiceStatus.PAID, InvoiceStatus.VOID,
+                                                                   InvoiceStatus.REFUNDED) else None
+        return cls(invoice, seller.name, list(invoice.lines.all()), list(invoice.payments.all()), seller,
+                   pay_url(token) if token else None)
 
     @property
     def period(self) -> tuple[str, str]:
@@ -89,7 +127,17 @@ def invoice_pdf(view: InvoiceView) -> bytes:
     pdf.set_title(_latin1(f"Invoice {invoice.invoice_number}"))
     pdf.set_author(_latin1(view.business_name))
     pdf.add_page()
+    seller = view.seller
+    if seller and seller.logo_path:
+        try:
+            pdf.image(seller.logo_path, x=150, y=10, h=16)
+        except Exception:  # an unreadable logo file never stops an invoice from rendering
+            pass
     pdf.line_text(view.business_name, size=18, bold=True)
+    if seller:
+        for part in [*seller.address.splitlines(), f"Tax id: {seller.tax_id}" if seller.tax_id else ""]:
+            if part.strip():
+                pdf.line_text(part.strip(), size=9)
     heading = f"Invoice {invoice.invoice_number}"
     if invoice.status in (InvoiceStatus.DRAFT, InvoiceStatus.VOID):
         heading += f" ({invoice.status.upper()})"
@@ -114,10 +162,11 @@ def invoice_pdf(view: InvoiceView) -> bytes:
         pdf.ln(3)
         pdf.line_text(invoice.memo)
     pdf.ln(4)
-    pdf.row([("Description", 120, "L"), ("Quantity", 30, "R"), ("Amount", 40, "R")], bold=True)
+    pdf.row([("Description", 95, "L"), ("Quantity", 30, "R"), ("Unit price", 30, "R"), ("Amount", 35, "R")],
+            bold=True)
     for line in view.lines:
-        pdf.row([(line.description[:70], 120, "L"), (f"{line.quantity.normalize():f}", 30, "R"),
-                 (money(line.amount, invoice.currency), 40, "R")])
+        pdf.row([(line.description[:56], 95, "L"), (f"{line.quantity.normalize():f}", 30, "R"),
+                 (unit_price(line), 30, "R"), (money(line.amount, invoice.currency), 35, "R")])
     pdf.ln(2)
     for label, value in view.totals:
         pdf.row([("", 90, "L"), (label, 60, "R"), (value, 40, "R")], bold=label in ("Total", "Amount due"))
@@ -127,6 +176,13 @@ def invoice_pdf(view: InvoiceView) -> bytes:
         for payment in view.payments:
             refunded = f", refunded {money(payment.refunded_amount)}" if payment.refunded_amount else ""
             pdf.line_text(f"{payment.created_at.date().isoformat()}: {money(payment.amount)}{refunded}")
+    if invoice.amount_due > 0 and (view.pay_url or (seller and seller.payment_instructions)):
+        pdf.ln(4)
+        pdf.line_text("How to pay", bold=True)
+        if view.pay_url:
+            pdf.line_text(f"Pay online: {view.pay_url}")
+        if seller and seller.payment_instructions:
+            pdf.line_text(seller.payment_instructions)
     return bytes(pdf.output())
 
 
@@ -147,15 +203,18 @@ def send_invoice_email(view: InvoiceView, email: InvoiceEmail) -> str:
     first, last = view.period
     issued_day = local_date(invoice.issued_at, invoice.subscription.timezone) if invoice.issued_at else None
     context = {"view": view, "invoice": invoice, "business_name": view.business_name, "message": email.message,
+               "customer_name": invoice.customer.name, "seller": view.seller,
                "pay_url": email.pay_url, "period_first": first, "period_last": last,
                "total": money(invoice.total, invoice.currency), "amount_due": money(invoice.amount_due),
                "issued_day": issued_day}
     message_id = make_msgid(domain=str(DNS_NAME))
     message = EmailMultiAlternatives(
         subject=email.subject, body=render_to_string("billing/email/invoice.txt", context),
-        from_email=settings.DEFAULT_FROM_EMAIL, to=[email.to], cc=email.cc, headers={"Message-ID": message_id})
+        from_email=view.seller.sender if view.seller else settings.DEFAULT_FROM_EMAIL, to=[email.to], cc=email.cc,
+        headers={"Message-ID": message_id})
     message.attach_alternative(render_to_string("billing/email/invoice.html", context), "text/html")
-    message.attach(f"invoice-{invoice.invoice_number}.pdf", invoice_pdf(view), "application/pdf")
+    message.attach(f"invoice-{invoice.invoice_number}.pdf", invoice_pdf(replace(view, pay_url=email.pay_url)),
+                   "application/pdf")
     message.send()
     return message_id
 

@@ -114,7 +114,7 @@ def priced_strategy(strategy: PricingStrategy) -> PricedStrategy:
     except (TypeError, ValueError, AttributeError) as exc:
         problem = str(exc)
     return PricedStrategy(strategy.pk, strategy.name, strategy.plan_id, strategy.agent_id, strategy.signal_id,
-                          strategy.signal.short_name if strategy.signal_id else "", strategy.charge_type,
+                          strategy.signal.name if strategy.signal_id else "", strategy.charge_type,
                           strategy.pricing_model, terms, problem)
 
 

@@ -9,17 +9,16 @@ Rules callers rely on (docs/decisions/invoices.md):
 - numbers are taken from a per-book counter in the generating transaction: consecutive, never reused;
 - every check-then-act locks its rows first: subscription, then invoice, then the number counter.
 """
-import hashlib
 import logging
 import secrets
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 
 from billing.invoice_documents import InvoiceEmail, InvoiceView, send_invoice_email
+from billing.pay_links import live_pay_token, pay_token_digest, pay_token_of, pay_url
 from billing.pricing.lines import billing_window, invoice_terms, priced_lines, totals
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
 from billing.pricing.periods import local_date, local_midnight, period_as_of
@@ -39,8 +38,16 @@ class EmailNotSent(ApiError):
     status, code = 502, "email_not_sent"
 
 
-def pay_token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+def _pay_token(invoice: Invoice) -> str:
+    """The invoice's live pay token (its link stays the same across resends), or a new one when it has none."""
+    token = live_pay_token(invoice)
+    if token is not None:
+        return token
+    invoice.pay_token_nonce = secrets.token_urlsafe(24)
+    token = pay_token_of(invoice, invoice.pay_token_nonce)
+    invoice.pay_token_digest = pay_token_digest(token)
+    invoice.save(update_fields=["pay_token_digest", "pay_token_nonce", "updated_at"])
+    return token
 
 
 def _invoice_locked(book, invoice_id) -> Invoice:
@@ -192,7 +199,7 @@ def _recipients(customer: Customer, recipient_email: str | None) -> tuple[str, l
 
 def invoice_send(*, book, invoice_id, now: datetime, recipient_email: str | None = None,
                  subject: str | None = None, message: str = "") -> Delivery:
-    """Email the invoice with its PDF and a fresh pay-now link (earlier links stop working).
+    """Email the invoice with its PDF and its pay-now link (the same link as any earlier send while it is live).
 
     A draft is finalized first and is `pending` while the email goes out, `issued` once the email backend
     accepted it; an email that fails leaves it pending (send again). Issued, pending and overdue invoices
@@ -204,12 +211,10 @@ def invoice_send(*, book, invoice_id, now: datetime, recipient_email: str | None
         to, cc = _recipients(invoice.customer, recipient_email)
         if invoice.status == Status.DRAFT:
             _finalize(invoice, now=now, status=Status.PENDING)
-        token = secrets.token_urlsafe(32)
-        invoice.pay_token_digest = pay_token_digest(token)
-        invoice.save(update_fields=["pay_token_digest", "updated_at"])
+        link = pay_url(_pay_token(invoice))
     view = InvoiceView.of(invoice)
     email = InvoiceEmail(to=to, cc=cc, subject=subject or f"Invoice {invoice.invoice_number} from {view.business_name}",
-                         message=message, pay_url=f"{settings.PUBLIC_BASE_URL}/pay/{token}")
+                         message=message, pay_url=link)
     try:
         email_id = send_invoice_email(view, email)
     except Exception:
@@ -238,7 +243,7 @@ def invoice_void(*, book, invoice_id, now: datetime, reason: str = "") -> Invoic
         raise BadRequest(f"Invoice {invoice.invoice_number} has {invoice.amount_paid} collected; refund the payments "
                          "before voiding it.")
     invoice.status, invoice.voided_at, invoice.void_reason = Status.VOID, now, reason
-    invoice.pay_token_digest = None
+    invoice.pay_token_digest, invoice.pay_token_nonce = None, ""
     invoice.save()
     return invoice
 

@@ -19,7 +19,7 @@ from django.db import IntegrityError, transaction
 
 from billing import stripe_gateway
 from billing.models import Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
-from billing.services.invoices import pay_token_digest
+from billing.pay_links import pay_token_digest
 from config.core.errors import BadRequest, Forbidden
 from config.core.money import ZERO, from_minor_units, to_minor_units
 from config.core.scoping import get_owned, owned

@@ -69,6 +69,12 @@ class OrganizationAdmin(ManagedByOwnersMixin, OrganizationScopedAdmin):
     ordering = ["name"]
     readonly_fields = ["id", "created_at", "updated_at"]
     inlines = [MembershipInline]
+    fieldsets = [
+        (None, {"fields": ["id", "name", "billing_email", "created_at", "updated_at"]}),
+        ("Billing profile (printed on invoices and used by their emails)", {
+            "fields": ["business_name", "address", "tax_id", "logo", "sender_name", "sender_email",
+                       "payment_instructions"]}),
+    ]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(member_count=Count("memberships"))

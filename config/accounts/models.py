@@ -24,8 +24,17 @@ class Organization(models.Model):
     name = models.CharField(max_length=255, unique=True)
     # Where credit-pool alerts go when set; otherwise every owner and finance member.
     billing_email = models.EmailField(blank=True)
-    # Printed on invoices and in email subjects; the organization name when blank.
+    # The billing profile: who sends the invoices. Printed on invoices and in email subjects (the business name
+    # is the legal name; the organization name when blank), used as the invoice email's sender.
     business_name = models.CharField(max_length=255, blank=True)
+    address = models.TextField(blank=True, help_text="The seller's postal address, as printed on invoices.")
+    tax_id = models.CharField("tax id", max_length=64, blank=True, help_text="VAT or other tax number.")
+    logo = models.FileField(upload_to="logos/", blank=True, help_text="PNG or JPEG, printed on invoices.")
+    sender_email = models.EmailField(blank=True, help_text="Invoice emails come from this address "
+                                                           "(DEFAULT_FROM_EMAIL when blank).")
+    sender_name = models.CharField(max_length=255, blank=True, help_text="The sender's display name.")
+    payment_instructions = models.TextField(blank=True, help_text="How to pay other than the pay-now link "
+                                                                  "(bank transfer details, terms).")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -1,0 +1,82 @@
+"""The invoice a finance team sends: the organization's billing profile on the PDF and the email, quantity,
+unit price and amount columns, the signals' display names, payment instructions and the pay link."""
+import re
+import zlib
+
+import pytest
+from PIL import Image
+
+from billing.invoice_documents import InvoiceView, invoice_pdf
+from billing.models import Invoice
+from tests.billing.invoice_support import billing_chain, draft, event, raw_messages, recurring, usage
+from tests.billing.support import ok
+from tests.mail import sent_mail
+
+pytestmark = pytest.mark.django_db
+
+
+def pdf_text(pdf: bytes) -> str:
+    """The text a reader sees, from the PDF's content streams (fpdf2 writes each cell as one `(...) Tj`)."""
+    chunks = []
+    for stream in re.findall(rb"stream\r?\n(.*?)\r?\nendstream", pdf, re.S):
+        try:
+            stream = zlib.decompress(stream)
+        except zlib.error:
+            pass
+        chunks += [text.decode("latin-1") for text in re.findall(rb"\(((?:[^()\\]|\\.)*)\)\s*Tj", stream)]
+    return "\n".join(chunk.replace("\\(", "(").replace("\\)", ")").replace("\\\\", "\\") for chunk in chunks)
+
+
+@pytest.fixture
+def profiled(org, tmp_path, settings):
+    settings.MEDIA_ROOT = tmp_path
+    logo = tmp_path / "logos" / "acme.png"
+    logo.parent.mkdir()
+    Image.new("RGB", (40, 20), (63, 104, 216)).save(logo)
+    org.business_name, org.address, org.tax_id = "Acme Agents Ltd", "1 Market Street\nSpringfield 12345", "GB123456789"
+    org.sender_email, org.sender_name = "invoices@acme.example.com", "Acme Billing"
+    org.payment_instructions = "Bank transfer: IBAN GB00 ACME 0000 0000 0000 00, reference the invoice number."
+    org.logo = "logos/acme.png"
+    org.save()
+    return org
+
+
+def test_the_pdf_and_email_carry_the_billing_profile_columns_and_how_to_pay(api, book, profiled, settings):
+    settings.PUBLIC_BASE_URL = "https://billing.example.com"
+    chain = billing_chain(api, book, [usage("0.25"), recurring("20")])
+    chain.signal.name, chain.signal.short_name = "Resolved tickets", "tickets_resolved"
+    chain.signal.save()
+    event(chain, 40, "2025-01-10T12:00:00Z")
+    invoice = draft(api, chain)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    [mail] = sent_mail()
+    assert mail.from_email == "Acme Billing <invoices@acme.example.com>"
+    assert mail.text.startswith(f"Hello {chain.customer.name},")
+    assert "IBAN GB00 ACME" in mail.text and "Tax id: GB123456789" in mail.text
+    link = re.search(r"https://billing\.example\.com/pay/\S+", mail.text).group(0)
+    [attachment] = list(raw_messages()[0].iter_attachments())
+    text = pdf_text(attachment.get_content())
+    for expected in ("Acme Agents Ltd", "1 Market Street", "Springfield 12345", "Tax id: GB123456789",
+                     "Description", "Quantity", "Unit price", "Amount",
+                     "strategy 0: 40 Resolved tickets", "$0.25", "$10.00", "strategy 1 (monthly fee)", "$20.00",
+                     "Total", "$30.00", "How to pay", f"Pay online: {link}", "IBAN GB00 ACME"):
+        assert expected in text, (expected, text)
+    assert "tickets_resolved" not in text  # the signal's display name, not its raw name
+
+
+def test_the_downloaded_pdf_shows_the_live_pay_link_and_a_paid_one_none(api, book, profiled, settings):
+    settings.PUBLIC_BASE_URL = "https://billing.example.com"
+    chain = billing_chain(api, book, [recurring("20")])
+    invoice = draft(api, chain)
+    assert "Pay online" not in pdf_text(ok_pdf(api, invoice))  # a draft has no link yet
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    link = re.search(r"https://billing\.example\.com/pay/\S+", sent_mail()[0].text).group(0)
+    assert f"Pay online: {link}" in pdf_text(ok_pdf(api, invoice))
+    Invoice.objects.filter(pk=invoice["id"]).update(status="paid", amount_paid=20)
+    assert "Pay online" not in pdf_text(invoice_pdf(InvoiceView.of(Invoice.objects.get(pk=invoice["id"]))))
+
+
+def ok_pdf(api, invoice) -> bytes:
+    resp = api.get(f"/v1/invoices/{invoice['id']}/pdf")
+    assert resp.status_code == 200 and resp["Content-Type"] == "application/pdf"
+    return resp.content
