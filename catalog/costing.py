@@ -7,8 +7,10 @@ Rules (docs/decisions/catalog.md):
   + cache_write_tokens x cache_write`. `input_tokens` are the input tokens NOT read from the cache:
   providers such as OpenAI count cached tokens inside their prompt tokens, so a caller who sends the
   provider's prompt count as `inputTokens` and the cached part as `cacheReadTokens` pays for those
-  tokens twice. A token count of zero (or omitted) costs nothing and needs no rate; a positive count
-  whose rate the catalog lacks makes the cost unresolvable (None).
+  tokens twice. A token count of zero (or omitted) costs nothing and needs no rate. Cache tokens without a
+  published cache rate are billed at the input rate in effect (as providers bill them, and as LiteLLM
+  prices them); a positive input or output count whose rate the catalog lacks makes the cost
+  unresolvable (None).
 - Long context: where a model has a `long_context_threshold`, a request whose prompt tokens
   (`input + cache_read + cache_write`) exceed it is priced at the above-threshold rates for all of its
   tokens, output included (the providers' rule for Gemini and Claude long-context requests). A kind of
@@ -77,13 +79,30 @@ class Usage:
 
 
 def _effective_rates(rates: Rates, usage: Usage) -> tuple:
-    """(input, output, cache_read, cache_write) rates for this request size."""
-    base = (rates.input, rates.output, rates.cache_read, rates.cache_write)
+    """(input, output, cache_read, cache_write) rates for this request size. A cache rate the entry does not
+    publish is the input rate in effect: providers bill cached tokens as ordinary input when they publish no
+    separate price (and LiteLLM prices them so)."""
+    effective = (rates.input, rates.output, rates.cache_read, rates.cache_write)
     long_context = rates.long_context
-    if long_context is None or usage.prompt_tokens <= long_context.threshold:
-        return base
-    above = (long_context.input, long_context.output, long_context.cache_read, long_context.cache_write)
-    return tuple(base_rate if above_rate is None else above_rate for base_rate, above_rate in zip(base, above))
+    if long_context is not None and usage.prompt_tokens > long_context.threshold:
+        above = (long_context.input, long_context.output, long_context.cache_read, long_context.cache_write)
+        effective = tuple(rate if above_rate is None else above_rate for rate, above_rate in zip(effective, above))
+    input_rate, output_rate, cache_read_rate, cache_write_rate = effective
+    return (input_rate, output_rate, input_rate if cache_read_rate is None else cache_read_rate,
+            input_rate if cache_write_rate is None else cache_write_rate)
+
+
+TOKEN_KINDS = ("input", "output", "cache read", "cache write")
+
+
+def missing_rates(rates: Rates, usage: Usage) -> list[str]:
+    """The kinds of token this usage has (a positive count) that the rates leave unpriced, by name: why
+    `service_cost` is None for a known service. Empty for a per-unit service with a unit rate."""
+    if not rates.is_token_priced:
+        return [] if rates.input is not None else ["unit"]
+    counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
+    return [kind for kind, count, rate in zip(TOKEN_KINDS, counts, _effective_rates(rates, usage))
+            if count and rate is None]
 
 
 def token_cost(rates: Rates, usage: Usage) -> Decimal | None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import NamedTuple
 
-from catalog.costing import Usage, event_total, service_cost
+from catalog.costing import Usage, event_total, missing_rates, service_cost
 from catalog.models import ServiceEntry
 from catalog.resolution import rates_for
 from config.core.serialization import decimal_text
@@ -88,5 +88,16 @@ def price_event(parts: Sequence[ServiceUsage], prices: PriceList) -> PricedEvent
             f"model: {u.model!r} from provider {u.model_provider!r} is not in the catalog; the event is stored "
             f"with cost null until the model is mapped (POST /v1/events/map-model)." for u in unknown])
     return PricedEvent(tuple(priced), None, UNPRICED_USAGE, [
-        f"model: {p.usage.model!r} has no catalog rate for part of this usage; the event is stored with cost null."
+        f"model: {p.usage.model!r} ({p.service.provider}/{p.service.canonical_name}) has no catalog rate for its "
+        f"{' and '.join(missing_rates(prices.rates[p.usage.key], p.usage.engine_usage()))} "
+        f"{'units' if not prices.rates[p.usage.key].is_token_priced else 'tokens'}; the event is stored with cost "
+        f"null until the catalog publishes it (a catalog refresh prices it then)."
         for p in priced if p.cost is None])
+
+
+def unpriced_reason(priced: PricedEvent) -> str:
+    """Why an event stored with cost null is unpriced, priced again now (`price_event` with today's catalog and
+    aliases): the console shows it beside each such event."""
+    if priced.total is not None:
+        return "Priceable now with the current catalog: price it again (catalog refresh or the console action)."
+    return " ".join(priced.failure_message or [])

@@ -54,6 +54,38 @@ class ServiceEntry(models.Model):
     def __str__(self):
         return f"{self.provider}/{self.canonical_name}"
 
+    # A token-priced entry without a published cache rate bills cached tokens at the input rate, as providers
+    # do (catalog/costing.py); the API shows the rate that applies and where it comes from.
+    @property
+    def cache_read_rate(self):
+        return self._cache_rate(self.cache_read_cost)
+
+    @property
+    def cache_write_rate(self):
+        return self._cache_rate(self.cache_write_cost)
+
+    @property
+    def cache_read_basis(self) -> str | None:
+        return self._cache_basis(self.cache_read_cost)
+
+    @property
+    def cache_write_basis(self) -> str | None:
+        return self._cache_basis(self.cache_write_cost)
+
+    def _cache_rate(self, published):
+        if self.cost_unit != "token":
+            return None
+        return self.input_cost if published is None else published
+
+    def _cache_basis(self, published) -> str | None:
+        if self.cost_unit != "token":
+            return None
+        return CACHE_RATE_PUBLISHED if published is not None else CACHE_RATE_FROM_INPUT
+
+
+CACHE_RATE_PUBLISHED = "published"  # the provider's own cache price
+CACHE_RATE_FROM_INPUT = "inputCost"  # no cache price published: cached tokens bill at the input rate
+
 
 class ModelAlias(OrgOwned):
     """An organization's mapping of a model name it sends (unknown to the catalog) onto a catalog entry."""

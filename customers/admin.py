@@ -12,7 +12,7 @@ from config.accounts.admin_actions import act_on_rows, action_page, submitted
 from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from config.accounts.models import Book
 from config.core import clock
-from customers.backfill import model_map
+from customers.backfill import events_reprice_unpriced, events_unpriced_reasons, model_map
 from customers.models import Agent, Customer, Signal, UsageDailyRollup, UsageEvent
 from customers.services import customer_delete
 
@@ -97,13 +97,48 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """The ledger: append-only. Searches match whole values (the table is the largest one)."""
 
     list_display = ["usage_date", "customer_external_id", "agent_code", "signal_name", "quantity", "model",
-                    "model_provider", "usage_cost", "event_status", "book"]
+                    "model_provider", "usage_cost", "event_status", "why_unpriced", "book"]
     # A date filter rather than a date hierarchy: the hierarchy reads the distinct dates of the whole ledger.
     list_filter = ["event_status", "environment", ("usage_date", admin.DateFieldListFilter)]
     search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]
     ordering = ["-usage_date", "-id"]
     show_full_result_count = False
-    actions = ["map_model"]
+    actions = ["map_model", "price_again"]
+
+    def get_changelist_instance(self, request):
+        """The page, with why each unpriced event on it is unpriced (priced again now, read only: one catalog
+        read per book on the page)."""
+        changelist = super().get_changelist_instance(request)
+        by_book: dict = {}
+        for event in changelist.result_list:
+            if event.usage_cost is None:
+                by_book.setdefault(event.book, []).append(event)
+        request.unpriced_reasons = {event_id: reason for book, events in by_book.items()
+                                    for event_id, reason in events_unpriced_reasons(book=book, events=events).items()}
+        return changelist
+
+    @admin.display(description="Why unpriced")
+    def why_unpriced(self, event):
+        """Replaced per request by `get_list_display` (this one serves the admin's checks and other callers)."""
+        return ""
+
+    def get_list_display(self, request):
+        """`why_unpriced` reads the reasons that `get_changelist_instance` worked out for this request's page."""
+        def why_unpriced(event):
+            if event.usage_cost is not None:
+                return ""
+            return getattr(request, "unpriced_reasons", {}).get(event.pk, "")
+        why_unpriced.short_description = "Why unpriced"
+        return [why_unpriced if name == "why_unpriced" else name for name in super().get_list_display(request)]
+
+    @admin.action(description="Price again the unpriced events of these events' books (current catalog)")
+    def price_again(self, request, queryset):
+        books = Book.objects.select_related("organization").filter(
+            pk__in=queryset.filter(usage_cost__isnull=True).values("book_id"))
+
+        def price_in(book):
+            return f"{book}: {events_reprice_unpriced(book=book)} unpriced events priced with the current catalog."
+        act_on_rows(self, request, books, price_in)
 
     @admin.action(description="Map the model to a catalog entry and price the waiting events")
     def map_model(self, request, queryset):

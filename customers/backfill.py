@@ -1,16 +1,19 @@
-"""Mapping an unknown model name onto a catalog entry, and pricing the events that waited for it.
+"""Pricing the events stored with cost null once they can be priced: after a model is mapped, and after the
+catalog is loaded again.
 
 A mapping (`catalog.ModelAlias`) can only point at an existing active entry: it never creates rates.
 Backfill prices every event of the book saved with cost null whose model (or one of whose services)
 is the mapped name; events already priced are never re-priced. Later events with that name resolve at
-record time through the same alias.
+record time through the same alias. A catalog load (`load_catalog`: new entries, new rates, new cost rules)
+prices every unpriced event of every book that the catalog can price now (`events_reprice_unpriced`), so
+no unpriced event is a dead end: it waits for a mapping or for the catalog, and the console says which.
 """
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from catalog.event_pricing import PriceList, ServiceUsage, price_event
+from catalog.event_pricing import PriceList, ServiceUsage, price_event, unpriced_reason
 from catalog.models import ModelAlias, ServiceEntry
 from catalog.resolution import normalize_model, normalize_provider, resolve_services
 from config.core.errors import BadRequest, NotFound
@@ -69,6 +72,44 @@ def events_backfill_cost(*, book, model: str, model_provider: str) -> int:
                       if _names_model(event, model, model_provider)]
         priced_count += _price_and_save(book, candidates)
     return priced_count
+
+
+def events_reprice_unpriced(*, book) -> int:
+    """Price every unpriced event of the book that the catalog (with the book's aliases) can price now, in
+    chunks by id; returns how many got a cost. Events it still cannot price are left as they are. Safe to run
+    twice and beside recording: priced events are never touched, locked ones are skipped."""
+    unpriced = owned(UsageEvent, book).filter(usage_cost__isnull=True)
+    priced_count = 0
+    last_pk = None
+    while True:
+        with transaction.atomic():
+            chunk_query = unpriced.order_by("pk")
+            if last_pk is not None:
+                chunk_query = chunk_query.filter(pk__gt=last_pk)
+            chunk = list(chunk_query.select_for_update(skip_locked=True)[:BACKFILL_CHUNK])
+            if not chunk:
+                break
+            last_pk = chunk[-1].pk
+            priced_count += _price_and_save(book, chunk)
+    return priced_count
+
+
+def books_with_unpriced_events() -> list:
+    """Ids of the books holding an unpriced event, across organizations: the sweep after a catalog load (a
+    scheduled-job-like read of the partial index `usage_event_unpriced`, never an API read)."""
+    return list(UsageEvent.objects.filter(usage_cost__isnull=True).order_by().values_list("book_id", flat=True)
+                .distinct())
+
+
+def events_unpriced_reasons(*, book, events: list[UsageEvent]) -> dict:
+    """event id -> why it is unpriced, priced again now with the book's aliases and today's catalog (read only:
+    nothing is saved). Events with a cost are left out."""
+    waiting = [event for event in events if event.usage_cost is None]
+    parts_by_event = {event.pk: _event_parts(event) for event in waiting}
+    if not parts_by_event:
+        return {}
+    prices = PriceList(resolve_services(book=book, pairs={part.key for parts in parts_by_event.values() for part in parts}))
+    return {event.pk: unpriced_reason(price_event(parts_by_event[event.pk], prices)) for event in waiting}
 
 
 def _price_and_save(book, events: list[UsageEvent]) -> int:

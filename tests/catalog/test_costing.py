@@ -4,7 +4,7 @@ from decimal import Decimal as D
 
 import pytest
 
-from catalog.costing import LongContextRates, Rates, Usage, event_cost, event_total, service_cost
+from catalog.costing import LongContextRates, Rates, Usage, event_cost, event_total, missing_rates, service_cost
 
 GPT_4O = Rates("token", input=D("0.0000025"), output=D("0.00001"), cache_read=D("0.00000125"))
 SONNET = Rates("token", input=D("0.000003"), output=D("0.000015"), cache_read=D("0.0000003"),
@@ -43,13 +43,31 @@ def test_long_context_without_an_above_rate_keeps_the_base_rate_for_that_kind():
     assert event_cost([(rates, usage)]) == D("0.02") + D("0.0002") + D("0.00004")
 
 
-@pytest.mark.parametrize("usage", [
-    Usage(input_tokens=1, cache_write_tokens=1),     # gpt-4o has no cache-write rate
-    Usage(output_tokens=1, cache_write_tokens=5),
+@pytest.mark.parametrize("usage, expected", [
+    (Usage(input_tokens=1000, cache_write_tokens=7000), "0.02"),           # gpt-4o publishes no cache-write rate
+    (Usage(output_tokens=100, cache_write_tokens=4000), "0.011"),
 ])
-def test_positive_tokens_without_a_rate_make_the_cost_unresolvable(usage):
-    assert service_cost(GPT_4O, usage) is None
-    assert event_cost([(GPT_4O, usage)]) is None
+def test_cache_tokens_without_a_published_rate_bill_at_the_input_rate(usage, expected):
+    assert event_cost([(GPT_4O, usage)]) == D(expected)
+    assert missing_rates(GPT_4O, usage) == []
+
+
+def test_cache_tokens_above_the_threshold_without_any_cache_rate_bill_at_the_long_context_input_rate():
+    rates = Rates("token", input=D("0.000001"), output=D("0.000002"),
+                  long_context=LongContextRates(1000, input=D("0.00001")))
+    usage = Usage(input_tokens=500, cache_read_tokens=600, cache_write_tokens=100)
+    assert event_cost([(rates, usage)]) == D("0.012")  # 1200 prompt tokens, all at 0.00001
+
+
+@pytest.mark.parametrize("rates, usage, missing", [
+    (Rates("token", input=D("0.000001")), Usage(input_tokens=1, output_tokens=1), ["output"]),
+    (Rates("token", output=D("0.000001")), Usage(input_tokens=1, cache_read_tokens=2), ["input", "cache read"]),
+    (Rates("minute"), Usage(quantity=D(2)), ["unit"]),
+])
+def test_positive_tokens_without_any_rate_make_the_cost_unresolvable_and_say_which(rates, usage, missing):
+    assert service_cost(rates, usage) is None
+    assert event_cost([(rates, usage)]) is None
+    assert missing_rates(rates, usage) == missing
 
 
 def test_omitted_cache_tokens_cost_nothing_and_need_no_rate():

@@ -77,3 +77,20 @@ def test_non_llm_cost_of_real_services_matches_hand_computation(provider, name, 
     entry = ServiceEntry.objects.get(provider=provider, canonical_name=name)
     assert (entry.cost_unit, entry.is_api, entry.output_cost) == (unit, True, None)
     assert cost_of(provider, name, Usage(quantity=D(quantity))) == D(expected)
+
+
+# Cache tokens on an entry that publishes no cache price bill at the input rate in effect (as providers bill them).
+@pytest.mark.parametrize("provider, name, usage, expected", [
+    # gpt-4o has no cache-write price: $2.50 / $10, writes at $2.50: 0.0025 + 0.005 + 0.0175
+    ("openai", "gpt-4o", Usage(input_tokens=1000, output_tokens=500, cache_write_tokens=7000), "0.025"),
+    # gpt-3.5-turbo has no cache prices at all: $0.50 / $1.50: 0.0005 + 0.0025 + 0.00015
+    ("openai", "gpt-3.5-turbo", Usage(input_tokens=1000, output_tokens=100, cache_read_tokens=5000), "0.00315"),
+    # vertex gemini-2.5-pro below 200k has no cache-write price: $1.25 / $10: 0.125 + 0.0625 + 0.01
+    ("vertex_ai", "gemini-2.5-pro", Usage(input_tokens=100_000, output_tokens=1000, cache_write_tokens=50_000),
+     "0.1975"),
+    # ...and above 200k it has one ($0.25): $2.50 input, $15 output: 0.375 + 0.015 + 0.015
+    ("vertex_ai", "gemini-2.5-pro", Usage(input_tokens=150_000, output_tokens=1000, cache_write_tokens=60_000),
+     "0.405"),
+])
+def test_cache_tokens_without_a_published_cache_rate_bill_at_the_input_rate(provider, name, usage, expected):
+    assert cost_of(provider, name, usage) == D(expected)

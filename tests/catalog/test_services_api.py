@@ -8,8 +8,8 @@ from catalog.models import ServiceEntry
 pytestmark = pytest.mark.django_db
 
 ENTRY_FIELDS = {"id", "externalId", "canonicalName", "displayName", "provider", "serviceType", "inputCost",
-                "outputCost", "cacheReadCost", "cacheWriteCost", "costUnit", "contextWindow", "source", "isApi",
-                "isActive"}
+                "outputCost", "cacheReadCost", "cacheWriteCost", "cacheReadCostBasis", "cacheWriteCostBasis",
+                "costUnit", "contextWindow", "source", "isApi", "isActive"}
 
 
 def listing(api, **params):
@@ -32,9 +32,23 @@ def test_entries_carry_exactly_the_documented_fields(api):
     assert body == {
         "id": str(gpt.id), "externalId": "openai/gpt-4o", "canonicalName": "gpt-4o", "displayName": "gpt-4o",
         "provider": "openai", "serviceType": "chat", "inputCost": "0.0000025", "outputCost": "0.00001",
-        "cacheReadCost": "0.00000125", "cacheWriteCost": None, "costUnit": "token", "contextWindow": 128000,
+        "cacheReadCost": "0.00000125", "cacheWriteCost": "0.0000025", "cacheReadCostBasis": "published",
+        "cacheWriteCostBasis": "inputCost", "costUnit": "token", "contextWindow": 128000,
         "source": "litellm", "isApi": False, "isActive": True,
     }
+
+
+def test_an_entry_without_published_cache_rates_shows_the_input_rate_that_bills_them(api):
+    turbo = ServiceEntry.objects.get(provider="openai", canonical_name="gpt-3.5-turbo")
+    body = api.get(f"/v1/services/{turbo.id}").json()
+    assert (body["inputCost"], body["cacheReadCost"], body["cacheWriteCost"]) == ("0.0000005",) * 3
+    assert (body["cacheReadCostBasis"], body["cacheWriteCostBasis"]) == ("inputCost", "inputCost")
+
+
+def test_non_llm_entries_have_no_cache_rates_or_basis(api):
+    body = listing(api, provider="openai", search="whisper-1", isApi="true")["data"][0]
+    assert (body["cacheReadCost"], body["cacheWriteCost"], body["cacheReadCostBasis"],
+            body["cacheWriteCostBasis"]) == (None, None, None, None)
 
 
 def test_non_llm_entry_gives_its_unit_rate_in_input_cost(api):
