@@ -6,11 +6,14 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 WEB_CONCURRENCY ?= 3
-# The suite runs on PostgreSQL and Redis; `scripts/services.sh` starts them (installing when missing).
+# Commands that use the database run through this: with DATABASE_URL set they use it; without, the embedded
+# PostgreSQL under var/postgres (config/embedded_database.py), started when it is not running and stopped when
+# the last command using it ends. The line it prints says which database that is.
+WITH_DATABASE = $(BIN)/python -m config.embedded_database --data var/postgres --
+# `make test` uses this server when it answers, else an embedded one of the checkout's own (scripts/test.sh).
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/billing
-TEST_REDIS_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: install run test worker migrate catalog lint
+.PHONY: install run serve test worker work migrate catalog lint
 
 install: $(VENV)/.installed
 
@@ -21,22 +24,30 @@ $(VENV)/.installed: requirements.txt
 
 migrate: install
 	mkdir -p var
-	$(BIN)/python manage.py migrate --noinput
+	$(WITH_DATABASE) $(BIN)/python manage.py migrate --noinput
 
 catalog: migrate
-	$(BIN)/python manage.py load_catalog
+	$(WITH_DATABASE) $(BIN)/python manage.py load_catalog
 
+# One database for everything `make run` does: the embedded server starts once and stops with gunicorn.
 # Environment variables pass through to the server (docs/operations.md), e.g. `PAYMENTS_LOCAL_CHECKOUT=1 make run`
 # for the development "mark as paid" checkout on pay-now pages (off by default; never where customers reach it).
-run: catalog
+run: install
+	@$(WITH_DATABASE) $(MAKE) --no-print-directory serve WITH_DATABASE=
+
+serve: catalog
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	PORT=$(PORT) exec $(BIN)/gunicorn config.wsgi:application --bind $(HOST):$(PORT) \
 		--workers $(WEB_CONCURRENCY) --graceful-timeout 10
 
-worker: migrate
+worker: install
+	@$(WITH_DATABASE) $(MAKE) --no-print-directory work WITH_DATABASE=
+
+work: migrate
 	exec $(BIN)/celery -A config worker --beat --loglevel info
 
+# Redis (and Chromium for the browser tests) from scripts/services.sh; PostgreSQL and the names the run uses
+# (its own database and Redis db number) from scripts/test.sh.
 test: install
 	scripts/services.sh
-	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) CELERY_TASK_ALWAYS_EAGER=1 \
-		EMAIL_FILE_PATH=$(CURDIR)/var/test-mail $(BIN)/python -m pytest $(PYTEST_ARGS)
+	TEST_DATABASE_URL="$(TEST_DATABASE_URL)" scripts/test.sh $(PYTEST_ARGS)

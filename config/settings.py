@@ -8,6 +8,8 @@ import os
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config import embedded_database
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 INSECURE_SECRET_KEY = "dev-insecure-secret-key-change-me"
@@ -91,20 +93,19 @@ TEMPLATES = [
     },
 ]
 
-DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'var' / 'db.sqlite3'}"
+# PostgreSQL everywhere, one code path. Unset, the embedded server that `make run` starts under var/postgres
+# (config/embedded_database.py): `manage.py` commands run beside it reach it too.
+DATABASE_URL = os.environ.get("DATABASE_URL") or embedded_database.default_url()
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
-if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
-    # Gunicorn's workers share one SQLite file: wait for the write lock instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
-else:
-    # Only the hot path's fixed statements ask to be prepared (config/core/database.py prepared_cursor), and
-    # with generic plans: planning them per call cost more than running them. The ORM's client-bound queries
-    # are never prepared. DB_PREPARED_STATEMENTS=0 turns it off (a pooler without prepared statements).
-    _options = DATABASES["default"].setdefault("OPTIONS", {})
-    if env_bool("DB_PREPARED_STATEMENTS", True):
-        _options["prepare_threshold"] = 5
-        _options["options"] = f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan".strip()
+if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured(f"DATABASE_URL must name a PostgreSQL database, not {DATABASES['default']['ENGINE']}")
+# Only the hot path's fixed statements ask to be prepared (config/core/database.py prepared_cursor), and with
+# generic plans: planning them per call cost more than running them. The ORM's client-bound queries are never
+# prepared. DB_PREPARED_STATEMENTS=0 turns it off (a pooler without prepared statements).
+_options = DATABASES["default"].setdefault("OPTIONS", {})
+if env_bool("DB_PREPARED_STATEMENTS", True):
+    _options["prepare_threshold"] = 5
+    _options["options"] = f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan".strip()
 TEST_DATABASE_NAME = os.environ.get("TEST_DATABASE_NAME")
 if TEST_DATABASE_NAME:
     DATABASES["default"]["TEST"] = {"NAME": TEST_DATABASE_NAME}

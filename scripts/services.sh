@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Make sure PostgreSQL and Redis answer on 127.0.0.1 for the test suite: start them when they are
-# installed but stopped, install them from Debian's packages when missing. Also install Debian's Chromium
-# when missing: the portal's browser tests drive /usr/bin/chromium through Playwright, which never
-# downloads a browser of its own. Idempotent.
+# What `make test` needs besides PostgreSQL (scripts/test.sh brings that: TEST_DATABASE_URL or an embedded
+# server, never a system package): Redis answering on 127.0.0.1:6379, and Debian's Chromium, which the portal's
+# browser tests drive through Playwright (it never downloads a browser of its own). Each is looked for before
+# anything is done: a Redis that answers is used as it is; one installed but stopped is started; only a missing
+# one is installed (from Debian's packages). With TEST_REDIS_URL set, that Redis is the caller's to provide.
+# Idempotent.
 set -euo pipefail
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -13,30 +15,14 @@ apt_install() {
   as_root apt-get install -y -qq "$@" >/dev/null
 }
 
-pg_answers() { pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; }
-
-ensure_postgres() {
-  if ! command -v pg_ctlcluster >/dev/null 2>&1; then
-    echo "services: installing PostgreSQL"
-    apt_install postgresql postgresql-client
-  fi
-  if ! pg_answers; then
-    echo "services: starting PostgreSQL"
-    for version in $(ls /etc/postgresql); do
-      as_root pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
-    done
-    for _ in $(seq 1 30); do pg_answers && break; sleep 1; done
-  fi
-  pg_answers || { echo "services: PostgreSQL does not answer on 127.0.0.1:5432" >&2; exit 1; }
-  # The suite connects as postgres/postgres over TCP; give the role that password when it needs one.
-  if ! PGPASSWORD=postgres psql -h 127.0.0.1 -U postgres -d postgres -Atqc 'select 1' >/dev/null 2>&1; then
-    as_root su postgres -c "psql -Atqc \"ALTER USER postgres PASSWORD 'postgres'\"" >/dev/null
-  fi
+# A PING over bash's /dev/tcp: no redis-cli needed to ask.
+redis_answers() {
+  timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/6379 && printf "PING\r\n" >&3 && head -c 5 <&3' 2>/dev/null \
+    | grep -q PONG
 }
 
-redis_answers() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
-
 ensure_redis() {
+  redis_answers && return
   if ! command -v redis-server >/dev/null 2>&1; then
     echo "services: installing Redis"
     apt_install redis-server
@@ -58,6 +44,5 @@ ensure_chromium() {
   fi
 }
 
-ensure_postgres
-ensure_redis
+[ -n "${TEST_REDIS_URL:-}" ] || ensure_redis
 ensure_chromium

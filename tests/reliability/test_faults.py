@@ -52,11 +52,12 @@ def crash_on_call(number: int, real):
 # --------------------------------------------------------------------------- the database goes away
 
 class TcpProxy:
-    """Forwards a local port to the database server. `cut()` drops every connection and refuses new ones
-    (what clients see when the server is down); `restore()` listens again on the same port."""
+    """Forwards a local port to the database server (its TCP port, or its Unix socket when the host is a
+    directory, as the embedded server's is). `cut()` drops every connection and refuses new ones (what clients
+    see when the server is down); `restore()` listens again on the same port."""
 
     def __init__(self, host: str, port: int):
-        self.target = (host, port)
+        self.target = f"{host}/.s.PGSQL.{port}" if host.startswith("/") else (host, port)
         self.port = None
         self._listener = None
         self._sockets: list[socket.socket] = []
@@ -78,7 +79,7 @@ class TcpProxy:
             except OSError:  # cut(): the listener was closed
                 return
             try:
-                upstream = socket.create_connection(self.target, timeout=5)
+                upstream = self._connect_upstream()
             except OSError:
                 client.close()
                 continue
@@ -87,6 +88,18 @@ class TcpProxy:
                 self._sockets += [client, upstream]
             for source, sink in ((client, upstream), (upstream, client)):
                 threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _connect_upstream(self) -> socket.socket:
+        if isinstance(self.target, tuple):
+            return socket.create_connection(self.target, timeout=5)
+        upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        upstream.settimeout(5)
+        try:
+            upstream.connect(self.target)
+        except OSError:
+            upstream.close()
+            raise
+        return upstream
 
     @staticmethod
     def _pump(source, sink):
