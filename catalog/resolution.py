@@ -24,8 +24,7 @@ from collections.abc import Iterable
 
 from catalog.costing import LongContextRates, Rates
 from catalog.models import ModelAlias, ServiceEntry
-from config.core.database import WholeRows, on_postgresql, prepared_cursor
-from config.core.scoping import owned
+from config.core.database import WholeRows, prepared_cursor
 
 PROVIDER_SYNONYMS = {
     "gemini": "google",
@@ -109,15 +108,6 @@ def resolve_services(*, book, pairs: Iterable[Pair]) -> dict[Pair, ServiceEntry 
 def _read(book, wanted: list[Pair], flat: list[Pair]) -> tuple[dict, dict]:
     """(the book's active aliases by pair, the active catalog entries by (provider, name))."""
     aliases, catalog = {}, {}
-    if not on_postgresql():  # the SQLite of `make run` trials: two ORM queries
-        if book is not None:
-            rows = owned(ModelAlias, book).select_related("service").filter(
-                service__is_active=True, model__in={model for model, _ in wanted},
-                model_provider__in={provider for _, provider in wanted})
-            aliases = {(alias.model, alias.model_provider): alias.service for alias in rows}
-        rows = ServiceEntry.objects.filter(is_active=True, provider__in={provider for provider, _ in flat},
-                                           canonical_name__in={name for _, name in flat})
-        return aliases, {(entry.provider, entry.canonical_name): entry for entry in rows}
     with prepared_cursor() as cursor:
         cursor.execute(_RESOLVE_SQL, [
             book.pk if book is not None else None, [model for model, _ in wanted],

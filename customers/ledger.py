@@ -5,13 +5,12 @@ Every event is inserted with `INSERT ... ON CONFLICT DO NOTHING`; the unique con
 insert is a replay: the caller gets the event that holds the key (from an earlier request, a concurrent
 one, or an earlier record of the same batch) and nothing new is stored.
 
-On PostgreSQL the batch travels as ONE JSON parameter: an array of rows, each an array of its values in
+The batch travels as ONE JSON parameter: an array of rows, each an array of its values in
 `SENT_COLUMNS` order, expanded by `jsonb_array_elements` and cast to each column's type; the book and the
 append's instant, the same for every row, travel once beside it. `bulk_create` would prepare and quote each
 of the ~2,600 values of a batch in Python (measured: most of the hot path's time), and rows as objects keyed
 by column name were twice the bytes for PostgreSQL to receive and parse, and matched by name (0.5 ms a
-batch more of PostgreSQL's CPU, docs/performance.md). Other databases (the SQLite of `make run`) use
-`bulk_create`. `test_fast_insert_writes_every_column` keeps the column list in step with the model. Every
+batch more of PostgreSQL's CPU, docs/performance.md). `test_fast_insert_writes_every_column` keeps the column list in step with the model. Every
 stored event also enters the analytics rollup's backlog (customers/rollup.py), in the same statement.
 """
 import operator
@@ -23,7 +22,7 @@ from django.db import connection
 from django.db.models.base import ModelState
 
 from config.core import exact_json
-from config.core.database import on_postgresql, prepared_cursor
+from config.core.database import prepared_cursor
 from config.core.scoping import owned
 from customers.models import RollupBacklog, UsageEvent
 
@@ -88,7 +87,7 @@ class Appended:
     replayed: bool
 
 
-def _insert_postgresql(rows: list[dict], stamp: dict) -> set | None:
+def _insert(rows: list[dict], stamp: dict) -> set | None:
     """Insert; returns None when the database stored every row, else the ids it stored (a keyed event it
     skipped is a replay). `stamp` holds the `STAMPED_COLUMNS` in their order."""
     with prepared_cursor() as cursor:  # the document travels as a parameter, not quoted into the text
@@ -97,23 +96,13 @@ def _insert_postgresql(rows: list[dict], stamp: dict) -> set | None:
     return None if stored_ids is None else set(stored_ids)
 
 
-def _insert_portable(book, rows: list[dict]) -> set:
-    """`bulk_create` cannot say which rows it skipped: read the key holders back."""
-    UsageEvent.objects.bulk_create([UsageEvent(**row) for row in rows], ignore_conflicts=True)
-    keys = {row["idempotency_key"] for row in rows if row["idempotency_key"] is not None}
-    holders = set(owned(UsageEvent, book).filter(idempotency_key__in=keys).values_list("id", flat=True)) if keys else set()
-    stored = {row["id"] for row in rows if row["idempotency_key"] is None or row["id"] in holders}
-    RollupBacklog.objects.bulk_create([RollupBacklog(event_id=pk, book_id=book.pk) for pk in stored])
-    return stored
-
-
 def events_append(*, book, rows: list[dict], now) -> list[Appended]:
     """Insert new events given as rows (every column by attname but the `STAMPED_COLUMNS`, ids assigned);
     results in the same order. The ledger stamps each row with the book and `now`, the append's instant."""
     stamp = dict(zip(STAMPED_COLUMNS, (book.pk, now, now)))
     for row in rows:
         row.update(stamp)
-    stored = _insert_postgresql(rows, stamp) if on_postgresql() else _insert_portable(book, rows)
+    stored = _insert(rows, stamp)
     alias = connection.alias  # read once: every access to `connection` is a thread-local lookup
     if stored is None or len(stored) == len(rows):  # the usual case: no replay, no further query
         return [Appended(event=_stored_event(row, alias), replayed=False) for row in rows]

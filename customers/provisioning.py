@@ -16,7 +16,7 @@ from uuid import UUID
 
 from django.db.models import Q
 
-from config.core.database import on_postgresql, prepared_cursor
+from config.core.database import prepared_cursor
 from config.core.scoping import owned
 from customers.models import Agent, Customer, Signal
 
@@ -69,10 +69,7 @@ def _ensure(book, model, field: str, wanted: set[str], build, extra=Q(), columns
 def _known(book, customer_external_ids: set[str], agent_codes: set[str],
            signal_keys: set[tuple[str, str]]) -> tuple[dict, dict, dict] | None:
     """(customers as {external id: (id, is internal)}, agent ids, signals) when every identity of the batch
-    exists (one statement), else None (and always None on the SQLite of `make run` trials, which takes the
-    ORM path)."""
-    if not on_postgresql():
-        return None
+    exists (one statement), else None."""
     codes, names = sorted(agent_codes), sorted({name for _, name in signal_keys})
     with prepared_cursor() as cursor:
         cursor.execute(_KNOWN_SQL, [sorted(customer_external_ids), book.pk, book.pk, codes,

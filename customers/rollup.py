@@ -29,7 +29,6 @@ from uuid import UUID
 from django.db import connection, transaction
 
 from catalog.models import ServiceEntry
-from config.core.database import on_postgresql
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent
 
 EVENTS = UsageEvent._meta.db_table
@@ -179,7 +178,7 @@ def _lock_book(book_id) -> None:
 def analytics_rollup_catch_up(*, book_id) -> int:
     """Move the book's backlog into the rollup (one statement under the book's lock); returns the number
     of events added. Safe to run at any time and as often as wanted: a backlog row is added once."""
-    if not on_postgresql() or not RollupBacklog.objects.filter(book_id=book_id).exists():
+    if not RollupBacklog.objects.filter(book_id=book_id).exists():
         return 0  # the usual case for reads: one index probe, no lock
     # The pending events are read once (an index probe each) into `pending`, which both the single- and the
     # multi-service branch of the contributions then scan: reading the ledger in each cost a second probe
@@ -199,8 +198,6 @@ def analytics_rollup_catch_up(*, book_id) -> int:
 def analytics_rollup_catch_up_all(*, now=None) -> int:
     """Catch up every book with a backlog (the periodic job: nothing waits longer than its interval even
     if a task was lost); returns the number of events added."""
-    if not on_postgresql():  # the rollup is PostgreSQL SQL; SQLite trials only fill the backlog
-        return 0
     book_ids = RollupBacklog.objects.values_list("book_id", flat=True).distinct()
     return sum(analytics_rollup_catch_up(book_id=book_id) for book_id in list(book_ids))
 

@@ -19,7 +19,7 @@ from django.db.models.functions import Now
 
 from config.accounts.models import Membership
 from config.core import clock
-from config.core.database import on_postgresql, prepared_cursor
+from config.core.database import prepared_cursor
 from config.core.errors import BadRequest, Conflict
 from config.core.scoping import get_owned, owned
 from customers.models import UsageEvent
@@ -162,14 +162,9 @@ _ROUTING_SQL = f"""
 
 def _routing_inputs(*, book, tags: set[str]) -> tuple[list[routing.Rule], dict[str, UUID]]:
     """The book's rules in evaluation order and the ids of the matters these tags name, in ONE query."""
-    if on_postgresql():
-        with prepared_cursor() as cursor:
-            cursor.execute(_ROUTING_SQL, [book.pk, sorted(tags)])
-            rows = cursor.fetchall()
-    else:  # the SQLite of `make run` trials
-        rows = (owned(Matter, book).filter(Q(rules__isnull=False) | Q(matter_number__in=tags))
-                .values_list("id", "matter_number", "rules__id", "rules__priority", "rules__created_at",
-                             "rules__agent_code", "rules__customer_external_id", "rules__signal_pattern").order_by())
+    with prepared_cursor() as cursor:
+        cursor.execute(_ROUTING_SQL, [book.pk, sorted(tags)])
+        rows = cursor.fetchall()
     rules, matter_ids_by_number = [], {}
     for matter_id, number, rule_id, priority, created_at, agent_code, customer_external_id, pattern in rows:
         if number in tags:

@@ -1,15 +1,8 @@
-"""Which database serves this process, and the prepared statements of the hot path.
-
-PostgreSQL in production and tests; the SQLite of `make run` trials takes the portable paths beside the
-hot-path statements (which use PostgreSQL arrays, JSON and locks)."""
+"""Raw statements: whole rows of several models read side by side, and the prepared statements of the hot path."""
 from contextlib import contextmanager
 
 from django.db import connection
 from django.db.backends.postgresql.base import ServerBindingCursor
-
-
-def on_postgresql() -> bool:
-    return connection.vendor == "postgresql"
 
 
 class WholeRows:
@@ -49,12 +42,7 @@ def prepared_cursor():
     (a new statement text each call, never preparable), so this one binds them on the server. Wrapped by
     Django as any cursor is (its database errors, query logging and execute wrappers still apply).
     `DB_PREPARED_STATEMENTS=0` (settings) turns preparing off, e.g. behind a pooler that cannot carry
-    prepared statements; the statements then run unprepared, with server-side binding all the same. On
-    SQLite it is a plain cursor."""
-    if not on_postgresql():  # the SQLite of `make run` trials: a plain cursor
-        with connection.cursor() as cursor:
-            yield cursor
-        return
+    prepared statements; the statements then run unprepared, with server-side binding all the same."""
     connection.ensure_connection()
     with connection._prepare_cursor(PreparedCursor(connection.connection)) as cursor:
         yield cursor

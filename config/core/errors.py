@@ -62,12 +62,6 @@ class AuthUnavailable(ApiError):
     status, code = 503, "auth_unavailable"
 
 
-class NeedsPostgreSQL(ApiError):
-    """A feature whose SQL only PostgreSQL runs, asked of the SQLite that `make run` trials default to."""
-
-    status, code = 501, "needs_postgresql"
-
-
 class ServiceUnavailable(ApiError):
     status, code = 503, "service_unavailable"
 

@@ -6,13 +6,11 @@ from django.db import migrations, models
 
 
 def _fillfactor_70(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":  # a storage parameter SQLite (make run trials) lacks
-        schema_editor.execute("ALTER TABLE customers_usagedailyrollup SET (fillfactor = 70)")
+    schema_editor.execute("ALTER TABLE customers_usagedailyrollup SET (fillfactor = 70)")
 
 
 def _fillfactor_default(apps, schema_editor):
-    if schema_editor.connection.vendor == "postgresql":
-        schema_editor.execute("ALTER TABLE customers_usagedailyrollup RESET (fillfactor)")
+    schema_editor.execute("ALTER TABLE customers_usagedailyrollup RESET (fillfactor)")
 
 
 class Migration(migrations.Migration):

@@ -125,12 +125,3 @@ def test_rebuild_empties_the_backlog_it_has_counted(api, book, models):
     analytics_rollup_rebuild(book=book)
     assert _pending(book) == set()
     assert stored(book) == scanned(book)
-
-
-def test_analytics_on_a_database_other_than_postgresql_answer_501_naming_the_fix(api, book, monkeypatch):
-    from django.db import connection
-
-    monkeypatch.setattr(connection, "vendor", "sqlite")  # the zero-setup default of `make run`
-    resp = api.get("/v1/analytics/usage", {"startDate": "2025-04-01", "endDate": "2025-04-30"})
-    assert resp.status_code == 501
-    assert resp.json()["code"] == "needs_postgresql" and "DATABASE_URL" in resp.json()["message"]

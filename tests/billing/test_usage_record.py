@@ -417,36 +417,6 @@ def test_the_events_recording_hands_on_equal_the_stored_rows(api, llm, search_ap
     assert UsageEvent.objects.filter(usage_cost__isnull=True).count() == 1
 
 
-def test_the_portable_paths_of_make_run_trials_record_the_same_batch(api, llm, book, monkeypatch):
-    """The zero-setup SQLite of `make run` takes ORM paths beside the PostgreSQL statements; they are plain
-    ORM code, so they run here on PostgreSQL with the vendor check answering "not PostgreSQL"."""
-    from catalog import resolution
-    from config.core import database
-    from customers import ledger, provisioning
-    from matters import services as matter_services
-    from matters.models import Matter, MatterAttribution
-
-    for module in (database, ledger, provisioning, resolution, matter_services):
-        monkeypatch.setattr(module, "on_postgresql", lambda: False)
-    tagged = Matter.objects.create(book=book, matter_number="M-9", name="Tagged", client_name="Client")
-    records = [rec(llm, idempotencyKey="p-1", metadata={"matterId": "M-9"}), rec(llm, idempotencyKey="p-1"),
-               rec(llm, customerExternalId="cust-2", model="unknown-model"), rec(llm)]
-    with CaptureQueriesContext(connection) as captured:
-        first = post(api, *records).json()
-    replay = post(api, records[0]).json()
-
-    assert not [query["sql"] for query in captured if "jsonb_array_elements" in query["sql"]
-                or "= ANY(" in query["sql"] or "unnest(" in query["sql"]]  # no PostgreSQL-only statement ran
-
-    assert (first["successful"], first["failed"]) == (3, 1) and first["results"]["failed"][0]["stored"] is True
-    key_holder, repeat, _ = first["results"]["success"]
-    assert repeat["eventId"] == key_holder["eventId"] and repeat["replayed"] is True
-    assert replay["results"]["success"][0]["eventId"] == key_holder["eventId"]
-    assert UsageEvent.objects.count() == 3 and Customer.objects.filter(book=book).count() == 2
-    attribution = MatterAttribution.objects.get()
-    assert (str(attribution.event_id), attribution.matter_id) == (key_holder["eventId"], tagged.pk)
-
-
 def test_metadata_numbers_beyond_64_bits_and_non_ascii_text_are_stored_as_sent(api, llm):
     from customers.models import UsageEvent
 

@@ -25,8 +25,7 @@ from decimal import Decimal
 from uuid import UUID
 
 from config.core.clock import UTC, day_start
-from config.core.database import on_postgresql
-from config.core.errors import NeedsPostgreSQL, Unprocessable
+from config.core.errors import Unprocessable
 from config.core.money import ZERO
 from customers.models import MONTHLY, Customer, RollupGrain
 from customers.rollup import MEASURES, ROLLUP, analytics_rollup_catch_up, contributions_sql, execute
@@ -262,10 +261,6 @@ def ledger_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], 
     `segments`, only events inside a segment count and the `label` dimension is the segment's label.
     Only `measures` are summed (the others read 0): summing exact decimals is most of a read's cost.
     Groups without events have no rows, except the grand total `()`, which may be a row of zeros."""
-    if not on_postgresql():
-        raise NeedsPostgreSQL("Analytics need PostgreSQL: this server runs on SQLite (the zero-setup default "
-                              "of make run), which records and lists usage but cannot sum it. Set DATABASE_URL "
-                              "to a PostgreSQL database.")
     analytics_rollup_catch_up(book_id=book.pk)  # every committed event counts, however recently recorded
     needed = scope.dimensions | ({"customer", "agent"} if segments is not None else set())
     by_source: dict[tuple[int, bool], dict] = {}
