@@ -20,19 +20,24 @@ from catalog.event_pricing import ServiceUsage
 from catalog.resolution import normalize_model, normalize_provider
 from config.core.clock import parse_instant
 from config.core.errors import ApiError, BadRequest
-from config.core.money import EXACT_DIGITS, EXACT_PLACES
+from config.core.money import EXACT_PLACES
 from config.core.serialization import UNSTORABLE_MESSAGE, unstorable
 from customers.models import Environment
 
 MAX_RECORDS = 100
 MAX_NAME_LENGTH = 255
-MAX_TOKENS = 2**62  # far beyond any real request, inside BIGINT
+# Numeric maxima of a record (docs/decisions/usage-recording.md "Numeric bounds"): a value beyond one fails its
+# record alone (`out_of_range`, not stored). Each keeps its column far from overflow (tokens: BIGINT; quantity:
+# 16 integer digits) and, with catalog.event_pricing.MAX_EVENT_COST, every sum the service stores.
+MAX_TOKENS = 10**12  # per token count: 100,000 times the largest context window
 TOKEN_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 # The top-level fields of the single-service shape: any of them beside `services` is the mixed shape, a 400
 # (contract.md "Record shapes"), so that nothing a client sends is dropped silently.
 SINGLE_SHAPE_FIELDS = ("model", "modelProvider", *TOKEN_FIELDS)
 ENVIRONMENTS = frozenset(Environment.values)
-MAX_QUANTITY = Decimal(10) ** (EXACT_DIGITS - EXACT_PLACES) - 1
+MAX_QUANTITY = Decimal(10**9)  # per record and per service part, with at most 12 decimal places
+OUT_OF_RANGE = "out_of_range"
+INVALID_RECORD = "invalid_record"
 
 
 class RecordDraft(NamedTuple):
@@ -57,6 +62,7 @@ class InvalidRecord:
     index: int
     errors: list[str]
     echo: dict  # customerExternalId / agentCode / signalName / model / modelProvider as sent (strings only)
+    code: str = INVALID_RECORD  # OUT_OF_RANGE when every error is a number beyond its maximum
 
 
 def check_request_shape(body) -> list[dict]:
@@ -95,9 +101,14 @@ class _Checker:
     def __init__(self, prefix: str = ""):
         self.prefix = prefix
         self.errors: list[str] = []
+        self.beyond_maximum = 0  # how many of the errors are numbers beyond their maximum
 
     def fail(self, name: str, message: str) -> None:
         self.errors.append(f"{self.prefix}{name}: {message}")
+
+    def too_large(self, name: str, maximum) -> None:
+        self.fail(name, f"Must be at most {maximum} (the documented maximum).")
+        self.beyond_maximum += 1
 
     def text(self, data: dict, name: str, *, required: bool, max_length: int = MAX_NAME_LENGTH) -> str | None:
         value = data.get(name)
@@ -139,7 +150,7 @@ class _Checker:
             self.fail(name, "Must be zero or more.")
             return None
         if value > MAX_TOKENS:
-            self.fail(name, "Is too large.")
+            self.too_large(name, MAX_TOKENS)
             return None
         return int(value)
 
@@ -167,7 +178,7 @@ class _Checker:
             self.fail(name, "Must be zero or more.")
             return None
         if number > MAX_QUANTITY:
-            self.fail(name, "Is too large.")
+            self.too_large(name, MAX_QUANTITY)
             return None
         if number.as_tuple().exponent < -EXACT_PLACES:
             self.fail(name, f"Ensure there are no more than {EXACT_PLACES} decimal places.")
@@ -228,6 +239,7 @@ def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | I
                 part_check = _Checker(prefix=f"services[{position}].")
                 part = part_check.service(raw)
                 check.errors.extend(part_check.errors)
+                check.beyond_maximum += part_check.beyond_maximum
                 if part is not None:
                     parts.append(part)
             services = tuple(parts)
@@ -243,7 +255,8 @@ def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | I
     if check.errors:
         echo = {name: data[name] for name in ("customerExternalId", "agentCode", "signalName", "model",
                                                "modelProvider") if isinstance(data.get(name), str)}
-        return InvalidRecord(index=index, errors=check.errors, echo=echo)
+        code = OUT_OF_RANGE if check.beyond_maximum == len(check.errors) else INVALID_RECORD
+        return InvalidRecord(index=index, errors=check.errors, echo=echo, code=code)
     return RecordDraft(
         index=index, customer_external_id=customer_external_id, agent_code=agent_code, signal_name=signal_name,
         quantity=quantity if quantity is not None else Decimal(1), usage_date=usage_date, services=services,

@@ -37,9 +37,9 @@ from matters.services import matters_attribute_new_events
 # billing (controls) hook their post-ingestion work here instead of billing importing them.
 usage_recorded = django.dispatch.Signal()
 
-# Codes of `results.failed[]` (docs/decisions/usage-recording.md): `invalid_record` (not stored, fix and
-# resend) here; `unknown_model` and `unpriced_usage` (stored with cost null) from catalog.event_pricing.
-INVALID_RECORD = "invalid_record"
+# Codes of `results.failed[]` (docs/decisions/usage-recording.md): `invalid_record` and `out_of_range` (not
+# stored, fix and resend) from billing.record_validation and, for a cost beyond the maximum,
+# catalog.event_pricing; `unknown_model` and `unpriced_usage` (stored with cost null) from catalog.event_pricing.
 
 
 @dataclass
@@ -104,11 +104,21 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
     drafts = [item for item in checked if isinstance(item, RecordDraft)]
     outcome = RecordingOutcome(processed=len(records))
     failures_by_index: dict[int, dict] = {
-        item.index: {"index": item.index, **item.echo, "code": INVALID_RECORD,
+        item.index: {"index": item.index, **item.echo, "code": item.code,
                      "message": item.errors, "stored": False}
         for item in checked if isinstance(item, InvalidRecord)
     }
     successes_by_index: dict[int, dict] = {}
+    if drafts:
+        # Priced before anything is written: an event costing more than the maximum is refused alone (not
+        # stored, nothing provisioned for it), like an invalid record.
+        prices = PriceList(resolve_services(book=book, pairs={part.key for d in drafts for part in d.services}))
+        priced_by_index = {d.index: price_event(d.services, prices) for d in drafts}
+        failures_by_index.update({
+            d.index: {"index": d.index, **_echo(d), "code": priced_by_index[d.index].failure_code,
+                      "message": priced_by_index[d.index].failure_message, "stored": False}
+            for d in drafts if not priced_by_index[d.index].storable})
+        drafts = [d for d in drafts if priced_by_index[d.index].storable]
     if drafts:
         with transaction.atomic():
             identities = identities_provision(
@@ -119,8 +129,6 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
                 internal_external_ids={d.customer_external_id for d in drafts if d.agent_code == CODING_AGENT_CODE},
             )
             _sort_signals_into_cost_categories(book, drafts, identities)
-            prices = PriceList(resolve_services(book=book, pairs={part.key for d in drafts for part in d.services}))
-            priced_by_index = {d.index: price_event(d.services, prices) for d in drafts}
             rows = [_event_row(d, identities, priced_by_index[d.index], event_id, raw_event_id)
                     for d, event_id, raw_event_id in zip(drafts, time_ordered_uuids(len(drafts)),
                                                          random_uuids(len(drafts)))]

@@ -14,6 +14,11 @@ from config.core.serialization import decimal_text
 
 UNKNOWN_MODEL = "unknown_model"
 UNPRICED_USAGE = "unpriced_usage"
+OUT_OF_RANGE = "out_of_range"
+# The most one event may cost, in USD (docs/decisions/usage-recording.md "Numeric bounds"): an event priced
+# beyond it (or with a part beyond it) is refused, not stored, so that event costs stay far inside their
+# column and the sums of a book's costs inside any column that holds them.
+MAX_EVENT_COST = Decimal(10**6)
 
 
 class ServiceUsage(NamedTuple):
@@ -57,9 +62,14 @@ class PricedPart(NamedTuple):
 
 class PricedEvent(NamedTuple):
     parts: tuple[PricedPart, ...]
-    total: Decimal | None  # None: unresolvable, the event needs a cost backfill
+    total: Decimal | None  # None: unresolvable (the event needs a cost backfill) or beyond MAX_EVENT_COST
     failure_code: str | None = None
     failure_message: list[str] | None = None
+
+    @property
+    def storable(self) -> bool:
+        """False for an event costing more than MAX_EVENT_COST: it is refused (`out_of_range`), never stored."""
+        return self.failure_code != OUT_OF_RANGE
 
     def services_json(self) -> list[dict]:
         """The parts of a multi-service event as stored on it, each with its own cost."""
@@ -80,6 +90,12 @@ def price_event(parts: Sequence[ServiceUsage], prices: PriceList) -> PricedEvent
     priced = [PricedPart(usage, prices.services.get(usage.key),
                          service_cost(prices.rates.get(usage.key), usage.engine_usage())) for usage in parts]
     total = event_total(part.cost for part in priced)
+    costly = [part for part in priced if part.cost is not None and part.cost > MAX_EVENT_COST]
+    if costly or (total is not None and total > MAX_EVENT_COST):
+        return PricedEvent(tuple(priced), None, OUT_OF_RANGE, [
+            f"usageCost: {decimal_text(total if total is not None else costly[0].cost)} USD is more than the "
+            f"{decimal_text(MAX_EVENT_COST)} USD one event may cost (the documented maximum); the record is not "
+            f"stored."])
     if total is not None:
         return PricedEvent(tuple(priced), total)
     unknown = [p.usage for p in priced if p.service is None]

@@ -11,7 +11,7 @@ from django.db.models import Q
 
 from config.core.ids import time_ordered_uuid
 from config.core.models import OrgOwned
-from config.core.money import ExactField
+from config.core.money import ExactField, SumField
 
 # Usage recorded under this agent code is the operator's own internal coding-agent spend (contract.md);
 # its customers are developers, identified by email, and never billed.
@@ -243,10 +243,13 @@ class UsageDailyRollup(OrgOwned):
     model = models.CharField(max_length=255, null=True, blank=True)
     event_count = models.BigIntegerField(default=0)
     unpriced_count = models.BigIntegerField(default=0)  # events with cost null (NEEDS_COST_BACKFILL)
-    quantity = ExactField(default=0)
-    cost = ExactField(default=0)  # summed usage_cost; unpriced events add 0
+    # Sums without a bound (`numeric`): a month row, or a day row summing every customer, grows with the
+    # ledger, so no per-record maximum could keep it within 16 integer digits (docs/decisions/usage-recording.md
+    # "Numeric bounds"); what the data holds can never make the rollup, or an analytics read, fail.
+    quantity = SumField(default=0)
+    cost = SumField(default=0)  # summed usage_cost; unpriced events add 0
     model_event_count = models.BigIntegerField(default=0)
-    model_cost = ExactField(default=0)
+    model_cost = SumField(default=0)
 
     class Meta:
         ordering = ["-day"]

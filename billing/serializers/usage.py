@@ -1,16 +1,19 @@
 from rest_framework import serializers
 
+from billing.record_validation import MAX_QUANTITY, MAX_TOKENS
+
 
 # --- POST /v1/usage/record (documentation of the shapes; the hot path validates in record_validation.py)
 
 class ServiceUsageIn(serializers.Serializer):
     model = serializers.CharField(max_length=255)
     modelProvider = serializers.CharField(max_length=255)
-    inputTokens = serializers.IntegerField(min_value=0, required=False)
-    outputTokens = serializers.IntegerField(min_value=0, required=False)
-    cacheReadTokens = serializers.IntegerField(min_value=0, required=False)
-    cacheWriteTokens = serializers.IntegerField(min_value=0, required=False)
-    quantity = serializers.DecimalField(max_digits=28, decimal_places=12, min_value=0, required=False)
+    inputTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    outputTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    cacheReadTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    cacheWriteTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    quantity = serializers.DecimalField(max_digits=28, decimal_places=12, min_value=0, max_value=MAX_QUANTITY,
+                                        required=False)
 
 
 class UsageRecordIn(serializers.Serializer):
@@ -19,12 +22,12 @@ class UsageRecordIn(serializers.Serializer):
     signalName = serializers.CharField(max_length=255)
     model = serializers.CharField(max_length=255, required=False, help_text="single-service shape")
     modelProvider = serializers.CharField(max_length=255, required=False, help_text="single-service shape")
-    inputTokens = serializers.IntegerField(min_value=0, required=False)
-    outputTokens = serializers.IntegerField(min_value=0, required=False)
-    cacheReadTokens = serializers.IntegerField(min_value=0, required=False)
-    cacheWriteTokens = serializers.IntegerField(min_value=0, required=False)
-    quantity = serializers.DecimalField(max_digits=28, decimal_places=12, min_value=0, required=False,
-                                        help_text="billable count of the signal; default 1")
+    inputTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    outputTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    cacheReadTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    cacheWriteTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    quantity = serializers.DecimalField(max_digits=28, decimal_places=12, min_value=0, max_value=MAX_QUANTITY,
+                                        required=False, help_text="billable count of the signal; default 1")
     usageDate = serializers.DateTimeField(required=False, help_text="ISO 8601; default now")
     metadata = serializers.DictField(required=False)
     environment = serializers.ChoiceField(choices=["production", "staging", "development", "testing"],
@@ -53,7 +56,7 @@ class RecordSuccessOut(serializers.Serializer):
 
 class RecordFailureOut(serializers.Serializer):
     index = serializers.IntegerField()
-    code = serializers.ChoiceField(choices=["invalid_record", "unknown_model", "unpriced_usage"])
+    code = serializers.ChoiceField(choices=["invalid_record", "out_of_range", "unknown_model", "unpriced_usage"])
     message = serializers.ListField(child=serializers.CharField())
     stored = serializers.BooleanField()
     eventId = serializers.UUIDField(required=False)

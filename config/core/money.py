@@ -20,6 +20,47 @@ def CentsField(**kwargs) -> models.DecimalField:
     return models.DecimalField(max_digits=CENTS_DIGITS, decimal_places=CENTS_PLACES, **kwargs)
 
 
+class UnboundedDecimalField(models.DecimalField):
+    """PostgreSQL `numeric` without precision or scale: any finite value, stored exactly as written. For values
+    with no natural bound: sums that grow with the ledger (the analytics rollup) and published rates, whose
+    digits are the source's. Django's DecimalField insists on both limits; this one has neither."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.pop("max_digits", None)
+        kwargs.pop("decimal_places", None)
+        super().__init__(*args, **kwargs)
+
+    def check(self, **kwargs):
+        return models.Field.check(self, **kwargs)
+
+    def db_type(self, connection):
+        return "numeric"
+
+    def cast_db_type(self, connection):
+        return "numeric"
+
+    @property
+    def validators(self):
+        return list(self.default_validators) + list(self._validators)
+
+    @property
+    def context(self):
+        return Context(prec=EXACT_DIGITS)
+
+    def formfield(self, **kwargs):
+        return super().formfield(**{"max_digits": None, "decimal_places": None, **kwargs})
+
+
+def SumField(**kwargs) -> UnboundedDecimalField:
+    """Sums of exact values over an unbounded number of events (a rollup's quantity and cost): never overflow."""
+    return UnboundedDecimalField(**kwargs)
+
+
+def RateField(**kwargs) -> UnboundedDecimalField:
+    """Catalog rates, with every digit the price source publishes (never rounded to 12 places)."""
+    return UnboundedDecimalField(**kwargs)
+
+
 def to_cents(amount: Decimal) -> Decimal:
     return amount.quantize(CENT, rounding=ROUND_HALF_UP)
 

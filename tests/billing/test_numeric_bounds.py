@@ -1,0 +1,134 @@
+"""Numeric bounds end to end (docs/decisions/usage-recording.md "Numeric bounds"): a record at the maximum of
+every numeric field is stored, priced, rolled up and read; one beyond a maximum fails alone (`out_of_range`,
+not stored) and nothing answers 500, not the next batch, not analytics, not the scheduled jobs."""
+from datetime import datetime, timezone
+from decimal import Decimal as D
+
+import pytest
+from django.core.management import call_command
+
+from billing.record_validation import MAX_QUANTITY, MAX_TOKENS
+from catalog.event_pricing import MAX_EVENT_COST
+from customers.models import Customer, UsageEvent
+from customers.rollup import analytics_rollup_rebuild
+from tests.factories import ServiceEntryFactory, UsageEventFactory
+
+pytestmark = pytest.mark.django_db
+
+DAY = "2026-11-02"
+
+
+@pytest.fixture
+def cheap_llm(db):
+    """Every token at $0.25 per million: four counts at their maximum cost exactly the event maximum."""
+    rate = MAX_EVENT_COST / (4 * MAX_TOKENS)
+    return ServiceEntryFactory(canonical_name="bound-llm", provider="boundai", input_cost=rate, output_cost=rate,
+                               cache_read_cost=rate, cache_write_cost=rate)
+
+
+@pytest.fixture
+def per_unit(db):
+    """$0.001 per request: the maximum quantity costs the event maximum."""
+    return ServiceEntryFactory(canonical_name="bound-api", provider="boundapi", input_cost=MAX_EVENT_COST / MAX_QUANTITY,
+                               cost_unit="request", service_type="search", is_api=True)
+
+
+@pytest.fixture
+def free_api(db):
+    return ServiceEntryFactory(canonical_name="free-api", provider="boundapi", input_cost=D(0), cost_unit="request",
+                               service_type="search", is_api=True)
+
+
+def at_maximum(cheap_llm, per_unit, customer="cust-max"):
+    llm = {"model": cheap_llm.canonical_name, "modelProvider": cheap_llm.provider, "inputTokens": MAX_TOKENS,
+           "outputTokens": MAX_TOKENS, "cacheReadTokens": MAX_TOKENS, "cacheWriteTokens": MAX_TOKENS}
+    base = {"customerExternalId": customer, "agentCode": "bot", "signalName": "jobs", "usageDate": f"{DAY}T12:00:00Z"}
+    return [
+        {**base, **llm, "quantity": MAX_QUANTITY},
+        {**base, "model": per_unit.canonical_name, "modelProvider": per_unit.provider, "quantity": MAX_QUANTITY},
+        {**base, "quantity": MAX_QUANTITY, "services": [
+            {**llm}, {"model": "free-api", "modelProvider": "boundapi", "quantity": MAX_QUANTITY}]},
+    ]
+
+
+def post(api, records):
+    resp = api.post("/v1/usage/record", {"records": records})
+    assert resp.status_code == 200, resp.content
+    return resp.json()
+
+
+def test_records_at_every_maximum_are_stored_and_the_next_batch_and_analytics_still_answer(
+        api, cheap_llm, per_unit, free_api):
+    first = post(api, at_maximum(cheap_llm, per_unit))
+    assert (first["successful"], first["failed"]) == (3, 0), first
+    assert [entry["totalCostUsd"] for entry in first["results"]["success"]] == ["1000000"] * 3
+    second = post(api, at_maximum(cheap_llm, per_unit) + at_maximum(cheap_llm, per_unit, customer="cust-other"))
+    assert (second["successful"], second["failed"]) == (6, 0)
+
+    usage = api.get("/v1/analytics/usage", {"startDate": DAY, "endDate": DAY})
+    assert usage.status_code == 200, usage.content
+    summary = usage.json()["summary"]
+    assert (summary["totalEvents"], D(str(summary["totalQuantity"])), D(str(summary["totalCost"]))) \
+        == (9, 9 * MAX_QUANTITY, 9 * MAX_EVENT_COST)
+    cost = api.get("/v1/analytics/cost", {"startDate": DAY, "endDate": DAY})
+    assert cost.status_code == 200, cost.content
+    assert D(str(cost.json()["cost"])) == 9 * MAX_EVENT_COST
+    call_command("run_scheduled_jobs", stdout=open("/dev/null", "w"))
+
+
+@pytest.mark.parametrize("beyond, message", [
+    ({"inputTokens": MAX_TOKENS + 1}, f"inputTokens: Must be at most {MAX_TOKENS} (the documented maximum)."),
+    ({"cacheWriteTokens": 2**63}, f"cacheWriteTokens: Must be at most {MAX_TOKENS} (the documented maximum)."),
+    ({"quantity": str(MAX_QUANTITY + D("0.000000000001"))},
+     f"quantity: Must be at most {MAX_QUANTITY} (the documented maximum)."),
+    ({"quantity": 10**16}, f"quantity: Must be at most {MAX_QUANTITY} (the documented maximum)."),
+    ({"services": [{"model": "bound-llm", "modelProvider": "boundai", "outputTokens": MAX_TOKENS + 1}],
+      "model": None, "modelProvider": None},
+     f"services[0].outputTokens: Must be at most {MAX_TOKENS} (the documented maximum)."),
+])
+def test_a_record_beyond_a_maximum_fails_alone_as_out_of_range(api, cheap_llm, per_unit, free_api, beyond, message):
+    records = at_maximum(cheap_llm, per_unit)
+    records[0] = {**records[0], **beyond}
+    records[0] = {name: value for name, value in records[0].items() if value is not None}
+    if "services" in beyond:
+        records[0] = {name: value for name, value in records[0].items() if not name.endswith("Tokens")}
+    body = post(api, records)
+    assert (body["successful"], body["failed"]) == (2, 1)
+    failure = body["results"]["failed"][0]
+    assert (failure["index"], failure["code"], failure["stored"], failure["message"]) \
+        == (0, "out_of_range", False, [message])
+    assert UsageEvent.objects.count() == 2
+    assert api.get("/v1/analytics/usage", {"startDate": DAY, "endDate": DAY}).status_code == 200
+
+
+def test_an_event_costing_more_than_the_maximum_fails_alone_and_provisions_nothing(api, cheap_llm, per_unit,
+                                                                                 free_api):
+    expensive = {"customerExternalId": "cust-expensive", "agentCode": "bot", "signalName": "jobs",
+                 "model": "gpt-4o", "modelProvider": "openai", "outputTokens": MAX_TOKENS}  # $10 per million
+    body = post(api, [expensive, *at_maximum(cheap_llm, per_unit)[1:]])
+    assert (body["successful"], body["failed"]) == (2, 1)
+    failure = body["results"]["failed"][0]
+    assert (failure["code"], failure["stored"]) == ("out_of_range", False)
+    assert failure["message"] == ["usageCost: 10000000 USD is more than the 1000000 USD one event may cost (the "
+                                  "documented maximum); the record is not stored."]
+    assert not Customer.objects.filter(external_id="cust-expensive").exists()
+
+
+def test_a_mix_of_invalid_and_out_of_range_fields_is_an_invalid_record(api, cheap_llm, per_unit, free_api):
+    record = {**at_maximum(cheap_llm, per_unit)[0], "inputTokens": MAX_TOKENS + 1, "outputTokens": -1}
+    failure = post(api, [record])["results"]["failed"][0]
+    assert (failure["code"], failure["stored"]) == ("invalid_record", False)
+
+
+def test_the_rollup_and_analytics_hold_sums_past_any_column_of_an_event(api, book):
+    """Events at the largest cost their column holds: their sum (3 x 10^16 - 3) is past 16 integer digits, and
+    the rollup and the reads keep it exact."""
+    biggest = D(10**16) - 1
+    when = datetime(2026, 11, 2, 12, tzinfo=timezone.utc)
+    events = [UsageEventFactory(book=book, usage_date=when, usage_cost=biggest, quantity=biggest) for _ in range(3)]
+    customer = events[0].customer
+    UsageEvent.objects.filter(pk__in=[e.pk for e in events[1:]]).update(customer=customer)
+    analytics_rollup_rebuild(book=book)
+    summary = api.get("/v1/analytics/usage", {"startDate": DAY, "endDate": DAY}).json()["summary"]
+    assert (D(str(summary["totalCost"])), D(str(summary["totalQuantity"]))) == (3 * biggest, 3 * biggest)
+    call_command("run_scheduled_jobs", stdout=open("/dev/null", "w"))
