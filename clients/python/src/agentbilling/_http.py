@@ -1,0 +1,233 @@
+"""One HTTP exchange with the service, and when to try it again.
+
+Which failures are retried (spec §7):
+- 429: always (the rate limiter refuses a request before it does anything), after `Retry-After`;
+- 502, 503, 504 and connection errors: transient; retried for reads, for usage records (every record carries
+  an idempotency key, so a replay stores nothing twice) and for writes only when the answer says nothing
+  ran (`503 auth_unavailable`: the key could not be checked);
+- 500: "retry once", for reads and usage records;
+- every other 4xx: never (the same request fails the same way).
+"""
+from __future__ import annotations
+
+import os
+import random
+import time
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal
+from email.utils import parsedate_to_datetime
+from typing import Any, Mapping
+from uuid import UUID
+
+import httpx
+
+from agentbilling import _json
+from agentbilling.errors import APIConnectionError, APIError, error_class
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8000"
+API_KEY_ENV, BASE_URL_ENV = "AGENTBILLING_API_KEY", "AGENTBILLING_BASE_URL"
+TRANSIENT_STATUSES = frozenset({502, 503, 504})
+USER_AGENT = "agentbilling-python/0.1.0"
+
+
+def resolve_settings(api_key: str | None, base_url: str | None) -> tuple[str, str]:
+    api_key = api_key or os.environ.get(API_KEY_ENV)
+    if not api_key:
+        raise ValueError(f"No API key: pass api_key= or set {API_KEY_ENV}.")
+    base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
+    return api_key, base_url
+
+
+def default_headers(api_key: str) -> dict[str, str]:
+    return {"x-api-key": api_key, "Accept": "application/json", "User-Agent": USER_AGENT}
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long to wait between attempts: `Retry-After` when the service sends one (capped at
+    `max_retry_after`), else exponential backoff from `backoff_base` doubling up to `backoff_max`, with jitter
+    (a random factor between 0.5 and 1) so that many clients do not retry in step."""
+
+    max_retries: int = 2  # extra attempts after the first, for the typed client's calls
+    backoff_base: float = 0.5
+    backoff_max: float = 30.0
+    max_retry_after: float = 120.0
+    server_error_retries: int = 1  # 500 is retried this many times ("retry once")
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.max_retry_after)
+        ceiling = min(self.backoff_max, self.backoff_base * (2 ** attempt))
+        return ceiling * (0.5 + random.random() / 2)
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """`Retry-After` as seconds: a number, or an HTTP date."""
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        moment = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(moment.timestamp() - time.time(), 0.0)
+
+
+def query_params(params: Mapping[str, Any] | None) -> dict[str, str]:
+    """Query values as the service reads them: booleans `true`/`false`, Decimals by their digits, instants
+    ISO 8601; None leaves a parameter out."""
+    out: dict[str, str] = {}
+    for name, value in (params or {}).items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            out[name] = "true" if value else "false"
+        elif isinstance(value, Decimal):
+            out[name] = _json.decimal_text(value)
+        elif isinstance(value, datetime):
+            out[name] = _json.instant_text(value)
+        elif isinstance(value, (date, UUID)):
+            out[name] = str(value)
+        else:
+            out[name] = str(value)
+    return out
+
+
+def error_from_response(response: httpx.Response) -> APIError:
+    body: Any = None
+    message: str | list[str] = response.reason_phrase or f"HTTP {response.status_code}"
+    code = None
+    try:
+        body = _json.loads(response.content) if response.content else None
+    except ValueError:
+        body = response.text
+    if isinstance(body, dict):
+        message = body.get("message", message)
+        code = body.get("code")
+    cls = error_class(response.status_code, code)
+    return cls(response.status_code, message, code, body=body, headers=response.headers,
+               retry_after=retry_after_seconds(response.headers))
+
+
+def should_retry(error: Exception, *, attempt: int, policy: RetryPolicy, method: str, replay_safe: bool) -> bool:
+    """Whether the request that failed with `error` on try number `attempt` (0-based) may be sent again.
+    `replay_safe`: sending it twice does no harm (reads; usage records with idempotency keys)."""
+    if attempt >= policy.max_retries:
+        return False
+    if isinstance(error, APIConnectionError):
+        return replay_safe
+    if not isinstance(error, APIError):
+        return False
+    if error.status == 429:
+        return True
+    if error.status == 503 and error.code == "auth_unavailable":
+        return True  # the key could not be checked: nothing ran
+    if error.status in TRANSIENT_STATUSES:
+        return replay_safe
+    if error.status == 500:
+        return replay_safe and attempt < policy.server_error_retries
+    return False
+
+
+def is_replay_safe(method: str) -> bool:
+    return method in ("GET", "HEAD", "OPTIONS")
+
+
+class SyncTransport:
+    """A connection pool to one service with one key; `request` returns the response or raises."""
+
+    def __init__(self, api_key: str | None = None, base_url: str | None = None, *, timeout: float = 30.0,
+                 policy: RetryPolicy | None = None, http_client: httpx.Client | None = None, sleep=time.sleep):
+        self.api_key, self.base_url = resolve_settings(api_key, base_url)
+        self.policy = policy or RetryPolicy()
+        self._owns_client = http_client is None
+        self.http = http_client or httpx.Client(timeout=timeout)
+        self.headers = default_headers(self.api_key)
+        self.sleep = sleep
+
+    def send_once(self, method: str, path: str, *, params=None, body: Any = None) -> httpx.Response:
+        """One attempt; an error status or a connection failure raises."""
+        headers = self.headers
+        content = None
+        if body is not None:
+            content = _json.dumps(body)
+            headers = {**headers, "Content-Type": "application/json"}
+        try:
+            response = self.http.request(method, self.base_url + path, params=query_params(params),
+                                         content=content, headers=headers)
+        except httpx.TransportError as failure:
+            raise APIConnectionError(f"{method} {path}: {failure.__class__.__name__}: {failure}") from failure
+        if response.status_code >= 400:
+            raise error_from_response(response)
+        return response
+
+    def request(self, method: str, path: str, *, params=None, body: Any = None,
+                replay_safe: bool | None = None) -> httpx.Response:
+        replay_safe = is_replay_safe(method) if replay_safe is None else replay_safe
+        attempt = 0
+        while True:
+            try:
+                return self.send_once(method, path, params=params, body=body)
+            except (APIError, APIConnectionError) as error:
+                if not should_retry(error, attempt=attempt, policy=self.policy, method=method,
+                                    replay_safe=replay_safe):
+                    raise
+                self.sleep(self.policy.delay(attempt, getattr(error, "retry_after", None)))
+                attempt += 1
+
+    def close(self) -> None:
+        if self._owns_client:
+            self.http.close()
+
+
+class AsyncTransport:
+    """The asyncio twin of SyncTransport."""
+
+    def __init__(self, api_key: str | None = None, base_url: str | None = None, *, timeout: float = 30.0,
+                 policy: RetryPolicy | None = None, http_client: httpx.AsyncClient | None = None, sleep=None):
+        import asyncio
+
+        self.api_key, self.base_url = resolve_settings(api_key, base_url)
+        self.policy = policy or RetryPolicy()
+        self._owns_client = http_client is None
+        self.http = http_client or httpx.AsyncClient(timeout=timeout)
+        self.headers = default_headers(self.api_key)
+        self.sleep = sleep or asyncio.sleep
+
+    async def send_once(self, method: str, path: str, *, params=None, body: Any = None) -> httpx.Response:
+        headers = self.headers
+        content = None
+        if body is not None:
+            content = _json.dumps(body)
+            headers = {**headers, "Content-Type": "application/json"}
+        try:
+            response = await self.http.request(method, self.base_url + path, params=query_params(params),
+                                               content=content, headers=headers)
+        except httpx.TransportError as failure:
+            raise APIConnectionError(f"{method} {path}: {failure.__class__.__name__}: {failure}") from failure
+        if response.status_code >= 400:
+            raise error_from_response(response)
+        return response
+
+    async def request(self, method: str, path: str, *, params=None, body: Any = None,
+                      replay_safe: bool | None = None) -> httpx.Response:
+        replay_safe = is_replay_safe(method) if replay_safe is None else replay_safe
+        attempt = 0
+        while True:
+            try:
+                return await self.send_once(method, path, params=params, body=body)
+            except (APIError, APIConnectionError) as error:
+                if not should_retry(error, attempt=attempt, policy=self.policy, method=method,
+                                    replay_safe=replay_safe):
+                    raise
+                await self.sleep(self.policy.delay(attempt, getattr(error, "retry_after", None)))
+                attempt += 1
+
+    async def aclose(self) -> None:
+        if self._owns_client:
+            await self.http.aclose()

@@ -1,0 +1,185 @@
+"""What the integrations share: the default recorder, turning one model call into a record, and reading
+fields from provider objects (SDK models or plain dicts)."""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from agentbilling.context import BillingContext, ModelCall, current_billing_context
+
+logger = logging.getLogger("agentbilling")
+
+_default_recorder = None
+_default_lock = threading.Lock()
+_warned: set[str] = set()
+
+
+def init(api_key: str | None = None, *, base_url: str | None = None, **options):
+    """Create the default `Recorder` that instrumented clients use when given none (options as Recorder's).
+    Without it, the first instrumented call makes one from $AGENTBILLING_API_KEY and $AGENTBILLING_BASE_URL."""
+    global _default_recorder
+    from agentbilling.recorder import Recorder
+
+    with _default_lock:
+        if _default_recorder is not None:
+            _default_recorder.close()
+        _default_recorder = Recorder(api_key, base_url=base_url, **options)
+        return _default_recorder
+
+
+def set_default_recorder(recorder) -> None:
+    global _default_recorder
+    with _default_lock:
+        _default_recorder = recorder
+
+
+def default_recorder():
+    global _default_recorder
+    with _default_lock:
+        if _default_recorder is None:
+            from agentbilling.recorder import Recorder
+
+            _default_recorder = Recorder()
+        return _default_recorder
+
+
+def recorder_for(context: BillingContext | None, recorder=None):
+    return (context.recorder if context and context.recorder else None) or recorder or default_recorder()
+
+
+def field(source: Any, name: str, default: Any = None) -> Any:
+    """`source.name` or `source[name]`: SDK objects and dicts alike."""
+    if source is None:
+        return default
+    if isinstance(source, dict):
+        value = source.get(name, default)
+    else:
+        value = getattr(source, name, default)
+    return default if value is None else value
+
+
+def whole(value: Any) -> int:
+    try:
+        return max(int(value or 0), 0)
+    except (TypeError, ValueError):
+        return 0
+
+
+def _warn_once(key: str, message: str, *args) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning(message, *args)
+
+
+def emit(call: ModelCall | None, *, context: BillingContext | None = None, recorder=None,
+         signal_name: str | None = None) -> None:
+    """Record one model call under the caller's context: into its open outcome, or as its own cost event.
+    Never raises into the caller's code (a call without a context is skipped with one warning)."""
+    if call is None:
+        return
+    context = context if context is not None else current_billing_context()
+    try:
+        if context is not None and context.outcome is not None:
+            context.outcome.add(call)
+            return
+        signal = signal_name or (context.signalName if context else None)
+        customer = context.customerExternalId if context else None
+        agent = context.agentCode if context else None
+        if not (customer and agent and signal):
+            _warn_once("no-context", "agentbilling: a %s call ran outside billing_context(customerExternalId=, "
+                       "agentCode=, signalName=): not recorded", call.modelProvider)
+            return
+        recorder_for(context, recorder).record(
+            customerExternalId=customer, agentCode=agent, signalName=signal, model=call.model,
+            modelProvider=call.modelProvider, inputTokens=call.inputTokens, outputTokens=call.outputTokens,
+            cacheReadTokens=call.cacheReadTokens, cacheWriteTokens=call.cacheWriteTokens,
+            metadata=dict(context.metadata) or None, environment=context.environment)
+    except Exception:
+        logger.exception("agentbilling: could not record a %s call", call.modelProvider)
+
+
+class StreamProxy:
+    """Wraps a provider's stream: passes every chunk through, feeds it to `observe(chunk)`, and calls
+    `finish()` once, when the stream ends or is closed."""
+
+    def __init__(self, stream, observe, finish):
+        self._stream, self._observe, self._finish = stream, observe, finish
+        self._done = False
+        self._iterator = None
+
+    def _end(self):
+        if not self._done:
+            self._done = True
+            try:
+                self._finish()
+            except Exception:
+                logger.exception("agentbilling: could not record a streamed call")
+
+    def _see(self, chunk):
+        try:
+            self._observe(chunk)
+        except Exception:
+            logger.exception("agentbilling: could not read a stream chunk's usage")
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._iterator is None:
+            self._iterator = iter(self._stream)
+        try:
+            chunk = next(self._iterator)
+        except StopIteration:
+            self._end()
+            raise
+        self._see(chunk)
+        return chunk
+
+    def __aiter__(self):
+        return self
+
+    async def __anext__(self):
+        if self._iterator is None:
+            self._iterator = self._stream.__aiter__()
+        try:
+            chunk = await self._iterator.__anext__()
+        except StopAsyncIteration:
+            self._end()
+            raise
+        self._see(chunk)
+        return chunk
+
+    def __enter__(self):
+        if hasattr(self._stream, "__enter__"):
+            self._stream.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            if hasattr(self._stream, "__exit__"):
+                return self._stream.__exit__(*exc)
+        finally:
+            self._end()
+
+    async def __aenter__(self):
+        if hasattr(self._stream, "__aenter__"):
+            await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc):
+        try:
+            if hasattr(self._stream, "__aexit__"):
+                return await self._stream.__aexit__(*exc)
+        finally:
+            self._end()
+
+    def close(self):
+        try:
+            if hasattr(self._stream, "close"):
+                return self._stream.close()
+        finally:
+            self._end()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)

@@ -1,0 +1,174 @@
+"""Anthropic: record one event per model call made through an `anthropic.Anthropic` / `AsyncAnthropic`
+client.
+
+    from anthropic import Anthropic
+    from agentbilling.integrations.anthropic import instrument_anthropic
+
+    client = instrument_anthropic(Anthropic())
+
+Instrumented on the client instance given: `messages.create`, streamed (`stream=True`) or not, and the
+`messages.stream(...)` helper (recorded when its `with` block ends). `with_raw_response` calls are not
+instrumented.
+
+Tokens: Anthropic's `input_tokens` already excludes the cache, which it reports apart, so
+`inputTokens = input_tokens`, `cacheReadTokens = cache_read_input_tokens`,
+`cacheWriteTokens = cache_creation_input_tokens`, `outputTokens = output_tokens`. A stream's usage comes from
+`message_start` (input and cache counts) and the last `message_delta` (cumulative output, and any input or
+cache counts it repeats). `modelProvider` is `anthropic` (`bedrock` for `AnthropicBedrock`, `vertex_ai` for
+`AnthropicVertex`; override with `model_provider=`).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, TypeVar
+
+from agentbilling.context import ModelCall, current_billing_context
+from agentbilling.instrumentation import StreamProxy, emit, field, whole
+
+T = TypeVar("T")
+COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def provider_of(client) -> str:
+    name = type(client).__name__.lower()
+    if "bedrock" in name:
+        return "bedrock"
+    if "vertex" in name:
+        return "vertex_ai"
+    return "anthropic"
+
+
+def call_from_usage(usage: Any, *, model: str, provider: str) -> ModelCall:
+    return ModelCall(model=model, modelProvider=provider, inputTokens=whole(field(usage, "input_tokens")),
+                     outputTokens=whole(field(usage, "output_tokens")),
+                     cacheReadTokens=whole(field(usage, "cache_read_input_tokens")),
+                     cacheWriteTokens=whole(field(usage, "cache_creation_input_tokens")))
+
+
+def model_call(message: Any, *, provider: str, requested_model: str | None = None) -> ModelCall | None:
+    usage = field(message, "usage")
+    model = field(message, "model") or requested_model
+    if usage is None or not model:
+        return None
+    return call_from_usage(usage, model=model, provider=provider)
+
+
+class _StreamUsage:
+    """Adds up a message stream's events into one usage."""
+
+    def __init__(self, requested_model: str | None):
+        self.model = requested_model
+        self.counts: dict[str, int] = {}
+        self.started = False
+
+    def observe(self, event: Any) -> None:
+        kind = field(event, "type")
+        if kind == "message_start":
+            message = field(event, "message")
+            self.model = field(message, "model") or self.model
+            self._take(field(message, "usage"))
+            self.started = True
+        elif kind == "message_delta":
+            self._take(field(event, "usage"))
+
+    def _take(self, usage: Any) -> None:
+        for name in COUNTS:  # counts are cumulative: the latest non-null value is the total
+            value = field(usage, name)
+            if value is not None:
+                self.counts[name] = whole(value)
+
+    def call(self, provider: str) -> ModelCall | None:
+        if not self.started or not self.model:
+            return None
+        return call_from_usage(self.counts, model=self.model, provider=provider)
+
+
+def _wrap_create(create, *, provider: str, recorder, signal_name: str | None):
+    def handle(result, context, requested_model, streamed):
+        if streamed:
+            usage = _StreamUsage(requested_model)
+            return StreamProxy(result, usage.observe, lambda: emit(usage.call(provider), context=context,
+                                                                    recorder=recorder, signal_name=signal_name))
+        emit(model_call(result, provider=provider, requested_model=requested_model), context=context,
+             recorder=recorder, signal_name=signal_name)
+        return result
+
+    if inspect.iscoroutinefunction(create):
+        @functools.wraps(create)
+        async def async_wrapper(*args, **kwargs):
+            context = current_billing_context()
+            result = await create(*args, **kwargs)
+            return handle(result, context, kwargs.get("model"), bool(kwargs.get("stream")))
+        async_wrapper._agentbilling_original = create
+        return async_wrapper
+
+    @functools.wraps(create)
+    def wrapper(*args, **kwargs):
+        context = current_billing_context()
+        result = create(*args, **kwargs)
+        return handle(result, context, kwargs.get("model"), bool(kwargs.get("stream")))
+    wrapper._agentbilling_original = create
+    return wrapper
+
+
+class _StreamManagerProxy:
+    """`messages.stream(...)` returns a manager; record the final snapshot's usage when its block ends."""
+
+    def __init__(self, manager, record):
+        self._manager, self._record, self._stream = manager, record, None
+
+    def __enter__(self):
+        self._stream = self._manager.__enter__()
+        return self._stream
+
+    def __exit__(self, *exc):
+        try:
+            return self._manager.__exit__(*exc)
+        finally:
+            self._record(self._stream)
+
+    async def __aenter__(self):
+        self._stream = await self._manager.__aenter__()
+        return self._stream
+
+    async def __aexit__(self, *exc):
+        try:
+            return await self._manager.__aexit__(*exc)
+        finally:
+            self._record(self._stream)
+
+    def __getattr__(self, name):
+        return getattr(self._manager, name)
+
+
+def _wrap_stream(stream_method, *, provider: str, recorder, signal_name: str | None):
+    @functools.wraps(stream_method)
+    def wrapper(*args, **kwargs):
+        context = current_billing_context()
+
+        def record(stream):
+            snapshot = getattr(stream, "current_message_snapshot", None) if stream is not None else None
+            emit(model_call(snapshot, provider=provider, requested_model=kwargs.get("model")), context=context,
+                 recorder=recorder, signal_name=signal_name)
+
+        return _StreamManagerProxy(stream_method(*args, **kwargs), record)
+    wrapper._agentbilling_original = stream_method
+    return wrapper
+
+
+def instrument_anthropic(client: T, recorder=None, *, signal_name: str | None = None,
+                         model_provider: str | None = None) -> T:
+    """Instrument this client (returned). Calls are recorded with the current `billing_context` into
+    `recorder` (default: the package's default recorder); `signal_name` overrides the context's signal."""
+    provider = model_provider or provider_of(client)
+    messages = getattr(client, "messages", None)
+    if messages is None:
+        return client
+    create = getattr(messages, "create", None)
+    if create is not None and not hasattr(create, "_agentbilling_original"):
+        messages.create = _wrap_create(create, provider=provider, recorder=recorder, signal_name=signal_name)
+    stream = getattr(messages, "stream", None)
+    if stream is not None and not hasattr(stream, "_agentbilling_original"):
+        messages.stream = _wrap_stream(stream, provider=provider, recorder=recorder, signal_name=signal_name)
+    return client

@@ -1,0 +1,106 @@
+"""The client's tests run it against the live service, not against mocks of the API: one live server (the
+WSGI application on a real port, as pytest-django's `live_server` runs it) for the whole session, on the
+test database in autocommit. Each test gets its own organization and key (`service`), so tests see only
+their own data without a database flush after each one (a flush costs seconds; the tests would spend most
+of their time there). At the end of the session the database is flushed once and the data loaded by
+migrations (the catalog) is put back, as after a `serialized_rollback` test.
+"""
+import os
+import uuid
+from dataclasses import dataclass
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+from django.db import connection, connections
+from pytest_django.live_server_helper import LiveServer
+
+from catalog.models import ServiceEntry
+from config.accounts.services import api_key_mint, member_ensure
+from tests.factories import OrganizationFactory, book_of
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM must not fetch its price map
+
+D = Decimal
+
+# Catalog rates the tests price with (USD per token), used when the catalog lacks the model; expected costs
+# are computed from whatever rates the catalog row holds (`llm_cost`).
+RATES = {
+    ("openai", "gpt-4o-mini"): dict(input_cost=D("0.00000015"), output_cost=D("0.0000006"),
+                                    cache_read_cost=D("0.000000075"), cache_write_cost=None),
+    ("anthropic", "claude-sonnet-4-5"): dict(input_cost=D("0.000003"), output_cost=D("0.000015"),
+                                             cache_read_cost=D("0.0000003"), cache_write_cost=D("0.00000375")),
+}
+
+
+@dataclass
+class Service:
+    url: str
+    key: str
+    org: object
+    book: object
+
+    def __iter__(self):  # url, key = service
+        return iter((self.url, self.key))
+
+    def key_for(self, role="owner", key_type="secret", scope="full") -> str:
+        membership = member_ensure(organization=self.org, email=f"{role}-{uuid.uuid4().hex[:6]}@client.example.com",
+                                   role=role)
+        return api_key_mint(membership=membership, key_type=key_type, environment="test", scope=scope)[1]
+
+
+@pytest.fixture(scope="session")
+def live_service(django_db_setup, django_db_blocker):
+    with django_db_blocker.unblock():
+        server = LiveServer("127.0.0.1:0")
+        server._live_server_modified_settings.enable()
+        try:
+            yield server
+        finally:
+            server.stop()
+            server._live_server_modified_settings.disable()
+            _reset_database()
+
+
+def _reset_database():
+    connections.close_all()
+    call_command("flush", interactive=False, verbosity=0, inhibit_post_migrate=True)
+    serialized = getattr(connection, "_test_serialized_contents", None)
+    if serialized:  # the migrations' data, serialized for the transactional test in test_recorder.py
+        connection.creation.deserialize_db_from_string(serialized)
+
+
+@pytest.fixture
+def service(live_service, django_db_blocker, priced_models):
+    """The live service's URL and an owner's secret key for a fresh organization (its test book)."""
+    with django_db_blocker.unblock():
+        org = OrganizationFactory(name=f"Client test {uuid.uuid4().hex[:8]}")
+        service = Service(url=live_service.url, key="", org=org, book=book_of(org, "test"))
+        service.key = service.key_for()
+        yield service
+
+
+@pytest.fixture
+def database(django_db_blocker):
+    """Database access for the test's own checks (the data is committed by the live service)."""
+    with django_db_blocker.unblock():
+        yield
+
+
+@pytest.fixture(scope="session")
+def priced_models(live_service, django_db_blocker):
+    with django_db_blocker.unblock():
+        for (provider, name), rates in RATES.items():
+            ServiceEntry.objects.get_or_create(
+                provider=provider, canonical_name=name,
+                defaults=dict(external_id=f"client-test:{provider}/{name}", display_name=name, service_type="chat",
+                              cost_unit="token", source="curated", is_api=False, is_active=True, **rates))
+
+
+def llm_cost(provider: str, model: str, *, input=0, output=0, cache_read=0, cache_write=0) -> Decimal:
+    """What the service charges for these tokens with the catalog row's own rates (no long-context tier)."""
+    entry = ServiceEntry.objects.get(provider=provider, canonical_name=model)
+    cache_read_rate = entry.input_cost if entry.cache_read_cost is None else entry.cache_read_cost
+    cache_write_rate = entry.input_cost if entry.cache_write_cost is None else entry.cache_write_cost
+    return (input * entry.input_cost + output * entry.output_cost + cache_read * cache_read_rate
+            + cache_write * cache_write_rate)
