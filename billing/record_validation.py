@@ -21,7 +21,7 @@ from catalog.resolution import normalize_model, normalize_provider
 from config.core.clock import parse_instant
 from config.core.errors import ApiError, BadRequest
 from config.core.money import EXACT_PLACES
-from config.core.serialization import UNSTORABLE_MESSAGE, unstorable
+from config.core.serialization import SURROGATE_MESSAGE, text_problem, unstorable_reason
 from customers.models import Environment
 
 MAX_RECORDS = 100
@@ -114,7 +114,7 @@ class _Checker:
         value = data.get(name)
         if value.__class__ is str:  # the usual case first: every check passes
             stripped = value.strip()
-            if stripped and len(stripped) <= max_length and "\x00" not in stripped:
+            if stripped and len(stripped) <= max_length and "\x00" not in stripped and stripped.isascii():
                 return stripped
         if value is None:
             if required:
@@ -127,8 +127,9 @@ class _Checker:
         if not value:
             self.fail(name, "May not be blank.")
             return None
-        if "\x00" in value:
-            self.fail(name, "Must not contain NUL (\\u0000) characters.")
+        problem = text_problem(value)  # a NUL or an unpaired surrogate: PostgreSQL cannot store the record
+        if problem:
+            self.fail(name, problem)
             return None
         if len(value) > max_length:
             self.fail(name, f"Ensure this field has no more than {max_length} characters.")
@@ -213,7 +214,7 @@ def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | I
         except ApiError:
             check.fail("usageDate", "Not a valid ISO 8601 date or timestamp.")
     environment = data.get("environment")
-    if environment is not None and environment not in ENVIRONMENTS:
+    if environment is not None and (environment.__class__ is not str or environment not in ENVIRONMENTS):
         check.fail("environment", f"Must be one of {', '.join(sorted(ENVIRONMENTS))}.")
     idempotency_key = check.text(data, "idempotencyKey", required=False)
     metadata = data.get("metadata")
@@ -221,8 +222,11 @@ def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | I
         metadata = {}
     elif not isinstance(metadata, dict):
         check.fail("metadata", "Must be an object.")
-    elif unstorable(metadata):
-        check.fail("metadata", UNSTORABLE_MESSAGE)
+    else:
+        reason = unstorable_reason(metadata)
+        if reason:
+            where, problem = reason
+            check.fail(f"metadata.{where}" if where else "metadata", problem)
 
     services: tuple[ServiceUsage, ...] = ()
     is_multi_service = data.get("services") is not None
@@ -253,8 +257,10 @@ def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | I
                                      quantity=quantity if quantity is not None else Decimal(1)),)
 
     if check.errors:
+        # Echoed as sent, unless the text cannot be written as UTF-8 JSON (an unpaired surrogate).
         echo = {name: data[name] for name in ("customerExternalId", "agentCode", "signalName", "model",
-                                               "modelProvider") if isinstance(data.get(name), str)}
+                                               "modelProvider")
+                if isinstance(data.get(name), str) and text_problem(data[name]) != SURROGATE_MESSAGE}
         code = OUT_OF_RANGE if check.beyond_maximum == len(check.errors) else INVALID_RECORD
         return InvalidRecord(index=index, errors=check.errors, echo=echo, code=code)
     return RecordDraft(

@@ -64,6 +64,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "config.core.middleware.RequestIdMiddleware",  # first: the id and the access line cover everything
     "config.core.middleware.HealthProbeMiddleware",  # /healthz, /readyz: before host checks and redirects
+    "config.core.middleware.RequestBodyLimitMiddleware",  # 413 past REQUEST_BODY_MAX_BYTES, before a byte is read
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -180,6 +181,10 @@ USE_X_FORWARDED_FOR = env_bool("USE_X_FORWARDED_FOR", False)
 # 0: REMOTE_ADDR only. USE_X_FORWARDED_FOR=1 is the older spelling of 1.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 1 if USE_X_FORWARDED_FOR else 0)
 CUSTOMER_ALERT_LIMIT = env_int("CUSTOMER_ALERT_LIMIT", 100)
+# The largest request body, in bytes: 413 past it (config/core/middleware.py). 10 MiB holds a full usage batch (100
+# records) with about 100 KB of metadata each; Django's own limit is the same number.
+REQUEST_BODY_MAX_BYTES = env_int("REQUEST_BODY_MAX_BYTES", 10 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_BODY_MAX_BYTES
 # Up to this many unpriced events are priced inside the map-model request; more go to a Celery task.
 MAP_MODEL_INLINE_BACKFILL_LIMIT = env_int("MAP_MODEL_INLINE_BACKFILL_LIMIT", 500)
 

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from config.core.serialization import DecimalNumber, DecimalText
+from config.core.serialization import DayIn, DecimalNumber, DecimalText
 from matters.models import MatterStatus
 
 INT32_MAX = 2**31 - 1
@@ -148,8 +148,8 @@ class MatterRulesAppliedOut(serializers.Serializer):
 
 
 class MatterAuditQueryIn(serializers.Serializer):
-    startDate = serializers.DateField(source="start_date", required=False)
-    endDate = serializers.DateField(source="end_date", required=False)
+    startDate = DayIn(source="start_date", required=False)
+    endDate = DayIn(source="end_date", required=False)
     view = serializers.ChoiceField(choices=["summary"], default="summary")
     format = serializers.ChoiceField(choices=["json", "csv"], default="json")
 

@@ -8,11 +8,9 @@ from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from config.core.clock import UTC
+from config.core.clock import MAX_YEAR, MIN_YEAR, UTC
 from config.core.serialization import JsonObjectIn  # noqa: F401  (re-exported for the billing serializers)
 
-# Calendar arithmetic stays far from datetime's limits (year 1 and 9999).
-MIN_YEAR, MAX_YEAR = 1900, 9000
 INT32_MAX = 2_147_483_647  # the largest value of a PositiveIntegerField column
 
 

@@ -145,6 +145,10 @@ class OrgApiView(APIView):
         self.organization = key.organization
         admit_key(key.id, client_ip(request))
         check_key_policy(self, request.method, key)
+        if request.method not in SAFE_METHODS:
+            # Every body is parsed and checked at the one boundary (config/core/api_json.py), whether or not the
+            # view reads it: a malformed or unstorable body is a 4xx on every write route, never ignored.
+            request.data  # noqa: B018
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)

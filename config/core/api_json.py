@@ -1,7 +1,8 @@
 """The API's JSON parser and renderer (DRF's defaults, config/settings.py): numbers are exact both ways.
 
 In: a number with a fraction or an exponent is the `Decimal` it spells, an integer an `int`; `NaN` and
-`Infinity` (which Python's json module accepts) are a 400 like any malformed body. Out: a `Decimal` is a
+`Infinity` (which Python's json module accepts) are a 400 like any malformed body, and so is what PostgreSQL
+could not store (`JSONParser`). Out: a `Decimal` is a
 JSON number of its own digits, never a float's (config/core/exact_json.py).
 
 The renderer is orjson, several times faster than DRF's for a usage batch's answer of 100 entries (the
@@ -19,6 +20,8 @@ from rest_framework.exceptions import ParseError
 from rest_framework.utils.encoders import JSONEncoder as DrfEncoder
 
 from config.core import exact_json
+from config.core.errors import BadRequest
+from config.core.serialization import MAX_JSON_DEPTH, unstorable_message, unstorable_reason
 
 _drf_encoder = DrfEncoder()
 
@@ -30,12 +33,35 @@ def _api_default(value):
 
 
 class JSONParser(parsers.JSONParser):
+    """The boundary every API request body crosses (the base API view parses each one, whether its view reads
+    it or not; the size limit is the middleware's, before any of it is read):
+
+    - JSON in the declared charset, `NaN`/`Infinity` and duplicate keys refused: 400;
+    - an object or an array at the top;
+    - nothing PostgreSQL cannot store or the service cannot render (config/core/serialization.py
+      `unstorable_reason`): NUL characters and unpaired surrogates in any string or key, numbers beyond 1000
+      digits, arrays and objects nested more than 64 levels: 400 naming where (`metadata.note: ...`).
+
+    A view that stores values record by record and reports the unstorable ones per record sets
+    `checks_stored_values_per_record` (`POST /v1/usage/record`: such a record fails alone, spec §2); for it the
+    last check is left to the view."""
+
     def parse(self, stream, media_type=None, parser_context=None):
-        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        context = parser_context or {}
+        encoding = context.get("encoding", settings.DEFAULT_CHARSET)
         try:
-            return exact_json.loads(stream.read().decode(encoding))
-        except ValueError as exc:  # malformed JSON, NaN/Infinity, bytes that are not the charset's
+            document = exact_json.loads(stream.read().decode(encoding))
+        except RecursionError:  # about 990 levels: deeper than the standard library's parser reads
+            raise BadRequest(f"The body must not nest arrays and objects more than {MAX_JSON_DEPTH} levels deep.")
+        except ValueError as exc:  # malformed JSON, NaN/Infinity, duplicate keys, bytes that are not the charset's
             raise ParseError(f"JSON parse error - {exc}")
+        if not isinstance(document, (dict, list)):
+            raise BadRequest("The body must be a JSON object or array.")
+        if not getattr(context.get("view"), "checks_stored_values_per_record", False):
+            reason = unstorable_reason(document)
+            if reason:
+                raise BadRequest([unstorable_message(reason)])
+        return document
 
 
 class JSONRenderer(renderers.JSONRenderer):

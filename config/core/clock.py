@@ -9,6 +9,10 @@ from django.utils.dateparse import parse_date, parse_datetime
 from config.core.errors import BadRequest
 
 UTC = dt_timezone.utc
+# Every date and instant the API reads lies in these years: calendar arithmetic (a day, a period, a year past
+# them) stays far from datetime's limits (years 1 and 9999), so a far-future date is a 400, never an overflow.
+MIN_YEAR, MAX_YEAR = 1900, 9000
+YEAR_RANGE_MESSAGE = f"Must lie between the years {MIN_YEAR} and {MAX_YEAR}."
 
 
 def is_valid_timezone(name) -> bool:
@@ -27,7 +31,8 @@ def now() -> datetime:
 
 
 def parse_instant(value: str, *, field: str = "date") -> datetime:
-    """ISO 8601 date or timestamp to an aware UTC datetime; no offset means UTC; garbage is a 400."""
+    """ISO 8601 date or timestamp to an aware UTC datetime; no offset means UTC; garbage or a year outside
+    MIN_YEAR..MAX_YEAR is a 400 naming `field`."""
     if isinstance(value, datetime):
         parsed = value
     else:
@@ -44,6 +49,8 @@ def parse_instant(value: str, *, field: str = "date") -> datetime:
             if day is None:
                 raise BadRequest([f"{field}: Not a valid ISO 8601 date or timestamp."])
             parsed = datetime.combine(day, time.min)
+    if not MIN_YEAR <= parsed.year <= MAX_YEAR:
+        raise BadRequest([f"{field}: {YEAR_RANGE_MESSAGE}"])
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
     return parsed.astimezone(UTC)

@@ -1,7 +1,9 @@
 """The one error hierarchy of the API and the DRF handler that renders it as {message, code?}."""
 import logging
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions as drf_exceptions
@@ -58,6 +60,16 @@ class RateLimited(ApiError):
         super().__init__(message, code=code, headers={"Retry-After": str(max(1, int(retry_after)))})
 
 
+class PayloadTooLarge(ApiError):
+    status, code = 413, "request_too_large"
+
+
+def body_too_large() -> PayloadTooLarge:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    return PayloadTooLarge(f"The request body is larger than the limit of {limit} bytes ({limit / 1048576:g} MiB); "
+                           f"send fewer or smaller records per request.")
+
+
 class AuthUnavailable(ApiError):
     status, code = 503, "auth_unavailable"
 
@@ -101,6 +113,8 @@ def flatten_validation_errors(detail, prefix: str = "") -> list[str]:
 
 def api_exception_handler(exc, context):
     """Render every client error as {message, code?}; anything unexpected becomes a plain 500."""
+    if isinstance(exc, RequestDataTooBig):  # a body the middleware could not refuse from its Content-Length
+        exc = body_too_large()
     if isinstance(exc, ApiError):
         return Response(error_body(exc.message, exc.code), status=exc.status, headers=exc.headers)
     if isinstance(exc, drf_exceptions.ValidationError):

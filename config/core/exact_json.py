@@ -1,7 +1,8 @@
 """JSON whose numbers are exact, both ways (contract.md "Exact numbers in"; docs/decisions/numbers.md).
 
 Reading: a number with a fraction or an exponent becomes the `Decimal` it spells (`12345678.123456789` stays
-that, never the nearest binary float), an integer stays an `int`, and `NaN`/`Infinity` are refused.
+that, never the nearest binary float), an integer stays an `int`, and `NaN`/`Infinity` and a key given twice in
+one object are refused.
 Writing: a `Decimal` becomes a JSON number made of its own digits (no exponent, trailing zeros kept, so
 `1.50` stays `1.50`), an integer of any size its digits.
 
@@ -32,12 +33,26 @@ def _exact_number(text: str) -> Decimal:
         raise ValueError(f"The number {text[:40]} is out of range.") from None
 
 
-_reader = json.JSONDecoder(parse_float=_exact_number, parse_constant=_refuse_constant)
+def _object_without_duplicate_keys(pairs: list) -> dict:
+    # A key given twice is ambiguous (parsers disagree on which one counts): refused, never the last one silently.
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"The key {json.dumps(key)} appears twice in one object.")
+            seen.add(key)
+    return obj
+
+
+_reader = json.JSONDecoder(parse_float=_exact_number, parse_constant=_refuse_constant,
+                           object_pairs_hook=_object_without_duplicate_keys)
 
 
 def loads(text: str):
     """Parse JSON text; numbers with a fraction or exponent as `Decimal`. Raises ValueError (malformed JSON,
-    `NaN`/`Infinity`, an out-of-range number, an integer of more than 4,300 digits)."""
+    `NaN`/`Infinity`, an out-of-range number, an integer of more than 4,300 digits, a key twice in one object)
+    or RecursionError (arrays and objects nested about 990 levels deep)."""
     return _reader.decode(text)
 
 

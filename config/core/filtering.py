@@ -14,8 +14,8 @@ class InstantField(forms.Field):
             return None
         try:
             return parse_instant(value)
-        except BadRequest:
-            raise forms.ValidationError("Not a valid ISO 8601 date or timestamp.")
+        except BadRequest as exc:  # ["date: <why>"]: the filter names the parameter itself
+            raise forms.ValidationError(exc.message[0].split(": ", 1)[1])
 
 
 class InstantFilter(django_filters.Filter):

@@ -1,10 +1,14 @@
-"""Outermost middleware: request ids with the access log line, and the health probes."""
+"""Outermost middleware: request ids with the access log line, the health probes and the body size limit."""
 import logging
 import re
 import time
 import uuid
 
+from django.conf import settings
+from django.http import JsonResponse
+
 from config.core import views
+from config.core.errors import body_too_large, error_body
 from config.core.logs import current_request_id, redact
 
 access_logger = logging.getLogger("billing.access")
@@ -56,3 +60,22 @@ class HealthProbeMiddleware:
     def __call__(self, request):
         probe = PROBES.get(request.path_info)
         return probe(request) if probe else self.get_response(request)
+
+
+class RequestBodyLimitMiddleware:
+    """A body longer than DATA_UPLOAD_MAX_MEMORY_SIZE (REQUEST_BODY_MAX_BYTES) is answered 413 from its
+    Content-Length, before any of it is read, on every route (API, pages and admin alike)."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = 0  # Django reads no body then
+        if limit is not None and length > limit:
+            error = body_too_large()
+            return JsonResponse(error_body(error.message, error.code), status=error.status)
+        return self.get_response(request)

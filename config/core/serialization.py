@@ -1,11 +1,14 @@
-"""Edge helpers for serializers: parsing a request body and exact money fields."""
+"""Edge helpers for serializers: parsing a request body, exact money fields, what JSON PostgreSQL can store."""
+import json
 import math
+import re
 from decimal import Decimal
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.core.clock import MAX_YEAR, MIN_YEAR, YEAR_RANGE_MESSAGE
 from config.core.money import EXACT_DIGITS, EXACT_PLACES
 
 
@@ -85,6 +88,30 @@ class DecimalText(serializers.Field):
 # (4,300 digits for an integer, which jsonb writes a whole number as: 1e400 comes back as 1 and 400 zeros).
 MAX_JSON_NUMBER_DIGITS = 1000
 _JSON_INTEGER_LIMIT = 10**MAX_JSON_NUMBER_DIGITS
+# Arrays and objects nest at most this deep, in a request body (counted from its top) and in a stored JSON value
+# (counted from its own): far beyond any real document, well inside what the renderer writes (orjson: 254 levels)
+# and what the parser reads (about 990, where Python's recursion limit stops it).
+MAX_JSON_DEPTH = 64
+
+NUL_MESSAGE = "Must not contain NUL (\\u0000) characters."
+SURROGATE_MESSAGE = "Must not contain unpaired UTF-16 surrogates (\\ud800-\\udfff)."
+NUMBER_MESSAGE = (f"Must not hold a number of more than {MAX_JSON_NUMBER_DIGITS} digits before or after the decimal "
+                  f"point.")
+DEPTH_MESSAGE = f"Must not nest arrays and objects more than {MAX_JSON_DEPTH} levels deep."
+
+# A lone surrogate: JSON's `"\\ud800"` escape decodes to one (a pair decodes to the character it encodes), and no
+# UTF-8 text, so neither PostgreSQL nor the JSON renderer, can hold it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text_problem(text: str) -> str | None:
+    """Why PostgreSQL cannot store this text (a NUL character, an unpaired surrogate), or None. ASCII text, the
+    usual case, is cleared by a flag Python keeps on the string."""
+    if "\x00" in text:
+        return NUL_MESSAGE
+    if not text.isascii() and _SURROGATE.search(text):
+        return SURROGATE_MESSAGE
+    return None
 
 
 def _unstorable_number(number) -> bool:
@@ -99,42 +126,92 @@ def _unstorable_number(number) -> bool:
     return False
 
 
-def unstorable(value) -> bool:
-    """What PostgreSQL cannot store, or the service cannot read back, in JSON: NUL characters in strings or
-    keys (text and jsonb refuse them) and numbers beyond `MAX_JSON_NUMBER_DIGITS` digits before or after the
-    decimal point. A loop over a stack, not recursion: every usage record's metadata passes here on the
-    ingestion hot path."""
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                return True
-        elif isinstance(item, dict):
-            for key, inner in item.items():
-                if key.__class__ is str:  # always, from JSON
-                    if "\x00" in key:
-                        return True
-                else:
-                    pending.append(key)
+def _key_path(where: str, key) -> str:
+    key = str(key)
+    if text_problem(key):  # named with JSON's escapes: the message itself must be storable and renderable
+        key = json.dumps(key)[1:-1]
+    return f"{where}.{key}" if where else key
+
+
+def _problem_of(value) -> str | None:
+    """The problem of one value that is not an array or object."""
+    if isinstance(value, str):
+        return text_problem(value)
+    if value.__class__ is bool or value is None:
+        return None
+    return NUMBER_MESSAGE if _unstorable_number(value) else None
+
+
+def unstorable_reason(value) -> tuple[str, str] | None:
+    """The first thing of a JSON value that PostgreSQL cannot store or the service cannot read back or render,
+    as (where, problem): NUL characters or unpaired surrogates in strings or keys (text and jsonb refuse
+    them), numbers beyond `MAX_JSON_NUMBER_DIGITS` digits before or after the decimal point, arrays and objects
+    nested more than `MAX_JSON_DEPTH` levels. `where` is the path inside `value` (`note`, `items[2].name`; ""
+    for `value` itself). None when everything is storable.
+
+    Level by level, not recursion: every request body and every usage record's metadata passes here (the
+    ingestion hot path), so the usual values (strings, whole numbers) are checked where they are met."""
+    level = [(value, "")]
+    depth = 1
+    while level:
+        if depth > MAX_JSON_DEPTH:
+            return level[0][1], DEPTH_MESSAGE
+        deeper = []
+        for item, where in level:
+            if isinstance(item, dict):
+                children, keyed = item.items(), True
+            elif isinstance(item, (list, tuple)):
+                children, keyed = enumerate(item), False
+            else:
+                problem = _problem_of(item)
+                if problem:
+                    return where, problem
+                continue
+            for key, inner in children:
+                if keyed and (key.__class__ is not str or "\x00" in key or not key.isascii()):
+                    problem = text_problem(key) if isinstance(key, str) else _problem_of(key)
+                    if problem:
+                        return _key_path(where, key), problem
                 kind = inner.__class__
-                if kind is str:  # the usual metadata values are checked here, without a trip round the loop
-                    if "\x00" in inner:
-                        return True
+                if kind is str:  # the usual values are checked here, without a trip round the loop
+                    if "\x00" in inner or (not inner.isascii() and _SURROGATE.search(inner)):
+                        return (_key_path(where, key) if keyed else f"{where}[{key}]"), text_problem(inner)
                 elif kind is int:
                     if not -_JSON_INTEGER_LIMIT < inner < _JSON_INTEGER_LIMIT:
-                        return True
-                elif not (kind is bool or inner is None):
-                    pending.append(inner)
-        elif isinstance(item, list):
-            pending.extend(item)
-        elif _unstorable_number(item):
-            return True
-    return False
+                        return (_key_path(where, key) if keyed else f"{where}[{key}]"), NUMBER_MESSAGE
+                elif kind is bool or inner is None:
+                    continue
+                elif isinstance(inner, (dict, list, tuple)):
+                    deeper.append((inner, _key_path(where, key) if keyed else f"{where}[{key}]"))
+                else:  # a Decimal (a number with a fraction or exponent), or a subclass of str or int
+                    problem = _problem_of(inner)
+                    if problem:
+                        return (_key_path(where, key) if keyed else f"{where}[{key}]"), problem
+        level = deeper
+        depth += 1
+    return None
 
 
-UNSTORABLE_MESSAGE = (f"Must not contain NUL (\\u0000) characters or numbers of more than {MAX_JSON_NUMBER_DIGITS} "
-                      f"digits before or after the decimal point.")
+def unstorable(value) -> bool:
+    """Whether anything of a JSON value is unstorable (`unstorable_reason`)."""
+    return unstorable_reason(value) is not None
+
+
+def unstorable_message(reason: tuple[str, str]) -> str:
+    """`where: problem` for an error list ("note: Must not contain ..."), or the problem alone for the value itself."""
+    where, problem = reason
+    return f"{where}: {problem}" if where else problem
+
+
+class DayIn(serializers.DateField):
+    """An ISO 8601 date (`YYYY-MM-DD`) in the years the service's calendar arithmetic allows (config/core/clock.py):
+    `9999-12-31` is a 400 naming the field, never an overflow a day later."""
+
+    def to_internal_value(self, value):
+        day = super().to_internal_value(value)
+        if not MIN_YEAR <= day.year <= MAX_YEAR:
+            raise serializers.ValidationError(YEAR_RANGE_MESSAGE)
+        return day
 
 
 class JsonObjectIn(serializers.DictField):
@@ -142,6 +219,8 @@ class JsonObjectIn(serializers.DictField):
 
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
-        if unstorable(value):
-            raise serializers.ValidationError(UNSTORABLE_MESSAGE)
+        reason = unstorable_reason(value)
+        if reason:
+            where, problem = reason  # named inside the field: `metadata.note: Must not contain ...`
+            raise serializers.ValidationError({where: [problem]} if where else [problem])
         return value

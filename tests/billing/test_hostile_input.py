@@ -14,6 +14,11 @@ def post_raw(api, path, raw: str):
     return APIClient.post(api, path, raw, content_type="application/json")
 
 
+def names(message: str, field: str) -> bool:
+    """The error names the field, or a place inside it (`featuresList.a: ...`)."""
+    return message.startswith((f"{field}:", f"{field}.", f"{field}["))
+
+
 @pytest.mark.parametrize("raw, field", [
     ('{"name": "Pro", "featuresList": {"a": 1e1000}}', "featuresList"),  # 1,001 digits: beyond what JSON keeps
     ('{"name": "Pro", "featuresList": {"a\\u0000": 1}}', "featuresList"),
@@ -21,7 +26,7 @@ def post_raw(api, path, raw: str):
     ('{"name": "Pro", "agentId": 7}', "agentId"),
 ])
 def test_plan_create_refuses_unstorable_values(api, raw, field):
-    assert error(post_raw(api, "/v1/pricing-plans", raw), 400).startswith(f"{field}:")
+    assert names(error(post_raw(api, "/v1/pricing-plans", raw), 400), field)
     assert not PricingPlan.objects.exists()
 
 
@@ -37,14 +42,14 @@ def test_plan_create_refuses_unstorable_values(api, raw, field):
 ])
 def test_subscription_create_refuses_unstorable_values(api, chain, fields, field):
     raw = json.dumps(subscription_body(chain, **fields))
-    assert error(post_raw(api, "/v1/subscriptions", raw), 400).startswith(f"{field}:")
+    assert names(error(post_raw(api, "/v1/subscriptions", raw), 400), field)
     assert not Subscription.objects.exists()
 
 
 def test_subscription_details_with_a_number_beyond_1000_digits_is_400(api, chain):
     raw = json.dumps(subscription_body(chain)).replace('"subscriptionDetails"', '"x"')[:-1] + \
         ', "subscriptionDetails": {"cap": 1e-1001}}'
-    assert error(post_raw(api, "/v1/subscriptions", raw), 400).startswith("subscriptionDetails:")
+    assert names(error(post_raw(api, "/v1/subscriptions", raw), 400), "subscriptionDetails")
 
 
 @pytest.mark.parametrize("rate", ["1e999", "1e30", '"NaN"', "true"])

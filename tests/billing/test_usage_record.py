@@ -1,4 +1,5 @@
 """POST /v1/usage/record through HTTP (spec §2, §4; contract.md Decisions)."""
+import json
 from decimal import Decimal
 
 import pytest
@@ -35,6 +36,13 @@ def rec(llm=None, **fields):
         record.update(model=llm.canonical_name, modelProvider=llm.provider, inputTokens=1000, outputTokens=200)
     record.update(fields)
     return record
+
+
+def nested(levels: int) -> list:
+    value = []
+    for _ in range(levels - 1):
+        value = [value]
+    return value
 
 
 def post(api, *records):
@@ -108,8 +116,8 @@ def test_neither_shape_is_400(api):
 
 # --------------------------------------------------------------------------- per-record failures
 
-NUMBERS_OR_NUL = ("metadata: Must not contain NUL (\\u0000) characters or numbers of more than 1000 digits before or "
-                  "after the decimal point.")
+NUL = "Must not contain NUL (\\u0000) characters."
+SURROGATE = "Must not contain unpaired UTF-16 surrogates (\\ud800-\\udfff)."
 
 
 @pytest.mark.parametrize("bad, field", [
@@ -127,18 +135,28 @@ NUMBERS_OR_NUL = ("metadata: Must not contain NUL (\\u0000) characters or number
     ({"agentCode": "a" * 256}, "agentCode: Ensure this field has no more than 255 characters."),
     ({"signalName": "   "}, "signalName: May not be blank."),
     ({"modelProvider": None}, "modelProvider: This field is required."),
-    ({"customerExternalId": "a\x00b"}, "customerExternalId: Must not contain NUL (\\u0000) characters."),
-    ({"metadata": {"note": "a\x00b"}}, NUMBERS_OR_NUL),
+    ({"customerExternalId": "a\x00b"}, f"customerExternalId: {NUL}"),
+    ({"metadata": {"note": "a\x00b"}}, f"metadata.note: {NUL}"),
+    # What PostgreSQL cannot store fails its record alone, wherever it is (the parser leaves it to the record).
+    ({"customerExternalId": "a\ud800b"}, f"customerExternalId: {SURROGATE}"),
+    ({"idempotencyKey": "\udfff"}, f"idempotencyKey: {SURROGATE}"),
+    ({"metadata": {"note": "\ud800"}}, f"metadata.note: {SURROGATE}"),
+    ({"metadata": {"n": [10**1000]}},
+     "metadata.n[0]: Must not hold a number of more than 1000 digits before or after the decimal point."),
+    ({"metadata": {"n": nested(64)}}, "metadata.n" + "[0]" * 63 + ": Must not nest arrays and objects more than 64 "
+                                                                    "levels deep."),
+    ({"environment": ["production"]}, "environment: Must be one of development, production, staging, testing."),
     # Past the fast paths of the usual values: booleans are not numbers, limits hold, nesting is searched.
     ({"inputTokens": True}, "inputTokens: Must be a whole number of tokens."),
     ({"quantity": False}, "quantity: Must be a number."),
     ({"customerExternalId": " " + "c" * 255 + "x"}, "customerExternalId: Ensure this field has no more than 255 characters."),
-    ({"metadata": {"deep": [{"deeper": ["ok", "a\x00b"]}]}},
-     NUMBERS_OR_NUL),
-    ({"metadata": {"key\x00": 1}}, NUMBERS_OR_NUL),
+    ({"metadata": {"deep": [{"deeper": ["ok", "a\x00b"]}]}}, f"metadata.deep[0].deeper[1]: {NUL}"),
+    ({"metadata": {"key\x00": 1}}, f"metadata.key\\u0000: {NUL}"),
 ])
 def test_an_invalid_record_fails_alone_and_is_not_stored(api, llm, bad, field):
-    resp = post(api, rec(llm), rec(llm, **bad))
+    # Written by the standard library (unpaired surrogates as JSON escapes, which the test client cannot encode).
+    resp = api.generic("POST", "/v1/usage/record", json.dumps({"records": [rec(llm), rec(llm, **bad)]}),
+                       content_type="application/json")
     assert resp.status_code == 200
     body = resp.json()
     assert (body["processed"], body["successful"], body["failed"]) == (2, 1, 1)
