@@ -23,6 +23,7 @@ class ServiceListApi(OrgApiView):
 
     @extend_schema(operation_id="services_list", parameters=LIST_PARAMETERS, responses=ServicePageOut)
     def get(self, request):
+        """List catalog services."""
         return data_page_response(service_list(params=request.query_params), request.query_params, ServiceOut)
 
 
@@ -31,4 +32,5 @@ class ServiceDetailApi(OrgApiView):
 
     @extend_schema(operation_id="services_get", responses=ServiceOut)
     def get(self, request, service_id):
+        """Get a catalog service."""
         return Response(ServiceOut(service_get(service_id=service_id)).data)

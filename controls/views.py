@@ -1,4 +1,4 @@
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
 from config.accounts.api import ALL_SCOPES, OrgApiView
@@ -32,10 +32,19 @@ class SpendControlApi(OrgApiView):
 class SpendCapListCreateApi(SpendControlApi):
     @extend_schema(responses=SpendCapOut(many=True))
     def get(self, request):
+        """List spend caps.
+
+        The organization cap and the per-developer caps on internal coding-agent spend, each with the sentence that
+        states it."""
         return Response(SpendCapOut(selectors.spend_cap_list(book=self.book), many=True).data)
 
     @extend_schema(request=SpendCapCreateIn, responses={201: SpendCapOut, 409: ErrorOut})
     def post(self, request):
+        """Create a spend cap.
+
+        One cap per scope and target (409): the organization cap (`scope: org`), or a developer's cap (`scope: dev`,
+        `scopeValue` their email) that needs the organization cap and stays at or under it (400). `mode: track` only
+        sends the alert emails; `enforce` also makes armed machines refuse tool calls at the cap."""
         data = parse(SpendCapCreateIn, request.data)
         cap = spend_cap_create(book=self.book, created_by_user_id=self.user_id, **data)
         return Response(SpendCapOut(cap).data, status=201)
@@ -44,11 +53,19 @@ class SpendCapListCreateApi(SpendControlApi):
 class SpendCapDetailApi(SpendControlApi):
     @extend_schema(request=SpendCapUpdateIn, responses=SpendCapOut)
     def patch(self, request, cap_id):
+        """Update a spend cap.
+
+        Amount, period, mode, cool-off or alert thresholds; a developer cap stays at or under the organization cap, both
+        ways (400)."""
         data = parse(SpendCapUpdateIn, request.data, partial=True)
         return Response(SpendCapOut(spend_cap_update(book=self.book, cap_id=cap_id, **data)).data)
 
-    @extend_schema(responses={200: SpendCapDeletedOut})
+    @extend_schema(responses={200: SpendCapDeletedOut, 400: OpenApiResponse(
+        ErrorOut, description="The organization cap stays while developer caps depend on it.")})
     def delete(self, request, cap_id):
+        """Delete a spend cap.
+
+        Answers the sentence of the deleted cap. The organization cap stays while developer caps depend on it (400)."""
         sentence = spend_cap_delete(book=self.book, cap_id=cap_id)
         return Response(SpendCapDeletedOut({"deleted": True, "sentence": sentence}).data)
 
@@ -57,6 +74,7 @@ class SpendApi(SpendControlApi):
     @extend_schema(parameters=[SpendQueryIn], responses=SpendOut,
                    description="Internal coding-agent spend in the current UTC day, week (from Monday) or month.")
     def get(self, request):
+        """Internal coding-agent spend."""
         query = parse(SpendQueryIn, request.query_params)
         return Response(SpendOut(selectors.spend_report(book=self.book, now=clock.now(), **query)).data)
 
@@ -65,6 +83,7 @@ class CoverageApi(SpendControlApi):
     @extend_schema(responses=CoverageOut,
                    description="Developers seen in the trailing 7 days and how many of them are armed.")
     def get(self, request):
+        """Spend-control coverage."""
         return Response(CoverageOut(selectors.coverage(book=self.book, now=clock.now())).data)
 
 
@@ -75,6 +94,7 @@ class DeviceHeartbeatApi(SpendControlApi):
     @extend_schema(request=HeartbeatIn, responses=DeviceOut,
                    description="A developer machine's check-in; ingest-only keys may send it.")
     def post(self, request):
+        """Check in a developer machine."""
         data = parse(HeartbeatIn, request.data)
         return Response(DeviceOut(device_heartbeat(book=self.book, now=clock.now(), **data)).data)
 
@@ -83,6 +103,7 @@ class SpendCheckApi(SpendControlApi):
     @extend_schema(parameters=[CheckQueryIn], responses=CheckOut,
                    description="May an armed machine of this developer make a tool call now?")
     def get(self, request):
+        """Check whether a developer's machine may make a tool call."""
         query = parse(CheckQueryIn, request.query_params)
         return Response(CheckOut(spend_check(book=self.book, now=clock.now(), **query)).data)
 
@@ -97,10 +118,19 @@ class CustomerAlertApi(OrgApiView):
 class CustomerAlertListCreateApi(CustomerAlertApi):
     @extend_schema(responses=CustomerAlertOut(many=True))
     def get(self, request):
+        """List customer watches.
+
+        Every watch of the book: the customer, the metric and threshold watched, the window and the recipient."""
         return Response(CustomerAlertOut(selectors.customer_alert_list(book=self.book), many=True).data)
 
     @extend_schema(request=CustomerAlertCreateIn, responses={201: CustomerAlertOut, 409: ErrorOut})
     def post(self, request):
+        """Create a customer watch.
+
+        Emails `notifyEmail` when the customer's metric crosses `thresholdUsd` in the window (a calendar month, a
+        rolling 30 days, or custom dates). 400 for an internal or deleted customer, inconsistent custom dates, a
+        recipient who is not an owner, admin or finance member, or the organization's watch limit reached; 409 when an
+        identical watch exists."""
         data = parse(CustomerAlertCreateIn, request.data)
         alert = customer_alert_create(book=self.book, created_by_user_id=str(self.api_key.membership.user_id),
                                       now=clock.now(), **data)
@@ -110,11 +140,18 @@ class CustomerAlertListCreateApi(CustomerAlertApi):
 class CustomerAlertDetailApi(CustomerAlertApi):
     @extend_schema(request=CustomerAlertUpdateIn, responses={200: CustomerAlertOut, 409: ErrorOut})
     def patch(self, request, alert_id):
+        """Update a customer watch.
+
+        Metric, threshold or window; the customer and the recipient are fixed (400). Windows that already fired stay
+        fired. 409 when the change makes it identical to another watch."""
         data = parse(CustomerAlertUpdateIn, request.data, partial=True)
         alert = customer_alert_update(book=self.book, alert_id=alert_id, now=clock.now(), **data)
         return Response(CustomerAlertOut(alert).data)
 
     @extend_schema(responses={200: CustomerAlertDeletedOut})
     def delete(self, request, alert_id):
+        """Delete a customer watch.
+
+        Answers the id of the deleted watch; the alerts it already sent stay on record."""
         deleted_id = customer_alert_delete(book=self.book, alert_id=alert_id)
         return Response(CustomerAlertDeletedOut({"deleted": True, "id": deleted_id}).data)

@@ -39,11 +39,19 @@ class CustomerListCreateApi(OrgApiView):
         *CREATED_WINDOW, *PAGING,
     ], responses=CustomerOut(many=True))
     def get(self, request):
+        """List customers.
+
+        Customers of the key's book that are not deleted, newest first, filtered by the query parameters. A bare array
+        of one window (`limit`, `offset`); the total is in the `X-Total-Count` header."""
         return array_response(selectors.customer_list(book=self.book, params=request.query_params),
                               request.query_params, CustomerOut)
 
     @extend_schema(request=CustomerWriteIn, responses={201: CustomerOut, 409: ErrorOut})
     def post(self, request):
+        """Create a customer.
+
+        Only `name` is required. `externalId` is your own id for the customer (usage records name customers by it); 409
+        when a customer that is not deleted already has it."""
         data = parse(CustomerWriteIn, request.data)
         customer = services.customer_create(book=self.book, data=data)
         return Response(CustomerOut(customer).data, status=201)
@@ -52,16 +60,26 @@ class CustomerListCreateApi(OrgApiView):
 class CustomerDetailApi(OrgApiView):
     @extend_schema(responses=CustomerOut)
     def get(self, request, customer_id):
+        """Get a customer.
+
+        One customer of the key's book; a deleted customer reads as 404."""
         return Response(CustomerOut(selectors.customer_get(book=self.book, customer_id=customer_id)).data)
 
     @extend_schema(request=CustomerWriteIn(partial=True), responses={200: CustomerOut, 409: ErrorOut})
     def patch(self, request, customer_id):
+        """Update a customer.
+
+        Any field of the create request, all optional; 409 when the new `externalId` belongs to another customer."""
         data = parse(CustomerWriteIn, request.data, partial=True)
         customer = services.customer_update(book=self.book, customer_id=customer_id, data=data)
         return Response(CustomerOut(customer).data)
 
     @extend_schema(responses=NO_CONTENT)
     def delete(self, request, customer_id):
+        """Delete a customer.
+
+        Soft delete: the customer is no longer listed, reads as 404 and frees its `externalId`; its events, invoices and
+        history keep pointing at it. 409 while any of its subscriptions is upcoming or active."""
         services.customer_delete(book=self.book, customer_id=customer_id, now=clock.now())
         return Response(status=204)
 
@@ -74,11 +92,19 @@ class AgentListCreateApi(OrgApiView):
         *CREATED_WINDOW, *PAGING,
     ], responses=AgentOut(many=True))
     def get(self, request):
+        """List agents.
+
+        Agents of the key's book, newest first, filtered by the query parameters. A bare array of one window (`limit`,
+        `offset`); the total is in the `X-Total-Count` header."""
         return array_response(selectors.agent_list(book=self.book, params=request.query_params),
                               request.query_params, AgentOut)
 
     @extend_schema(request=AgentWriteIn, responses={201: AgentOut, 409: ErrorOut})
     def post(self, request):
+        """Create an agent.
+
+        `name` and `agentCode` are required; `agentCode` is unique in the book (409) and is how usage records name the
+        agent. `context` is stored and returned verbatim."""
         agent = services.agent_create(book=self.book, data=parse(AgentWriteIn, request.data))
         return Response(AgentOut(agent).data, status=201)
 
@@ -86,15 +112,25 @@ class AgentListCreateApi(OrgApiView):
 class AgentDetailApi(OrgApiView):
     @extend_schema(responses=AgentOut)
     def get(self, request, agent_id):
+        """Get an agent.
+
+        One agent of the key's book."""
         return Response(AgentOut(selectors.agent_get(book=self.book, agent_id=agent_id)).data)
 
     @extend_schema(request=AgentWriteIn(partial=True), responses={200: AgentOut, 409: ErrorOut})
     def patch(self, request, agent_id):
+        """Update an agent.
+
+        Any field of the create request, all optional; 409 when the new `agentCode` belongs to another agent."""
         data = parse(AgentWriteIn, request.data, partial=True)
         return Response(AgentOut(services.agent_update(book=self.book, agent_id=agent_id, data=data)).data)
 
     @extend_schema(responses=NO_CONTENT)
     def delete(self, request, agent_id):
+        """Delete an agent.
+
+        Permanent delete. 409 while signals or pricing plans are attached to the agent; its usage events stay, keeping
+        the `agentCode` they were recorded with."""
         services.agent_delete(book=self.book, agent_id=agent_id)
         return Response(status=204)
 
@@ -108,11 +144,19 @@ class SignalListCreateApi(OrgApiView):
         *CREATED_WINDOW, *PAGING,
     ], responses=SignalOut(many=True))
     def get(self, request):
+        """List signals.
+
+        Signals (the billable things an agent reports) of the key's book, newest first, filtered by the query
+        parameters. A bare array of one window (`limit`, `offset`); the total is in the `X-Total-Count` header."""
         return array_response(selectors.signal_list(book=self.book, params=request.query_params),
                               request.query_params, SignalOut)
 
     @extend_schema(request=SignalCreateIn, responses={201: SignalOut, 409: ErrorOut})
     def post(self, request):
+        """Create a signal.
+
+        A signal of one of your agents (`agentId`, 404 when unknown). `shortName` defaults to `name`; both are unique
+        per agent (409)."""
         signal = services.signal_create(book=self.book, data=parse(SignalCreateIn, request.data))
         return Response(SignalOut(signal).data, status=201)
 
@@ -120,6 +164,10 @@ class SignalListCreateApi(OrgApiView):
 class SignalBulkCreateApi(OrgApiView):
     @extend_schema(request=SignalBulkCreateIn, responses={201: SignalOut(many=True), 409: ErrorOut})
     def post(self, request):
+        """Create several signals of one agent.
+
+        All or nothing: a name or shortName repeated inside the request is a 400 and a clash with an existing signal a
+        409, each naming the item (`signals[2].shortName: ...`)."""
         data = parse(SignalBulkCreateIn, request.data)
         signals = services.signal_bulk_create(book=self.book, agent_id=data["agent_id"], items=data["signals"])
         return Response(SignalOut(signals, many=True).data, status=201)
@@ -128,15 +176,26 @@ class SignalBulkCreateApi(OrgApiView):
 class SignalDetailApi(OrgApiView):
     @extend_schema(responses=SignalOut)
     def get(self, request, signal_id):
+        """Get a signal.
+
+        One signal of the key's book."""
         return Response(SignalOut(selectors.signal_get(book=self.book, signal_id=signal_id)).data)
 
     @extend_schema(request=SignalUpdateIn(partial=True), responses={200: SignalOut, 409: ErrorOut})
     def patch(self, request, signal_id):
+        """Update a signal.
+
+        Renames or retypes it; `shortName` is not derived again from a new name (events match on it). A signal's agent
+        never changes: another `agentId` is a 400."""
         data = parse(SignalUpdateIn, request.data, partial=True)
         return Response(SignalOut(services.signal_update(book=self.book, signal_id=signal_id, data=data)).data)
 
     @extend_schema(responses=NO_CONTENT)
     def delete(self, request, signal_id):
+        """Delete a signal.
+
+        Permanent delete; its usage events stay and keep their `signalName`. 409 while a pricing strategy prices the
+        signal."""
         services.signal_delete(book=self.book, signal_id=signal_id)
         return Response(status=204)
 
@@ -155,6 +214,11 @@ class UsageEventListApi(OrgApiView):
         responses=UsageEventOut(many=True),
     )
     def get(self, request):
+        """List usage events.
+
+        Recorded usage events, newest first, filtered by the query parameters; `usageCost` and `quantity` are decimal
+        strings and `usageCost` is null while the event waits for a cost (`NEEDS_COST_BACKFILL`). A bare array of one
+        window (`limit`, `offset`); the total is in the `X-Total-Count` header."""
         return array_response(selectors.usage_event_list(book=self.book, params=request.query_params), request.query_params,
                               UsageEventOut)
 
@@ -163,6 +227,12 @@ class ModelMapApi(OrgApiView):
     @extend_schema(operation_id="events_map_model", request=ModelMapIn,
                    responses={200: ModelMapOut, 201: ModelMapOut})
     def post(self, request):
+        """Map an unknown model onto a catalog entry.
+
+        Redirects a model name the catalog does not know (as events send it, with its provider) to an existing active
+        catalog entry, then prices the events stored with cost null under that name: inline when few wait, otherwise in
+        the background (`backfill.scheduled: true`). 201 when the mapping is new, 200 when it replaced an earlier one.
+        Mapping never creates rates; a name the catalog already knows is a 400, an unknown `serviceId` a 404."""
         data = parse(ModelMapIn, request.data)
         mapping = model_map(book=self.book, **data)
         return Response(ModelMapOut(mapping).data, status=201 if mapping.created else 200)

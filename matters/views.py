@@ -33,10 +33,18 @@ class MattersApiView(OrgApiView):
 class MatterListCreateApi(MattersApiView):
     @extend_schema(operation_id="matters_list", parameters=PAGE_PARAMETERS, responses=MatterPageOut)
     def get(self, request):
+        """List matters.
+
+        Matters of the key's book with the cost of the events filed under each, as one page `{results, page, limit,
+        totalPages, totalResults}`."""
         return page_response(selectors.matter_list(book=self.book), request.query_params, MatterWithCostOut)
 
     @extend_schema(request=MatterIn, responses={201: MatterOut, 409: OpenApiResponse(description="matterNumber taken")})
     def post(self, request):
+        """Create a matter.
+
+        A client matter that usage events are filed under: by the tag `metadata.matterId` equal to its `matterNumber`
+        when recorded, by routing rules, or by hand. `matterNumber` is unique in the book (409)."""
         data = parse(MatterIn, request.data)
         matter = services.matter_create(book=self.book, **data)
         return Response(MatterOut(matter).data, status=201)
@@ -45,16 +53,26 @@ class MatterListCreateApi(MattersApiView):
 class MatterDetailApi(MattersApiView):
     @extend_schema(responses=MatterDetailOut)
     def get(self, request, matter_id):
+        """Get a matter.
+
+        One matter with its cost totals and its most recent events (at most `eventsCap`)."""
         return Response(MatterDetailOut(selectors.matter_detail(book=self.book, matter_id=matter_id)).data)
 
     @extend_schema(request=MatterIn, responses={200: MatterOut, 409: OpenApiResponse(description="matterNumber taken")})
     def patch(self, request, matter_id):
+        """Update a matter.
+
+        Only the fields sent change; `responsibleUserId: null` clears it. 409 when the new `matterNumber` is taken."""
         changes = parse(MatterIn, request.data, partial=True)
         matter = services.matter_update(book=self.book, matter_id=matter_id, changes=changes)
         return Response(MatterOut(matter).data)
 
     @extend_schema(responses={200: MatterDeletedOut})
     def delete(self, request, matter_id):
+        """Delete a matter.
+
+        Its events return to Unassigned (kept as history, so applying the rules leaves them alone) and its routing rules
+        are deleted; the answer counts both."""
         events_returned, rules_deleted = services.matter_delete(book=self.book, matter_id=matter_id)
         return Response(MatterDeletedOut({"deleted": True, "eventsReturnedToUnassigned": events_returned,
                                           "routingRulesDeleted": rules_deleted}).data)
@@ -63,6 +81,10 @@ class MatterDetailApi(MattersApiView):
 class UnassignedEventListApi(MattersApiView):
     @extend_schema(operation_id="matters_unassigned_list", parameters=PAGE_PARAMETERS, responses=UnassignedPageOut)
     def get(self, request):
+        """List unassigned events.
+
+        Events filed under no matter, as one page `{results, page, limit, totalPages, totalResults}`, with `totalCost`
+        and `eventsMissingCost` over every unassigned event, not just the page."""
         events = selectors.unassigned_events(book=self.book)
         totals = UnassignedTotalsOut(selectors.event_totals(events)).data
         return page_response(events, request.query_params, MatterEventRowOut, extra=totals)
@@ -71,6 +93,10 @@ class UnassignedEventListApi(MattersApiView):
 class MatterAssignApi(MattersApiView):
     @extend_schema(request=MatterAssignIn, responses={201: MatterAssignOut})
     def post(self, request):
+        """File an event under a matter.
+
+        Manual attribution, or unassignment with `matterId: null`. It wins over tags and rules and is never overwritten
+        by them; an unassignment is remembered, so applying the rules skips the event."""
         data = parse(MatterAssignIn, request.data)
         attribution = services.matter_assign(book=self.book, **data, assigned_by=self.created_by)
         return Response(MatterAssignOut({"assigned": True, "event_id": attribution.event_id,
@@ -103,6 +129,10 @@ class MatterAuditApi(MattersApiView):
                    422: ErrorOut},
     )
     def get(self, request):
+        """Matter cost audit.
+
+        Cost per matter over a window of whole UTC days (default: the current month), with the unassigned remainder;
+        `format=csv` answers the same rows and a total as `text/csv`. 422 when `endDate` is before `startDate`."""
         query = parse(MatterAuditQueryIn, request.query_params)
         summary = selectors.matters_audit_summary(book=self.book, now=clock.now(), start_date=query.get("start_date"),
                                                   end_date=query.get("end_date"))
@@ -114,10 +144,18 @@ class MatterAuditApi(MattersApiView):
 class MatterRuleListCreateApi(MattersApiView):
     @extend_schema(operation_id="matter_rules_list", parameters=PAGE_PARAMETERS, responses=MatterRulePageOut)
     def get(self, request):
+        """List routing rules.
+
+        The book's routing rules, as one page `{results, page, limit, totalPages, totalResults}`."""
         return page_response(selectors.matter_rule_list(book=self.book), request.query_params, MatterRuleOut)
 
     @extend_schema(request=MatterRuleIn, responses={201: MatterRuleOut})
     def post(self, request):
+        """Create a routing rule.
+
+        Files new events under `matterId` when they match every matcher it sets (`agentCode`, `customerExternalId`,
+        `signalPattern`: a case-insensitive substring); at least one matcher is required (400). Rules are tried by
+        `priority`, lowest first."""
         data = parse(MatterRuleIn, request.data)
         rule = services.matter_rule_create(book=self.book, **data)
         return Response(MatterRuleOut(rule).data, status=201)
@@ -126,12 +164,19 @@ class MatterRuleListCreateApi(MattersApiView):
 class MatterRuleDetailApi(MattersApiView):
     @extend_schema(request=MatterRuleIn, responses=MatterRuleOut)
     def patch(self, request, rule_id):
+        """Update a routing rule.
+
+        Only the fields sent change; a matcher sent as null is cleared, but one must remain (400). Events already
+        attributed keep their matter."""
         changes = parse(MatterRuleIn, request.data, partial=True)
         rule = services.matter_rule_update(book=self.book, rule_id=rule_id, changes=changes)
         return Response(MatterRuleOut(rule).data)
 
     @extend_schema(responses={200: MatterRuleDeletedOut})
     def delete(self, request, rule_id):
+        """Delete a routing rule.
+
+        Events it already attributed keep their matter."""
         services.matter_rule_delete(book=self.book, rule_id=rule_id)
         return Response({"deleted": True})
 
@@ -139,5 +184,9 @@ class MatterRuleDetailApi(MattersApiView):
 class MatterRulesApplyApi(MattersApiView):
     @extend_schema(request=None, responses={201: MatterRulesAppliedOut})
     def post(self, request):
+        """Apply the routing rules to unassigned events.
+
+        Sweeps the events that have no matter and no attribution history through the rules and answers how many were
+        assigned."""
         assigned = services.matter_rules_apply(book=self.book)
         return Response(MatterRulesAppliedOut({"assigned": assigned}).data, status=201)

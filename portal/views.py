@@ -24,6 +24,7 @@ class PortalSessionListCreateApi(PortalSessionApi):
                    description="A one-time link to the customer's hosted portal, valid for one hour. `url` and "
                                "`token` are in this answer only.")
     def post(self, request):
+        """Create a portal link for a customer."""
         data = parse(PortalSessionCreateIn, request.data)
         session, token = services.portal_session_create(book=self.book, now=clock.now(),
                                                         created_by=self.created_by, **data)
@@ -36,6 +37,11 @@ class PortalSessionListCreateApi(PortalSessionApi):
                                                                   "the X-Total-Count header."),
     ], responses=PortalSessionOut(many=True))
     def get(self, request):
+        """List portal sessions.
+
+        Links created for the book's customers, newest first; by default only those that can still be opened
+        (`includeExpired=true` adds used, expired and revoked ones). A bare array of one window (`limit`, `offset`,
+        default 10); the total is in the `X-Total-Count` header."""
         now = clock.now()
         query = parse(PortalSessionQueryIn, request.query_params)
         sessions = selectors.portal_session_list(book=self.book, now=now, **query)
@@ -46,10 +52,17 @@ class PortalSessionListCreateApi(PortalSessionApi):
 class PortalSessionDetailApi(PortalSessionApi):
     @extend_schema(responses=PortalSessionDetailOut)
     def get(self, request, session_id):
+        """Get a portal session.
+
+        One link with its customer and state (`usedAt`, `revokedAt` once set); its token and url are shown only when it
+        is created."""
         session = selectors.portal_session_get(book=self.book, session_id=session_id)
         return Response(PortalSessionDetailOut(session, context={"now": clock.now()}).data)
 
     @extend_schema(responses={204: OpenApiResponse(description="Revoked: the link and its portal stop working.")})
     def delete(self, request, session_id):
+        """Revoke a portal session.
+
+        The link and the portal it opened stop working at once."""
         services.portal_session_revoke(book=self.book, session_id=session_id, now=clock.now())
         return Response(status=204)

@@ -91,7 +91,7 @@ def test_error_component_is_message_string_or_strings_and_optional_code(schema):
 
 def test_standard_errors_follow_the_operation_shape(schema):
     paths = schema["paths"]
-    assert set(paths["/v1/verify"]["get"]["responses"]) == {"200", "401", "429", "503"}  # any key, no input
+    assert set(paths["/v1/verify"]["get"]["responses"]) == {"200", "401", "429", "500", "503"}  # any key, no input
     accept = paths["/v1/invitations/accept/{token}"]["post"]["responses"]
     assert {"201", "401", "403", "404"} <= set(accept)  # path parameter: 404
     invite = paths["/v1/invitations"]["post"]
@@ -143,3 +143,103 @@ def test_reference_pages_load_their_assets_locally(client, page, asset):
     assert finders.find(asset), f"{asset} is not among the static files"
     assert "/v1/openapi.json" in html
     assert not re.findall(r"""(?:src|href)=["']https?://""", html), "the page loads something from another origin"
+
+
+# --------------------------------------------------------------------------- the reference a client author reads
+
+def own_description(operation) -> str:
+    """The operation's description without the access sentence ApiKeySchema appends."""
+    return operation.get("description", "").split("**Access:**")[0].strip()
+
+
+def test_every_operation_has_a_summary_and_a_description(schema):
+    problems = []
+    for path, method, operation in operations(schema):
+        summary = operation.get("summary", "")
+        if not summary or summary == operation["operationId"] or len(summary) > 80 or summary.endswith("."):
+            problems.append(f"{method.upper()} {path}: summary {summary!r}")
+        if not own_description(operation):
+            problems.append(f"{method.upper()} {path}: no description of its own")
+    assert not problems, "\n".join(problems)
+
+
+def test_summaries_tell_operations_apart(schema):
+    summaries = [operation["summary"] for _, _, operation in operations(schema)]
+    assert len(summaries) == len(set(summaries)), sorted(s for s in summaries if summaries.count(s) > 1)
+    assert schema["paths"]["/v1/agents"]["get"]["summary"] == "List agents"
+
+
+def test_every_operation_declares_server_faults_with_the_error_envelope(schema):
+    for path, method, operation in operations(schema):
+        for status in ("500", "503"):
+            response = operation["responses"].get(status)
+            assert response, f"{method.upper()} {path} does not declare {status}"
+            assert response["content"]["application/json"]["schema"] == ERROR_REF, (path, method, status)
+
+
+def test_every_operation_with_a_body_declares_the_size_limit_and_json_only(schema, settings):
+    with_body = [(path, method, operation) for path, method, operation in operations(schema)
+                 if "requestBody" in operation]
+    assert len(with_body) > 30
+    limit = f"{settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes"
+    for path, method, operation in with_body:
+        too_large = operation["responses"].get("413")
+        assert too_large, f"{method.upper()} {path} does not declare 413"
+        assert too_large["content"]["application/json"]["schema"] == ERROR_REF
+        assert limit in too_large["description"], too_large["description"]
+        if path != "/v1/webhooks/stripe":  # the webhook reads the raw bytes its signature covers
+            assert "415" in operation["responses"], f"{method.upper()} {path} does not declare 415"
+    assert "415" not in schema["paths"]["/v1/webhooks/stripe"]["post"]["responses"]
+    assert "413" not in schema["paths"]["/v1/customers"]["get"]["responses"]
+
+
+def test_pdf_downloads_are_declared_as_pdf_bytes(schema):
+    pdf_operations = [(path, operation) for path, method, operation in operations(schema) if path.endswith("/pdf")]
+    assert [path for path, _ in pdf_operations] == ["/v1/invoices/{invoice_id}/pdf"]
+    for path, operation in pdf_operations:
+        assert operation["responses"]["200"]["content"] == {
+            "application/pdf": {"schema": {"type": "string", "format": "binary"}}}, path
+        assert operation["responses"]["404"]["content"]["application/json"]["schema"] == ERROR_REF
+
+
+def test_bare_array_lists_declare_their_total_count_header(schema):
+    customers = schema["paths"]["/v1/customers"]["get"]["responses"]["200"]
+    assert customers["headers"]["X-Total-Count"]["schema"] == {"type": "integer"}
+    assert "headers" not in schema["paths"]["/v1/control/caps"]["get"]["responses"]["200"]  # not paged
+
+
+def test_statuses_the_services_raise_are_declared(schema):
+    """Spot checks of errors raised below the view (found by reading the services each view calls)."""
+    paths = schema["paths"]
+    assert "400" in paths["/v1/control/caps/{cap_id}"]["delete"]["responses"]  # the org cap under dev caps
+    assert "422" in paths["/v1/analytics/mrr"]["get"]["responses"]  # a stored strategy that cannot price
+    assert {"409", "422"} <= set(paths["/v1/invoices/generate"]["post"]["responses"])
+    assert {"400", "409"} <= set(paths["/v1/pricing-plans/{plan_id}/agents/{agent_id}"]["delete"]["responses"])
+
+
+def component(schema, ref) -> dict:
+    return schema["components"]["schemas"][ref["$ref"].rsplit("/", 1)[1]]
+
+
+def test_usage_record_examples_are_what_the_service_answers(schema, api):
+    """The documented request, sent as is, answers the documented shape: the same outcome per record and the
+    same fields in each entry, every one of them declared by the entry's schema."""
+    operation = schema["paths"]["/v1/usage/record"]["post"]
+    request_example = next(iter(operation["requestBody"]["content"]["application/json"]["examples"].values()))
+    answer_example = next(iter(operation["responses"]["200"]["content"]["application/json"]["examples"].values()))
+    resp = api.post("/v1/usage/record", request_example["value"])
+    assert resp.status_code == 200, resp.content
+    answer, documented = resp.json(), answer_example["value"]
+    assert {key: answer[key] for key in ("processed", "successful", "failed")} == {
+        key: documented[key] for key in ("processed", "successful", "failed")}
+    declared = {"success": set(schema["components"]["schemas"]["RecordSuccessOut"]["properties"]),
+                "failed": set(schema["components"]["schemas"]["RecordFailureOut"]["properties"])}
+    for outcome in ("success", "failed"):
+        for live, example in zip(answer["results"][outcome], documented["results"][outcome], strict=True):
+            assert set(live) == set(example), (outcome, live, example)
+            assert set(live) <= declared[outcome], (outcome, set(live) - declared[outcome])
+            # Ids are new on every call; costs follow the catalog's rates, which a catalog refresh moves.
+            volatile = {"eventId", "rawEventId", "totalCostUsd"}
+            assert {k: v for k, v in live.items() if k not in volatile} == {
+                k: v for k, v in example.items() if k not in volatile}
+            assert (live.get("totalCostUsd") is None) == (example.get("totalCostUsd") is None)

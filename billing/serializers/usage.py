@@ -66,6 +66,11 @@ class RecordFailureOut(serializers.Serializer):
     signalName = serializers.CharField(required=False)
     model = serializers.CharField(required=False, allow_null=True)
     modelProvider = serializers.CharField(required=False, allow_null=True)
+    # A stored failure (`stored: true`) also carries what a success does, its cost null (billing/recording.py).
+    totalCostUsd = serializers.CharField(required=False, allow_null=True,
+                                         help_text="stored failures: null until the event is priced")
+    timestamp = serializers.DateTimeField(required=False, help_text="stored failures: the event's usageDate")
+    replayed = serializers.BooleanField(required=False, help_text="present and true on an idempotent replay")
 
 
 class RecordResultsOut(serializers.Serializer):
@@ -78,3 +83,50 @@ class UsageRecordOut(serializers.Serializer):
     successful = serializers.IntegerField()
     failed = serializers.IntegerField()
     results = RecordResultsOut()
+
+
+# --- Examples of the reference (OpenAPI): one batch of each record shape, and its answer.
+
+USAGE_RECORD_REQUEST_EXAMPLE = {"records": [
+    {"customerExternalId": "acme-corp", "agentCode": "support-bot", "signalName": "ticket_resolved",
+     "model": "gpt-4o", "modelProvider": "openai", "inputTokens": 1200, "outputTokens": 350,
+     "usageDate": "2025-06-01T12:00:00Z", "environment": "production", "idempotencyKey": "run-8812-step-1",
+     "metadata": {"ticketId": "T-4471"}},
+    {"customerExternalId": "acme-corp", "agentCode": "support-bot", "signalName": "ticket_resolved",
+     "usageDate": "2025-06-01T12:01:00Z", "services": [
+         {"model": "gpt-4o", "modelProvider": "openai", "inputTokens": 800, "outputTokens": 120},
+         {"model": "text-embedding-3-small", "modelProvider": "openai", "inputTokens": 4000}]},
+    {"customerExternalId": "acme-corp", "agentCode": "support-bot", "signalName": "ticket_resolved",
+     "model": "acme-llm-v2", "modelProvider": "acme", "inputTokens": 500, "outputTokens": 90,
+     "usageDate": "2025-06-01T12:02:00Z"},
+    {"customerExternalId": "acme-corp", "agentCode": "support-bot", "model": "gpt-4o", "modelProvider": "openai",
+     "inputTokens": 10},
+]}
+
+USAGE_RECORD_ANSWER_EXAMPLE = {
+    "processed": 4, "successful": 2, "failed": 2,
+    "results": {
+        "success": [
+            {"index": 0, "customerExternalId": "acme-corp", "agentCode": "support-bot",
+             "signalName": "ticket_resolved", "model": "gpt-4o", "modelProvider": "openai",
+             "eventId": "0197291c-5a40-7c1e-9a0b-3f6d2e8c4b11", "rawEventId": "6f1c2a9e-8b47-4d3a-9e21-7c5b0d4f8a36",
+             "totalCostUsd": "0.0065", "timestamp": "2025-06-01T12:00:00Z"},
+            {"index": 1, "customerExternalId": "acme-corp", "agentCode": "support-bot",
+             "signalName": "ticket_resolved", "model": None, "modelProvider": None,
+             "eventId": "0197291c-5a40-7c1e-9a0b-3f6d2e8c4b12", "rawEventId": "0b9e4d7a-2c61-4f85-a3d0-5e8f1b7c9d42",
+             "totalCostUsd": "0.00328", "timestamp": "2025-06-01T12:01:00Z"},
+        ],
+        "failed": [
+            {"index": 2, "customerExternalId": "acme-corp", "agentCode": "support-bot",
+             "signalName": "ticket_resolved", "model": "acme-llm-v2", "modelProvider": "acme",
+             "eventId": "0197291c-5a40-7c1e-9a0b-3f6d2e8c4b13", "rawEventId": "c3a8f5e1-7d24-4b96-8f0a-1e6d9c2b5a77",
+             "totalCostUsd": None, "timestamp": "2025-06-01T12:02:00Z", "code": "unknown_model",
+             "message": ["model: 'acme-llm-v2' from provider 'acme' is not in the catalog; the event is stored with "
+                         "cost null until the model is mapped (POST /v1/events/map-model)."],
+             "stored": True},
+            {"index": 3, "customerExternalId": "acme-corp", "agentCode": "support-bot", "model": "gpt-4o",
+             "modelProvider": "openai", "code": "invalid_record", "message": ["signalName: This field is required."],
+             "stored": False},
+        ],
+    },
+}

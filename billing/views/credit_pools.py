@@ -27,6 +27,7 @@ class CreditBalanceListApi(OrgApiView):
                    description="One row per subscription whose plan sells a credit pool, lowest remainingPercent "
                                "first. Answers may be up to 30 seconds old (`asOf` says when they were computed).")
     def get(self, request):
+        """List credit-pool balances."""
         query = parse(CreditBalanceQueryIn, request.query_params)
         what = "list:" + ":".join(str(query.get(name, "")) for name in ("customer_id", "agent_id"))
         what += ":" + (decimal_text(query["below_percent"]) if "below_percent" in query else "")
@@ -46,6 +47,7 @@ class CreditBalanceDetailApi(OrgApiView):
                    description="404 when the subscription is not in the organization or its plan sells no pool. "
                                "Answers may be up to 30 seconds old.")
     def get(self, request, subscription_id):
+        """Get a subscription's credit balance."""
         def compute():
             balance = credit_balance_get(book=self.book, subscription_id=subscription_id, now=clock.now())
             return CreditBalanceOut(balance).data
@@ -63,6 +65,7 @@ class CreditTopupApi(OrgApiView):
                                "same grant and `created: false`; the key reused with other units or on another "
                                "subscription is a 409.")
     def post(self, request, subscription_id):
+        """Top up a credit pool."""
         topup = credit_topup(book=self.book, subscription_id=subscription_id, created_by=self.created_by,
                              now=clock.now(), **parse(CreditTopupIn, request.data))
         return Response(CreditTopupOut(topup).data, status=201 if topup.created else 200)
@@ -77,6 +80,7 @@ class CreditAlertsPauseApi(OrgApiView):
                    description="Sets whether pool alert emails are silenced; the countdown keeps counting. Stages "
                                "passed while paused are recorded and not emailed later.")
     def post(self, request, subscription_id):
+        """Pause or resume credit-pool alerts."""
         subscription = credit_alerts_pause(book=self.book, subscription_id=subscription_id, actor=self.created_by,
                                            **parse(CreditAlertsPauseIn, request.data))
         return Response(CreditAlertsPauseOut(subscription).data)

@@ -37,6 +37,7 @@ class InvoiceListApi(OrgApiView):
                    description="`{data: [rows], hasMore}`. `startDate`/`endDate` select invoices whose period "
                                "overlaps the window.")
     def get(self, request):
+        """List invoices."""
         invoices = filtered(InvoiceFilter, request.query_params, invoice_list(book=self.book))
         return has_more_response(invoices, request.query_params, InvoiceRowOut)
 
@@ -50,6 +51,7 @@ class InvoiceGenerateApi(OrgApiView):
                                "in place, or the finalized invoice unchanged. 409 when another invoice of the "
                                "subscription overlaps the period.")
     def post(self, request):
+        """Generate a draft invoice."""
         invoice, created = invoice_generate(book=self.book, now=clock.now(), **parse(InvoiceGenerateIn, request.data))
         return Response(_full(self.book, invoice.pk), status=201 if created else 200)
 
@@ -59,11 +61,13 @@ class InvoiceDetailApi(OrgApiView):
 
     @extend_schema(responses=InvoiceOut)
     def get(self, request, invoice_id):
+        """Get an invoice."""
         return Response(_full(self.book, invoice_id))
 
     @extend_schema(request=InvoiceUpdateIn, responses={200: InvoiceOut, 409: ErrorOut},
                    description="Discount, tax rate and memo of a draft; a finalized invoice is immutable (409).")
     def patch(self, request, invoice_id):
+        """Update a draft invoice."""
         invoice = invoice_update(book=self.book, invoice_id=invoice_id, **parse(InvoiceUpdateIn, request.data))
         return Response(_full(self.book, invoice.pk))
 
@@ -73,6 +77,10 @@ class InvoicePdfApi(OrgApiView):
 
     @extend_schema(responses={(200, "application/pdf"): OpenApiTypes.BINARY})
     def get(self, request, invoice_id):
+        """Download an invoice as PDF.
+
+        The invoice document (`application/pdf`, `Content-Disposition: inline` with the invoice number as file name):
+        seller and customer, lines with quantity, unit price and amount, discount, tax, totals and how to pay."""
         invoice = invoice_get(book=self.book, invoice_id=invoice_id)
         response = HttpResponse(invoice_pdf(InvoiceView.of(invoice)), content_type="application/pdf")
         response["Content-Disposition"] = f'inline; filename="invoice-{invoice.invoice_number}.pdf"'
@@ -84,6 +92,7 @@ class InvoiceSendApi(OrgApiView):
 
     @extend_schema(request=InvoiceSendIn, responses={200: InvoiceSendOut, 422: ErrorOut, 502: EMAIL_FAILED})
     def post(self, request, invoice_id):
+        """Send an invoice by email."""
         delivery = invoice_send(book=self.book, invoice_id=invoice_id, now=clock.now(),
                                 **parse(InvoiceSendIn, request.data))
         invoice = delivery.invoice
@@ -100,6 +109,7 @@ class InvoiceVoidApi(OrgApiView):
 
     @extend_schema(request=InvoiceVoidIn, responses=InvoiceOut)
     def post(self, request, invoice_id):
+        """Void an invoice."""
         invoice = invoice_void(book=self.book, invoice_id=invoice_id, now=clock.now(),
                                **parse(InvoiceVoidIn, request.data))
         return Response(_full(self.book, invoice.pk))
@@ -112,6 +122,7 @@ class RefundCreateApi(OrgApiView):
 
     @extend_schema(request=RefundCreateIn, responses={201: RefundCreatedOut, 502: PROVIDER_FAILED})
     def post(self, request, invoice_id, payment_id):
+        """Refund a payment."""
         refund = refund_create(book=self.book, invoice_id=invoice_id, payment_id=payment_id, now=clock.now(),
                                **parse(RefundCreateIn, request.data))
         return Response(RefundCreatedOut(refund).data, status=201)
@@ -123,11 +134,13 @@ class StripeWebhookApi(APIView):
 
     authentication_classes = []
     permission_classes = []
+    reads_raw_body = True  # the signature covers the exact bytes: never parsed as JSON, so never a 415
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses=StripeWebhookOut, auth=[],
                    description="A bad or missing `Stripe-Signature` is a 400 and changes nothing; a replayed "
                                "event changes nothing; other event types are acknowledged and ignored.")
     def post(self, request):
+        """Receive a Stripe event."""
         event = verify_event(request.body, request.headers.get("Stripe-Signature", ""))
         outcome = stripe_event_handle(event, now=clock.now())
         return Response(StripeWebhookOut({"received": True, "handled": outcome.handled,

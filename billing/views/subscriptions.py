@@ -20,11 +20,17 @@ class SubscriptionListCreateApi(OrgApiView):
     @extend_schema(parameters=openapi_parameters(SubscriptionFilter) + OFFSET_PARAMETERS,
                    responses=SubscriptionOut(many=True), description="Bare array; the total is in X-Total-Count.")
     def get(self, request):
+        """List subscriptions."""
         subscriptions = filtered(SubscriptionFilter, request.query_params, subscription_list(book=self.book))
         return array_response(subscriptions, request.query_params, SubscriptionOut)
 
     @extend_schema(request=SubscriptionCreateIn, responses={201: SubscriptionOut, 409: ErrorOut, 422: ErrorOut})
     def post(self, request):
+        """Create a subscription.
+
+        Subscribes a customer to a plan for one of the plan's agents from `startDate`. 404 when the customer, agent or
+        plan is unknown; 409 when the customer already has an overlapping subscription on the plan; 422 when the parts
+        are inconsistent (an inactive plan, an agent of another book, `custom` billing without `customCycleDays`)."""
         subscription = subscription_create(book=self.book, now=clock.now(), actor=self.created_by,
                                            **parse(SubscriptionCreateIn, request.data))
         return Response(SubscriptionOut(subscription).data, status=201)
@@ -35,10 +41,18 @@ class SubscriptionDetailApi(OrgApiView):
 
     @extend_schema(responses=SubscriptionOut)
     def get(self, request, subscription_id):
+        """Get a subscription.
+
+        One subscription with its plan, current period, status and billing settings."""
         return Response(SubscriptionOut(subscription_get(book=self.book, subscription_id=subscription_id)).data)
 
     @extend_schema(request=SubscriptionUpdateIn, responses={200: SubscriptionOut, 409: ErrorOut, 422: ErrorOut})
     def patch(self, request, subscription_id):
+        """Update a subscription.
+
+        Any create field but those fixed at creation (`startDate`, `billingCycle`, `customCycleDays`, the customer: a
+        400). 409 when the change would overlap another subscription of the customer on the plan; 422 for an impossible
+        move (an ended subscription stays ended, a started one cannot become upcoming again, an inactive plan)."""
         subscription = subscription_update(book=self.book, subscription_id=subscription_id, now=clock.now(),
                                            actor=self.created_by, **parse(SubscriptionUpdateIn, request.data))
         return Response(SubscriptionOut(subscription).data)
@@ -51,6 +65,7 @@ class SubscriptionInvoiceDatesApi(OrgApiView):
                    description="Moves the billing day (and/or time zone) from the next period on; the current "
                                "period and issued invoices are untouched.")
     def patch(self, request, subscription_id):
+        """Move a subscription's invoice dates."""
         subscription = subscription_update(book=self.book, subscription_id=subscription_id, now=clock.now(),
                                            actor=self.created_by, **parse(SubscriptionInvoiceDatesIn, request.data))
         return Response(SubscriptionOut(subscription).data)
@@ -62,6 +77,7 @@ class SubscriptionChangelogApi(OrgApiView):
     @extend_schema(parameters=openapi_parameters(ChangelogFilter) + OFFSET_PARAMETERS,
                    responses=SubscriptionChangeOut(many=True), description="Newest first; total in X-Total-Count.")
     def get(self, request, subscription_id):
+        """List a subscription's changes."""
         entries = filtered(ChangelogFilter, request.query_params,
                            subscription_changelog(book=self.book, subscription_id=subscription_id))
         return array_response(entries, request.query_params, SubscriptionChangeOut)

@@ -1,17 +1,23 @@
-"""The OpenAPI schema of /v1 (drf-spectacular): operation ids, the Error component and the standard
-error responses of every operation.
+"""The OpenAPI schema of /v1 (drf-spectacular): operation ids, summaries and descriptions, the Error
+component and the standard error responses of every operation.
 
 `ApiSchema` is DRF's DEFAULT_SCHEMA_CLASS. Views describe their request and response bodies with
-`@extend_schema(request=..., responses=...)`; this class adds, per operation, the errors the shared
-layers produce:
+`@extend_schema(request=..., responses=...)`; this class adds, per operation:
 
-- 400 when the operation takes a body or query parameters (validation, malformed JSON);
-- 404 when its path has a parameter or its body names records by UUID (missing, malformed and foreign
-  ids read alike);
-- 401/403 (and 429) from the view's authentication, see `auth_error_statuses`;
-- 503 on every operation (the database does not answer);
-- any other error status a view declares itself: `responses={201: CustomerOut, 409: ErrorOut}`
-  (its description is filled in here).
+- the summary: the summary line of the view method's docstring (its final period dropped), unless the view
+  gives `summary=`; the description: the paragraphs after it, else the view class's own docstring, unless
+  the view gives `description=`;
+- the errors the shared layers produce, each answered with the Error envelope:
+  - 400 when the operation takes a body or query parameters (validation, malformed JSON);
+  - 413 (a body over REQUEST_BODY_MAX_BYTES, refused by the request middleware) and 415 (a body that
+    is not JSON) when it takes a body;
+  - 404 when its path has a parameter or its body names records by UUID (missing, malformed and foreign
+    ids read alike);
+  - 401/403 (and 429) from the view's authentication, see `auth_error_statuses`;
+  - 500 (a server fault, spec §7: retry once) and 503 (the database does not answer) on every operation;
+  - any other error status a view declares itself: `responses={201: CustomerOut, 409: ErrorOut}`
+    (its description is filled in here);
+- the `X-Total-Count` header of the bare-array lists (an array answer paged by `offset`).
 
 Authentication by API key is described by `config.accounts.openapi.ApiKeySchema`, the schema class of
 `OrgApiView` (core does not import the accounts app).
@@ -20,6 +26,7 @@ import inspect
 import re
 
 import inflection
+from django.conf import settings
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import (
     build_basic_type, build_parameter_type, force_instance, is_list_serializer, is_serializer,
@@ -38,13 +45,26 @@ ERROR_DESCRIPTIONS = {
     409: "Conflicts with existing data: a duplicate unique value, a reused idempotency key, or "
          "dependent records.",
     410: "Gone.",
+    415: "The body is not JSON: send it with `Content-Type: application/json`.",
     422: "Structurally valid but inconsistent.",
     429: "Request rate exceeded; retry after `Retry-After` seconds.",
+    500: "Server fault (`message: Internal server error.`); retry once.",
     503: "The database is unavailable (`code: service_unavailable`); transient, retry after `Retry-After` seconds.",
 }
 
 RETRY_AFTER_HEADER = {"Retry-After": {"description": "Seconds to wait before retrying.",
                                       "schema": {"type": "integer"}}}
+TOTAL_COUNT_HEADER = {"X-Total-Count": {"description": "Rows matching the filters, across every window.",
+                                        "required": True, "schema": {"type": "integer"}}}
+
+
+def body_too_large_description() -> str | None:
+    """What the 413 of an operation with a body says, or None when the deployment sets no limit."""
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    if limit is None:
+        return None
+    return (f"The request body is larger than the limit of {limit} bytes ({limit / 1048576:g} MiB) and was not "
+            f"read (`code: request_too_large`).")
 
 
 @extend_schema_field({"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]})
@@ -113,10 +133,22 @@ class ApiSchema(AutoSchema):
         tokens = [inflection.underscore(part.strip("{}")).replace("-", "_") for part in path.split("/") if part]
         return "_".join([self.method.lower(), *tokens])
 
+    def _method_doc(self) -> tuple[str, str]:
+        """(summary line, the paragraphs after it) of the view method's own docstring (PEP 257 layout);
+        ("", "") without one."""
+        method = getattr(self.view, self.method.lower(), None)
+        doc = inspect.cleandoc(method.__doc__) if getattr(method, "__doc__", None) else ""
+        first, _, rest = doc.partition("\n\n")
+        return " ".join(first.split()), rest.strip()
+
+    def get_summary(self) -> str | None:
+        # Redoc and Swagger UI head each operation with it (the operation id otherwise).
+        return self._method_doc()[0].removesuffix(".") or None
+
     def get_description(self) -> str:
         # The view's own docstrings only: inspect.getdoc would hand every view its base class's docstring.
-        method = getattr(self.view, self.method.lower(), None)
-        own_doc = getattr(method, "__doc__", None) or type(self.view).__doc__
+        rest = self._method_doc()[1]
+        own_doc = rest or type(self.view).__doc__
         return inspect.cleandoc(own_doc) if own_doc else ""
 
     def _resolve_path_parameters(self, variables):
@@ -139,11 +171,20 @@ class ApiSchema(AutoSchema):
         if operation is None:
             return None
         parameters = operation.get("parameters", [])
-        statuses = self.auth_error_statuses() | {503}
-        if "requestBody" in operation or any(p["in"] == "query" for p in parameters):
+        has_body = "requestBody" in operation
+        statuses = self.auth_error_statuses() | {500, 503}
+        descriptions = dict(self.error_descriptions)
+        if has_body or any(p["in"] == "query" for p in parameters):
             statuses.add(400)
+        if has_body:
+            too_large = body_too_large_description()
+            if too_large:
+                statuses.add(413)
+                descriptions[413] = too_large
+            if not getattr(self.view, "reads_raw_body", False):  # a body the JSON parser reads
+                statuses.add(415)
         if any(p["in"] == "path" for p in parameters) or (
-                "requestBody" in operation and names_records(self.get_request_serializer())):
+                has_body and names_records(self.get_request_serializer())):
             statuses.add(404)
         responses = operation["responses"]
         error_ref = self.resolve_serializer(ErrorOut, "response").ref
@@ -153,8 +194,11 @@ class ApiSchema(AutoSchema):
             if code.isdigit() and int(code) >= 400:
                 response.setdefault("content", {"application/json": {"schema": error_ref}})  # the envelope
                 if not response.get("description"):
-                    response["description"] = self.error_descriptions.get(int(code), "Error.")
+                    response["description"] = descriptions.get(int(code), "Error.")
             if code in ("429", "503"):
                 response.setdefault("headers", {}).update(RETRY_AFTER_HEADER)
+        ok = responses.get("200", {}).get("content", {}).get("application/json", {}).get("schema", {})
+        if ok.get("type") == "array" and any(p["in"] == "query" and p["name"] == "offset" for p in parameters):
+            responses["200"].setdefault("headers", {}).update(TOTAL_COUNT_HEADER)  # config.core.pagination
         operation["responses"] = dict(sorted(responses.items()))
         return operation
