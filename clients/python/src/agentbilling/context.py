@@ -54,11 +54,14 @@ class Outcome:
         self.quantity = quantity  # may be changed inside the block (e.g. the number of pages produced)
         self.calls: list[ModelCall] = []
         self.skipped = False
+        self.recorder = None  # the recorder the first instrumented call would have used
         self._lock = threading.Lock()
 
-    def add(self, call: ModelCall) -> None:
+    def add(self, call: ModelCall, recorder=None) -> None:
         with self._lock:
             self.calls.append(call)
+            if self.recorder is None:
+                self.recorder = recorder
 
     def skip(self) -> None:
         """Record nothing for this outcome (its calls' cost is lost: prefer quantity 0)."""
@@ -157,7 +160,7 @@ def _record_outcome(outcome: Outcome, context: BillingContext) -> None:
                        "not recorded", outcome.signalName)
         return
     try:
-        recorder_for(context).record(
+        recorder_for(context, outcome.recorder).record(
             customerExternalId=context.customerExternalId, agentCode=context.agentCode,
             signalName=outcome.signalName, quantity=outcome.quantity,
             services=[call.as_service() for call in outcome.calls], metadata=dict(context.metadata) or None,

@@ -81,7 +81,7 @@ def emit(call: ModelCall | None, *, context: BillingContext | None = None, recor
     context = context if context is not None else current_billing_context()
     try:
         if context is not None and context.outcome is not None:
-            context.outcome.add(call)
+            context.outcome.add(call, recorder)
             return
         signal = signal_name or (context.signalName if context else None)
         customer = context.customerExternalId if context else None

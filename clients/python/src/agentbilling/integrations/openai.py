@@ -103,6 +103,10 @@ def _wrap(create, *, provider: str, recorder, signal_name: str | None):
     def wrapper(*args, **kwargs):
         context = current_billing_context()
         result = create(*args, **kwargs)
+        if inspect.isawaitable(result):  # an async client's method behind a plain decorator
+            async def finish():
+                return handle(await result, context, kwargs.get("model"), bool(kwargs.get("stream")))
+            return finish()
         return handle(result, context, kwargs.get("model"), bool(kwargs.get("stream")))
     wrapper._agentbilling_original = create
     return wrapper
