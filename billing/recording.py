@@ -113,7 +113,7 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
         # Priced before anything is written: an event costing more than the maximum is refused alone (not
         # stored, nothing provisioned for it), like an invalid record.
         prices = PriceList(resolve_services(book=book, pairs={part.key for d in drafts for part in d.services}))
-        priced_by_index = {d.index: price_event(d.services, prices) for d in drafts}
+        priced_by_index = {d.index: price_event(d.services, prices, at=d.usage_date) for d in drafts}
         failures_by_index.update({
             d.index: {"index": d.index, **_echo(d), "code": priced_by_index[d.index].failure_code,
                       "message": priced_by_index[d.index].failure_message, "stored": False}

@@ -4,6 +4,7 @@ cost engine, shared by recording (billing) and cost backfill (customers).
 Its value types are NamedTuples rather than frozen dataclasses: as immutable, and built in a third of the
 time, which counts when recording builds a few of them for every record (docs/performance.md)."""
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from decimal import Decimal
 from typing import NamedTuple
 
@@ -36,10 +37,11 @@ class ServiceUsage(NamedTuple):
     def key(self) -> tuple[str, str]:
         return self.model, self.model_provider
 
-    def engine_usage(self) -> Usage:
+    def engine_usage(self, at: datetime | None = None) -> Usage:
+        """The engine's view of this part of an event used at `at` (its usageDate: off-peak windows)."""
         return Usage(input_tokens=self.input_tokens or 0, output_tokens=self.output_tokens or 0,
                      cache_read_tokens=self.cache_read_tokens or 0, cache_write_tokens=self.cache_write_tokens or 0,
-                     quantity=self.quantity if self.quantity is not None else Decimal(1))
+                     quantity=self.quantity if self.quantity is not None else Decimal(1), at=at)
 
     def as_json(self) -> dict:
         return {"model": self.model, "modelProvider": self.model_provider, "inputTokens": self.input_tokens,
@@ -85,10 +87,11 @@ class PriceList:
         self.rates = {pair: rates_for(entry) for pair, entry in resolved.items() if entry is not None}
 
 
-def price_event(parts: Sequence[ServiceUsage], prices: PriceList) -> PricedEvent:
-    """Cost of an event whose (model, provider) pairs were resolved once for the batch."""
+def price_event(parts: Sequence[ServiceUsage], prices: PriceList, *, at: datetime | None = None) -> PricedEvent:
+    """Cost of an event used at `at` (its usageDate) whose (model, provider) pairs were resolved once for the
+    batch."""
     priced = [PricedPart(usage, prices.services.get(usage.key),
-                         service_cost(prices.rates.get(usage.key), usage.engine_usage())) for usage in parts]
+                         service_cost(prices.rates.get(usage.key), usage.engine_usage(at))) for usage in parts]
     total = event_total(part.cost for part in priced)
     costly = [part for part in priced if part.cost is not None and part.cost > MAX_EVENT_COST]
     if costly or (total is not None and total > MAX_EVENT_COST):
@@ -105,7 +108,7 @@ def price_event(parts: Sequence[ServiceUsage], prices: PriceList) -> PricedEvent
             f"with cost null until the model is mapped (POST /v1/events/map-model)." for u in unknown])
     return PricedEvent(tuple(priced), None, UNPRICED_USAGE, [
         f"model: {p.usage.model!r} ({p.service.provider}/{p.service.canonical_name}) has no catalog rate for its "
-        f"{' and '.join(missing_rates(prices.rates[p.usage.key], p.usage.engine_usage()))} "
+        f"{' and '.join(missing_rates(prices.rates[p.usage.key], p.usage.engine_usage(at)))} "
         f"{'units' if not prices.rates[p.usage.key].is_token_priced else 'tokens'}; the event is stored with cost "
         f"null until the catalog publishes it (a catalog refresh prices it then)."
         for p in priced if p.cost is None])

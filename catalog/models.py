@@ -4,7 +4,7 @@ import uuid
 from django.db import models
 
 from config.core.models import OrgOwned
-from config.core.money import ExactField
+from config.core.money import RateField
 
 
 class CatalogSource(models.TextChoices):
@@ -23,17 +23,20 @@ class ServiceEntry(models.Model):
     display_name = models.CharField(max_length=255)
     provider = models.CharField(max_length=100, help_text="Lowercase; sent as `modelProvider`.")
     service_type = models.CharField(max_length=64)
-    input_cost = ExactField(null=True, blank=True)
-    output_cost = ExactField(null=True, blank=True)
-    cache_read_cost = ExactField(null=True, blank=True)
-    cache_write_cost = ExactField(null=True, blank=True)
-    # Long-context pricing: when a request's prompt tokens (input + cache read + cache write) exceed this
-    # threshold, the *_above_threshold rates apply to all of its tokens (see catalog/costing.py).
-    long_context_threshold = models.BigIntegerField(null=True, blank=True)
-    input_cost_above_threshold = ExactField(null=True, blank=True)
-    output_cost_above_threshold = ExactField(null=True, blank=True)
-    cache_read_cost_above_threshold = ExactField(null=True, blank=True)
-    cache_write_cost_above_threshold = ExactField(null=True, blank=True)
+    # Rates with every digit the price source publishes (`numeric` without a scale: never rounded).
+    input_cost = RateField(null=True, blank=True)
+    output_cost = RateField(null=True, blank=True)
+    cache_read_cost = RateField(null=True, blank=True)
+    cache_write_cost = RateField(null=True, blank=True)
+    # Long-context pricing (see catalog/costing.py): ascending thresholds of prompt tokens (input + cache read +
+    # cache write), each `{"threshold": int, "input"|"output"|"cache_read"|"cache_write": "<decimal>"}` with the
+    # rates a request above it pays for all of its tokens. Above: more than the threshold, or from the
+    # threshold itself where `long_context_inclusive` (the provider bills it so: xAI).
+    long_context = models.JSONField(default=list, blank=True)
+    long_context_inclusive = models.BooleanField(default=False)
+    # Off-peak pricing: `{"windows": [{"hours": ["HH:MM-HH:MM", ...] (UTC), "weekdays": [1-7] | null}],
+    # "weekday_timezone": str | null, "input"|"output"|"cache_read"|"cache_write": "<decimal>"}`, or null.
+    off_peak = models.JSONField(null=True, blank=True)
     cost_unit = models.CharField(max_length=32, default="token")
     context_window = models.BigIntegerField(null=True, blank=True)
     source = models.CharField(max_length=16, choices=CatalogSource.choices)

@@ -14,16 +14,22 @@ Order, first match wins (docs/decisions/catalog.md):
 2. the catalog entry (provider, model);
 3. a provider-prefixed id whose prefix names the same provider: `openai/gpt-4o` with `openai` is
    (openai, gpt-4o);
-4. the same with a known synonym of the provider (`gemini` -> `google`, `vertex` -> `vertex_ai`, ...);
+4. the same with a known synonym of the provider (`gemini` -> `google`, `vertex` -> `vertex_ai`, ...) or the
+   provider name the catalog loader folds it into (`bedrock_converse` -> `bedrock`, `cohere_chat` -> `cohere`,
+   `text-completion-openai` -> `openai`, `vertex_ai_beta` -> `vertex_ai`, ...);
 5. a dated snapshot that the catalog lacks, without its date: `gpt-4o-2024-08-06` -> `gpt-4o`,
    `claude-x-20250101` -> `claude-x`, `model@20240620` -> `model`. A dated id that the catalog has
    resolves to itself (step 2), never to the undated model.
 """
+import json
 import re
 from collections.abc import Iterable
+from datetime import time
+from decimal import Decimal
 
-from catalog.costing import LongContextRates, Rates
+from catalog.costing import LongContextRates, OffPeakRates, OffPeakWindow, Rates
 from catalog.models import ModelAlias, ServiceEntry
+from catalog.sources import catalog_provider
 from config.core.database import WholeRows, prepared_cursor
 
 PROVIDER_SYNONYMS = {
@@ -58,8 +64,10 @@ def normalize_provider(provider: str) -> str:
 
 
 def _providers(provider: str) -> list[str]:
-    synonym = PROVIDER_SYNONYMS.get(provider)
-    return [provider, synonym] if synonym else [provider]
+    """The provider as sent, its synonym, and the name the catalog loader folds it into (`bedrock_converse`,
+    `cohere_chat`, `text-completion-openai`, `vertex_ai_beta`, `vertex_ai-*`...: catalog.sources)."""
+    return list(dict.fromkeys(name for name in (provider, PROVIDER_SYNONYMS.get(provider), catalog_provider(provider))
+                              if name))
 
 
 def candidates(model: str, provider: str) -> list[Pair]:
@@ -125,11 +133,37 @@ def _read(book, wanted: list[Pair], flat: list[Pair]) -> tuple[dict, dict]:
 
 def rates_for(entry: ServiceEntry) -> Rates:
     """The cost engine's view of a catalog entry."""
-    long_context = None
-    if entry.long_context_threshold is not None:
-        long_context = LongContextRates(
-            threshold=entry.long_context_threshold, input=entry.input_cost_above_threshold,
-            output=entry.output_cost_above_threshold, cache_read=entry.cache_read_cost_above_threshold,
-            cache_write=entry.cache_write_cost_above_threshold)
+    long_context = tuple(
+        LongContextRates(threshold=int(tier["threshold"]), **{name: _decimal(tier.get(name)) for name in RATE_NAMES})
+        for tier in _json(entry.long_context) or ())
+    off_peak = None
+    block = _json(entry.off_peak)
+    if block:
+        off_peak = OffPeakRates(
+            windows=tuple(OffPeakWindow(hours=tuple(_hours(span) for span in window["hours"]),
+                                        weekdays=frozenset(window["weekdays"]) if window.get("weekdays") else None)
+                          for window in block["windows"]),
+            weekday_timezone=block.get("weekday_timezone"),
+            **{name: _decimal(block.get(name)) for name in RATE_NAMES})
     return Rates(cost_unit=entry.cost_unit, input=entry.input_cost, output=entry.output_cost,
-                 cache_read=entry.cache_read_cost, cache_write=entry.cache_write_cost, long_context=long_context)
+                 cache_read=entry.cache_read_cost, cache_write=entry.cache_write_cost, long_context=long_context,
+                 threshold_inclusive=entry.long_context_inclusive, off_peak=off_peak)
+
+
+RATE_NAMES = ("input", "output", "cache_read", "cache_write")
+
+
+def _json(value):
+    """A JSON column's value: an entry built from a raw row (`_read`, `WholeRows`) holds its text, as psycopg
+    hands jsonb to Django; one loaded through the ORM, the decoded value."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _decimal(text) -> Decimal | None:
+    return None if text is None else Decimal(str(text))
+
+
+def _hours(span: str) -> tuple[time, time]:
+    """"HH:MM-HH:MM" -> (start, end), UTC times of day."""
+    start, end = (time.fromisoformat(part.strip()) for part in span.split("-"))
+    return start, end

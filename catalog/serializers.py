@@ -1,6 +1,50 @@
+from decimal import Decimal
+
 from rest_framework import serializers
 
 from config.core.serialization import DecimalText
+
+
+class LongContextOut(serializers.Serializer):
+    """One long-context tier of an LLM entry (rates in USD per token; null: the tier below's rate)."""
+
+    threshold = serializers.IntegerField(help_text="prompt tokens above which (or from which, if inclusive) it applies")
+    input = DecimalText(allow_null=True, default=None)
+    output = DecimalText(allow_null=True, default=None)
+    cacheRead = DecimalText(source="cache_read", allow_null=True, default=None)
+    cacheWrite = DecimalText(source="cache_write", allow_null=True, default=None)
+
+    def to_representation(self, tier):
+        return super().to_representation({**tier, **_rates(tier)})
+
+
+class OffPeakWindowOut(serializers.Serializer):
+    hours = serializers.ListField(child=serializers.CharField(), help_text='UTC "HH:MM-HH:MM" spans, end exclusive')
+    weekdays = serializers.ListField(child=serializers.IntegerField(), allow_null=True,
+                                     help_text="ISO weekdays (1 = Monday) on weekdayTimezone's calendar; null: every day")
+
+
+class OffPeakOut(serializers.Serializer):
+    """Off-peak prices of an LLM entry: while one of `windows` is open, these rates replace the ones that would
+    apply (null: that rate is unchanged)."""
+
+    windows = OffPeakWindowOut(many=True)
+    weekdayTimezone = serializers.CharField(source="weekday_timezone", allow_null=True, default=None)
+    input = DecimalText(allow_null=True, default=None)
+    output = DecimalText(allow_null=True, default=None)
+    cacheRead = DecimalText(source="cache_read", allow_null=True, default=None)
+    cacheWrite = DecimalText(source="cache_write", allow_null=True, default=None)
+
+    def to_representation(self, block):
+        return super().to_representation({"weekday_timezone": None, **block, **_rates(block)})
+
+
+RATE_KEYS = ("input", "output", "cache_read", "cache_write")
+
+
+def _rates(stored: dict) -> dict:
+    """The rates of a stored tier or off-peak block as Decimals (stored as decimal strings; absent: None)."""
+    return {key: None if stored.get(key) is None else Decimal(str(stored[key])) for key in RATE_KEYS}
 
 
 class ServiceOut(serializers.Serializer):
@@ -35,6 +79,17 @@ class ServiceOut(serializers.Serializer):
         help_text="Unit of the rates: `token` for LLM entries (USD per single token; cache tokens without a "
                   "published cache price at the input rate), else the unit a non-LLM price is per "
                   "(request, minute, character, image, page, ...).")
+    longContext = LongContextOut(
+        source="long_context", many=True,
+        help_text="Long-context tiers, ascending. A request whose prompt tokens (input + cache read + cache write) "
+                  "are above a threshold pays that tier's rates for all of its tokens; a rate a tier leaves null is "
+                  "the tier below's.")
+    longContextInclusive = serializers.BooleanField(
+        source="long_context_inclusive",
+        help_text="true where the provider bills a tier from its threshold itself (a prompt of exactly the "
+                  "threshold pays it: xAI); false: only above it.")
+    offPeak = OffPeakOut(source="off_peak", allow_null=True,
+                         help_text="Off-peak prices, applied by the event's usageDate; null: none.")
     contextWindow = serializers.IntegerField(source="context_window", allow_null=True)
     source = serializers.CharField()
     isApi = serializers.BooleanField(source="is_api")

@@ -16,13 +16,12 @@ import json
 from decimal import Decimal
 from pathlib import Path
 
-from config.core.money import to_exact
-
 DATA_DIR = Path(__file__).resolve().parent / "data"
 LITELLM_FILE = DATA_DIR / "litellm_prices.json"
 CURATED_FILE = DATA_DIR / "curated_services.json"
 
-# LiteLLM provider ids that name the same provider (or a sub-API of one) as another id.
+# LiteLLM provider ids that name the same provider (or a sub-API of one) as another id. The request side
+# (catalog.resolution) folds a `modelProvider` by the same table, so what the loader folds resolves as sent.
 PROVIDER_NAMES = {
     "gemini": "google",
     "text-completion-openai": "openai",
@@ -32,20 +31,24 @@ PROVIDER_NAMES = {
     "bedrock_converse": "bedrock",
     "azure_text": "azure",
     "fireworks_ai-embedding-models": "fireworks_ai",
+    "vertex_ai_beta": "vertex_ai",
 }
+# Providers that bill the tier above a long-context threshold from the threshold itself (a prompt of exactly
+# the threshold pays the higher rates), as LiteLLM prices them; every other provider, above it only.
+INCLUSIVE_THRESHOLD_PROVIDERS = frozenset({"xai"})
+# Providers whose price lists publish no cache-read price yet bill cached prompt tokens at a fixed share of
+# the input price (Fireworks: half), as LiteLLM prices them.
+CACHE_READ_SHARE_OF_INPUT = {"fireworks_ai": Decimal("0.5")}
 
 RATE_FIELDS = {  # reduced-file key -> ServiceEntry field
     "input": "input_cost",
     "output": "output_cost",
     "cache_read": "cache_read_cost",
     "cache_write": "cache_write_cost",
-    "input_above_threshold": "input_cost_above_threshold",
-    "output_above_threshold": "output_cost_above_threshold",
-    "cache_read_above_threshold": "cache_read_cost_above_threshold",
-    "cache_write_above_threshold": "cache_write_cost_above_threshold",
 }
 ENTRY_FIELDS = ("external_id", "canonical_name", "display_name", "provider", "service_type", *RATE_FIELDS.values(),
-                "long_context_threshold", "cost_unit", "context_window", "source", "is_api")
+                "long_context", "long_context_inclusive", "off_peak", "cost_unit", "context_window", "source",
+                "is_api")
 
 
 def catalog_provider(litellm_provider: str) -> str:
@@ -53,6 +56,13 @@ def catalog_provider(litellm_provider: str) -> str:
     if provider.startswith("vertex_ai-"):  # vertex_ai-language-models, vertex_ai-anthropic_models, ...
         return "vertex_ai"
     return PROVIDER_NAMES.get(provider, provider)
+
+
+def call_provider(litellm_provider: str) -> str:
+    """The provider a caller names for a LiteLLM price entry (`custom_llm_provider`): the price map files
+    Vertex's models under `vertex_ai-<family>`, but a request goes to `vertex_ai`."""
+    provider = litellm_provider.strip().lower()
+    return "vertex_ai" if provider.startswith("vertex_ai-") else provider
 
 
 def catalog_name(key: str, litellm_provider: str) -> str:
@@ -71,8 +81,30 @@ def _load(path: Path) -> dict:
 
 
 def _rate(value) -> Decimal | None:
-    """A price at the stored precision (12 places, half-up), parsed from its text, never through float."""
-    return None if value is None else to_exact(Decimal(str(value)))
+    """A price exactly as its source writes it (every digit kept), parsed from its text, never through float."""
+    return None if value is None else Decimal(str(value))
+
+
+def _rate_text(value) -> str:
+    """A price for a JSON column: a plain decimal string (no exponent), every digit kept."""
+    return format(_rate(value), "f")
+
+
+def _long_context(entry: dict) -> list[dict]:
+    """The thresholds as stored (JSON: rates as decimal strings, absent rates left out), ascending."""
+    return [{"threshold": int(tier["threshold"]),
+             **{name: _rate_text(tier[name]) for name in RATE_FIELDS if tier.get(name) is not None}}
+            for tier in sorted(entry.get("long_context") or [], key=lambda tier: int(tier["threshold"]))]
+
+
+def _off_peak(entry: dict) -> dict | None:
+    block = entry.get("off_peak")
+    if not block:
+        return None
+    return {"windows": [{"hours": list(window["hours"]), "weekdays": window.get("weekdays")}
+                        for window in block["windows"]],
+            "weekday_timezone": block.get("weekday_timezone"),
+            **{name: _rate_text(block[name]) for name in RATE_FIELDS if block.get(name) is not None}}
 
 
 def _litellm_row(key: str, entry: dict) -> dict:
@@ -84,20 +116,29 @@ def _litellm_row(key: str, entry: dict) -> dict:
         "display_name": key.strip()[-len(name):],  # the name as LiteLLM spells it
         "provider": provider,
         "service_type": entry.get("mode") or "chat",
-        "long_context_threshold": entry.get("long_context_threshold"),
+        "long_context": _long_context(entry),
+        "long_context_inclusive": provider in INCLUSIVE_THRESHOLD_PROVIDERS,
+        "off_peak": _off_peak(entry),
         "cost_unit": "token",
         "context_window": entry.get("context_window"),
         "source": "litellm",
         "is_api": False,
     }
     row.update({field: _rate(entry.get(key_)) for key_, field in RATE_FIELDS.items()})
+    share = CACHE_READ_SHARE_OF_INPUT.get(provider)
+    if share is not None and row["cache_read_cost"] is None and row["input_cost"] is not None:
+        row["cache_read_cost"] = row["input_cost"] * share
     return row
 
 
 def _preference(key: str, entry: dict) -> tuple:
-    """Among LiteLLM keys that map to one (provider, name), prefer the provider's own id, then the bare key."""
+    """Among LiteLLM keys that map to one (provider, name), prefer the one LiteLLM's own lookup finds for a
+    call naming that provider and model: `<provider>/<name>` first, then the bare key, then the rest (the
+    provider's own id before a variant's)."""
     raw = entry["provider"].strip().lower()
-    return (raw != catalog_provider(raw), "/" in key, key)
+    name = catalog_name(key, raw)
+    spelled = key.strip().lower()
+    return (spelled != f"{call_provider(raw)}/{name}", spelled != name, raw != catalog_provider(raw), key)
 
 
 def litellm_rows(data: dict) -> list[dict]:
@@ -130,7 +171,9 @@ def curated_rows(data: dict) -> list[dict]:
             "provider": provider,
             "service_type": service["serviceType"],
             "input_cost": _rate(service["unitPrice"]),
-            "long_context_threshold": None,
+            "long_context": [],
+            "long_context_inclusive": False,
+            "off_peak": None,
             "cost_unit": service["costUnit"],
             "context_window": None,
             "source": "curated",

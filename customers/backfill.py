@@ -109,7 +109,8 @@ def events_unpriced_reasons(*, book, events: list[UsageEvent]) -> dict:
     if not parts_by_event:
         return {}
     prices = PriceList(resolve_services(book=book, pairs={part.key for parts in parts_by_event.values() for part in parts}))
-    return {event.pk: unpriced_reason(price_event(parts_by_event[event.pk], prices)) for event in waiting}
+    return {event.pk: unpriced_reason(price_event(parts_by_event[event.pk], prices, at=event.usage_date))
+            for event in waiting}
 
 
 def _price_and_save(book, events: list[UsageEvent]) -> int:
@@ -117,7 +118,7 @@ def _price_and_save(book, events: list[UsageEvent]) -> int:
     prices = PriceList(resolve_services(book=book, pairs={part.key for parts in parts_by_event.values() for part in parts}))
     changed = []
     for event in events:
-        priced = price_event(parts_by_event[event.pk], prices)
+        priced = price_event(parts_by_event[event.pk], prices, at=event.usage_date)
         if priced.total is None:
             continue
         event.usage_cost = priced.total

@@ -10,8 +10,18 @@ The `litellm` wheel ships `model_prices_and_context_window.json` (named `..._bac
 package). This script downloads the wheel with `pip download --no-deps` (nothing is installed or
 imported), reads that JSON with every number parsed as Decimal (never through float), keeps only the
 token-priced models and the fields the catalog uses, and rewrites the reduced file. Prices are written
-as decimal strings rounded half-up to the catalog's 12 decimal places, which also removes the float
-noise of the source (`3.0000000000000004e-07` becomes `"0.0000003"`).
+as plain decimal strings with every digit the source publishes (`1.41953125e-07` is "0.000000141953125";
+nothing is rounded), so the catalog prices exactly what LiteLLM prices.
+
+What a model keeps (each a rate in USD per token, as a decimal string):
+- `input`, `output`, `cache_read`, `cache_write`: the base rates (absent when the source has none; an
+  image model without an output price has its output-image-token price as `output`);
+- `long_context`: every threshold the source carries (`*_above_<N>k_tokens`), ascending, each
+  `{"threshold", "input", "output", "cache_read", "cache_write"}` with the rates it changes; or, for a
+  model priced by a tier table (`tiered_pricing`, Alibaba's all-or-nothing tiers by prompt size), the first
+  tier as the base rates and each further tier as a threshold at its range's start, with `"tiered": true`;
+- `off_peak`: the off-peak windows and rates (`off_peak_pricing`): `windows` (each `hours` as "HH:MM-HH:MM"
+  UTC, `weekdays` ISO numbers or null for every day), `weekday_timezone`, and the rates it replaces.
 
 Models that an earlier release listed and this one dropped are kept under `retired` with their last
 published prices (agents still report them, and their past usage cost what it cost), unless
@@ -24,29 +34,31 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from pathlib import Path
 
 OUTPUT = Path(__file__).resolve().parent.parent / "catalog" / "data" / "litellm_prices.json"
 PRICE_FILE = re.compile(r"^litellm/model_prices_and_context_window(_backup)?\.json$")
-EXACT_PLACES = Decimal("1e-12")
 BASE_RATES = {  # LiteLLM field -> reduced field
     "input_cost_per_token": "input",
     "output_cost_per_token": "output",
     "cache_read_input_token_cost": "cache_read",
     "cache_creation_input_token_cost": "cache_write",
 }
+# Standard long-context keys only: service-tier (`_priority`, `_flex`) and batch (`_batches`) variants are
+# other prices than a plain request pays.
 LONG_CONTEXT_FIELD = re.compile(
     r"^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost|cache_creation_input_token_cost)"
-    r"_above_(\d+)k_tokens$")
+    r"_above_(\d+)(k?)_tokens$")
 # Any other unit price: an entry whose token rates are all zero but that has one of these is priced per
 # query, page, second, image... and is not a token-priced model.
 OTHER_UNIT_PRICE = re.compile(r"cost_per_(query|page|second|image|pixel|character|request|credit|video)")
+RATE_NAMES = tuple(BASE_RATES.values())
 
 
 def exact_text(value) -> str:
-    """A price as a plain decimal string at 12 places, without exponent or trailing zeros."""
-    number = Decimal(value).quantize(EXACT_PLACES, rounding=ROUND_HALF_UP)
+    """A price as a plain decimal string with every digit of the source, without exponent or trailing zeros."""
+    number = Decimal(value)
     text = format(number, "f")
     if "." in text:
         text = text.rstrip("0").rstrip(".")
@@ -57,16 +69,70 @@ def _is_price(value) -> bool:
     return isinstance(value, (Decimal, int)) and not isinstance(value, bool) and value >= 0
 
 
-def _two_tier_rates(tiers) -> tuple[dict, int, dict] | None:
-    """Token `tiered_pricing` with exactly two input-size tiers -> (base rates, threshold, above rates)."""
-    if not isinstance(tiers, list) or len(tiers) != 2 or not all("range" in tier for tier in tiers):
+def _rates(source: dict) -> dict:
+    return {name: source[field] for field, name in BASE_RATES.items() if _is_price(source.get(field))}
+
+
+def _threshold_tiers(raw: dict) -> list[dict]:
+    """Every `*_above_<N>k_tokens` threshold of the source, ascending, with the rates it sets."""
+    by_threshold: dict[int, dict] = {}
+    for field, value in raw.items():
+        match = LONG_CONTEXT_FIELD.match(field)
+        if match and _is_price(value):
+            threshold = int(match.group(2)) * (1000 if match.group(3) else 1)
+            by_threshold.setdefault(threshold, {})[BASE_RATES[match.group(1)]] = value
+    return [{"threshold": threshold, **rates} for threshold, rates in sorted(by_threshold.items())]
+
+
+def _tier_table(raw: dict) -> tuple[dict, list[dict]] | None:
+    """A token `tiered_pricing` table (all-or-nothing: the request's prompt size picks one tier for all of its
+    tokens) -> (the first tier's rates, each further tier as a threshold at its range's start).
+
+    LiteLLM's reading of a tier, kept here so the engine needs no rule of its own: a tier without a cache rate
+    bills cache tokens at its input rate (written out where a lower tier has a cache rate, which the engine
+    would otherwise carry up), and a tier without an output rate bills output at the model's own output rate.
+    """
+    tiers = raw.get("tiered_pricing")
+    if not isinstance(tiers, list) or len(tiers) < 2 or not all(
+            isinstance(tier, dict) and isinstance(tier.get("range"), list) and _is_price(tier.get("input_cost_per_token"))
+            for tier in tiers):
         return None
-    low, high = sorted(tiers, key=lambda tier: Decimal(tier["range"][0]))
-    base = {name: low[field] for field, name in BASE_RATES.items() if _is_price(low.get(field))}
-    above = {name: high[field] for field, name in BASE_RATES.items() if _is_price(high.get(field))}
-    if "input" not in base or "output" not in base:
+    ordered = sorted(tiers, key=lambda tier: Decimal(str(tier["range"][0])))
+    flat_output = raw.get("output_cost_per_token") if _is_price(raw.get("output_cost_per_token")) else None
+    resolved, cached = [], {"cache_read": False, "cache_write": False}
+    for tier in ordered:
+        rates = _rates(tier)
+        if "output" not in rates and flat_output is not None:
+            rates["output"] = flat_output
+        for name in cached:
+            if name in rates:
+                cached[name] = True
+            elif cached[name]:
+                rates[name] = rates["input"]
+        resolved.append(rates)
+    above = [{"threshold": int(Decimal(str(tier["range"][0]))), **rates}
+             for tier, rates in zip(ordered[1:], resolved[1:])]
+    return resolved[0], above
+
+
+def _off_peak(raw: dict) -> dict | None:
+    block = raw.get("off_peak_pricing")
+    if not isinstance(block, dict):
         return None
-    return base, int(Decimal(high["range"][0])), above
+    windows = []
+    if block.get("hours_utc"):
+        hours = block["hours_utc"]
+        windows.append({"hours": [hours] if isinstance(hours, str) else list(hours), "weekdays": None})
+    for rule in block.get("windows") or []:
+        hours = rule.get("hours_utc")
+        if hours:
+            windows.append({"hours": [hours] if isinstance(hours, str) else list(hours),
+                            "weekdays": rule.get("weekdays")})
+    rates = _rates(block)
+    if not windows or not rates:
+        return None
+    return {"windows": windows, "weekday_timezone": block.get("weekday_timezone"),
+            **{name: exact_text(value) for name, value in rates.items()}}
 
 
 def reduce_entry(key: str, raw: dict) -> dict | None:
@@ -74,19 +140,13 @@ def reduce_entry(key: str, raw: dict) -> dict | None:
     provider = raw.get("litellm_provider")
     if key == "sample_spec" or not isinstance(provider, str) or not provider:
         return None
-    base = {name: raw[field] for field, name in BASE_RATES.items() if _is_price(raw.get(field))}
-    threshold, above = None, {}
-    long_context = [(int(match.group(2)) * 1000, BASE_RATES[match.group(1)], value)
-                    for field, value in raw.items() if (match := LONG_CONTEXT_FIELD.match(field)) and _is_price(value)]
-    if long_context:
-        # One threshold per model: where the data has several (rare), the lowest one is kept.
-        threshold = min(tokens for tokens, _, _ in long_context)
-        above = {name: value for tokens, name, value in long_context if tokens == threshold}
-    elif "input" not in base and "output" not in base:
-        tiered = _two_tier_rates(raw.get("tiered_pricing"))
-        if tiered is None:
-            return None
-        base, threshold, above = tiered
+    base, tiers, tiered = _rates(raw), _threshold_tiers(raw), False
+    # An image model without an output price bills its output tokens, all image tokens, at the image-token rate.
+    if not base.get("output") and _is_price(raw.get("output_cost_per_image_token")):
+        base["output"] = raw["output_cost_per_image_token"]
+    table = _tier_table(raw)
+    if table is not None:  # LiteLLM prices by the table whenever it has one (a request with prompt tokens)
+        base, tiers, tiered = table[0], table[1], True
     if "input" not in base and "output" not in base:
         return None
     if not any(base.get(name) for name in ("input", "output")) and any(
@@ -97,9 +157,15 @@ def reduce_entry(key: str, raw: dict) -> dict | None:
     if isinstance(context, (int, Decimal)) and not isinstance(context, bool) and context > 0:
         entry["context_window"] = int(context)
     entry.update({name: exact_text(value) for name, value in base.items()})
-    if threshold and above:
-        entry["long_context_threshold"] = threshold
-        entry.update({f"{name}_above_threshold": exact_text(value) for name, value in above.items()})
+    if tiers:
+        entry["long_context"] = [{"threshold": tier["threshold"],
+                                  **{name: exact_text(tier[name]) for name in RATE_NAMES if name in tier}}
+                                 for tier in tiers]
+    if tiered:
+        entry["tiered"] = True
+    off_peak = _off_peak(raw)
+    if off_peak:
+        entry["off_peak"] = off_peak
     return entry
 
 
@@ -138,7 +204,7 @@ def merge(previous: dict | None, version: str, current: dict, *, replace: bool) 
                 retired[key] = {**entry, "last_release": entry.get("last_release") or previous["litellm_version"]}
     return {
         "about": "Reduced from LiteLLM's model_prices_and_context_window.json by scripts/refresh_litellm_prices.py. "
-                 "Rates are USD per single token, decimal strings at 12 places.",
+                 "Rates are USD per single token, decimal strings with every digit of the source.",
         "litellm_version": version,
         "models": dict(sorted(current.items())),
         "retired": dict(sorted(retired.items())),

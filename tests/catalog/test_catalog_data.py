@@ -15,10 +15,7 @@ from scripts import refresh_litellm_prices as refresh
 pytestmark = pytest.mark.django_db
 
 RATE_FIELDS = {"input": "input_cost", "output": "output_cost", "cache_read": "cache_read_cost",
-               "cache_write": "cache_write_cost", "input_above_threshold": "input_cost_above_threshold",
-               "output_above_threshold": "output_cost_above_threshold",
-               "cache_read_above_threshold": "cache_read_cost_above_threshold",
-               "cache_write_above_threshold": "cache_write_cost_above_threshold"}
+               "cache_write": "cache_write_cost"}
 
 
 def price_data() -> dict:
@@ -39,8 +36,11 @@ def test_fifty_catalog_llm_entries_carry_the_price_file_rates_exactly():
         assert (entry.source, entry.is_api, entry.cost_unit, entry.is_active) == ("litellm", False, "token", True)
         for name, field in RATE_FIELDS.items():
             expected = Decimal(source[name]) if name in source else None
+            if name == "cache_read" and expected is None and entry.provider == "fireworks_ai":
+                expected = entry.input_cost / 2  # Fireworks bills cached prompt tokens at half the input price
             assert getattr(entry, field) == expected, (key, field)
-        assert entry.long_context_threshold == source.get("long_context_threshold")
+        assert entry.long_context == source.get("long_context", [])
+        assert entry.off_peak == source.get("off_peak")
         assert entry.context_window == source.get("context_window")
         checked += 1
     assert checked >= 50
@@ -111,10 +111,19 @@ RAW_PRICES = """{
            "cache_read_input_token_cost": 3.0000000000000004e-07, "input_cost_per_token_batches": 1.25e-06},
  "gemini/gemini-x": {"litellm_provider": "gemini", "input_cost_per_token": 1.25e-06, "output_cost_per_token": 1e-05,
            "input_cost_per_token_above_200k_tokens": 2.5e-06, "output_cost_per_token_above_200k_tokens": 1.5e-05,
-           "input_cost_per_token_above_1000k_tokens": 5e-06},
+           "input_cost_per_token_above_1000k_tokens": 5e-06, "input_cost_per_token_above_200k_tokens_priority": 9e-06},
  "dashscope/qwen-x": {"litellm_provider": "dashscope", "tiered_pricing": [
-           {"input_cost_per_token": 5e-08, "output_cost_per_token": 4e-07, "range": [0, 256000.0]},
+           {"input_cost_per_token": 5e-08, "output_cost_per_token": 4e-07, "cache_read_input_token_cost": 1e-08,
+            "range": [0, 256000.0]},
            {"input_cost_per_token": 2.5e-07, "output_cost_per_token": 2e-06, "range": [256000.0, 1000000.0]}]},
+ "deepseek/deepseek-x": {"litellm_provider": "deepseek", "input_cost_per_token": 2.8e-07,
+           "output_cost_per_token": 4.2e-07, "off_peak_pricing": {"input_cost_per_token": 1.4e-07,
+           "windows": [{"hours_utc": ["16:30-00:30"], "weekdays": [1, 2, 3, 4, 5]}, {"hours_utc": "00:00-00:00",
+           "weekdays": [6, 7]}], "weekday_timezone": "Asia/Shanghai"}},
+ "gpt-image-x": {"litellm_provider": "openai", "mode": "image_generation", "input_cost_per_token": 5e-06,
+           "output_cost_per_image_token": 4e-05},
+ "glm-x": {"litellm_provider": "bigmodel", "input_cost_per_token": 2.857142857142857e-07,
+           "output_cost_per_token": 1.41953125e-07},
  "rerank-x": {"litellm_provider": "cohere", "mode": "rerank", "input_cost_per_token": 0.0,
            "output_cost_per_token": 0.0, "input_cost_per_query": 0.002},
  "whisper-x": {"litellm_provider": "openai", "mode": "audio_transcription", "input_cost_per_second": 0.0001},
@@ -133,14 +142,27 @@ def test_refresh_script_reduces_the_wheel_json_exactly(tmp_path):
     data = json.loads(output.read_text())
     assert data["litellm_version"] == "9.9.9"
     assert data["models"] == {
+        # every digit of the source, the float noise included: the price LiteLLM computes with
         "gpt-x": {"provider": "openai", "mode": "chat", "context_window": 128000,
-                  "input": "0.0000025", "output": "0.00001", "cache_read": "0.0000003"},
+                  "input": "0.0000025", "output": "0.00001", "cache_read": "0.00000030000000000000004"},
+        # every threshold, ascending; service-tier variants are other prices
         "gemini/gemini-x": {"provider": "gemini", "mode": "chat", "input": "0.00000125", "output": "0.00001",
-                            "long_context_threshold": 200000, "input_above_threshold": "0.0000025",
-                            "output_above_threshold": "0.000015"},
+                            "long_context": [{"threshold": 200000, "input": "0.0000025", "output": "0.000015"},
+                                             {"threshold": 1000000, "input": "0.000005"}]},
+        # a tier table: the first tier is the base, each further tier a threshold at its start; a tier without a
+        # cache rate bills cache tokens at its own input rate
         "dashscope/qwen-x": {"provider": "dashscope", "mode": "chat", "input": "0.00000005", "output": "0.0000004",
-                             "long_context_threshold": 256000, "input_above_threshold": "0.00000025",
-                             "output_above_threshold": "0.000002"},
+                             "cache_read": "0.00000001", "tiered": True,
+                             "long_context": [{"threshold": 256000, "input": "0.00000025", "output": "0.000002",
+                                               "cache_read": "0.00000025"}]},
+        "deepseek/deepseek-x": {"provider": "deepseek", "mode": "chat", "input": "0.00000028",
+                                "output": "0.00000042", "off_peak": {
+                                    "input": "0.00000014", "weekday_timezone": "Asia/Shanghai",
+                                    "windows": [{"hours": ["16:30-00:30"], "weekdays": [1, 2, 3, 4, 5]},
+                                                {"hours": ["00:00-00:00"], "weekdays": [6, 7]}]}},
+        "gpt-image-x": {"provider": "openai", "mode": "image_generation", "input": "0.000005", "output": "0.00004"},
+        "glm-x": {"provider": "bigmodel", "mode": "chat", "input": "0.0000002857142857142857",
+                  "output": "0.000000141953125"},
         "local-x": {"provider": "ollama", "mode": "chat", "input": "0", "output": "0"},
     }
     assert data["retired"] == {"old-x": {"provider": "openai", "mode": "chat", "input": "0.000001",
@@ -150,8 +172,9 @@ def test_refresh_script_reduces_the_wheel_json_exactly(tmp_path):
     assert json.loads(output.read_text())["retired"] == {}
 
 
-def test_exact_text_never_goes_through_float():
-    assert refresh.exact_text(Decimal("1.41953125E-7")) == "0.000000141953"
-    assert refresh.exact_text(Decimal("3.0000000000000004E-7")) == "0.0000003"
-    assert refresh.exact_text(Decimal("0.0000029999900000000002")) == "0.00000299999"
+def test_exact_text_never_goes_through_float_and_keeps_every_digit():
+    assert refresh.exact_text(Decimal("1.41953125E-7")) == "0.000000141953125"
+    assert refresh.exact_text(Decimal("3.0000000000000004E-7")) == "0.00000030000000000000004"
+    assert refresh.exact_text(Decimal("0.0000029999900000000002")) == "0.0000029999900000000002"
+    assert refresh.exact_text(Decimal("2E-6")) == "0.000002"
     assert refresh.exact_text(0) == "0"

@@ -1,17 +1,28 @@
 """The cost engine (catalog/costing.py): pure rules, table-driven, hand-computed."""
+from datetime import datetime, time, timezone
 from decimal import ROUND_DOWN, localcontext
 from decimal import Decimal as D
 
 import pytest
 
-from catalog.costing import LongContextRates, Rates, Usage, event_cost, event_total, missing_rates, service_cost
+from catalog.costing import (
+    LongContextRates,
+    OffPeakRates,
+    OffPeakWindow,
+    Rates,
+    Usage,
+    event_cost,
+    event_total,
+    missing_rates,
+    service_cost,
+)
 
 GPT_4O = Rates("token", input=D("0.0000025"), output=D("0.00001"), cache_read=D("0.00000125"))
 SONNET = Rates("token", input=D("0.000003"), output=D("0.000015"), cache_read=D("0.0000003"),
                cache_write=D("0.00000375"))
 GEMINI_PRO = Rates("token", input=D("0.00000125"), output=D("0.00001"), cache_read=D("0.000000125"),
-                   long_context=LongContextRates(200_000, input=D("0.0000025"), output=D("0.000015"),
-                                                 cache_read=D("0.00000025")))
+                   long_context=(LongContextRates(200_000, input=D("0.0000025"), output=D("0.000015"),
+                                                  cache_read=D("0.00000025")),))
 WHISPER = Rates("minute", input=D("0.006"))
 
 
@@ -38,7 +49,7 @@ def test_long_context_rates_apply_to_the_whole_request_above_the_threshold(usage
 
 def test_long_context_without_an_above_rate_keeps_the_base_rate_for_that_kind():
     rates = Rates("token", input=D("0.000001"), output=D("0.000002"), cache_write=D("0.000004"),
-                  long_context=LongContextRates(1000, input=D("0.00001")))
+                  long_context=(LongContextRates(1000, input=D("0.00001")),))
     usage = Usage(input_tokens=2000, output_tokens=100, cache_write_tokens=10)
     assert event_cost([(rates, usage)]) == D("0.02") + D("0.0002") + D("0.00004")
 
@@ -54,7 +65,7 @@ def test_cache_tokens_without_a_published_rate_bill_at_the_input_rate(usage, exp
 
 def test_cache_tokens_above_the_threshold_without_any_cache_rate_bill_at_the_long_context_input_rate():
     rates = Rates("token", input=D("0.000001"), output=D("0.000002"),
-                  long_context=LongContextRates(1000, input=D("0.00001")))
+                  long_context=(LongContextRates(1000, input=D("0.00001")),))
     usage = Usage(input_tokens=500, cache_read_tokens=600, cache_write_tokens=100)
     assert event_cost([(rates, usage)]) == D("0.012")  # 1200 prompt tokens, all at 0.00001
 
@@ -129,3 +140,59 @@ def test_one_unknown_service_makes_the_whole_event_unresolvable():
 
 def test_per_unit_service_without_a_rate_is_unresolvable():
     assert event_cost([(Rates("request"), Usage(quantity=D(2)))]) is None
+
+
+# Off-peak windows (pure engine): UTC times of day [start, end), past midnight when start > end, all day when
+# start == end, on the ISO weekdays named, read on the provider's calendar.
+NIGHT_OWL = Rates("token", input=D("0.000002"), output=D("0.000004"), off_peak=OffPeakRates(
+    windows=(OffPeakWindow(hours=((time(22, 0), time(2, 0)),), weekdays=frozenset({1, 2, 3, 4, 5})),
+             OffPeakWindow(hours=((time(0, 0), time(0, 0)),), weekdays=frozenset({7}))),
+    weekday_timezone="Asia/Shanghai", input=D("0.000001")))
+
+
+@pytest.mark.parametrize("at, expected", [
+    (datetime(2026, 1, 5, 21, 59, tzinfo=timezone.utc), "0.002"),   # Monday (Tuesday 05:59 in Shanghai): peak
+    (datetime(2026, 1, 5, 22, 0, tzinfo=timezone.utc), "0.001"),    # the window opens at 22:00 UTC
+    (datetime(2026, 1, 6, 1, 59, tzinfo=timezone.utc), "0.001"),    # ... runs past midnight
+    (datetime(2026, 1, 6, 2, 0, tzinfo=timezone.utc), "0.002"),     # ... and closes at 02:00
+    (datetime(2026, 1, 10, 23, 0, tzinfo=timezone.utc), "0.001"),   # Saturday UTC is Sunday in Shanghai: all day
+    (datetime(2026, 1, 11, 23, 0, tzinfo=timezone.utc), "0.001"),   # Sunday 23:00 UTC is Monday there: 22-02
+    (datetime(2026, 1, 9, 23, 0, tzinfo=timezone.utc), "0.002"),    # Friday 23:00 UTC is Saturday there: peak
+    (datetime(2026, 1, 10, 12, 0, tzinfo=timezone.utc), "0.002"),   # Saturday 20:00 in Shanghai, no window
+    (None, "0.002"),                                               # no instant: never off-peak
+])
+def test_off_peak_windows_by_instant_and_calendar(at, expected):
+    assert event_cost([(NIGHT_OWL, Usage(input_tokens=1000, at=at))]) == D(expected)
+
+
+def test_off_peak_cache_tokens_without_a_cache_rate_bill_at_the_off_peak_input_rate():
+    usage = Usage(input_tokens=1000, cache_read_tokens=1000, at=datetime(2026, 1, 5, 23, 0, tzinfo=timezone.utc))
+    assert event_cost([(NIGHT_OWL, usage)]) == D("0.002")
+
+
+def test_off_peak_rates_replace_long_context_rates():
+    rates = Rates("token", input=D("0.000001"), output=D("0.000002"),
+                  long_context=(LongContextRates(100, input=D("0.00001"), output=D("0.00002")),),
+                  off_peak=OffPeakRates(windows=(OffPeakWindow(hours=((time(0, 0), time(0, 0)),)),),
+                                        input=D("0.0000005")))
+    usage = Usage(input_tokens=1000, output_tokens=10, at=datetime(2026, 1, 5, tzinfo=timezone.utc))
+    assert event_cost([(rates, usage)]) == D("0.0005") + D("0.0002")  # off-peak input; output keeps its tier
+
+
+THREE_TIERS = Rates("token", input=D("0.000001"), output=D("0.000002"), cache_read=D("0.0000001"), long_context=(
+    LongContextRates(1000, input=D("0.000002"), output=D("0.000004")),
+    LongContextRates(5000, input=D("0.000003"), cache_read=D("0.0000003"))))
+
+
+@pytest.mark.parametrize("inclusive, usage, expected", [
+    (False, Usage(input_tokens=1000, output_tokens=10), "0.00102"),                # at the first threshold: base
+    (True, Usage(input_tokens=1000, output_tokens=10), "0.00204"),                 # inclusive: the tier above
+    (False, Usage(input_tokens=1001, output_tokens=10), "0.002042"),
+    (False, Usage(input_tokens=4000, cache_read_tokens=1000, output_tokens=10), "0.00814"),  # 5000: tier 1
+    (True, Usage(input_tokens=4000, cache_read_tokens=1000, output_tokens=10), "0.01234"),   # tier 2 from 5000
+    (False, Usage(input_tokens=6000, cache_read_tokens=1000, output_tokens=10), "0.01834"),  # tier 2, output of 1
+])
+def test_several_thresholds_the_highest_crossed_applies_and_unpriced_kinds_keep_the_tier_below(
+        inclusive, usage, expected):
+    rates = Rates(**{**THREE_TIERS.__dict__, "threshold_inclusive": inclusive})
+    assert event_cost([(rates, usage)]) == D(expected)

@@ -1,4 +1,6 @@
 """The engine on real catalog entries (loaded by the data migration), against hand-computed costs."""
+import json
+from datetime import datetime, timezone
 from decimal import Decimal as D
 
 import pytest
@@ -6,6 +8,7 @@ import pytest
 from catalog.costing import Usage, event_cost
 from catalog.models import ServiceEntry
 from catalog.resolution import rates_for
+from catalog.sources import LITELLM_FILE
 
 pytestmark = pytest.mark.django_db
 
@@ -94,3 +97,72 @@ def test_non_llm_cost_of_real_services_matches_hand_computation(provider, name, 
 ])
 def test_cache_tokens_without_a_published_cache_rate_bill_at_the_input_rate(provider, name, usage, expected):
     assert cost_of(provider, name, usage) == D(expected)
+
+
+# Off-peak windows by the event's instant: DeepSeek's v4 models bill half price off-peak (weekdays 00:00-01:00,
+# 04:00-06:00 and from 10:00 UTC; all weekend). Mon 2026-01-05 is a weekday.
+@pytest.mark.parametrize("at, expected", [
+    # peak, Monday 08:00: $0.30 / $1.20 / $0.006: 0.3 + 0.12 + 0.0006
+    (datetime(2026, 1, 5, 8, 0, tzinfo=timezone.utc), "0.4206"),
+    # off-peak, Monday 12:00: $0.15 / $0.60 / $0.003: 0.15 + 0.06 + 0.0003
+    (datetime(2026, 1, 5, 12, 0, tzinfo=timezone.utc), "0.2103"),
+    (datetime(2026, 1, 5, 9, 59, 59, tzinfo=timezone.utc), "0.4206"),  # the window opens at 10:00 ...
+    (datetime(2026, 1, 5, 10, 0, tzinfo=timezone.utc), "0.2103"),       # ... inclusive
+    (datetime(2026, 1, 6, 0, 59, tzinfo=timezone.utc), "0.2103"),
+    (datetime(2026, 1, 6, 1, 0, tzinfo=timezone.utc), "0.4206"),        # and closes at 01:00, exclusive
+    (datetime(2026, 1, 10, 8, 0, tzinfo=timezone.utc), "0.2103"),       # Saturday: all day
+])
+def test_off_peak_rates_apply_by_the_events_instant(at, expected):
+    usage = Usage(input_tokens=1_000_000, output_tokens=100_000, cache_read_tokens=100_000, at=at)
+    assert cost_of("deepseek", "deepseek-v4-flash", usage) == D(expected)
+
+
+def test_off_peak_on_a_provider_with_its_own_calendar():
+    # Tencent's DeepSeek (weekdays on Asia/Shanghai's calendar): Saturday off-peak at half price, Monday 08:00 peak.
+    usage = dict(input_tokens=1_000_000)
+    assert cost_of("tencent", "deepseek-v4-pro-0813",
+                   Usage(**usage, at=datetime(2026, 1, 10, 8, 0, tzinfo=timezone.utc))) == D("0.66")
+    assert cost_of("tencent", "deepseek-v4-pro-0813",
+                   Usage(**usage, at=datetime(2026, 1, 5, 8, 0, tzinfo=timezone.utc))) == D("1.32")
+
+
+# Every long-context threshold the data carries, each provider's boundary rule.
+@pytest.mark.parametrize("provider, name, usage, expected", [
+    # kyma qwen3.7-flash: base $0.0435 / $0.1886; above 32k $0.135 / $0.54; above 256k $0.27 / $1.08
+    ("kyma", "qwen3.7-flash", Usage(input_tokens=32_000, output_tokens=1000), "0.0015806"),
+    ("kyma", "qwen3.7-flash", Usage(input_tokens=32_001, output_tokens=1000), "0.004860135"),
+    ("kyma", "qwen3.7-flash", Usage(input_tokens=256_000, output_tokens=1000), "0.03510"),
+    ("kyma", "qwen3.7-flash", Usage(input_tokens=256_001, output_tokens=1000), "0.07020027"),
+    # xAI bills the higher tier from the threshold itself: grok-4.20 $1.25 / $2.50 (cache $0.20), from 200k
+    # prompt tokens $2.50 / $5 (cache $0.40)
+    ("xai", "grok-4.20", Usage(input_tokens=199_999, output_tokens=1000), "0.25249875"),
+    ("xai", "grok-4.20", Usage(input_tokens=200_000, output_tokens=1000), "0.505"),
+    ("xai", "grok-4.20", Usage(input_tokens=190_000, cache_read_tokens=10_000, output_tokens=1000), "0.484"),
+    # a tier table (Alibaba, all-or-nothing by prompt size): qwen3-coder-flash $0.30 / $1.50 to 32k, then
+    # $0.50 / $2.50 to 128k, $0.80 / $4 to 256k, $1.60 / $9.60 above
+    ("dashscope", "qwen3-coder-flash", Usage(input_tokens=32_000, output_tokens=1000), "0.0111"),
+    ("dashscope", "qwen3-coder-flash", Usage(input_tokens=32_001, output_tokens=1000), "0.0185005"),
+    ("dashscope", "qwen3-coder-flash", Usage(input_tokens=300_000, output_tokens=1000), "0.4896"),
+])
+def test_every_threshold_applies_with_the_providers_boundary_rule(provider, name, usage, expected):
+    assert cost_of(provider, name, usage) == D(expected)
+
+
+def test_rates_keep_every_digit_the_source_publishes():
+    glm = ServiceEntry.objects.get(provider="bigmodel", canonical_name="glm-5.3-flashx")
+    assert (glm.input_cost, glm.cache_read_cost) == (D("0.0000002857142857142857"), D("0.00000008142857142857142"))
+    # 7 million input tokens: 1.9999999999999999, stored at 12 places as 2 (at a rate rounded to 12 places,
+    # 0.000000285714, it would be 1.999998)
+    assert cost_of("bigmodel", "glm-5.3-flashx", Usage(input_tokens=7_000_000)) == D("2")
+
+
+@pytest.mark.parametrize("provider, name, expected_key", [
+    # two LiteLLM keys fold into one entry: the provider-prefixed one wins, as LiteLLM's lookup prefers it
+    ("deepseek", "deepseek-chat", "deepseek/deepseek-chat"),
+    ("google", "gemini-exp-1206", "gemini/gemini-exp-1206"),
+])
+def test_the_provider_prefixed_key_is_preferred_where_two_keys_fold(provider, name, expected_key):
+    entry = ServiceEntry.objects.get(provider=provider, canonical_name=name)
+    source = json.loads(LITELLM_FILE.read_text())["models"][expected_key]
+    assert (entry.input_cost, entry.output_cost) == (D(source["input"]), D(source["output"]))
+    assert entry.cache_write_cost == (D(source["cache_write"]) if "cache_write" in source else None)

@@ -36,6 +36,28 @@ def test_common_spellings_resolve_to_their_catalog_entry(book, model, provider, 
     assert resolve_one(book, model, provider) == entry(*expected)
 
 
+@pytest.mark.parametrize("model, provider, expected", [
+    # the provider spellings the catalog loader folds resolve as sent (LiteLLM's provider ids for sub-APIs)
+    ("amazon.nova-lite-v1:0", "bedrock_converse", ("bedrock", "amazon.nova-lite-v1:0")),
+    ("command-a-03-2025", "cohere_chat", ("cohere", "command-a-03-2025")),
+    ("davinci-002", "text-completion-openai", ("openai", "davinci-002")),
+    ("gemini-2.5-pro", "vertex_ai_beta", ("vertex_ai", "gemini-2.5-pro")),
+    ("gemini-2.5-pro", "vertex_ai-language-models", ("vertex_ai", "gemini-2.5-pro")),
+    ("vertex_ai/gemini-2.5-pro", "vertex_ai_beta", ("vertex_ai", "gemini-2.5-pro")),
+])
+def test_provider_spellings_the_loader_folds_resolve_on_the_request_side(book, model, provider, expected):
+    assert resolve_one(book, model, provider) == entry(*expected)
+
+
+def test_the_request_side_folds_every_provider_the_loader_folds():
+    from catalog.resolution import _providers
+    from catalog.sources import PROVIDER_NAMES, catalog_provider
+
+    for spelling, folded in PROVIDER_NAMES.items():
+        assert folded in _providers(spelling), spelling
+    assert catalog_provider("vertex_ai-anthropic_models") in _providers("vertex_ai-anthropic_models")
+
+
 @pytest.mark.parametrize("model, provider", [
     ("acceptance-unknown-model-1234", "acme"),
     ("gpt-4o", "anthropic"),                 # a known model under the wrong provider

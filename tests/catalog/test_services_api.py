@@ -9,7 +9,8 @@ pytestmark = pytest.mark.django_db
 
 ENTRY_FIELDS = {"id", "externalId", "canonicalName", "displayName", "provider", "serviceType", "inputCost",
                 "outputCost", "cacheReadCost", "cacheWriteCost", "cacheReadCostBasis", "cacheWriteCostBasis",
-                "costUnit", "contextWindow", "source", "isApi", "isActive"}
+                "longContext", "longContextInclusive", "offPeak", "costUnit", "contextWindow", "source", "isApi",
+                "isActive"}
 
 
 def listing(api, **params):
@@ -33,7 +34,8 @@ def test_entries_carry_exactly_the_documented_fields(api):
         "id": str(gpt.id), "externalId": "openai/gpt-4o", "canonicalName": "gpt-4o", "displayName": "gpt-4o",
         "provider": "openai", "serviceType": "chat", "inputCost": "0.0000025", "outputCost": "0.00001",
         "cacheReadCost": "0.00000125", "cacheWriteCost": "0.0000025", "cacheReadCostBasis": "published",
-        "cacheWriteCostBasis": "inputCost", "costUnit": "token", "contextWindow": 128000,
+        "cacheWriteCostBasis": "inputCost", "longContext": [], "longContextInclusive": False, "offPeak": None,
+        "costUnit": "token", "contextWindow": 128000,
         "source": "litellm", "isApi": False, "isActive": True,
     }
 
@@ -156,3 +158,17 @@ def test_no_key_is_401(anonymous):
 
 def test_catalog_is_read_only(api):
     assert api.post("/v1/services", {"canonicalName": "x"}).status_code == 405
+
+
+def test_an_entry_shows_its_long_context_tiers_and_off_peak_prices(api):
+    grok = ServiceEntry.objects.get(provider="xai", canonical_name="grok-4.20")
+    body = api.get(f"/v1/services/{grok.id}").json()
+    assert (body["longContext"], body["longContextInclusive"]) == (
+        [{"threshold": 200000, "input": "0.0000025", "output": "0.000005", "cacheRead": "0.0000004",
+          "cacheWrite": None}], True)
+    deepseek = ServiceEntry.objects.get(provider="deepseek", canonical_name="deepseek-v4-flash")
+    assert api.get(f"/v1/services/{deepseek.id}").json()["offPeak"] == {
+        "windows": [{"hours": ["00:00-01:00", "04:00-06:00", "10:00-00:00"], "weekdays": [1, 2, 3, 4, 5]},
+                    {"hours": ["00:00-00:00"], "weekdays": [6, 7]}],
+        "weekdayTimezone": None, "input": "0.00000015", "output": "0.0000006", "cacheRead": "0.000000003",
+        "cacheWrite": None}
