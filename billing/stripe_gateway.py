@@ -1,11 +1,12 @@
 """The Stripe boundary: webhook signature checks, Checkout sessions and refunds. Nothing else talks to Stripe."""
-import json
 import logging
 
 import stripe
 from django.conf import settings
 
+from config.core import exact_json
 from config.core.errors import ApiError, BadRequest
+from config.core.serialization import unstorable_message, unstorable_reason
 
 logger = logging.getLogger("billing.payments")
 
@@ -32,11 +33,15 @@ def verify_event(payload: bytes, signature_header: str) -> dict:
     except (stripe.SignatureVerificationError, UnicodeDecodeError):
         raise BadRequest("Stripe-Signature does not verify.", code="invalid_signature")
     try:
-        event = json.loads(payload)
-    except ValueError:
-        raise BadRequest("The webhook body is not JSON.")
+        # The API's reader (exact numbers, duplicate keys refused) and its checks of what could be stored.
+        event = exact_json.loads(payload.decode("utf-8"))
+    except (ValueError, RecursionError):
+        raise BadRequest("The webhook body is not JSON the service reads.")
     if not isinstance(event, dict):
         raise BadRequest("The webhook body is not a Stripe event.")
+    reason = unstorable_reason(event)
+    if reason:
+        raise BadRequest([unstorable_message(reason)])
     return event
 
 

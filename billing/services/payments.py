@@ -9,6 +9,7 @@ money through `payment_record`, under the invoice's row lock.
 """
 import hmac
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,6 +31,12 @@ Status = InvoiceStatus
 PAYABLE = (Status.PENDING, Status.ISSUED, Status.OVERDUE)
 STRIPE, LOCAL = "stripe", "local"
 CHECKOUT_EVENTS = ("checkout.session.completed", "checkout.session.async_payment_succeeded")
+# What a webhook's session may hold: an amount a cents column (14 digits, 2 places) holds, a currency code, a
+# provider id as Stripe writes them that fits Payment.provider_payment_id.
+MAX_AMOUNT_CENTS = 10**14 - 1
+CURRENCY_CODE = re.compile(r"[A-Za-z]{3}")
+PROVIDER_ID_LENGTH = 255
+PROVIDER_ID = re.compile(rf"[A-Za-z0-9_]{{1,{PROVIDER_ID_LENGTH}}}")
 
 
 def payment_record(*, invoice: Invoice, amount: Decimal, provider: str, provider_payment_id: str,
@@ -72,10 +79,27 @@ def _invoice_id(session: dict):
         return None
 
 
+def _checked_session(session: dict) -> tuple[int, str]:
+    """(amount in cents, provider payment id) of a paid session that names one of our invoices, checked before
+    anything is read from the database; a value no Stripe event holds is a 400 naming it (nothing changes)."""
+    amount_cents = session.get("amount_total")
+    if amount_cents.__class__ is not int or not 0 <= amount_cents <= MAX_AMOUNT_CENTS:
+        raise BadRequest([f"data.object.amount_total: Must be a whole number of cents from 0 to {MAX_AMOUNT_CENTS}."])
+    currency = session.get("currency")
+    if currency is not None and not (isinstance(currency, str) and CURRENCY_CODE.fullmatch(currency)):
+        raise BadRequest(["data.object.currency: Must be a three-letter ISO 4217 currency code."])
+    provider_payment_id = session.get("payment_intent") or session.get("id")
+    if not (isinstance(provider_payment_id, str) and PROVIDER_ID.fullmatch(provider_payment_id)):
+        raise BadRequest(["data.object.payment_intent: Must be a Stripe id (letters, digits and underscores, "
+                          f"at most {PROVIDER_ID_LENGTH})."])
+    return amount_cents, provider_payment_id
+
+
 def stripe_event_handle(event: dict, *, now: datetime) -> WebhookOutcome:
     """A verified Stripe event. A completed, paid Checkout session whose `metadata.invoiceId` names an
-    invoice records `amount_total` (cents) under its `payment_intent`; anything else is acknowledged and
-    ignored (Stripe would retry an error forever)."""
+    invoice records `amount_total` (cents) under its `payment_intent`; other events and sessions are
+    acknowledged and ignored (Stripe would retry an error for days). A session of ours holding an amount,
+    currency or id no Stripe event holds is a 400 and changes nothing."""
     if event.get("type") not in CHECKOUT_EVENTS:
         return WebhookOutcome(False, f"event type {event.get('type')!r} is not handled")
     session = (event.get("data") or {}).get("object") if isinstance(event.get("data"), dict) else None
@@ -83,12 +107,12 @@ def stripe_event_handle(event: dict, *, now: datetime) -> WebhookOutcome:
         return WebhookOutcome(False, "the event has no data.object")
     if session.get("payment_status", "paid") != "paid":
         return WebhookOutcome(False, "the session is not paid yet (an async payment method)")
-    invoice_id, amount_cents = _invoice_id(session), session.get("amount_total")
-    if invoice_id is None or not isinstance(amount_cents, int) or isinstance(amount_cents, bool) or amount_cents <= 0:
-        return WebhookOutcome(False, "the session names no invoice or no positive amount_total")
-    provider_payment_id = session.get("payment_intent") or session.get("id")
-    if not isinstance(provider_payment_id, str) or not provider_payment_id:
-        return WebhookOutcome(False, "the session has no payment_intent")
+    invoice_id = _invoice_id(session)
+    if invoice_id is None:  # another integration's session on the same Stripe account
+        return WebhookOutcome(False, "the session names no invoice")
+    amount_cents, provider_payment_id = _checked_session(session)
+    if amount_cents == 0:
+        return WebhookOutcome(False, "the session collected nothing (amount_total 0)")
     with transaction.atomic():
         # The signed event names the invoice; its book follows from it (a webhook carries no API key).
         invoice = Invoice.objects.select_for_update().select_related("book").filter(pk=invoice_id).first()

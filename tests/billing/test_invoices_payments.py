@@ -124,6 +124,44 @@ def test_an_event_for_an_unknown_invoice_is_acknowledged(client):
     assert resp.status_code == 200 and resp.json()["handled"] is False
 
 
+@pytest.mark.parametrize("session, field", [
+    ({"amount_total": 10**30}, "data.object.amount_total"),  # InvalidOperation in a cents column, once a 500
+    ({"amount_total": -2400}, "data.object.amount_total"),
+    ({"amount_total": "2400"}, "data.object.amount_total"),
+    ({"amount_total": 24.5}, "data.object.amount_total"),
+    ({"amount_total": True}, "data.object.amount_total"),
+    ({"amount_total": None}, "data.object.amount_total"),
+    ({"currency": "us"}, "data.object.currency"),
+    ({"currency": 840}, "data.object.currency"),
+    ({"payment_intent": "pi_" + "x" * 300}, "data.object.payment_intent"),
+    ({"payment_intent": "pi_1\x00"}, "data.object.payment_intent"),
+    ({"payment_intent": {"id": "pi_1"}}, "data.object.payment_intent"),
+])
+def test_a_signed_session_of_ours_with_a_value_stripe_never_sends_is_400_and_changes_nothing(api, issued, client,
+                                                                                             session, field):
+    resp = post_webhook(client, stripe_event(issued.id, 2400, **session))
+    assert error(resp, 400).startswith(f"{field}: ")
+    body = full(api, issued)
+    assert (body["status"], body["payments"]) == ("issued", [])
+
+
+@pytest.mark.parametrize("body", [
+    b'{"type": "checkout.session.completed", "type": "payment_intent.created"}',  # which one? refused
+    b"[" * 5000 + b"]" * 5000,
+    b'{"type": "checkout.session.completed", "data": {"object": {"metadata": {"invoiceId": "a\\u0000"}}}}',
+    b'{"type": "checkout.session.completed", "data": {"object": {"id": "\\ud800"}}}',
+])
+def test_a_signed_body_that_is_not_json_the_service_reads_is_400(client, body):
+    assert post_webhook(client, body).status_code == 400
+    assert not Payment.objects.exists()
+
+
+def test_a_session_of_another_integration_is_acknowledged_and_ignored(api, issued, client):
+    resp = post_webhook(client, stripe_event(issued.id, 2400, metadata={"invoiceId": "INV-0042"}))
+    assert resp.status_code == 200 and resp.json()["handled"] is False
+    assert full(api, issued)["payments"] == []
+
+
 def test_money_received_for_a_void_invoice_is_recorded_without_reviving_it(api, issued, client):
     ok(api.post(f"/v1/invoices/{issued.id}/void", {}))
     pay(client, issued.invoice)
