@@ -13,7 +13,7 @@ WITH_DATABASE = $(BIN)/python -m config.embedded_database --data var/postgres --
 # `make test` uses this server when it answers, else an embedded one of the checkout's own (scripts/test.sh).
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/billing
 
-.PHONY: install run serve test worker work migrate catalog demo seed-demo lint
+.PHONY: install run serve test worker work migrate catalog demo seed-demo lint litellm-diff
 
 install: $(VENV)/.installed
 
@@ -59,3 +59,14 @@ seed-demo: catalog
 test: install
 	scripts/services.sh
 	TEST_DATABASE_URL="$(TEST_DATABASE_URL)" scripts/test.sh $(PYTEST_ARGS)
+
+# The cost engine against LiteLLM's own cost functions over a grid of cases (docs/decisions/catalog.md): LiteLLM
+# in its own virtualenv, pinned to the release catalog/data/litellm_prices.json was reduced from, never a
+# dependency of the service. Exits 1 if a difference is not one of the documented deliberate ones.
+LITELLM_VERSION = $(shell sed -n 's/^ *"litellm_version": "\(.*\)",*$$/\1/p' catalog/data/litellm_prices.json)
+LITELLM_VENV := var/litellm-venv
+
+litellm-diff: install
+	test -x $(LITELLM_VENV)/bin/python || $(PYTHON) -m venv $(LITELLM_VENV)
+	$(LITELLM_VENV)/bin/pip install --quiet --disable-pip-version-check "litellm==$(LITELLM_VERSION)"
+	$(BIN)/python bench/litellm_diff.py --litellm-python $(LITELLM_VENV)/bin/python $(DIFF_ARGS)
