@@ -29,6 +29,7 @@ from uuid import UUID
 from django.db import connection, transaction
 
 from catalog.models import ServiceEntry
+from config.core.jobs import BookFailures
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent
 
 EVENTS = UsageEvent._meta.db_table
@@ -199,7 +200,12 @@ def analytics_rollup_catch_up_all(*, now=None) -> int:
     """Catch up every book with a backlog (the periodic job: nothing waits longer than its interval even
     if a task was lost); returns the number of events added."""
     book_ids = RollupBacklog.objects.values_list("book_id", flat=True).distinct()
-    return sum(analytics_rollup_catch_up(book_id=book_id) for book_id in list(book_ids))
+    added = 0
+    failures = BookFailures("usage-rollup-catch-up")
+    for book_id in sorted(book_ids):
+        with failures.isolated(book_id):
+            added += analytics_rollup_catch_up(book_id=book_id)
+    return failures.finish(added)
 
 
 def analytics_rollup_add(*, book, events: Iterable[UsageEvent]) -> None:

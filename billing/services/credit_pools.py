@@ -21,6 +21,7 @@ from config.accounts.models import Book
 from config.accounts.selectors import billing_recipients
 from config.core.emails import send_templated
 from config.core.errors import BadRequest, Conflict
+from config.core.jobs import BookFailures
 from config.core.scoping import get_owned, owned
 from config.core.serialization import decimal_text
 
@@ -216,6 +217,9 @@ def credit_pool_alerts_evaluate_all(*, now: datetime) -> str:
     book_ids = (Subscription.objects.filter(current_period_start__lte=now, current_period_end__gt=now,
                                             plan__strategies__pricing_model="credit_pool")
                 .values_list("book_id", flat=True).distinct())
-    sent = sum(credit_pool_alerts_evaluate(book=book, now=now)
-               for book in Book.objects.select_related("organization").filter(id__in=book_ids))
-    return f"{sent} sent"
+    sent = 0
+    failures = BookFailures("credit-pool-alerts")
+    for book in Book.objects.select_related("organization").filter(id__in=book_ids).order_by("pk"):
+        with failures.isolated(book.pk):
+            sent += credit_pool_alerts_evaluate(book=book, now=now)
+    return failures.finish(f"{sent} sent")

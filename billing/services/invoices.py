@@ -24,6 +24,7 @@ from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, 
 from billing.pricing.periods import local_date, local_midnight, period_as_of
 from billing.selectors.subscriptions import effective_end, schedule_of
 from config.core.errors import ApiError, BadRequest, Conflict, NotFound, Unprocessable
+from config.core.jobs import BookFailures
 from config.core.scoping import get_owned, owned
 from customers.models import Customer
 
@@ -253,10 +254,11 @@ def invoice_void(*, book, invoice_id, now: datetime, reason: str = "") -> Invoic
 def invoices_finalize_due(*, now: datetime) -> str:
     """Scheduled job (every book): drafts whose period has ended are finalized (issued). Idempotent."""
     due = list(Invoice.objects.filter(status=Status.DRAFT, period_end__lte=now).order_by("pk")
-               .values_list("pk", flat=True))
+               .values_list("pk", "book_id"))
     finalized = 0
-    for pk in due:
-        with transaction.atomic():
+    failures = BookFailures("invoices_finalize_due")
+    for pk, book_id in due:
+        with failures.isolated(book_id), transaction.atomic():
             # A row another worker (or a send) holds is skipped; it is being finalized there.
             invoice = (Invoice.objects.select_for_update(skip_locked=True, of=("self",)).select_related("subscription")
                        .filter(pk=pk, status=Status.DRAFT).first())
@@ -264,7 +266,7 @@ def invoices_finalize_due(*, now: datetime) -> str:
                 _refresh(invoice, invoice.subscription)  # the period has ended: all its usage is in
                 _finalize(invoice, now=now, status=Status.ISSUED)
                 finalized += 1
-    return f"{finalized} finalized"
+    return failures.finish(f"{finalized} finalized")
 
 
 def invoices_mark_overdue(*, now: datetime) -> str:

@@ -11,6 +11,7 @@ from billing.pricing.periods import Period, cycle_containing, is_valid_timezone,
 from billing.selectors.subscriptions import effective_end, schedule_of
 from billing.services.changelog import SYSTEM_ACTOR, Kind, changelog_add, diff, json_value
 from config.core.errors import BadRequest, Conflict, NotFound, Unprocessable
+from config.core.jobs import BookFailures
 from config.core.scoping import get_owned, owned
 from customers.models import Agent, Customer
 
@@ -313,12 +314,13 @@ def subscriptions_advance(*, now: datetime) -> str:
         Q(status=Status.UPCOMING, start_date__lte=now)
         | Q(status=Status.ACTIVE) & (Q(current_period_end__isnull=True) | Q(current_period_end__lte=now)
                                      | Q(is_forever=False, end_date__lte=now))
-    ).order_by("pk").values_list("pk", flat=True))
+    ).order_by("pk").values_list("pk", "book_id"))
     counts = Counter()
-    for pk in list(due):
-        with transaction.atomic():
+    failures = BookFailures("subscriptions_advance")
+    for pk, book_id in list(due):
+        with failures.isolated(book_id), transaction.atomic():
             # A row another worker holds is skipped; that worker advances it.
             subscription = Subscription.objects.select_for_update(skip_locked=True).filter(pk=pk).first()
             if subscription is not None:
                 counts.update(subscription_advance(subscription, now=now))
-    return ", ".join(f"{counts[what]} {what}" for what in ("activated", "rolled", "ended"))
+    return failures.finish(", ".join(f"{counts[what]} {what}" for what in ("activated", "rolled", "ended")))

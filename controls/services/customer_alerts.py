@@ -18,6 +18,7 @@ from config.accounts.api import MONEY_ROLES
 from config.core import clock
 from config.core.emails import send_templated
 from config.core.errors import BadRequest, Conflict
+from config.core.jobs import BookFailures
 from config.core.money import to_cents
 from config.core.scoping import get_owned, owned
 from controls.metrics import customer_metric_value
@@ -223,8 +224,12 @@ def customer_alerts_evaluate(*, book: Book, now: datetime) -> int:
 def customer_alerts_evaluate_all(*, now: datetime) -> int:
     """Scheduled job: evaluate the watches of every book."""
     book_ids = CustomerAlert.objects.values_list("book_id", flat=True).distinct()
-    return sum(customer_alerts_evaluate(book=book, now=now)
-               for book in Book.objects.select_related("organization").filter(id__in=book_ids))
+    fired = 0
+    failures = BookFailures("customer-alerts")
+    for book in Book.objects.select_related("organization").filter(id__in=book_ids).order_by("pk"):
+        with failures.isolated(book.pk):
+            fired += customer_alerts_evaluate(book=book, now=now)
+    return failures.finish(fired)
 
 
 def _confirmation_email(*, alert: CustomerAlert) -> None:

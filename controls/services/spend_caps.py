@@ -12,6 +12,7 @@ from config.accounts.models import Book
 from config.accounts.selectors import billing_recipients
 from config.core.emails import send_templated
 from config.core.errors import BadRequest, Conflict
+from config.core.jobs import BookFailures
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
 from controls.models import CapMode, CapScope, Device, SpendCap, SpendCapAlert
@@ -209,5 +210,9 @@ def spend_caps_evaluate(*, book: Book, now: datetime) -> int:
 def spend_caps_evaluate_all(*, now: datetime) -> int:
     """Scheduled job: evaluate every book that has caps."""
     book_ids = SpendCap.objects.values_list("book_id", flat=True).distinct()
-    return sum(spend_caps_evaluate(book=book, now=now)
-               for book in Book.objects.select_related("organization").filter(id__in=book_ids))
+    sent = 0
+    failures = BookFailures("spend-cap-alerts")
+    for book in Book.objects.select_related("organization").filter(id__in=book_ids).order_by("pk"):
+        with failures.isolated(book.pk):
+            sent += spend_caps_evaluate(book=book, now=now)
+    return failures.finish(sent)

@@ -16,6 +16,7 @@ import pytest
 from django.db import connection, connections
 
 from catalog.models import ModelAlias
+from config.core.jobs import BooksFailed
 from config.core.tasks import run_scheduled_job_task
 from controls.models import CustomerAlertFiring
 from controls.tasks import evaluate_spend_caps_task
@@ -221,8 +222,9 @@ def test_customer_alert_job_that_crashes_half_way_fires_each_watch_once_when_run
     monkeypatch.setattr(customer_alerts, "customer_alert_evaluate",
                         crash_on_call(2, customer_alerts.customer_alert_evaluate))
 
-    with pytest.raises(Crash):
+    with pytest.raises(BooksFailed) as failed:  # the book's crash, logged, after the other books ran
         run_scheduled_job_task.delay("customer-alerts")
+    assert failed.value.book_ids == [book.id]
     assert len(sent_mail()) == confirmations + 1
 
     monkeypatch.undo()
