@@ -35,7 +35,34 @@ DEBUG = env_bool("DEBUG", True)
 SECRET_KEY = os.environ.get("SECRET_KEY") or INSECURE_SECRET_KEY
 if not DEBUG and SECRET_KEY == INSECURE_SECRET_KEY:
     raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
-ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "*" if DEBUG else "localhost,127.0.0.1")
+# The default serves this machine only, in development too: DEBUG's pages (settings, the URL conf) never reach a
+# network unless ALLOWED_HOSTS says so, and then the settings below refuse DEBUG.
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+
+
+def public_hosts(hosts: list[str]) -> list[str]:
+    """The hosts of ALLOWED_HOSTS beyond this machine (`*` included)."""
+    return [host for host in hosts if host not in {"localhost", "127.0.0.1", "[::1]", "::1", ".localhost"}
+            and not host.endswith(".localhost")]
+
+
+def is_placeholder_secret(key: str) -> bool:
+    """A SECRET_KEY nobody chose: the development value, one that says it is a placeholder, or one too short to be
+    random (Django's deploy check wants 50 characters; 32 is the least this service starts with)."""
+    lowered = key.lower()
+    return (key == INSECURE_SECRET_KEY or len(key) < 32
+            or any(word in lowered for word in ("change-me", "changeme", "replace-me", "replaceme", "placeholder",
+                                                "insecure")))
+
+
+# Refuse to start where a mistake would be public (docs/decisions/reliability.md, Production settings).
+if public_hosts(ALLOWED_HOSTS) and DEBUG:
+    raise ImproperlyConfigured(f"DEBUG is on while ALLOWED_HOSTS serves {', '.join(public_hosts(ALLOWED_HOSTS))}: "
+                               f"set DEBUG=0 (and a SECRET_KEY) to serve beyond this machine")
+if public_hosts(ALLOWED_HOSTS) and is_placeholder_secret(SECRET_KEY):
+    raise ImproperlyConfigured(f"SECRET_KEY is a placeholder while ALLOWED_HOSTS serves "
+                               f"{', '.join(public_hosts(ALLOWED_HOSTS))}: set a random one of 50 characters, e.g. "
+                               f"python -c 'import secrets; print(secrets.token_urlsafe(50))'")
 
 PORT = os.environ.get("PORT", "8000")
 PUBLIC_BASE_URL = (os.environ.get("PUBLIC_BASE_URL") or f"http://127.0.0.1:{PORT}").rstrip("/")
