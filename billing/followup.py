@@ -15,7 +15,11 @@ customers). On a busy book most batches end there.
 
 Nothing depends on the follow-up for correctness: analytics reads catch the rollup up themselves and the
 periodic jobs (config/schedule.py) settle pools and backlogs every few minutes even if Redis lost a key.
-Without Redis (the zero-setup `make run`) tasks run inline and there is nothing to coalesce.
+
+Without Redis (the zero-setup `make run`) there is no worker, and a task would run inline, on the request
+path of every batch. The follow-up is coalesced in the process instead (config/core/background.py): a batch
+adds its customers to the book's pending set, and a thread of the web process runs the follow-up
+DELAY_SECONDS after the batch that armed it, as a worker would.
 """
 import logging
 import time
@@ -24,6 +28,7 @@ from uuid import UUID
 
 import redis
 
+from config.core.background import Coalescer
 from config.core.redis_client import redis_client
 
 logger = logging.getLogger("billing.followup")
@@ -66,13 +71,23 @@ def _customers_key(book_id: str) -> str:
     return f"usage-followup:{book_id}:customers"
 
 
+def _run_in_process(book_id: str, customer_ids: set[str]) -> None:
+    from billing.tasks import usage_followup_task
+
+    usage_followup_task(book_id, sorted(customer_ids))
+
+
+# Without Redis: the follow-ups of this process's batches, run by a thread of the process.
+in_process = Coalescer("usage-followup", _run_in_process, delay=DELAY_SECONDS)
+
+
 def usage_followup_schedule(*, book_id: str, customer_ids: set[UUID | str]) -> None:
     """Call on commit of a batch that stored new events for these customers."""
     from billing.tasks import usage_followup_task  # tasks import the services this module feeds
 
     client = redis_client()
     if client is None:
-        usage_followup_task.delay(book_id, sorted(map(str, customer_ids)))
+        in_process.add(book_id, map(str, customer_ids))
         return
     now = time.time()
     known = _armed_here.get(book_id)

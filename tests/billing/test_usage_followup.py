@@ -117,3 +117,30 @@ def test_an_armed_key_without_a_due_time_is_never_relied_on(book, remembering):
     usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1"})
     assert counting.round_trips == 2 and published == []
     assert usage_followup_take(book_id=str(book.pk)) == ["c1"]
+
+
+@pytest.fixture
+def without_redis(monkeypatch):
+    """The zero-setup `make run`: no Redis, so no worker. Yields the in-process follow-ups, which only run
+    when the test flushes them (a delay no test waits for)."""
+    from billing import followup
+    from config.core.background import Coalescer
+
+    monkeypatch.setattr(followup, "redis_client", lambda: None)
+    in_process = Coalescer("usage-followup-test", followup._run_in_process, delay=3600)
+    monkeypatch.setattr(followup, "in_process", in_process)
+    return in_process
+
+
+def test_without_redis_the_follow_up_leaves_the_request_and_runs_in_the_process(
+        api, book, models, without_redis, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        record(api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z"))
+        record(api, rec("beta", "writer", "pages", "2025-04-01T11:00:00Z"))
+    assert RollupBacklog.objects.filter(book=book).count() == 2  # the requests did not catch the rollup up
+    assert without_redis._due.keys() == {str(book.pk)}  # one follow-up for both batches
+    assert len(without_redis._pending[str(book.pk)]) == 2  # with both batches' customers
+
+    without_redis.flush()
+    assert not RollupBacklog.objects.filter(book=book).exists()
+    assert stored(book) == scanned(book)

@@ -1,0 +1,75 @@
+"""Work that follows a request, run in this process after the response: the stand-in for a Celery worker
+when there is none (no REDIS_URL, so no broker and tasks run inline, inside the request that queued them).
+
+`Coalescer` gathers items per key and runs `run(key, items)` once for everything added to a key within
+`delay` seconds of the first add, on one daemon thread per process, with that thread's own database
+connection (closed after each run). The request that adds only takes a lock. Work still pending when the
+process exits normally (gunicorn's graceful stop) is run then; work of a process that is killed is lost, so
+only work that something else redoes belongs here (billing/followup.py says what does)."""
+import atexit
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterable
+
+from django.db import connections
+
+logger = logging.getLogger("billing.background")
+
+
+class Coalescer:
+    def __init__(self, name: str, run: Callable[[Hashable, set], object], *, delay: float):
+        self.name, self._run, self.delay = name, run, delay
+        self._pid = None  # the process whose thread this is: a forked child starts its own
+        atexit.register(self.flush)
+
+    def _reset_for_this_process(self) -> None:
+        self._pid = os.getpid()
+        self._condition = threading.Condition()
+        self._pending: dict[Hashable, set] = {}
+        self._due: dict[Hashable, float] = {}  # monotonic time at which the key's run starts
+        self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+        self._thread.start()
+
+    def add(self, key: Hashable, items: Iterable) -> None:
+        """Add items to the key's next run (armed now, due `delay` seconds from now, if none is pending)."""
+        if self._pid != os.getpid():
+            self._reset_for_this_process()
+        with self._condition:
+            self._pending.setdefault(key, set()).update(items)
+            if key not in self._due:
+                self._due[key] = time.monotonic() + self.delay
+                self._condition.notify()
+
+    def flush(self) -> None:
+        """Run every pending key now, in the calling thread (and its database connection)."""
+        if self._pid != os.getpid():
+            return
+        with self._condition:
+            work = [(key, self._pending.pop(key, set())) for key in list(self._due)]
+            self._due.clear()
+        for key, items in work:
+            self._run_one(key, items, on_own_thread=False)
+
+    def _loop(self) -> None:
+        while True:
+            with self._condition:
+                while True:
+                    now = time.monotonic()
+                    ready = next((key for key, due in self._due.items() if due <= now), None)
+                    if ready is not None:
+                        break
+                    self._condition.wait(min(self._due.values()) - now if self._due else None)
+                del self._due[ready]
+                items = self._pending.pop(ready, set())
+            self._run_one(ready, items, on_own_thread=True)
+
+    def _run_one(self, key: Hashable, items: set, *, on_own_thread: bool) -> None:
+        try:
+            self._run(key, items)
+        except Exception:
+            logger.exception("%s: the run for %s failed", self.name, key)
+        finally:
+            if on_own_thread:
+                connections.close_all()  # this thread's connections only (Django's are per thread)

@@ -1,0 +1,46 @@
+"""The in-process runner of work that follows a request when there is no worker (config/core/background.py)."""
+import threading
+
+from config.core.background import Coalescer
+
+
+def test_items_added_to_a_key_within_the_delay_run_once_together_on_the_runner_thread():
+    runs, done = [], threading.Event()
+
+    def run(key, items):
+        runs.append((key, sorted(items), threading.current_thread().name))
+        if len(runs) == 2:
+            done.set()
+
+    coalescer = Coalescer("test-coalescer", run, delay=0.2)
+    coalescer.add("book-1", ["a"])
+    coalescer.add("book-1", ["b", "a"])
+    coalescer.add("book-2", ["x"])
+    assert runs == []  # nothing runs in the adding thread
+    assert done.wait(10)
+    assert sorted(runs) == [("book-1", ["a", "b"], "test-coalescer"), ("book-2", ["x"], "test-coalescer")]
+
+
+def test_a_failing_run_is_logged_and_the_next_key_still_runs(caplog):
+    ran = threading.Event()
+
+    def run(key, items):
+        if key == "bad":
+            raise RuntimeError("boom")
+        ran.set()
+
+    coalescer = Coalescer("test-coalescer", run, delay=0)
+    coalescer.add("bad", [1])
+    coalescer.add("good", [2])
+    assert ran.wait(10)
+    assert "test-coalescer: the run for bad failed" in caplog.text
+
+
+def test_flush_runs_what_is_pending_now_in_the_calling_thread():
+    runs = []
+    coalescer = Coalescer("test-coalescer", lambda key, items: runs.append((key, items)), delay=3600)
+    coalescer.add("book-1", ["a"])
+    coalescer.flush()
+    assert runs == [("book-1", {"a"})]
+    coalescer.flush()
+    assert runs == [("book-1", {"a"})]  # taken once
