@@ -8,7 +8,8 @@ from config.core.serialization import DecimalText
 class LongContextOut(serializers.Serializer):
     """One long-context tier of an LLM entry (rates in USD per token; null: the tier below's rate)."""
 
-    threshold = serializers.IntegerField(help_text="prompt tokens above which (or from which, if inclusive) it applies")
+    threshold = serializers.IntegerField(
+        help_text="prompt tokens above which (or from which, if inclusive) it applies")
     input = DecimalText(allow_null=True, default=None)
     output = DecimalText(allow_null=True, default=None)
     cacheRead = DecimalText(source="cache_read", allow_null=True, default=None)
@@ -20,8 +21,9 @@ class LongContextOut(serializers.Serializer):
 
 class OffPeakWindowOut(serializers.Serializer):
     hours = serializers.ListField(child=serializers.CharField(), help_text='UTC "HH:MM-HH:MM" spans, end exclusive')
-    weekdays = serializers.ListField(child=serializers.IntegerField(), allow_null=True,
-                                     help_text="ISO weekdays (1 = Monday) on weekdayTimezone's calendar; null: every day")
+    weekdays = serializers.ListField(
+        child=serializers.IntegerField(), allow_null=True,
+        help_text="ISO weekdays (1 = Monday) on weekdayTimezone's calendar; null: every day")
 
 
 class OffPeakOut(serializers.Serializer):

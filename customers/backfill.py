@@ -108,14 +108,16 @@ def events_unpriced_reasons(*, book, events: list[UsageEvent]) -> dict:
     parts_by_event = {event.pk: _event_parts(event) for event in waiting}
     if not parts_by_event:
         return {}
-    prices = PriceList(resolve_services(book=book, pairs={part.key for parts in parts_by_event.values() for part in parts}))
+    pairs = {part.key for parts in parts_by_event.values() for part in parts}
+    prices = PriceList(resolve_services(book=book, pairs=pairs))
     return {event.pk: unpriced_reason(price_event(parts_by_event[event.pk], prices, at=event.usage_date))
             for event in waiting}
 
 
 def _price_and_save(book, events: list[UsageEvent]) -> int:
     parts_by_event = {event.pk: _event_parts(event) for event in events}
-    prices = PriceList(resolve_services(book=book, pairs={part.key for parts in parts_by_event.values() for part in parts}))
+    pairs = {part.key for parts in parts_by_event.values() for part in parts}
+    prices = PriceList(resolve_services(book=book, pairs=pairs))
     changed = []
     for event in events:
         priced = price_event(parts_by_event[event.pk], prices, at=event.usage_date)

@@ -94,8 +94,8 @@ def _tier_table(raw: dict) -> tuple[dict, list[dict]] | None:
     """
     tiers = raw.get("tiered_pricing")
     if not isinstance(tiers, list) or len(tiers) < 2 or not all(
-            isinstance(tier, dict) and isinstance(tier.get("range"), list) and _is_price(tier.get("input_cost_per_token"))
-            for tier in tiers):
+            isinstance(tier, dict) and isinstance(tier.get("range"), list)
+            and _is_price(tier.get("input_cost_per_token")) for tier in tiers):
         return None
     ordered = sorted(tiers, key=lambda tier: Decimal(str(tier["range"][0])))
     flat_output = raw.get("output_cost_per_token") if _is_price(raw.get("output_cost_per_token")) else None

@@ -29,8 +29,8 @@ def cheap_llm(db):
 @pytest.fixture
 def per_unit(db):
     """$0.001 per request: the maximum quantity costs the event maximum."""
-    return ServiceEntryFactory(canonical_name="bound-api", provider="boundapi", input_cost=MAX_EVENT_COST / MAX_QUANTITY,
-                               cost_unit="request", service_type="search", is_api=True)
+    return ServiceEntryFactory(canonical_name="bound-api", provider="boundapi", cost_unit="request",
+                               input_cost=MAX_EVENT_COST / MAX_QUANTITY, service_type="search", is_api=True)
 
 
 @pytest.fixture

@@ -166,3 +166,14 @@ def test_the_provider_prefixed_key_is_preferred_where_two_keys_fold(provider, na
     source = json.loads(LITELLM_FILE.read_text())["models"][expected_key]
     assert (entry.input_cost, entry.output_cost) == (D(source["input"]), D(source["output"]))
     assert entry.cache_write_cost == (D(source["cache_write"]) if "cache_write" in source else None)
+
+
+def test_output_without_prompt_tokens_on_a_tier_table_entry_bills_at_the_first_tier():
+    # qwen3-coder-flash's first tier: $1.50 per million output tokens (LiteLLM selects no tier and bills 0)
+    assert cost_of("dashscope", "qwen3-coder-flash", Usage(output_tokens=1000)) == D("0.0015")
+
+
+def test_a_trillion_tokens_are_priced_exactly():
+    # gpt-4o at $2.50 / $10 per million: floats lose digits here, the engine does not
+    usage = Usage(input_tokens=10**12 + 7, output_tokens=10**12 + 3)
+    assert cost_of("openai", "gpt-4o", usage) == D("12500000.0000475")
