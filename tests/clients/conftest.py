@@ -66,10 +66,17 @@ def live_service(django_db_setup, django_db_blocker):
             server.stop()
             server._live_server_modified_settings.disable()
             if own_database:
-                connections.close_all()
+                _end_other_sessions()  # the server's request threads may still hold connections
                 teardown_databases(own_database, verbosity=0)
             else:
                 _reset_database()
+
+
+def _end_other_sessions():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    connections.close_all()
 
 
 def _reset_database():

@@ -18,7 +18,8 @@ from tests.clients import recorded
 from tests.clients.conftest import llm_cost
 from tests.clients.fake_http import FakeServer, json_answer, sse_answer
 
-pytestmark = pytest.mark.usefixtures("database")
+pytestmark = [pytest.mark.usefixtures("database"),
+              pytest.mark.filterwarnings("ignore::UserWarning:pydantic")]  # LiteLLM's TypedDicts, at import
 
 CONTEXT = dict(customerExternalId="cust-42", agentCode="support-bot", signalName="llm_calls")
 

@@ -1,0 +1,163 @@
+"""The typed client against the live service: the billing chain end to end, every list shape paged
+through, exact Decimals both ways, and errors as typed exceptions carrying the spec's message and code."""
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import pytest
+
+from agentbilling import (AuthenticationError, BadRequestError, Client, ConflictError, KeyRevokedError,
+                          NotFoundError, PermissionDeniedError, RateLimitError)
+from catalog.models import ServiceEntry
+from config.accounts.services import api_key_revoke_raw
+from config.core import clock
+from tests.clients.conftest import llm_cost
+
+pytestmark = pytest.mark.usefixtures("database")
+
+D = Decimal
+
+
+@pytest.fixture
+def client(service):
+    with Client(service.key, base_url=service.url) as client:
+        yield client
+
+
+def test_the_billing_chain_from_usage_to_a_sent_invoice_and_its_pdf(client, service):
+    answer = client.usage.record([
+        {"customerExternalId": "cust-42", "agentCode": "support-bot", "signalName": "tickets_resolved",
+         "model": "gpt-4o-mini", "modelProvider": "openai", "inputTokens": 1200, "outputTokens": 300,
+         "quantity": D("2.5")} for _ in range(3)])
+    assert (answer["processed"], answer["successful"], answer["failed"]) == (3, 3, 0)
+    assert [entry["index"] for entry in answer["results"]["success"]] == [0, 1, 2]
+    assert D(answer["results"]["success"][0]["totalCostUsd"]) == llm_cost("openai", "gpt-4o-mini", input=1200,
+                                                                          output=300)
+
+    customer = next(client.customers.iter(externalId="cust-42"))
+    client.customers.update(customer["id"], email="billing@globex.example", name="Globex")
+    agent = next(client.agents.iter(agentCode="support-bot"))
+    signal = next(client.signals.iter(agentId=agent["id"], shortName="tickets_resolved"))
+    plan = client.plans.create(name="Support Pro", agentId=agent["id"])
+    strategies = client.plans.strategies.create(plan["id"], [
+        {"name": "Tickets", "agentId": agent["id"], "chargeType": "usage", "signalId": signal["id"],
+         "pricingModel": "flat", "rate": D("1.10")},
+        {"name": "Platform fee", "agentId": agent["id"], "chargeType": "recurring", "billingFrequency": "monthly",
+         "rate": D("49.00")}])
+    assert [strategy["rate"] for strategy in strategies] == [D("1.10"), D("49.00")]  # Decimals, exact
+    start = datetime.now(timezone.utc).replace(day=1).date().isoformat()
+    subscription = client.subscriptions.create(name="Globex on Pro", planId=plan["id"], agentId=agent["id"],
+                                               customerId=customer["id"], startDate=start)
+
+    invoice = client.invoices.generate(customerId=customer["id"], subscriptionId=subscription["id"])
+    assert invoice["status"] == "draft"
+    assert invoice["total"] == D("57.25")  # 7.5 tickets x 1.10 = 8.25, plus the 49.00 fee
+    assert client.invoices.pdf(invoice["id"]).startswith(b"%PDF")
+    sent = client.invoices.send(invoice["id"])
+    assert sent["success"] is True and sent["recipientEmail"] == "billing@globex.example"
+    assert [row["status"] for row in client.invoices.iter(customerExternalId="cust-42")] == ["issued"]
+
+    usage = client.analytics.usage(customerId=customer["id"])
+    assert usage["summary"]["totalEvents"] == 3 and usage["summary"]["totalQuantity"] == D("7.5")
+    session = client.portal_sessions.create(customerExternalId="cust-42", features=["invoices"])
+    assert session["url"].endswith(session["token"])
+    assert [row["id"] for row in client.portal_sessions.iter()] == [session["id"]]
+    client.portal_sessions.revoke(session["id"])
+
+
+def test_a_credit_pool_reads_its_balance_and_a_replayed_top_up_is_one_grant(client):
+    client.usage.record([{"customerExternalId": "cust-pool", "agentCode": "pool-bot", "signalName": "credits",
+                          "model": "gpt-4o-mini", "modelProvider": "openai", "inputTokens": 10,
+                          "quantity": 30}])
+    customer = next(client.customers.iter(externalId="cust-pool"))
+    agent = next(client.agents.iter(agentCode="pool-bot"))
+    signal = next(client.signals.iter(agentId=agent["id"]))
+    plan = client.plans.create(name="Pool", agentId=agent["id"])
+    client.plans.strategies.create(plan["id"], [{
+        "name": "Credits", "agentId": agent["id"], "chargeType": "usage", "signalId": signal["id"],
+        "pricingModel": "credit_pool", "tiers": [{"lower": 0, "upper": 100, "rate": D("50")},
+                                                 {"lower": 100, "upper": None, "rate": D("0.75")}]}])
+    start = datetime.now(timezone.utc).replace(day=1).date().isoformat()
+    subscription = client.subscriptions.create(name="Pool sub", planId=plan["id"], agentId=agent["id"],
+                                               customerId=customer["id"], startDate=start)
+
+    first = client.credit_balances.topup(subscription["id"], units=D("25.5"), idempotencyKey="topup-1")
+    again = client.credit_balances.topup(subscription["id"], units=D("25.5"), idempotencyKey="topup-1")
+    assert (first["created"], again["created"], again["grantId"]) == (True, False, first["grantId"])
+    balance = client.credit_balances.get(subscription["id"])
+    assert (balance["poolSizeUnits"], balance["consumedUnits"]) == (100, 30)
+    assert balance["remainingUnits"] == D("95.5")  # 100 - 30 + 25.5
+    assert [row["subscriptionId"] for row in client.credit_balances.list()["balances"]] == [subscription["id"]]
+    with pytest.raises(ConflictError) as conflict:
+        client.credit_balances.topup(subscription["id"], units=1, idempotencyKey="topup-1")
+    assert conflict.value.status == 409 and "idempotencyKey" in str(conflict.value)
+
+
+def test_every_list_shape_is_paged_through_to_its_last_row(client, service):
+    for number in range(5):
+        client.customers.create(name=f"Customer {number}", externalId=f"ext-{number}")
+    page = client.customers.list(limit=2)  # bare array + X-Total-Count
+    assert (len(page), page.total, page.has_more) == (2, 5, True)
+    assert sorted(c["externalId"] for c in page.auto_paging_iter()) == [f"ext-{n}" for n in range(5)]
+    assert len(list(client.customers.iter())) == 5
+
+    for number in range(3):
+        client.plans.create(name=f"Plan {number}")
+    plans = client.plans.list(limit=2)  # {results, page, limit, totalPages, totalResults}
+    assert (len(plans), plans.total, plans.has_more) == (2, 3, True)
+    assert len(list(plans.auto_paging_iter())) == 3
+
+    for number in range(5):
+        ServiceEntry.objects.create(external_id=f"client-test:paging-{service.org.pk}-{number}",
+                                    canonical_name=f"paging-model-{number}", display_name=f"Paging {number}",
+                                    provider=f"paging-{service.org.pk}", service_type="chat", source="curated")
+    catalog = client.services.list(provider=f"paging-{service.org.pk}", limit=3)  # {data, pagination}
+    assert (len(catalog), catalog.total, catalog.has_more) == (3, 5, True)
+    assert [entry["canonicalName"] for entry in catalog.auto_paging_iter()] == [
+        f"paging-model-{number}" for number in range(5)]
+
+    assert client.invoices.list(limit=1).items == []  # {data, hasMore}
+    assert client.invoices.list(limit=1).has_more is False
+
+
+def test_exact_decimals_go_out_and_come_back_as_written(client):
+    client.usage.record([{"customerExternalId": "exact", "agentCode": "bot", "signalName": "pages",
+                          "model": "gpt-4o-mini", "modelProvider": "openai",
+                          "quantity": D("12345678.123456789"), "metadata": {"ratio": D("0.1")}}])
+    [event] = client.events.list(customerExternalId="exact")
+    assert event["quantity"] == "12345678.123456789"  # a decimal string, never through a float
+    assert event["metadata"] == {"ratio": D("0.1")}
+
+
+def test_errors_are_typed_and_carry_the_spec_message_code_and_status(client, service):
+    with pytest.raises(NotFoundError) as missing:
+        client.customers.get("00000000-0000-0000-0000-000000000000")
+    assert (missing.value.status, missing.value.message) == (404, "Customer not found")
+
+    client.customers.create(name="One", externalId="dup")
+    with pytest.raises(ConflictError) as duplicate:
+        client.customers.create(name="Two", externalId="dup")
+    assert duplicate.value.status == 409 and "externalId" in str(duplicate.value)
+
+    with pytest.raises(BadRequestError) as invalid:
+        client.agents.create(name="x" * 300, agentCode="too-long")
+    assert isinstance(invalid.value.message, list) and invalid.value.messages[0].startswith("name:")
+
+    with Client(service.key_for(key_type="publishable"), base_url=service.url) as publishable:
+        with pytest.raises(PermissionDeniedError):
+            publishable.customers.create(name="Nope")
+        assert publishable.verify()["verified"] is True
+
+    revoked_key = service.key_for()
+    api_key_revoke_raw(raw_key=revoked_key, now=clock.now())
+    with pytest.raises(KeyRevokedError) as revoked, Client(revoked_key, base_url=service.url) as revoked_client:
+        revoked_client.verify()
+    assert isinstance(revoked.value, AuthenticationError) and revoked.value.code == "key_revoked"
+
+
+def test_a_429_raises_with_its_retry_after_once_retries_are_spent(service, settings):
+    settings.API_RATE_LIMIT_PER_MINUTE = 1
+    with Client(service.key, base_url=service.url, max_retries=0) as client:
+        client.verify()
+        with pytest.raises(RateLimitError) as limited:
+            client.customers.list()
+    assert limited.value.status == 429 and 1 <= limited.value.retry_after <= 60
