@@ -121,7 +121,7 @@ def test_without_database_url_the_settings_use_the_embedded_server_of_make_run()
     assert result.stdout.split() == ["django.db.backends.postgresql", str(ROOT / "var" / "postgres"), "billing"]
 
 
-@pytest.mark.parametrize("url", ["sqlite:///var/db.sqlite3", "mysql://root@127.0.0.1/billing"])
+@pytest.mark.parametrize("url", ["mysql://root@127.0.0.1/billing", "oracle://billing:secret@127.0.0.1:1521/billing"])
 def test_a_database_url_other_than_postgresql_is_refused(url):
     result = run([sys.executable, "-c", SETTINGS_DATABASE], DATABASE_URL=url)
     assert result.returncode != 0
