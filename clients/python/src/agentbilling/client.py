@@ -17,7 +17,7 @@ For the hot path use `agentbilling.Recorder` (buffered, batched, retried in the 
 """
 from __future__ import annotations
 
-import uuid
+import os
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from urllib.parse import quote
 
@@ -37,8 +37,8 @@ MAX_RECORDS_PER_REQUEST = 100  # spec §8
 
 
 def new_idempotency_key() -> str:
-    """A fresh idempotency key (the service takes up to 255 characters)."""
-    return "ab-" + uuid.uuid4().hex
+    """A fresh idempotency key: 128 random bits (the service takes up to 255 characters)."""
+    return "ab-" + os.urandom(16).hex()
 
 
 def _id(value) -> str:
