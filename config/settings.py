@@ -93,6 +93,7 @@ MIDDLEWARE = [
     "config.core.middleware.HealthProbeMiddleware",  # /healthz, /readyz: before host checks and redirects
     "config.core.middleware.RequestBodyLimitMiddleware",  # 413 past REQUEST_BODY_MAX_BYTES, before a byte is read
     "django.middleware.security.SecurityMiddleware",
+    "config.core.middleware.ContentSecurityPolicyMiddleware",  # HTML pages: scripts from this origin only
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -198,6 +199,10 @@ AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 300)
 # the window (a valid token always opens: the limit counts and refuses only misses).
 LINK_TOKEN_FAILURE_LIMIT = env_int("LINK_TOKEN_FAILURE_LIMIT", 20)
 LINK_TOKEN_FAILURE_WINDOW_SECONDS = env_int("LINK_TOKEN_FAILURE_WINDOW_SECONDS", 900)
+# Failed console sign-ins (/admin/login/) per network before each further failure is a 429 for the window (a valid
+# sign-in always works: the limit counts and refuses only failures).
+ADMIN_LOGIN_FAILURE_LIMIT = env_int("ADMIN_LOGIN_FAILURE_LIMIT", 10)
+ADMIN_LOGIN_FAILURE_WINDOW_SECONDS = env_int("ADMIN_LOGIN_FAILURE_WINDOW_SECONDS", 900)
 # Request-log entries are buffered and written in bulk; 0 writes each entry at once (tests).
 API_REQUEST_LOG_FLUSH_SECONDS = float(os.environ.get("API_REQUEST_LOG_FLUSH_SECONDS", "1.0"))
 API_REQUEST_LOG_BATCH_SIZE = env_int("API_REQUEST_LOG_BATCH_SIZE", 200)

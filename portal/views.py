@@ -1,4 +1,5 @@
 """/v1/portal-sessions: parse, call one service or selector, render. Publishable keys get 401 (spec §4, §5.7)."""
+from django.utils.cache import add_never_cache_headers
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
@@ -28,7 +29,9 @@ class PortalSessionListCreateApi(PortalSessionApi):
         data = parse(PortalSessionCreateIn, request.data)
         session, token = services.portal_session_create(book=self.book, now=clock.now(),
                                                         created_by=self.created_by, **data)
-        return Response(PortalSessionCreateOut(session, context={"token": token}).data, status=201)
+        response = Response(PortalSessionCreateOut(session, context={"token": token}).data, status=201)
+        add_never_cache_headers(response)  # it carries the link's token: no cache may keep it (no-store)
+        return response
 
     @extend_schema(parameters=[
         PortalSessionQueryIn,

@@ -24,3 +24,12 @@ def chromium(monkeypatch):
         yield browser
         browser.close()
         connections.close_all()  # the ORM connections opened while the loop ran belong to its context
+
+
+def csp_violations(page) -> list[str]:
+    """What the page's Content-Security-Policy refused, as Chromium reports it on the console, from now on: a test
+    asserts it stays empty (config/core/middleware.py)."""
+    refused: list[str] = []
+    page.on("console", lambda message: refused.append(message.text)
+            if "Content Security Policy" in message.text else None)
+    return refused

@@ -20,7 +20,7 @@ from rest_framework.views import APIView
 from config.accounts.keys import is_well_formed
 from config.accounts.models import ApiKey, KeyScope, KeyType, Role
 from config.accounts.openapi import ApiKeySchema
-from config.accounts.request_log import LogEntry, buffer
+from config.accounts.request_log import LogEntry, buffer, loggable_path
 from config.accounts.services import api_key_find
 from config.accounts.throttling import admit_key, record_auth_failure
 from config.core import clock
@@ -155,7 +155,7 @@ class OrgApiView(APIView):
         if self.api_key is not None:
             buffer.append(LogEntry(
                 organization_id=self.api_key.organization_id, api_key_id=self.api_key.id,
-                method=request.method, path=request.path[:2048], status=response.status_code,
+                method=request.method, path=loggable_path(request.path), status=response.status_code,
                 ip=client_ip(request), created_at=clock.now(),
             ))
         return response

@@ -20,6 +20,18 @@ from django.db import DatabaseError, DataError, IntegrityError, close_old_connec
 logger = logging.getLogger("billing.request_log")
 
 
+MAX_PATH_LENGTH = 2048  # ApiRequestLog.path
+
+
+def loggable_path(path: str) -> str:
+    """The request path as the log stores it: characters PostgreSQL's text cannot hold (NUL) and other control
+    characters percent-encoded again, as they arrived (a path with `%00` is logged, not dropped), cut to the
+    column's length."""
+    if not path.isprintable():
+        path = "".join(f"%{ord(char):02X}" if ord(char) < 0x20 or ord(char) == 0x7F else char for char in path)
+    return path[:MAX_PATH_LENGTH]
+
+
 @dataclass(frozen=True)
 class LogEntry:
     organization_id: object

@@ -104,3 +104,29 @@ def bad_link_token_retry_after(ip: str | None) -> int | None:
     if failures == limit + 1:
         logger.warning("hosted-link tokens are being guessed: %s unknown tokens from %s", failures, ip or "unknown")
     return settings.LINK_TOKEN_FAILURE_WINDOW_SECONDS
+
+
+# --- The console's sign-in page (/admin/login/): the same rule as for link tokens. Failed sign-ins are counted per
+# network; past ADMIN_LOGIN_FAILURE_LIMIT in the window each further failure is answered 429 with Retry-After (and
+# the first one logged as a warning), while a valid username and password always sign in, whatever the network
+# did before (operators behind one proxy share an address; a guesser must not lock them out). Guessing itself is
+# paid per attempt by the password hasher.
+
+def _login_failure_key(ip: str | None) -> str:
+    return f"loginfail:{ip or 'unknown'}"
+
+
+def failed_login_retry_after(ip: str | None) -> int | None:
+    """Count a failed sign-in from this network; the seconds to send in Retry-After (answer 429) once it is past
+    ADMIN_LOGIN_FAILURE_LIMIT failures in the window, else None (the page's usual error)."""
+    limit = settings.ADMIN_LOGIN_FAILURE_LIMIT
+    try:
+        failures = _count(_login_failure_key(ip), settings.ADMIN_LOGIN_FAILURE_WINDOW_SECONDS)
+    except Exception:  # the limiter must never take the console down with it
+        logger.warning("sign-in failure counter unavailable", exc_info=True)
+        return None
+    if failures <= limit:
+        return None
+    if failures == limit + 1:
+        logger.warning("console sign-ins are being guessed: %s failures from %s", failures, ip or "unknown")
+    return settings.ADMIN_LOGIN_FAILURE_WINDOW_SECONDS

@@ -15,8 +15,10 @@ from django.urls import reverse
 
 from billing.dashboard import NEAR_EMPTY_PERCENT, BookFigures, book_figures
 from config.accounts.admin_actions import export_csv
+from config.accounts.api import client_ip
 from config.accounts.admin_scoping import visible_books, visible_organizations
 from config.accounts.models import Environment
+from config.accounts.throttling import failed_login_retry_after
 from config.core import clock
 from config.core.charts import BarChart, bar_chart
 from customers.models import Customer, EventStatus
@@ -80,6 +82,20 @@ class ConsoleSite(admin.AdminSite):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.add_action(export_csv)
+
+    def login(self, request, extra_context=None):
+        """Django's sign-in page, with failed sign-ins counted per network: past ADMIN_LOGIN_FAILURE_LIMIT each
+        further failure is a 429 (config/accounts/throttling.py); a valid sign-in always works."""
+        response = super().login(request, extra_context)
+        failed = request.method == "POST" and response.status_code == 200 and not request.user.is_authenticated
+        retry_after = failed_login_retry_after(client_ip(request)) if failed else None
+        if retry_after:
+            response.context_data["form"].add_error(None, "Too many failed sign-ins from this network: this one was "
+                                                          "refused and logged. A correct username and password "
+                                                          "still sign in.")
+            response.status_code = 429
+            response["Retry-After"] = str(retry_after)
+        return response
 
     def index(self, request, extra_context=None):
         environment = request.GET.get("environment")

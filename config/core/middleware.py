@@ -79,3 +79,34 @@ class RequestBodyLimitMiddleware:
             error = body_too_large()
             return JsonResponse(error_body(error.message, error.code), status=error.status)
         return self.get_response(request)
+
+
+# The Content-Security-Policy of HTML pages (the portal, pay-now, the console and admin, the home page): scripts
+# only from this origin (no page has an inline one), nothing from another origin but Stripe Checkout as where a
+# pay-now form may lead, never framed. Styles may be inline: the portal's and the console's stylesheets are, and
+# so are Django admin's style attributes and the charts' bar widths.
+PAGE_POLICY = "; ".join([
+    "default-src 'self'", "script-src 'self'", "style-src 'self' 'unsafe-inline'", "img-src 'self' data:",
+    "font-src 'self'", "connect-src 'self'", "object-src 'none'", "base-uri 'none'", "frame-ancestors 'none'",
+    "form-action 'self' https://checkout.stripe.com",
+])
+# The API reference (Swagger UI, ReDoc; served locally) starts with an inline script and ReDoc searches in a worker
+# made from a blob: URL. Those pages show no customer data and carry no secret of the service's.
+REFERENCE_POLICY = PAGE_POLICY.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'") + \
+    "; worker-src 'self' blob:"
+REFERENCE_PATHS = frozenset({"/v1/docs", "/v1/redoc"})
+
+
+class ContentSecurityPolicyMiddleware:
+    """Sends PAGE_POLICY (REFERENCE_POLICY on the API reference) with every HTML answer that has no policy of its
+    own; JSON, CSV and PDF answers run nothing and get none."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if response.get("Content-Type", "").startswith("text/html") and "Content-Security-Policy" not in response:
+            response["Content-Security-Policy"] = (REFERENCE_POLICY if request.path_info in REFERENCE_PATHS
+                                                   else PAGE_POLICY)
+        return response

@@ -22,7 +22,7 @@ from config.core import clock
 from tests.billing.analytics_support import record
 from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, credit_pool, generate, pay, recurring, usage
 from tests.billing.support import ok
-from tests.browser import chromium  # noqa: F401 (the fixture)
+from tests.browser import chromium, csp_violations  # noqa: F401 (the fixture)
 from tests.factories import CustomerFactory, ServiceEntryFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -85,12 +85,14 @@ def business(api, book, org, client, settings, monkeypatch):
 def page(business, chromium, live_server):  # noqa: F811
     context = chromium.new_context(viewport={"width": 1280, "height": 1000}, base_url=live_server.url)
     page = context.new_page()
+    refused = csp_violations(page)
     page.goto("/admin/login/?next=/admin/%3Fenvironment%3Dtest")
     page.get_by_label("Email").fill(EMAIL)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
     yield page
     context.close()
+    assert not refused, refused  # every page works under its Content-Security-Policy
 
 
 def run_action(page, row_text: str, action_label: str) -> None:

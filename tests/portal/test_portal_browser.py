@@ -19,7 +19,7 @@ from portal.models import PortalSession
 from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, pay, recurring
 from tests.billing.pools import pool_strategy
 from tests.billing.support import create_strategies, ok
-from tests.browser import chromium  # noqa: F401 (the fixture)
+from tests.browser import chromium, csp_violations  # noqa: F401 (the fixture)
 from tests.factories import CustomerFactory, UsageEventFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -27,8 +27,11 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, seria
 @pytest.fixture
 def page(account, chromium):
     context = chromium.new_context(viewport={"width": 1200, "height": 900}, accept_downloads=True)
-    yield context.new_page()
+    page = context.new_page()
+    refused = csp_violations(page)
+    yield page
     context.close()
+    assert not refused, refused  # every page works under its Content-Security-Policy
 
 
 def month_start(moment: datetime, months_back: int = 0) -> datetime:
