@@ -114,11 +114,11 @@ class Server:
             return None
         import pwd
 
-        if self.data_dir.exists() and self.data_dir.stat().st_uid != 0:
-            return pwd.getpwuid(self.data_dir.stat().st_uid)
         try:
+            if self.data_dir.exists() and self.data_dir.stat().st_uid != 0:
+                return pwd.getpwuid(self.data_dir.stat().st_uid)
             return pwd.getpwnam(SERVER_USER)
-        except KeyError:
+        except KeyError:  # no such user yet
             pass
         search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"])
         useradd = shutil.which("useradd", path=search)
@@ -126,11 +126,16 @@ class Server:
             raise SystemExit(f"embedded database: running as root needs an unprivileged user to run PostgreSQL, "
                              f"and there is no useradd to create {SERVER_USER}: create it, or run as another user")
         shell = "/usr/sbin/nologin" if Path("/usr/sbin/nologin").exists() else "/bin/false"
-        subprocess.run([useradd, "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
-                        "--shell", shell, SERVER_USER], check=True, capture_output=True)
-        print(f"embedded database: created the system user {SERVER_USER} to run PostgreSQL (it refuses root)",
-              file=sys.stderr)
-        return pwd.getpwnam(SERVER_USER)
+        created = subprocess.run([useradd, "--system", "--user-group", "--no-create-home", "--home-dir",
+                                  "/nonexistent", "--shell", shell, SERVER_USER], capture_output=True, text=True)
+        try:
+            account = pwd.getpwnam(SERVER_USER)  # a launcher starting beside this one may have created it
+        except KeyError:
+            raise SystemExit(f"embedded database: could not create the user {SERVER_USER}: {created.stderr.strip()}")
+        if created.returncode == 0:
+            print(f"embedded database: created the system user {SERVER_USER} to run PostgreSQL (it refuses root)",
+                  file=sys.stderr)
+        return account
 
     def _prepare_for_account(self, directory: Path) -> None:
         """As root: `directory` exists, belongs to the server's user, and every directory above it lets that
