@@ -1,5 +1,6 @@
 """The typed client against the live service: the billing chain end to end, every list shape paged
 through, exact Decimals both ways, and errors as typed exceptions carrying the spec's message and code."""
+import time
 from datetime import datetime, timezone
 from decimal import Decimal
 
@@ -8,6 +9,7 @@ import pytest
 from agentbilling import (AuthenticationError, BadRequestError, Client, ConflictError, KeyRevokedError,
                           NotFoundError, PermissionDeniedError, RateLimitError)
 from catalog.models import ServiceEntry
+from config.accounts import throttling
 from config.accounts.services import api_key_revoke_raw
 from config.core import clock
 from tests.clients.conftest import llm_cost
@@ -154,8 +156,10 @@ def test_errors_are_typed_and_carry_the_spec_message_code_and_status(client, ser
     assert isinstance(revoked.value, AuthenticationError) and revoked.value.code == "key_revoked"
 
 
-def test_a_429_raises_with_its_retry_after_once_retries_are_spent(service, settings):
+def test_a_429_raises_with_its_retry_after_once_retries_are_spent(service, settings, monkeypatch):
     settings.API_RATE_LIMIT_PER_MINUTE = 1
+    frozen = time.time()  # both requests in one of the limiter's minutes
+    monkeypatch.setattr(throttling, "time", type("Clock", (), {"time": staticmethod(lambda: frozen)}))
     with Client(service.key, base_url=service.url, max_retries=0) as client:
         client.verify()
         with pytest.raises(RateLimitError) as limited:

@@ -243,4 +243,5 @@ def test_the_asyncio_recorder_batches_and_retries_like_the_threaded_one(service)
         stats = asyncio.run(main(front.url))
     assert events(service).count() == 130
     assert stats.retries == 1 and stats.stored == 130
-    assert sorted(exchange.body.count(b'"idempotencyKey"') for exchange in seen) == [30, 100, 100]
+    sizes = sorted(exchange.body.count(b'"idempotencyKey"') for exchange in seen)
+    assert sizes in ([30, 100, 100], [30, 30, 100])  # 100 + 30, in flight together; the one refused, sent again
