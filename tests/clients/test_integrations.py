@@ -2,9 +2,7 @@
 fake endpoint that answers recorded response bodies, and LiteLLM driven by its own offline `mock_response`.
 Each model call becomes one event whose tokens the service prices (input net of cache reads)."""
 import asyncio
-import json
 import time
-from decimal import Decimal
 
 import anthropic
 import openai

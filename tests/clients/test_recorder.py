@@ -103,7 +103,8 @@ def test_a_429_from_the_rate_limiter_is_retried_after_its_retry_after(service, s
 # The one test on pytest-django's own `live_server` (a transactional database, restored from its serialized
 # copy): the reliability suite's proxy cuts the database off the way a stopped server would.
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_a_503_while_the_database_is_down_is_retried_until_it_is_back(live_server, api, database_behind_proxy):
+def test_a_503_while_the_database_is_down_is_retried_until_it_is_back(live_server, api,
+                                                                      database_behind_proxy):  # noqa: F811
     failures, waits = [], []
     database_behind_proxy.cut()
 
