@@ -29,6 +29,7 @@ from config.core.errors import AuthUnavailable, Forbidden, KeyRevoked, Unauthori
 logger = logging.getLogger("billing.auth")
 
 ALL_SCOPES = frozenset(KeyScope.values)
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 MONEY_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.FINANCE})
 
 PUBLISHABLE_MESSAGE = ("Publishable keys can only call GET /v1/verify and GET /v1/me/key; "
@@ -145,9 +146,10 @@ class OrgApiView(APIView):
         self.organization = key.organization
         admit_key(key.id, client_ip(request))
         check_key_policy(self, request.method, key)
-        if request.method not in SAFE_METHODS:
+        if request.method in BODY_METHODS:
             # Every body is parsed and checked at the one boundary (config/core/api_json.py), whether or not the
-            # view reads it: a malformed or unstorable body is a 4xx on every write route, never ignored.
+            # view reads it: a malformed or unstorable body is a 4xx on every write route, never ignored. (A
+            # DELETE's body means nothing in HTTP and no DELETE route reads one.)
             request.data  # noqa: B018
 
     def finalize_response(self, request, response, *args, **kwargs):
