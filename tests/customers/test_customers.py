@@ -87,7 +87,7 @@ def test_metadata_with_a_number_beyond_1000_digits_is_400_not_a_server_error(api
     resp = api.post("/v1/customers", '{"name": "x", "metadata": {"n": 1e1000}}', format=None,
                     content_type="application/json")
     assert resp.status_code == 400
-    assert resp.json()["message"][0].startswith("metadata:")
+    assert resp.json()["message"][0].startswith("metadata.n: ")  # the place inside the field
 
 
 def test_metadata_numbers_are_stored_and_returned_with_the_digits_sent(api):
