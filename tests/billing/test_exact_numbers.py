@@ -117,7 +117,7 @@ def test_metadata_numbers_are_stored_and_returned_with_the_digits_sent(api, sear
 def test_a_metadata_number_beyond_1000_digits_fails_alone(api, search_api, literal):
     resp = record_raw(api, record(search_api), record(search_api, metadata={"n": "@n"}), n=literal)
     failure, = ok(resp)["results"]["failed"]
-    assert failure["index"] == 1 and failure["message"][0].startswith("metadata: ")
+    assert failure["index"] == 1 and failure["message"][0].startswith("metadata.n: ")  # the place inside it
     assert UsageEvent.objects.count() == 1
 
 
