@@ -9,7 +9,8 @@ WEB_CONCURRENCY ?= 3
 # Commands that use the database run through this: with DATABASE_URL set they use it; without, the embedded
 # PostgreSQL under var/postgres (config/embedded_database.py), started when it is not running and stopped when
 # the last command using it ends. The line it prints says which database that is.
-WITH_DATABASE = $(BIN)/python -m config.embedded_database --data var/postgres --
+EMBEDDED_POSTGRES_DATA ?= var/postgres
+WITH_DATABASE = $(BIN)/python -m config.embedded_database --data $(EMBEDDED_POSTGRES_DATA) --
 # `make test` uses this server when it answers, else an embedded one of the checkout's own (scripts/test.sh).
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/billing
 

@@ -200,7 +200,10 @@ class Server:
             raise SystemExit(f"embedded database: the server did not start ({result.stderr.strip()})\n{tail}")
 
     def stop(self) -> None:
-        self._run("pg_ctl", "stop", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60", check=False)
+        result = self._run("pg_ctl", "stop", "-D", str(self.data_dir), "-m", "fast", "-w", "-t", "60", check=False)
+        if result.returncode != 0:
+            print(f"embedded database: the server of {self.data_dir} did not stop: {result.stderr.strip()}",
+                  file=sys.stderr)
 
     def create_database(self, name: str) -> None:
         import psycopg
