@@ -34,8 +34,10 @@ print("on PATH:", [program for program in ("postgres", "pg_ctl", "initdb", "psql
 
 
 def environment(**extra) -> dict[str, str]:
-    """This environment less DATABASE_URL, with a PATH where no PostgreSQL program is (nor anything else)."""
-    env = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
+    """This environment less DATABASE_URL (and the flags of a `make test` this suite may run under), with a PATH
+    where no PostgreSQL program is (nor anything else)."""
+    dropped = {"DATABASE_URL", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"}
+    env = {name: value for name, value in os.environ.items() if name not in dropped}
     return {**env, "PATH": str(ROOT / "tests" / "no-such-directory"), **extra}
 
 
