@@ -97,19 +97,19 @@ def test_the_command_exit_status_is_the_launcher_exit_status(scratch):
 def test_the_server_stops_when_the_last_command_using_it_ends_whoever_started_it(scratch):
     data, release = scratch / "postgres", scratch / "release"
     wait_for_release = f"import os, time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)"
-    first = subprocess.Popen(launcher(data, sys.executable, "-c", wait_for_release), cwd=ROOT, env=environment(),
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        said = first.stdout.readline()
-        assert said.endswith("(started)\n"), said + first.stderr.read()
-        second = run(launcher(data, sys.executable, "-c", "pass"))
-        assert second.returncode == 0, second.stderr
-        assert second.stdout.startswith("database: embedded PostgreSQL") and "(already running)" in second.stdout
-        assert is_running(data)  # the first command still uses it
-    finally:
-        release.touch()
-        first.wait(timeout=120)
-    assert first.returncode == 0, first.stderr.read()
+    with subprocess.Popen(launcher(data, sys.executable, "-c", wait_for_release), cwd=ROOT, env=environment(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as first:
+        try:
+            said = first.stdout.readline()
+            assert said.endswith("(started)\n"), said + first.stderr.read()
+            second = run(launcher(data, sys.executable, "-c", "pass"))
+            assert second.returncode == 0, second.stderr
+            assert second.stdout.startswith("database: embedded PostgreSQL") and "(already running)" in second.stdout
+            assert is_running(data)  # the first command still uses it
+        finally:
+            release.touch()
+            first.wait(timeout=120)
+        assert first.returncode == 0, first.stderr.read()
     assert stops(data)
 
 
