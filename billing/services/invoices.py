@@ -13,6 +13,7 @@ import logging
 import secrets
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import F, Q
@@ -25,10 +26,13 @@ from billing.pricing.periods import local_date, local_midnight, period_as_of
 from billing.selectors.subscriptions import effective_end, schedule_of
 from config.core.errors import ApiError, BadRequest, Conflict, NotFound, Unprocessable
 from config.core.jobs import BookFailures
+from config.core.money import CENTS_DIGITS, CENTS_PLACES, EXACT_DIGITS, EXACT_PLACES
 from config.core.scoping import get_owned, owned
 from customers.models import Customer
 
 logger = logging.getLogger("billing.invoices")
+EXACT_LIMIT = Decimal(10) ** (EXACT_DIGITS - EXACT_PLACES)
+CENTS_LIMIT = Decimal(10) ** (CENTS_DIGITS - CENTS_PLACES)
 
 Status = InvoiceStatus
 UNSENDABLE = (Status.PAID, Status.VOID, Status.REFUNDED)
@@ -107,12 +111,27 @@ def _refresh(invoice: Invoice, subscription: Subscription) -> None:
     if invoice.pricing_terms is None:
         invoice.pricing_terms = terms.document()
     lines = priced_lines(subscription, billing_window(subscription, invoice.period_start, invoice.period_end), terms)
+    _apply_totals(invoice, [line.amount for line in lines])
+    _refuse_unstorable(invoice, lines)
     owned(InvoiceLine, invoice.book_id).filter(invoice=invoice).delete()
     for line in lines:
         line.invoice = invoice
     InvoiceLine.objects.bulk_create(lines)
-    _apply_totals(invoice, [line.amount for line in lines])
     invoice.save()
+
+
+def _refuse_unstorable(invoice: Invoice, lines: list[InvoiceLine]) -> None:
+    """A period whose quantities or amounts exceed what an invoice holds (exact: 16 integer digits; cents: 12)
+    is a 422 naming the line, before anything is written: never a database overflow, never a rounded bill."""
+    too_large = [f"lines[{line.position}] ({line.description[:60]}): quantity {line.quantity}"
+                 for line in lines if max(abs(line.quantity), abs(line.used_quantity or 0)) >= EXACT_LIMIT]
+    too_large += [f"lines[{line.position}] ({line.description[:60]}): amount {line.amount}"
+                  for line in lines if abs(line.amount) >= CENTS_LIMIT]
+    if any(abs(value) >= CENTS_LIMIT for value in (invoice.subtotal, invoice.total)):
+        too_large.append(f"total: {invoice.total}")
+    if too_large:
+        raise Unprocessable([f"{problem} is beyond what an invoice holds (quantities below 10^16, amounts below "
+                             "10^12 USD); bill the period in shorter windows." for problem in too_large])
 
 
 def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billing_period_start=None,

@@ -342,3 +342,17 @@ def test_the_sent_invoice_is_the_reviewed_draft_whatever_changes_in_between(clie
     keys = ("chargeType", "quantity", "usedQuantity", "amount", "description")
     assert [[line[k] for k in keys] for line in sent["lines"]] == [[line[k] for k in keys] for line in draft["lines"]]
     assert (sent["subtotal"], sent["total"]) == (draft["subtotal"], draft["total"])
+
+
+def test_a_period_beyond_what_an_invoice_holds_is_a_422_and_stores_nothing(acme):
+    """Rates are unbounded and usage is bounded per event only: a bill past the columns is refused, naming
+    the line, with no invoice (and no invoice number) taken."""
+    plan, _ = acme.plan(("tickets", "5000000"))
+    subscription = acme.subscribe(plan)
+    acme.record(("tickets", 1000000, "2025-01-10T12:00:00Z"))  # 10^6 units x 5,000,000 = 5 x 10^12 USD
+    resp = acme.api.post("/v1/invoices/generate", {
+        "customerId": str(acme.customer.id), "subscriptionId": subscription["id"],
+        "billingPeriodStart": JAN[0], "billingPeriodEnd": JAN[1]})
+    assert resp.status_code == 422, resp.content[:300]
+    assert "lines[0]" in " ".join(resp.json()["message"])
+    assert ok(acme.api.get("/v1/invoices"))["data"] == []
