@@ -55,18 +55,7 @@ def events_backfill_cost(*, book, model: str, model_provider: str) -> int:
     """Price the unpriced events naming this model, in chunks; returns how many got a cost."""
     model, model_provider = normalize_model(model), normalize_provider(model_provider)
     single, multi = _waiting_events(book, model, model_provider)
-    priced_count = 0
-    last_pk = None
-    while True:
-        with transaction.atomic():
-            chunk_query = single.order_by("pk")
-            if last_pk is not None:
-                chunk_query = chunk_query.filter(pk__gt=last_pk)
-            chunk = list(chunk_query.select_for_update(skip_locked=True)[:BACKFILL_CHUNK])
-            if not chunk:
-                break
-            last_pk = chunk[-1].pk
-            priced_count += _price_and_save(book, chunk)
+    priced_count = _price_in_chunks(book, single)
     with transaction.atomic():
         candidates = [event for event in multi.select_for_update(skip_locked=True)
                       if _names_model(event, model, model_provider)]
@@ -78,12 +67,15 @@ def events_reprice_unpriced(*, book) -> int:
     """Price every unpriced event of the book that the catalog (with the book's aliases) can price now, in
     chunks by id; returns how many got a cost. Events it still cannot price are left as they are. Safe to run
     twice and beside recording: priced events are never touched, locked ones are skipped."""
-    unpriced = owned(UsageEvent, book).filter(usage_cost__isnull=True)
-    priced_count = 0
-    last_pk = None
+    return _price_in_chunks(book, owned(UsageEvent, book).filter(usage_cost__isnull=True))
+
+
+def _price_in_chunks(book, events) -> int:
+    """Price `events` in chunks by id, one transaction each (locked rows skipped); how many got a cost."""
+    priced_count, last_pk = 0, None
     while True:
         with transaction.atomic():
-            chunk_query = unpriced.order_by("pk")
+            chunk_query = events.order_by("pk")
             if last_pk is not None:
                 chunk_query = chunk_query.filter(pk__gt=last_pk)
             chunk = list(chunk_query.select_for_update(skip_locked=True)[:BACKFILL_CHUNK])
