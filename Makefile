@@ -11,6 +11,10 @@ WEB_CONCURRENCY ?= 3
 # the last command using it ends. The line it prints says which database that is.
 EMBEDDED_POSTGRES_DATA ?= var/postgres
 WITH_DATABASE = $(BIN)/python -m config.embedded_database --data $(EMBEDDED_POSTGRES_DATA) --
+# The inner make of `run`, `worker` and `demo`: the same make program, named through MAKE_COMMAND rather than
+# $(MAKE) so that `make -n run` only prints (make runs every recipe line that mentions $(MAKE), even under -n,
+# and this one needs the virtualenv).
+SUBMAKE = $(MAKE_COMMAND) --no-print-directory
 # `make test` uses this server when it answers, else an embedded one of the checkout's own (scripts/test.sh).
 TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/billing
 
@@ -34,7 +38,7 @@ catalog: migrate
 # Environment variables pass through to the server (docs/operations.md), e.g. `PAYMENTS_LOCAL_CHECKOUT=1 make run`
 # for the development "mark as paid" checkout on pay-now pages (off by default; never where customers reach it).
 run: install
-	@$(WITH_DATABASE) $(MAKE) --no-print-directory serve WITH_DATABASE=
+	@$(WITH_DATABASE) $(SUBMAKE) serve WITH_DATABASE=
 
 serve: catalog
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
@@ -42,7 +46,7 @@ serve: catalog
 		--workers $(WEB_CONCURRENCY) --graceful-timeout 10
 
 worker: install
-	@$(WITH_DATABASE) $(MAKE) --no-print-directory work WITH_DATABASE=
+	@$(WITH_DATABASE) $(SUBMAKE) work WITH_DATABASE=
 
 work: migrate
 	exec $(BIN)/celery -A config worker --beat --loglevel info
@@ -50,7 +54,7 @@ work: migrate
 # A demo organization's test book to look at before writing any code (docs/quickstart.md): customers, plans of
 # every pricing model, 90 days of usage, invoices in every state. Idempotent; the last line is a new secret test key.
 demo: install
-	@$(WITH_DATABASE) $(MAKE) --no-print-directory seed-demo WITH_DATABASE=
+	@$(WITH_DATABASE) $(SUBMAKE) seed-demo WITH_DATABASE=
 
 seed-demo: catalog
 	$(BIN)/python manage.py seed_demo

@@ -281,3 +281,19 @@ def test_the_runtime_requirements_serve_what_settings_and_commands_name():
     needed = {name for module in modules | {"psycopg", "gunicorn", "celery"} for name in distributions_of(module)}
     assert {"django", "psycopg", "gunicorn", "celery", "whitenoise"} <= needed <= closure, needed - closure
     assert "psycopg-binary" in closure  # libpq comes with the wheel: the slim image has no system libpq
+
+
+def test_make_n_run_only_prints_on_a_fresh_clone(tmp_path):
+    """Tooling asks `make -n run` what it would do before anything is installed: no recipe may run then."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for name in ("Makefile", "requirements.txt"):
+        shutil.copy(root / name, tmp_path / name)
+    shutil.copytree(root / "requirements", tmp_path / "requirements")
+    for target in ("run", "worker", "demo", "test"):
+        result = subprocess.run(["make", "-n", target], cwd=tmp_path, capture_output=True, text=True)
+        assert result.returncode == 0, (target, result.stderr)
+    assert not (tmp_path / ".venv").exists()
