@@ -20,11 +20,11 @@ cache counts it repeats). `modelProvider` is `anthropic` (`bedrock` for `Anthrop
 from __future__ import annotations
 
 import functools
-import inspect
 from typing import Any, TypeVar
 
 from agentbilling.context import ModelCall, current_billing_context
 from agentbilling.instrumentation import StreamProxy, emit, field, whole
+from agentbilling.integrations._wrapping import wrap_call
 
 T = TypeVar("T")
 COUNTS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
@@ -94,26 +94,7 @@ def _wrap_create(create, *, provider: str, recorder, signal_name: str | None):
              recorder=recorder, signal_name=signal_name)
         return result
 
-    if inspect.iscoroutinefunction(create):
-        @functools.wraps(create)
-        async def async_wrapper(*args, **kwargs):
-            context = current_billing_context()
-            result = await create(*args, **kwargs)
-            return handle(result, context, kwargs.get("model"), bool(kwargs.get("stream")))
-        async_wrapper._agentbilling_original = create
-        return async_wrapper
-
-    @functools.wraps(create)
-    def wrapper(*args, **kwargs):
-        context = current_billing_context()
-        result = create(*args, **kwargs)
-        if inspect.isawaitable(result):  # an async client's method behind a plain decorator
-            async def finish():
-                return handle(await result, context, kwargs.get("model"), bool(kwargs.get("stream")))
-            return finish()
-        return handle(result, context, kwargs.get("model"), bool(kwargs.get("stream")))
-    wrapper._agentbilling_original = create
-    return wrapper
+    return wrap_call(create, handle)
 
 
 class _StreamManagerProxy:

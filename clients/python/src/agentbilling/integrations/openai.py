@@ -20,12 +20,11 @@ reports no cache writes). `model` is the model the answer names (a dated snapsho
 """
 from __future__ import annotations
 
-import functools
-import inspect
 from typing import Any, TypeVar
 
-from agentbilling.context import ModelCall, current_billing_context
+from agentbilling.context import ModelCall
 from agentbilling.instrumentation import StreamProxy, _warn_once, emit, field, whole
+from agentbilling.integrations._wrapping import wrap_call
 
 T = TypeVar("T")
 RESOURCES = (("chat", "completions"), ("responses",), ("completions",), ("embeddings",))
@@ -90,26 +89,7 @@ def _wrap(create, *, provider: str, recorder, signal_name: str | None):
              recorder=recorder, signal_name=signal_name)
         return result
 
-    if inspect.iscoroutinefunction(create):
-        @functools.wraps(create)
-        async def async_wrapper(*args, **kwargs):
-            context = current_billing_context()
-            result = await create(*args, **kwargs)
-            return handle(result, context, kwargs.get("model"), bool(kwargs.get("stream")))
-        async_wrapper._agentbilling_original = create
-        return async_wrapper
-
-    @functools.wraps(create)
-    def wrapper(*args, **kwargs):
-        context = current_billing_context()
-        result = create(*args, **kwargs)
-        if inspect.isawaitable(result):  # an async client's method behind a plain decorator
-            async def finish():
-                return handle(await result, context, kwargs.get("model"), bool(kwargs.get("stream")))
-            return finish()
-        return handle(result, context, kwargs.get("model"), bool(kwargs.get("stream")))
-    wrapper._agentbilling_original = create
-    return wrapper
+    return wrap_call(create, handle)
 
 
 def instrument_openai(client: T, recorder=None, *, signal_name: str | None = None,
