@@ -14,10 +14,9 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from billing.admin_invoices import InvoiceInline
-from billing.dashboard import NEAR_EMPTY_PERCENT
 from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan, PricingStrategy, Subscription,
                             SubscriptionChange)
-from billing.selectors.credit_pools import credit_balance_get, credit_balance_list
+from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
 from billing.services.invoices import invoice_generate
 from config.accounts.admin_actions import act_on_rows, action_page, actor, idempotency_key, submitted

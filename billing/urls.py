@@ -1,6 +1,6 @@
 from django.urls import path
 
-from billing.views import analytics, credit_pools, invoices, plans, strategies, subscriptions, usage
+from billing.views import credit_pools, invoices, plans, strategies, subscriptions, usage
 
 urlpatterns = [
     path("pricing-plans", plans.PlanListCreateApi.as_view()),
@@ -27,10 +27,4 @@ urlpatterns = [
     path("subscriptions/<str:subscription_id>/credit-balance", credit_pools.CreditBalanceDetailApi.as_view()),
     path("subscriptions/<str:subscription_id>/credit-topup", credit_pools.CreditTopupApi.as_view()),
     path("subscriptions/<str:subscription_id>/credit-alerts-pause", credit_pools.CreditAlertsPauseApi.as_view()),
-    path("analytics/usage", analytics.UsageAnalyticsApi.as_view()),
-    path("analytics/cost", analytics.CostAnalyticsApi.as_view()),
-    path("analytics/mrr", analytics.MrrAnalyticsApi.as_view()),
-    path("analytics/revenue", analytics.RevenueAnalyticsApi.as_view()),
-    path("customers/<str:customer_id>/revenue", analytics.CustomerRevenueApi.as_view()),
-    path("subscriptions/<str:subscription_id>/revenue", analytics.SubscriptionRevenueApi.as_view()),
 ]

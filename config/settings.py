@@ -84,6 +84,7 @@ INSTALLED_APPS = [
     "customers",
     "matters",
     "billing",
+    "analytics",
     "controls",
     "portal",
 ]

@@ -23,6 +23,7 @@ api_patterns = [
     path("", include("customers.urls")),
     path("", include("matters.urls")),
     path("", include("billing.urls")),
+    path("", include("analytics.urls")),
     path("", include("controls.urls")),
     path("", include("portal.urls")),
 ]

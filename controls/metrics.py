@@ -2,29 +2,27 @@
 from datetime import datetime
 from decimal import Decimal
 
-from django.db.models import Sum
-
 from config.accounts.models import Book
-from config.core.money import ZERO
 from config.core.scoping import owned
 from controls.models import AlertMetric
 from customers.models import Customer, UsageEvent
+from customers.usage_sums import event_sums
 
 
 def customer_metric_value(*, book: Book, customer: Customer, metric: str, start: datetime, end: datetime) -> Decimal:
     """The customer's `cost` (summed event cost; unpriced events add nothing) or `revenue` (the spec's Revenue
-    label: Agent-Earned plus prorated fees, computed by billing) over the half-open window [start, end)."""
+    label: Agent-Earned plus prorated fees, computed by analytics) over the half-open window [start, end)."""
     if metric == AlertMetric.COST:
-        spent = (owned(UsageEvent, book).filter(customer=customer, usage_date__gte=start, usage_date__lt=end)
-                 .aggregate(total=Sum("usage_cost"))["total"])
-        return spent if spent is not None else ZERO
+        events = owned(UsageEvent, book).filter(customer=customer, usage_date__gte=start, usage_date__lt=end)
+        [total] = event_sums(events, measures=("cost",))
+        return total.cost
     if metric == AlertMetric.REVENUE:
         try:
-            from billing.revenue import customer_revenue_total
+            from analytics.selectors.revenue import customer_revenue_total
         except ModuleNotFoundError as missing:
-            if missing.name != "billing.revenue":
+            if missing.name != "analytics.selectors.revenue":
                 raise
-            raise NotImplementedError("Revenue watches need billing.revenue.customer_revenue_total "
-                                      "(the Revenue label of billing analytics), which is not installed.")
+            raise NotImplementedError("Revenue watches need analytics.selectors.revenue.customer_revenue_total "
+                                      "(the Revenue label of analytics), which is not installed.")
         return customer_revenue_total(book=book, customer=customer, start=start, end=end)
     raise ValueError(f"Unknown watch metric {metric!r}")

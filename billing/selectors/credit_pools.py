@@ -36,6 +36,8 @@ from config.core.scoping import not_found, owned
 
 HUNDRED = Decimal(100)
 PERCENT_PLACES = Decimal("0.01")
+# The console's "near empty": a pool with this percent or less left (its dashboard figure and its list filter).
+NEAR_EMPTY_PERCENT = Decimal(20)
 CACHE_SECONDS = 30  # spec §8: credit balance reads may be cached up to 30 seconds, privately
 PERIOD, TOPUP = CreditGrant.Kind.PERIOD, CreditGrant.Kind.TOPUP
 

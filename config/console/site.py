@@ -3,7 +3,7 @@
 `config.console.apps.ConsoleAdminConfig` replaces `django.contrib.admin` in INSTALLED_APPS, so every app's
 `admin.site` is this site.
 The dashboard shows, for each organization the operator sees (at most DASHBOARD_BOOKS at once; pick one with the
-organization selector), one of its books (test or live), with the figures of `billing.dashboard`.
+organization selector), one of its books (test or live), with the figures of `analytics.dashboard`.
 """
 import uuid
 from dataclasses import dataclass
@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 from django.contrib import admin
 from django.urls import reverse
 
-from billing.dashboard import NEAR_EMPTY_PERCENT, BookFigures, book_figures
+from analytics.dashboard import NEAR_EMPTY_PERCENT, BookFigures, book_figures
 from config.accounts.admin_actions import export_csv
 from config.accounts.api import client_ip
 from config.accounts.admin_scoping import visible_books, visible_organizations

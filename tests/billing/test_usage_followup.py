@@ -6,7 +6,7 @@ from billing.followup import CLOCK_MARGIN_SECONDS, DELAY_SECONDS, usage_followup
 from billing.tasks import usage_followup_task
 from config.core.redis_client import redis_client
 from customers.models import RollupBacklog
-from tests.billing.analytics_support import models, rec, record, scanned, stored  # noqa: F401
+from tests.analytics.support import models, rec, record, scanned, stored  # noqa: F401
 
 
 def test_batches_of_a_book_arm_one_follow_up_until_the_task_takes_their_customers(book, other_book, monkeypatch):

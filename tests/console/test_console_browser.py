@@ -19,7 +19,7 @@ from billing.models import CreditGrant, Invoice
 from config.accounts.models import User
 from config.accounts.services import member_ensure
 from config.core import clock
-from tests.billing.analytics_support import record
+from tests.analytics.support import record
 from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, credit_pool, generate, pay, recurring, usage
 from tests.billing.support import ok
 from tests.browser import chromium, csp_violations  # noqa: F401 (the fixture)

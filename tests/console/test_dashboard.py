@@ -16,9 +16,9 @@ from decimal import Decimal
 
 import pytest
 
-from billing.dashboard import book_figures
+from analytics.dashboard import book_figures
 from billing.services.invoices import invoices_mark_overdue
-from tests.billing.analytics_support import record
+from tests.analytics.support import record
 from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, credit_pool, generate, pay, recurring, usage
 from tests.billing.support import ok
 from tests.console.conftest import NOW

@@ -236,20 +236,22 @@ def test_cost_metric_without_usage_is_zero(book, customer):
 
 
 def test_revenue_metric_without_billings_revenue_read_raises_not_implemented(book, customer, monkeypatch):
-    monkeypatch.setitem(sys.modules, "billing.revenue", None)  # makes the import fail as if it were missing
-    with pytest.raises(NotImplementedError, match="billing.revenue.customer_revenue_total"):
+    # makes the import fail as if it were missing
+    monkeypatch.setitem(sys.modules, "analytics.selectors.revenue", None)
+    with pytest.raises(NotImplementedError, match="analytics.selectors.revenue.customer_revenue_total"):
         customer_metric_value(book=book, customer=customer, metric="revenue", start=NOW, end=NOW)
 
 
 # --------------------------------------------------------------------------- revenue watches (TEST DOUBLE)
-# The Revenue label (Agent-Earned plus prorated fees) is billing's `billing.revenue.customer_revenue_total`,
-# delivered by another team member. These tests replace that boundary with a recording double; they check
-# how watches use it, not the revenue figures themselves.
+# The Revenue label (Agent-Earned plus prorated fees) is `analytics.selectors.revenue.customer_revenue_total`.
+# These tests replace that boundary with a recording double; they check how watches use it, not the revenue
+# figures themselves.
 
 @pytest.fixture
 def revenue_double(monkeypatch):
-    """TEST DOUBLE for billing.revenue.customer_revenue_total: answers `revenue_double.value`, records calls."""
-    module = ModuleType("billing.revenue")
+    """TEST DOUBLE for analytics.selectors.revenue.customer_revenue_total: answers `revenue_double.value`,
+    records calls."""
+    module = ModuleType("analytics.selectors.revenue")
     module.value, module.calls = Decimal(0), []
 
     def customer_revenue_total(*, book, customer, start, end):
@@ -257,7 +259,7 @@ def revenue_double(monkeypatch):
         return module.value
 
     module.customer_revenue_total = customer_revenue_total
-    monkeypatch.setitem(sys.modules, "billing.revenue", module)
+    monkeypatch.setitem(sys.modules, "analytics.selectors.revenue", module)
     return module
 
 
@@ -284,7 +286,7 @@ def test_revenue_watch_fires_once_per_window_like_cost(create_watch, run_jobs, r
 
 def test_a_revenue_watch_that_cannot_be_measured_does_not_stop_the_others(create_watch, customer, customer_usage,
                                                                           run_jobs, monkeypatch):
-    monkeypatch.setitem(sys.modules, "billing.revenue", None)
+    monkeypatch.setitem(sys.modules, "analytics.selectors.revenue", None)
     create_watch(metric="revenue", thresholdUsd=1)
     create_watch(metric="cost", thresholdUsd=1)
     customer_usage(customer, "5")

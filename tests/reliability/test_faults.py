@@ -24,7 +24,7 @@ from customers import backfill
 from customers.models import CODING_AGENT_CODE, Agent, Customer, EventStatus, RollupGrain, Signal, UsageEvent
 from customers.rollup import analytics_rollup_rebuild
 from customers.tasks import backfill_event_costs_task
-from tests.billing.analytics_support import scanned, stored
+from tests.analytics.support import scanned, stored
 from tests.billing.invoice_support import WEBHOOK_SECRET, stripe_event, stripe_signature
 from tests.factories import CustomerFactory, ServiceEntryFactory, UsageEventFactory
 from tests.mail import sent_mail

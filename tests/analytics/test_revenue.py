@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from billing.revenue import customer_revenue_total
-from tests.billing.analytics_support import D, get, models, money, rec, record  # noqa: F401 (fixtures)
+from analytics.selectors.revenue import customer_revenue_total
+from tests.analytics.support import D, get, models, money, rec, record  # noqa: F401 (fixtures)
 from tests.billing.support import create_plan, create_strategies, ok
 from tests.factories import AgentFactory, CustomerFactory, SignalFactory
 

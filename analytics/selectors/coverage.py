@@ -3,8 +3,8 @@
 holds it) and billing segments (the events a subscription bills, per signal and terms piece)."""
 from billing.models import Subscription
 from billing.pricing.attribution import cost_intervals
-from billing.selectors.analytics.ledger import Segment
 from config.core.scoping import owned
+from customers.usage_sums import Segment
 
 
 def book_segments(*, book, customer_id=None) -> dict:

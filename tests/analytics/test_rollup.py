@@ -3,7 +3,7 @@ import pytest
 
 from customers.models import RollupBacklog, RollupGrain, UsageDailyRollup, UsageEvent
 from customers.rollup import analytics_rollup_catch_up, analytics_rollup_rebuild
-from tests.billing.analytics_support import (ALPHA_PART, get, models, multi, rec, record, scanned,  # noqa: F401
+from tests.analytics.support import (ALPHA_PART, get, models, multi, rec, record, scanned,  # noqa: F401
                                              search_part, stored)
 from tests.parallel import in_parallel, post
 

@@ -17,10 +17,10 @@ from uuid import UUID
 from django.db.models import Q, Sum
 
 from billing.models import Invoice
-from billing.selectors.analytics.ledger import Window
 from config.core.clock import month_window
 from config.core.money import ZERO
 from config.core.scoping import owned
+from customers.usage_sums import Window
 
 BILLED = ("issued", "overdue")
 COLLECTED = ("paid",)

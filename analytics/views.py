@@ -2,14 +2,14 @@
 from drf_spectacular.utils import OpenApiResponse, PolymorphicProxySerializer, extend_schema
 from rest_framework.response import Response
 
-from billing.selectors.analytics.cost import cost_analytics
-from billing.selectors.analytics.ledger import analytics_window
-from billing.selectors.analytics.mrr import ALL, CANONICAL, mrr_report
-from billing.selectors.analytics.revenue import customer_revenue, revenue_metrics, subscription_revenue
-from billing.selectors.analytics.usage import FILTERS, usage_analytics
-from billing.serializers.analytics import (AnalyticsWindowIn, CanonicalMrrOut, CostAnalyticsOut, CostAnalyticsQueryIn,
-                                           MrrAllOut, MrrOut, MrrQueryIn, RevenueMetricsOut, UsageAnalyticsOut,
-                                           UsageAnalyticsQueryIn)
+from analytics.selectors.cost import cost_analytics
+from analytics.selectors.mrr import ALL, CANONICAL, mrr_report
+from analytics.selectors.revenue import customer_revenue, revenue_metrics, subscription_revenue
+from analytics.selectors.usage import FILTERS, usage_analytics
+from analytics.selectors.window import analytics_window
+from analytics.serializers import (AnalyticsWindowIn, CanonicalMrrOut, CostAnalyticsOut, CostAnalyticsQueryIn,
+                                   MrrAllOut, MrrOut, MrrQueryIn, RevenueMetricsOut, UsageAnalyticsOut,
+                                   UsageAnalyticsQueryIn)
 from config.accounts.api import OrgApiView
 from config.core import clock
 from config.core.openapi import ErrorOut

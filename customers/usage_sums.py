@@ -1,22 +1,31 @@
-"""Sums over the usage ledger for any window, exact to the instant, read mostly from the daily rollup.
+"""The one way to sum the usage ledger: every app reads event counts, quantities and costs through here.
 
-A window `[start, end)` splits into the whole UTC months it covers (month rows of `UsageDailyRollup`, for
-groups that need no days), the other whole UTC days (day rows; index `usage_rollup_key` on (book, grain,
-day, ...), or `usage_rollup_customer_day` for one customer; an agent or signal filter reads the grain's
-window and filters it), and at most two partial days at its edges, read from the events themselves
-through the same contributions SQL the rollup is built with (index `usage_event_book_date` on (book,
-usage_date)). A window at midnights never touches the events. Each group is read at the smallest grain
-that keeps the dimensions it groups, filters or attributes by (`RollupGrain`): per customer and agent
-from a few rows a day, per signal and model from fewer still, and the full grain only when a read needs
-customer and model (or signal) together.
+- `rollup_sums` (the default): sums for any window, exact to the instant, read mostly from the daily
+  rollup. Use it whenever the groups and filters are dimensions the rollup keeps: time (day, ISO week,
+  month), customer, agent, signal and model, or segments of (customer, agent, [start, end)) labelled by
+  the caller (how analytics attribute events to subscriptions).
+- `event_sums`: the same `Sums` over a queryset of events, for a set the rollup cannot select or group:
+  by a matter's attribution, by the agent code or customer external id recorded on the event, by the
+  signal name as recorded. It scans those events, so keep the set bounded (one matter, one developer's
+  window, one customer's period).
 
-Segments restrict the sums to (customer, agent, [start, end)) slices, each with a label: that is how
-events are attributed to subscriptions (`coverage.py`). Segments are sent as arrays (`unnest`); their
-whole months and days join the rollup (index `usage_rollup_customer_day`), their partial days the events
-of those days (index `usage_event_book_date`).
+How `rollup_sums` reads: a window `[start, end)` splits into the whole UTC months it covers (month rows
+of `UsageDailyRollup`, for groups that need no days), the other whole UTC days (day rows; index
+`usage_rollup_key` on (book, grain, day, ...), or `usage_rollup_customer_day` for one customer; an agent or
+signal filter reads the grain's window and filters it), and at most two partial days at its edges, read
+from the events themselves through the same contributions SQL the rollup is built with (index
+`usage_event_book_date` on (book, usage_date)). A window at midnights never touches the events. Each group
+is read at the smallest grain that keeps the dimensions it groups, filters or attributes by
+(`RollupGrain`): per customer and agent from a few rows a day, per signal and model from fewer still, and
+the full grain only when a read needs customer and model (or signal) together.
+
+Segments restrict the sums to (customer, agent, [start, end)) slices, each with a label. Segments are sent
+as arrays (`unnest`); their whole months and days join the rollup (index `usage_rollup_customer_day`),
+their partial days the events of those days (index `usage_event_book_date`).
 
 One statement per grain used: the breakdowns read at one grain are GROUPING SETS over one scan. Each read
-first moves the book's rollup backlog (events recorded since the last catch-up) into the rollup.
+first moves the book's rollup backlog (events recorded since the last catch-up) into the rollup
+(customers/rollup.py), so it counts every committed event.
 """
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,9 +33,11 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 
-from config.core.clock import UTC, day_start
-from config.core.errors import Unprocessable
-from config.core.money import ZERO
+from django.db.models import Count, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
+
+from config.core.clock import day_start
+from config.core.money import ZERO, ExactField
 from customers.models import MONTHLY, Customer, RollupGrain
 from customers.rollup import MEASURES, ROLLUP, analytics_rollup_catch_up, contributions_sql, execute
 
@@ -92,23 +103,6 @@ class Window:
         return [(lo, hi, monthly) for lo, hi, monthly in ranges if lo < hi], edges
 
 
-DEFAULT_WINDOW_DAYS = 30
-
-
-def analytics_window(*, start: date | datetime | None, end: date | datetime | None, now: datetime) -> Window:
-    """The window of `startDate`/`endDate`: a date is a whole UTC day, both inclusive; a timestamp is an
-    instant (endDate's exclusive). Defaults (spec §8): the last 30 days UTC, today included; a window given
-    only a start runs to the end of today, one given only an end covers the 30 days before it. An end before
-    the start is a 422."""
-    end_at = day_start(now.astimezone(UTC).date()) + timedelta(days=1) if end is None else \
-        end if isinstance(end, datetime) else day_start(end) + timedelta(days=1)
-    start_at = end_at - timedelta(days=DEFAULT_WINDOW_DAYS) if start is None else \
-        start if isinstance(start, datetime) else day_start(start)
-    if end_at <= start_at:
-        raise Unprocessable(["endDate: Must be after startDate."])
-    return Window(start_at, end_at)
-
-
 @dataclass(frozen=True)
 class Scope:
     """Which events count: optional customer, agent and signal, and whether internal (coding-agent)
@@ -162,6 +156,10 @@ class Sums:
     cost: Decimal = ZERO
     model_event_count: int = 0
     model_cost: Decimal = ZERO
+
+    @property
+    def priced_count(self) -> int:
+        return self.event_count - self.unpriced_count
 
 
 def grand_total(rows: list[Sums]) -> Sums:
@@ -254,7 +252,7 @@ def _segment_parts(book_id, grain: int, months: bool, window: Window, scope: Sco
     return parts
 
 
-def ledger_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], scope: Scope = Scope(),
+def rollup_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], scope: Scope = Scope(),
                 segments: Sequence[Segment] | None = None, measures: Sequence[str] = MEASURES) -> dict[str, list[Sums]]:
     """For each named group (a tuple of DIMENSIONS; `()` is the grand total), the sums of the events in
     the window and scope, one `Sums` per distinct key (its values in the group's dimension order). With
@@ -307,3 +305,41 @@ def _grouped(parts: list[tuple[str, list]], groups: Mapping[str, tuple[str, ...]
         result[name].append(Sums(tuple(row[i] for i in positions[name]), int(events or 0), int(unpriced or 0),
                                  quantity or ZERO, cost or ZERO, int(model_events or 0), model_cost or ZERO))
     return result
+
+
+# What `event_sums` can sum: the per-model measures split a multi-service event's cost, which only the
+# rollup's contributions do.
+EVENT_MEASURES = ("event_count", "unpriced_count", "quantity", "cost")
+
+
+def event_aggregates(prefix: str = "") -> dict:
+    """The ORM aggregates of `Sums` over events, by measure name. `prefix` is the path from the queryset's
+    model to the event (`"event__"` from a matter attribution), for an annotation of another model's rows.
+    Quantity and cost read 0, never null, over no events or only unpriced ones."""
+    return {
+        "event_count": Count(f"{prefix}pk"),
+        "unpriced_count": Count(f"{prefix}pk", filter=Q(**{f"{prefix}usage_cost__isnull": True})),
+        "quantity": Coalesce(Sum(f"{prefix}quantity"), Value(ZERO, output_field=ExactField())),
+        "cost": Coalesce(Sum(f"{prefix}usage_cost"), Value(ZERO, output_field=ExactField())),
+    }
+
+
+def event_sums(events: QuerySet, *, by: Sequence[str] = (), measures: Sequence[str] = EVENT_MEASURES,
+               order_by: Sequence[str] = ()) -> list[Sums]:
+    """`Sums` of a queryset of events (`owned(UsageEvent, book)` narrowed as the caller needs), one per
+    distinct value of the `by` fields (the key in that order; a field may be an annotation of the queryset),
+    sorted by `order_by` (fields of `by` and measure names); with no `by`, one row `()`, zeros for no
+    events. Only `measures` are summed (the others read 0)."""
+    unknown = set(measures) - set(EVENT_MEASURES)
+    if unknown:
+        raise ValueError(f"event_sums cannot sum {sorted(unknown)}: read them through rollup_sums")
+    aggregates = {name: expression for name, expression in event_aggregates().items() if name in measures}
+    if not by:
+        return [_event_row((), events.order_by().aggregate(**aggregates))]
+    rows = events.order_by().values(*by).annotate(**aggregates).order_by(*order_by)
+    return [_event_row(tuple(row[field] for field in by), row) for row in rows]
+
+
+def _event_row(key: tuple, row: dict) -> Sums:
+    return Sums(key, row.get("event_count", 0), row.get("unpriced_count", 0), row.get("quantity", ZERO),
+                row.get("cost", ZERO))

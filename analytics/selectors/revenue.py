@@ -22,19 +22,19 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
 
+from analytics.selectors.coverage import book_segments
+from analytics.selectors.invoiced import Invoiced, invoiced_by_subscription
 from billing.models import ChargeType, Subscription
 from billing.pricing.attribution import Claim, billing_claims
 from billing.pricing.engine import DaySpan, agent_earned, fee_for_period, price_quantity
 from billing.pricing.periods import cycle_containing, local_date, local_midnight
 from billing.pricing.terms import PlanTerms, PricedStrategy, TermsTimeline, terms_timelines
-from billing.selectors.analytics.coverage import book_segments
-from billing.selectors.analytics.invoiced import Invoiced, invoiced_by_subscription
-from billing.selectors.analytics.ledger import Scope, Segment, Sums, Window, grand_total, ledger_sums
 from billing.selectors.subscriptions import schedule_of, subscription_get, subscription_terms
 from config.core.money import ZERO
 from config.core.scoping import owned
 from customers.models import Customer
 from customers.selectors import customer_get
+from customers.usage_sums import Scope, Segment, Sums, Window, grand_total, rollup_sums
 
 HUNDRED = Decimal(100)
 FEE_AND_USAGE = ("usage", "recurring", "seat", "onetime")
@@ -264,7 +264,7 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
                      if (subscription is None or s.pk == subscription.pk) and _covered_span(s, window) is not None]
     segments = book_segments(book=book, customer_id=customer_id)
     # Cost and events: each subscription's cost segments.
-    cost_rows = ledger_sums(book=book, window=window, scope=Scope(external_only=True),
+    cost_rows = rollup_sums(book=book, window=window, scope=Scope(external_only=True),
                             groups={"cost": ("label",)}, measures=COST_MEASURES,
                             segments=[segment for s in subscriptions for segment in segments[s.id]])["cost"]
     costs = {row.key[0]: row for row in cost_rows}
@@ -275,7 +275,7 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
         billing_segments.extend(pieces)
     quantities = {}
     if billing_segments:
-        rows = ledger_sums(book=book, window=window, scope=Scope(external_only=True),
+        rows = rollup_sums(book=book, window=window, scope=Scope(external_only=True),
                            groups={"usage": ("label", "signal")}, measures=("quantity",),
                            segments=billing_segments)["usage"]
         quantities = {label: row.quantity for row in rows
@@ -298,7 +298,7 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
     if subscription is not None:
         metrics.add_sums(costs.get(str(subscription.id), Sums(())))
     else:
-        total = ledger_sums(book=book, window=window, groups={"total": ()}, measures=COST_MEASURES,
+        total = rollup_sums(book=book, window=window, groups={"total": ()}, measures=COST_MEASURES,
                             scope=Scope(customer_id=customer_id, external_only=True))["total"]
         metrics.add_sums(grand_total(total))
     metrics.subscriptions.sort(key=lambda row: (-row.revenue, str(row.subscription.id)))
@@ -309,6 +309,13 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
 def customer_revenue(*, book, customer_id, window: Window) -> RevenueMetrics:
     """RevenueMetrics of one customer (a deleted or foreign customer is a 404, as on its own route)."""
     return revenue_metrics(book=book, window=window, customer=customer_get(book=book, customer_id=customer_id))
+
+
+def customer_revenue_total(*, book, customer: Customer, start: datetime, end: datetime) -> Decimal:
+    """Revenue (spec §1: Agent-Earned plus prorated recurring, seat and one-time fees) of one customer over
+    `[start, end)`, as `GET /v1/customers/{id}/revenue` reports it; 0 for an internal customer. Customer
+    alerts' revenue watches read it."""
+    return revenue_metrics(book=book, window=Window(start, end), customer=customer).revenue
 
 
 def subscription_revenue(*, book, subscription_id, window: Window) -> RevenueMetrics:

@@ -8,18 +8,17 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from billing.selectors.analytics.cost import CostAnalytics, cost_analytics
-from billing.selectors.analytics.ledger import Window, analytics_window
-from billing.selectors.analytics.mrr import ALL, AllMrr, mrr_report
-from billing.selectors.analytics.revenue import RevenueMetrics, revenue_metrics
-from billing.selectors.credit_pools import CreditBalance, credit_balance_list
+from analytics.selectors.cost import CostAnalytics, cost_analytics
+from analytics.selectors.mrr import ALL, AllMrr, mrr_report
+from analytics.selectors.revenue import RevenueMetrics, revenue_metrics
+from analytics.selectors.window import analytics_window
+from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, CreditBalance, credit_balance_list
 from billing.selectors.invoices import OverdueInvoices, overdue_invoices
 from config.accounts.models import Book
 from config.core.clock import month_window
 from config.core.money import ZERO
 from customers.selectors import unpriced_event_count
-
-NEAR_EMPTY_PERCENT = Decimal(20)
+from customers.usage_sums import Window
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """GET /v1/analytics/usage: summary, time series by day / ISO week / month, breakdowns, metadata, filters."""
 import pytest
 
-from tests.billing.analytics_support import D, get, ledger, models, money  # noqa: F401 (fixtures)
+from tests.analytics.support import D, get, ledger, models, money  # noqa: F401 (fixtures)
 
 USAGE = "/v1/analytics/usage"
 APRIL = {"startDate": "2025-04-01", "endDate": "2025-04-30"}

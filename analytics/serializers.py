@@ -3,8 +3,8 @@ from operator import attrgetter
 
 from rest_framework import serializers
 
-from billing.selectors.analytics.mrr import ALL, CANONICAL, COMMITTED, RUN_RATE
-from billing.selectors.analytics.usage import BREAKDOWN_BY, GROUP_BY
+from analytics.selectors.mrr import ALL, CANONICAL, COMMITTED, RUN_RATE
+from analytics.selectors.usage import BREAKDOWN_BY, GROUP_BY
 from billing.serializers.common import InstantIn, UuidIn
 from config.core.serialization import DecimalNumber
 

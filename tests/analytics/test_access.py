@@ -1,7 +1,7 @@
 """Who may read analytics (spec §5: secret full-scope keys only), and organization isolation."""
 import pytest
 
-from tests.billing.analytics_support import get, ledger, models, rec, record  # noqa: F401 (fixtures)
+from tests.analytics.support import get, ledger, models, rec, record  # noqa: F401 (fixtures)
 from tests.factories import CustomerFactory, SubscriptionFactory
 
 ROUTES = ["/v1/analytics/usage", "/v1/analytics/cost?startDate=2025-04-01&endDate=2025-04-30",

@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from analytics.selectors.invoiced import canonical_mrr
 from billing.models import ChargeType, Subscription, SubscriptionStatus
 from billing.pricing.attribution import billing_claims
 from billing.pricing.engine import MONTHS, agent_earned, price_quantity
 from billing.pricing.terms import current_terms, live_strategies, terms_timelines
-from billing.selectors.analytics.invoiced import canonical_mrr
-from billing.selectors.analytics.ledger import Segment, Window, ledger_sums
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
 from customers.models import Customer
+from customers.usage_sums import Segment, Window, rollup_sums
 
 CANONICAL, RUN_RATE, COMMITTED, ALL = "canonical", "runRate", "committed", "all"
 RUN_RATE_DAYS = 30
@@ -135,6 +135,6 @@ def _run_rate_usage(*, book, subscriptions: list[Subscription], now: datetime) -
     if not segments:
         return {}
     window = Window(now - timedelta(days=RUN_RATE_DAYS), now)
-    rows = ledger_sums(book=book, window=window, groups={"usage": ("label", "signal")}, measures=("quantity",),
+    rows = rollup_sums(book=book, window=window, groups={"usage": ("label", "signal")}, measures=("quantity",),
                        segments=segments)["usage"]
     return {row.key[0]: row.quantity for row in rows if row.key[0].endswith(f"|{row.key[1]}")}

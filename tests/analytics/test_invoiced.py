@@ -5,8 +5,8 @@ import pytest
 
 from billing.models import Invoice, Subscription
 from customers.models import Customer
-from tests.billing.analytics_support import D, get, models, money  # noqa: F401 (fixtures)
-from tests.billing.test_analytics_revenue import MAY, sales  # noqa: F401 (fixture)
+from tests.analytics.support import D, get, models, money  # noqa: F401 (fixtures)
+from tests.analytics.test_revenue import MAY, sales  # noqa: F401 (fixture)
 from tests.factories import SubscriptionFactory
 
 UTC = timezone.utc

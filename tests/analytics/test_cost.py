@@ -3,7 +3,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.billing.analytics_support import D, get, ledger, models, money, rec, record  # noqa: F401 (fixtures)
+from tests.analytics.support import D, get, ledger, models, money, rec, record  # noqa: F401 (fixtures)
 from tests.billing.support import create_plan, ok
 
 COST = "/v1/analytics/cost"

@@ -14,13 +14,13 @@ from datetime import datetime
 from decimal import Decimal
 from uuid import UUID
 
+from analytics.selectors.coverage import book_segments
+from analytics.selectors.usage import names_of, resolve_filters
 from billing.models import Subscription
-from billing.selectors.analytics.coverage import book_segments
-from billing.selectors.analytics.ledger import Scope, Segment, Sums, Window, grand_total, ledger_sums, orphaned, regroup
-from billing.selectors.analytics.usage import names_of, resolve_filters
 from config.core.clock import day_start
 from config.core.scoping import get_owned, owned
 from customers.models import Agent, Signal
+from customers.usage_sums import Scope, Segment, Sums, Window, grand_total, orphaned, regroup, rollup_sums
 
 COST_MEASURES = ("event_count", "unpriced_count", "cost", "model_event_count", "model_cost")
 GROUPS = {"total": (), "agent": ("agent",), "customer": ("customer",), "signal": ("signal",), "day": ("day",),
@@ -58,7 +58,7 @@ def _rows(sums: list[Sums], *, per_model: bool = False) -> list[CostRow]:
 def _by_plan(*, book, window: Window, scope: Scope, total: Sums, segments: list[Segment],
              plan_of: dict) -> list[CostRow]:
     """Cost per plan of the subscriptions the events belong to; the rest under the null plan."""
-    labelled = ledger_sums(book=book, window=window, scope=scope, groups={"subscription": ("label",)},
+    labelled = rollup_sums(book=book, window=window, scope=scope, groups={"subscription": ("label",)},
                            segments=segments, measures=("event_count", "cost"))["subscription"]
     by_plan = regroup(labelled, lambda row: (plan_of[row.key[0]],))
     orphans = Sums((None,), total.event_count - sum(row.event_count for row in by_plan),
@@ -68,7 +68,7 @@ def _by_plan(*, book, window: Window, scope: Scope, total: Sums, segments: list[
 
 def _cost(*, book, window: Window, scope: Scope, subscription: Subscription | None, segments: list[Segment],
           plan_of: dict) -> CostAnalytics:
-    sums = ledger_sums(book=book, window=window, scope=scope, groups=GROUPS, measures=COST_MEASURES,
+    sums = rollup_sums(book=book, window=window, scope=scope, groups=GROUPS, measures=COST_MEASURES,
                        segments=segments if subscription is not None else None)
     total = grand_total(sums["total"])
     for dimension, model in (("agent", Agent), ("signal", Signal)):

@@ -1,16 +1,16 @@
 """Usage analytics (spec §4, `GET /v1/analytics/usage`): events, quantity and cost over a window, as a
 time series by day, ISO week (Monday) or calendar month (UTC), with an optional breakdown by customer,
 signal or agent. Every event counts, internal coding-agent usage included (contract: it is cost).
-One ledger read (`ledger.ledger_sums`): the rollup for whole days, the events for partial days."""
+One ledger read (`ledger.rollup_sums`): the rollup for whole days, the events for partial days."""
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from uuid import UUID
 
-from billing.selectors.analytics.ledger import Scope, Sums, Window, grand_total, ledger_sums, orphaned
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
 from customers.models import Agent, Customer, Signal
+from customers.usage_sums import Scope, Sums, Window, grand_total, orphaned, rollup_sums
 
 GROUP_BY = {"daily": "day", "weekly": "week", "monthly": "month"}
 BREAKDOWN_BY = {"customer": Customer, "signal": Signal, "agent": Agent}
@@ -74,7 +74,7 @@ def usage_analytics(*, book, window: Window, group_by: str = "daily", breakdown_
               "signal": ("signal",)}
     if breakdown_by:
         groups["timeline"] = (bucket, breakdown_by)
-    sums = ledger_sums(book=book, window=window, groups=groups, scope=scope,
+    sums = rollup_sums(book=book, window=window, groups=groups, scope=scope,
                        measures=("event_count", "quantity", "cost"))
     names = {dimension: names_of(BREAKDOWN_BY[dimension], book, (row.key[0] for row in sums[dimension]))
              for dimension in BREAKDOWN_BY}
