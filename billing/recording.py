@@ -7,13 +7,12 @@ For a batch of up to 100 records, in one transaction:
 4. append all events with one bulk insert, the database deciding idempotency
    (the same statement puts the new ones in the analytics rollup's backlog);
 5. attribute the new events to matters, and after commit hand them to the post-ingestion work (the
-   coalesced follow-up, billing/followup.py, and the `usage_recorded` signal).
+   coalesced follow-up, billing/followup.py, and the `usage_ingested` hooks of the apps above billing).
 No query depends on the number of records.
 """
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import django.dispatch
 from django.db import transaction
 
 from billing.record_validation import (
@@ -25,6 +24,7 @@ from billing.record_validation import (
 from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_services
+from config.core.hooks import Hooks
 from config.core.ids import random_uuids, time_ordered_uuids
 from config.core.scoping import owned
 from config.core.serialization import decimal_text
@@ -33,9 +33,10 @@ from customers.models import CODING_AGENT_CODE, EventStatus, Signal, UsageEvent
 from customers.provisioning import identities_provision
 from matters.services import matters_attribute_new_events
 
-# Sent on commit of a batch that stored new events: `book`, `events` (the new UsageEvent rows). Apps above
-# billing (controls) hook their post-ingestion work here instead of billing importing them.
-usage_recorded = django.dispatch.Signal()
+# Run on commit of a batch that stored new events, with `book` and `events` (the new UsageEvent rows): the
+# post-ingestion work of apps above billing (spend caps), registered in config/hooks.py, so billing never
+# imports them.
+usage_ingested = Hooks("usage ingested")
 
 # Codes of `results.failed[]` (docs/decisions/usage-recording.md): `invalid_record` and `out_of_range` (not
 # stored, fix and resend) from billing.record_validation and, for a cost beyond the maximum,
@@ -153,7 +154,7 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
     if outcome.new_events:
         customer_ids = {event.customer_id for event in outcome.new_events}
         transaction.on_commit(lambda: usage_followup_schedule(book_id=str(book.pk), customer_ids=customer_ids))
-        transaction.on_commit(lambda: usage_recorded.send(sender=usage_record, book=book, events=outcome.new_events))
+        transaction.on_commit(lambda: usage_ingested.run(book=book, events=outcome.new_events))
     outcome.success = [successes_by_index[i] for i in sorted(successes_by_index)]
     outcome.failed = [failures_by_index[i] for i in sorted(failures_by_index)]
     return outcome

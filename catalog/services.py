@@ -2,17 +2,18 @@
 from dataclasses import dataclass
 from datetime import datetime
 
-import django.dispatch
 from django.db import transaction
 
 from catalog.models import ServiceEntry
 from catalog.sources import ENTRY_FIELDS, catalog_rows
+from config.core.hooks import Hooks
 
 UPDATABLE_FIELDS = [field for field in ENTRY_FIELDS if field != "external_id"]
 
-# Sent on commit of a catalog load (`result`: CatalogLoadResult). Apps above the catalog hook here: customers
-# prices the unpriced events that the loaded catalog (new entries, new rates, new cost rules) can price.
-catalog_loaded = django.dispatch.Signal()
+# Run on commit of a catalog load, with `result` (CatalogLoadResult): the work of apps above the catalog,
+# registered in config/hooks.py (customers prices the unpriced events that the loaded catalog, with its new
+# entries, rates or cost rules, can price).
+catalog_loaded = Hooks("catalog loaded")
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ def catalog_load(*, now: datetime, rows: list[dict] | None = None, service_model
     Idempotent: an entry keeps its id across reloads and only changed rows are written; an entry that
     the data no longer lists becomes inactive (never deleted: events and aliases point at it); a listed
     inactive entry is reactivated. `service_model` lets a data migration pass its historical model. On commit
-    it sends `catalog_loaded`, whatever changed: unpriced events are priced again even when only the cost
+    it runs the `catalog_loaded` hooks, whatever changed: unpriced events are priced again even when only the cost
     rules changed.
     Bulk statements only, so a fresh database (and the test database) loads it in about a second.
     """
@@ -60,6 +61,6 @@ def catalog_load(*, now: datetime, rows: list[dict] | None = None, service_model
         service_model.objects.filter(pk__in=dropped).update(is_active=False, updated_at=now)
     result = CatalogLoadResult(created=len(to_create), updated=len(to_update), unchanged=unchanged,
                                deactivated=len(dropped))
-    if service_model is ServiceEntry:  # not from a data migration: its historical apps have no receivers
-        transaction.on_commit(lambda: catalog_loaded.send(sender=catalog_load, result=result))
+    if service_model is ServiceEntry:  # not from a data migration: the hooks act on today's models
+        transaction.on_commit(lambda: catalog_loaded.run(result=result))
     return result

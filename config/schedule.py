@@ -1,4 +1,5 @@
-"""Every periodic job, listed once. Celery beat and `manage.py run_scheduled_jobs --now` both run these.
+"""Every periodic job, listed once. Celery beat and `manage.py run_scheduled_jobs --now` both run these
+(config/console: the composition root, which may name a job of any app).
 
 Each job is a plain function `job(*, now)` that is safe to run twice (it acts only on what is due).
 Order matters for `run_scheduled_jobs`: statuses first, then billing, then alerts.
@@ -43,5 +44,5 @@ def job_named(name: str) -> ScheduledJob:
 
 
 def beat_schedule() -> dict:
-    return {job.name: {"task": "core.run_scheduled_job", "schedule": float(job.every_seconds), "args": [job.name]}
+    return {job.name: {"task": "console.run_scheduled_job", "schedule": float(job.every_seconds), "args": [job.name]}
             for job in SCHEDULED_JOBS}

@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "analytics",
     "controls",
     "portal",
+    "config.console.apps.ConsoleConfig",  # the composition root, top of the stack: hooks, job runners, seed_demo
 ]
 
 MIDDLEWARE = [

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from billing.models import Invoice
 from billing.services import invoices as invoice_services
 from config.core.jobs import BooksFailed
-from config.core.tasks import run_scheduled_job_task
+from config.console.tasks import run_scheduled_job_task
 from config.schedule import SCHEDULED_JOBS
 from controls.services import customer_alerts
 from customers import rollup

@@ -5,6 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from config.core import clock
 from config.core.errors import ApiError
 from config.core.jobs import BooksFailed
+from config.schedule import SCHEDULED_JOBS
 
 logger = logging.getLogger("billing.jobs")
 
@@ -17,8 +18,6 @@ class Command(BaseCommand):
         parser.add_argument("--now", help="ISO 8601 instant to run the jobs as of")
 
     def handle(self, *args, **options):
-        from config.schedule import SCHEDULED_JOBS
-
         try:
             now = clock.parse_instant(options["now"], field="now") if options["now"] else clock.now()
         except ApiError as exc:

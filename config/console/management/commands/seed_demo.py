@@ -2,6 +2,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from config.core import clock
 from config.core.errors import ApiError
+from config.demo import book as demo_book
+from config.demo.seed import DemoSeedError, demo_counts, demo_seed
 
 
 class Command(BaseCommand):
@@ -11,16 +13,12 @@ class Command(BaseCommand):
             "it is. Prints a new secret test key of the demo owner as the last line.")
 
     def add_arguments(self, parser):
-        from config.demo import book
-
-        parser.add_argument("--org", default=book.ORGANIZATION,
-                            help=f"organization name (default {book.ORGANIZATION!r})")
-        parser.add_argument("--email", default=book.OWNER_EMAIL, help=f"owner's email (default {book.OWNER_EMAIL})")
+        parser.add_argument("--org", default=demo_book.ORGANIZATION,
+                            help=f"organization name (default {demo_book.ORGANIZATION!r})")
+        parser.add_argument("--email", default=demo_book.OWNER_EMAIL,
+                            help=f"owner's email (default {demo_book.OWNER_EMAIL})")
 
     def handle(self, *args, **options):
-        # config.demo writes through every app's services: imported here, as the composition root's code.
-        from config.demo.seed import DemoSeedError, demo_counts, demo_seed
-
         try:
             seeded = demo_seed(now=clock.now(), organization_name=options["org"], owner_email=options["email"])
         except ApiError as exc:

@@ -1,0 +1,15 @@
+"""Every hook, listed once: which app's work runs at which moment of a lower app (config/core/hooks.py).
+
+The composition root may import every app; the apps themselves import only downwards. The console app's
+`ready()` installs these, in every process that sets Django up (web, worker, beat, management commands).
+"""
+
+
+def install_hooks() -> None:
+    from billing.recording import usage_ingested
+    from catalog.services import catalog_loaded
+    from controls.hooks import evaluate_spend_caps_after_ingestion
+    from customers.hooks import reprice_unpriced_events_after_catalog_load
+
+    usage_ingested.register(evaluate_spend_caps_after_ingestion)
+    catalog_loaded.register(reprice_unpriced_events_after_catalog_load)
