@@ -3,13 +3,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
-from django.db.models import Count, Max, Q, QuerySet, Sum
+from django.db.models import Count, Max, Q, QuerySet
 
 from config.accounts.models import Book
 from config.core import clock
 from config.core.scoping import owned
 from controls.models import CapPeriod, CustomerAlert, Device, SpendCap
 from customers.models import CODING_AGENT_CODE, UsageEvent
+from customers.usage_sums import Sums, event_sums
 
 COVERAGE_WINDOW = timedelta(days=7)
 WINDOWS = {CapPeriod.DAY: clock.day_window, CapPeriod.WEEK: clock.week_window, CapPeriod.MONTH: clock.month_window}
@@ -32,10 +33,13 @@ def coding_agent_usage(book: Book) -> QuerySet:
     return owned(UsageEvent, book).filter(agent_code=CODING_AGENT_CODE)
 
 
+def _spent(sums: Sums) -> Decimal | None:
+    return sums.cost if sums.priced_count else None
+
+
 def _totals(queryset: QuerySet) -> SpendTotals:
-    row = queryset.aggregate(spent=Sum("usage_cost"), events=Count("id"),
-                             unpriced=Count("id", filter=Q(usage_cost__isnull=True)))
-    return SpendTotals(row["spent"], row["events"], row["unpriced"])
+    [sums] = event_sums(queryset, measures=("event_count", "unpriced_count", "cost"))
+    return SpendTotals(_spent(sums), sums.event_count, sums.unpriced_count)
 
 
 def spend_totals(*, book: Book, start: datetime, end: datetime,
@@ -48,10 +52,10 @@ def spend_totals(*, book: Book, start: datetime, end: datetime,
 
 def spend_by_developer(*, book: Book, start: datetime, end: datetime, developers) -> dict[str, Decimal]:
     """Priced spend of each listed developer in the window, in one query (absent: none)."""
-    rows = (coding_agent_usage(book).filter(usage_date__gte=start, usage_date__lt=end,
+    usage = coding_agent_usage(book).filter(usage_date__gte=start, usage_date__lt=end,
                                             customer_external_id__in=list(developers))
-            .values("customer_external_id").annotate(spent=Sum("usage_cost")))
-    return {row["customer_external_id"]: row["spent"] for row in rows if row["spent"] is not None}
+    rows = event_sums(usage, by=("customer_external_id",), measures=("event_count", "unpriced_count", "cost"))
+    return {row.key[0]: row.cost for row in rows if row.priced_count}
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,15 @@
 """Reads of the matters app: matters with their cost, event rows, Unassigned and the audit summary.
 
 Cost of a set of events: the sum of their `usage_cost`; an event with unresolved cost (null) adds 0 and
-is counted in `events_missing_cost`.
+is counted in `events_missing_cost`. The rollup knows nothing of matters, so every sum here is
+`customers.usage_sums.event_sums` (or its aggregates) over the attributed events.
 """
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 
-from django.db.models import Count, DecimalField, IntegerField, OuterRef, Q, QuerySet, Subquery, Sum, Value
+from django.db.models import DecimalField, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from config.core import clock
@@ -16,36 +17,34 @@ from config.core.errors import Unprocessable
 from config.core.money import EXACT_DIGITS, EXACT_PLACES, ZERO
 from config.core.scoping import get_owned, owned
 from customers.models import UsageEvent
+from customers.usage_sums import Sums, event_aggregates, event_sums
 from matters.models import Matter, MatterAttribution, MatterRule
 
 MATTER_DETAIL_EVENTS_CAP = 100  # spec §8: the detail lists the 100 most recent events
 EXACT_FIELD = DecimalField(max_digits=EXACT_DIGITS, decimal_places=EXACT_PLACES)
 EXACT_ZERO = Value(ZERO, output_field=EXACT_FIELD)
+COST_MEASURES = ("event_count", "unpriced_count", "cost")
 
 
-def _cost_totals() -> dict:
-    """Aggregates over a queryset of usage events."""
-    return {
-        "actual_cost": Coalesce(Sum("usage_cost"), EXACT_ZERO),
-        "event_count": Count("id"),
-        "events_missing_cost": Count("id", filter=Q(usage_cost__isnull=True)),
-    }
+def _cost_totals(sums: Sums) -> dict:
+    """A matter's figures, named as its serializers read them."""
+    return {"actual_cost": sums.cost, "event_count": sums.event_count, "events_missing_cost": sums.unpriced_count}
 
 
 def _matter_cost_totals() -> dict:
-    """The same aggregates per matter as correlated subqueries: computed for the rows of one page only,
-    and left out of the page's count query."""
+    """The aggregates of `event_sums` per matter, over its attributions' events, as correlated subqueries:
+    computed for the rows of one page only, and left out of the page's count query."""
     attributed = (MatterAttribution.objects.filter(book=OuterRef("book"), matter=OuterRef("pk"))
                   .order_by().values("matter"))
+    aggregates = event_aggregates(prefix="event__")
 
-    def per_matter(aggregate, output_field):
-        return Subquery(attributed.annotate(value=aggregate).values("value"), output_field=output_field)
+    def per_matter(measure, output_field):
+        return Subquery(attributed.annotate(value=aggregates[measure]).values("value"), output_field=output_field)
 
     return {
-        "actual_cost": Coalesce(per_matter(Sum("event__usage_cost"), EXACT_FIELD), EXACT_ZERO),
-        "event_count": Coalesce(per_matter(Count("pk"), IntegerField()), 0),
-        "events_missing_cost": Coalesce(
-            per_matter(Count("pk", filter=Q(event__usage_cost__isnull=True)), IntegerField()), 0),
+        "actual_cost": Coalesce(per_matter("cost", EXACT_FIELD), EXACT_ZERO),
+        "event_count": Coalesce(per_matter("event_count", IntegerField()), 0),
+        "events_missing_cost": Coalesce(per_matter("unpriced_count", IntegerField()), 0),
     }
 
 
@@ -80,7 +79,8 @@ def unassigned_events(*, book) -> QuerySet:
 
 def event_totals(queryset: QuerySet) -> dict:
     """actual_cost, event_count and events_missing_cost over every event of the queryset."""
-    return queryset.order_by().aggregate(**_cost_totals())
+    [sums] = event_sums(queryset, measures=COST_MEASURES)
+    return _cost_totals(sums)
 
 
 def matter_rule_list(*, book) -> QuerySet:
@@ -121,11 +121,9 @@ def matters_audit_summary(*, book, now: datetime, start_date: date | None = None
     if end_date < start_date:
         raise Unprocessable(["endDate: Must not be before startDate."])
     start, end = clock.inclusive_days_window(start_date, end_date)
-    per_matter = {
-        row["matter_attribution__matter"]: row
-        for row in (owned(UsageEvent, book).filter(usage_date__gte=start, usage_date__lt=end)
-                    .values("matter_attribution__matter").annotate(**_cost_totals()).order_by())
-    }
+    events = owned(UsageEvent, book).filter(usage_date__gte=start, usage_date__lt=end)
+    per_matter = {row.key[0]: _cost_totals(row)
+                  for row in event_sums(events, by=("matter_attribution__matter",), measures=COST_MEASURES)}
     empty = {"event_count": 0, "events_missing_cost": 0, "actual_cost": ZERO}
 
     def row(matter: Matter | None) -> AuditRow:

@@ -8,7 +8,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import QuerySet
 from django.db.models.functions import TruncDate
 
 from billing.models import Invoice, InvoiceStatus, Subscription, SubscriptionStatus
@@ -17,6 +17,7 @@ from config.core.clock import UTC, day_start, month_window
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
 from customers.models import Customer, UsageEvent
+from customers.usage_sums import event_sums
 from portal.models import PortalSession
 
 PORTAL_INVOICE_LIMIT = 50
@@ -112,18 +113,20 @@ def current_usage_window(subscriptions: list[Subscription], now: datetime) -> tu
 
 def customer_usage(*, book, customer: Customer, start: datetime, end: datetime, now: datetime) -> CustomerUsage:
     """Daily events and quantity of the customer's usage from the period's start through today (UTC days;
-    events dated later in the period are not drawn yet), and the same events' totals per signal."""
+    events dated later in the period are not drawn yet), and the same events' totals per signal, by the
+    signal name each event recorded (`event_sums`: one customer's period, and names the rollup does not keep)."""
     first = start.astimezone(UTC).date()
     until = min(end, day_start(now.astimezone(UTC).date()) + timedelta(days=1))
     events = owned(UsageEvent, book).filter(customer=customer, usage_date__gte=start, usage_date__lt=until)
-    daily = {row["day"]: row for row in events.annotate(day=TruncDate("usage_date", tzinfo=UTC))
-             .order_by().values("day").annotate(events=Count("id"), quantity=Sum("quantity"))}
+    measures = ("event_count", "quantity")
+    daily = {row.key[0]: row for row in event_sums(events.annotate(day=TruncDate("usage_date", tzinfo=UTC)),
+                                                   by=("day",), measures=measures)}
     days = []
     for offset in range(max((until - day_start(first)).days, 0)):
         day = first + timedelta(days=offset)
-        row = daily.get(day, {})
-        days.append(UsageDay(day, row.get("events", 0), row.get("quantity") or ZERO))
-    by_signal = [UsageTotal(row["signal_name"], row["events"], row["quantity"] or ZERO)
-                 for row in events.order_by().values("signal_name")
-                 .annotate(events=Count("id"), quantity=Sum("quantity")).order_by("-events", "signal_name")]
+        row = daily.get(day)
+        days.append(UsageDay(day, row.event_count, row.quantity) if row else UsageDay(day, 0, ZERO))
+    by_signal = [UsageTotal(row.key[0], row.event_count, row.quantity)
+                 for row in event_sums(events, by=("signal_name",), measures=measures,
+                                       order_by=("-event_count", "signal_name"))]
     return CustomerUsage(start, end, days, by_signal)

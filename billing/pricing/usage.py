@@ -3,7 +3,8 @@
 A usage strategy bills the window's TOTAL `quantity` of the events its subscription claims on its signal
 (contract: "Signal types bill alike": a `volume` and a `usage` signal both bill the sum of the recorded
 quantity; 0.5 bills 0.5, 0 bills 0). One statement for any number of claims: each event matches at most
-one claim, since claims are disjoint per customer, agent and signal.
+one claim, since claims are disjoint per customer, agent and signal. Summed by `event_sums`: an invoice bills
+the events themselves, never the derived rollup.
 """
 from collections.abc import Iterable
 from datetime import datetime
@@ -11,14 +12,14 @@ from decimal import Decimal
 from functools import reduce
 from operator import or_
 
-from django.db.models import Case, CharField, Q, Sum, Value, When
+from django.db.models import Case, CharField, Q, Value, When
 
 from billing.models import Subscription
 from billing.pricing.attribution import Claim, billing_claims
 from billing.pricing.terms import terms_timelines
-from config.core.money import ZERO
 from config.core.scoping import owned
 from customers.models import UsageEvent
+from customers.usage_sums import event_sums
 
 
 def _matching(claim: Claim, start: datetime, end: datetime) -> Q | None:
@@ -39,9 +40,9 @@ def claimed_quantities(*, book, claims: Iterable[Claim], start: datetime, end: d
               for claim, _ in conditions}
     label = Case(*(When(condition, then=Value(f"{claim.subscription_id}|{claim.signal_id}"))
                    for claim, condition in conditions), output_field=CharField())
-    rows = (owned(UsageEvent, book).filter(reduce(or_, (condition for _, condition in conditions)))
-            .annotate(claim=label).order_by().values("claim").annotate(total=Sum("quantity")))
-    return {labels[row["claim"]]: row["total"] or ZERO for row in rows}
+    events = owned(UsageEvent, book).filter(reduce(or_, (condition for _, condition in conditions)))
+    events = events.annotate(claim=label)
+    return {labels[row.key[0]]: row.quantity for row in event_sums(events, by=("claim",), measures=("quantity",))}
 
 
 def billed_usage(*, book, windows: dict[Subscription, tuple]) -> dict[tuple, Decimal]:
