@@ -65,6 +65,11 @@ test: install
 	scripts/services.sh
 	TEST_DATABASE_URL="$(TEST_DATABASE_URL)" scripts/test.sh $(PYTEST_ARGS)
 
+# The import contracts alone (.importlinter: the apps' layers and the pure engines); `make test` runs them too
+# (tests/test_layers.py).
+lint: install
+	$(BIN)/lint-imports --no-cache
+
 # The cost engine against LiteLLM's own cost functions over a grid of cases (docs/decisions/catalog.md): LiteLLM
 # in its own virtualenv, pinned to the release catalog/data/litellm_prices.json was reduced from, never a
 # dependency of the service. Exits 1 if a difference is not one of the documented deliberate ones.

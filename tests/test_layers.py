@@ -1,0 +1,133 @@
+"""The import contracts of `.importlinter` (docs/architecture.md): the apps form a stack with the composition
+root on top, and the pure engines import the standard library and the money and time helpers only.
+
+The real tool runs on the real code here, so `make test` fails on an upward import. The other tests show that the
+configuration catches what it should: an import added to the real import graph breaks the contract it must break
+(and only that one), a module outside every layer fails the check of the layers' coverage, and the command line
+run on a copy of the code with one upward import fails naming it.
+"""
+import copy
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import importlinter.api  # noqa: F401  (configures import-linter: graph builder, timer)
+import pytest
+from importlinter.application import use_cases
+from importlinter.contracts.forbidden import ForbiddenContract
+from importlinter.contracts.layers import LayersContract
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = ROOT / ".importlinter"
+CONTRACT_TYPES = {"layers": LayersContract, "forbidden": ForbiddenContract}
+
+
+@pytest.fixture(scope="module")
+def options():
+    return use_cases.read_user_options(config_filename=str(CONFIG))
+
+
+@pytest.fixture(scope="module")
+def contracts(options) -> dict:
+    return {contract["id"]: CONTRACT_TYPES[contract["type"]](
+        name=contract["name"], session_options=options.session_options, contract_options=contract)
+        for contract in options.contracts_options}
+
+
+@pytest.fixture(scope="module")
+def graph(options):
+    return grimp.build_graph(*options.session_options["root_packages"], include_external_packages=True,
+                             cache_dir=None)
+
+
+def broken(contracts: dict, graph) -> set[str]:
+    return {contract_id for contract_id, contract in contracts.items()
+            if not contract.check(copy.deepcopy(graph), verbose=False).kept}
+
+
+def test_the_code_keeps_every_contract():
+    """What `lint-imports` does, in process: its report is printed (and shown by pytest) when a contract breaks."""
+    assert use_cases.lint_imports(config_filename=str(CONFIG), cache_dir=None, no_logo=True) is True
+
+
+def test_the_contracts_are_the_layers_and_the_pure_engines(contracts):
+    assert set(contracts) == {"layers", "pure-engines"}
+
+
+# (importer, imported, the contract it breaks): one import per boundary of the stack, then the engines.
+VIOLATIONS = [
+    ("config.accounts.models", "config.core.errors", None),  # downwards: allowed (a control case)
+    ("config.core.errors", "config.accounts.models", "layers"),
+    ("config.core.jobs", "config.schedule", "layers"),  # the platform reaching the periodic jobs' list
+    ("config.core.views", "config.hooks", "layers"),
+    ("config.accounts.models", "catalog.models", "layers"),
+    ("catalog.resolution", "customers.models", "layers"),
+    ("customers.models", "matters.models", "layers"),
+    ("matters.services", "billing.models", "layers"),
+    ("billing.recording", "controls.hooks", "layers"),  # what the usage_ingested hook list stands in for
+    ("billing.services.invoices", "analytics.selectors.revenue", "layers"),
+    ("analytics.dashboard", "controls.models", "layers"),
+    ("controls.metrics", "portal.models", "layers"),
+    ("portal.pages", "config.console.site", "layers"),
+    ("customers.models", "config", "layers"),  # indirect: config/__init__ imports config.celery, the root
+    ("config.console.site", "portal.models", None),  # the composition root may import every app
+    ("config.schedule", "billing.services.invoices", None),
+    ("billing.pricing.engine", "billing.models", "pure-engines"),
+    ("billing.pricing.engine", "billing.pricing.terms", "pure-engines"),
+    ("billing.pricing.periods", "config.core.scoping", "pure-engines"),
+    ("billing.pricing.engine", "django", "pure-engines"),
+    ("catalog.costing", "catalog.models", "pure-engines"),
+    ("catalog.costing", "config.core.clock", "pure-engines"),  # reading the clock: a time helper, not this one's
+    ("matters.routing", "customers.models", "pure-engines"),
+    ("matters.routing", "celery", "pure-engines"),
+    ("matters.routing", "re", None),  # the standard library
+]
+
+
+@pytest.mark.parametrize("importer, imported, contract_id", VIOLATIONS,
+                         ids=[f"{importer}->{imported}" for importer, imported, _ in VIOLATIONS])
+def test_an_added_import_breaks_exactly_the_contract_it_must(contracts, graph, importer, imported, contract_id):
+    assert importer in graph.modules
+    assert not broken(contracts, graph)  # the real graph first
+    changed = copy.deepcopy(graph)
+    changed.add_import(importer=importer, imported=imported)
+    assert broken(contracts, changed) == ({contract_id} if contract_id else set())
+
+
+def layer_modules(options) -> set[str]:
+    (layers,) = [contract["layers"] for contract in options.contracts_options if contract["type"] == "layers"]
+    return {name.strip().strip("()") for layer in layers for name in layer.replace("|", ":").split(":")}
+
+
+def is_layered(module: str, layers: set[str]) -> bool:
+    return any(module == layer or module.startswith(layer + ".") for layer in layers)
+
+
+def test_every_module_of_the_code_is_in_a_layer(options, graph):
+    """A module outside every layer would be checked only through the chains it lies on: name it in a layer."""
+    layers = layer_modules(options)
+    roots = options.session_options["root_packages"]
+    modules = {module for module in graph.modules if module.split(".")[0] in roots}
+    assert len(modules) > 200  # the graph is read
+    assert not {module for module in modules - {"config"} if not is_layered(module, layers)}
+    # and the check itself sees one: a new top-level module of config/ that no layer names
+    assert not is_layered("config.progress", layers) and is_layered("config.console.tasks", layers)
+
+
+def test_the_command_fails_on_a_copy_of_the_code_with_one_upward_import(options, tmp_path):
+    for package in options.session_options["root_packages"]:
+        shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns(
+            "__pycache__", "templates", "static", "data", "*.html", "*.json", "*.txt"))
+    shutil.copy(CONFIG, tmp_path / ".importlinter")
+    errors = tmp_path / "config" / "core" / "errors.py"
+    errors.write_text(errors.read_text() + "\n\ndef _upward():\n    from billing.models import Invoice  # noqa\n")
+
+    result = subprocess.run(
+        [Path(sys.executable).parent / "lint-imports", "--no-cache"],
+        cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True)
+
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 kept, 1 broken" in result.stdout, result.stdout
+    assert "config.core.errors -> billing.models" in result.stdout, result.stdout
