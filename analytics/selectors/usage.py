@@ -1,7 +1,7 @@
 """Usage analytics (spec §4, `GET /v1/analytics/usage`): events, quantity and cost over a window, as a
 time series by day, ISO week (Monday) or calendar month (UTC), with an optional breakdown by customer,
 signal or agent. Every event counts, internal coding-agent usage included (contract: it is cost).
-One ledger read (`ledger.rollup_sums`): the rollup for whole days, the events for partial days."""
+One read through `customers.usage_sums.rollup_sums`: the rollup for whole days, the events for partial days."""
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
