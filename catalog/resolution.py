@@ -31,6 +31,7 @@ from catalog.costing import LongContextRates, OffPeakRates, OffPeakWindow, Rates
 from catalog.models import ModelAlias, ServiceEntry
 from catalog.sources import catalog_provider
 from config.core.database import WholeRows, prepared_cursor
+from config.core.scoping import book_sql
 
 PROVIDER_SYNONYMS = {
     "gemini": "google",
@@ -85,18 +86,24 @@ def candidates(model: str, provider: str) -> list[Pair]:
 
 # The book's aliases of the wanted pairs (with their entries) and the catalog entries of every candidate
 # key, in ONE statement: the hot path of recording calls this once per batch, and the ORM spent longer
-# compiling two queries than PostgreSQL answering them. The alias branch is scoped by the book's id. The
-# arrays are bound in binary (`%b`), which psycopg writes without quoting each element.
+# compiling two queries than PostgreSQL answering them. The alias branch is scoped to the book (`book_sql`).
+# The arrays are bound in binary (`%b`), which psycopg writes without quoting each element.
 _ENTRY = WholeRows(ServiceEntry, "s")
-_RESOLVE_SQL = f"""
-    SELECT {_ENTRY.select}, a.model, a.model_provider
-    FROM {ServiceEntry._meta.db_table} s JOIN {ModelAlias._meta.db_table} a ON a.service_id = s.id
-    WHERE a.book_id = %s AND s.is_active
-      AND (a.model, a.model_provider) IN (SELECT * FROM unnest(%b::text[], %b::text[]))
-    UNION ALL
-    SELECT {_ENTRY.select}, NULL, NULL FROM {ServiceEntry._meta.db_table} s
-    WHERE s.is_active AND (s.provider, s.canonical_name) IN (SELECT * FROM unnest(%b::text[], %b::text[]))
-""".strip()
+
+
+def _resolve_statement(book, wanted: list[Pair], flat: list[Pair]) -> tuple[str, list]:
+    alias_in_book, book_params = book_sql(book, "a.book_id")
+    sql = f"""
+        SELECT {_ENTRY.select}, a.model, a.model_provider
+        FROM {ServiceEntry._meta.db_table} s JOIN {ModelAlias._meta.db_table} a ON a.service_id = s.id
+        WHERE {alias_in_book} AND s.is_active
+          AND (a.model, a.model_provider) IN (SELECT * FROM unnest(%b::text[], %b::text[]))
+        UNION ALL
+        SELECT {_ENTRY.select}, NULL, NULL FROM {ServiceEntry._meta.db_table} s
+        WHERE s.is_active AND (s.provider, s.canonical_name) IN (SELECT * FROM unnest(%b::text[], %b::text[]))
+    """
+    return sql, [*book_params, [model for model, _ in wanted], [provider for _, provider in wanted],
+                 [provider for provider, _ in flat], [name for _, name in flat]]
 
 
 def resolve_services(*, book, pairs: Iterable[Pair]) -> dict[Pair, ServiceEntry | None]:
@@ -117,9 +124,7 @@ def _read(book, wanted: list[Pair], flat: list[Pair]) -> tuple[dict, dict]:
     """(the book's active aliases by pair, the active catalog entries by (provider, name))."""
     aliases, catalog = {}, {}
     with prepared_cursor() as cursor:
-        cursor.execute(_RESOLVE_SQL, [
-            book.pk if book is not None else None, [model for model, _ in wanted],
-            [provider for _, provider in wanted], [provider for provider, _ in flat], [name for _, name in flat]])
+        cursor.execute(*_resolve_statement(book, wanted, flat))
         rows = cursor.fetchall()
     for row in rows:
         entry = _ENTRY.instance(row)

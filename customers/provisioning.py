@@ -8,8 +8,8 @@ the one row the database kept (no duplicates, no error). Lookups read ids only, 
 runs on the ingestion hot path.
 
 When every name is known (the usual batch), the lookups are ONE statement (`_known`): raw SQL, each
-branch scoped by the book's id like `owned()`, because the ORM spent three times as long compiling the
-three queries as PostgreSQL spent answering them (docs/performance.md).
+branch scoped to the book by `book_sql` as `owned()` scopes the ORM, because the ORM took longer compiling
+the three queries than PostgreSQL answering them (docs/performance.md).
 """
 from dataclasses import dataclass
 from uuid import UUID
@@ -17,27 +17,34 @@ from uuid import UUID
 from django.db.models import Q
 
 from config.core.database import prepared_cursor
-from config.core.scoping import owned
+from config.core.scoping import book_sql, owned
 from customers.models import Agent, Customer, Signal
 
-# Every identity the batch names that exists, in one statement. Customers are probed by name on the unique
-# (book, external id) index, so the cost follows the batch, not the book: `external_id = ANY(names)` compared
-# every customer of the book with every name once the planner chose to read the book (0.7 ms of PostgreSQL a
-# batch at 500 customers, docs/performance.md). The name arrays are bound in binary (`%b`): in text form
-# psycopg quotes each of a batch's ~100 names with a regular expression.
-_KNOWN_SQL = f"""
-    SELECT 'c', c.external_id, NULL, c.id, c.is_internal, NULL, NULL FROM unnest(%b::text[]) AS wanted(name)
-    CROSS JOIN LATERAL (SELECT external_id, id, is_internal FROM {Customer._meta.db_table}
-                        WHERE book_id = %s AND deleted_at IS NULL AND external_id = wanted.name LIMIT 1) c
-    UNION ALL
-    SELECT 'a', agent_code, NULL, id, NULL, NULL, NULL FROM {Agent._meta.db_table}
-    WHERE book_id = %s AND agent_code = ANY(%b::text[])
-    UNION ALL
-    SELECT 's', a.agent_code, s.name, s.id, NULL, s.short_name, s.cost_category
-    FROM {Signal._meta.db_table} s JOIN {Agent._meta.db_table} a ON a.id = s.agent_id
-    WHERE s.book_id = %s AND a.book_id = %s AND a.agent_code = ANY(%b::text[])
-      AND (s.short_name = ANY(%b::text[]) OR s.name = ANY(%b::text[]))
-""".strip()
+# Every identity the batch names that exists, in one statement, each branch scoped to the book (`book_sql`).
+# Customers are probed by name on the unique (book, external id) index, so the cost follows the batch, not the
+# book: `external_id = ANY(names)` compared every customer of the book with every name once the planner chose
+# to read the book. The name arrays are bound in binary (`%b`): in text form psycopg quotes each name of a
+# batch with a regular expression.
+def _known_statement(book, external_ids: list[str], codes: list[str], names: list[str]) -> tuple[str, list]:
+    customer_in_book, customer_book = book_sql(book)
+    agent_in_book, agent_book = book_sql(book)
+    signal_in_book, signal_book = book_sql(book, "s.book_id")
+    signal_agent_in_book, signal_agent_book = book_sql(book, "a.book_id")
+    sql = f"""
+        SELECT 'c', c.external_id, NULL, c.id, c.is_internal, NULL, NULL FROM unnest(%b::text[]) AS wanted(name)
+        CROSS JOIN LATERAL (SELECT external_id, id, is_internal FROM {Customer._meta.db_table}
+                            WHERE {customer_in_book} AND deleted_at IS NULL AND external_id = wanted.name LIMIT 1) c
+        UNION ALL
+        SELECT 'a', agent_code, NULL, id, NULL, NULL, NULL FROM {Agent._meta.db_table}
+        WHERE {agent_in_book} AND agent_code = ANY(%b::text[])
+        UNION ALL
+        SELECT 's', a.agent_code, s.name, s.id, NULL, s.short_name, s.cost_category
+        FROM {Signal._meta.db_table} s JOIN {Agent._meta.db_table} a ON a.id = s.agent_id
+        WHERE {signal_in_book} AND {signal_agent_in_book} AND a.agent_code = ANY(%b::text[])
+          AND (s.short_name = ANY(%b::text[]) OR s.name = ANY(%b::text[]))
+    """
+    return sql, [external_ids, *customer_book, *agent_book, codes, *signal_book, *signal_agent_book, codes, names,
+                 names]
 
 
 @dataclass(frozen=True)
@@ -72,8 +79,7 @@ def _known(book, customer_external_ids: set[str], agent_codes: set[str],
     exists (one statement), else None."""
     codes, names = sorted(agent_codes), sorted({name for _, name in signal_keys})
     with prepared_cursor() as cursor:
-        cursor.execute(_KNOWN_SQL, [sorted(customer_external_ids), book.pk, book.pk, codes,
-                                    book.pk, book.pk, codes, names, names])
+        cursor.execute(*_known_statement(book, sorted(customer_external_ids), codes, names))
         rows = cursor.fetchall()
     customers, agent_ids, by_short_name, by_name = {}, {}, {}, {}
     for kind, key, name, row_id, is_internal, short_name, cost_category in rows:

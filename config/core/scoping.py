@@ -2,6 +2,10 @@
 
 A `Book` is one organization's test or live books; the API key decides which one a request
 reads and writes, so scoping to the book is scoping to the caller's organization.
+
+The ORM reads through `owned()` and `get_owned()`. The few modules that write raw SQL (the ledger insert,
+the rollup and its reads, the hot lookups of recording and key authentication: tests/test_layers.py names
+them) scope every statement with `book_sql()`, never a hand-written book condition.
 """
 import uuid
 
@@ -13,6 +17,17 @@ from config.core.errors import NotFound
 
 def owned(model: type[Model], book) -> QuerySet:
     return model.objects.filter(book=book)
+
+
+def book_sql(book, column: str = "book_id") -> tuple[str, list]:
+    """`owned()` for raw SQL: the condition keeping `column` (a book foreign key, with its table's alias where
+    the statement reads several tables) to one book, and its parameter. `book` is a Book or a book's id (None
+    matches no row).
+
+        in_book, params = book_sql(book, "e.book_id")
+        cursor.execute(f"SELECT ... FROM usage_event e WHERE {in_book} AND e.usage_date >= %s", [*params, start])
+    """
+    return f"{column} = %s", [getattr(book, "pk", book)]
 
 
 def not_found(model: type[Model]) -> NotFound:
