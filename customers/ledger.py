@@ -1,30 +1,37 @@
-"""Appending to the usage ledger: one bulk write per batch, idempotency decided by the database.
+"""Appending to the usage ledger: one statement per batch, idempotency decided by the database.
 
-Every event is inserted with `INSERT ... ON CONFLICT DO NOTHING`; the unique constraint
-`usage_event_idem_uniq` (book, idempotency_key) is the referee. A keyed event that the database did not
-insert is a replay: the caller gets the event that holds the key (from an earlier request, a concurrent
-one, or an earlier record of the same batch) and nothing new is stored.
+The ledger is partitioned by month of `usage_date` (customers/partitions.py), so no unique index of
+(book, idempotency_key) can span it; the table of keys `UsageEventKey` (not partitioned) does. One
+statement inserts the batch's keys there with `ON CONFLICT DO NOTHING`, then the events that are
+unkeyed or whose key it stored, then those events' rows of the analytics rollup's backlog
+(customers/rollup.py). A keyed event whose key was not stored is a replay: the caller gets the event that
+holds the key (from an earlier request, a concurrent one, or an earlier record of the same batch: the
+keys go in in batch order) and nothing new is stored. A concurrent batch with the same key waits on the
+key's row and then finds it taken, as it would on a unique index of the ledger.
 
 The batch travels as ONE JSON parameter: an array of rows, each an array of its values in
-`SENT_COLUMNS` order, expanded by `jsonb_array_elements` and cast to each column's type; the book and the
-append's instant, the same for every row, travel once beside it. `bulk_create` would prepare and quote each
-of the ~2,600 values of a batch in Python (measured: most of the hot path's time), and rows as objects keyed
-by column name were twice the bytes for PostgreSQL to receive and parse, and matched by name (0.5 ms a
-batch more of PostgreSQL's CPU, docs/performance.md). `test_fast_insert_writes_every_column` keeps the column list in step with the model. Every
-stored event also enters the analytics rollup's backlog (customers/rollup.py), in the same statement.
+`SENT_COLUMNS` order, expanded by `jsonb_array_elements` and cast to each column's type once (the
+`batch` CTE, which both inserts read); the book and the append's instant, the same for every row, travel
+beside it. Why not `bulk_create`: it prepares and quotes every value of a batch in Python, and rows as
+objects keyed by column name are matched by name (docs/performance.md has the figures).
+`test_fast_insert_writes_every_column` keeps the column list in step with the model.
+
+A row dated in a month without a partition lands in the default partition (no insert fails for want of
+one); the statement says so, and after commit the month gets its partition (`ledger_partitions_settle`).
 """
 import operator
 import re
 from dataclasses import dataclass
 from functools import cache
 
-from django.db import connection
+from django.db import OperationalError, connection, transaction
 from django.db.models.base import ModelState
 
 from config.core import exact_json
 from config.core.database import prepared_cursor
 from config.core.scoping import owned
-from customers.models import RollupBacklog, UsageEvent
+from customers.models import RollupBacklog, UsageEvent, UsageEventKey
+from customers.partitions import DEFAULT
 
 # Every column of the ledger. Recording hands over each new event as a row: a dict with these keys
 # (attnames, which are the column names here) but the `STAMPED_COLUMNS`, values as orjson writes them
@@ -42,10 +49,16 @@ def _document(rows: list[dict]) -> str:
     return exact_json.dumps([_sent_values(row) for row in rows]).decode()
 
 
-def _stored_event(row: dict, alias: str) -> UsageEvent:
-    """The stored event as a model instance, as `from_db` would build it but straight from its row:
-    `Model.__init__` runs a descriptor per field, about 1 ms per batch of 100 on the hot path. The row is
-    handed over, not copied: it becomes the instance's attributes."""
+# --------------------------------------------------------------------------- instances without Model.__init__
+# The one place in the code base that builds model instances by assigning `__dict__`. Why: recording
+# answers each new event as an instance (post-ingestion work and the answer read its attributes), and
+# `Model.__init__` runs a descriptor per field for each of them, a cost a batch of a hundred events feels
+# (docs/performance.md). This is what `Model.from_db` leaves behind for a row of
+# attnames, built straight from the row that was inserted. Keep it here; everywhere else, `from_db`.
+
+def _instance_from_row(row: dict, alias: str) -> UsageEvent:
+    """The stored event as a model instance, as `from_db` would build it from `row` (every concrete field's
+    attname; see above). The row is handed over, not copied: it becomes the instance's attributes."""
     state = ModelState()
     state.adding, state.db = False, alias
     row["_state"] = state
@@ -53,6 +66,8 @@ def _stored_event(row: dict, alias: str) -> UsageEvent:
     event.__dict__ = row
     return event
 
+
+# --------------------------------------------------------------------------- the statement
 
 def _sent_value(column: str, position: int) -> str:
     """The column's value from the row's array `r`, as the column's type without its length or precision:
@@ -66,18 +81,27 @@ def _sent_value(column: str, position: int) -> str:
 
 @cache
 def _insert_sql() -> str:
-    """The insert, built on first use (the column types are PostgreSQL's). It puts every stored event into
-    the rollup backlog (customers/rollup.py) in the same statement, and answers NULL when it stored every
-    row (the usual case: nothing to read back), else the ids it stored."""
-    values = ", ".join(_sent_value(column, position) for position, column in enumerate(SENT_COLUMNS))
+    """The statement, built on first use (the column types are PostgreSQL's). Parameters: the rows' JSON
+    document, the book (for the keys), the `STAMPED_COLUMNS`, the number of rows. It answers (NULL when it
+    stored every row, the usual case, else the ids it stored; whether any row landed in the default
+    partition)."""
+    values = ", ".join(f"{_sent_value(column, position)} AS {column}" for position, column in enumerate(SENT_COLUMNS))
+    sent = ", ".join(SENT_COLUMNS)
     return (
-        f"WITH stored AS ("
-        f"INSERT INTO {UsageEvent._meta.db_table} ({', '.join(STAMPED_COLUMNS + SENT_COLUMNS)}) "
-        f"SELECT {', '.join(['%s'] * len(STAMPED_COLUMNS))}, {values} "
-        f"FROM jsonb_array_elements(%s::jsonb) AS r ON CONFLICT DO NOTHING "
-        f"RETURNING id, book_id), "
+        f"WITH batch AS MATERIALIZED ("
+        f"SELECT {values}, n FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e(r, n)), "
+        f"claimed AS ("
+        f"INSERT INTO {UsageEventKey._meta.db_table} (book_id, idempotency_key, event_id, usage_date) "
+        f"SELECT %s, idempotency_key, id, usage_date FROM batch WHERE idempotency_key IS NOT NULL ORDER BY n "
+        f"ON CONFLICT DO NOTHING RETURNING event_id), "
+        f"stored AS ("
+        f"INSERT INTO {UsageEvent._meta.db_table} ({', '.join(STAMPED_COLUMNS)}, {sent}) "
+        f"SELECT {', '.join(['%s'] * len(STAMPED_COLUMNS))}, {sent} FROM batch "
+        f"WHERE idempotency_key IS NULL OR id IN (SELECT event_id FROM claimed) "
+        f"RETURNING id, book_id, tableoid), "
         f"pending AS (INSERT INTO {RollupBacklog._meta.db_table} (event_id, book_id) SELECT id, book_id FROM stored) "
-        f"SELECT CASE WHEN count(*) = %s THEN NULL ELSE coalesce(array_agg(id), '{{}}') END FROM stored"
+        f"SELECT CASE WHEN count(*) = %s THEN NULL ELSE coalesce(array_agg(id), '{{}}') END, "
+        f"coalesce(bool_or(tableoid = '{DEFAULT}'::regclass), false) FROM stored"
     )
 
 
@@ -87,13 +111,27 @@ class Appended:
     replayed: bool
 
 
-def _insert(rows: list[dict], stamp: dict) -> set | None:
+def _insert(book_id, rows: list[dict], stamp: dict) -> set | None:
     """Insert; returns None when the database stored every row, else the ids it stored (a keyed event it
     skipped is a replay). `stamp` holds the `STAMPED_COLUMNS` in their order."""
     with prepared_cursor() as cursor:  # the document travels as a parameter, not quoted into the text
-        cursor.execute(_insert_sql(), [*stamp.values(), _document(rows), len(rows)])
-        stored_ids = cursor.fetchone()[0]
+        cursor.execute(_insert_sql(), [_document(rows), book_id, *stamp.values(), len(rows)])
+        stored_ids, in_default = cursor.fetchone()
+    if in_default:  # a month without its partition yet: give it one once this batch is committed
+        transaction.on_commit(_settle_partitions)
     return None if stored_ids is None else set(stored_ids)
+
+
+def _settle_partitions() -> None:
+    from customers.tasks import ledger_partitions_settle_task  # tasks import the services, not the reverse
+    ledger_partitions_settle_task.delay()
+
+
+def _holders(book, keys: set) -> dict:
+    """The stored events holding these keys of the book, by key: through the keys' table, which names each
+    event's id (a probe of each month's primary key; the ledger has no index of keys)."""
+    holder_ids = UsageEventKey.objects.filter(book_id=book.pk, idempotency_key__in=keys).values("event_id")
+    return {event.idempotency_key: event for event in owned(UsageEvent, book).filter(id__in=holder_ids)}
 
 
 def events_append(*, book, rows: list[dict], now) -> list[Appended]:
@@ -102,15 +140,18 @@ def events_append(*, book, rows: list[dict], now) -> list[Appended]:
     stamp = dict(zip(STAMPED_COLUMNS, (book.pk, now, now)))
     for row in rows:
         row.update(stamp)
-    stored = _insert(rows, stamp)
+    stored = _insert(book.pk, rows, stamp)
     alias = connection.alias  # read once: every access to `connection` is a thread-local lookup
     if stored is None or len(stored) == len(rows):  # the usual case: no replay, no further query
-        return [Appended(event=_stored_event(row, alias), replayed=False) for row in rows]
-    new_events = {row["id"]: _stored_event(row, alias) for row in rows if row["id"] in stored}
+        return [Appended(event=_instance_from_row(row, alias), replayed=False) for row in rows]
+    new_events = {row["id"]: _instance_from_row(row, alias) for row in rows if row["id"] in stored}
     holders = {event.idempotency_key: event for event in new_events.values()}
     earlier = {row["idempotency_key"] for row in rows if row["id"] not in stored} - holders.keys()
     if earlier:  # only replays of earlier requests read rows back
-        holders.update((event.idempotency_key, event)
-                       for event in owned(UsageEvent, book).filter(idempotency_key__in=earlier))
+        holders.update(_holders(book, earlier))
+        if not earlier <= holders.keys():
+            # The key's month was archived between the insert and this read (customers/partitions.py
+            # releases an archived month's keys): a retry records the event anew. A 503 says retry.
+            raise OperationalError("An idempotency key's event was archived meanwhile; retry.")
     return [Appended(event=new_events[row["id"]], replayed=False) if row["id"] in stored
             else Appended(event=holders[row["idempotency_key"]], replayed=True) for row in rows]

@@ -123,7 +123,15 @@ class Environment(models.TextChoices):
 
 
 class UsageEvent(OrgOwned):
-    """One business outcome delivered by an agent for a customer (append-only)."""
+    """One business outcome delivered by an agent for a customer (append-only).
+
+    The table is partitioned by UTC month of `usage_date` (customers/partitions.py,
+    docs/decisions/ledger-partitions.md). PostgreSQL wants the partition key in every unique key of a
+    partitioned table, so the database's primary key is (id, usage_date) while Django's model keeps `id`
+    alone: ids are UUIDv7s the application draws (config/core/ids.py), 74 random bits each, so two
+    partitions never hold the same id, and a lookup by id alone is still one row (it probes each
+    partition's primary-key index). Idempotency keys live in `UsageEventKey`, which is not partitioned.
+    """
 
     # The composite indexes below lead with book and customer: single-column indexes on them would only
     # slow the hot insert path (and tempt the planner away from the idempotency index).
@@ -165,10 +173,8 @@ class UsageEvent(OrgOwned):
 
     class Meta:
         ordering = ["-usage_date", "-id"]
-        constraints = [
-            models.UniqueConstraint(fields=["book", "idempotency_key"], condition=Q(idempotency_key__isnull=False),
-                                    name="usage_event_idem_uniq"),
-        ]
+        # No unique constraint on (book, idempotency_key): on a partitioned table it could only be unique
+        # within a month; `UsageEventKey` referees keys across every month.
         indexes = [
             models.Index(fields=["book", "usage_date"], name="usage_event_book_date"),
             models.Index(fields=["customer", "agent", "usage_date"], name="usage_event_cust_agent_date"),
@@ -178,6 +184,29 @@ class UsageEvent(OrgOwned):
 
     def __str__(self):
         return f"{self.signal_name} x {self.quantity} for {self.customer_external_id}"
+
+
+class UsageEventKey(models.Model):
+    """Which event holds an idempotency key of a book: the referee of replays across every month.
+
+    The ledger cannot carry a unique (book, key) constraint (a partitioned table's unique keys must
+    include its partition key, and a replay may name another month), so this table, not partitioned,
+    does: recording inserts a batch's keys here with `ON CONFLICT DO NOTHING` in the statement that
+    inserts the events, and only the events whose key it stored are inserted (customers/ledger.py). A
+    key's row says where its event lives (`event_id`, `usage_date`: the ledger's primary key), so a
+    replay reads its original event from one partition. Insert-only; an archived month takes its keys
+    with it (customers/partitions.py). No foreign-key checks, as on the ledger itself.
+    """
+
+    pk = models.CompositePrimaryKey("book", "idempotency_key")
+    book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_index=False,
+                             db_constraint=False)
+    idempotency_key = models.CharField(max_length=255)
+    event_id = models.UUIDField()
+    usage_date = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.idempotency_key} -> {self.event_id}"
 
 
 class RollupBacklog(models.Model):

@@ -76,8 +76,12 @@ class MatterRule(OrgOwned):
 class MatterAttribution(OrgOwned):
     """The matter of one usage event, and how it got there (see the module docstring)."""
 
+    # No database foreign key: the ledger is partitioned by month, and PostgreSQL references a partitioned
+    # table only through a unique key holding its partition key (id, usage_date). The one-to-one index
+    # still makes an event's attribution unique; deleting events goes through Django's CASCADE, and an
+    # archived month leaves its events' rows here (docs/decisions/ledger-partitions.md).
     event = models.OneToOneField("customers.UsageEvent", on_delete=models.CASCADE,
-                                 related_name="matter_attribution")
+                                 related_name="matter_attribution", db_constraint=False)
     # RESTRICT: a matter is deleted only through matter_delete, which first returns its events.
     matter = models.ForeignKey(Matter, on_delete=models.RESTRICT, null=True, blank=True,
                                related_name="attributions")

@@ -1,0 +1,50 @@
+from django.core.management.base import BaseCommand, CommandError
+
+from config.core import clock
+from customers.partitions import (
+    ledger_partition_detach,
+    ledger_partitions,
+    ledger_partitions_maintain,
+    parse_month,
+)
+
+
+class Command(BaseCommand):
+    help = ("The usage ledger's monthly partitions (docs/operations.md). `list` shows them; `ensure` does what "
+            "the scheduled job does (this month and the next ones partitioned, rows waiting in the default "
+            "partition moved to their months); `detach YYYY-MM` takes a month out of the ledger as a table "
+            "of its own, to dump and drop.")
+
+    def add_arguments(self, parser):
+        commands = parser.add_subparsers(dest="action", required=True)
+        commands.add_parser("list", help="Each partition, its range and PostgreSQL's estimate of its rows.")
+        commands.add_parser("ensure", help="Create the partitions due; move the default partition's rows.")
+        detach = commands.add_parser("detach", help="Detach one month for archiving.")
+        detach.add_argument("month", help="The UTC month, YYYY-MM.")
+
+    def handle(self, *args, **options):
+        action = options["action"]
+        if action == "list":
+            for partition in ledger_partitions():
+                if partition.is_default:
+                    span = "DEFAULT (any month without a partition)"
+                else:
+                    start = f"{partition.start:%Y-%m-%d}" if partition.start else "the earliest"
+                    span = f"{start} .. {partition.end:%Y-%m-%d}" if partition.end else f"{start} .. the latest"
+                rows = "not analyzed" if partition.estimated_rows < 0 else f"~{partition.estimated_rows} rows"
+                self.stdout.write(f"{partition.name}  {span}  {rows}")
+        elif action == "ensure":
+            created = ledger_partitions_maintain(now=clock.now())
+            self.stdout.write(f"partitions created: {created}")
+        else:
+            try:
+                month = parse_month(options["month"])
+                detached = ledger_partition_detach(month)
+            except ValueError as error:
+                raise CommandError(str(error)) from error
+            self.stdout.write(
+                f"detached {detached.month:%Y-%m}: {detached.rows} events now in table {detached.archive} "
+                f"({detached.keys_released} idempotency keys released, the month's rollup rows removed).\n"
+                f"Archive it, then drop it:\n"
+                f"  pg_dump --table={detached.archive} --format=custom --file={detached.archive}.dump \"$DATABASE_URL\"\n"
+                f"  psql \"$DATABASE_URL\" -c 'DROP TABLE {detached.archive}'")

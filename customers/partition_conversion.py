@@ -1,0 +1,304 @@
+"""Converting the single-table ledger into the partitioned one, holding writes back only for a short switch.
+
+Run by migration customers 0010 (and on a populated copy by its test and by bench/ledger_conversion.py).
+Every step can be run again after an interruption; the ones marked online block nobody:
+
+1. Keys (online). A trigger copies every new keyed event's key into `UsageEventKey` (the release before
+   the conversion still records through the old statement meanwhile); then the keys of the rows already
+   there are copied in chunks. Creating the trigger waits for the writes in flight and holds new ones back
+   for that instant only.
+2. An index on (id, usage_date), built CONCURRENTLY (online): the old table's primary key once switched.
+3. A bound B, the first UTC month boundary after both now and the latest `usage_date` stored, as
+   `CHECK (usage_date < B)`: added NOT VALID (a lock held for an instant, no scan), then validated (a scan
+   under a lock that blocks neither reads nor writes). An event dated B or later that arrives after this
+   step and before the switch is refused by the CHECK: B lies at least a month ahead, and the window is
+   the validation's scan (docs/decisions/ledger-partitions.md).
+4. The switch: one transaction under an ACCESS EXCLUSIVE lock on the old table. It is renamed
+   `customers_usageevent_legacy`, its primary key becomes the (id, usage_date) index of step 2, the
+   partitioned table is created with the same columns and non-unique indexes, and the old table is
+   attached FROM (MINVALUE) TO (B): the validated CHECK proves the bound, so the attach reads no row, and
+   its indexes are adopted as they are. The default partition and the months from B on follow, empty.
+   Only catalog work happens under the lock: its length does not grow with the table
+   (docs/performance.md, "The ledger's partitions").
+
+After the switch the legacy partition keeps the trigger and its unique (book, key) index, so that a
+process of the previous release still recording this month stays idempotent with the new one; the
+maintenance job drops both once B has passed (customers.partitions.retire_transition_aids).
+
+An empty table (a fresh install, the test database) is simply replaced by the partitioned one, with the
+current month and the months ahead.
+"""
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from django.db import OperationalError, connection, transaction
+
+from customers.partitions import (
+    KEYS,
+    LEDGER,
+    MONTHS_AHEAD,
+    key_sync_name,
+    month_start,
+    next_month,
+    partition_name,
+)
+
+KEY_CHUNK = 50_000  # keys copied per transaction by step 1
+SWITCH_LOCK_TIMEOUT = "2s"  # what writers queued behind the switch's lock request wait at most, per attempt
+SWITCH_ATTEMPTS = 30
+
+
+@dataclass
+class ConversionReport:
+    """Seconds per step; `locked` holds how long each lock that stops reads or writes was held."""
+
+    steps: dict[str, float] = field(default_factory=dict)
+    locked: dict[str, float] = field(default_factory=dict)
+    bound: datetime | None = None
+    rows: int | None = None
+    replaced_empty: bool = False
+
+
+def _is_partitioned(cursor, table: str) -> bool:
+    cursor.execute("SELECT relkind = 'p' FROM pg_class WHERE oid = to_regclass(%s)", [table])
+    row = cursor.fetchone()
+    return bool(row and row[0])
+
+
+def _lock_wait_failed(error: OperationalError) -> bool:
+    return getattr(getattr(error, "__cause__", None), "sqlstate", None) == "55P03"  # lock_not_available
+
+
+def _retrying(step):
+    """Run `step` (a transaction that asks for a lock under `lock_timeout`) until it gets the lock. Inside
+    an outer transaction (a test) there is nothing to retry into: it runs once."""
+    for attempt in range(SWITCH_ATTEMPTS):
+        try:
+            return step()
+        except OperationalError as error:
+            if connection.in_atomic_block or not _lock_wait_failed(error) or attempt == SWITCH_ATTEMPTS - 1:
+                raise
+            time.sleep(0.5)
+
+
+def _indexes(cursor, table: str) -> list[tuple[str, str, bool, bool]]:
+    """(name, definition, unique, primary) of each index of `table`."""
+    cursor.execute("SELECT c.relname, pg_get_indexdef(c.oid), x.indisunique, x.indisprimary FROM pg_index x "
+                   "JOIN pg_class c ON c.oid = x.indexrelid WHERE x.indrelid = %s::regclass ORDER BY c.relname",
+                   [table])
+    return cursor.fetchall()
+
+
+def _timed(report: ConversionReport, step: str, function, *args):
+    started = time.perf_counter()
+    result = function(*args)
+    report.steps[step] = time.perf_counter() - started
+    return result
+
+
+def _sync_keys(table: str, keys: str) -> None:
+    """Step 1: the trigger, then the keys already stored, chunk by chunk in id order."""
+    name = key_sync_name(table)
+
+    def install():
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL lock_timeout = '{SWITCH_LOCK_TIMEOUT}'")
+            cursor.execute(
+                f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                f"INSERT INTO {keys} (book_id, idempotency_key, event_id, usage_date) "
+                f"VALUES (NEW.book_id, NEW.idempotency_key, NEW.id, NEW.usage_date) ON CONFLICT DO NOTHING; "
+                f"RETURN NULL; END $$")
+            cursor.execute(f"CREATE OR REPLACE TRIGGER {name} AFTER INSERT ON {table} FOR EACH ROW "
+                           f"WHEN (NEW.idempotency_key IS NOT NULL) EXECUTE FUNCTION {name}()")
+
+    _retrying(install)
+    last = "00000000-0000-0000-0000-000000000000"
+    while last is not None:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH chunk AS (SELECT id, book_id, idempotency_key, usage_date FROM {table} "
+                f"WHERE id > %s ORDER BY id LIMIT %s), "
+                f"copied AS (INSERT INTO {keys} (book_id, idempotency_key, event_id, usage_date) "
+                f"SELECT book_id, idempotency_key, id, usage_date FROM chunk WHERE idempotency_key IS NOT NULL "
+                f"ON CONFLICT DO NOTHING) "
+                f"SELECT id FROM chunk ORDER BY id DESC LIMIT 1", [last, KEY_CHUNK])
+            row = cursor.fetchone()
+            last = row[0] if row else None
+
+
+def _id_date_index(table: str) -> str:
+    """Step 2: the unique (id, usage_date) index, CONCURRENTLY when not inside a transaction. An invalid one
+    left by an interrupted build is dropped and built again."""
+    name = f"{table}_id_date"
+    concurrently = "" if connection.in_atomic_block else "CONCURRENTLY "
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT x.indisvalid FROM pg_index x WHERE x.indexrelid = to_regclass(%s)", [name])
+        row = cursor.fetchone()
+        if row and not row[0]:
+            cursor.execute(f"DROP INDEX {concurrently}{name}")
+        if not row or not row[0]:
+            cursor.execute(f"CREATE UNIQUE INDEX {concurrently}{name} ON {table} (id, usage_date)")
+    return name
+
+
+def _bound_constraint(table: str, now: datetime, report: ConversionReport) -> tuple[datetime, str]:
+    """Step 3: CHECK (usage_date < B), added NOT VALID, then validated. A constraint left by an earlier run
+    is reused with its bound (named in it)."""
+    prefix = f"{table}_before_"
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND conname LIKE %s",
+                       [table, prefix + "%"])
+        row = cursor.fetchone()
+        if row:
+            name = row[0]
+            year, month = name.removeprefix(prefix).split("_")
+            bound = datetime(int(year), int(month), 1, tzinfo=UTC)
+        else:
+            cursor.execute(f"SELECT max(usage_date) FROM {table}")
+            latest = cursor.fetchone()[0]
+            bound = next_month(month_start(max(now, latest) if latest else now))
+            name = f"{prefix}{bound:%Y_%m}"
+
+            def add():
+                with transaction.atomic(), connection.cursor() as inner:
+                    inner.execute(f"SET LOCAL lock_timeout = '{SWITCH_LOCK_TIMEOUT}'")
+                    inner.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+                    started = time.perf_counter()
+                    inner.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK (usage_date < %s) NOT VALID",
+                                  [bound])
+                    report.locked["check constraint added (NOT VALID)"] = time.perf_counter() - started
+
+            _retrying(add)
+        cursor.execute(f"ALTER TABLE {table} VALIDATE CONSTRAINT {name}")
+    return bound, name
+
+
+def _create_partitioned(cursor, table: str, columns_from: str) -> None:
+    """The partitioned table with the columns of `columns_from` (keys and indexes come after)."""
+    cursor.execute(f"CREATE TABLE {table} (LIKE {columns_from} INCLUDING DEFAULTS) PARTITION BY RANGE (usage_date)")
+
+
+def _add_keys_and_indexes(cursor, table: str, index_definitions: list[str]) -> None:
+    """The primary key (id, usage_date) and the given index definitions (which name `table`)."""
+    cursor.execute(f"ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY (id, usage_date)")
+    for definition in index_definitions:
+        cursor.execute(definition)
+
+
+def _add_months_and_default(cursor, table: str, months: list[datetime]) -> None:
+    for month in months:  # before the default partition: a month added beside it would scan it
+        cursor.execute(f"CREATE TABLE {partition_name(month, table)} PARTITION OF {table} "
+                       f"FOR VALUES FROM (%s) TO (%s)", [month, next_month(month)])
+    cursor.execute(f"CREATE TABLE {table}_default PARTITION OF {table} DEFAULT")
+
+
+def _months_from(first: datetime) -> list[datetime]:
+    months = [first]
+    for _ in range(MONTHS_AHEAD):
+        months.append(next_month(months[-1]))
+    return months
+
+
+def _referenced_by(cursor, table: str) -> list[str]:
+    cursor.execute("SELECT conname FROM pg_constraint WHERE confrelid = %s::regclass AND contype = 'f'", [table])
+    return [name for (name,) in cursor.fetchall()]
+
+
+def _replace_if_empty(table: str, now: datetime, report: ConversionReport) -> bool:
+    """An empty table is replaced outright (under its lock, so that no row arrives meanwhile)."""
+    def replace():
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL lock_timeout = '{SWITCH_LOCK_TIMEOUT}'")
+            cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {table})")
+            if cursor.fetchone()[0]:
+                return False
+            started = time.perf_counter()
+            definitions = [definition for _, definition, unique, _ in _indexes(cursor, table) if not unique]
+            cursor.execute(f"ALTER TABLE {table} RENAME TO {table}_single")
+            _create_partitioned(cursor, table, f"{table}_single")
+            cursor.execute(f"DROP TABLE {table}_single")  # its keys and indexes with it: their names are free
+            _add_keys_and_indexes(cursor, table, definitions)
+            _add_months_and_default(cursor, table, _months_from(month_start(now)))
+            report.locked["empty table replaced"] = time.perf_counter() - started
+            return True
+
+    return _retrying(replace)
+
+
+def _switch(table: str, bound: datetime, bound_constraint: str, id_date_index: str, report: ConversionReport):
+    """Step 4, one transaction: catalog work only, under the old table's ACCESS EXCLUSIVE lock."""
+    legacy = f"{table}_legacy"
+
+    def switch():
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL lock_timeout = '{SWITCH_LOCK_TIMEOUT}'")
+            waited = time.perf_counter()
+            cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            started = time.perf_counter()
+            report.steps["switch: lock acquired after"] = started - waited
+            indexes = _indexes(cursor, table)
+            cursor.execute("SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'p'", [table])
+            (old_primary_key,) = cursor.fetchone()
+            cursor.execute(f"ALTER TABLE {table} RENAME TO {legacy}")
+            definitions = []
+            for name, definition, unique, _ in indexes:
+                if not unique:  # recreated on the partitioned table under its own name, adopted from legacy
+                    cursor.execute(f"ALTER INDEX {name} RENAME TO {(name + '_legacy')[:63]}")
+                    definitions.append(definition)
+            cursor.execute(f"ALTER TABLE {legacy} DROP CONSTRAINT {old_primary_key}")
+            cursor.execute(f"ALTER TABLE {legacy} ADD CONSTRAINT {legacy}_pkey PRIMARY KEY USING INDEX {id_date_index}")
+            _create_partitioned(cursor, table, legacy)
+            _add_keys_and_indexes(cursor, table, definitions)
+            cursor.execute(f"ALTER TABLE {table} ATTACH PARTITION {legacy} FOR VALUES FROM (MINVALUE) TO (%s)", [bound])
+            cursor.execute(f"ALTER TABLE {legacy} DROP CONSTRAINT {bound_constraint}")  # the partition bound says it
+            _add_months_and_default(cursor, table, _months_from(bound))
+            report.locked["switch"] = time.perf_counter() - started
+
+    _retrying(switch)
+
+
+def convert_ledger(*, now: datetime, table: str = LEDGER, keys: str = KEYS) -> ConversionReport:
+    """Convert `table` (the ledger's shape, single) into the partitioned ledger; nothing to do if it is
+    partitioned already. `keys` is the table of idempotency keys to fill."""
+    report = ConversionReport()
+    with connection.cursor() as cursor:
+        if _is_partitioned(cursor, table):
+            return report
+        referencing = _referenced_by(cursor, table)
+    if referencing:
+        raise RuntimeError(f"Foreign keys reference {table} ({', '.join(referencing)}): drop them first; "
+                           f"a partitioned table can be referenced only through its partition key.")
+    if _timed(report, "empty table replaced", _replace_if_empty, table, now, report):
+        report.replaced_empty, report.rows = True, 0
+        return report
+    _timed(report, "1. keys copied", _sync_keys, table, keys)
+    index = _timed(report, "2. (id, usage_date) index built", _id_date_index, table)
+    bound, constraint = _timed(report, "3. bound checked", _bound_constraint, table, now, report)
+    report.bound = bound
+    _timed(report, "4. switch", _switch, table, bound, constraint, index, report)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [f"{table}_legacy"])
+        report.rows = cursor.fetchone()[0]
+    return report
+
+
+def unconvert_ledger(*, table: str = LEDGER, idempotency_index: str = "usage_event_idem_uniq") -> None:
+    """Back to one table (the migration's reverse, for development databases): every row copied under an
+    ACCESS EXCLUSIVE lock, so only for small ledgers. The keys table is left to the migration that drops it."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        if not _is_partitioned(cursor, table):
+            return
+        cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+        definitions = [definition for _, definition, unique, _ in _indexes(cursor, table) if not unique]
+        cursor.execute(f"CREATE TABLE {table}_single (LIKE {table} INCLUDING DEFAULTS)")
+        cursor.execute(f"INSERT INTO {table}_single SELECT * FROM {table}")
+        cursor.execute(f"DROP TABLE {table}")  # with its partitions, their indexes and the legacy's trigger
+        cursor.execute(f"DROP FUNCTION IF EXISTS {key_sync_name(table)}()")
+        cursor.execute(f"ALTER TABLE {table}_single RENAME TO {table}")
+        cursor.execute(f"ALTER TABLE {table} ADD CONSTRAINT {table}_pkey PRIMARY KEY (id)")
+        for definition in definitions:
+            cursor.execute(definition)
+        cursor.execute(f"CREATE UNIQUE INDEX {idempotency_index} ON {table} (book_id, idempotency_key) "
+                       f"WHERE idempotency_key IS NOT NULL")

@@ -1,0 +1,254 @@
+"""The usage ledger's monthly partitions: created ahead, created on demand, detached for archiving.
+
+`customers_usageevent` is partitioned by RANGE of `usage_date` (docs/decisions/ledger-partitions.md):
+- one partition per UTC month, `customers_usageevent_pYYYY_MM`;
+- a DEFAULT partition, `customers_usageevent_default`, which takes any row that no month covers (a
+  back-filled month, a date far ahead): no insert ever fails for want of a partition;
+- on a ledger converted from the single table (customers/partition_conversion.py),
+  `customers_usageevent_legacy`, everything dated before the conversion's month boundary.
+
+`ledger_partitions_maintain` (a scheduled job, idempotent) keeps this month and the next
+`MONTHS_AHEAD` partitioned and moves rows waiting in the default partition into partitions of their
+own months; recording asks for the same move after committing a batch that landed rows in the default
+partition (`ledger_partitions_settle`, customers/tasks.py). `ledger_partition_detach` takes a month out
+of the ledger for archiving (`manage.py ledger_partitions detach YYYY-MM`, docs/operations.md).
+
+Partitions change under a lock that holds back writes to the ledger and lets reads run: an insert
+routed to the default partition while a month is attached beside it would fail the default partition's
+re-check instead of waiting (PostgreSQL checks a default partition's bound at insert time).
+"""
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from django.db import OperationalError, connection, transaction
+
+from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
+
+LEDGER = UsageEvent._meta.db_table
+KEYS = UsageEventKey._meta.db_table
+DEFAULT = f"{LEDGER}_default"
+LEGACY = f"{LEDGER}_legacy"
+MONTHS_AHEAD = 3  # beside the current month: a quarter of slack if the job stops running
+# How long a partition change waits for writers in flight before giving up until the next run: the
+# writes queued behind it wait at most this long.
+LOCK_TIMEOUT = "5s"
+
+_BOUND = re.compile(r"FOR VALUES FROM \((?:MINVALUE|'([^']+)')\) TO \((?:MAXVALUE|'([^']+)')\)")
+
+
+@dataclass(frozen=True)
+class Partition:
+    name: str
+    start: datetime | None  # None: from the earliest instant (MINVALUE); both None: the default partition
+    end: datetime | None
+    is_default: bool
+    estimated_rows: int  # PostgreSQL's estimate (pg_class.reltuples): -1 until the table is analyzed
+
+    def covers(self, month: datetime) -> bool:
+        return (not self.is_default and (self.start is None or self.start <= month)
+                and (self.end is None or next_month(month) <= self.end))
+
+
+def month_start(instant: datetime) -> datetime:
+    """The first instant of the UTC month of `instant`."""
+    instant = instant.astimezone(UTC)
+    return datetime(instant.year, instant.month, 1, tzinfo=UTC)
+
+
+def next_month(month: datetime) -> datetime:
+    return datetime(month.year + month.month // 12, month.month % 12 + 1, 1, tzinfo=UTC)
+
+
+def parse_month(text: str) -> datetime:
+    """`YYYY-MM` as the first instant of that UTC month; ValueError otherwise."""
+    match = re.fullmatch(r"(\d{4})-(\d{2})", text.strip())
+    if not match or not 1 <= int(match[2]) <= 12:
+        raise ValueError(f"{text!r} is not a month (YYYY-MM).")
+    return datetime(int(match[1]), int(match[2]), 1, tzinfo=UTC)
+
+
+def partition_name(month: datetime, table: str = LEDGER) -> str:
+    return f"{table}_p{month:%Y_%m}"
+
+
+def _instant(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text).astimezone(UTC)
+
+
+def ledger_partitions(cursor=None, table: str = LEDGER) -> list[Partition]:
+    """The partitions of the ledger, ordered by start (the default partition last)."""
+    sql = ("SELECT c.relname, pg_get_expr(c.relpartbound, c.oid), c.reltuples::bigint FROM pg_inherits i "
+           "JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = %s::regclass")
+    if cursor is None:
+        with connection.cursor() as own_cursor:
+            return ledger_partitions(own_cursor, table)
+    cursor.execute(sql, [table])
+    partitions = []
+    for name, bound, rows in cursor.fetchall():
+        if bound == "DEFAULT":
+            partitions.append(Partition(name, None, None, True, rows))
+            continue
+        start, end = _BOUND.fullmatch(bound).groups()
+        partitions.append(Partition(name, _instant(start), _instant(end), False, rows))
+    floor = datetime.min.replace(tzinfo=UTC)
+    return sorted(partitions, key=lambda p: (p.is_default, p.start or floor))
+
+
+def _months_waiting(cursor, table: str) -> list[datetime]:
+    """The UTC months of the rows in the default partition (a back-fill, or dates beyond those created)."""
+    cursor.execute(f"SELECT DISTINCT date_trunc('month', usage_date AT TIME ZONE 'UTC') FROM {table}_default")
+    return [month.replace(tzinfo=UTC) for (month,) in cursor.fetchall()]
+
+
+def _attach_month(cursor, month: datetime, table: str) -> str:
+    """Give `month` its partition, moving the month's rows out of the default partition into it. The new
+    table is filled and given a CHECK of the month's bounds before it is attached, so the attach scans
+    neither it nor (beyond the rows left there) the default partition under its lock."""
+    name, start, end = partition_name(month, table), month, next_month(month)
+    cursor.execute(f"CREATE TABLE {name} (LIKE {table} INCLUDING DEFAULTS)")
+    cursor.execute(f"ALTER TABLE {name} ADD CONSTRAINT {name}_bounds "
+                   f"CHECK (usage_date >= %s AND usage_date < %s)", [start, end])
+    cursor.execute(f"WITH moved AS (DELETE FROM {table}_default WHERE usage_date >= %s AND usage_date < %s "
+                   f"RETURNING *) INSERT INTO {name} SELECT * FROM moved", [start, end])
+    cursor.execute(f"ALTER TABLE {table} ATTACH PARTITION {name} FOR VALUES FROM (%s) TO (%s)", [start, end])
+    cursor.execute(f"ALTER TABLE {name} DROP CONSTRAINT {name}_bounds")
+    return name
+
+
+def ledger_partitions_ensure(*, months=(), table: str = LEDGER) -> list[str]:
+    """Give each of `months` (first instants of UTC months), and each month with rows waiting in the default
+    partition, a partition of its own unless one covers it; returns the names created. Idempotent; when
+    there is nothing to do it reads the catalog and the default partition and takes no lock."""
+    wanted = {month_start(month) for month in months}
+    with connection.cursor() as cursor:
+        partitions = ledger_partitions(cursor, table)
+        missing = {month for month in wanted if not any(p.covers(month) for p in partitions)}
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {table}_default)")
+        if not missing and not cursor.fetchone()[0]:
+            return []
+    created = []
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+        # Writes wait, reads go on (module docstring); taken again under the lock, the state is current.
+        cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+        partitions = ledger_partitions(cursor, table)
+        months = sorted(wanted | set(_months_waiting(cursor, table)))
+        for month in months:
+            if not any(p.covers(month) for p in partitions):
+                created.append(_attach_month(cursor, month, table))
+    return created
+
+
+def ledger_partitions_settle(*, table: str = LEDGER) -> list[str]:
+    """Move the rows waiting in the default partition into partitions of their months (created here)."""
+    return ledger_partitions_ensure(months=(), table=table)
+
+
+def ledger_partitions_maintain(*, now) -> int:
+    """The scheduled job: this month and the next `MONTHS_AHEAD` partitioned, the default partition's rows
+    moved to their months, and the conversion's transition aids retired once the months they served have
+    passed. Safe to run at any time and as often as wanted. Returns the number of partitions created."""
+    month, months = month_start(now), []
+    for _ in range(MONTHS_AHEAD + 1):
+        months.append(month)
+        month = next_month(month)
+    created = ledger_partitions_ensure(months=months)
+    retire_transition_aids(now=now)
+    return len(created)
+
+
+def retire_transition_aids(*, now, table: str = LEDGER) -> list[str]:
+    """Once the legacy partition of a converted ledger no longer takes the current month's events, drop
+    what served the release before the conversion while both ran (customers/partition_conversion.py): the
+    trigger that copies its events' keys into `UsageEventKey` and its own unique index of (book, key).
+    Each drop takes the legacy partition's lock briefly; one that cannot have it at once waits for the
+    next run. Returns what was dropped."""
+    legacy = next((p for p in ledger_partitions(table=table) if p.name == f"{table}_legacy"), None)
+    if legacy is None or legacy.end is None or now < legacy.end:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = %s::regclass AND tgname = %s",
+                       [legacy.name, key_sync_name(table)])
+        triggers = [name for (name,) in cursor.fetchall()]
+        cursor.execute("SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid "
+                       "WHERE x.indrelid = %s::regclass AND x.indisunique AND NOT x.indisprimary "
+                       "AND NOT EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = x.indexrelid)",
+                       [legacy.name])
+        indexes = [name for (name,) in cursor.fetchall()]
+    dropped = []
+    for statement, name in [*((f"DROP TRIGGER IF EXISTS {{}} ON {legacy.name}", t) for t in triggers),
+                            *((f"DROP INDEX IF EXISTS {{}}", i) for i in indexes)]:
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '1s'")
+                cursor.execute(statement.format(name))
+                if statement.startswith("DROP TRIGGER"):
+                    cursor.execute(f"DROP FUNCTION IF EXISTS {name}()")
+            dropped.append(name)
+        except OperationalError:  # the lock was busy: the next run drops it
+            continue
+    return dropped
+
+
+@dataclass(frozen=True)
+class Detached:
+    month: datetime
+    archive: str  # the detached table's name
+    rows: int
+    keys_released: int
+
+
+def key_sync_name(table: str = LEDGER) -> str:
+    """The trigger (and its function) that copies keys during a conversion (customers/partition_conversion.py)."""
+    return f"{table}_keys_sync"
+
+
+def archive_name(month: datetime, table: str = LEDGER) -> str:
+    return f"{table}_archived_{month:%Y_%m}"
+
+
+def ledger_partition_detach(month: datetime, *, table: str = LEDGER) -> Detached:
+    """Take the partition of `month` out of the ledger, as a table of its own named `archive_name(month)`
+    that the operator can dump and drop (docs/operations.md). In the same transaction the month leaves
+    everything derived from the ledger: its idempotency keys (a later replay of one of them records a new
+    event), its events still waiting for the rollup, and the month's rows of the analytics rollup. Matter
+    attributions stay (one small row per event, found again if the archive is attached back).
+
+    Only a partition holding exactly one month can be detached (the legacy partition of a converted ledger
+    holds every month before its bound). ValueError when there is no such partition."""
+    month = month_start(month)
+    end = next_month(month)
+    partitions = ledger_partitions(table=table)
+    partition = next((p for p in partitions if p.start == month and p.end == end), None)
+    if partition is None:
+        holder = next((p for p in partitions if p.covers(month)), None)
+        if holder is not None:
+            raise ValueError(f"{month:%Y-%m} lies in {holder.name}, which holds more than one month; "
+                             f"detach it whole (ALTER TABLE {table} DETACH PARTITION {holder.name}).")
+        raise ValueError(f"The ledger has no partition for {month:%Y-%m}.")
+    archive = archive_name(month, table)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [archive])
+        if cursor.fetchone()[0]:
+            raise ValueError(f"{archive} exists: dump and drop (or rename) the earlier archive first.")
+        cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+        # Writes wait while the month leaves (module docstring): none can add a key or a backlog row for
+        # it between the deletes below and the detach.
+        cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+        cursor.execute(f"SELECT count(*) FROM {partition.name}")
+        rows = cursor.fetchone()[0]
+        released = 0
+        if table == LEDGER:
+            cursor.execute(f"DELETE FROM {KEYS} k USING {partition.name} e WHERE e.idempotency_key IS NOT NULL "
+                           f"AND k.book_id = e.book_id AND k.idempotency_key = e.idempotency_key "
+                           f"AND k.event_id = e.id")
+            released = cursor.rowcount
+            cursor.execute(f"DELETE FROM {RollupBacklog._meta.db_table} b USING {partition.name} e "
+                           f"WHERE b.event_id = e.id")
+            # Day rows of the month and its month rows (their day is the month's first day), every book's.
+            cursor.execute(f"DELETE FROM {UsageDailyRollup._meta.db_table} WHERE day >= %s AND day < %s",
+                           [month.date(), end.date()])
+        cursor.execute(f"ALTER TABLE {table} DETACH PARTITION {partition.name}")
+        cursor.execute(f"ALTER TABLE {partition.name} RENAME TO {archive}")
+    return Detached(month=month, archive=archive, rows=rows, keys_released=released)

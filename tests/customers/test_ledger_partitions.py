@@ -1,0 +1,385 @@
+"""The usage ledger partitioned by UTC month of usage_date (customers/partitions.py,
+customers/partition_conversion.py, docs/decisions/ledger-partitions.md), on the real PostgreSQL."""
+import threading
+from datetime import UTC, datetime
+from decimal import Decimal
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from config.schedule import job_named
+from customers.models import UsageDailyRollup, UsageEvent, UsageEventKey
+from customers.partition_conversion import convert_ledger, unconvert_ledger
+from customers.partitions import (
+    DEFAULT,
+    LEDGER,
+    archive_name,
+    ledger_partition_detach,
+    ledger_partitions,
+    ledger_partitions_ensure,
+    ledger_partitions_maintain,
+    partition_name,
+    retire_transition_aids,
+)
+from customers.rollup import analytics_rollup_catch_up
+from tests.factories import ServiceEntryFactory
+
+pytestmark = pytest.mark.django_db
+
+D = Decimal
+
+
+def month(year, number):
+    return datetime(year, number, 1, tzinfo=UTC)
+
+
+@pytest.fixture
+def llm(db):
+    return ServiceEntryFactory(canonical_name="part-llm", provider="partai", input_cost=D("0.000003"),
+                               output_cost=D("0.000015"))
+
+
+def rec(llm, usage_date, **fields):
+    return {"customerExternalId": "cust-1", "agentCode": "bot", "signalName": "calls", "model": llm.canonical_name,
+            "modelProvider": llm.provider, "inputTokens": 1000, "outputTokens": 200, "usageDate": usage_date,
+            **fields}
+
+
+def record(api, *records) -> dict:
+    resp = api.post("/v1/usage/record", {"records": list(records)})
+    assert resp.status_code == 200, resp.json()
+    return resp.json()
+
+
+def partition_of(event_id) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT tableoid::regclass::text FROM {LEDGER} WHERE id = %s", [event_id])
+        return cursor.fetchone()[0]
+
+
+def names() -> list[str]:
+    return [partition.name for partition in ledger_partitions()]
+
+
+def listed_event_ids(api) -> set[str]:
+    resp = api.get("/v1/events", {"limit": 100})
+    assert resp.status_code == 200
+    body = resp.json()
+    rows = body["data"] if isinstance(body, dict) else body
+    return {row["id"] for row in rows}
+
+
+# --------------------------------------------------------------------------- where rows land
+
+
+def test_a_month_with_a_partition_takes_its_events_and_a_month_without_one_lands_in_the_default(
+        api, llm, django_capture_on_commit_callbacks):
+    ledger_partitions_ensure(months=[month(2031, 3)])
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        body = record(api, rec(llm, "2031-03-10T12:00:00Z"), rec(llm, "2019-05-02T08:30:00Z"))
+    partitioned, back_filled = (entry["eventId"] for entry in body["results"]["success"])
+    assert partition_of(partitioned) == partition_name(month(2031, 3))
+    assert partition_of(back_filled) == DEFAULT  # no insert fails for want of a partition
+    assert len(callbacks) >= 1  # after commit the back-filled month is given its partition
+
+
+def test_the_back_filled_month_gets_its_partition_after_commit_and_its_rows_move_there(
+        api, llm, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        body = record(api, rec(llm, "2018-07-04T00:00:00Z", idempotencyKey="bf-1"), rec(llm, "2018-07-31T23:59:59Z"))
+    first, second = (entry["eventId"] for entry in body["results"]["success"])
+    assert partition_of(first) == partition_of(second) == partition_name(month(2018, 7))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {DEFAULT}")
+        assert cursor.fetchone()[0] == 0
+    # Same rows, same answers: the event listing, the key's replay, the rollup.
+    assert {first, second} <= listed_event_ids(api)
+    replay = record(api, rec(llm, "2018-07-04T00:00:00Z", idempotencyKey="bf-1"))["results"]["success"][0]
+    assert replay["eventId"] == first and replay["replayed"] is True
+    analytics_rollup_catch_up(book_id=UsageEvent.objects.get(pk=first).book_id)
+    assert UsageDailyRollup.objects.filter(day="2018-07-01", grain=8).get().event_count == 2
+
+
+def test_a_day_at_a_month_boundary_lands_in_the_month_of_its_utc_instant(api, llm):
+    ledger_partitions_ensure(months=[month(2031, 4), month(2031, 5)])
+    body = record(api, rec(llm, "2031-04-30T23:59:59.999999Z"), rec(llm, "2031-05-01T00:00:00Z"),
+                  rec(llm, "2031-05-01T01:00:00+02:00"))
+    april, may, april_by_offset = (entry["eventId"] for entry in body["results"]["success"])
+    assert partition_of(april) == partition_of(april_by_offset) == partition_name(month(2031, 4))
+    assert partition_of(may) == partition_name(month(2031, 5))
+
+
+# --------------------------------------------------------------------------- idempotency across months
+
+
+def test_a_key_replayed_with_another_month_answers_the_original_event(api, llm):
+    ledger_partitions_ensure(months=[month(2031, 6)])
+    first = record(api, rec(llm, "2031-06-15T00:00:00Z", idempotencyKey="cross-1"))["results"]["success"][0]
+    again = record(api, rec(llm, "2017-01-20T00:00:00Z", idempotencyKey="cross-1", inputTokens=5))
+    entry = again["results"]["success"][0]
+    assert entry["eventId"] == first["eventId"] and entry["replayed"] is True
+    assert entry["totalCostUsd"] == first["totalCostUsd"] == "0.006"
+    assert entry["timestamp"] == "2031-06-15T00:00:00Z"  # the original's date, not the replay's
+    assert UsageEvent.objects.filter(idempotency_key="cross-1").count() == 1
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {DEFAULT} WHERE idempotency_key = 'cross-1'")
+        assert cursor.fetchone()[0] == 0
+
+
+def test_one_key_twice_in_a_batch_with_different_months_stores_the_first(api, llm):
+    body = record(api, rec(llm, "2016-02-01T00:00:00Z", idempotencyKey="dup"),
+                  rec(llm, "2031-07-01T00:00:00Z", idempotencyKey="dup"), rec(llm, "2031-07-02T00:00:00Z"))
+    first, second, unkeyed = body["results"]["success"]
+    assert first["eventId"] == second["eventId"] and second["replayed"] is True and "replayed" not in first
+    assert second["timestamp"] == "2016-02-01T00:00:00Z"
+    assert unkeyed["eventId"] != first["eventId"]
+    assert UsageEvent.objects.count() == 2
+    key = UsageEventKey.objects.get(idempotency_key="dup")
+    assert (str(key.event_id), key.usage_date) == (first["eventId"], datetime(2016, 2, 1, tzinfo=UTC))
+
+
+def test_keys_are_still_per_book_across_months(api, client_for, llm):
+    record(api, rec(llm, "2031-08-01T00:00:00Z", idempotencyKey="same"))
+    live = client_for(environment="live")
+    other = record(live, rec(llm, "2015-08-01T00:00:00Z", idempotencyKey="same"))["results"]["success"][0]
+    assert "replayed" not in other
+    assert UsageEvent.objects.filter(idempotency_key="same").count() == 2
+
+
+def test_the_event_listing_filters_by_key_through_the_keys_table(api, llm):
+    stored = record(api, rec(llm, "2014-03-01T00:00:00Z", idempotencyKey="find-me"),
+                    rec(llm, "2031-09-01T00:00:00Z", idempotencyKey="not-me"))["results"]["success"]
+    resp = api.get("/v1/events", {"idempotencyKey": "find-me"})
+    rows = resp.json()["data"] if isinstance(resp.json(), dict) else resp.json()
+    assert [row["id"] for row in rows] == [stored[0]["eventId"]]
+
+
+# --------------------------------------------------------------------------- the scheduled job
+
+
+def test_the_job_creates_this_month_and_the_next_three_once(api, llm):
+    assert job_named("ledger-partitions").function_path == "customers.partitions.ledger_partitions_maintain"
+    now = datetime(2032, 11, 20, 9, tzinfo=UTC)
+    created = ledger_partitions_maintain(now=now)
+    expected = [partition_name(m) for m in (month(2032, 11), month(2032, 12), month(2033, 1), month(2033, 2))]
+    assert created == 4 and set(expected) <= set(names())
+    before = names()
+    assert ledger_partitions_maintain(now=now) == 0  # idempotent: nothing new, nothing twice
+    assert names() == before
+    with connection.cursor() as cursor:  # each month has exactly one partition
+        cursor.execute("SELECT count(*) FROM pg_class WHERE relname = %s", [expected[1]])
+        assert cursor.fetchone()[0] == 1
+
+
+def test_the_job_moves_rows_waiting_in_the_default_partition_to_their_month(api, llm):
+    body = record(api, rec(llm, "2033-05-09T00:00:00Z"), rec(llm, "2013-01-01T00:00:00Z"))
+    ahead, back = (entry["eventId"] for entry in body["results"]["success"])
+    assert partition_of(ahead) == partition_of(back) == DEFAULT
+    ledger_partitions_maintain(now=datetime(2033, 4, 2, tzinfo=UTC))  # creates 2033-04 .. 2033-07
+    assert partition_of(ahead) == partition_name(month(2033, 5))
+    assert partition_of(back) == partition_name(month(2013, 1))
+    assert UsageEvent.objects.filter(pk__in=[ahead, back]).count() == 2
+
+
+# --------------------------------------------------------------------------- detaching a month
+
+
+def test_a_detached_month_leaves_every_read_and_its_keys(api, llm):
+    ledger_partitions_ensure(months=[month(2012, 4), month(2012, 5)])
+    april = record(api, rec(llm, "2012-04-03T00:00:00Z", idempotencyKey="old-1"),
+                   rec(llm, "2012-04-28T00:00:00Z"))["results"]["success"]
+    may = record(api, rec(llm, "2012-05-01T00:00:00Z", idempotencyKey="kept-1"))["results"]["success"][0]
+    book_id = UsageEvent.objects.get(pk=may["eventId"]).book_id
+    analytics_rollup_catch_up(book_id=book_id)
+    assert UsageDailyRollup.objects.filter(day__gte="2012-04-01", day__lt="2012-05-01").exists()
+
+    detached = ledger_partition_detach(month(2012, 4))
+
+    assert (detached.archive, detached.rows, detached.keys_released) == (archive_name(month(2012, 4)), 2, 1)
+    april_ids = {entry["eventId"] for entry in april}
+    assert not UsageEvent.objects.filter(pk__in=april_ids).exists()
+    assert not april_ids & listed_event_ids(api) and may["eventId"] in listed_event_ids(api)
+    assert not UsageDailyRollup.objects.filter(day__gte="2012-04-01", day__lt="2012-05-01").exists()
+    assert UsageDailyRollup.objects.filter(day__gte="2012-05-01", day__lt="2012-06-01").exists()
+    assert partition_name(month(2012, 4)) not in names()
+    with connection.cursor() as cursor:  # the archive holds the rows, outside the ledger
+        cursor.execute(f"SELECT count(*) FROM {detached.archive}")
+        assert cursor.fetchone()[0] == 2
+    # The archived month's key was released: it records anew (into the default partition now).
+    again = record(api, rec(llm, "2012-04-03T00:00:00Z", idempotencyKey="old-1"))["results"]["success"][0]
+    assert "replayed" not in again and again["eventId"] not in april_ids
+    assert partition_of(again["eventId"]) == DEFAULT
+    kept = record(api, rec(llm, "2012-05-01T00:00:00Z", idempotencyKey="kept-1"))["results"]["success"][0]
+    assert kept["replayed"] is True and kept["eventId"] == may["eventId"]
+
+
+def test_detach_refuses_a_month_without_its_own_partition(db):
+    with pytest.raises(ValueError, match="no partition for 1990-01"):
+        ledger_partition_detach(month(1990, 1))
+
+
+def test_the_command_lists_ensures_and_detaches(api, llm):
+    ledger_partitions_ensure(months=[month(2011, 6)])
+    record(api, rec(llm, "2011-06-06T00:00:00Z"))
+    out = StringIO()
+    call_command("ledger_partitions", "list", stdout=out)
+    assert f"{partition_name(month(2011, 6))}  2011-06-01 .. 2011-07-01" in out.getvalue()
+    assert f"{DEFAULT}  DEFAULT" in out.getvalue()
+    call_command("ledger_partitions", "ensure", stdout=out)
+    assert "partitions created:" in out.getvalue()
+    out = StringIO()
+    call_command("ledger_partitions", "detach", "2011-06", stdout=out)
+    assert f"1 events now in table {archive_name(month(2011, 6))}" in out.getvalue()
+    with pytest.raises(CommandError, match="not a month"):
+        call_command("ledger_partitions", "detach", "2011-13")
+    with pytest.raises(CommandError, match="no partition for 2011-06"):
+        call_command("ledger_partitions", "detach", "2011-06")
+
+
+# --------------------------------------------------------------------------- converting a populated table
+
+OLD = "conv_ledger"
+OLD_KEYS = "conv_ledger_keys"
+
+
+def create_single_table(rows: int):
+    """A ledger in the shape before partitioning (primary key id, a unique (book, key) index), named OLD,
+    holding `rows` events over 30 months up to May 2027 (every third one keyed), and an empty keys table."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE {OLD} (LIKE {LEDGER} INCLUDING DEFAULTS)")
+        cursor.execute(f"ALTER TABLE {OLD} ADD PRIMARY KEY (id)")
+        cursor.execute(f"CREATE INDEX {OLD}_book_date ON {OLD} (book_id, usage_date)")
+        cursor.execute(f"CREATE INDEX {OLD}_unpriced ON {OLD} (book_id, model) WHERE usage_cost IS NULL")
+        cursor.execute(f"CREATE UNIQUE INDEX {OLD}_idem ON {OLD} (book_id, idempotency_key) "
+                       f"WHERE idempotency_key IS NOT NULL")
+        cursor.execute(f"CREATE TABLE {OLD_KEYS} (LIKE {UsageEventKey._meta.db_table} INCLUDING ALL)")
+        cursor.execute(
+            f"INSERT INTO {OLD} (id, created_at, updated_at, book_id, raw_event_id, customer_id, agent_id, signal_id, "
+            f"customer_external_id, agent_code, signal_name, model, quantity, usage_cost, event_status, usage_date, "
+            f"idempotency_key, metadata) "
+            f"SELECT gen_random_uuid(), now(), now(), '00000000-0000-0000-0000-0000000000b1', gen_random_uuid(), "
+            f"gen_random_uuid(), NULL, NULL, 'c' || g %% 7, 'a', 's', CASE WHEN g %% 5 = 0 THEN 'm' END, g, "
+            f"CASE WHEN g %% 4 > 0 THEN g * 0.001 END, 'PROCESSED', "
+            f"timestamptz '2027-05-31 23:00:00+00' - (g %% 900) * interval '1 day', "
+            f"CASE WHEN g %% 3 = 0 THEN 'k' || g END, jsonb_build_object('n', g) FROM generate_series(1, %s) g",
+            [rows])
+
+
+def digest(table: str) -> tuple[int, str]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*), md5(string_agg(t::text, '|' ORDER BY t.id)) FROM {table} t")
+        return cursor.fetchone()
+
+
+def test_converting_a_populated_table_keeps_every_row_and_fills_the_keys(db):
+    create_single_table(3000)
+    before = digest(OLD)
+    now = datetime(2027, 2, 10, tzinfo=UTC)
+
+    report = convert_ledger(now=now, table=OLD, keys=OLD_KEYS)
+
+    assert digest(OLD) == before  # every row, every column, through the partitioned table
+    assert report.bound == month(2027, 6)  # past the latest usage_date (May 31), which lies after now
+    assert {"switch", "check constraint added (NOT VALID)"} <= report.locked.keys()
+    partitions = ledger_partitions(table=OLD)
+    assert [(p.name, p.start, p.end) for p in partitions] == [
+        (f"{OLD}_legacy", None, month(2027, 6)),
+        (partition_name(month(2027, 6), OLD), month(2027, 6), month(2027, 7)),
+        (partition_name(month(2027, 7), OLD), month(2027, 7), month(2027, 8)),
+        (partition_name(month(2027, 8), OLD), month(2027, 8), month(2027, 9)),
+        (partition_name(month(2027, 9), OLD), month(2027, 9), month(2027, 10)),
+        (f"{OLD}_default", None, None),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {OLD_KEYS}")
+        assert cursor.fetchone()[0] == 1000  # every third row carries a key
+        cursor.execute(f"SELECT count(*) FROM {OLD_KEYS} k JOIN {OLD} e ON e.id = k.event_id "
+                       f"AND e.usage_date = k.usage_date AND e.idempotency_key = k.idempotency_key")
+        assert cursor.fetchone()[0] == 1000
+        cursor.execute("SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = %s::regclass "
+                       "AND contype = 'p'", [OLD])
+        assert cursor.fetchone()[0] == "PRIMARY KEY (id, usage_date)"
+        cursor.execute("SELECT indexname FROM pg_indexes WHERE tablename = %s ORDER BY 1", [OLD])
+        assert [name for (name,) in cursor.fetchall()] == [f"{OLD}_book_date", f"{OLD}_pkey", f"{OLD}_unpriced"]
+        # The legacy partition keeps the release before the conversion idempotent: its unique index and
+        # the trigger that copies keys (a row the old statement writes straight into it here).
+        cursor.execute(f"INSERT INTO {OLD} SELECT * FROM {OLD} WHERE idempotency_key = 'k3' "
+                       f"ON CONFLICT DO NOTHING RETURNING id")
+        assert cursor.fetchall() == []
+        cursor.execute(f"INSERT INTO {OLD} (id, created_at, updated_at, book_id, raw_event_id, customer_id, "
+                       f"customer_external_id, agent_code, signal_name, quantity, event_status, usage_date, "
+                       f"idempotency_key, metadata) VALUES (gen_random_uuid(), now(), now(), "
+                       f"'00000000-0000-0000-0000-0000000000b1', gen_random_uuid(), gen_random_uuid(), 'c', 'a', "
+                       f"'s', 1, 'PROCESSED', '2027-02-10', 'during-rollout', '{{}}') RETURNING tableoid::regclass::text")
+        assert cursor.fetchone()[0] == f"{OLD}_legacy"
+        cursor.execute(f"SELECT count(*) FROM {OLD_KEYS} WHERE idempotency_key = 'during-rollout'")
+        assert cursor.fetchone()[0] == 1
+    # Once the legacy range has passed, the maintenance retires both; then converting again is a no-op.
+    assert retire_transition_aids(now=month(2027, 5), table=OLD) == []
+    assert sorted(retire_transition_aids(now=month(2027, 6), table=OLD)) == sorted([f"{OLD}_keys_sync", f"{OLD}_idem"])
+    assert convert_ledger(now=now, table=OLD, keys=OLD_KEYS).steps == {}
+
+
+def test_the_conversion_runs_back_and_forward_with_its_rows(db):
+    create_single_table(500)
+    before = digest(OLD)
+    convert_ledger(now=datetime(2027, 7, 3, tzinfo=UTC), table=OLD, keys=OLD_KEYS)
+    unconvert_ledger(table=OLD, idempotency_index=f"{OLD}_idem")
+    assert digest(OLD) == before
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relkind FROM pg_class WHERE oid = %s::regclass", [OLD])
+        assert cursor.fetchone()[0] == "r"
+        cursor.execute(f"TRUNCATE {OLD_KEYS}")
+    report = convert_ledger(now=datetime(2027, 7, 3, tzinfo=UTC), table=OLD, keys=OLD_KEYS)
+    assert report.bound == month(2027, 8) and digest(OLD) == before
+
+
+def test_an_empty_table_is_replaced_by_the_partitioned_one(db):
+    create_single_table(0)
+    report = convert_ledger(now=datetime(2027, 1, 15, tzinfo=UTC), table=OLD, keys=OLD_KEYS)
+    assert report.replaced_empty
+    assert [p.name for p in ledger_partitions(table=OLD)] == [
+        partition_name(month(2027, m), OLD) for m in (1, 2, 3, 4)] + [f"{OLD}_default"]
+
+
+def test_the_ledger_of_the_test_database_is_partitioned(db):
+    partitions = ledger_partitions()
+    assert partitions[-1].name == DEFAULT and partitions[-1].is_default
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = %s::regclass "
+                       "AND contype = 'p'", [LEDGER])
+        assert cursor.fetchone()[0] == "PRIMARY KEY (id, usage_date)"
+        cursor.execute("SELECT count(*) FROM pg_constraint WHERE confrelid = %s::regclass", [LEDGER])
+        assert cursor.fetchone()[0] == 0  # nothing references the partitioned table by a foreign key
+
+
+# --------------------------------------------------------------------------- concurrent replays
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_batches_with_one_key_in_different_months_store_one_event(live_server, api, llm):
+    import json
+    import urllib.request
+
+    dates = ["2031-10-01T00:00:00Z", "2010-10-01T00:00:00Z", "2031-11-05T00:00:00Z", "2009-02-02T00:00:00Z"]
+    barrier, answers = threading.Barrier(len(dates)), [None] * len(dates)
+
+    def send(position):
+        request = urllib.request.Request(
+            f"{live_server.url}/v1/usage/record", method="POST",
+            data=json.dumps({"records": [rec(llm, dates[position], idempotencyKey="race")]}).encode(),
+            headers={"x-api-key": api.raw_key, "Content-Type": "application/json"})
+        barrier.wait()
+        with urllib.request.urlopen(request, timeout=30) as response:
+            answers[position] = json.loads(response.read())["results"]["success"][0]
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(len(dates))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len({answer["eventId"] for answer in answers}) == 1
+    assert sorted(bool(answer.get("replayed")) for answer in answers) == [False, True, True, True]
+    assert UsageEvent.objects.filter(idempotency_key="race").count() == 1
