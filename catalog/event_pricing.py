@@ -1,8 +1,8 @@
 """Pricing one usage event from resolved catalog entries: the adapter between catalog rows and the pure
 cost engine, shared by recording (billing) and cost backfill (customers).
 
-Its value types are NamedTuples rather than frozen dataclasses: as immutable, and built in a third of the
-time, which counts when recording builds a few of them for every record (docs/performance.md)."""
+Its value types are NamedTuples rather than frozen dataclasses: as immutable, and quicker to build, which
+counts when recording builds a few of them for every record (docs/performance.md)."""
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal

@@ -63,7 +63,7 @@ def api_key_mint(*, membership: Membership, key_type: str, environment: str = En
 
 
 # The key with its book, organization and membership (what `select_related` would read), as one raw
-# statement: every /v1 request runs it, and the ORM spent twice as long compiling it as running it.
+# statement: every /v1 request runs it, and the ORM took longer compiling it than PostgreSQL running it.
 _KEY_PARTS = (WholeRows(ApiKey, "k"), WholeRows(Book, "b"), WholeRows(Organization, "o"), WholeRows(Membership, "m"))
 _KEY_SQL = (
     f"SELECT {', '.join(part.select for part in _KEY_PARTS)} "

@@ -5,8 +5,8 @@ In: a number with a fraction or an exponent is the `Decimal` it spells, an integ
 could not store (`JSONParser`). Out: a `Decimal` is a
 JSON number of its own digits, never a float's (config/core/exact_json.py).
 
-The renderer is orjson, several times faster than DRF's for a usage batch's answer of 100 entries (the
-ingestion hot path). What orjson does not know itself goes through DRF's encoder, so the bytes mean what
+The renderer is orjson, faster than DRF's for the answers of the ingestion hot path (a usage batch's 100
+entries). What orjson does not know itself goes through DRF's encoder, so the bytes mean what
 DRF's renderer wrote: instants, dates and times as DRF formats them (`...Z`, milliseconds), lazy strings,
 querysets. The parser is the standard library's: orjson's is faster but reads integers beyond 64 bits as
 floats, and metadata must be stored as sent (docs/performance.md).

@@ -9,14 +9,22 @@ _CLEARED = ~(0xF << 76) & ~(0x3 << 62)
 _VERSION_4 = 0x4 << 76
 
 
+# --------------------------------------------------------------------------- UUIDs without UUID.__init__
+# The one place in the code base that sets a UUID's internals with `object.__setattr__`. Why: every id built
+# below is already a whole UUID (128 bits, version and variant set), and `UUID(int=value)` checks all that
+# again for each of the ids a recorded batch needs, on the hot path (docs/performance.md). `UUID` refuses
+# attribute assignment, so its two slots are set the way its own constructor sets them;
+# tests/core/test_ids.py holds these ids to what `UUID(int=...)` makes. Keep it here; everywhere else, `UUID(...)`.
+
 def _uuid(value: int) -> UUID:
-    """`UUID(int=value)` for a value built here (128 bits, version and variant set): the constructor's
-    argument checks cost more than the rest of an id (a batch builds 200 of them on the hot path)."""
+    """`UUID(int=value)` without the constructor's checks, for a value built in this module."""
     uuid = object.__new__(UUID)
-    object.__setattr__(uuid, "int", value)  # UUID is immutable by __setattr__; these are its two slots
+    object.__setattr__(uuid, "int", value)  # UUID's two slots: `int` and `is_safe`
     object.__setattr__(uuid, "is_safe", SafeUUID.unknown)
     return uuid
 
+
+# --------------------------------------------------------------------------- the ids
 
 def time_ordered_uuid(unix_ms: int | None = None) -> UUID:
     """A UUIDv7 (RFC 9562): 48 bits of Unix time in milliseconds, then 74 random bits.
