@@ -34,10 +34,10 @@ from config.core.redis_client import redis_client
 logger = logging.getLogger("billing.followup")
 
 # How long a follow-up waits for more batches of the same book. A catch-up costs about one rollup upsert per
-# (day, customer, agent, signal, model) it touches, however many events share it: at 1 second, under
-# sustained load over 500 customers, the worker's catch-ups held a PostgreSQL backend a third of the time;
-# at 5 seconds a sixth (docs/performance.md). Analytics reads catch up whatever is left themselves; credit-pool
-# alerts go out a few seconds after the batch that crossed a threshold.
+# (day, customer, agent, signal, model) it touches, however many events share it, so the longer it waits, the
+# more batches share each upsert and the less of a PostgreSQL backend the worker's catch-ups hold under
+# sustained load (docs/performance.md has the figures). Analytics reads catch up whatever is left themselves;
+# credit-pool alerts go out a few seconds after the batch that crossed a threshold.
 DELAY_SECONDS = 5
 ARMED_SECONDS = 60  # an armed key outlives a lost task by at most this
 CUSTOMERS_SECONDS = 24 * 3600
@@ -107,14 +107,7 @@ def usage_followup_schedule(*, book_id: str, customer_ids: set[UUID | str]) -> N
     if armed_due is None:
         usage_followup_task.apply_async((book_id,), countdown=DELAY_SECONDS)
     if not usage_followup_task.app.conf.task_always_eager:  # an eager task has already taken them
-        _remember(book_id, due if armed_due is None else _due_of(armed_due), customer_ids, known, now)
-
-
-def _due_of(value: bytes) -> float:
-    try:
-        return float(value)
-    except ValueError:  # armed by an earlier version (the value was 1): not to be relied on
-        return 0.0
+        _remember(book_id, due if armed_due is None else float(armed_due), customer_ids, known, now)
 
 
 def _remember(book_id: str, due: float, customer_ids, known: _ArmedFollowUp | None, now: float) -> None:

@@ -2,6 +2,7 @@
 from datetime import datetime
 from decimal import Decimal
 
+from analytics.selectors.revenue import customer_revenue_total
 from config.accounts.models import Book
 from config.core.scoping import owned
 from controls.models import AlertMetric
@@ -17,12 +18,5 @@ def customer_metric_value(*, book: Book, customer: Customer, metric: str, start:
         [total] = event_sums(events, measures=("cost",))
         return total.cost
     if metric == AlertMetric.REVENUE:
-        try:
-            from analytics.selectors.revenue import customer_revenue_total
-        except ModuleNotFoundError as missing:
-            if missing.name != "analytics.selectors.revenue":
-                raise
-            raise NotImplementedError("Revenue watches need analytics.selectors.revenue.customer_revenue_total "
-                                      "(the Revenue label of analytics), which is not installed.")
         return customer_revenue_total(book=book, customer=customer, start=start, end=end)
     raise ValueError(f"Unknown watch metric {metric!r}")

@@ -85,10 +85,6 @@ def spend_cap_list(*, book: Book) -> QuerySet:
     return owned(SpendCap, book).order_by("-scope", "scope_value")  # the org cap first, then developers
 
 
-def org_cap(*, book: Book) -> SpendCap | None:
-    return owned(SpendCap, book).filter(scope="org").first()
-
-
 def customer_alert_list(*, book: Book) -> QuerySet:
     return owned(CustomerAlert, book).select_related("customer").order_by("-created_at")
 

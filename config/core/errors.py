@@ -45,10 +45,6 @@ class Conflict(ApiError):
     status = 409
 
 
-class Gone(ApiError):
-    status = 410
-
-
 class Unprocessable(ApiError):
     status = 422
 
@@ -72,10 +68,6 @@ def body_too_large() -> PayloadTooLarge:
 
 class AuthUnavailable(ApiError):
     status, code = 503, "auth_unavailable"
-
-
-class ServiceUnavailable(ApiError):
-    status, code = 503, "service_unavailable"
 
 
 def error_body(message, code=None) -> dict:

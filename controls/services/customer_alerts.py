@@ -213,11 +213,7 @@ def customer_alerts_evaluate(*, book: Book, now: datetime) -> int:
     alerts = owned(CustomerAlert, book).select_related("customer", "book__organization") \
         .filter(customer__deleted_at__isnull=True)
     for alert in alerts:
-        try:
-            fired += customer_alert_evaluate(book=book, alert=alert, now=now)
-        except NotImplementedError as missing:
-            # A revenue watch before billing's revenue read is installed: skip it, keep judging the rest.
-            logger.error("watch %s not evaluated: %s", alert.id, missing)
+        fired += customer_alert_evaluate(book=book, alert=alert, now=now)
     return fired
 
 

@@ -108,17 +108,6 @@ def test_a_follow_up_armed_by_another_process_is_remembered_by_its_due_time(book
     assert counting.round_trips == 2 and published == []
 
 
-def test_an_armed_key_without_a_due_time_is_never_relied_on(book, remembering):
-    from billing.followup import _armed_key
-
-    counting, clock, published = remembering
-    redis_client().set(_armed_key(str(book.pk)), 1, ex=60)  # as the earlier version armed it
-    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1"})
-    usage_followup_schedule(book_id=str(book.pk), customer_ids={"c1"})
-    assert counting.round_trips == 2 and published == []
-    assert usage_followup_take(book_id=str(book.pk)) == ["c1"]
-
-
 @pytest.fixture
 def without_redis(monkeypatch):
     """The zero-setup `make run`: no Redis, so no worker. Yields the in-process follow-ups, which only run
