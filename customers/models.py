@@ -136,8 +136,9 @@ class UsageEvent(OrgOwned):
     # The composite indexes below lead with book and customer: single-column indexes on them would only
     # slow the hot insert path (and tempt the planner away from the idempotency index).
     # No database foreign-key constraints (`db_constraint=False`): recording writes ids that provisioning
-    # read or created in the same transaction, and the five deferred checks per row cost 6.5 ms of a 49 ms
-    # batch at commit (docs/performance.md). Deletions still go through Django's on_delete rules below.
+    # read or created in the same transaction, and five deferred checks per row at commit are a cost every
+    # batch would pay (docs/performance.md has the figures). Deletions still go through Django's on_delete rules
+    # below.
     # Time-ordered: the ledger's indexes on the id grow at their right edge (config/core/ids.py).
     id = models.UUIDField(primary_key=True, default=time_ordered_uuid, editable=False)
     book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_index=False,
