@@ -38,6 +38,7 @@ from django.db.models.functions import Coalesce
 
 from config.core.clock import day_start
 from config.core.money import ZERO, ExactField
+from config.core.scoping import book_sql
 from customers.models import MONTHLY, Customer, RollupGrain
 from customers.rollup import MEASURES, ROLLUP, analytics_rollup_catch_up, contributions_sql, execute
 
@@ -127,9 +128,10 @@ class Scope:
                 clauses.append(f"{alias}.{column} = %s")
                 params.append(value)
         if self.external_only:
+            in_book, book_params = book_sql(book_id)
             clauses.append(f"{alias}.customer_id NOT IN "
-                           f"(SELECT id FROM {Customer._meta.db_table} WHERE book_id = %s AND is_internal)")
-            params.append(book_id)
+                           f"(SELECT id FROM {Customer._meta.db_table} WHERE {in_book} AND is_internal)")
+            params.extend(book_params)
         return "".join(f" AND {clause}" for clause in clauses), params
 
 
@@ -196,16 +198,19 @@ def _window_parts(book_id, grain: int, months: bool, window: Window, scope: Scop
     ranges, edges = window.split(months=months)
     parts = []
     scope_sql, scope_params = scope.sql("r", book_id)
+    rollup_in_book, book_params = book_sql(book_id, "r.book_id")
     for lo, hi, monthly in ranges:
         parts.append((f"SELECT NULL::text, r.day, r.customer_id, r.agent_id, r.signal_id, r.model, "
                       f"{', '.join('r.' + m for m in MEASURES)} FROM {ROLLUP} r "
-                      f"WHERE r.book_id = %s AND r.grain = %s AND r.day >= %s AND r.day < %s{scope_sql}",
-                      [book_id, grain | (MONTHLY if monthly else 0), lo, hi, *scope_params]))
+                      f"WHERE {rollup_in_book} AND r.grain = %s AND r.day >= %s AND r.day < %s{scope_sql}",
+                      [*book_params, grain | (MONTHLY if monthly else 0), lo, hi, *scope_params]))
     if edges:
         scope_sql, scope_params = scope.sql("e", book_id)
+        events_in_book, book_params = book_sql(book_id, "e.book_id")
         ranges = " OR ".join(["(e.usage_date >= %s AND e.usage_date < %s)"] * len(edges))
-        sql, params = contributions_sql(f"e.book_id = %s AND ({ranges}){scope_sql}",
-                                        [book_id, *(instant for edge in edges for instant in edge), *scope_params])
+        sql, params = contributions_sql(f"{events_in_book} AND ({ranges}){scope_sql}",
+                                        [*book_params, *(instant for edge in edges for instant in edge),
+                                         *scope_params])
         parts.append((f"SELECT {', '.join(ROW_COLUMNS)} FROM ({sql}) AS c", params))
     return parts
 
@@ -224,18 +229,20 @@ def _segment_parts(book_id, grain: int, months: bool, window: Window, scope: Sco
     parts = []
     if range_rows:
         scope_sql, scope_params = scope.sql("r", book_id)
+        rollup_in_book, book_params = book_sql(book_id, "r.book_id")
         # LATERAL with OFFSET 0 (which keeps the planner from flattening it into a join of the whole book):
         # one index range scan of (book, grain, customer, day) per range.
         parts.append((f"SELECT v.label, r.day, r.customer_id, r.agent_id, r.signal_id, r.model, "
                       f"{', '.join('r.' + m for m in MEASURES)} "
                       "FROM unnest(%s::uuid[], %s::uuid[], %s::date[], %s::date[], %s::int[], %s::text[]) "
                       "AS v(customer_id, agent_id, lo, hi, grain, label) "
-                      f"CROSS JOIN LATERAL (SELECT * FROM {ROLLUP} r WHERE r.book_id = %s AND r.grain = v.grain "
+                      f"CROSS JOIN LATERAL (SELECT * FROM {ROLLUP} r WHERE {rollup_in_book} AND r.grain = v.grain "
                       "AND r.customer_id = v.customer_id AND r.day >= v.lo AND r.day < v.hi "
                       f"AND r.agent_id = v.agent_id{scope_sql} OFFSET 0) r",
-                      [*map(list, zip(*range_rows)), book_id, *scope_params]))
+                      [*map(list, zip(*range_rows)), *book_params, *scope_params]))
     if edge_rows:
         scope_sql, scope_params = scope.sql("e", book_id)
+        events_in_book, book_params = book_sql(book_id, "e.book_id")
         join = ("JOIN unnest(%s::uuid[], %s::uuid[], %s::timestamptz[], %s::timestamptz[], %s::text[]) "
                 "AS v(customer_id, agent_id, lo, hi, label) "
                 "ON e.customer_id = v.customer_id AND e.agent_id = v.agent_id "
@@ -244,8 +251,8 @@ def _segment_parts(book_id, grain: int, months: bool, window: Window, scope: Sco
         days = sorted({day_start(row[2].date()) for row in edge_rows})
         ranges = " OR ".join(["(e.usage_date >= %s AND e.usage_date < %s)"] * len(days))
         sql, params = contributions_sql(
-            f"e.book_id = %s AND ({ranges}){scope_sql}",
-            [*map(list, zip(*edge_rows)), book_id,
+            f"{events_in_book} AND ({ranges}){scope_sql}",
+            [*map(list, zip(*edge_rows)), *book_params,
              *(instant for day in days for instant in (day, day + timedelta(days=1))), *scope_params],
             join=join, label="v.label")
         parts.append((f"SELECT {', '.join(ROW_COLUMNS)} FROM ({sql}) AS c", params))
