@@ -98,8 +98,9 @@ def _insert_sql() -> str:
         f"INSERT INTO {UsageEvent._meta.db_table} ({', '.join(STAMPED_COLUMNS)}, {sent}) "
         f"SELECT {', '.join(['%s'] * len(STAMPED_COLUMNS))}, {sent} FROM batch "
         f"WHERE idempotency_key IS NULL OR id IN (SELECT event_id FROM claimed) "
-        f"RETURNING id, book_id, tableoid), "
-        f"pending AS (INSERT INTO {RollupBacklog._meta.db_table} (event_id, book_id) SELECT id, book_id FROM stored) "
+        f"RETURNING id, book_id, usage_date, tableoid), "
+        f"pending AS (INSERT INTO {RollupBacklog._meta.db_table} (event_id, book_id, usage_date) "
+        f"SELECT id, book_id, usage_date FROM stored) "
         f"SELECT CASE WHEN count(*) = %s THEN NULL ELSE coalesce(array_agg(id), '{{}}') END, "
         f"coalesce(bool_or(tableoid = '{DEFAULT}'::regclass), false) FROM stored"
     )

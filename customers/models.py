@@ -222,6 +222,9 @@ class RollupBacklog(models.Model):
     event = models.OneToOneField(UsageEvent, primary_key=True, on_delete=models.CASCADE, related_name="+",
                                  db_constraint=False)
     book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    # The event's usage_date: a catch-up reads the ledger's partitions of the months its events span
+    # only. Null on rows written before the ledger was partitioned (the catch-up then reads every month).
+    usage_date = models.DateTimeField(null=True)
 
     def __str__(self):
         return f"pending {self.event_id}"
