@@ -10,9 +10,9 @@ from config.core.hooks import Hooks
 
 UPDATABLE_FIELDS = [field for field in ENTRY_FIELDS if field != "external_id"]
 
-# Run on commit of a catalog load, with `result` (CatalogLoadResult): the work of apps above the catalog,
-# registered in config/hooks.py (customers prices the unpriced events that the loaded catalog, with its new
-# entries, rates or cost rules, can price).
+# Run on commit of a catalog load, with `result` (CatalogLoadResult) and `started_jobs` (a list the hooks append
+# the jobs they start to, or None): the work of apps above the catalog, registered in config/hooks.py (customers
+# prices the unpriced events that the loaded catalog, with its new entries, rates or cost rules, can price).
 catalog_loaded = Hooks("catalog loaded")
 
 
@@ -24,14 +24,15 @@ class CatalogLoadResult:
     deactivated: int
 
 
-def catalog_load(*, now: datetime, rows: list[dict] | None = None, service_model=ServiceEntry) -> CatalogLoadResult:
+def catalog_load(*, now: datetime, rows: list[dict] | None = None, service_model=ServiceEntry,
+                 started_jobs: list | None = None) -> CatalogLoadResult:
     """Upsert the catalog from its data files (or `rows`), keyed on `external_id`.
 
     Idempotent: an entry keeps its id across reloads and only changed rows are written; an entry that
     the data no longer lists becomes inactive (never deleted: events and aliases point at it); a listed
     inactive entry is reactivated. `service_model` lets a data migration pass its historical model. On commit
     it runs the `catalog_loaded` hooks, whatever changed: unpriced events are priced again even when only the cost
-    rules changed.
+    rules changed; the jobs the hooks start (config/jobs) are appended to `started_jobs`.
     Bulk statements only, so a fresh database (and the test database) loads it in about a second.
     """
     rows = catalog_rows() if rows is None else rows
@@ -62,5 +63,5 @@ def catalog_load(*, now: datetime, rows: list[dict] | None = None, service_model
     result = CatalogLoadResult(created=len(to_create), updated=len(to_update), unchanged=unchanged,
                                deactivated=len(dropped))
     if service_model is ServiceEntry:  # not from a data migration: the hooks act on today's models
-        transaction.on_commit(lambda: catalog_loaded.run(result=result))
+        transaction.on_commit(lambda: catalog_loaded.run(result=result, started_jobs=started_jobs))
     return result

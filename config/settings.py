@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc assets, served locally (no CDN)
     "config.core",
     "config.accounts",
+    "config.jobs",
     "catalog",
     "customers",
     "matters",
@@ -221,6 +222,11 @@ REQUEST_BODY_MAX_BYTES = env_int("REQUEST_BODY_MAX_BYTES", 10 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_BODY_MAX_BYTES
 # Up to this many unpriced events are priced inside the map-model request; more go to a Celery task.
 MAP_MODEL_INLINE_BACKFILL_LIMIT = env_int("MAP_MODEL_INLINE_BACKFILL_LIMIT", 500)
+# Jobs (long work a person can watch, config/jobs): an unfinished job that has not moved for this long lost its
+# runner and is started again, up to this many times; finished jobs are deleted after this many days.
+JOBS_STALE_SECONDS = env_int("JOBS_STALE_SECONDS", 600)
+JOBS_MAX_ATTEMPTS = env_int("JOBS_MAX_ATTEMPTS", 3)
+JOBS_KEEP_DAYS = env_int("JOBS_KEEP_DAYS", 30)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],

@@ -19,6 +19,7 @@ docs_patterns = [
 api_patterns = [
     *docs_patterns,
     path("", include("config.accounts.urls")),
+    path("", include("config.jobs.urls")),
     path("", include("catalog.urls")),
     path("", include("customers.urls")),
     path("", include("matters.urls")),

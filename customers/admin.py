@@ -6,13 +6,15 @@ through the same `model_map` as POST /v1/events/map-model (which backfills their
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.widgets import AutocompleteSelect
+from django.utils.html import format_html
 
 from catalog.models import ServiceEntry
-from config.accounts.admin_actions import act_on_rows, action_page, submitted
+from config.accounts.admin_actions import act_on_rows, action_page, actor, submitted
 from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from config.accounts.models import Book
 from config.core import clock
-from customers.backfill import events_reprice_unpriced, events_unpriced_reasons, model_map
+from config.jobs.admin import job_link
+from customers.backfill import events_reprice_start, events_unpriced_reasons, model_map
 from customers.models import Agent, Customer, Signal, UsageDailyRollup, UsageEvent
 from customers.services import customer_delete
 
@@ -137,7 +139,9 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             pk__in=queryset.filter(usage_cost__isnull=True).values("book_id"))
 
         def price_in(book):
-            return f"{book}: {events_reprice_unpriced(book=book)} unpriced events priced with the current catalog."
+            job = events_reprice_start(book=book, created_by=actor(request))
+            return format_html("{}: its unpriced events are being priced with the current catalog in the "
+                               "background; {}.", book, job_link(job))
         act_on_rows(self, request, books, price_in)
 
     @admin.action(description="Map the model to a catalog entry and price the waiting events")
@@ -154,11 +158,13 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         model, provider, service = (form.cleaned_data[name] for name in ("model", "model_provider", "service"))
 
         def map_in(book):
-            mapping = model_map(book=book, model=model, model_provider=provider, service_id=service.pk)
+            mapping = model_map(book=book, model=model, model_provider=provider, service_id=service.pk,
+                                created_by=actor(request))
             priced = ("pricing them runs in the background" if mapping.scheduled
                       else f"{mapping.events_priced} priced")
-            return (f"{book}: {mapping.alias.model} ({mapping.alias.model_provider}) is priced as {service}; "
-                    f"{mapping.events_waiting} unpriced events named it, {priced}.")
+            return format_html("{}: {} ({}) is priced as {}; {} unpriced events named it, {} ({}).", book,
+                               mapping.alias.model, mapping.alias.model_provider, service, mapping.events_waiting,
+                               priced, job_link(mapping.job, "the job"))
         books = Book.objects.select_related("organization").filter(pk__in=queryset.values("book_id"))
         act_on_rows(self, request, books, map_in)
 

@@ -17,7 +17,10 @@ from catalog.event_pricing import PriceList, ServiceUsage, price_event, unpriced
 from catalog.models import ModelAlias, ServiceEntry
 from catalog.resolution import normalize_model, normalize_provider, resolve_services
 from config.core.errors import BadRequest, NotFound
+from config.core.progress import NO_PROGRESS, Progress
 from config.core.scoping import owned
+from config.jobs.models import Job, JobKind, JobStatus
+from config.jobs.services import job_create, job_run, job_start
 from customers.models import EventStatus, UsageEvent
 from customers.rollup import analytics_rollup_add, analytics_rollup_subtract
 
@@ -31,6 +34,7 @@ class Mapping:
     events_waiting: int  # unpriced events naming the model when the mapping was made
     events_priced: int  # priced now (0 when the backfill was handed to a worker)
     scheduled: bool
+    job: Job  # the backfill as a job: finished when it ran inline, queued when handed to a worker
 
 
 def _waiting_events(book, model: str, provider: str):
@@ -51,27 +55,34 @@ def _event_parts(event: UsageEvent) -> list[ServiceUsage]:
                          event.cache_read_tokens, event.cache_write_tokens, event.quantity)]
 
 
-def events_backfill_cost(*, book, model: str, model_provider: str) -> int:
+def events_backfill_cost(*, book, model: str, model_provider: str, progress: Progress = NO_PROGRESS) -> int:
     """Price the unpriced events naming this model, in chunks; returns how many got a cost."""
     model, model_provider = normalize_model(model), normalize_provider(model_provider)
     single, multi = _waiting_events(book, model, model_provider)
-    priced_count = _price_in_chunks(book, single)
+    multi_ids = [event.pk for event in multi.only("pk", "services") if _names_model(event, model, model_provider)]
+    progress.expect(single.count() + len(multi_ids))
+    priced_count = _price_in_chunks(book, single, progress)
     with transaction.atomic():
-        candidates = [event for event in multi.select_for_update(skip_locked=True)
+        candidates = [event for event in multi.filter(pk__in=multi_ids).select_for_update(skip_locked=True)
                       if _names_model(event, model, model_provider)]
         priced_count += _price_and_save(book, candidates)
+        if multi_ids:
+            progress.advance(len(multi_ids))
     return priced_count
 
 
-def events_reprice_unpriced(*, book) -> int:
+def events_reprice_unpriced(*, book, progress: Progress = NO_PROGRESS) -> int:
     """Price every unpriced event of the book that the catalog (with the book's aliases) can price now, in
     chunks by id; returns how many got a cost. Events it still cannot price are left as they are. Safe to run
     twice and beside recording: priced events are never touched, locked ones are skipped."""
-    return _price_in_chunks(book, owned(UsageEvent, book).filter(usage_cost__isnull=True))
+    unpriced = owned(UsageEvent, book).filter(usage_cost__isnull=True)
+    progress.expect(unpriced.count())
+    return _price_in_chunks(book, unpriced, progress)
 
 
-def _price_in_chunks(book, events) -> int:
-    """Price `events` in chunks by id, one transaction each (locked rows skipped); how many got a cost."""
+def _price_in_chunks(book, events, progress: Progress = NO_PROGRESS) -> int:
+    """Price `events` in chunks by id, one transaction each (locked rows skipped); how many got a cost. Each
+    chunk reports its size to `progress` inside its transaction, so a job's count moves with the work."""
     priced_count, last_pk = 0, None
     while True:
         with transaction.atomic():
@@ -83,6 +94,7 @@ def _price_in_chunks(book, events) -> int:
                 break
             last_pk = chunk[-1].pk
             priced_count += _price_and_save(book, chunk)
+            progress.advance(len(chunk))
     return priced_count
 
 
@@ -129,9 +141,9 @@ def _price_and_save(book, events: list[UsageEvent]) -> int:
     return len(changed)
 
 
-def model_map(*, book, model: str, model_provider: str, service_id) -> Mapping:
-    """Point an unknown model name at a catalog entry, then backfill (inline when few events wait,
-    otherwise in a Celery task)."""
+def model_map(*, book, model: str, model_provider: str, service_id, created_by: str = "") -> Mapping:
+    """Point an unknown model name at a catalog entry, then backfill as a job: inline when few events wait,
+    otherwise in the background (a Celery task, or this process's runner without a broker)."""
     from customers.tasks import backfill_event_costs_task  # tasks import this module
 
     model, model_provider = normalize_model(model), normalize_provider(model_provider)
@@ -159,8 +171,38 @@ def model_map(*, book, model: str, model_provider: str, service_id) -> Mapping:
             alias.save(update_fields=["service", "updated_at"])
     single, multi = _waiting_events(book, model, model_provider)
     waiting = single.count() + sum(1 for event in multi if _names_model(event, model, model_provider))
-    if waiting > settings.MAP_MODEL_INLINE_BACKFILL_LIMIT:
-        transaction.on_commit(lambda: backfill_event_costs_task.delay(str(book.pk), model, model_provider))
-        return Mapping(alias, created, waiting, 0, scheduled=True)
-    priced = events_backfill_cost(book=book, model=model, model_provider=model_provider) if waiting else 0
-    return Mapping(alias, created, waiting, priced, scheduled=False)
+    scheduled = waiting > settings.MAP_MODEL_INLINE_BACKFILL_LIMIT
+    job = job_create(book=book, kind=JobKind.COST_BACKFILL, task=backfill_event_costs_task,
+                     task_args=(book.pk, model, model_provider), created_by=created_by, total=waiting,
+                     status=JobStatus.QUEUED if scheduled else JobStatus.RUNNING)
+    if scheduled:
+        job_start(job)
+        return Mapping(alias, created, waiting, 0, scheduled=True, job=job)
+    result = job_run(job, backfill_work(book, model, model_provider), reraise=True)
+    return Mapping(alias, created, waiting, result["eventsPriced"], scheduled=False, job=job)
+
+
+def backfill_work(book, model: str, model_provider: str):
+    """The cost backfill of a mapped model as a job's work."""
+    def work(progress: Progress) -> dict:
+        return {"eventsPriced": events_backfill_cost(book=book, model=model, model_provider=model_provider,
+                                                     progress=progress)}
+    return work
+
+
+def reprice_work(book):
+    """The pricing of a book's unpriced events with the current catalog as a job's work."""
+    def work(progress: Progress) -> dict:
+        return {"eventsPriced": events_reprice_unpriced(book=book, progress=progress)}
+    return work
+
+
+def events_reprice_start(*, book, created_by: str = "") -> Job:
+    """Price the book's unpriced events with the current catalog in the background, as a job (after a catalog
+    load, or the console's action)."""
+    from customers.tasks import reprice_unpriced_events_task  # tasks import this module
+
+    job = job_create(book=book, kind=JobKind.COST_REPRICE, task=reprice_unpriced_events_task, task_args=(book.pk,),
+                     created_by=created_by)
+    job_start(job)
+    return job

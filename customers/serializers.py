@@ -237,3 +237,6 @@ class ModelMapOut(serializers.Serializer):
     mapping = ModelAliasOut(source="alias")
     created = serializers.BooleanField()
     backfill = BackfillOut(source="*")
+    jobId = serializers.UUIDField(source="job.pk", help_text="The backfill as a job (GET /v1/jobs/{id}): succeeded "
+                                                             "when it ran inline, queued when it runs in the "
+                                                             "background.")

@@ -1,26 +1,24 @@
 from celery import shared_task
 
 from config.accounts.models import Book
-from customers.backfill import events_backfill_cost, events_reprice_unpriced
-from customers.partitions import ledger_partitions_settle
+from config.jobs.services import job_run
+from customers.backfill import backfill_work, reprice_work
 
 
 @shared_task(name="customers.backfill_event_costs", acks_late=True)
-def backfill_event_costs_task(book_id: str, model: str, model_provider: str) -> int:
-    """Price the unpriced events of a newly mapped model (safe to run twice: priced events are skipped)."""
-    return events_backfill_cost(book=Book.objects.get(pk=book_id), model=model, model_provider=model_provider)
+def backfill_event_costs_task(book_id: str, model: str, model_provider: str, job_id: str | None = None) -> int:
+    """Price the unpriced events of a newly mapped model, as the job `job_id`; returns how many got a cost (0
+    when the job was finished already: safe to run twice, priced events are skipped)."""
+    book = Book.objects.filter(pk=book_id).first()
+    result = job_run(job_id, backfill_work(book, model, model_provider)) if book is not None else None
+    return result["eventsPriced"] if result else 0
 
 
 @shared_task(name="customers.reprice_unpriced_events", acks_late=True)
-def reprice_unpriced_events_task(book_id: str) -> int:
-    """Price what the catalog can price now among a book's unpriced events (after a catalog load; safe to run
-    twice: priced events are skipped)."""
+def reprice_unpriced_events_task(book_id: str, job_id: str | None = None) -> int:
+    """Price what the catalog can price now among a book's unpriced events, as the job `job_id` (after a catalog
+    load or the console's action); returns how many got a cost (0 when the job was finished already: safe to run
+    twice, priced events are skipped)."""
     book = Book.objects.filter(pk=book_id).first()
-    return events_reprice_unpriced(book=book) if book is not None else 0
-
-
-@shared_task(name="customers.ledger_partitions_settle", acks_late=True)
-def ledger_partitions_settle_task() -> list[str]:
-    """Give the months of rows waiting in the ledger's default partition their partitions (after a batch
-    landed some there; safe to run twice: a settled default partition is one empty read)."""
-    return ledger_partitions_settle()
+    result = job_run(job_id, reprice_work(book)) if book is not None else None
+    return result["eventsPriced"] if result else 0

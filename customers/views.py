@@ -231,8 +231,9 @@ class ModelMapApi(OrgApiView):
 
         Redirects a model name the catalog does not know (as events send it, with its provider) to an existing active
         catalog entry, then prices the events stored with cost null under that name: inline when few wait, otherwise in
-        the background (`backfill.scheduled: true`). 201 when the mapping is new, 200 when it replaced an earlier one.
-        Mapping never creates rates; a name the catalog already knows is a 400, an unknown `serviceId` a 404."""
+        the background (`backfill.scheduled: true`), whose progress `GET /v1/jobs/{jobId}` reads. 201 when the mapping
+        is new, 200 when it replaced an earlier one. Mapping never creates rates; a name the catalog already knows is a
+        400, an unknown `serviceId` a 404."""
         data = parse(ModelMapIn, request.data)
-        mapping = model_map(book=self.book, **data)
+        mapping = model_map(book=self.book, created_by=self.created_by, **data)
         return Response(ModelMapOut(mapping).data, status=201 if mapping.created else 200)

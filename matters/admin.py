@@ -1,16 +1,18 @@
 """Operator console for matters, routing rules and attributions. Deleting a matter goes through `matter_delete`
-(its events return to Unassigned), the rules are applied through `matter_rules_apply`, and the forms check
+(its events return to Unassigned), the rules are applied through `matter_rules_apply_start`, and the forms check
 what the services check (a member as responsible user, at least one matcher per rule), as in the API."""
 from django import forms
 from django.contrib import admin
 from django.db.models import Count
+from django.utils.html import format_html
 
-from config.accounts.admin_actions import act_on_rows
+from config.accounts.admin_actions import act_on_rows, actor
 from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from config.accounts.models import Book, Role
 from config.core.errors import ApiError
+from config.jobs.admin import job_link
 from matters.models import Matter, MatterAttribution, MatterRule
-from matters.services import matter_delete, matter_rules_apply, responsible_user_check, rule_matchers_check
+from matters.services import matter_delete, matter_rules_apply_start, responsible_user_check, rule_matchers_check
 
 MATTER_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.FINANCE, Role.LEGAL})  # as the matters endpoints
 
@@ -18,10 +20,11 @@ MATTER_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.FINANCE, Role.LEGAL})  # 
 @admin.action(description="Apply the routing rules to unassigned events (in the selected rows' books)")
 def apply_matter_rules(modeladmin, request, queryset):
     def apply(book):
-        assigned = matter_rules_apply(book=book)
-        again = " Run it again until it assigns none (each run examines a bounded number of events)." \
-            if assigned else ""
-        return f"{book}: {assigned} events assigned by rule.{again}"
+        assigned, job = matter_rules_apply_start(book=book, created_by=actor(request))
+        if job.finished:
+            return format_html("{}: {} events assigned by rule ({}).", book, assigned, job_link(job, "the job"))
+        return format_html("{}: {} events assigned by rule so far; the rest of the sweep runs in the background: "
+                           "{}.", book, assigned, job_link(job))
     books = Book.objects.select_related("organization").filter(pk__in=queryset.values("book_id"))
     act_on_rows(modeladmin, request, books, apply, roles=MATTER_ROLES)
 

@@ -144,7 +144,9 @@ class MatterRuleDeletedOut(serializers.Serializer):
 
 
 class MatterRulesAppliedOut(serializers.Serializer):
-    assigned = serializers.IntegerField()
+    assigned = serializers.IntegerField(help_text="Events this call assigned.")
+    jobId = serializers.UUIDField(help_text="The sweep as a job (GET /v1/jobs/{id}): succeeded when this call went "
+                                            "through every event, otherwise queued or running in the background.")
 
 
 class MatterAuditQueryIn(serializers.Serializer):

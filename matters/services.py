@@ -21,7 +21,10 @@ from config.accounts.models import Membership
 from config.core import clock
 from config.core.database import prepared_cursor
 from config.core.errors import BadRequest, Conflict
+from config.core.progress import NO_PROGRESS, Progress
 from config.core.scoping import get_owned, owned
+from config.jobs.models import Job, JobKind, JobStatus
+from config.jobs.services import JobProgress, job_create, job_fail, job_hand_over, job_succeed
 from customers.models import UsageEvent
 from matters import routing
 from matters.models import AttributionSource, Matter, MatterAttribution, MatterRule
@@ -241,23 +244,34 @@ def _insert_attributions_if_absent(*, book, decisions: list[tuple[UUID, UUID, st
         return cursor.rowcount
 
 
-def _apply_rules_to_chunk(*, book, after_id: UUID | None, size: int) -> tuple[int, list[UUID]]:
+def _rules_in_order(book) -> list[routing.Rule]:
+    return routing.evaluation_order(
+        routing.Rule(id=rule.id, matter_id=rule.matter_id, priority=rule.priority, created_at=rule.created_at,
+                     agent_code=rule.agent_code, customer_external_id=rule.customer_external_id,
+                     signal_pattern=rule.signal_pattern)
+        for rule in owned(MatterRule, book))
+
+
+def _sweep_candidates(book, ordered_rules: list[routing.Rule]):
+    """Events with no attribution history that some rule matches, in id order."""
+    return (owned(UsageEvent, book).filter(matter_attribution__isnull=True)
+            .filter(_matches_any_rule(ordered_rules)).order_by("id"))
+
+
+def _apply_rules_to_chunk(*, book, after_id: UUID | None, size: int,
+                          progress: Progress = NO_PROGRESS) -> tuple[int, list[UUID]]:
     """Attribute by rule the next `size` never-attributed events (in id order, after `after_id`) that some
-    rule matches. Returns (events assigned, ids of the events examined)."""
+    rule matches, and report them to `progress` in the same transaction. Returns (events assigned, ids of the
+    events examined)."""
     with transaction.atomic():
         # Lock the matters that have rules, so none is deleted (nor its rules changed by a concurrent
         # apply) while this chunk writes rows pointing at it; ingestion does not wait for this lock.
         list(owned(Matter, book).filter(id__in=owned(MatterRule, book).values("matter_id"))
              .select_for_update(no_key=True).order_by("id").values_list("id", flat=True))
-        ordered_rules = routing.evaluation_order(
-            routing.Rule(id=rule.id, matter_id=rule.matter_id, priority=rule.priority, created_at=rule.created_at,
-                         agent_code=rule.agent_code, customer_external_id=rule.customer_external_id,
-                         signal_pattern=rule.signal_pattern)
-            for rule in owned(MatterRule, book))
+        ordered_rules = _rules_in_order(book)
         if not ordered_rules:
             return 0, []
-        candidates = (owned(UsageEvent, book).filter(matter_attribution__isnull=True)
-                      .filter(_matches_any_rule(ordered_rules)).order_by("id"))
+        candidates = _sweep_candidates(book, ordered_rules)
         if after_id is not None:
             candidates = candidates.filter(id__gt=after_id)
         chunk = list(candidates.values_list("id", "agent_code", "customer_external_id", "signal_name")[:size])
@@ -267,7 +281,10 @@ def _apply_rules_to_chunk(*, book, after_id: UUID | None, size: int) -> tuple[in
                 agent_code=agent_code, customer_external_id=customer_external_id, signal_name=signal_name))
             if rule is not None:
                 decisions.append((event_id, rule.matter_id, AttributionSource.RULE))
-        return _insert_attributions_if_absent(book=book, decisions=decisions), [event_id for event_id, *_ in chunk]
+        assigned = _insert_attributions_if_absent(book=book, decisions=decisions)
+        if chunk:
+            progress.advance(len(chunk))
+        return assigned, [event_id for event_id, *_ in chunk]
 
 
 def matter_rules_apply(*, book, events_per_call: int | None = None, time_budget_seconds: float | None = None) -> int:
@@ -278,6 +295,13 @@ def matter_rules_apply(*, book, events_per_call: int | None = None, time_budget_
     have passed; returns how many events it assigned, so a caller runs it again until it answers 0.
     Safe to run concurrently: each event is attributed at most once.
     """
+    return _sweep(book=book, events_per_call=events_per_call, time_budget_seconds=time_budget_seconds)[0]
+
+
+def _sweep(*, book, events_per_call: int | None = None, time_budget_seconds: float | None = None,
+           progress: Progress = NO_PROGRESS) -> tuple[int, bool]:
+    """`matter_rules_apply`, reporting each chunk to `progress`: (events assigned, whether it went through every
+    candidate rather than stopping at its bound)."""
     events_per_call = events_per_call or settings.MATTERS_APPLY_EVENTS_PER_CALL
     budget = settings.MATTERS_APPLY_TIME_BUDGET_SECONDS if time_budget_seconds is None else time_budget_seconds
     # Elapsed time of this call, not a point in time: a monotonic timer rather than the wall clock.
@@ -285,10 +309,46 @@ def matter_rules_apply(*, book, events_per_call: int | None = None, time_budget_
     assigned, examined, after_id = 0, 0, None
     while examined < events_per_call:
         size = min(settings.MATTERS_APPLY_CHUNK_SIZE, events_per_call - examined)
-        chunk_assigned, examined_ids = _apply_rules_to_chunk(book=book, after_id=after_id, size=size)
+        chunk_assigned, examined_ids = _apply_rules_to_chunk(book=book, after_id=after_id, size=size,
+                                                             progress=progress)
         assigned += chunk_assigned
         examined += len(examined_ids)
-        if len(examined_ids) < size or time.monotonic() - started >= budget:
+        if len(examined_ids) < size:
+            return assigned, True
+        if time.monotonic() - started >= budget:
             break
         after_id = examined_ids[-1]
-    return assigned
+    return assigned, False
+
+
+def matter_rules_apply_start(*, book, created_by: str = "") -> tuple[int, Job]:
+    """Apply the rules as a job: this call sweeps within its bounds (as `matter_rules_apply`) and, when it stops
+    before the end, hands the rest to the background (a Celery task, or this process's runner without a broker).
+    Returns (events this call assigned, the job)."""
+    from matters.tasks import matter_rules_apply_task  # tasks import this module
+
+    job = job_create(book=book, kind=JobKind.MATTER_RULES_APPLY, task=matter_rules_apply_task, task_args=(book.pk,),
+                     created_by=created_by, status=JobStatus.RUNNING)
+    try:
+        assigned, finished = _sweep(book=book, progress=JobProgress(job))
+    except Exception as exc:
+        job_fail(job, exc)
+        raise
+    if finished:
+        job_succeed(job, {"assigned": assigned})
+    else:
+        # The background run adds what it assigns to this call's count.
+        job.task_args = [str(book.pk), str(job.pk), assigned]
+        Job.objects.filter(pk=job.pk).update(task_args=job.task_args)
+        job_hand_over(job)
+    return assigned, job
+
+
+def matter_rules_apply_rest(*, book, assigned_before: int = 0):
+    """The background part of a rules sweep as a job's work: every remaining candidate, with no bound."""
+    def work(progress: Progress) -> dict:
+        ordered_rules = _rules_in_order(book)
+        progress.expect(_sweep_candidates(book, ordered_rules).count() if ordered_rules else 0)
+        assigned, _ = _sweep(book=book, events_per_call=2**62, time_budget_seconds=float("inf"), progress=progress)
+        return {"assigned": assigned_before + assigned}
+    return work

@@ -187,6 +187,8 @@ class MatterRulesApplyApi(MattersApiView):
         """Apply the routing rules to unassigned events.
 
         Sweeps the events that have no matter and no attribution history through the rules and answers how many were
-        assigned."""
-        assigned = services.matter_rules_apply(book=self.book)
-        return Response(MatterRulesAppliedOut({"assigned": assigned}).data, status=201)
+        assigned. A call works through a bounded number of events; when it stops before the end, the rest of the sweep
+        goes on in the background, and `GET /v1/jobs/{jobId}` follows it to its end (calling again is safe too: each
+        event is attributed at most once)."""
+        assigned, job = services.matter_rules_apply_start(book=self.book, created_by=self.created_by)
+        return Response(MatterRulesAppliedOut({"assigned": assigned, "jobId": job.pk}).data, status=201)

@@ -8,6 +8,7 @@ from billing.models import CreditGrant, Invoice, Payment, Refund, Subscription, 
 from catalog.models import ModelAlias, ServiceEntry
 from config.accounts.keys import key_digest
 from config.accounts.models import ApiKey, Membership
+from config.jobs.models import Job
 from customers.models import EventStatus
 from matters.models import MatterAttribution
 from tests.billing.invoice_support import (JAN, WEBHOOK_SECRET, billing_chain, credit_pool, draft, pay, recurring,
@@ -218,7 +219,10 @@ def test_apply_rules_attributes_the_unassigned_events_of_the_books(console, book
     event = UsageEventFactory(book=book, agent_code="contracts-bot", usage_date=NOW)
     resp = action(console, "/admin/matters/matter/", "apply_matter_rules", [matter])
     assert MatterAttribution.objects.get(event=event).matter_id == matter.pk
-    assert messages_of(resp)[0].startswith(f"{book}: 1 events assigned by rule.")
+    job = Job.objects.get(book=book)
+    assert messages_of(resp) == [f'{book}: 1 events assigned by rule (<a href="/admin/jobs/job/{job.pk}/change/">'
+                                 f'the job</a>).']
+    assert (job.kind, job.status, job.done, job.result) == ("matter_rules_apply", "succeeded", 1, {"assigned": 1})
 
 
 def test_apply_rules_needs_a_matters_role(console_for, book):
@@ -242,8 +246,10 @@ def test_map_model_prefills_the_unknown_model_maps_it_and_prices_the_waiting_eve
     waiting.refresh_from_db()
     assert waiting.event_status == EventStatus.PROCESSED and waiting.usage_cost == service.input_cost * 1_000_000
     assert ModelAlias.objects.get(book=book, model="house-llm").service == service
+    job = Job.objects.get(book=book)
     assert messages_of(resp) == [f"{book}: house-llm (acme) is priced as {service}; 1 unpriced events named it, "
-                                 "1 priced."]
+                                 f'1 priced (<a href="/admin/jobs/job/{job.pk}/change/">the job</a>).']
+    assert (job.kind, job.status, job.done, job.total) == ("cost_backfill", "succeeded", 1, 1)
 
 
 def test_map_model_refuses_a_name_the_catalog_knows(console, book):

@@ -8,6 +8,7 @@ from billing.models import (CreditGrant, CreditPoolAlert, Invoice, Payment, Refu
 from catalog.models import ModelAlias, ServiceEntry
 from config.accounts.models import ApiRequestLog, Invitation
 from config.accounts.services import api_key_mint, member_ensure
+from config.jobs.models import Job
 from controls.models import CustomerAlert, CustomerAlertFiring, Device, Notification, SpendCap, SpendCapAlert
 from customers.models import UsageDailyRollup
 from matters.models import MatterAttribution
@@ -78,5 +79,7 @@ def populate(book, tag: str) -> dict:
                                     link="/admin/", alert=alert, firing=firing),
         PortalSession.objects.create(book=book, customer=customer, token_digest=secrets.token_hex(32),
                                      expires_at=AT + timedelta(hours=1)),
+        Job.objects.create(book=book, kind="cost_reprice", status="failed", done=3, total=7,
+                           error=f"{tag} job failed"),
     ]
     return {type(row): row for row in rows}

@@ -7,6 +7,7 @@ from django.core.management import call_command
 
 from catalog.models import ServiceEntry
 from config.accounts.models import Membership, User
+from config.jobs.models import Job
 from customers.models import EventStatus, UsageDailyRollup, UsageEvent
 from customers.rollup import analytics_rollup_rebuild
 from tests.factories import UsageEventFactory
@@ -72,10 +73,16 @@ def test_console_shows_why_each_unpriced_event_is_unpriced(operator, book):
     assert "Priceable now with the current catalog" in page
 
 
-def test_console_action_prices_again_what_the_catalog_can_price(operator, book):
+def test_console_action_prices_again_what_the_catalog_can_price(operator, book, django_capture_on_commit_callbacks):
     waiting = unpriced_event(book)
-    resp = operator.post("/admin/customers/usageevent/", {"action": "price_again",
-                                                         "_selected_action": [str(waiting.id)]}, follow=True)
+    # The pricing is a job run after the action's commit (eagerly in the suite, as a worker would).
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = operator.post("/admin/customers/usageevent/", {"action": "price_again",
+                                                             "_selected_action": [str(waiting.id)]}, follow=True)
     assert resp.status_code == 200
-    assert "1 unpriced events priced with the current catalog" in resp.content.decode()
+    job = Job.objects.get(book=book)
+    assert "its unpriced events are being priced with the current catalog in the background" in resp.content.decode()
+    assert f'<a href="/admin/jobs/job/{job.pk}/change/">follow the job' in resp.content.decode()
+    assert (job.kind, job.status, job.done, job.total, job.result) == ("cost_reprice", "succeeded", 1, 1,
+                                                                        {"eventsPriced": 1})
     assert UsageEvent.objects.get(pk=waiting.pk).usage_cost == D("0.025")

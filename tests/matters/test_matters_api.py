@@ -209,7 +209,7 @@ def test_events_returned_by_a_deletion_are_not_swept_by_apply(api, book, record)
     event = record(tag="2025-001", agent="drafter")
     api.delete(f"/v1/matters/{doomed['id']}")
     api.post("/v1/matter-rules", {"matterId": keeper["id"], "agentCode": "drafter"})
-    assert api.post("/v1/matter-rules/apply").json() == {"assigned": 0}
+    assert api.post("/v1/matter-rules/apply").json()["assigned"] == 0
     attribution = MatterAttribution.objects.get(event=event)
     assert (attribution.matter_id, attribution.source) == (None, None)
 

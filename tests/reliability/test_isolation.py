@@ -163,6 +163,8 @@ ROUTES = {
     ("POST", "/v1/matter-rules/apply"): Writes({}, 201, 201, records=("rule", "event"), effect=lambda world: list(
         MatterAttribution.objects.filter(event_id=world.event.id).values_list("matter_id", "source"))),
     ("PATCH", "/v1/matter-rules/{rule_id}"): Addressed({"priority": 5}),
+    # jobs
+    ("GET", "/v1/jobs/{job_id}"): Addressed(),
     ("DELETE", "/v1/matter-rules/{rule_id}"): Addressed(),
     # controls
     ("GET", "/v1/control/caps"): Reads(("cap",)),

@@ -24,7 +24,7 @@ PATH_RECORDS = {
     "customer_id": "customer", "agent_id": "agent", "signal_id": "signal", "plan_id": "plan",
     "strategy_id": "strategy", "subscription_id": "subscription", "invoice_id": "invoice",
     "payment_id": "payment", "matter_id": "matter", "rule_id": "rule", "cap_id": "cap", "alert_id": "alert",
-    "service_id": "service", "session_id": "portal_session",
+    "service_id": "service", "session_id": "portal_session", "job_id": "job",
 }
 
 
@@ -198,6 +198,11 @@ class World:
     @cached_property
     def rule(self):
         return self.post("/v1/matter-rules", {"matterId": self.matter.id, "agentCode": self.agent.agentCode})
+
+    @cached_property
+    def job(self):
+        """A rules sweep's job (what `POST /v1/matter-rules/apply` answers the id of)."""
+        return Record({"id": self.post("/v1/matter-rules/apply", {}, 201).jobId})
 
     # ------------------------------------------------------------------ controls
     @cached_property

@@ -1,14 +1,41 @@
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from catalog.services import catalog_load
 from config.core import clock
+from config.core.progress import ProgressBar
+from config.jobs.models import JobStatus
+from config.jobs.services import jobs_run_or_follow
 
 
 class Command(BaseCommand):
-    help = ("Load the services catalog from catalog/data (idempotent: ids stay, rates update, "
-            "dropped entries go inactive).")
+    help = ("Load the services catalog from catalog/data (idempotent: ids stay, rates update, dropped entries go "
+            "inactive), then price the unpriced events it can price now: one job per book, which this command runs "
+            "itself unless a worker has taken it up, with a progress bar on a terminal (plain lines otherwise).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--no-wait", action="store_true",
+                            help="Leave the pricing jobs to the workers and return once the catalog is loaded.")
 
     def handle(self, *args, **options):
-        result = catalog_load(now=clock.now())
+        started = []
+        result = catalog_load(now=clock.now(), started_jobs=started)
         self.stdout.write(f"catalog: {result.created} created, {result.updated} updated, "
                           f"{result.unchanged} unchanged, {result.deactivated} deactivated")
+        if not started:
+            return
+        if options["no_wait"]:
+            self.stdout.write(f"pricing unpriced events of {len(started)} book(s) in the background: jobs "
+                              f"{', '.join(str(job.pk) for job in started)}")
+            return
+        bar = ProgressBar(self.stdout, f"Pricing unpriced events of {len(started)} book(s)")
+
+        def show(jobs):
+            totals = [job.total for job in jobs]
+            bar.update(sum(job.done for job in jobs), None if None in totals else sum(totals))
+        jobs = jobs_run_or_follow([job.pk for job in started], on_update=show)
+        bar.finish()
+        priced = sum((job.result or {}).get("eventsPriced", 0) for job in jobs)
+        failed = [job for job in jobs if job.status == JobStatus.FAILED]
+        self.stdout.write(f"unpriced events: {priced} priced")
+        if failed:
+            raise CommandError("; ".join(f"job {job.pk} (book {job.book_id}) failed: {job.error}" for job in failed))

@@ -1,0 +1,24 @@
+"""/v1/jobs/{id}: how far a long operation has come (config/jobs/services.py)."""
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+
+from config.accounts.api import ALL_SCOPES, OrgApiView
+from config.core.scoping import get_owned
+from config.jobs.models import Job
+from config.jobs.serializers import JobOut
+
+
+class JobDetailApi(OrgApiView):
+    # Whoever may start an operation may watch it: its job tells counts, never the book's records.
+    read_scopes = ALL_SCOPES
+
+    @extend_schema(operation_id="jobs_retrieve", responses=JobOut)
+    def get(self, request, job_id):
+        """Get a job.
+
+        The status and progress of long work an operation started (a cost backfill after `POST
+        /v1/events/map-model`, a rules sweep after `POST /v1/matter-rules/apply`, the pricing of unpriced events
+        after a catalog refresh), by the `jobId` it answered. `status` goes `queued`, `running`, then `succeeded`
+        (with `result`) or `failed` (with `error`); `done` of `total` items are examined, `percent` of the way.
+        Poll it every few seconds; a job of another book is a 404."""
+        return Response(JobOut(get_owned(Job, self.book, job_id)).data)

@@ -1,0 +1,192 @@
+"""Long work as jobs a person can watch (config/jobs): the operations that start them answer a `jobId`, and
+GET /v1/jobs/{id} reads its status and progress, written by the chunked loops once per chunk."""
+import time
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+
+from billing.followup import in_process as usage_followup
+from config.core import clock
+from config.core.redis_client import redis_client
+from config.jobs.models import Job
+from config.jobs.services import jobs_housekeeping, watching
+from customers import backfill
+from customers.models import UsageEvent
+from matters.models import MatterAttribution
+from tests.factories import ServiceEntryFactory
+
+pytestmark = pytest.mark.django_db
+
+MODEL = {"model": "house-model-v2", "modelProvider": "inhouse"}
+
+
+@pytest.fixture
+def llm(db):
+    return ServiceEntryFactory(canonical_name="mapped-llm", provider="mapai", input_cost=Decimal("0.000002"),
+                               output_cost=Decimal("0.00001"))
+
+
+def record_unknown(api, count: int):
+    """`count` events of a model the catalog does not know, stored with cost null (1000 in, 100 out: 0.003 USD
+    each once mapped onto `llm`)."""
+    records = [{"customerExternalId": "c", "agentCode": "a", "signalName": "s", **MODEL, "inputTokens": 1000,
+                "outputTokens": 100} for _ in range(count)]
+    resp = api.post("/v1/usage/record", {"records": records})
+    assert resp.status_code == 200 and len(resp.json()["results"]["failed"]) == count, resp.json()
+
+
+def map_model(api, llm):
+    resp = api.post("/v1/events/map-model", {**MODEL, "serviceId": str(llm.id)})
+    assert resp.status_code == 201, resp.json()
+    return resp.json()
+
+
+def job_of(api, job_id) -> dict:
+    resp = api.get(f"/v1/jobs/{job_id}")
+    assert resp.status_code == 200, resp.json()
+    return resp.json()
+
+
+def test_a_backfill_in_the_background_is_a_job_read_to_its_end(api, llm, settings, monkeypatch,
+                                                                django_capture_on_commit_callbacks):
+    settings.MAP_MODEL_INLINE_BACKFILL_LIMIT = 1
+    monkeypatch.setattr(backfill, "BACKFILL_CHUNK", 2)
+    record_unknown(api, 5)
+    reports = []
+    # Celery runs eagerly in the suite: the task executes on commit, as a worker would.
+    with watching(lambda job: reports.append((job.status, job.done, job.total))):
+        with django_capture_on_commit_callbacks(execute=True):
+            body = map_model(api, llm)
+            queued = job_of(api, body["jobId"])
+    assert body["backfill"] == {"eventsWaiting": 5, "eventsPriced": 0, "scheduled": True}
+    assert (queued["status"], queued["done"], queued["total"], queued["startedAt"]) == ("queued", 0, 5, None)
+    # One report when the work counts what is left, one per chunk of 2, then the end.
+    assert reports == [("running", 0, 5), ("running", 2, 5), ("running", 4, 5), ("running", 5, 5),
+                       ("succeeded", 5, 5)]
+    job = job_of(api, body["jobId"])
+    assert {key: job[key] for key in ("id", "kind", "status", "done", "total", "percent", "result", "error")} == {
+        "id": body["jobId"], "kind": "cost_backfill", "status": "succeeded", "done": 5, "total": 5, "percent": 100,
+        "result": {"eventsPriced": 5}, "error": None}
+    assert job["createdAt"] <= job["startedAt"] <= job["finishedAt"]
+    assert set(UsageEvent.objects.values_list("usage_cost", flat=True)) == {Decimal("0.003")}
+
+
+def test_an_inline_backfill_answers_its_finished_job(api, llm):
+    record_unknown(api, 2)
+    body = map_model(api, llm)
+    assert body["backfill"] == {"eventsWaiting": 2, "eventsPriced": 2, "scheduled": False}
+    job = job_of(api, body["jobId"])
+    assert (job["status"], job["done"], job["total"], job["percent"], job["result"]) == (
+        "succeeded", 2, 2, 100, {"eventsPriced": 2})
+
+
+def test_a_failed_job_says_failed_with_its_error_and_keeps_what_it_did(api, llm, settings, monkeypatch,
+                                                                      django_capture_on_commit_callbacks):
+    settings.MAP_MODEL_INLINE_BACKFILL_LIMIT = 1
+    monkeypatch.setattr(backfill, "BACKFILL_CHUNK", 2)
+    record_unknown(api, 5)
+    price_and_save, calls = backfill._price_and_save, []
+
+    def second_chunk_breaks(book, events):
+        calls.append(len(events))
+        if len(calls) == 2:
+            raise RuntimeError("the disk is full")
+        return price_and_save(book, events)
+    monkeypatch.setattr(backfill, "_price_and_save", second_chunk_breaks)
+    with django_capture_on_commit_callbacks(execute=True):
+        body = map_model(api, llm)
+    job = job_of(api, body["jobId"])
+    assert (job["status"], job["done"], job["total"], job["percent"], job["result"]) == ("failed", 2, 5, 40, None)
+    assert job["error"] == (f"The work stopped on an unexpected error (RuntimeError); the log has its details under "
+                            f"job {body['jobId']}. Items done so far stay done; starting the operation again does "
+                            f"the rest.")
+    assert job["finishedAt"] is not None
+    assert UsageEvent.objects.filter(usage_cost__isnull=False).count() == 2  # the first chunk stays priced
+
+
+def test_a_job_of_another_book_is_not_found(api, other_api, client_for, llm):
+    job_id = map_model(api, llm)["jobId"]
+    missing = other_api.get("/v1/jobs/00000000-0000-0000-0000-000000000000")
+    for client in (other_api, client_for(environment="live")):
+        resp = client.get(f"/v1/jobs/{job_id}")
+        assert resp.status_code == 404 and resp.json() == missing.json() == {"message": "Job not found"}
+    assert api.get("/v1/jobs/not-a-uuid").status_code == 404
+
+
+def test_an_ingest_key_may_read_a_job(api, client_for, llm):
+    job_id = map_model(api, llm)["jobId"]
+    assert client_for(scope="ingest").get(f"/v1/jobs/{job_id}").status_code == 200
+
+
+def test_a_rules_sweep_goes_on_in_the_background_as_its_job(api, settings, django_capture_on_commit_callbacks):
+    settings.MATTERS_APPLY_EVENTS_PER_CALL = 2
+    settings.MATTERS_APPLY_CHUNK_SIZE = 2
+    records = [{"customerExternalId": "c", "agentCode": "drafter" if n < 5 else "other", "signalName": "memo",
+                "model": "gpt-4o", "modelProvider": "openai", "inputTokens": 10} for n in range(7)]
+    resp = api.post("/v1/usage/record", {"records": records})
+    assert resp.status_code == 200, resp.json()
+    matter = api.post("/v1/matters", {"matterNumber": "2025-001", "name": "Smith v Jones",
+                                      "clientName": "Smith & Co"}).json()
+    assert api.post("/v1/matter-rules", {"matterId": matter["id"], "agentCode": "drafter"}).status_code == 201
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = api.post("/v1/matter-rules/apply")
+    assert resp.status_code == 201 and resp.json()["assigned"] == 2  # this call's bound; the rest goes on
+    job = job_of(api, resp.json()["jobId"])
+    assert (job["kind"], job["status"], job["done"], job["total"], job["result"]) == (
+        "matter_rules_apply", "succeeded", 5, 5, {"assigned": 5})
+    assert MatterAttribution.objects.filter(matter_id=matter["id"], source="rule").count() == 5
+
+
+def test_a_sweep_that_ends_within_its_call_answers_its_finished_job(api):
+    resp = api.post("/v1/matter-rules/apply")
+    job = job_of(api, resp.json()["jobId"])
+    assert resp.json()["assigned"] == 0
+    assert (job["status"], job["done"], job["total"], job["percent"], job["result"]) == (
+        "succeeded", 0, 0, 100, {"assigned": 0})
+
+
+@pytest.fixture
+def without_redis(settings):
+    """The zero-setup configuration: no REDIS_URL, so no broker and no worker."""
+    settings.REDIS_URL = ""
+    redis_client.cache_clear()
+    yield
+    usage_followup.flush()  # what recording left to this process's runner, while the test database is there
+    redis_client.cache_clear()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_broker_the_job_runs_in_the_web_process_after_the_answer(api, llm, settings, without_redis):
+    settings.MAP_MODEL_INLINE_BACKFILL_LIMIT = 1
+    record_unknown(api, 3)
+    body = map_model(api, llm)
+    deadline = time.monotonic() + 30
+    while (job := job_of(api, body["jobId"]))["status"] not in ("succeeded", "failed"):
+        assert time.monotonic() < deadline, job
+        time.sleep(0.05)
+    assert (job["status"], job["done"], job["total"], job["result"]) == ("succeeded", 3, 3, {"eventsPriced": 3})
+    assert not UsageEvent.objects.filter(usage_cost__isnull=True).exists()
+    assert Job.objects.get().attempts == 1
+
+
+def test_housekeeping_restarts_a_job_whose_runner_was_lost_and_deletes_old_finished_ones(api, book, llm, settings):
+    settings.MAP_MODEL_INLINE_BACKFILL_LIMIT = 1
+    record_unknown(api, 3)
+    job_id = map_model(api, llm)["jobId"]  # its task is never sent here (the commit never comes): a lost message
+    now = clock.now()
+    lost_long_ago = now - timedelta(seconds=settings.JOBS_STALE_SECONDS + 1)
+    Job.objects.filter(pk=job_id).update(updated_at=lost_long_ago)
+    given_up = Job.objects.create(book=book, kind="cost_reprice", status="running", attempts=settings.JOBS_MAX_ATTEMPTS)
+    Job.objects.filter(pk=given_up.pk).update(updated_at=lost_long_ago)
+    recent = Job.objects.create(book=book, kind="cost_reprice", status="running", attempts=1)
+    old = Job.objects.create(book=book, kind="cost_reprice", status="succeeded",
+                             finished_at=now - timedelta(days=settings.JOBS_KEEP_DAYS, seconds=1))
+    assert jobs_housekeeping(now=now) == {"restarted": 1, "failed": 1, "deleted": 1}
+    job = job_of(api, job_id)
+    assert (job["status"], job["done"], job["total"], job["result"]) == ("succeeded", 3, 3, {"eventsPriced": 3})
+    given_up = job_of(api, given_up.pk)
+    assert given_up["status"] == "failed" and given_up["error"].startswith("Stopped: its runner was lost 3 times.")
+    assert job_of(api, recent.pk)["status"] == "running"  # it moved lately: its runner is at work
+    assert not Job.objects.filter(pk=old.pk).exists()
+    assert jobs_housekeeping(now=now) == {"restarted": 0, "failed": 0, "deleted": 0}
