@@ -34,6 +34,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", include(api_patterns)),
     path("", core_views.home, name="home"),
+    path("favicon.ico", core_views.favicon, name="favicon"),
     path("", include("portal.page_urls")),
     # Unknown URLs answer JSON 404 even with DEBUG on.
     re_path(r"^(?!admin/|static/).*$", core_views.json_not_found),
