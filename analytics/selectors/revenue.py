@@ -28,8 +28,9 @@ from billing.models import ChargeType, Subscription
 from billing.pricing.attribution import Claim, billing_claims
 from billing.pricing.engine import DaySpan, agent_earned, fee_for_period, price_quantity
 from billing.pricing.periods import cycle_containing, local_date, local_midnight
-from billing.pricing.terms import PlanTerms, PricedStrategy, TermsTimeline, terms_timelines
-from billing.selectors.subscriptions import schedule_of, subscription_get, subscription_terms
+from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, schedule_of, subscription_terms,
+                                   terms_timelines)
+from billing.selectors.subscriptions import subscription_get
 from config.core.money import ZERO
 from config.core.scoping import owned
 from customers.models import Customer

@@ -11,9 +11,9 @@ from decimal import Decimal
 from billing.models import ChargeType, Invoice, InvoiceLine, PricingStrategy, Subscription
 from billing.pricing import engine
 from billing.pricing.periods import cycle_containing, first_uncovered_day, local_date
-from billing.pricing.terms import PlanTerms, PricedStrategy, captured_terms, current_terms
+from billing.pricing.terms import (PlanTerms, PricedStrategy, captured_terms, current_terms, effective_end, schedule_of,
+                                   subscription_terms)
 from billing.pricing.usage import billed_usage
-from billing.selectors.subscriptions import effective_end, schedule_of, subscription_terms
 from config.core.money import to_cents
 from config.core.scoping import owned
 from config.core.serialization import decimal_text

@@ -11,6 +11,9 @@ This is the one adapter from strategy rows to the engine's `StrategyTerms`, with
 stored strategy that cannot be priced (the strategy API refuses such terms, so only data written around
 it) is a 422 naming the strategy, raised where something prices it; which signals a subscription bills
 needs only its charge type and signal, so attribution and credit balances still read.
+
+It is also the one adapter from a subscription row to the period calendar (`schedule_of`) and to the
+engine (`subscription_terms`).
 """
 from collections import defaultdict
 from dataclasses import dataclass
@@ -19,7 +22,8 @@ from decimal import Decimal
 from uuid import UUID
 
 from billing.models import ChargeType, Invoice, InvoiceStatus, PricingStrategy, Subscription
-from billing.pricing.engine import StrategyTerms
+from billing.pricing.engine import StrategyTerms, SubscriptionTerms
+from billing.pricing.periods import Schedule, first_uncovered_day, local_date
 from config.core.errors import Unprocessable
 from config.core.money import ZERO
 from config.core.scoping import owned
@@ -166,9 +170,35 @@ class TermsTimeline:
         return clipped
 
 
+# --------------------------------------------------------------------------- a subscription for calendar and engine
+
+def effective_end(subscription: Subscription):
+    """The exclusive end of the subscription's life; None while it runs on (isForever ignores endDate)."""
+    return None if subscription.is_forever else subscription.end_date
+
+
+def schedule_of(subscription: Subscription) -> Schedule:
+    """The billing rules of a subscription, as the pure period engine takes them."""
+    return Schedule(anchor=subscription.start_date, cycle=subscription.billing_cycle,
+                    timezone=subscription.timezone, billing_day=subscription.billing_day,
+                    custom_cycle_days=subscription.custom_cycle_days, end=effective_end(subscription))
+
+
+def subscription_terms(subscription: Subscription) -> SubscriptionTerms:
+    """The subscription as the pricing engine takes it: the local days it covers, `[startDate's day,
+    endDate)`. The end is exclusive as stored (docs/decisions/plans-and-subscriptions.md); an end inside a
+    day covers that day, as a start inside a day does."""
+    timezone = subscription.timezone
+    end = effective_end(subscription)
+    return SubscriptionTerms(start=local_date(subscription.start_date, timezone),
+                             end=None if end is None else first_uncovered_day(end, timezone),
+                             billing_cycle=subscription.billing_cycle, seats_count=Decimal(subscription.seats_count),
+                             prorated_amount=subscription.prorated_amount)
+
+
 def life_of(subscription: Subscription) -> tuple[datetime, datetime | None]:
     """The subscription's life `[startDate, endDate)`; open while it runs on (isForever ignores endDate)."""
-    return subscription.start_date, None if subscription.is_forever else subscription.end_date
+    return subscription.start_date, effective_end(subscription)
 
 
 def _timeline(subscription: Subscription, current: PlanTerms, invoiced: list[tuple]) -> TermsTimeline:

@@ -27,9 +27,8 @@ from django.db.models.functions import Coalesce
 from billing.models import ChargeType, CreditGrant, PricingModel, PricingStrategy, Subscription
 from billing.pricing.engine import StrategyTerms, billed_quantity
 from billing.pricing.periods import next_period, period_containing
-from billing.pricing.terms import priced_strategy
+from billing.pricing.terms import priced_strategy, schedule_of
 from billing.pricing.usage import billed_usage
-from billing.selectors.subscriptions import schedule_of
 from config.core.errors import NotFound
 from config.core.money import ZERO, ExactField, decimal_or_none
 from config.core.scoping import not_found, owned

@@ -23,7 +23,7 @@ from billing.pay_links import live_pay_token, pay_token_digest, pay_token_of, pa
 from billing.pricing.lines import billing_window, invoice_terms, priced_lines, totals
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
 from billing.pricing.periods import local_date, local_midnight, period_as_of
-from billing.selectors.subscriptions import effective_end, schedule_of
+from billing.pricing.terms import effective_end, schedule_of
 from config.core.errors import ApiError, BadRequest, Conflict, NotFound, Unprocessable
 from config.core.jobs import BookFailures
 from config.core.money import CENTS_DIGITS, CENTS_PLACES, EXACT_DIGITS, EXACT_PLACES

@@ -8,7 +8,7 @@ from django.db.models import Q
 
 from billing.models import BillingCycle, PlanAgent, PricingPlan, Subscription, SubscriptionStatus
 from billing.pricing.periods import Period, cycle_containing, is_valid_timezone, local_midnight, period_as_of
-from billing.selectors.subscriptions import effective_end, schedule_of
+from billing.pricing.terms import effective_end, schedule_of
 from billing.services.changelog import SYSTEM_ACTOR, Kind, changelog_add, diff, json_value
 from config.core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from config.core.jobs import BookFailures

@@ -17,7 +17,7 @@ from django.db import transaction
 from billing.models import Invoice, InvoiceStatus, PricingPlan, PricingStrategy, Subscription
 from billing.pricing.periods import Period, first_period, next_period
 from billing.recording import usage_record
-from billing.selectors.subscriptions import schedule_of
+from billing.pricing.terms import schedule_of
 from billing.serializers.plans import PlanCreateIn
 from billing.serializers.strategies import StrategyIn
 from billing.serializers.subscriptions import SubscriptionCreateIn
