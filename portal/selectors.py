@@ -16,7 +16,7 @@ from billing.selectors.invoices import invoice_documents
 from config.core.clock import UTC, day_start, month_window
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
-from customers.models import Customer, UsageEvent
+from customers.models import Customer, Signal, UsageEvent
 from customers.usage_sums import event_sums
 from portal.models import PortalSession
 
@@ -126,7 +126,21 @@ def customer_usage(*, book, customer: Customer, start: datetime, end: datetime, 
         day = first + timedelta(days=offset)
         row = daily.get(day)
         days.append(UsageDay(day, row.event_count, row.quantity) if row else UsageDay(day, 0, ZERO))
-    by_signal = [UsageTotal(row.key[0], row.event_count, row.quantity)
-                 for row in event_sums(events, by=("signal_name",), measures=measures,
-                                       order_by=("-event_count", "signal_name"))]
-    return CustomerUsage(start, end, days, by_signal)
+    return CustomerUsage(start, end, days, _usage_by_signal(book, events, measures))
+
+
+def _usage_by_signal(book, events, measures) -> list[UsageTotal]:
+    """Totals per signal under the signal's display name, as the customer reads it on invoices; an event
+    whose signal was deleted keeps the name it recorded. Signals of different agents with one display name
+    make one row."""
+    rows = event_sums(events, by=("signal_id", "signal_name"), measures=measures)
+    names = dict(owned(Signal, book).filter(pk__in={row.key[0] for row in rows if row.key[0]})
+                 .values_list("pk", "name"))
+    totals: dict[str, list] = {}
+    for row in rows:
+        label = names.get(row.key[0]) or row.key[1]
+        total = totals.setdefault(label, [0, ZERO])
+        total[0] += row.event_count
+        total[1] += row.quantity
+    return sorted((UsageTotal(label, count, quantity) for label, (count, quantity) in totals.items()),
+                  key=lambda total: (-total.events, total.signal_name))

@@ -251,6 +251,24 @@ def test_the_page_charts_the_current_periods_usage_of_this_customer_only(book, c
     assert "<script" not in page and "https://" not in page.split("</head>")[0]
 
 
+def test_the_usage_table_names_each_signal_as_the_customer_reads_it(book, customer, create_session, clock_at):
+    agent = AgentFactory(book=book)
+    minutes = SignalFactory(book=book, agent=agent, name="Call minutes", short_name="call_minutes")
+    gone = SignalFactory(book=book, agent=agent, name="Pages", short_name="pages")
+    for quantity in (3, 4):
+        UsageEventFactory(book=book, customer=customer, signal=minutes, signal_name="call_minutes",
+                          quantity=Decimal(quantity), usage_date=instant("2025-06-02T10:00:00Z"))
+    UsageEventFactory(book=book, customer=customer, signal=gone, signal_name="pages", quantity=Decimal(5),
+                      usage_date=instant("2025-06-03T10:00:00Z"))
+    gone.delete()  # its event keeps the name it recorded
+    client = opened(create_session(customer))
+    clock_at(instant("2025-06-10T12:00:00Z"))
+    usage_section = html(client.get("/portal/s/")).split('id="usage"')[1].split("</section>")[0]
+    assert "Call minutes" in usage_section and "call_minutes" not in usage_section
+    assert ">7<" in usage_section and "pages" in usage_section and ">5<" in usage_section
+    assert usage_section.index("Call minutes") < usage_section.index("pages")  # most events first
+
+
 def test_credit_balances_show_only_where_the_plan_sells_a_pool(api, book, customer, create_session, clock_at):
     client = opened(create_session(customer))
     assert 'id="credits"' not in html(client.get("/portal/s/"))
