@@ -5,6 +5,8 @@ from decimal import Decimal
 from django import forms
 from django.contrib import admin
 from django.db.models import F
+from django.utils.html import format_html_join
+from django.utils.safestring import mark_safe
 
 from billing.models import Invoice, InvoiceLine, Payment, Refund
 from billing.services.invoices import invoice_send, invoice_void
@@ -45,7 +47,22 @@ class ReadOnlyInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline)
 class InvoiceLineInline(ReadOnlyInline):
     model = InvoiceLine
     fields = ["position", "charge_type", "description", "agent", "signal", "quantity", "used_quantity", "amount",
-              "prorated_days", "period_days", "terms"]
+              "prorated_days", "period_days", "terms_as_priced"]
+
+    @admin.display(description="Terms as priced")
+    def terms_as_priced(self, line):
+        """One term a line (tiers one a line too), so the inline stays as wide as its other columns."""
+        return format_html_join(mark_safe("<br>"), "{}: {}", _term_lines(line.terms or {}))
+
+
+def _term_lines(terms: dict):
+    for name, value in terms.items():
+        if isinstance(value, list):
+            for position, item in enumerate(value, 1):
+                shown = ", ".join(f"{key} {item[key]}" for key in item) if isinstance(item, dict) else item
+                yield f"{name} {position}", shown
+        elif value not in (None, "", {}):
+            yield name, value
 
 
 class PaymentInline(ReadOnlyInline):

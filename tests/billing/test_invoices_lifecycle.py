@@ -349,7 +349,15 @@ def test_invoices_of_another_organization_read_as_404(api, other_api, other_book
 def test_the_console_lists_and_shows_invoices_and_voids_through_the_service(admin_client, api, january):
     _, invoice = january
     assert admin_client.get("/admin/billing/invoice/").status_code == 200
-    assert admin_client.get(f"/admin/billing/invoice/{invoice['id']}/change/").status_code == 200
+    page = admin_client.get(f"/admin/billing/invoice/{invoice['id']}/change/")
+    assert page.status_code == 200
+    terms = [line["terms"] for line in invoice["lines"]] if "terms" in invoice["lines"][0] else None
+    html = page.content.decode()
+    assert "Terms as priced" in html and '{"' not in html.split("Terms as priced")[1]  # one term a line, not JSON
+    if terms:
+        shown = [name for line_terms in terms for name, value in line_terms.items()
+                 if value not in (None, "", {}, []) and not isinstance(value, list)]
+        assert shown and all(f"{name}: " in html for name in shown)
     confirm = admin_client.post("/admin/billing/invoice/", {"action": "void_invoices", "index": "0",
                                                             "_selected_action": [invoice["id"]]})
     assert confirm.status_code == 200 and Invoice.objects.get(pk=invoice["id"]).status == "draft"  # asks first
