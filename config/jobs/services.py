@@ -188,7 +188,7 @@ _watchers_lock = threading.Lock()
 
 
 def _tell_watchers(job: Job) -> None:
-    for watcher in list(_watchers):
+    for watcher in tuple(_watchers):  # a copy: another thread may add or remove one meanwhile
         watcher(job)
 
 

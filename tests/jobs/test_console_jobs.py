@@ -3,7 +3,7 @@ import pytest
 
 from config.jobs.models import Job
 from matters.models import MatterAttribution
-from tests.console.conftest import action, console, console_for, messages_of  # noqa: F401 (fixtures)
+from tests.console.conftest import action, messages_of
 from tests.factories import MatterFactory, MatterRuleFactory, UsageEventFactory
 
 pytestmark = pytest.mark.django_db
@@ -37,8 +37,8 @@ def test_a_sweep_the_action_leaves_to_the_background_links_to_its_job(console, b
     with django_capture_on_commit_callbacks(execute=True):
         resp = action(console, "/admin/matters/matter/", "apply_matter_rules", [matter])
     job = Job.objects.get(book=book)
-    assert messages_of(resp) == [
+    assert messages_of(resp) == [(
         f'{book}: 1 events assigned by rule so far; the rest of the sweep runs in the background: '
-        f'<a href="/admin/jobs/job/{job.pk}/change/">follow the job (applying the matter routing rules)</a>.']
+        f'<a href="/admin/jobs/job/{job.pk}/change/">follow the job (applying the matter routing rules)</a>.')]
     assert (job.status, job.done, job.total, job.result) == ("succeeded", 3, 3, {"assigned": 3})
     assert MatterAttribution.objects.filter(matter=matter).count() == 3

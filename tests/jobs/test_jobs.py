@@ -55,10 +55,10 @@ def test_a_backfill_in_the_background_is_a_job_read_to_its_end(api, llm, setting
     record_unknown(api, 5)
     reports = []
     # Celery runs eagerly in the suite: the task executes on commit, as a worker would.
-    with watching(lambda job: reports.append((job.status, job.done, job.total))):
-        with django_capture_on_commit_callbacks(execute=True):
-            body = map_model(api, llm)
-            queued = job_of(api, body["jobId"])
+    with (watching(lambda job: reports.append((job.status, job.done, job.total))),
+          django_capture_on_commit_callbacks(execute=True)):
+        body = map_model(api, llm)
+        queued = job_of(api, body["jobId"])
     assert body["backfill"] == {"eventsWaiting": 5, "eventsPriced": 0, "scheduled": True}
     assert (queued["status"], queued["done"], queued["total"], queued["startedAt"]) == ("queued", 0, 5, None)
     # One report when the work counts what is left, one per chunk of 2, then the end.
