@@ -31,7 +31,7 @@ from config.core.serialization import decimal_text
 from customers.ledger import events_append
 from customers.models import CODING_AGENT_CODE, EventStatus, Signal, UsageEvent
 from customers.provisioning import identities_provision
-from matters.services import matters_attribute_new_events
+from matters.ingestion import matters_attribute_new_events
 
 # Run on commit of a batch that stored new events, with `book` and `events` (the new UsageEvent rows): the
 # post-ingestion work of apps above billing (spend caps), registered in config/hooks.py, so billing never

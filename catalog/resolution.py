@@ -101,7 +101,7 @@ def _resolve_statement(book, wanted: list[Pair], flat: list[Pair]) -> tuple[str,
         UNION ALL
         SELECT {_ENTRY.select}, NULL, NULL FROM {ServiceEntry._meta.db_table} s
         WHERE s.is_active AND (s.provider, s.canonical_name) IN (SELECT * FROM unnest(%b::text[], %b::text[]))
-    """
+    """.strip()
     return sql, [*book_params, [model for model, _ in wanted], [provider for _, provider in wanted],
                  [provider for provider, _ in flat], [name for _, name in flat]]
 

@@ -42,7 +42,7 @@ def _known_statement(book, external_ids: list[str], codes: list[str], names: lis
         FROM {Signal._meta.db_table} s JOIN {Agent._meta.db_table} a ON a.id = s.agent_id
         WHERE {signal_in_book} AND {signal_agent_in_book} AND a.agent_code = ANY(%b::text[])
           AND (s.short_name = ANY(%b::text[]) OR s.name = ANY(%b::text[]))
-    """
+    """.strip()
     return sql, [external_ids, *customer_book, *agent_book, codes, *signal_book, *signal_agent_book, codes, names,
                  names]
 

@@ -10,16 +10,14 @@ Attribution invariants every writer keeps:
 import operator
 import time
 from functools import reduce
-from uuid import UUID, uuid4
+from uuid import UUID
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
 
 from config.accounts.models import Membership
-from config.core import clock
-from config.core.database import prepared_cursor
 from config.core.errors import BadRequest, Conflict
 from config.core.progress import NO_PROGRESS, Progress
 from config.core.scoping import get_owned, owned
@@ -27,6 +25,7 @@ from config.jobs.models import Job, JobKind, JobStatus
 from config.jobs.services import JobProgress, job_create, job_fail, job_hand_over, job_succeed
 from customers.models import UsageEvent
 from matters import routing
+from matters.ingestion import attributions_insert_if_absent
 from matters.models import AttributionSource, Matter, MatterAttribution, MatterRule
 
 MATCHER_FIELDS = ("agent_code", "customer_external_id", "signal_pattern")
@@ -145,63 +144,8 @@ def matter_rule_delete(*, book, rule_id) -> None:
     get_owned(MatterRule, book, rule_id).delete()
 
 
-# --------------------------------------------------------------------------- attribution by tag and rule
-
-def _facts(event: UsageEvent) -> routing.EventFacts:
-    return routing.EventFacts(agent_code=event.agent_code, customer_external_id=event.customer_external_id,
-                              signal_name=event.signal_name, tag=routing.tag_of(event.metadata))
-
-
-# Every matter of the book that has rules or is tagged, a row per (matter, rule); rule columns null for a
-# tagged matter without rules. Raw SQL scoped by the book's id: it runs once per recorded batch, and the
-# ORM took longer to compile the join than PostgreSQL to answer it.
-_ROUTING_SQL = f"""
-    SELECT m.id, m.matter_number, r.id, r.priority, r.created_at, r.agent_code, r.customer_external_id,
-           r.signal_pattern
-    FROM {Matter._meta.db_table} m LEFT JOIN {MatterRule._meta.db_table} r ON r.matter_id = m.id
-    WHERE m.book_id = %s AND (r.id IS NOT NULL OR m.matter_number = ANY(%s::text[]))
-""".strip()
-
-
-def _routing_inputs(*, book, tags: set[str]) -> tuple[list[routing.Rule], dict[str, UUID]]:
-    """The book's rules in evaluation order and the ids of the matters these tags name, in ONE query."""
-    with prepared_cursor() as cursor:
-        cursor.execute(_ROUTING_SQL, [book.pk, sorted(tags)])
-        rows = cursor.fetchall()
-    rules, matter_ids_by_number = [], {}
-    for matter_id, number, rule_id, priority, created_at, agent_code, customer_external_id, pattern in rows:
-        if number in tags:
-            matter_ids_by_number[number] = matter_id
-        if rule_id is not None:
-            rules.append(routing.Rule(id=rule_id, matter_id=matter_id, priority=priority, created_at=created_at,
-                                      agent_code=agent_code, customer_external_id=customer_external_id,
-                                      signal_pattern=pattern))
-    return routing.evaluation_order(rules), matter_ids_by_number
-
-
-def matters_attribute_new_events(*, book, events: list[UsageEvent]) -> None:
-    """Attribute freshly inserted usage events by tag, else by the first matching routing rule.
-
-    The ingestion seam: called from the usage recording path inside its transaction, right after a
-    batch's events are inserted (they must have their ids). One query reads the book's rules and the
-    matters the batch's tags name; at most one bulk insert writes the attributions (ON CONFLICT DO
-    NOTHING, so a repeated call changes nothing). Nothing else, whatever the batch size; a book without
-    matters costs that one query (an empty index lookup).
-    """
-    if not events:
-        return
-    tags = {routing.tag_of(event.metadata) for event in events} - {None}
-    ordered_rules, matter_ids_by_number = _routing_inputs(book=book, tags=tags)
-    if not ordered_rules and not matter_ids_by_number:  # the usual book: nothing to route by
-        return
-    decisions = []
-    for event in events:
-        decision = routing.attribute(_facts(event), ordered_rules=ordered_rules,
-                                     matter_ids_by_number=matter_ids_by_number)
-        if decision is not None:
-            decisions.append((event.pk, decision.matter_id, decision.source))
-    _insert_attributions_if_absent(book=book, decisions=decisions)
-
+# --------------------------------------------------------------------------- the rules applied to stored events
+# (new events are attributed as they are recorded: matters/ingestion.py)
 
 def _matches_any_rule(rules: list[routing.Rule]) -> Q:
     """SQL narrowing to events some rule matches (the routing engine still decides which rule wins)."""
@@ -215,33 +159,6 @@ def _matches_any_rule(rules: list[routing.Rule]) -> Q:
             condition &= Q(signal_name__icontains=rule.signal_pattern)
         return condition
     return reduce(operator.or_, (matchers(rule) for rule in rules))
-
-
-ATTRIBUTION_COLUMNS = ("id", "created_at", "updated_at", "book", "event", "matter", "source", "assigned_by")
-
-
-def _insert_attributions_if_absent(*, book, decisions: list[tuple[UUID, UUID, str]]) -> int:
-    """Write (event id, matter id, source) attributions in one INSERT ... ON CONFLICT (event) DO NOTHING;
-    returns how many rows were inserted. The one-to-one constraint referees concurrent writers: the
-    first one wins. Plain parameters, no model instances: this runs on the usage recording path."""
-    if not decisions:
-        return 0
-    meta = MatterAttribution._meta
-    fields = [meta.get_field(name) for name in ATTRIBUTION_COLUMNS]
-    quote = connection.ops.quote_name
-    row_placeholder = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    sql = (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) "
-           f"VALUES {', '.join([row_placeholder] * len(decisions))} "
-           f"ON CONFLICT ({quote(meta.get_field('event').column)}) DO NOTHING")
-    written_at = clock.now()
-    params = [
-        field.get_db_prep_save(value, connection)
-        for event_id, matter_id, source in decisions
-        for field, value in zip(fields, (uuid4(), written_at, written_at, book.pk, event_id, matter_id, source, ""))
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount
 
 
 def _rules_in_order(book) -> list[routing.Rule]:
@@ -281,7 +198,7 @@ def _apply_rules_to_chunk(*, book, after_id: UUID | None, size: int,
                 agent_code=agent_code, customer_external_id=customer_external_id, signal_name=signal_name))
             if rule is not None:
                 decisions.append((event_id, rule.matter_id, AttributionSource.RULE))
-        assigned = _insert_attributions_if_absent(book=book, decisions=decisions)
+        assigned = attributions_insert_if_absent(book=book, decisions=decisions)
         if chunk:
             progress.advance(len(chunk))
         return assigned, [event_id for event_id, *_ in chunk]

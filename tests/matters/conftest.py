@@ -7,7 +7,7 @@ from django.db import transaction
 
 from config.core import clock
 from customers.models import Agent, Customer, EventStatus, Signal, UsageEvent
-from matters.services import matters_attribute_new_events
+from matters.ingestion import matters_attribute_new_events
 
 
 def usage_event(book, *, customer="cust-1", agent="agent-1", signal="reports", cost="1.25", tag=None,

@@ -8,8 +8,9 @@ from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
 from config.core import clock
+from matters.ingestion import matters_attribute_new_events
 from matters.models import AttributionSource, Matter, MatterAttribution
-from matters.services import matter_rules_apply, matters_attribute_new_events
+from matters.services import matter_rules_apply
 from tests.factories import MatterFactory, MatterRuleFactory, book_of
 from tests.matters.conftest import usage_event
 

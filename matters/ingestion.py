@@ -1,0 +1,104 @@
+"""Attribution at record time, and the one place matters writes SQL by hand.
+
+`matters_attribute_new_events` is the ingestion seam: recording calls it inside its transaction, right after
+a batch's events are inserted. Its two statements are raw SQL, each scoped to the book by `book_sql`: the
+read of the book's rules with the matters the batch's tags name, and the attributions' insert, which the
+rules sweep (matters/services.py) writes through too. Everything else of matters goes through the ORM and
+`owned()`.
+"""
+from uuid import UUID, uuid4
+
+from django.db import connection
+
+from config.core import clock
+from config.core.database import prepared_cursor
+from config.core.scoping import book_sql
+from customers.models import UsageEvent
+from matters import routing
+from matters.models import Matter, MatterAttribution, MatterRule
+
+
+def _facts(event: UsageEvent) -> routing.EventFacts:
+    return routing.EventFacts(agent_code=event.agent_code, customer_external_id=event.customer_external_id,
+                              signal_name=event.signal_name, tag=routing.tag_of(event.metadata))
+
+
+# Every matter of the book that has rules or is tagged, a row per (matter, rule); rule columns null for a
+# tagged matter without rules. Raw SQL scoped to the book (`book_sql`): it runs once per recorded batch, and
+# the ORM took longer to compile the join than PostgreSQL to answer it.
+def _routing_statement(book, tags: set[str]) -> tuple[str, list]:
+    matter_in_book, book_params = book_sql(book, "m.book_id")
+    sql = f"""
+        SELECT m.id, m.matter_number, r.id, r.priority, r.created_at, r.agent_code, r.customer_external_id,
+               r.signal_pattern
+        FROM {Matter._meta.db_table} m LEFT JOIN {MatterRule._meta.db_table} r ON r.matter_id = m.id
+        WHERE {matter_in_book} AND (r.id IS NOT NULL OR m.matter_number = ANY(%s::text[]))
+    """.strip()
+    return sql, [*book_params, sorted(tags)]
+
+
+def _routing_inputs(*, book, tags: set[str]) -> tuple[list[routing.Rule], dict[str, UUID]]:
+    """The book's rules in evaluation order and the ids of the matters these tags name, in ONE query."""
+    with prepared_cursor() as cursor:
+        cursor.execute(*_routing_statement(book, tags))
+        rows = cursor.fetchall()
+    rules, matter_ids_by_number = [], {}
+    for matter_id, number, rule_id, priority, created_at, agent_code, customer_external_id, pattern in rows:
+        if number in tags:
+            matter_ids_by_number[number] = matter_id
+        if rule_id is not None:
+            rules.append(routing.Rule(id=rule_id, matter_id=matter_id, priority=priority, created_at=created_at,
+                                      agent_code=agent_code, customer_external_id=customer_external_id,
+                                      signal_pattern=pattern))
+    return routing.evaluation_order(rules), matter_ids_by_number
+
+
+def matters_attribute_new_events(*, book, events: list[UsageEvent]) -> None:
+    """Attribute freshly inserted usage events by tag, else by the first matching routing rule.
+
+    The ingestion seam: called from the usage recording path inside its transaction, right after a
+    batch's events are inserted (they must have their ids). One query reads the book's rules and the
+    matters the batch's tags name; at most one bulk insert writes the attributions (ON CONFLICT DO
+    NOTHING, so a repeated call changes nothing). Nothing else, whatever the batch size; a book without
+    matters costs that one query (an empty index lookup).
+    """
+    if not events:
+        return
+    tags = {routing.tag_of(event.metadata) for event in events} - {None}
+    ordered_rules, matter_ids_by_number = _routing_inputs(book=book, tags=tags)
+    if not ordered_rules and not matter_ids_by_number:  # the usual book: nothing to route by
+        return
+    decisions = []
+    for event in events:
+        decision = routing.attribute(_facts(event), ordered_rules=ordered_rules,
+                                     matter_ids_by_number=matter_ids_by_number)
+        if decision is not None:
+            decisions.append((event.pk, decision.matter_id, decision.source))
+    attributions_insert_if_absent(book=book, decisions=decisions)
+
+
+ATTRIBUTION_COLUMNS = ("id", "created_at", "updated_at", "book", "event", "matter", "source", "assigned_by")
+
+
+def attributions_insert_if_absent(*, book, decisions: list[tuple[UUID, UUID, str]]) -> int:
+    """Write (event id, matter id, source) attributions in one INSERT ... ON CONFLICT (event) DO NOTHING;
+    returns how many rows were inserted. The one-to-one constraint referees concurrent writers: the
+    first one wins. Plain parameters, no model instances: this runs on the usage recording path."""
+    if not decisions:
+        return 0
+    meta = MatterAttribution._meta
+    fields = [meta.get_field(name) for name in ATTRIBUTION_COLUMNS]
+    quote = connection.ops.quote_name
+    row_placeholder = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    sql = (f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(field.column) for field in fields)}) "
+           f"VALUES {', '.join([row_placeholder] * len(decisions))} "
+           f"ON CONFLICT ({quote(meta.get_field('event').column)}) DO NOTHING")
+    written_at = clock.now()
+    params = [
+        field.get_db_prep_save(value, connection)
+        for event_id, matter_id, source in decisions
+        for field, value in zip(fields, (uuid4(), written_at, written_at, book.pk, event_id, matter_id, source, ""))
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
