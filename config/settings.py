@@ -282,6 +282,9 @@ LOGGING = {
     "loggers": {
         # Client errors are in the access line already; server errors still log with their traceback.
         "django.request": {"level": "ERROR"},
+        # Inline tasks are part of the command or request that ran them (its own output or access line says
+        # what happened); a line per task would drown a command's output. Failures still log.
+        "celery.app.trace": {"level": "WARNING" if CELERY_TASK_ALWAYS_EAGER else "INFO"},
     },
 }
 
