@@ -98,6 +98,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "config.core.middleware.ContentSecurityPolicyMiddleware",  # HTML pages: scripts from this origin only
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.core.replica.ReplicaReadsMiddleware",  # with DATABASE_REPLICA_URL: which reads may leave the primary
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -128,19 +129,58 @@ TEMPLATES = [
 # PostgreSQL everywhere, one code path. Unset, the embedded server that `make run` starts under var/postgres
 # (config/embedded_database.py): `manage.py` commands run beside it reach it too.
 DATABASE_URL = os.environ.get("DATABASE_URL") or embedded_database.default_url()
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
-if DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
-    raise ImproperlyConfigured(f"DATABASE_URL must name a PostgreSQL database, not {DATABASES['default']['ENGINE']}")
+# DATABASE_URL names a pooler in transaction mode (PgBouncer): each transaction may run on another server
+# connection, so nothing may outlive one. No server-side cursors (Django's `.iterator()` holds one open across
+# transactions), no startup `options` (PgBouncer refuses the parameters it does not track), and no prepared
+# statements unless DB_PREPARED_STATEMENTS=1 says the pooler carries them (PgBouncer 1.21 or later with
+# max_prepared_statements set). docs/operations.md, Connection pooling.
+DB_TRANSACTION_POOLING = env_bool("DB_TRANSACTION_POOLING", False)
 # Only the hot path's fixed statements ask to be prepared (config/core/database.py prepared_cursor), and with
 # generic plans: planning them per call cost more than running them. The ORM's client-bound queries are never
 # prepared. DB_PREPARED_STATEMENTS=0 turns it off (a pooler without prepared statements).
-_options = DATABASES["default"].setdefault("OPTIONS", {})
-if env_bool("DB_PREPARED_STATEMENTS", True):
-    _options["prepare_threshold"] = 5
-    _options["options"] = f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan".strip()
+DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", not DB_TRANSACTION_POOLING)
+
+
+def database(url: str, name: str) -> dict:
+    """A DATABASES entry for a PostgreSQL URL, with the pooling and prepared-statement options above."""
+    config = dj_database_url.parse(url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))
+    if config["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(f"{name} must name a PostgreSQL database, not {config['ENGINE']}")
+    options = config.setdefault("OPTIONS", {})
+    if DB_PREPARED_STATEMENTS:
+        options["prepare_threshold"] = 5
+        if not DB_TRANSACTION_POOLING:  # behind a pooler, set plan_cache_mode on the role instead
+            options["options"] = f"{options.get('options', '')} -c plan_cache_mode=force_generic_plan".strip()
+    if DB_TRANSACTION_POOLING:
+        config["DISABLE_SERVER_SIDE_CURSORS"] = True
+    return config
+
+
+DATABASES = {"default": database(DATABASE_URL, "DATABASE_URL")}
 TEST_DATABASE_NAME = os.environ.get("TEST_DATABASE_NAME")
 if TEST_DATABASE_NAME:
     DATABASES["default"]["TEST"] = {"NAME": TEST_DATABASE_NAME}
+
+# A streaming replica of DATABASE_URL (optional): GET and HEAD requests to DATABASE_REPLICA_PATHS read from it
+# while it trails the primary by less than DATABASE_REPLICA_MAX_LAG_SECONDS, unless their caller wrote within
+# that time; every other read and every write stays on the primary (config/core/replica.py).
+DATABASE_REPLICA_URL = os.environ.get("DATABASE_REPLICA_URL", "").strip()
+DATABASE_REPLICA_MAX_LAG_SECONDS = float(os.environ.get("DATABASE_REPLICA_MAX_LAG_SECONDS") or 5)
+DATABASE_REPLICA_PATHS = env_list("DATABASE_REPLICA_PATHS",
+                                  "/v1/analytics/*,/v1/customers/*/revenue,/v1/subscriptions/*/revenue,"
+                                  "/portal/s/,/portal/s/invoices/*/pdf,/admin/*")
+if DATABASE_REPLICA_URL:
+    if not os.environ.get("REDIS_URL", "").strip():
+        # Each process would remember only its own callers' writes: a caller's next read, served by another
+        # process, could read the replica before its write is there.
+        raise ImproperlyConfigured("DATABASE_REPLICA_URL needs REDIS_URL: the web processes share who wrote "
+                                   "recently (read-your-writes) through it")
+    DATABASES["replica"] = database(DATABASE_REPLICA_URL, "DATABASE_REPLICA_URL")
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # tests read the test database through it
+    DATABASE_ROUTERS = ["config.core.replica.ReplicaRouter"]
+if DATABASE_REPLICA_MAX_LAG_SECONDS < 1:
+    raise ImproperlyConfigured("DATABASE_REPLICA_MAX_LAG_SECONDS must be 1 or more (the lag is measured once a "
+                               "second)")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"

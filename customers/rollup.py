@@ -26,10 +26,11 @@ shared rows in the same order (no deadlock).
 from collections.abc import Iterable, Sequence
 from uuid import UUID
 
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 
 from catalog.models import ServiceEntry
 from config.core.jobs import BookFailures
+from config.core.replica import pin_to_primary, read_database
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent
 
 EVENTS = UsageEvent._meta.db_table
@@ -99,8 +100,12 @@ def execute(sql: str, params: Sequence, *, group_by_hashing: bool = False) -> li
     `group_by_hashing` keeps the planner from sorting rows to group them, for the statement only: over
     events picked by an array of ids (a catch-up's backlog) it guesses ten rows where there are tens of
     thousands, and sorted them on seven keys (a fifth of a catch-up's time, docs/performance.md). Sorts
-    with no other way to run, such as the upsert's key order, still run."""
-    with transaction.atomic(), connection.cursor() as cursor:
+    with no other way to run, such as the upsert's key order, still run.
+
+    A statement outside a transaction is a read, and runs where the request's reads go (a streaming replica for
+    analytics, config/core/replica.py); inside one it runs on the primary with the rest of the transaction."""
+    alias = read_database()
+    with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
         cursor.execute("SET LOCAL jit = off; SET LOCAL work_mem = '64MB'"
                        + ("; SET LOCAL enable_sort = off" if group_by_hashing else ""))
         cursor.execute(sql, params)
@@ -181,6 +186,9 @@ def analytics_rollup_catch_up(*, book_id) -> int:
     of events added. Safe to run at any time and as often as wanted: a backlog row is added once."""
     if not RollupBacklog.objects.filter(book_id=book_id).exists():
         return 0  # the usual case for reads: one index probe, no lock
+    # The rollup changes on the primary: a read that asked for this catch-up reads it there, as a replica that
+    # showed this backlog may not have replayed the catch-up yet.
+    pin_to_primary()
     # The pending events are read once (an index probe each) into `pending`, which both the single- and the
     # multi-service branch of the contributions then scan: reading the ledger in each cost a second probe
     # per event (docs/performance.md).
