@@ -66,6 +66,21 @@ def test_the_billing_chain_from_usage_to_a_sent_invoice_and_its_pdf(client, serv
     client.portal_sessions.revoke(session["id"])
 
 
+def test_a_mapping_answers_a_job_the_client_waits_for_and_the_waiting_events_are_priced(client):
+    records = [{"customerExternalId": "cust-7", "agentCode": "bot", "signalName": "calls", "model": "house-llm",
+                "modelProvider": "inhouse", "inputTokens": 1000 * n, "outputTokens": 100} for n in (1, 2, 3)]
+    assert client.usage.record(records)["failed"] == 3  # an unknown model: stored, waiting for a price
+    service = ServiceEntry.objects.get(provider="openai", canonical_name="gpt-4o-mini")
+    answer = client.events.map_model(model="house-llm", modelProvider="inhouse", serviceId=service.id)
+    job = client.jobs.wait(answer["jobId"], timeout=60, interval=0.2)
+    assert (job["status"], job["done"], job["total"], job["error"]) == ("succeeded", 3, 3, None)
+    assert client.jobs.get(job["id"]) == job
+    costs = sorted(D(event["usageCost"]) for event in client.events.iter(customerExternalId="cust-7"))
+    assert costs == [llm_cost("openai", "gpt-4o-mini", input=1000 * n, output=100) for n in (1, 2, 3)]
+    with pytest.raises(NotFoundError):
+        client.jobs.get("00000000-0000-0000-0000-000000000000")
+
+
 def test_a_credit_pool_reads_its_balance_and_a_replayed_top_up_is_one_grant(client):
     client.usage.record([{"customerExternalId": "cust-pool", "agentCode": "pool-bot", "signalName": "credits",
                           "model": "gpt-4o-mini", "modelProvider": "openai", "inputTokens": 10,

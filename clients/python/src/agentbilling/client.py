@@ -18,6 +18,7 @@ For the hot path use `agentbilling.Recorder` (buffered, batched, retried in the 
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from urllib.parse import quote
 
@@ -426,6 +427,29 @@ class MatterRules(_Resource):
         return self._call("POST", f"{self.path}/apply", body={})
 
 
+class Jobs(_Resource):
+    """Work the service goes on with after answering (the cost backfill of `events.map_model`, the rest of a
+    `matter_rules.apply` sweep): those answers carry a `jobId`."""
+    path = "/v1/jobs"
+    FINISHED = ("succeeded", "failed")
+
+    def get(self, id) -> dict:
+        return self._call("GET", f"{self.path}/{_id(id)}")
+
+    def wait(self, id, *, timeout: float = 300.0, interval: float = 1.0) -> dict:
+        """The job once it has finished (`status` succeeded or failed: check it); `TimeoutError` when it is still
+        queued or running after `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.get(id)
+            if job["status"] in self.FINISHED:
+                return job
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"job {id} is still {job['status']} ({job.get('percent')}%) after {timeout} s")
+            time.sleep(min(interval, left))
+
+
 class SpendControls(_Resource):
     def caps(self) -> list[dict]:
         return self._call("GET", "/v1/control/caps")
@@ -493,6 +517,7 @@ class Client:
         self.services = Services(self)
         self.matters = Matters(self)
         self.matter_rules = MatterRules(self)
+        self.jobs = Jobs(self)
         self.spend_controls = SpendControls(self)
         self.customer_alerts = CustomerAlerts(self)
 
