@@ -11,8 +11,9 @@ goes through it:
   (customers/ledger.py); `analytics_rollup_catch_up` moves a book's backlog into the rollup, ONE
   `WITH drained AS (DELETE ... RETURNING) INSERT ... ON CONFLICT ... DO UPDATE SET x = x + EXCLUDED.x`
   statement. It runs in a debounced task after recording, in a periodic job, and at the start of every
-  analytics read, so reads always see every committed event; recording no longer pays for the rollup
-  (its upsert was half of a batch's database time, docs/performance.md) and many batches are added at once;
+  analytics read, so reads always see every committed event; recording does not pay for the rollup (its
+  upsert would be a large part of a batch's database time, docs/performance.md) and many batches are added
+  at once;
 - re-pricing (cost backfill): `analytics_rollup_subtract` with the events as they were, the update, then
   `analytics_rollup_add` with the events as they are; events still in the backlog are left to the
   catch-up, which adds them as they are then;
@@ -31,6 +32,7 @@ from django.db import connection, connections, transaction
 from catalog.models import ServiceEntry
 from config.core.jobs import BookFailures
 from config.core.replica import pin_to_primary, read_database
+from config.core.scoping import book_sql
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent
 
 EVENTS = UsageEvent._meta.db_table
@@ -94,12 +96,12 @@ def contributions_sql(where: str, params: Sequence, *, join: str = "", label: st
 def execute(sql: str, params: Sequence, *, group_by_hashing: bool = False) -> list[tuple]:
     """Run one rollup or ledger statement and return its rows. JIT compilation is off for it: the planner's
     estimates for these statements (jsonb expansion, grouping sets) are high enough to trigger JIT, whose
-    compile time costs far more than the statements themselves (hundreds of ms against tens); and sorts and
-    hashes of a few hundred thousand rows get the memory to stay off disk.
+    compile time costs far more than the statements themselves; and sorts and hashes of a few hundred
+    thousand rows get the memory to stay off disk.
 
     `group_by_hashing` keeps the planner from sorting rows to group them, for the statement only: over
     events picked by an array of ids (a catch-up's backlog) it guesses ten rows where there are tens of
-    thousands, and sorted them on seven keys (a fifth of a catch-up's time, docs/performance.md). Sorts
+    thousands, and sorted them on seven keys (a large share of a catch-up, docs/performance.md). Sorts
     with no other way to run, such as the upsert's key order, still run.
 
     A statement outside a transaction is a read, and runs where the request's reads go (a streaming replica for
@@ -193,14 +195,15 @@ def analytics_rollup_catch_up(*, book_id) -> int:
     # multi-service branch of the contributions then scan: reading the ledger in each cost a second probe
     # per event (docs/performance.md).
     select, params = _grains_sql("TRUE", [], events="pending")
-    sql = (f"WITH drained AS (DELETE FROM {BACKLOG} WHERE book_id = %s RETURNING event_id), "
+    backlog_in_book, book_params = book_sql(book_id)
+    sql = (f"WITH drained AS (DELETE FROM {BACKLOG} WHERE {backlog_in_book} RETURNING event_id), "
            f"pending AS MATERIALIZED (SELECT {_CONTRIBUTING_COLUMNS} FROM {EVENTS} "
            f"WHERE id = ANY(ARRAY(SELECT event_id FROM drained))), "
            f"written AS ({_insert_sql(select, upsert=True)}) "
            f"SELECT count(*) FROM drained")
     with transaction.atomic():
         _lock_book(book_id)
-        ((added,),) = execute(sql, [book_id, *params], group_by_hashing=True)
+        ((added,),) = execute(sql, [*book_params, *params], group_by_hashing=True)
     return added
 
 
@@ -250,6 +253,6 @@ def analytics_rollup_rebuild(*, book) -> int:
         _lock_book(book.pk)
         RollupBacklog.objects.filter(book=book).delete()
         UsageDailyRollup.objects.filter(book=book).delete()
-        select, params = _grains_sql("e.book_id = %s", [book.pk])
+        select, params = _grains_sql(*book_sql(book, "e.book_id"))
         execute(_insert_sql(select, upsert=False), params)
     return UsageDailyRollup.objects.filter(book=book).count()

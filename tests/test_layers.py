@@ -6,7 +6,9 @@ configuration catches what it should: an import added to the real import graph b
 (and only that one), a module outside every layer fails the check of the layers' coverage, and the command line
 run on a copy of the code with one upward import fails naming it.
 """
+import ast
 import copy
+import re
 import shutil
 import subprocess
 import sys
@@ -140,3 +142,99 @@ def test_the_command_fails_on_a_copy_of_the_code_with_one_upward_import(options,
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"Contracts: {len(contracts) - 1} kept, 1 broken." in result.stdout, result.stdout
     assert "config.core.errors -> controls.models" in result.stdout, result.stdout
+
+
+# --------------------------------------------------------------------------- raw SQL and the fenced places
+
+APP_PACKAGES = ("config", "catalog", "customers", "matters", "billing", "analytics", "controls", "portal")
+# The modules that write SQL by hand, and why; every other module reads and writes through the ORM and owned().
+RAW_SQL_MODULES = {
+    "customers/ledger.py": "the ledger insert",
+    "customers/rollup.py": "the rollup's writes",
+    "customers/usage_sums.py": "the rollup's reads",
+    "customers/partitions.py": "the ledger's monthly partitions (DDL)",
+    "customers/partition_conversion.py": "converting a populated ledger to partitions (DDL)",
+    "config/accounts/services.py": "hot lookup: the API key of every request",
+    "customers/provisioning.py": "hot lookup: the identities a recorded batch names",
+    "catalog/resolution.py": "hot lookup: the catalog entries a recorded batch prices with",
+    "matters/ingestion.py": "hot lookup and insert: a recorded batch's matter attribution",
+    "config/core/database.py": "the prepared cursor of the hot lookups",
+    "config/core/views.py": "the readiness probe",
+    "config/core/replica.py": "the replica's replay position",
+    "config/embedded_database.py": "the embedded server's database, before Django runs",
+}
+SQL_TEXT = re.compile(r"^\s*(SELECT|INSERT INTO|UPDATE \S+ SET|DELETE FROM|WITH \w+ AS|CREATE|ALTER|DROP|LOCK|SET LOCAL)\b")
+CURSOR_CALLS = {"cursor", "prepared_cursor", "raw", "extra", "RawSQL", "execute", "executemany"}
+HAND_WRITTEN_BOOK_CONDITION = re.compile(r"book_id\s*=\s*%")
+
+
+def docstrings(tree) -> set[int]:
+    return {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+
+
+def raw_sql_in(source: str) -> list[str]:
+    """What makes a module one that writes SQL by hand: a cursor or raw query call (not a Redis pipeline's
+    `execute`), or a string that starts like an SQL statement (docstrings aside)."""
+    tree = ast.parse(source)
+    skipped = docstrings(tree)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            function = node.func
+            name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", None)
+            receiver = getattr(function.value, "id", None) if isinstance(function, ast.Attribute) else None
+            if name in CURSOR_CALLS and receiver != "pipeline":
+                found.append(f"{name}() at line {node.lineno}")
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(part.value if isinstance(part, ast.Constant) else "{}" for part in node.values)
+            if SQL_TEXT.match(text):
+                found.append(f"SQL text at line {node.lineno}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped:
+            if SQL_TEXT.match(node.value):
+                found.append(f"SQL text at line {node.lineno}")
+    return found
+
+
+def app_modules():
+    for package in APP_PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if "migrations" not in path.parts:
+                yield str(path.relative_to(ROOT)), path.read_text()
+
+
+def test_raw_sql_lives_only_in_the_named_modules():
+    writing_sql = {module: found for module, source in app_modules() if (found := raw_sql_in(source))}
+    assert {"customers/ledger.py", "catalog/resolution.py", "matters/ingestion.py"} <= set(writing_sql)  # read
+    assert not {module: found for module, found in writing_sql.items() if module not in RAW_SQL_MODULES}
+
+
+@pytest.mark.parametrize("source, writes_sql", [
+    ("with connection.cursor() as c:\n    c.execute('SELECT 1')", True),
+    ("rows = Customer.objects.raw('SELECT * FROM customers_customer')", True),
+    ("qs = qs.annotate(n=RawSQL('count(*)', []))", True),
+    ("table = 't'\nSQL = f'DELETE FROM {table} WHERE id = %s'", True),
+    ("SQL = '''\n    SELECT id FROM t\n'''", True),
+    ("pipeline = client.pipeline()\npipeline.execute()", False),  # Redis, not SQL
+    ("owned(Customer, book).filter(external_id='x').update(name='y')", False),
+    ("def f():\n    '''SELECT the best one.'''", False),  # a docstring
+])
+def test_the_raw_sql_check_tells_sql_from_orm(source, writes_sql):
+    assert bool(raw_sql_in(source)) is writes_sql
+
+
+def test_every_raw_statement_scopes_the_book_through_book_sql():
+    hand_written = {module: [number for number, line in enumerate(source.splitlines(), 1)
+                             if HAND_WRITTEN_BOOK_CONDITION.search(line)]
+                    for module, source in app_modules() if module != "config/core/scoping.py"}
+    assert not {module: lines for module, lines in hand_written.items() if lines}
+    assert HAND_WRITTEN_BOOK_CONDITION.search('f"WHERE e.book_id = %s AND e.day >= %s"')  # the check reads SQL
+
+
+@pytest.mark.parametrize("pattern, only_in", [
+    (re.compile(r"object\.__setattr__\("), "config/core/ids.py"),  # a UUID's slots, set without its checks
+    (re.compile(r"\.__dict__\s*=[^=]"), "customers/ledger.py"),  # model instances without Model.__init__
+])
+def test_the_fenced_shortcuts_stay_in_their_one_module(pattern, only_in):
+    assert {module for module, source in app_modules() if pattern.search(source)} == {only_in}
