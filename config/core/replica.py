@@ -217,7 +217,8 @@ class ReplicaReadsMiddleware:
     def __call__(self, request):
         if request.method not in SAFE_METHODS:
             response = self.get_response(request)
-            _remember_write(request, response)
+            if not 400 <= response.status_code < 500:  # a refused request wrote nothing; a failed one may have
+                _remember_write(request, response)
             return response
         if not (self.paths.match(request.path_info) and not _wrote_recently(request) and freshness.usable()):
             return self.get_response(request)

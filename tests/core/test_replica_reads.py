@@ -113,8 +113,12 @@ def test_reads_leave_the_primary_only_for_callers_that_did_not_write_and_only_wi
     (committed,) = cluster.on_primary("INSERT INTO tick VALUES (now()) RETURNING at", database="postgres")
     cluster.replayed()
     cluster.on_replica("SELECT pg_wal_replay_pause()")
+    deadline = time.monotonic() + 30
     while cluster.on_replica("SELECT pg_get_wal_replay_pause_state()")[0] != "paused":
-        time.sleep(0.05)
+        # An idle replay pauses when the next record arrives: send one (replayed or not, the lag only grows).
+        assert time.monotonic() < deadline, "the replica's replay did not pause"
+        cluster.on_primary("INSERT INTO tick VALUES (now())", database="postgres")
+        time.sleep(0.1)
     (paused_at,) = cluster.on_replica("SELECT pg_last_wal_replay_lsn()")
 
     second = record(service, writer, 3, "second")  # the answer is the primary's: the event is stored
