@@ -12,6 +12,10 @@ wrapper=$root/bin/pgbouncer
 
 runs() { [ -x "$wrapper" ] && "$wrapper" --version >/dev/null 2>&1; }
 
+mkdir -p var
+exec 9>var/pgbouncer.lock
+flock 9  # two runs of the suite in this checkout fetch it once
+
 write_wrapper() {  # $1: the program, $2: extra library directories (may be empty)
   mkdir -p "$root/bin"
   {
