@@ -17,9 +17,11 @@ Every step can be run again after an interruption; the ones marked online block 
    `customers_usageevent_legacy`, its primary key becomes the (id, usage_date) index of step 2, the
    partitioned table is created with the same columns and non-unique indexes, and the old table is
    attached FROM (MINVALUE) TO (B): the validated CHECK proves the bound, so the attach reads no row, and
-   its indexes are adopted as they are. The default partition and the months from B on follow, empty.
-   Only catalog work happens under the lock: its length does not grow with the table
-   (docs/performance.md, "The ledger's partitions").
+   its indexes are adopted as they are; so is the default partition, built empty beforehand with its
+   indexes (step 3b, online). Only catalog work happens
+   under the lock: its length does not grow with the table (docs/performance.md, "The ledger's
+   partitions"). The months from B on are created right after, as the scheduled job creates months: under
+   a lock that holds writes back and lets reads go on.
 
 After the switch the legacy partition keeps the trigger and its unique (book, key) index, so that a
 process of the previous release still recording this month stays idempotent with the new one; the
@@ -28,7 +30,9 @@ maintenance job drops both once B has passed (customers.partitions.retire_transi
 An empty table (a fresh install, the test database) is simply replaced by the partitioned one, with the
 current month and the months ahead.
 """
+import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -39,6 +43,7 @@ from customers.partitions import (
     LEDGER,
     MONTHS_AHEAD,
     key_sync_name,
+    ledger_partitions_ensure,
     month_start,
     next_month,
     partition_name,
@@ -51,10 +56,12 @@ SWITCH_ATTEMPTS = 30
 
 @dataclass
 class ConversionReport:
-    """Seconds per step; `locked` holds how long each lock that stops reads or writes was held."""
+    """Seconds per step; `locked` holds how long each lock that holds back reads or writes was held, from
+    its grant to the commit."""
 
     steps: dict[str, float] = field(default_factory=dict)
     locked: dict[str, float] = field(default_factory=dict)
+    waited: dict[str, float] = field(default_factory=dict)  # for each lock of `locked`, the wait for it
     bound: datetime | None = None
     rows: int | None = None
     replaced_empty: bool = False
@@ -82,6 +89,20 @@ def _retrying(step):
             time.sleep(0.5)
 
 
+@contextmanager
+def _holding(report: ConversionReport, label: str, table: str, mode: str):
+    """A transaction that first takes `mode` on `table` (waiting at most `SWITCH_LOCK_TIMEOUT`): the time
+    from the grant to the commit goes to `report.locked[label]`, the wait for it to `report.waited[label]`."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL lock_timeout = '{SWITCH_LOCK_TIMEOUT}'")
+        asked = time.perf_counter()
+        cursor.execute(f"LOCK TABLE {table} IN {mode} MODE")
+        granted = time.perf_counter()
+        report.waited[label] = granted - asked
+        yield cursor
+    report.locked[label] = time.perf_counter() - granted
+
+
 def _indexes(cursor, table: str) -> list[tuple[str, str, bool, bool]]:
     """(name, definition, unique, primary) of each index of `table`."""
     cursor.execute("SELECT c.relname, pg_get_indexdef(c.oid), x.indisunique, x.indisprimary FROM pg_index x "
@@ -97,13 +118,13 @@ def _timed(report: ConversionReport, step: str, function, *args):
     return result
 
 
-def _sync_keys(table: str, keys: str) -> None:
+def _sync_keys(table: str, keys: str, report: ConversionReport) -> None:
     """Step 1: the trigger, then the keys already stored, chunk by chunk in id order."""
     name = key_sync_name(table)
 
     def install():
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL lock_timeout = '{SWITCH_LOCK_TIMEOUT}'")
+        # CREATE TRIGGER takes this lock (writes wait, reads do not); taken first, it is the one timed.
+        with _holding(report, "key trigger created", table, "SHARE ROW EXCLUSIVE") as cursor:
             cursor.execute(
                 f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
                 f"INSERT INTO {keys} (book_id, idempotency_key, event_id, usage_date) "
@@ -161,13 +182,9 @@ def _bound_constraint(table: str, now: datetime, report: ConversionReport) -> tu
             name = f"{prefix}{bound:%Y_%m}"
 
             def add():
-                with transaction.atomic(), connection.cursor() as inner:
-                    inner.execute(f"SET LOCAL lock_timeout = '{SWITCH_LOCK_TIMEOUT}'")
-                    inner.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
-                    started = time.perf_counter()
+                with _holding(report, "check constraint added (NOT VALID)", table, "ACCESS EXCLUSIVE") as inner:
                     inner.execute(f"ALTER TABLE {table} ADD CONSTRAINT {name} CHECK (usage_date < %s) NOT VALID",
                                   [bound])
-                    report.locked["check constraint added (NOT VALID)"] = time.perf_counter() - started
 
             _retrying(add)
         cursor.execute(f"ALTER TABLE {table} VALIDATE CONSTRAINT {name}")
@@ -206,38 +223,53 @@ def _referenced_by(cursor, table: str) -> list[str]:
 
 
 def _replace_if_empty(table: str, now: datetime, report: ConversionReport) -> bool:
-    """An empty table is replaced outright (under its lock, so that no row arrives meanwhile)."""
+    """An empty table is replaced outright, under its lock (so that no row arrives meanwhile); a populated
+    one is left to the steps, without a lock."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {table})")
+        if cursor.fetchone()[0]:
+            return False
+
     def replace():
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL lock_timeout = '{SWITCH_LOCK_TIMEOUT}'")
-            cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+        with _holding(report, "empty table replaced", table, "ACCESS EXCLUSIVE") as cursor:
             cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {table})")
-            if cursor.fetchone()[0]:
+            if cursor.fetchone()[0]:  # a row arrived since: the steps, then
                 return False
-            started = time.perf_counter()
             definitions = [definition for _, definition, unique, _ in _indexes(cursor, table) if not unique]
             cursor.execute(f"ALTER TABLE {table} RENAME TO {table}_single")
             _create_partitioned(cursor, table, f"{table}_single")
             cursor.execute(f"DROP TABLE {table}_single")  # its keys and indexes with it: their names are free
             _add_keys_and_indexes(cursor, table, definitions)
             _add_months_and_default(cursor, table, _months_from(month_start(now)))
-            report.locked["empty table replaced"] = time.perf_counter() - started
-            return True
+        return True
 
     return _retrying(replace)
 
 
-def _switch(table: str, bound: datetime, bound_constraint: str, id_date_index: str, report: ConversionReport):
+def _prepare_default(table: str) -> str:
+    """Step 3b (online): the default partition built beforehand, empty, with the partitioned table's primary
+    key and indexes, so that the switch attaches it instead of creating its indexes under the lock."""
+    default = f"{table}_default"
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [default])
+        if cursor.fetchone()[0]:
+            return default
+        cursor.execute(f"CREATE TABLE {default} (LIKE {table} INCLUDING DEFAULTS)")
+        cursor.execute(f"ALTER TABLE {default} ADD CONSTRAINT {default}_pkey PRIMARY KEY (id, usage_date)")
+        for name, definition, unique, _ in _indexes(cursor, table):
+            if not unique:
+                cursor.execute(re.sub(rf"^CREATE INDEX {re.escape(name)} ON (\S+\.)?{re.escape(table)} ",
+                                      f"CREATE INDEX {(name + '_default')[:63]} ON {default} ", definition))
+    return default
+
+
+def _switch(table: str, bound: datetime, bound_constraint: str, id_date_index: str, default: str,
+            report: ConversionReport):
     """Step 4, one transaction: catalog work only, under the old table's ACCESS EXCLUSIVE lock."""
     legacy = f"{table}_legacy"
 
     def switch():
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL lock_timeout = '{SWITCH_LOCK_TIMEOUT}'")
-            waited = time.perf_counter()
-            cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
-            started = time.perf_counter()
-            report.steps["switch: lock acquired after"] = started - waited
+        with _holding(report, "switch", table, "ACCESS EXCLUSIVE") as cursor:
             indexes = _indexes(cursor, table)
             cursor.execute("SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'p'", [table])
             (old_primary_key,) = cursor.fetchone()
@@ -253,10 +285,16 @@ def _switch(table: str, bound: datetime, bound_constraint: str, id_date_index: s
             _add_keys_and_indexes(cursor, table, definitions)
             cursor.execute(f"ALTER TABLE {table} ATTACH PARTITION {legacy} FOR VALUES FROM (MINVALUE) TO (%s)", [bound])
             cursor.execute(f"ALTER TABLE {legacy} DROP CONSTRAINT {bound_constraint}")  # the partition bound says it
-            _add_months_and_default(cursor, table, _months_from(bound))
-            report.locked["switch"] = time.perf_counter() - started
+            cursor.execute(f"ALTER TABLE {table} ATTACH PARTITION {default} DEFAULT")  # empty: nothing to check
 
     _retrying(switch)
+
+    # After the switch, month by month, each under the lock that holds writes back and lets reads go on.
+    label = f"a month from the bound created (the longest of {MONTHS_AHEAD + 1}, catalog reads included)"
+    for month in _months_from(bound):
+        started = time.perf_counter()
+        _retrying(lambda: ledger_partitions_ensure(months=[month], table=table))
+        report.locked[label] = max(report.locked.get(label, 0), time.perf_counter() - started)
 
 
 def convert_ledger(*, now: datetime, table: str = LEDGER, keys: str = KEYS) -> ConversionReport:
@@ -273,11 +311,12 @@ def convert_ledger(*, now: datetime, table: str = LEDGER, keys: str = KEYS) -> C
     if _timed(report, "empty table replaced", _replace_if_empty, table, now, report):
         report.replaced_empty, report.rows = True, 0
         return report
-    _timed(report, "1. keys copied", _sync_keys, table, keys)
+    _timed(report, "1. keys copied", _sync_keys, table, keys, report)
     index = _timed(report, "2. (id, usage_date) index built", _id_date_index, table)
     bound, constraint = _timed(report, "3. bound checked", _bound_constraint, table, now, report)
     report.bound = bound
-    _timed(report, "4. switch", _switch, table, bound, constraint, index, report)
+    default = _timed(report, "3b. default partition prepared", _prepare_default, table)
+    _timed(report, "4. switch", _switch, table, bound, constraint, index, default, report)
     with connection.cursor() as cursor:
         cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [f"{table}_legacy"])
         report.rows = cursor.fetchone()[0]

@@ -119,23 +119,22 @@ def _attach_month(cursor, month: datetime, table: str) -> str:
 def ledger_partitions_ensure(*, months=(), table: str = LEDGER) -> list[str]:
     """Give each of `months` (first instants of UTC months), and each month with rows waiting in the default
     partition, a partition of its own unless one covers it; returns the names created. Idempotent; when
-    there is nothing to do it reads the catalog and the default partition and takes no lock."""
+    there is nothing to do it reads the catalog and the default partition and takes no lock. Each month is
+    created in a transaction of its own, so writes wait for one month's work at a time."""
     wanted = {month_start(month) for month in months}
     with connection.cursor() as cursor:
         partitions = ledger_partitions(cursor, table)
         missing = {month for month in wanted if not any(p.covers(month) for p in partitions)}
         cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {table}_default)")
-        if not missing and not cursor.fetchone()[0]:
-            return []
+        if cursor.fetchone()[0]:
+            missing |= set(_months_waiting(cursor, table))
     created = []
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-        # Writes wait, reads go on (module docstring); taken again under the lock, the state is current.
-        cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
-        partitions = ledger_partitions(cursor, table)
-        months = sorted(wanted | set(_months_waiting(cursor, table)))
-        for month in months:
-            if not any(p.covers(month) for p in partitions):
+    for month in sorted(missing):
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
+            # Writes wait, reads go on (module docstring); under the lock, the catalog is current.
+            cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+            if not any(p.covers(month) for p in ledger_partitions(cursor, table)):
                 created.append(_attach_month(cursor, month, table))
     return created
 
