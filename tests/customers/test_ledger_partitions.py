@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from config.schedule import job_named
-from customers.models import UsageDailyRollup, UsageEvent, UsageEventKey
+from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
 from customers.partition_conversion import convert_ledger, unconvert_ledger
 from customers.partitions import (
     DEFAULT,
@@ -109,6 +109,19 @@ def test_a_day_at_a_month_boundary_lands_in_the_month_of_its_utc_instant(api, ll
     april, may, april_by_offset = (entry["eventId"] for entry in body["results"]["success"])
     assert partition_of(april) == partition_of(april_by_offset) == partition_name(month(2031, 4))
     assert partition_of(may) == partition_name(month(2031, 5))
+
+
+def test_the_rollup_catches_up_events_of_several_months_and_backlog_rows_without_a_date(api, llm):
+    body = record(api, rec(llm, "2031-12-03T00:00:00Z"), rec(llm, "2008-06-04T00:00:00Z"),
+                  rec(llm, "2031-12-30T00:00:00Z"))
+    ids = [entry["eventId"] for entry in body["results"]["success"]]
+    pending = {str(row.event_id): row.usage_date for row in RollupBacklog.objects.all()}
+    assert pending == {event_id: UsageEvent.objects.get(pk=event_id).usage_date for event_id in ids}
+    RollupBacklog.objects.filter(event_id=ids[2]).update(usage_date=None)  # as written before the partitioning
+    assert analytics_rollup_catch_up(book_id=UsageEvent.objects.get(pk=ids[0]).book_id) == 3
+    months = dict(UsageDailyRollup.objects.filter(grain=8).values_list("day", "event_count"))
+    assert months == {datetime(2031, 12, 1).date(): 2, datetime(2008, 6, 1).date(): 1}
+    assert not RollupBacklog.objects.exists()
 
 
 # --------------------------------------------------------------------------- idempotency across months
