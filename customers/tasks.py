@@ -3,6 +3,7 @@ from celery import shared_task
 from config.accounts.models import Book
 from config.jobs.services import job_run
 from customers.backfill import backfill_work, reprice_work
+from customers.partitions import ledger_partitions_settle
 
 
 @shared_task(name="customers.backfill_event_costs", acks_late=True)
@@ -22,3 +23,10 @@ def reprice_unpriced_events_task(book_id: str, job_id: str | None = None) -> int
     book = Book.objects.filter(pk=book_id).first()
     result = job_run(job_id, reprice_work(book)) if book is not None else None
     return result["eventsPriced"] if result else 0
+
+
+@shared_task(name="customers.ledger_partitions_settle", acks_late=True)
+def ledger_partitions_settle_task() -> list[str]:
+    """Give the months of rows waiting in the ledger's default partition their partitions (after a batch
+    landed some there; safe to run twice: a settled default partition is one empty read)."""
+    return ledger_partitions_settle()
