@@ -13,7 +13,8 @@ months) and one process sums one day of the book (100 days ago), each timing eve
 drops the attribution's foreign key, customers 0009 adds the keys' table, then the conversion of
 customers/partition_conversion.py runs in this process so that its report can be printed, and `migrate`
 records it). It prints each step, how long each lock that holds writes or reads back was held (from its
-grant to its commit) and waited for, and the writers' and the reader's latencies before and during the
+grant to its transaction's last statement, by the server's clock), the wait for it, the slowest write that
+overlapped it, and the writers' and the reader's latencies before and during the
 conversion, with the longest.
 """
 import argparse
@@ -181,14 +182,18 @@ def main() -> None:
           f"{foreign_key_dropped * 1000:.1f} ms")
     for step, seconds in report.steps.items():
         print(f"  {step}: {seconds:.2f} s")
-    print("  locks (held from grant to commit; waited for):")
+    print("  locks (held: from its grant to its transaction's last statement, by the server's clock; the wait for it;"
+          " the slowest batch of the writers that overlapped it, from asking to releasing, as the writers saw it):")
+    writes = [timing for batch in timings[:-1] for timing in batch]
     for label, seconds in report.locked.items():
-        print(f"    {label}: held {seconds * 1000:.1f} ms, waited {report.waited.get(label, 0) * 1000:.1f} ms")
+        asked, released = report.spans[label]
+        overlapping = [duration for started, duration in writes if started < released and started + duration > asked]
+        print(f"    {label}: held {seconds * 1000:.1f} ms, waited {report.waited.get(label, 0) * 1000:.1f} ms; "
+              f"the slowest write overlapping it took {max(overlapping, default=0) * 1000:.1f} ms")
     print("  the conversion's statements of 10 ms or more:")
     for seconds, sql in statements:
         if seconds >= 0.01:
             print(f"    {seconds * 1000:8.1f} ms  {' '.join(sql.split())[:110]}")
-    writes = [timing for batch in timings[:-1] for timing in batch]
     print(summary(f"{options.writers} writers, batches of {BATCH} keyed events (the previous release's statement)",
                   writes, conversion_start, conversion_end))
     print(summary("1 reader, one day of the book 100 days ago", timings[-1], conversion_start, conversion_end))

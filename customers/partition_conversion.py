@@ -57,11 +57,12 @@ SWITCH_ATTEMPTS = 30
 @dataclass
 class ConversionReport:
     """Seconds per step; `locked` holds how long each lock that holds back reads or writes was held, from
-    its grant to the commit."""
+    its grant to its transaction's last statement, by the server's clock."""
 
     steps: dict[str, float] = field(default_factory=dict)
     locked: dict[str, float] = field(default_factory=dict)
     waited: dict[str, float] = field(default_factory=dict)  # for each lock of `locked`, the wait for it
+    spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # each lock's request and release (epoch s)
     bound: datetime | None = None
     rows: int | None = None
     replaced_empty: bool = False
@@ -91,16 +92,24 @@ def _retrying(step):
 
 @contextmanager
 def _holding(report: ConversionReport, label: str, table: str, mode: str):
-    """A transaction that first takes `mode` on `table` (waiting at most `SWITCH_LOCK_TIMEOUT`): the time
-    from the grant to the commit goes to `report.locked[label]`, the wait for it to `report.waited[label]`."""
+    """A transaction that first takes `mode` on `table` (waiting at most `SWITCH_LOCK_TIMEOUT`). The server's
+    clock times the lock, from its grant to the transaction's last statement (the commit adds its flush):
+    `report.locked[label]`; the wait for it: `report.waited[label]`; when it was asked for and released as
+    this process saw it: `report.spans[label]`."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL lock_timeout = '{SWITCH_LOCK_TIMEOUT}'")
-        asked = time.perf_counter()
+        asked_at = time.time()
+        cursor.execute("SELECT clock_timestamp()")
+        (asked,) = cursor.fetchone()
         cursor.execute(f"LOCK TABLE {table} IN {mode} MODE")
-        granted = time.perf_counter()
-        report.waited[label] = granted - asked
+        cursor.execute("SELECT clock_timestamp()")
+        (granted,) = cursor.fetchone()
         yield cursor
-    report.locked[label] = time.perf_counter() - granted
+        cursor.execute("SELECT clock_timestamp()")
+        (last,) = cursor.fetchone()
+    report.locked[label] = (last - granted).total_seconds()
+    report.waited[label] = (granted - asked).total_seconds()
+    report.spans[label] = (asked_at, time.time())
 
 
 def _indexes(cursor, table: str) -> list[tuple[str, str, bool, bool]]:
@@ -292,9 +301,10 @@ def _switch(table: str, bound: datetime, bound_constraint: str, id_date_index: s
     # After the switch, month by month, each under the lock that holds writes back and lets reads go on.
     label = f"a month from the bound created (the longest of {MONTHS_AHEAD + 1}, catalog reads included)"
     for month in _months_from(bound):
-        started = time.perf_counter()
+        started, started_at = time.perf_counter(), time.time()
         _retrying(lambda: ledger_partitions_ensure(months=[month], table=table))
-        report.locked[label] = max(report.locked.get(label, 0), time.perf_counter() - started)
+        if time.perf_counter() - started >= report.locked.get(label, 0):
+            report.locked[label], report.spans[label] = time.perf_counter() - started, (started_at, time.time())
 
 
 def convert_ledger(*, now: datetime, table: str = LEDGER, keys: str = KEYS) -> ConversionReport:
@@ -308,7 +318,7 @@ def convert_ledger(*, now: datetime, table: str = LEDGER, keys: str = KEYS) -> C
     if referencing:
         raise RuntimeError(f"Foreign keys reference {table} ({', '.join(referencing)}): drop them first; "
                            f"a partitioned table can be referenced only through its partition key.")
-    if _timed(report, "empty table replaced", _replace_if_empty, table, now, report):
+    if _timed(report, "0. emptiness checked", _replace_if_empty, table, now, report):
         report.replaced_empty, report.rows = True, 0
         return report
     _timed(report, "1. keys copied", _sync_keys, table, keys, report)

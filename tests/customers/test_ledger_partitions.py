@@ -20,6 +20,7 @@ from customers.partitions import (
     ledger_partitions,
     ledger_partitions_ensure,
     ledger_partitions_maintain,
+    month_start,
     partition_name,
     retire_transition_aids,
 )
@@ -249,6 +250,23 @@ def test_the_command_lists_ensures_and_detaches(api, llm):
         call_command("ledger_partitions", "detach", "2011-13")
     with pytest.raises(CommandError, match="no partition for 2011-06"):
         call_command("ledger_partitions", "detach", "2011-06")
+
+
+def test_detach_gives_way_to_writes_in_flight_and_changes_nothing(db, monkeypatch):
+    import psycopg
+
+    from customers import partitions
+
+    monkeypatch.setattr(partitions, "LOCK_TIMEOUT", "200ms")
+    current = month_start(datetime.now(UTC))
+    assert partition_name(current) in names()  # made by the migration, committed
+    settings = connection.settings_dict
+    with psycopg.connect(dbname=settings["NAME"], user=settings["USER"], password=settings["PASSWORD"],
+                         host=settings["HOST"], port=settings["PORT"]) as writer:
+        writer.execute(f"LOCK TABLE {LEDGER} IN ROW EXCLUSIVE MODE")  # a recording transaction, open
+        with pytest.raises(CommandError, match="nothing was changed: run it again"):
+            call_command("ledger_partitions", "detach", f"{current:%Y-%m}")
+    assert partition_name(current) in names()
 
 
 # --------------------------------------------------------------------------- converting a populated table

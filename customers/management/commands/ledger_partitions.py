@@ -1,4 +1,5 @@
 from django.core.management.base import BaseCommand, CommandError
+from django.db import OperationalError
 
 from config.core import clock
 from customers.partitions import (
@@ -42,6 +43,11 @@ class Command(BaseCommand):
                 detached = ledger_partition_detach(month)
             except ValueError as error:
                 raise CommandError(str(error)) from error
+            except OperationalError as error:
+                if getattr(error.__cause__, "sqlstate", None) != "55P03":  # not the lock's timeout
+                    raise
+                raise CommandError("The ledger's writes in flight kept the lock for longer than its timeout; "
+                                   "nothing was changed: run it again.") from error
             self.stdout.write(
                 f"detached {detached.month:%Y-%m}: {detached.rows} events now in table {detached.archive} "
                 f"({detached.keys_released} idempotency keys released, the month's rollup rows removed).\n"
