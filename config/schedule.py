@@ -31,6 +31,8 @@ SCHEDULED_JOBS: list[ScheduledJob] = [
     ScheduledJob("spend-cap-alerts", "controls.services.spend_caps.spend_caps_evaluate_all", 300),
     # Analytics rollup: events whose follow-up task was lost (billing/followup.py); reads catch up anyway.
     ScheduledJob("usage-rollup-catch-up", "customers.rollup.analytics_rollup_catch_up_all", 60),
+    # The ledger's monthly partitions: this month and the next ones, and back-filled months' rows moved.
+    ScheduledJob("ledger-partitions", "customers.partitions.ledger_partitions_maintain", 3600),
     # Housekeeping: the browser sessions of opened portal links (and expired console logins).
     ScheduledJob("browser-sessions-clear", "portal.services.browser_sessions_clear_expired", 3600),
     # Jobs whose runner was lost are started again; finished ones are deleted after JOBS_KEEP_DAYS.
