@@ -119,7 +119,8 @@ def _insert(book_id, rows: list[dict], stamp: dict) -> set | None:
         cursor.execute(_insert_sql(), [_document(rows), book_id, *stamp.values(), len(rows)])
         stored_ids, in_default = cursor.fetchone()
     if in_default:  # a month without its partition yet: give it one once this batch is committed
-        transaction.on_commit(_settle_partitions)
+        # Robust: the batch is stored whatever happens to this (the hourly job settles what it could not).
+        transaction.on_commit(_settle_partitions, robust=True)
     return None if stored_ids is None else set(stored_ids)
 
 

@@ -103,6 +103,19 @@ def test_the_back_filled_month_gets_its_partition_after_commit_and_its_rows_move
     assert UsageDailyRollup.objects.filter(day="2018-07-01", grain=8).get().event_count == 2
 
 
+def test_a_batch_is_answered_and_kept_when_giving_its_month_a_partition_fails(
+        api, llm, monkeypatch, django_capture_on_commit_callbacks):
+    import customers.tasks
+
+    def broken():
+        raise RuntimeError("the broker is down")
+
+    monkeypatch.setattr(customers.tasks, "ledger_partitions_settle", broken)
+    with django_capture_on_commit_callbacks(execute=True):
+        body = record(api, rec(llm, "2007-09-09T00:00:00Z"))
+    assert partition_of(body["results"]["success"][0]["eventId"]) == DEFAULT  # the hourly job settles it
+
+
 def test_a_day_at_a_month_boundary_lands_in_the_month_of_its_utc_instant(api, llm):
     ledger_partitions_ensure(months=[month(2031, 4), month(2031, 5)])
     body = record(api, rec(llm, "2031-04-30T23:59:59.999999Z"), rec(llm, "2031-05-01T00:00:00Z"),
