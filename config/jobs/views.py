@@ -2,15 +2,17 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from config.accounts.api import ALL_SCOPES, OrgApiView
+from config.accounts.api import OrgApiView
+from config.accounts.models import KeyScope
 from config.core.scoping import get_owned
 from config.jobs.models import Job
 from config.jobs.serializers import JobOut
 
 
 class JobDetailApi(OrgApiView):
-    # Whoever may start an operation may watch it: its job tells counts, never the book's records.
-    read_scopes = ALL_SCOPES
+    # The keys that may start these operations (full: map-model; full and legal: matter rules) may watch them;
+    # an ingest-only key reaches recording, verify and spend controls only.
+    read_scopes = frozenset({KeyScope.FULL, KeyScope.LEGAL})
 
     @extend_schema(operation_id="jobs_retrieve", responses=JobOut)
     def get(self, request, job_id):

@@ -114,9 +114,11 @@ def test_a_job_of_another_book_is_not_found(api, other_api, client_for, llm):
     assert api.get("/v1/jobs/not-a-uuid").status_code == 404
 
 
-def test_an_ingest_key_may_read_a_job(api, client_for, llm):
+def test_a_legal_key_may_read_a_job_and_an_ingest_key_may_not(api, client_for, llm):
     job_id = map_model(api, llm)["jobId"]
-    assert client_for(scope="ingest").get(f"/v1/jobs/{job_id}").status_code == 200
+    assert client_for(scope="legal").get(f"/v1/jobs/{job_id}").status_code == 200
+    refused = client_for(scope="ingest").get(f"/v1/jobs/{job_id}")
+    assert refused.status_code == 403 and "message" in refused.json()
 
 
 def test_a_rules_sweep_goes_on_in_the_background_as_its_job(api, settings, django_capture_on_commit_callbacks):
