@@ -240,10 +240,13 @@ def jobs_housekeeping(*, now: datetime) -> dict:
     web process stopped while it ran one, a lost broker message), failing those taken up JOBS_MAX_ATTEMPTS
     times already; delete finished jobs older than JOBS_KEEP_DAYS. Safe to run twice."""
     stale = Job.objects.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING], updated_at__lt=_stale_before(now))
-    failed = stale.filter(Q(attempts__gte=settings.JOBS_MAX_ATTEMPTS) | Q(task_path="")).update(
+    again = "Items done so far stay done; starting the operation again does the rest."
+    failed = stale.filter(task_path="").update(
         status=JobStatus.FAILED, finished_at=now, updated_at=now,
-        error=f"Stopped: its runner was lost {settings.JOBS_MAX_ATTEMPTS} times. Items done so far stay done; "
-              f"starting the operation again does the rest.")
+        error=f"Stopped: its runner was lost and it names no task to start again. {again}")
+    failed += stale.filter(attempts__gte=settings.JOBS_MAX_ATTEMPTS).update(
+        status=JobStatus.FAILED, finished_at=now, updated_at=now,
+        error=f"Stopped: its runner was lost {settings.JOBS_MAX_ATTEMPTS} times. {again}")
     restarted = 0
     for job in stale.order_by("updated_at")[:1000]:  # the failed ones above are no longer stale
         # Queued again with a new message, and moved now: the next sweep leaves it to that message for another

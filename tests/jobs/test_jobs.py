@@ -179,16 +179,20 @@ def test_housekeeping_restarts_a_job_whose_runner_was_lost_and_deletes_old_finis
     now = clock.now()
     lost_long_ago = now - timedelta(seconds=settings.JOBS_STALE_SECONDS + 1)
     Job.objects.filter(pk=job_id).update(updated_at=lost_long_ago)
-    given_up = Job.objects.create(book=book, kind="cost_reprice", status="running", attempts=settings.JOBS_MAX_ATTEMPTS)
-    Job.objects.filter(pk=given_up.pk).update(updated_at=lost_long_ago)
+    given_up = Job.objects.create(book=book, kind="cost_reprice", status="running", attempts=settings.JOBS_MAX_ATTEMPTS,
+                                  task_path=Job.objects.get(pk=job_id).task_path)
+    taskless = Job.objects.create(book=book, kind="cost_reprice", status="running", attempts=1)
+    Job.objects.filter(pk__in=[given_up.pk, taskless.pk]).update(updated_at=lost_long_ago)
     recent = Job.objects.create(book=book, kind="cost_reprice", status="running", attempts=1)
     old = Job.objects.create(book=book, kind="cost_reprice", status="succeeded",
                              finished_at=now - timedelta(days=settings.JOBS_KEEP_DAYS, seconds=1))
-    assert jobs_housekeeping(now=now) == {"restarted": 1, "failed": 1, "deleted": 1}
+    assert jobs_housekeeping(now=now) == {"restarted": 1, "failed": 2, "deleted": 1}
     job = job_of(api, job_id)
     assert (job["status"], job["done"], job["total"], job["result"]) == ("succeeded", 3, 3, {"eventsPriced": 3})
     given_up = job_of(api, given_up.pk)
     assert given_up["status"] == "failed" and given_up["error"].startswith("Stopped: its runner was lost 3 times.")
+    taskless = job_of(api, taskless.pk)
+    assert taskless["status"] == "failed" and "names no task to start again" in taskless["error"]
     assert job_of(api, recent.pk)["status"] == "running"  # it moved lately: its runner is at work
     assert not Job.objects.filter(pk=old.pk).exists()
     assert jobs_housekeeping(now=now) == {"restarted": 0, "failed": 0, "deleted": 0}
