@@ -362,6 +362,7 @@ def test_two_concurrent_writers_get_no_errors_over_1000_batches(served):
             status, _, body = request("POST", url, key, {"records": records})
             answers_seen[number].append((status, body.get("successful") if isinstance(body, dict) else body))
 
+    first_day = time.strftime("%Y-%m-%d", time.gmtime())  # the records are dated when they arrive
     started = time.monotonic()
     threads = [threading.Thread(target=writer, args=(number,)) for number in range(WRITERS)]
     for thread in threads:
@@ -383,8 +384,9 @@ def test_two_concurrent_writers_get_no_errors_over_1000_batches(served):
         tokens += [event["inputTokens"] for event in page]
     assert sorted(tokens) == list(range(1, total + 1))  # each record once: none lost, none twice
 
-    today = time.strftime("%Y-%m-%d", time.gmtime())
-    status, _, cost = request("GET", f"{served.base}/v1/analytics/cost?startDate={today}&endDate={today}", key)
+    last_day = time.strftime("%Y-%m-%d", time.gmtime())  # a run across midnight UTC spans two days
+    status, _, cost = request("GET", f"{served.base}/v1/analytics/cost?startDate={first_day}&endDate={last_day}",
+                              key)
     assert status == 200, cost
     assert cost["eventCount"] == total and cost["eventCountWithNullCost"] == 0
     assert cost["cost"] == Decimal("0.00000015") * (total * (total + 1) // 2)
