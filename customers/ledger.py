@@ -132,7 +132,7 @@ def _settle_partitions() -> None:
 def _holders(book, keys: set) -> dict:
     """The stored events holding these keys of the book, by key: through the keys' table, which names each
     event's id (a probe of each month's primary key; the ledger has no index of keys)."""
-    holder_ids = UsageEventKey.objects.filter(book_id=book.pk, idempotency_key__in=keys).values("event_id")
+    holder_ids = owned(UsageEventKey, book).filter(idempotency_key__in=keys).values("event_id")
     return {event.idempotency_key: event for event in owned(UsageEvent, book).filter(id__in=holder_ids)}
 
 

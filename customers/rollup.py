@@ -32,7 +32,7 @@ from django.db import connection, connections, transaction
 from catalog.models import ServiceEntry
 from config.core.jobs import BookFailures
 from config.core.replica import pin_to_primary, read_database
-from config.core.scoping import book_sql
+from config.core.scoping import book_sql, owned
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent
 
 EVENTS = UsageEvent._meta.db_table
@@ -186,7 +186,7 @@ def _lock_book(book_id) -> None:
 def analytics_rollup_catch_up(*, book_id) -> int:
     """Move the book's backlog into the rollup (one statement under the book's lock); returns the number
     of events added. Safe to run at any time and as often as wanted: a backlog row is added once."""
-    if not RollupBacklog.objects.filter(book_id=book_id).exists():
+    if not owned(RollupBacklog, book_id).exists():
         return 0  # the usual case for reads: one index probe, no lock
     # The rollup changes on the primary: a read that asked for this catch-up reads it there, as a replica that
     # showed this backlog may not have replayed the catch-up yet.
@@ -248,7 +248,7 @@ def analytics_rollup_subtract(*, book, events: Iterable[UsageEvent]) -> None:
     _lock_book(book.pk)
     emptied = _upsert(_BY_IDS_ADDED, [event_ids], sign=-1)
     if emptied:
-        UsageDailyRollup.objects.filter(book=book, pk__in=emptied).delete()
+        owned(UsageDailyRollup, book).filter(pk__in=emptied).delete()
 
 
 def analytics_rollup_rebuild(*, book) -> int:
@@ -257,8 +257,8 @@ def analytics_rollup_rebuild(*, book) -> int:
     be stopped."""
     with transaction.atomic():
         _lock_book(book.pk)
-        RollupBacklog.objects.filter(book=book).delete()
-        UsageDailyRollup.objects.filter(book=book).delete()
+        owned(RollupBacklog, book).delete()
+        owned(UsageDailyRollup, book).delete()
         select, params = _grains_sql(*book_sql(book, "e.book_id"))
         execute(_insert_sql(select, upsert=False), params)
-    return UsageDailyRollup.objects.filter(book=book).count()
+    return owned(UsageDailyRollup, book).count()

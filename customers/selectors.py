@@ -41,7 +41,7 @@ def usage_event_list(*, book, params) -> QuerySet:
     events = filtered(UsageEventFilter, params, owned(UsageEvent, book))
     if params.get("idempotencyKey"):
         # The key's event by its id from the keys' table: the partitioned ledger has no index of keys.
-        holders = UsageEventKey.objects.filter(book=book, idempotency_key=params["idempotencyKey"])
+        holders = owned(UsageEventKey, book).filter(idempotency_key=params["idempotencyKey"])
         events = events.filter(id__in=holders.values("event_id"))
     return events.order_by("-usage_date", "-id")
 

@@ -232,6 +232,47 @@ def test_every_raw_statement_scopes_the_book_through_book_sql():
     assert HAND_WRITTEN_BOOK_CONDITION.search('f"WHERE e.book_id = %s AND e.day >= %s"')  # the check reads SQL
 
 
+BOOK_ARGUMENTS = {"book", "book_id"}
+READS = {"filter", "exclude", "get"}  # a create names the book it writes into: that is the scoping
+
+
+def book_queries_bypassing_owned(source: str) -> list[int]:
+    """Lines where a manager query names the book itself (`Model.objects.filter(book=...)`) instead of starting
+    from `owned(Model, book)`. A correlated subquery's `book=OuterRef(...)` matches the outer row's book, which
+    the outer query scoped already."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        function = node.func if isinstance(node, ast.Call) else None
+        if not (isinstance(function, ast.Attribute) and isinstance(function.value, ast.Attribute)
+                and function.value.attr == "objects" and function.attr in READS):
+            continue
+        for keyword in node.keywords:
+            outer_ref = (isinstance(keyword.value, ast.Call)
+                         and getattr(keyword.value.func, "id", None) == "OuterRef")
+            if keyword.arg in BOOK_ARGUMENTS and not outer_ref:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_orm_queries_scope_the_book_through_owned():
+    bypassing = {module: lines for module, source in app_modules()
+                 if module != "config/core/scoping.py" and (lines := book_queries_bypassing_owned(source))}
+    assert not bypassing, f"start these from owned(Model, book): {bypassing}"
+
+
+@pytest.mark.parametrize("source, bypasses", [
+    ("UsageEventKey.objects.filter(book=book, idempotency_key=key)", True),
+    ("RollupBacklog.objects.filter(book_id=book_id).exists()", True),
+    ("Invoice.objects.get(pk=pk, book=book)", True),
+    ("owned(UsageEventKey, book).filter(idempotency_key=key)", False),
+    ("MatterAttribution.objects.filter(book=OuterRef('book'), matter=OuterRef('pk'))", False),
+    ("Invoice.objects.filter(status='draft', period_end__lte=now)", False),  # a job across books
+    ("PricingPlan.objects.create(book=book, name=name)", False),
+])
+def test_the_owned_check_tells_a_hand_scoped_query(source, bypasses):
+    assert bool(book_queries_bypassing_owned(source)) is bypasses
+
+
 @pytest.mark.parametrize("pattern, only_in", [
     (re.compile(r"object\.__setattr__\("), "config/core/ids.py"),  # a UUID's slots, set without its checks
     (re.compile(r"\.__dict__\s*=[^=]"), "customers/ledger.py"),  # model instances without Model.__init__
