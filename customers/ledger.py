@@ -17,7 +17,8 @@ objects keyed by column name are matched by name (docs/performance.md has the fi
 `test_fast_insert_writes_every_column` keeps the column list in step with the model.
 
 A row dated in a month without a partition lands in the default partition (no insert fails for want of
-one); the statement says so, and after commit the month gets its partition (`ledger_partitions_settle`).
+one); the statement says so, and after commit the month gets its partition (`ledger_partitions_settle`, run
+outside the request).
 """
 import operator
 import re
@@ -28,6 +29,7 @@ from django.db import OperationalError, connection, transaction
 from django.db.models.base import ModelState
 
 from config.core import exact_json
+from config.core.background import TaskRunner
 from config.core.database import prepared_cursor
 from config.core.scoping import owned
 from customers.models import RollupBacklog, UsageEvent, UsageEventKey
@@ -124,9 +126,13 @@ def _insert(book_id, rows: list[dict], stamp: dict) -> set | None:
     return None if stored_ids is None else set(stored_ids)
 
 
+# The settle task leaves the request: DDL and row moves have no place in a client's recording request, also
+# without a broker (CELERY_TASK_ALWAYS_EAGER), where `delay` would run them inline.
+settle_runner = TaskRunner("ledger-partitions-settle")
+
+
 def _settle_partitions() -> None:
-    from customers.tasks import ledger_partitions_settle_task  # tasks import the services, not the reverse
-    ledger_partitions_settle_task.delay()
+    settle_runner.dispatch("customers.tasks.ledger_partitions_settle_task")
 
 
 def _holders(book, keys: set) -> dict:

@@ -5,7 +5,11 @@ when there is none (no REDIS_URL, so no broker and tasks run inline, inside the 
 `delay` seconds of the first add, on one daemon thread per process, with that thread's own database
 connection (closed after each run). The request that adds only takes a lock. Work still pending when the
 process exits normally (gunicorn's graceful stop) is run then; work of a process that is killed is lost, so
-only work that something else redoes belongs here (billing/followup.py says what does)."""
+only work that something else redoes belongs here (billing/followup.py says what does).
+
+`TaskRunner` is the usual way in: a Celery task handed over after a commit goes to the broker when there is
+one and to such a thread when there is none (jobs, config/jobs/services.py; the ledger's partitions after a
+back-filled batch, customers/ledger.py)."""
 import atexit
 import logging
 import os
@@ -14,6 +18,9 @@ import time
 from collections.abc import Callable, Hashable, Iterable
 
 from django.db import connections
+from django.utils.module_loading import import_string
+
+from config.core.redis_client import redis_client
 
 logger = logging.getLogger("billing.background")
 
@@ -73,3 +80,27 @@ class Coalescer:
         finally:
             if on_own_thread:
                 connections.close_all()  # this thread's connections only (Django's are per thread)
+
+
+class TaskRunner:
+    """Hands a Celery task over once the caller's transaction commits, as a worker would take it: with a broker
+    (REDIS_URL) `task.delay(...)`; without one (the zero-setup `make run`), where `delay` would run the task
+    inline, inside the request that asked for it, a thread of this process runs it after the response (calls
+    one after another; the same call asked for again while pending runs once). Only for tasks that something
+    else redoes if the process dies first (a scheduled job)."""
+
+    def __init__(self, name: str):
+        self.in_process = Coalescer(name, self._run_in_process, delay=0)
+
+    def dispatch(self, task_path: str, task_args: Iterable = ()) -> None:
+        """Run the Celery task at `task_path` (its dotted path) with `task_args` outside this request."""
+        if redis_client() is None:
+            call = (task_path, tuple(task_args))
+            self.in_process.add(call, [call])
+        else:
+            import_string(task_path).delay(*task_args)
+
+    @staticmethod
+    def _run_in_process(key, calls: set) -> None:
+        for task_path, task_args in calls:
+            import_string(task_path)(*task_args)

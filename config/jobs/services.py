@@ -34,10 +34,9 @@ from django.db.models.functions import Coalesce
 from django.utils.module_loading import import_string
 
 from config.core import clock
-from config.core.background import Coalescer
+from config.core.background import TaskRunner
 from config.core.errors import ApiError
 from config.core.progress import NO_PROGRESS, Progress
-from config.core.redis_client import redis_client
 from config.jobs.models import FINISHED, Job, JobStatus
 
 logger = logging.getLogger("billing.jobs")
@@ -63,20 +62,11 @@ def job_start(job: Job) -> None:
 
 
 def _dispatch(task_path: str, task_args: list) -> None:
-    if redis_client() is None:
-        call = (task_path, tuple(task_args))
-        in_process.add(call, [call])
-    else:
-        import_string(task_path).delay(*task_args)
-
-
-def _run_in_process(key, calls: set) -> None:
-    for task_path, task_args in calls:
-        import_string(task_path)(*task_args)
+    runner.dispatch(task_path, task_args)
 
 
 # Without Redis: the jobs this process started, run by a thread of the process (one after another).
-in_process = Coalescer("jobs", _run_in_process, delay=0)
+runner = TaskRunner("jobs")
 
 
 # --------------------------------------------------------------------------- running

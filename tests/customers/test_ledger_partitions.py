@@ -9,7 +9,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from config.core.background import Coalescer, TaskRunner
 from config.schedule import job_named
+from customers import ledger
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
 from customers.partition_conversion import convert_ledger, unconvert_ledger
 from customers.partitions import (
@@ -114,6 +116,30 @@ def test_a_batch_is_answered_and_kept_when_giving_its_month_a_partition_fails(
     with django_capture_on_commit_callbacks(execute=True):
         body = record(api, rec(llm, "2007-09-09T00:00:00Z"))
     assert partition_of(body["results"]["success"][0]["eventId"]) == DEFAULT  # the hourly job settles it
+
+
+@pytest.fixture
+def without_redis(monkeypatch):
+    """The zero-setup `make run`: no Redis, so no broker and no worker. Yields the in-process runner of the
+    settle task, which runs only when the test flushes it (a delay no test waits for)."""
+    from config.core import background
+
+    monkeypatch.setattr(background, "redis_client", lambda: None)
+    runner = TaskRunner("ledger-partitions-settle-test")
+    runner.in_process = Coalescer("ledger-partitions-settle-test", runner._run_in_process, delay=3600)
+    monkeypatch.setattr(ledger, "settle_runner", runner)
+    return runner.in_process
+
+
+def test_without_a_broker_the_month_is_partitioned_after_the_answer_not_in_the_request(
+        api, llm, without_redis, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        body = record(api, rec(llm, "2029-08-08T00:00:00Z"))
+    event_id = body["results"]["success"][0]["eventId"]
+    assert partition_of(event_id) == DEFAULT and partition_name(month(2029, 8)) not in names()  # no DDL inline
+    assert list(without_redis._due) == [("customers.tasks.ledger_partitions_settle_task", ())]
+    without_redis.flush()  # what the process's thread does after the response
+    assert partition_of(event_id) == partition_name(month(2029, 8))
 
 
 def test_a_day_at_a_month_boundary_lands_in_the_month_of_its_utc_instant(api, llm):
