@@ -53,6 +53,7 @@ def main() -> None:
     django.setup()
     from config.core.ids import time_ordered_uuids
     from customers import ledger
+    from customers.partitions import settle_window
 
     values = ", ".join(ledger._sent_value(column, position) for position, column in enumerate(ledger.SENT_COLUMNS))
     single_sql = (
@@ -93,7 +94,8 @@ def main() -> None:
 
     for number in range(1, options.rounds + 1):
         single = run(SINGLE, single_sql, lambda text, now: [book, now, now, text, 100])
-        partitioned = run(PARTITIONED, partitioned_sql, lambda text, now: [text, book, book, now, now, 100])
+        partitioned = run(PARTITIONED, partitioned_sql,
+                          lambda text, now: [text, book, book, now, now, 100, *settle_window(now)])
         print(f"round {number}: single table {shown(single)} | partitioned with the keys' table {shown(partitioned)}")
 
 

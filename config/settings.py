@@ -267,6 +267,10 @@ MAP_MODEL_INLINE_BACKFILL_LIMIT = env_int("MAP_MODEL_INLINE_BACKFILL_LIMIT", 500
 JOBS_STALE_SECONDS = env_int("JOBS_STALE_SECONDS", 600)
 JOBS_MAX_ATTEMPTS = env_int("JOBS_MAX_ATTEMPTS", 3)
 JOBS_KEEP_DAYS = env_int("JOBS_KEEP_DAYS", 30)
+# The usage ledger's partitions (customers/partitions.py): rows a client dates in the months from this many before
+# the current one to those the scheduled job keeps ahead get partitions of their own month on their own; rows
+# dated outside stay in the default partition (an operator names a month to partition it).
+LEDGER_PARTITIONS_PAST_MONTHS = env_int("LEDGER_PARTITIONS_PAST_MONTHS", 36)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],

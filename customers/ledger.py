@@ -17,8 +17,10 @@ objects keyed by column name are matched by name (docs/performance.md has the fi
 `test_fast_insert_writes_every_column` keeps the column list in step with the model.
 
 A row dated in a month without a partition lands in the default partition (no insert fails for want of
-one); the statement says so, and after commit the month gets its partition (`ledger_partitions_settle`, run
-outside the request).
+one); the statement says whether a row dated in the settle window did (customers/partitions.py:
+`settle_window`, from LEDGER_PARTITIONS_PAST_MONTHS back to the months the job keeps ahead), and after
+commit that month gets its partition (`ledger_partitions_settle`, run outside the request). A row dated
+outside the window stays in the default partition.
 """
 import operator
 import re
@@ -33,7 +35,7 @@ from config.core.background import TaskRunner
 from config.core.database import prepared_cursor
 from config.core.scoping import owned
 from customers.models import RollupBacklog, UsageEvent, UsageEventKey
-from customers.partitions import DEFAULT
+from customers.partitions import DEFAULT, settle_window
 
 # Every column of the ledger. Recording hands over each new event as a row: a dict with these keys
 # (attnames, which are the column names here) but the `STAMPED_COLUMNS`, values as orjson writes them
@@ -84,9 +86,9 @@ def _sent_value(column: str, position: int) -> str:
 @cache
 def _insert_sql() -> str:
     """The statement, built on first use (the column types are PostgreSQL's). Parameters: the rows' JSON
-    document, the book (for the keys), the `STAMPED_COLUMNS`, the number of rows. It answers (NULL when it
-    stored every row, the usual case, else the ids it stored; whether any row landed in the default
-    partition)."""
+    document, the book (for the keys), the `STAMPED_COLUMNS`, the number of rows, the settle window's start
+    and end. It answers (NULL when it stored every row, the usual case, else the ids it stored; whether any
+    row dated in the settle window landed in the default partition)."""
     values = ", ".join(f"{_sent_value(column, position)} AS {column}" for position, column in enumerate(SENT_COLUMNS))
     sent = ", ".join(SENT_COLUMNS)
     return (
@@ -104,7 +106,8 @@ def _insert_sql() -> str:
         f"pending AS (INSERT INTO {RollupBacklog._meta.db_table} (event_id, book_id, usage_date) "
         f"SELECT id, book_id, usage_date FROM stored) "
         f"SELECT CASE WHEN count(*) = %s THEN NULL ELSE coalesce(array_agg(id), '{{}}') END, "
-        f"coalesce(bool_or(tableoid = '{DEFAULT}'::regclass), false) FROM stored"
+        f"coalesce(bool_or(tableoid = '{DEFAULT}'::regclass AND usage_date >= %s AND usage_date < %s), false) "
+        f"FROM stored"
     )
 
 
@@ -114,13 +117,13 @@ class Appended:
     replayed: bool
 
 
-def _insert(book_id, rows: list[dict], stamp: dict) -> set | None:
+def _insert(book_id, rows: list[dict], stamp: dict, now) -> set | None:
     """Insert; returns None when the database stored every row, else the ids it stored (a keyed event it
     skipped is a replay). `stamp` holds the `STAMPED_COLUMNS` in their order."""
     with prepared_cursor() as cursor:  # the document travels as a parameter, not quoted into the text
-        cursor.execute(_insert_sql(), [_document(rows), book_id, *stamp.values(), len(rows)])
+        cursor.execute(_insert_sql(), [_document(rows), book_id, *stamp.values(), len(rows), *settle_window(now)])
         stored_ids, in_default = cursor.fetchone()
-    if in_default:  # a month without its partition yet: give it one once this batch is committed
+    if in_default:  # a month of the settle window without its partition yet: one once this batch is committed
         # Robust: the batch is stored whatever happens to this (the hourly job settles what it could not).
         transaction.on_commit(_settle_partitions, robust=True)
     return None if stored_ids is None else set(stored_ids)
@@ -148,7 +151,7 @@ def events_append(*, book, rows: list[dict], now) -> list[Appended]:
     stamp = dict(zip(STAMPED_COLUMNS, (book.pk, now, now)))
     for row in rows:
         row.update(stamp)
-    stored = _insert(book.pk, rows, stamp)
+    stored = _insert(book.pk, rows, stamp, now)
     alias = connection.alias  # read once: every access to `connection` is a thread-local lookup
     if stored is None or len(stored) == len(rows):  # the usual case: no replay, no further query
         return [Appended(event=_instance_from_row(row, alias), replayed=False) for row in rows]

@@ -9,9 +9,15 @@
 
 `ledger_partitions_maintain` (a scheduled job, idempotent) keeps this month and the next
 `MONTHS_AHEAD` partitioned and moves rows waiting in the default partition into partitions of their
-own months; recording asks for the same move after committing a batch that landed rows in the default
-partition (`ledger_partitions_settle`, customers/tasks.py). `ledger_partition_detach` takes a month out
-of the ledger for archiving (`manage.py ledger_partitions detach YYYY-MM`, docs/operations.md).
+own months, for the months of the settle window only (`settle_window`: from LEDGER_PARTITIONS_PAST_MONTHS
+before this month to the last month the job keeps ahead); recording asks for the same move after
+committing a batch that landed rows of that window in the default partition (`ledger_partitions_settle`,
+customers/tasks.py). A row dated outside the window stays in the default partition: clients choose
+`usageDate` (any year from 1900 to 9000), and a month created for each date they send would let one client
+multiply the partitions, each created under a lock that holds back every tenant's writes. An operator
+creates any month by naming it (`manage.py ledger_partitions ensure YYYY-MM`). `ledger_partition_detach`
+takes a past month out of the ledger for archiving (`manage.py ledger_partitions detach YYYY-MM`,
+docs/operations.md).
 
 Partitions change under a lock that holds back writes to the ledger and lets reads run: an insert
 routed to the default partition while a month is attached beside it would fail the default partition's
@@ -21,8 +27,10 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
+from config.core.clock import MIN_YEAR
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
 
 LEDGER = UsageEvent._meta.db_table
@@ -60,6 +68,21 @@ def next_month(month: datetime) -> datetime:
     return datetime(month.year + month.month // 12, month.month % 12 + 1, 1, tzinfo=UTC)
 
 
+def months_after(month: datetime, count: int) -> datetime:
+    """The first instant of the month `count` months after `month` (before it when `count` is negative)."""
+    index = month.year * 12 + month.month - 1 + count
+    return datetime(index // 12, index % 12 + 1, 1, tzinfo=UTC)
+
+
+def settle_window(now: datetime) -> tuple[datetime, datetime]:
+    """[start, end) of the months whose rows waiting in the default partition get partitions without an
+    operator: from LEDGER_PARTITIONS_PAST_MONTHS months before the month of `now` (never before MIN_YEAR)
+    to the end of the last month the scheduled job keeps ahead."""
+    current = month_start(now)
+    past = min(max(settings.LEDGER_PARTITIONS_PAST_MONTHS, 0), (current.year - MIN_YEAR) * 12 + current.month - 1)
+    return months_after(current, -past), months_after(current, MONTHS_AHEAD + 1)
+
+
 def parse_month(text: str) -> datetime:
     """`YYYY-MM` as the first instant of that UTC month; ValueError otherwise."""
     match = re.fullmatch(r"(\d{4})-(\d{2})", text.strip())
@@ -95,9 +118,11 @@ def ledger_partitions(cursor=None, table: str = LEDGER) -> list[Partition]:
     return sorted(partitions, key=lambda p: (p.is_default, p.start or floor))
 
 
-def _months_waiting(cursor, table: str) -> list[datetime]:
-    """The UTC months of the rows in the default partition (a back-fill, or dates beyond those created)."""
-    cursor.execute(f"SELECT DISTINCT date_trunc('month', usage_date AT TIME ZONE 'UTC') FROM {table}_default")
+def _months_waiting(cursor, table: str, window: tuple[datetime, datetime]) -> list[datetime]:
+    """The UTC months within `window` of the rows in the default partition (a back-fill, or dates beyond
+    those created)."""
+    cursor.execute(f"SELECT DISTINCT date_trunc('month', usage_date AT TIME ZONE 'UTC') FROM {table}_default "
+                   f"WHERE usage_date >= %s AND usage_date < %s", list(window))
     return [month.replace(tzinfo=UTC) for (month,) in cursor.fetchall()]
 
 
@@ -116,18 +141,19 @@ def _attach_month(cursor, month: datetime, table: str) -> str:
     return name
 
 
-def ledger_partitions_ensure(*, months=(), table: str = LEDGER) -> list[str]:
-    """Give each of `months` (first instants of UTC months), and each month with rows waiting in the default
-    partition, a partition of its own unless one covers it; returns the names created. Idempotent; when
-    there is nothing to do it reads the catalog and the default partition and takes no lock. Each month is
-    created in a transaction of its own, so writes wait for one month's work at a time."""
+def ledger_partitions_ensure(*, months=(), now: datetime | None = None, table: str = LEDGER) -> list[str]:
+    """Give each of `months` (first instants of UTC months, any month: the job's, or an operator's), and,
+    when `now` is given, each month of `settle_window(now)` with rows waiting in the default partition, a
+    partition of its own unless one covers it; returns the names created. The rows of the default partition
+    dated outside the window stay there. Idempotent; when there is nothing to do it reads the catalog and
+    the default partition and takes no lock. Each month is created in a transaction of its own, so writes
+    wait for one month's work at a time."""
     wanted = {month_start(month) for month in months}
     with connection.cursor() as cursor:
         partitions = ledger_partitions(cursor, table)
         missing = {month for month in wanted if not any(p.covers(month) for p in partitions)}
-        cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {table}_default)")
-        if cursor.fetchone()[0]:
-            missing |= set(_months_waiting(cursor, table))
+        if now is not None:
+            missing |= set(_months_waiting(cursor, table, settle_window(now)))
     created = []
     for month in sorted(missing):
         with transaction.atomic(), connection.cursor() as cursor:
@@ -139,20 +165,22 @@ def ledger_partitions_ensure(*, months=(), table: str = LEDGER) -> list[str]:
     return created
 
 
-def ledger_partitions_settle(*, table: str = LEDGER) -> list[str]:
-    """Move the rows waiting in the default partition into partitions of their months (created here)."""
-    return ledger_partitions_ensure(months=(), table=table)
+def ledger_partitions_settle(*, now: datetime, table: str = LEDGER) -> list[str]:
+    """Move the rows of the settle window waiting in the default partition into partitions of their months
+    (created here)."""
+    return ledger_partitions_ensure(months=(), now=now, table=table)
 
 
 def ledger_partitions_maintain(*, now) -> int:
     """The scheduled job: this month and the next `MONTHS_AHEAD` partitioned, the default partition's rows
-    moved to their months, and the conversion's transition aids retired once the months they served have
-    passed. Safe to run at any time and as often as wanted. Returns the number of partitions created."""
+    of the settle window moved to their months, and the conversion's transition aids retired once the
+    months they served have passed. Safe to run at any time and as often as wanted. Returns the number of
+    partitions created."""
     month, months = month_start(now), []
     for _ in range(MONTHS_AHEAD + 1):
         months.append(month)
         month = next_month(month)
-    created = ledger_partitions_ensure(months=months)
+    created = ledger_partitions_ensure(months=months, now=now)
     retire_transition_aids(now=now)
     return len(created)
 

@@ -1,6 +1,7 @@
 from celery import shared_task
 
 from config.accounts.models import Book
+from config.core import clock
 from config.jobs.services import job_run
 from customers.backfill import backfill_work, reprice_work
 from customers.partitions import ledger_partitions_settle
@@ -27,6 +28,7 @@ def reprice_unpriced_events_task(book_id: str, job_id: str | None = None) -> int
 
 @shared_task(name="customers.ledger_partitions_settle", acks_late=True)
 def ledger_partitions_settle_task() -> list[str]:
-    """Give the months of rows waiting in the ledger's default partition their partitions (after a batch
-    landed some there; safe to run twice: a settled default partition is one empty read)."""
-    return ledger_partitions_settle()
+    """Give the months of the settle window with rows waiting in the ledger's default partition their
+    partitions (after a batch landed some there; safe to run twice: a settled default partition is one
+    empty read)."""
+    return ledger_partitions_settle(now=clock.now())

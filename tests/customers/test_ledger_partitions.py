@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from config.core import clock
 from config.core.background import Coalescer, TaskRunner
 from config.schedule import job_named
 from customers import ledger
@@ -22,9 +23,11 @@ from customers.partitions import (
     ledger_partitions,
     ledger_partitions_ensure,
     ledger_partitions_maintain,
+    ledger_partitions_settle,
     month_start,
     partition_name,
     retire_transition_aids,
+    settle_window,
 )
 from customers.rollup import analytics_rollup_catch_up
 from tests.factories import ServiceEntryFactory
@@ -32,10 +35,19 @@ from tests.factories import ServiceEntryFactory
 pytestmark = pytest.mark.django_db
 
 D = Decimal
+# The API's clock in these tests: the settle window (LEDGER_PARTITIONS_PAST_MONTHS, 36 by default, before this
+# month, to the three the job keeps ahead) is 2028-06 .. 2031-09.
+NOW = datetime(2031, 6, 15, 12, tzinfo=UTC)
 
 
 def month(year, number):
     return datetime(year, number, 1, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def frozen_now(monkeypatch, settings):
+    monkeypatch.setattr(clock, "now", lambda: NOW)
+    settings.LEDGER_PARTITIONS_PAST_MONTHS = 36
 
 
 @pytest.fixture
@@ -81,28 +93,31 @@ def test_a_month_with_a_partition_takes_its_events_and_a_month_without_one_lands
         api, llm, django_capture_on_commit_callbacks):
     ledger_partitions_ensure(months=[month(2031, 3)])
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        body = record(api, rec(llm, "2031-03-10T12:00:00Z"), rec(llm, "2019-05-02T08:30:00Z"))
+        record(api, rec(llm, "2031-03-11T12:00:00Z"))
+    assert ledger._settle_partitions not in callbacks  # every row has its partition: nothing to settle
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        body = record(api, rec(llm, "2031-03-10T12:00:00Z"), rec(llm, "2029-05-02T08:30:00Z"))
     partitioned, back_filled = (entry["eventId"] for entry in body["results"]["success"])
     assert partition_of(partitioned) == partition_name(month(2031, 3))
     assert partition_of(back_filled) == DEFAULT  # no insert fails for want of a partition
-    assert len(callbacks) >= 1  # after commit the back-filled month is given its partition
+    assert callbacks.count(ledger._settle_partitions) == 1  # after commit the month is given its partition
 
 
 def test_the_back_filled_month_gets_its_partition_after_commit_and_its_rows_move_there(
         api, llm, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        body = record(api, rec(llm, "2018-07-04T00:00:00Z", idempotencyKey="bf-1"), rec(llm, "2018-07-31T23:59:59Z"))
+        body = record(api, rec(llm, "2029-07-04T00:00:00Z", idempotencyKey="bf-1"), rec(llm, "2029-07-31T23:59:59Z"))
     first, second = (entry["eventId"] for entry in body["results"]["success"])
-    assert partition_of(first) == partition_of(second) == partition_name(month(2018, 7))
+    assert partition_of(first) == partition_of(second) == partition_name(month(2029, 7))
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {DEFAULT}")
         assert cursor.fetchone()[0] == 0
     # Same rows, same answers: the event listing, the key's replay, the rollup.
     assert {first, second} <= listed_event_ids(api)
-    replay = record(api, rec(llm, "2018-07-04T00:00:00Z", idempotencyKey="bf-1"))["results"]["success"][0]
+    replay = record(api, rec(llm, "2029-07-04T00:00:00Z", idempotencyKey="bf-1"))["results"]["success"][0]
     assert replay["eventId"] == first and replay["replayed"] is True
     analytics_rollup_catch_up(book_id=UsageEvent.objects.get(pk=first).book_id)
-    assert UsageDailyRollup.objects.filter(day="2018-07-01", grain=8).get().event_count == 2
+    assert UsageDailyRollup.objects.filter(day="2029-07-01", grain=8).get().event_count == 2
 
 
 def test_a_batch_is_answered_and_kept_when_giving_its_month_a_partition_fails(
@@ -114,7 +129,7 @@ def test_a_batch_is_answered_and_kept_when_giving_its_month_a_partition_fails(
 
     monkeypatch.setattr(customers.tasks, "ledger_partitions_settle", broken)
     with django_capture_on_commit_callbacks(execute=True):
-        body = record(api, rec(llm, "2007-09-09T00:00:00Z"))
+        body = record(api, rec(llm, "2029-09-09T00:00:00Z"))
     assert partition_of(body["results"]["success"][0]["eventId"]) == DEFAULT  # the hourly job settles it
 
 
@@ -226,14 +241,65 @@ def test_the_job_creates_this_month_and_the_next_three_once(api, llm):
         assert cursor.fetchone()[0] == 1
 
 
-def test_the_job_moves_rows_waiting_in_the_default_partition_to_their_month(api, llm):
-    body = record(api, rec(llm, "2033-05-09T00:00:00Z"), rec(llm, "2013-01-01T00:00:00Z"))
-    ahead, back = (entry["eventId"] for entry in body["results"]["success"])
-    assert partition_of(ahead) == partition_of(back) == DEFAULT
-    ledger_partitions_maintain(now=datetime(2033, 4, 2, tzinfo=UTC))  # creates 2033-04 .. 2033-07
+def test_the_job_moves_rows_waiting_in_the_default_partition_to_their_month_once_it_is_in_the_window(api, llm):
+    body = record(api, rec(llm, "2033-05-09T00:00:00Z"), rec(llm, "2030-06-01T00:00:00Z"),
+                  rec(llm, "2030-03-31T00:00:00Z"))
+    ahead, back, older = (entry["eventId"] for entry in body["results"]["success"])
+    assert partition_of(ahead) == partition_of(older) == DEFAULT  # outside the window of June 2031
+    later = datetime(2033, 4, 2, tzinfo=UTC)
+    assert settle_window(later) == (month(2030, 4), month(2033, 8))
+    ledger_partitions_maintain(now=later)  # creates 2033-04 .. 2033-07
     assert partition_of(ahead) == partition_name(month(2033, 5))
-    assert partition_of(back) == partition_name(month(2013, 1))
-    assert UsageEvent.objects.filter(pk__in=[ahead, back]).count() == 2
+    assert partition_of(back) == partition_name(month(2030, 6))  # in both windows
+    assert partition_of(older) == DEFAULT  # the window has moved past it
+    assert UsageEvent.objects.filter(pk__in=[ahead, back, older]).count() == 3
+
+
+def test_rows_dated_outside_the_settle_window_stay_in_the_default_partition_and_create_nothing(
+        api, llm, django_capture_on_commit_callbacks):
+    assert settle_window(NOW) == (month(2028, 6), month(2031, 10))
+    dates = {"2028-05-31T23:59:59Z": month(2028, 5), "2031-10-01T00:00:00Z": month(2031, 10),
+             "8999-12-31T00:00:00Z": month(8999, 12), "1900-01-01T00:00:00Z": month(1900, 1)}
+    before = names()
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        body = record(api, *(rec(llm, date) for date in dates))
+    assert ledger._settle_partitions not in callbacks  # nothing for the settle task to do: it is not asked
+    ids = [entry["eventId"] for entry in body["results"]["success"]]
+    assert ledger_partitions_settle(now=NOW) == []
+    assert names() == before
+    ledger_partitions_maintain(now=NOW)  # this month and the next three, nothing else
+    assert set(names()) - set(before) <= {partition_name(month(2031, m)) for m in (6, 7, 8, 9)}
+    assert [partition_of(event_id) for event_id in ids] == [DEFAULT] * 4  # kept, answered, counted
+    assert UsageEvent.objects.filter(pk__in=ids).count() == 4
+
+
+def test_rows_at_the_edges_of_the_settle_window_get_their_months(api, llm, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        body = record(api, rec(llm, "2028-06-01T00:00:00Z"), rec(llm, "2031-09-30T23:59:59Z"))
+    first, last = (entry["eventId"] for entry in body["results"]["success"])
+    assert partition_of(first) == partition_name(month(2028, 6))
+    assert partition_of(last) == partition_name(month(2031, 9))
+
+
+def test_the_past_months_of_the_window_are_a_setting(api, llm, settings):
+    settings.LEDGER_PARTITIONS_PAST_MONTHS = 60
+    assert settle_window(NOW) == (month(2026, 6), month(2031, 10))
+    body = record(api, rec(llm, "2026-06-15T00:00:00Z"))
+    assert ledger_partitions_settle(now=NOW) == [partition_name(month(2026, 6))]
+    assert partition_of(body["results"]["success"][0]["eventId"]) == partition_name(month(2026, 6))
+    settings.LEDGER_PARTITIONS_PAST_MONTHS = 10**6  # never before the earliest year a date may have
+    assert settle_window(NOW)[0] == month(1900, 1)
+
+
+def test_an_operator_partitions_any_month_by_naming_it(api, llm):
+    body = record(api, rec(llm, "1900-01-01T00:00:00Z"), rec(llm, "8999-12-31T00:00:00Z"))
+    old, far = (entry["eventId"] for entry in body["results"]["success"])
+    out = StringIO()
+    call_command("ledger_partitions", "ensure", "1900-01", "8999-12", stdout=out)
+    assert partition_of(old) == partition_name(month(1900, 1))
+    assert partition_of(far) == partition_name(month(8999, 12))
+    with pytest.raises(CommandError, match="not a month"):
+        call_command("ledger_partitions", "ensure", "2031-13")
 
 
 # --------------------------------------------------------------------------- detaching a month

@@ -5,6 +5,7 @@ from config.core import clock
 from customers.partitions import (
     ledger_partition_detach,
     ledger_partitions,
+    ledger_partitions_ensure,
     ledger_partitions_maintain,
     parse_month,
 )
@@ -12,14 +13,17 @@ from customers.partitions import (
 
 class Command(BaseCommand):
     help = ("The usage ledger's monthly partitions (docs/operations.md). `list` shows them; `ensure` does what "
-            "the scheduled job does (this month and the next ones partitioned, rows waiting in the default "
-            "partition moved to their months); `detach YYYY-MM` takes a month out of the ledger as a table "
-            "of its own, to dump and drop.")
+            "the scheduled job does (this month and the next ones partitioned, rows of the settle window "
+            "waiting in the default partition moved to their months) and `ensure YYYY-MM ...` also partitions "
+            "the months named, whatever their date; `detach YYYY-MM` takes a past month out of the ledger as "
+            "a table of its own, to dump and drop.")
 
     def add_arguments(self, parser):
         commands = parser.add_subparsers(dest="action", required=True)
         commands.add_parser("list", help="Each partition, its range and PostgreSQL's estimate of its rows.")
-        commands.add_parser("ensure", help="Create the partitions due; move the default partition's rows.")
+        ensure = commands.add_parser("ensure", help="Create the partitions due; move the default partition's rows.")
+        ensure.add_argument("months", nargs="*", help="UTC months (YYYY-MM) to partition as well, whatever their "
+                                                      "date: their rows leave the default partition.")
         detach = commands.add_parser("detach", help="Detach one month for archiving.")
         detach.add_argument("month", help="The UTC month, YYYY-MM.")
 
@@ -35,7 +39,11 @@ class Command(BaseCommand):
                 rows = "not analyzed" if partition.estimated_rows < 0 else f"~{partition.estimated_rows} rows"
                 self.stdout.write(f"{partition.name}  {span}  {rows}")
         elif action == "ensure":
-            created = ledger_partitions_maintain(now=clock.now())
+            try:
+                named = [parse_month(text) for text in options["months"]]
+            except ValueError as error:
+                raise CommandError(str(error)) from error
+            created = ledger_partitions_maintain(now=clock.now()) + len(ledger_partitions_ensure(months=named))
             self.stdout.write(f"partitions created: {created}")
         else:
             try:
