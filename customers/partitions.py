@@ -31,6 +31,7 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
 from config.core.clock import MIN_YEAR
+from config.core.hooks import Hooks
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
 
 LEDGER = UsageEvent._meta.db_table
@@ -235,17 +236,31 @@ def archive_name(month: datetime, table: str = LEDGER) -> str:
     return f"{table}_archived_{month:%Y_%m}"
 
 
-def ledger_partition_detach(month: datetime, *, table: str = LEDGER) -> Detached:
+# Asked before a month leaves the ledger, with `start` and `end`, the month's bounds: a higher app's function
+# raises ValueError, saying why, when the month must stay (config/hooks.py registers billing's: a month that
+# draft invoices or active subscriptions' current billing periods still read).
+ledger_month_detaching = Hooks("ledger month detaching")
+
+
+def ledger_partition_detach(month: datetime, *, now: datetime, table: str = LEDGER) -> Detached:
     """Take the partition of `month` out of the ledger, as a table of its own named `archive_name(month)`
     that the operator can dump and drop (docs/operations.md). In the same transaction the month leaves
     everything derived from the ledger: its idempotency keys (a later replay of one of them records a new
-    event), its events still waiting for the rollup, and the month's rows of the analytics rollup. Matter
-    attributions stay (one small row per event, found again if the archive is attached back).
+    event), its events still waiting for the rollup, and the month's rows of the analytics rollup (analytics
+    and revenue then read no usage for the month). Matter attributions stay (one small row per event, found
+    again if the archive is attached back).
 
-    Only a partition holding exactly one month can be detached (the legacy partition of a converted ledger
-    holds every month before its bound). ValueError when there is no such partition."""
+    ValueError, changing nothing, for a month that has not ended by `now` (recording still writes it), for
+    a month `ledger_month_detaching` refuses (an invoice still refreshed from the ledger, a current billing
+    period: their usage would leave them without a word), and when no partition holds exactly this month
+    (the legacy partition of a converted ledger holds every month before its bound)."""
     month = month_start(month)
     end = next_month(month)
+    if end > now:
+        raise ValueError(f"{month:%Y-%m} has not ended (it ends {end:%Y-%m-%d} UTC): only a month entirely in "
+                         f"the past can be detached.")
+    if table == LEDGER:
+        ledger_month_detaching.run(start=month, end=end)
     partitions = ledger_partitions(table=table)
     partition = next((p for p in partitions if p.start == month and p.end == end), None)
     if partition is None:

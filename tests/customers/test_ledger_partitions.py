@@ -25,11 +25,13 @@ from customers.partitions import (
     ledger_partitions_maintain,
     ledger_partitions_settle,
     month_start,
+    next_month,
     partition_name,
     retire_transition_aids,
     settle_window,
 )
 from customers.rollup import analytics_rollup_catch_up
+from tests.billing.invoice_support import billing_chain, recurring
 from tests.factories import ServiceEntryFactory
 
 pytestmark = pytest.mark.django_db
@@ -314,7 +316,7 @@ def test_a_detached_month_leaves_every_read_and_its_keys(api, llm):
     analytics_rollup_catch_up(book_id=book_id)
     assert UsageDailyRollup.objects.filter(day__gte="2012-04-01", day__lt="2012-05-01").exists()
 
-    detached = ledger_partition_detach(month(2012, 4))
+    detached = ledger_partition_detach(month(2012, 4), now=NOW)
 
     assert (detached.archive, detached.rows, detached.keys_released) == (archive_name(month(2012, 4)), 2, 1)
     april_ids = {entry["eventId"] for entry in april}
@@ -336,7 +338,48 @@ def test_a_detached_month_leaves_every_read_and_its_keys(api, llm):
 
 def test_detach_refuses_a_month_without_its_own_partition(db):
     with pytest.raises(ValueError, match="no partition for 1990-01"):
-        ledger_partition_detach(month(1990, 1))
+        ledger_partition_detach(month(1990, 1), now=NOW)
+
+
+def test_detach_refuses_the_current_month_and_later_ones(api, llm):
+    ledger_partitions_maintain(now=NOW)  # 2031-06 .. 2031-09
+    body = record(api, rec(llm, "2031-06-01T00:00:00Z"), rec(llm, "2031-08-01T00:00:00Z"))
+    for text in ("2031-06", "2031-08"):
+        with pytest.raises(CommandError, match=f"{text} has not ended .* only a month entirely in the past"):
+            call_command("ledger_partitions", "detach", text)
+    assert {partition_name(month(2031, 6)), partition_name(month(2031, 8))} <= set(names())
+    assert UsageEvent.objects.filter(pk__in=[e["eventId"] for e in body["results"]["success"]]).count() == 2
+    # The month that ended at this instant is past.
+    ledger_partitions_ensure(months=[month(2031, 5)])
+    assert ledger_partition_detach(month(2031, 5), now=month(2031, 6)).rows == 0
+
+
+def test_detach_refuses_a_month_a_draft_invoice_covers_until_it_is_final(api, book, llm):
+    chain = billing_chain(api, book, [recurring("10")], start="2012-01-01T00:00:00Z")
+    ledger_partitions_ensure(months=[month(2012, 4), month(2012, 5)])
+    draft = api.post("/v1/invoices/generate", {
+        "customerId": str(chain.customer.id), "subscriptionId": chain.subscription["id"],
+        "billingPeriodStart": "2012-04-01T00:00:00Z", "billingPeriodEnd": "2012-04-30T23:59:59Z"}).json()
+    assert draft["status"] == "draft"
+    with pytest.raises(CommandError, match=rf"2012-04 is still billed from the ledger: 1 draft invoice\(s\) cover it, "
+                                           rf"{draft['invoiceNumber']} \(Acme Agents\): finalize or void them first"):
+        call_command("ledger_partitions", "detach", "2012-04")
+    assert partition_name(month(2012, 4)) in names()
+    call_command("ledger_partitions", "detach", "2012-05", stdout=StringIO())  # no invoice covers May
+    assert api.post(f"/v1/invoices/{draft['id']}/void", {}).status_code == 200
+    call_command("ledger_partitions", "detach", "2012-04", stdout=StringIO())
+    assert partition_name(month(2012, 4)) not in names()
+
+
+def test_detach_refuses_a_month_an_active_subscriptions_current_period_covers(api, book, llm):
+    chain = billing_chain(api, book, [recurring("10")], start="2031-01-01T00:00:00Z", billingCycle="yearly")
+    assert chain.subscription["currentPeriodStart"].startswith("2031-01-01")
+    ledger_partitions_ensure(months=[month(2031, 3), month(2030, 12)])
+    with pytest.raises(CommandError, match=r"2031-03 is still billed from the ledger: the current billing period of "
+                                           r"1 active subscription\(s\) covers it, Main \(Acme Agents\)"):
+        call_command("ledger_partitions", "detach", "2031-03")
+    assert partition_name(month(2031, 3)) in names()
+    call_command("ledger_partitions", "detach", "2030-12", stdout=StringIO())  # before the period
 
 
 def test_the_command_lists_ensures_and_detaches(api, llm):
@@ -365,6 +408,7 @@ def test_detach_gives_way_to_writes_in_flight_and_changes_nothing(db, monkeypatc
     monkeypatch.setattr(partitions, "LOCK_TIMEOUT", "200ms")
     current = month_start(datetime.now(UTC))
     assert partition_name(current) in names()  # made by the migration, committed
+    monkeypatch.setattr(clock, "now", lambda: next_month(current))  # a month may be detached once it has ended
     settings = connection.settings_dict
     with psycopg.connect(dbname=settings["NAME"], user=settings["USER"], password=settings["PASSWORD"],
                          host=settings["HOST"], port=settings["PORT"]) as writer:

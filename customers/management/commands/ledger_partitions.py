@@ -48,7 +48,7 @@ class Command(BaseCommand):
         else:
             try:
                 month = parse_month(options["month"])
-                detached = ledger_partition_detach(month)
+                detached = ledger_partition_detach(month, now=clock.now())
             except ValueError as error:
                 raise CommandError(str(error)) from error
             except OperationalError as error:

@@ -1,0 +1,33 @@
+"""Work of the billing app that runs at a moment of a lower app (registered in config/hooks.py)."""
+from billing.models import Invoice, InvoiceStatus, Subscription, SubscriptionStatus
+
+# The invoices whose usage is still read from the ledger: a draft's lines are refreshed from the events by
+# regenerating it and by the end-of-period job before it issues. Every other status has its lines stored.
+REFRESHED_FROM_EVENTS = (InvoiceStatus.DRAFT,)
+NAMED = 5  # invoices and subscriptions a refusal names
+
+
+def _named(rows, count: int) -> str:
+    names = [f"{name} ({organization})" for name, organization in rows[:NAMED]]
+    return ", ".join(names) + (f" and {count - NAMED} more" if count > NAMED else "")
+
+
+def refuse_detaching_a_billed_month(*, start, end) -> None:
+    """customers' `ledger_month_detaching`, across every book: ValueError naming what still bills from the
+    month [start, end): a draft invoice whose period overlaps it, or an active subscription whose current
+    billing period does (its invoice is yet to be generated from the events). Detaching it would take its
+    usage out of them without a word."""
+    drafts = Invoice.objects.filter(status__in=REFRESHED_FROM_EVENTS, period_start__lt=end, period_end__gt=start)
+    current = Subscription.objects.filter(status=SubscriptionStatus.ACTIVE, current_period_start__lt=end,
+                                          current_period_end__gt=start)
+    organization = "book__organization__name"
+    reasons = []
+    if count := drafts.count():
+        rows = list(drafts.order_by("period_start", "pk").values_list("invoice_number", organization)[:NAMED])
+        reasons.append(f"{count} draft invoice(s) cover it, {_named(rows, count)}: finalize or void them first")
+    if count := current.count():
+        rows = list(current.order_by("current_period_start", "pk").values_list("name", organization)[:NAMED])
+        reasons.append(f"the current billing period of {count} active subscription(s) covers it, "
+                       f"{_named(rows, count)}: wait until those periods have ended and their invoices are final")
+    if reasons:
+        raise ValueError(f"{start:%Y-%m} is still billed from the ledger: {'; '.join(reasons)}. Nothing was changed.")
