@@ -21,7 +21,9 @@ docs/operations.md).
 
 Partitions change under a lock that holds back writes to the ledger and lets reads run: an insert
 routed to the default partition while a month is attached beside it would fail the default partition's
-re-check instead of waiting (PostgreSQL checks a default partition's bound at insert time).
+re-check instead of waiting (PostgreSQL checks a default partition's bound at insert time). Detaching a
+month ends with PostgreSQL's ACCESS EXCLUSIVE lock of the ledger, held until its commit: reads wait for
+that moment too (a concurrent detach is refused beside a default partition).
 """
 import re
 from dataclasses import dataclass
@@ -276,7 +278,8 @@ def ledger_partition_detach(month: datetime, *, now: datetime, table: str = LEDG
             raise ValueError(f"{archive} exists: dump and drop (or rename) the earlier archive first.")
         cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
         # Writes wait while the month leaves (module docstring): none can add a key or a backlog row for
-        # it between the deletes below and the detach.
+        # it between the deletes below and the detach. The detach then takes ACCESS EXCLUSIVE until the
+        # commit right after it (reads wait for that moment); lock_timeout bounds each wait for a lock.
         cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
         cursor.execute(f"SELECT count(*) FROM {partition.name}")
         rows = cursor.fetchone()[0]

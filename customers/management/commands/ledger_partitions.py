@@ -54,8 +54,8 @@ class Command(BaseCommand):
             except OperationalError as error:
                 if getattr(error.__cause__, "sqlstate", None) != "55P03":  # not the lock's timeout
                     raise
-                raise CommandError("The ledger's writes in flight kept the lock for longer than its timeout; "
-                                   "nothing was changed: run it again.") from error
+                raise CommandError("The ledger's reads or writes in flight kept its lock for longer than the "
+                                   "timeout; nothing was changed: run it again.") from error
             self.stdout.write(
                 f"detached {detached.month:%Y-%m}: {detached.rows} events now in table {detached.archive} "
                 f"({detached.keys_released} idempotency keys released, the month's rollup rows removed).\n"
