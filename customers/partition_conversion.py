@@ -8,20 +8,25 @@ Every step can be run again after an interruption; the ones marked online block 
    there are copied in chunks. Creating the trigger waits for the writes in flight and holds new ones back
    for that instant only.
 2. An index on (id, usage_date), built CONCURRENTLY (online): the old table's primary key once switched.
-3. A bound B, the first UTC month boundary after both now and the latest `usage_date` stored, as
-   `CHECK (usage_date < B)`: added NOT VALID (a lock held for an instant, no scan), then validated (a scan
-   under a lock that blocks neither reads nor writes). An event dated B or later that arrives after this
-   step and before the switch is refused by the CHECK: B lies at least a month ahead, and the window is
-   the validation's scan (docs/decisions/ledger-partitions.md).
-4. The switch: one transaction under an ACCESS EXCLUSIVE lock on the old table. It is renamed
+3. The default partition, built beforehand, empty, with its indexes (online).
+4. A bound B, the first UTC month boundary after both now and the latest `usage_date` stored, but never
+   later than the first day of the month after next (`BOUND_MONTHS_AHEAD`): one event dated far ahead (a
+   client may send any year up to 9000) would otherwise keep every month until it in the legacy partition.
+   `CHECK (usage_date < B)` is added NOT VALID (a lock held for an instant, no scan), the rows dated B or
+   later are moved into the default partition (one statement: a scan that holds back no read and no write,
+   every row kept with its id, date and key), then the CHECK is validated (a scan under a lock that blocks
+   neither reads nor writes). From the CHECK's addition to the switch an event dated B or later is refused
+   by it: B lies at least a month ahead, and the window is the move's and the validation's scans
+   (docs/decisions/ledger-partitions.md).
+5. The switch: one transaction under an ACCESS EXCLUSIVE lock on the old table. It is renamed
    `customers_usageevent_legacy`, its primary key becomes the (id, usage_date) index of step 2, the
    partitioned table is created with the same columns and non-unique indexes, and the old table is
    attached FROM (MINVALUE) TO (B): the validated CHECK proves the bound, so the attach reads no row, and
-   its indexes are adopted as they are; so is the default partition, built empty beforehand with its
-   indexes (step 3b, online). Only catalog work happens
-   under the lock: its length does not grow with the table (docs/performance.md, "The ledger's
-   partitions"). The months from B on are created right after, as the scheduled job creates months: under
-   a lock that holds writes back and lets reads go on.
+   its indexes are adopted as they are; so is the default partition of step 3 (with the rows step 4 moved
+   there). Only catalog work happens under the lock: its length does not grow with the table
+   (docs/performance.md, "The ledger's partitions"). The months from B on are created right after, as the
+   scheduled job creates months (under a lock that holds writes back and lets reads go on), taking their
+   rows out of the default partition; rows dated later stay there (customers/partitions.py).
 
 After the switch the legacy partition keeps the trigger and its unique (book, key) index, so that a
 process of the previous release still recording this month stays idempotent with the new one; the
@@ -45,11 +50,13 @@ from customers.partitions import (
     key_sync_name,
     ledger_partitions_ensure,
     month_start,
+    months_after,
     next_month,
     partition_name,
 )
 
 KEY_CHUNK = 50_000  # keys copied per transaction by step 1
+BOUND_MONTHS_AHEAD = 2  # B is at most the first day of the month after next
 SWITCH_LOCK_TIMEOUT = "2s"  # what writers queued behind the switch's lock request wait at most, per attempt
 SWITCH_ATTEMPTS = 30
 
@@ -65,6 +72,7 @@ class ConversionReport:
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)  # each lock's request and release (epoch s)
     bound: datetime | None = None
     rows: int | None = None
+    moved_to_default: int = 0  # rows dated B or later, moved to the default partition by step 4
     replaced_empty: bool = False
 
 
@@ -172,9 +180,16 @@ def _id_date_index(table: str) -> str:
     return name
 
 
-def _bound_constraint(table: str, now: datetime, report: ConversionReport) -> tuple[datetime, str]:
-    """Step 3: CHECK (usage_date < B), added NOT VALID, then validated. A constraint left by an earlier run
-    is reused with its bound (named in it)."""
+def conversion_bound(now: datetime, latest: datetime | None) -> datetime:
+    """B: the first month boundary after both `now` and `latest` (the latest usage_date stored), at most
+    `BOUND_MONTHS_AHEAD` months after the month of `now`."""
+    after_both = next_month(month_start(max(now, latest) if latest else now))
+    return min(after_both, months_after(month_start(now), BOUND_MONTHS_AHEAD))
+
+
+def _bound_constraint(table: str, default: str, now: datetime, report: ConversionReport) -> tuple[datetime, str]:
+    """Step 4: CHECK (usage_date < B) added NOT VALID, the rows dated B or later moved to `default`, then
+    the CHECK validated. A constraint left by an earlier run is reused with its bound (named in it)."""
     prefix = f"{table}_before_"
     with connection.cursor() as cursor:
         cursor.execute("SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND conname LIKE %s",
@@ -186,8 +201,7 @@ def _bound_constraint(table: str, now: datetime, report: ConversionReport) -> tu
             bound = datetime(int(year), int(month), 1, tzinfo=UTC)
         else:
             cursor.execute(f"SELECT max(usage_date) FROM {table}")
-            latest = cursor.fetchone()[0]
-            bound = next_month(month_start(max(now, latest) if latest else now))
+            bound = conversion_bound(now, cursor.fetchone()[0])
             name = f"{prefix}{bound:%Y_%m}"
 
             def add():
@@ -196,8 +210,24 @@ def _bound_constraint(table: str, now: datetime, report: ConversionReport) -> tu
                                   [bound])
 
             _retrying(add)
+        # The default partition's own CHECK of the other side proves, when the switch attaches it, that none
+        # of its rows belongs to the legacy partition: PostgreSQL skips the scan under the lock.
+        cursor.execute("SELECT 1 FROM pg_constraint WHERE conrelid = %s::regclass AND conname = %s",
+                       [default, _from_bound_name(default)])
+        if cursor.fetchone() is None:
+            cursor.execute(f"ALTER TABLE {default} ADD CONSTRAINT {_from_bound_name(default)} "
+                           f"CHECK (usage_date >= %s)", [bound])
+        # The CHECK refuses new rows dated B or later from now on, so this move finds every one there is.
+        with transaction.atomic():
+            cursor.execute(f"WITH moved AS (DELETE FROM {table} WHERE usage_date >= %s RETURNING *) "
+                           f"INSERT INTO {default} SELECT * FROM moved", [bound])
+            report.moved_to_default += cursor.rowcount
         cursor.execute(f"ALTER TABLE {table} VALIDATE CONSTRAINT {name}")
     return bound, name
+
+
+def _from_bound_name(default: str) -> str:
+    return f"{default}_from_bound"
 
 
 def _create_partitioned(cursor, table: str, columns_from: str) -> None:
@@ -256,7 +286,7 @@ def _replace_if_empty(table: str, now: datetime, report: ConversionReport) -> bo
 
 
 def _prepare_default(table: str) -> str:
-    """Step 3b (online): the default partition built beforehand, empty, with the partitioned table's primary
+    """Step 3 (online): the default partition built beforehand, empty, with the partitioned table's primary
     key and indexes, so that the switch attaches it instead of creating its indexes under the lock."""
     default = f"{table}_default"
     with transaction.atomic(), connection.cursor() as cursor:
@@ -274,7 +304,7 @@ def _prepare_default(table: str) -> str:
 
 def _switch(table: str, bound: datetime, bound_constraint: str, id_date_index: str, default: str,
             report: ConversionReport):
-    """Step 4, one transaction: catalog work only, under the old table's ACCESS EXCLUSIVE lock."""
+    """Step 5, one transaction: catalog work only, under the old table's ACCESS EXCLUSIVE lock."""
     legacy = f"{table}_legacy"
 
     def switch():
@@ -294,7 +324,10 @@ def _switch(table: str, bound: datetime, bound_constraint: str, id_date_index: s
             _add_keys_and_indexes(cursor, table, definitions)
             cursor.execute(f"ALTER TABLE {table} ATTACH PARTITION {legacy} FOR VALUES FROM (MINVALUE) TO (%s)", [bound])
             cursor.execute(f"ALTER TABLE {legacy} DROP CONSTRAINT {bound_constraint}")  # the partition bound says it
-            cursor.execute(f"ALTER TABLE {table} ATTACH PARTITION {default} DEFAULT")  # empty: nothing to check
+            # Its CHECK (usage_date >= B) proves its rows lie beyond the legacy partition: no scan. Dropped
+            # once attached: a back-filled month without a partition lands there too from now on.
+            cursor.execute(f"ALTER TABLE {table} ATTACH PARTITION {default} DEFAULT")
+            cursor.execute(f"ALTER TABLE {default} DROP CONSTRAINT {_from_bound_name(default)}")
 
     _retrying(switch)
 
@@ -323,10 +356,11 @@ def convert_ledger(*, now: datetime, table: str = LEDGER, keys: str = KEYS) -> C
         return report
     _timed(report, "1. keys copied", _sync_keys, table, keys, report)
     index = _timed(report, "2. (id, usage_date) index built", _id_date_index, table)
-    bound, constraint = _timed(report, "3. bound checked", _bound_constraint, table, now, report)
+    default = _timed(report, "3. default partition prepared", _prepare_default, table)
+    bound, constraint = _timed(report, "4. bound checked, later rows moved", _bound_constraint, table, default,
+                               now, report)
     report.bound = bound
-    default = _timed(report, "3b. default partition prepared", _prepare_default, table)
-    _timed(report, "4. switch", _switch, table, bound, constraint, index, default, report)
+    _timed(report, "5. switch", _switch, table, bound, constraint, index, default, report)
     with connection.cursor() as cursor:
         cursor.execute("SELECT reltuples::bigint FROM pg_class WHERE oid = %s::regclass", [f"{table}_legacy"])
         report.rows = cursor.fetchone()[0]

@@ -465,21 +465,33 @@ def test_converting_a_populated_table_keeps_every_row_and_fills_the_keys(db):
     create_single_table(3000)
     before = digest(OLD)
     now = datetime(2027, 2, 10, tzinfo=UTC)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {OLD} WHERE usage_date >= '2027-04-01'")
+        (later,) = cursor.fetchone()
 
     report = convert_ledger(now=now, table=OLD, keys=OLD_KEYS)
 
     assert digest(OLD) == before  # every row, every column, through the partitioned table
-    assert report.bound == month(2027, 6)  # past the latest usage_date (May 31), which lies after now
+    # The latest usage_date (May 31) lies after now, beyond the month after next: B stops there, and the rows
+    # of April and May went to the default partition, then to their months created after the switch.
+    assert report.bound == month(2027, 4)
+    assert report.moved_to_default == later > 0
     assert {"switch", "check constraint added (NOT VALID)"} <= report.locked.keys()
     partitions = ledger_partitions(table=OLD)
     assert [(p.name, p.start, p.end) for p in partitions] == [
-        (f"{OLD}_legacy", None, month(2027, 6)),
+        (f"{OLD}_legacy", None, month(2027, 4)),
+        (partition_name(month(2027, 4), OLD), month(2027, 4), month(2027, 5)),
+        (partition_name(month(2027, 5), OLD), month(2027, 5), month(2027, 6)),
         (partition_name(month(2027, 6), OLD), month(2027, 6), month(2027, 7)),
         (partition_name(month(2027, 7), OLD), month(2027, 7), month(2027, 8)),
-        (partition_name(month(2027, 8), OLD), month(2027, 8), month(2027, 9)),
-        (partition_name(month(2027, 9), OLD), month(2027, 9), month(2027, 10)),
         (f"{OLD}_default", None, None),
     ]
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {OLD}_default")
+        assert cursor.fetchone()[0] == 0  # every moved row is in its month now
+        cursor.execute(f"SELECT (SELECT count(*) FROM {partition_name(month(2027, 4), OLD)}) "
+                       f"+ (SELECT count(*) FROM {partition_name(month(2027, 5), OLD)})")
+        assert cursor.fetchone()[0] == later
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {OLD_KEYS}")
         assert cursor.fetchone()[0] == 1000  # every third row carries a key
@@ -505,9 +517,39 @@ def test_converting_a_populated_table_keeps_every_row_and_fills_the_keys(db):
         cursor.execute(f"SELECT count(*) FROM {OLD_KEYS} WHERE idempotency_key = 'during-rollout'")
         assert cursor.fetchone()[0] == 1
     # Once the legacy range has passed, the maintenance retires both; then converting again is a no-op.
-    assert retire_transition_aids(now=month(2027, 5), table=OLD) == []
-    assert sorted(retire_transition_aids(now=month(2027, 6), table=OLD)) == sorted([f"{OLD}_keys_sync", f"{OLD}_idem"])
+    assert retire_transition_aids(now=month(2027, 3), table=OLD) == []
+    assert sorted(retire_transition_aids(now=month(2027, 4), table=OLD)) == sorted([f"{OLD}_keys_sync", f"{OLD}_idem"])
     assert convert_ledger(now=now, table=OLD, keys=OLD_KEYS).steps == {}
+
+
+def test_one_event_dated_far_ahead_neither_stops_nor_stretches_the_conversion(db):
+    create_single_table(300)
+    with connection.cursor() as cursor:  # a client's event of the year 8999, keyed, and one of next October
+        cursor.execute(f"INSERT INTO {OLD} (id, created_at, updated_at, book_id, raw_event_id, customer_id, "
+                       f"customer_external_id, agent_code, signal_name, quantity, event_status, usage_date, "
+                       f"idempotency_key, metadata) SELECT gen_random_uuid(), now(), now(), "
+                       f"'00000000-0000-0000-0000-0000000000b1', gen_random_uuid(), gen_random_uuid(), 'c', 'a', "
+                       f"'s', 1, 'PROCESSED', d, k, '{{}}' FROM (VALUES (timestamptz '8999-12-31 00:00:00+00', "
+                       f"'far'), (timestamptz '2027-10-15 00:00:00+00', NULL)) AS extra(d, k)")
+    before = digest(OLD)
+
+    report = convert_ledger(now=datetime(2027, 7, 3, tzinfo=UTC), table=OLD, keys=OLD_KEYS)
+
+    assert report.bound == month(2027, 9)  # the month after next, not January 9000
+    assert report.moved_to_default == 2 and digest(OLD) == before  # kept, every column
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT usage_date FROM {OLD}_default")
+        assert cursor.fetchall() == [(datetime(8999, 12, 31, tzinfo=UTC),)]  # outside the months created
+        cursor.execute(f"SELECT count(*) FROM {partition_name(month(2027, 10), OLD)}")
+        assert cursor.fetchone()[0] == 1
+        cursor.execute(f"SELECT count(*) FROM {OLD_KEYS} k JOIN {OLD} e ON e.id = k.event_id "
+                       f"AND e.usage_date = k.usage_date WHERE k.idempotency_key = 'far'")
+        assert cursor.fetchone()[0] == 1  # its key still points at it
+        cursor.execute("SELECT conname FROM pg_constraint WHERE conrelid = %s::regclass AND contype = 'c'",
+                       [f"{OLD}_default"])
+        assert cursor.fetchall() == []  # the default partition takes any date again
+    assert [p.name for p in ledger_partitions(table=OLD)][:2] == [
+        f"{OLD}_legacy", partition_name(month(2027, 9), OLD)]
 
 
 def test_the_conversion_runs_back_and_forward_with_its_rows(db):
