@@ -185,9 +185,15 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))]
 
 
-def timed_reads(reader) -> list[tuple[str, str]]:
-    status, body = reader.get("/v1/subscriptions?limit=1")
-    subscription = json.loads(body)[0]
+def timed_reads(reader, subscription_id: str | None = None) -> list[tuple[str, str]]:
+    """The reads, each as (label, path); the per-customer and per-subscription ones name `subscription_id`
+    and its customer (default: the first subscription the book lists)."""
+    if subscription_id:
+        status, body = reader.get(f"/v1/subscriptions/{subscription_id}")
+        subscription = json.loads(body)
+    else:
+        status, body = reader.get("/v1/subscriptions?limit=1")
+        subscription = json.loads(body)[0]
     status, body = reader.get(f"/v1/signals?agentId={subscription['agentId']}&limit=1")
     signal_id = json.loads(body)[0]["id"]
     today = datetime.now(UTC).date()
