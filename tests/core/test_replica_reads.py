@@ -103,6 +103,7 @@ def test_reads_leave_the_primary_only_for_callers_that_did_not_write_and_only_wi
     console = Console(service)
     record(service, writer, 2, "first")
     generate = billing_chain(service, writer)
+    cluster.replayed()  # a loaded machine may replay later than the reader asks: the replica serves within the bound
     assert january_events(service, reader) == 1
     # The operator's sign-in is a write: its reads stay on the primary for the bound after it.
     time.sleep(max(0.0, console.signed_in_at + BOUND - time.monotonic()))
