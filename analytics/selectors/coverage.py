@@ -1,10 +1,14 @@
 """Ledger segments for the analytics reads, from the pricing seam's attribution rules
 (`billing.pricing.attribution`): cost segments (an event's cost belongs to the subscription whose life
 holds it) and billing segments (the events a subscription bills, per signal and terms piece)."""
+from collections.abc import Iterable
+from decimal import Decimal
+
 from billing.models import Subscription
 from billing.pricing.attribution import cost_intervals
+from config.core.money import ZERO
 from config.core.scoping import owned
-from customers.usage_sums import Segment
+from customers.usage_sums import Scope, Segment, Window, rollup_sums
 
 
 def book_segments(*, book, customer_id=None) -> dict:
@@ -17,3 +21,31 @@ def book_segments(*, book, customer_id=None) -> dict:
     return {subscription_id: [Segment(customer_id, agent_id, lo, hi, str(subscription_id))
                               for customer_id, agent_id, lo, hi in intervals]
             for subscription_id, intervals in cost_intervals(subscriptions).items()}
+
+
+def signal_quantities(*, book, window: Window, billed: Iterable[tuple[Segment, object]],
+                      scope: Scope | None = None) -> dict[str, Decimal]:
+    """Label -> the quantity of the events of each `(segment, signal id)` in `billed`: the segment's customer
+    and agent, inside its span and the window, of that signal (labels shared by several pairs add up).
+
+    A subscription bills each of its signals over the same spans, so pairs share their (customer, agent,
+    span): each distinct span is read once, summed per signal, rather than once per signal, which read every
+    event of the span as often as the plan has signals (the partial days at a window's edges are events,
+    not rollup rows)."""
+    pieces: dict[tuple, str] = {}
+    labels: dict[tuple[str, str], list[str]] = {}
+    for segment, signal_id in billed:
+        piece = pieces.setdefault((segment.customer_id, segment.agent_id, segment.start, segment.end),
+                                  str(len(pieces)))
+        labels.setdefault((piece, str(signal_id)), []).append(segment.label)
+    if not pieces:
+        return {}
+    rows = rollup_sums(book=book, window=window, scope=scope or Scope(), groups={"usage": ("label", "signal")},
+                       measures=("quantity",),
+                       segments=[Segment(customer_id, agent_id, start, end, piece)
+                                 for (customer_id, agent_id, start, end), piece in pieces.items()])["usage"]
+    quantities: dict[str, Decimal] = {}
+    for row in rows:
+        for label in labels.get((row.key[0], str(row.key[1])), ()):
+            quantities[label] = quantities.get(label, ZERO) + row.quantity
+    return quantities

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from analytics.selectors.coverage import signal_quantities
 from analytics.selectors.invoiced import canonical_mrr
 from billing.models import ChargeType, Subscription, SubscriptionStatus
 from billing.pricing.attribution import billing_claims
@@ -22,7 +23,7 @@ from billing.pricing.terms import current_terms, live_strategies, terms_timeline
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
 from customers.models import Customer
-from customers.usage_sums import Segment, Window, rollup_sums
+from customers.usage_sums import Segment, Window
 
 CANONICAL, RUN_RATE, COMMITTED, ALL = "canonical", "runRate", "committed", "all"
 RUN_RATE_DAYS = 30
@@ -129,12 +130,7 @@ def _run_rate_usage(*, book, subscriptions: list[Subscription], now: datetime) -
     pairs = owned(Subscription, book).filter(customer_id__in={s.customer_id for s in subscriptions},
                                              agent_id__in={s.agent_id for s in subscriptions})
     claims = billing_claims(terms_timelines(book=book, subscriptions=pairs))
-    segments = [Segment(claim.customer_id, claim.agent_id, claim.start, claim.end,
-                        f"{claim.subscription_id}|{claim.signal_id}")
-                for s in subscriptions for claim in claims.get(s.pk, ())]
-    if not segments:
-        return {}
-    window = Window(now - timedelta(days=RUN_RATE_DAYS), now)
-    rows = rollup_sums(book=book, window=window, groups={"usage": ("label", "signal")}, measures=("quantity",),
-                       segments=segments)["usage"]
-    return {row.key[0]: row.quantity for row in rows if row.key[0].endswith(f"|{row.key[1]}")}
+    billed = [(Segment(claim.customer_id, claim.agent_id, claim.start, claim.end,
+                       f"{claim.subscription_id}|{claim.signal_id}"), claim.signal_id)
+              for s in subscriptions for claim in claims.get(s.pk, ())]
+    return signal_quantities(book=book, window=Window(now - timedelta(days=RUN_RATE_DAYS), now), billed=billed)

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
 
-from analytics.selectors.coverage import book_segments
+from analytics.selectors.coverage import book_segments, signal_quantities
 from analytics.selectors.invoiced import Invoiced, invoiced_by_subscription
 from billing.models import ChargeType, Subscription
 from billing.pricing.attribution import Claim, billing_claims
@@ -189,8 +189,8 @@ def _unit_label(subscription_id, index: int, signal_id) -> str:
 
 
 def _billing_segments(timeline: TermsTimeline, claims: list[Claim], window: Window) -> tuple[list, list]:
-    """The ledger segments of the usage the subscription bills in the window, one per claim and pricing unit
-    (labelled by both), and the units."""
+    """The units, and the ledger segments of the usage the subscription bills in the window, one per claim and
+    pricing unit (labelled by both), each with the claim's signal."""
     units, segments = _pricing_units(timeline, window), []
     for index, (start, end, terms) in enumerate(units):
         for claim in claims:
@@ -198,8 +198,8 @@ def _billing_segments(timeline: TermsTimeline, claims: list[Claim], window: Wind
                 continue
             piece = claim.clip(start, end)
             if piece is not None:
-                segments.append(Segment(claim.customer_id, claim.agent_id, *piece,
-                                        _unit_label(claim.subscription_id, index, claim.signal_id)))
+                segments.append((Segment(claim.customer_id, claim.agent_id, *piece,
+                                         _unit_label(claim.subscription_id, index, claim.signal_id)), claim.signal_id))
     return units, segments
 
 
@@ -274,13 +274,7 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
     for s in subscriptions:
         units[s.pk], pieces = _billing_segments(timelines[s.pk], claims.get(s.pk, []), window)
         billing_segments.extend(pieces)
-    quantities = {}
-    if billing_segments:
-        rows = rollup_sums(book=book, window=window, scope=Scope(external_only=True),
-                           groups={"usage": ("label", "signal")}, measures=("quantity",),
-                           segments=billing_segments)["usage"]
-        quantities = {label: row.quantity for row in rows
-                      if str(row.key[1]) == (label := row.key[0]).rsplit("|", 1)[1]}
+    quantities = signal_quantities(book=book, window=window, scope=Scope(external_only=True), billed=billing_segments)
     metrics, by_strategy = RevenueMetrics(window=window), {}
     for s in subscriptions:
         row = SubscriptionRevenue(subscription=s)
