@@ -140,7 +140,10 @@ def test_reads_leave_the_primary_only_for_callers_that_did_not_write_and_only_wi
         assert time.monotonic() < deadline, "reads stayed on a replica past the bound"
         time.sleep(0.2)
     assert primary_seconds_since(cluster, committed) >= BOUND - LAG_CHECK_SECONDS  # not before
-    assert console.events() == 2
+    # Each web process measures the lag on its own, once a second: the console's may learn it a moment later.
+    while console.events() == 1:
+        assert time.monotonic() < deadline, "the console's reads stayed on a replica past the bound"
+        time.sleep(0.2)
     assert cluster.on_replica("SELECT pg_last_wal_replay_lsn() = %s::pg_lsn", [paused_at])[0]  # still paused
 
     # Replay resumes: the replica serves again, with everything.
