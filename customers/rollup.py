@@ -81,12 +81,28 @@ _CONTRIBUTIONS = """
 """
 
 
+# What an event contributes when nothing reads its model: one row, model NULL, its parts neither expanded nor
+# looked up in the catalog. Its event_count, unpriced_count, quantity and cost equal `_PARTS`'s summed over
+# models; its per-model measures do not (they count the event, not its parts), so only a read that sums
+# none of them and groups by no model may use it.
+_EVENTS_WITHOUT_MODEL = """
+    SELECT e.book_id, e.usage_date, e.customer_id, e.agent_id, e.signal_id, e.quantity, e.usage_cost,
+           {label} AS label, NULL::text AS model, 1 AS first_part, e.usage_cost AS part_cost
+    FROM {events} e {join}
+    WHERE {where}
+"""
+
+
 def contributions_sql(where: str, params: Sequence, *, join: str = "", label: str = "NULL::text",
-                      events: str = EVENTS) -> tuple[str, list]:
+                      events: str = EVENTS, models: bool = True) -> tuple[str, list]:
     """SQL for what the events matching `where` (over alias `e`, after an optional `join`) contribute to
     the rollup, grouped by (book_id, label, day, customer_id, agent_id, signal_id, model) with the rollup's
     measures. `params` are the parameters of `join` and `where` together, in that order. `events` is the
-    ledger table, or a CTE of the statement holding ledger rows."""
+    ledger table, or a CTE of the statement holding ledger rows. `models=False`: without the model
+    (`_EVENTS_WITHOUT_MODEL`: per-model measures are not the rollup's)."""
+    if not models:
+        parts = _EVENTS_WITHOUT_MODEL.format(events=events, join=join, where=where, label=label)
+        return _CONTRIBUTIONS.format(parts=parts), [*params]
     parts = _PARTS.format(events=events, join=join, where=where, label=label,
                           model_of_service=_MODEL_OF.format(catalog=CATALOG, id="e.service_id"),
                           model_of_part=_MODEL_OF.format(catalog=CATALOG, id="(item.value ->> 'serviceId')::uuid"))

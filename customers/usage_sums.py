@@ -194,7 +194,8 @@ def regroup(rows: list[Sums], key) -> list[Sums]:
     return list(merged.values())
 
 
-def _window_parts(book_id, grain: int, months: bool, window: Window, scope: Scope) -> list[tuple[str, list]]:
+def _window_parts(book_id, grain: int, months: bool, window: Window, scope: Scope,
+                  models: bool = True) -> list[tuple[str, list]]:
     ranges, edges = window.split(months=months)
     parts = []
     scope_sql, scope_params = scope.sql("r", book_id)
@@ -210,13 +211,13 @@ def _window_parts(book_id, grain: int, months: bool, window: Window, scope: Scop
         ranges = " OR ".join(["(e.usage_date >= %s AND e.usage_date < %s)"] * len(edges))
         sql, params = contributions_sql(f"{events_in_book} AND ({ranges}){scope_sql}",
                                         [*book_params, *(instant for edge in edges for instant in edge),
-                                         *scope_params])
+                                         *scope_params], models=models)
         parts.append((f"SELECT {', '.join(ROW_COLUMNS)} FROM ({sql}) AS c", params))
     return parts
 
 
 def _segment_parts(book_id, grain: int, months: bool, window: Window, scope: Scope,
-                   segments: Sequence[Segment]) -> list[tuple[str, list]]:
+                   segments: Sequence[Segment], models: bool = True) -> list[tuple[str, list]]:
     range_rows, edge_rows = [], []
     for segment in segments:
         piece = window.clip(segment.start, segment.end)
@@ -247,14 +248,19 @@ def _segment_parts(book_id, grain: int, months: bool, window: Window, scope: Sco
                 "AS v(customer_id, agent_id, lo, hi, label) "
                 "ON e.customer_id = v.customer_id AND e.agent_id = v.agent_id "
                 "AND e.usage_date >= v.lo AND e.usage_date < v.hi")
-        # The partial days all the edges lie in, so the (book, usage_date) index reads only those days.
-        days = sorted({day_start(row[2].date()) for row in edge_rows})
-        ranges = " OR ".join(["(e.usage_date >= %s AND e.usage_date < %s)"] * len(days))
+        # Per partial day, the span from the earliest edge start to the latest edge end in it, so the
+        # (book, usage_date) index reads only the hours some edge covers (every segment of a window shares
+        # its edges: a window from 17:00 reads that day from 17:00, not from midnight).
+        spans: dict[datetime, tuple[datetime, datetime]] = {}
+        for row in edge_rows:
+            lo, hi = spans.setdefault(day_start(row[2].date()), (row[2], row[3]))
+            spans[day_start(row[2].date())] = (min(lo, row[2]), max(hi, row[3]))
+        ranges = " OR ".join(["(e.usage_date >= %s AND e.usage_date < %s)"] * len(spans))
         sql, params = contributions_sql(
             f"{events_in_book} AND ({ranges}){scope_sql}",
             [*map(list, zip(*edge_rows)), *book_params,
-             *(instant for day in days for instant in (day, day + timedelta(days=1))), *scope_params],
-            join=join, label="v.label")
+             *(instant for day in sorted(spans) for instant in spans[day]), *scope_params],
+            join=join, label="v.label", models=models)
         parts.append((f"SELECT {', '.join(ROW_COLUMNS)} FROM ({sql}) AS c", params))
     return parts
 
@@ -276,8 +282,12 @@ def rollup_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], 
         by_source.setdefault((grain, months), {})[name] = group
     result: dict[str, list[Sums]] = {name: [] for name in groups}
     for (grain, months), grain_groups in by_source.items():
-        parts = (_window_parts(book.pk, grain, months, window, scope) if segments is None
-                 else _segment_parts(book.pk, grain, months, window, scope, segments))
+        # Edge events are read with their models only when a group is by model or a per-model measure is
+        # summed: expanding multi-service events and naming each part's model is most of an edge's cost.
+        models = (any("model" in group for group in grain_groups.values())
+                  or bool(set(measures) & {"model_event_count", "model_cost"}))
+        parts = (_window_parts(book.pk, grain, months, window, scope, models) if segments is None
+                 else _segment_parts(book.pk, grain, months, window, scope, segments, models))
         if parts:
             result.update(_grouped(parts, grain_groups, measures))
     return result

@@ -7,7 +7,7 @@ import pytest
 
 from config.core.scoping import owned
 from customers.models import UsageEvent
-from customers.usage_sums import Scope, Window, event_sums, grand_total, rollup_sums
+from customers.usage_sums import Scope, Segment, Window, event_sums, grand_total, rollup_sums
 from tests.analytics.support import D, ledger, models  # noqa: F401 (fixtures)
 
 # From 09:30 on the Sunday of e1 to 02:00 on May 1st: both edges are partial days; e6 (March 31) is outside.
@@ -63,3 +63,28 @@ def test_event_sums_orders_groups_as_asked_and_sums_only_the_measures_named(book
 def test_event_sums_refuses_the_per_model_measures_only_the_rollup_splits(book):
     with pytest.raises(ValueError, match="model_cost"):
         event_sums(owned(UsageEvent, book), measures=("cost", "model_cost"))
+
+
+def test_partial_days_holding_a_multi_service_event_count_it_once_and_its_parts_per_model(book, ledger):
+    # Both edges partial: April 30 from 12:00 holds e4 (alpha + 4 searches), May 1 to 02:00 holds e5.
+    window = Window(datetime(2025, 4, 30, 12, tzinfo=timezone.utc), datetime(2025, 5, 1, 2, tzinfo=timezone.utc))
+    events = owned(UsageEvent, book).filter(usage_date__gte=window.start, usage_date__lt=window.end)
+    rolled = rollup_sums(book=book, window=window, groups={"customer": ("customer",)}, measures=MEASURES)
+    assert {row.key[0]: figures(row) for row in rolled["customer"]} == {
+        row.key[0]: figures(row) for row in event_sums(events, by=("customer_id",))} == {
+        ledger.beta.pk: (1, 0, D(1), D("0.022")), ledger.acme.pk: (1, 1, D(5), D(0))}
+    # A per-model measure counts e4 once per part (alpha, and the search service's null model).
+    per_model = rollup_sums(book=book, window=window, groups={"customer": ("customer",)},
+                            measures=("model_event_count",))
+    assert {row.key[0]: row.model_event_count for row in per_model["customer"]} == {
+        ledger.beta.pk: 2, ledger.acme.pk: 1}
+
+
+def test_segments_of_a_window_shorter_than_a_day_across_midnight_count_the_events_after_midnight(book, ledger):
+    # One partial piece from April 30 12:00 to May 1 02:00: e4 before midnight, e5 after it.
+    window = Window(datetime(2025, 4, 30, 12, tzinfo=timezone.utc), datetime(2025, 5, 1, 2, tzinfo=timezone.utc))
+    segments = [Segment(ledger.acme.pk, ledger.writer.pk, window.start, None, "acme"),
+                Segment(ledger.beta.pk, ledger.research.pk, window.start, None, "beta")]
+    rolled = rollup_sums(book=book, window=window, groups={"label": ("label",)}, measures=MEASURES, segments=segments)
+    assert {row.key[0]: figures(row) for row in rolled["label"]} == {
+        "acme": (1, 1, D(5), D(0)), "beta": (1, 0, D(1), D("0.022"))}
