@@ -33,11 +33,11 @@ def signal_quantities(*, book, window: Window, billed: Iterable[tuple[Segment, o
     event of the span as often as the plan has signals (the partial days at a window's edges are events,
     not rollup rows)."""
     pieces: dict[tuple, str] = {}
-    labels: dict[tuple[str, str], list[str]] = {}
+    labels: dict[tuple, list[str]] = {}
     for segment, signal_id in billed:
         piece = pieces.setdefault((segment.customer_id, segment.agent_id, segment.start, segment.end),
                                   str(len(pieces)))
-        labels.setdefault((piece, str(signal_id)), []).append(segment.label)
+        labels.setdefault((piece, signal_id), []).append(segment.label)
     if not pieces:
         return {}
     rows = rollup_sums(book=book, window=window, scope=scope or Scope(), groups={"usage": ("label", "signal")},
@@ -46,6 +46,6 @@ def signal_quantities(*, book, window: Window, billed: Iterable[tuple[Segment, o
                                  for (customer_id, agent_id, start, end), piece in pieces.items()])["usage"]
     quantities: dict[str, Decimal] = {}
     for row in rows:
-        for label in labels.get((row.key[0], str(row.key[1])), ()):
+        for label in labels.get((row.key[0], row.key[1]), ()):  # signal ids are UUIDs on both sides
             quantities[label] = quantities.get(label, ZERO) + row.quantity
     return quantities

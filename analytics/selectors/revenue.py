@@ -193,8 +193,9 @@ def _billing_segments(timeline: TermsTimeline, claims: list[Claim], window: Wind
     pricing unit (labelled by both), each with the claim's signal."""
     units, segments = _pricing_units(timeline, window), []
     for index, (start, end, terms) in enumerate(units):
+        billed = terms.billed_signals
         for claim in claims:
-            if claim.signal_id not in terms.billed_signals:
+            if claim.signal_id not in billed:
                 continue
             piece = claim.clip(start, end)
             if piece is not None:
