@@ -2,7 +2,6 @@
 (`billing.pricing.attribution`): cost segments (an event's cost belongs to the subscription whose life
 holds it) and billing segments (the events a subscription bills, per signal and terms piece)."""
 from collections.abc import Iterable
-from decimal import Decimal
 
 from billing.models import Subscription
 from billing.pricing.attribution import cost_intervals
@@ -23,29 +22,28 @@ def book_segments(*, book, customer_id=None) -> dict:
             for subscription_id, intervals in cost_intervals(subscriptions).items()}
 
 
-def signal_quantities(*, book, window: Window, billed: Iterable[tuple[Segment, object]],
-                      scope: Scope | None = None) -> dict[str, Decimal]:
-    """Label -> the quantity of the events of each `(segment, signal id)` in `billed`: the segment's customer
-    and agent, inside its span and the window, of that signal (labels shared by several pairs add up).
+def signal_quantities(*, book, window: Window, billed: Iterable[tuple], scope: Scope | None = None) -> dict:
+    """Key -> the quantity of the events each `(key, customer id, agent id, start, end, signal id)` of `billed`
+    bills: that customer and agent, inside `[start, end)` (end None: open) and the window, of that signal.
+    Keys are the caller's (any hashable); a key named by several entries adds them up.
 
-    A subscription bills each of its signals over the same spans, so pairs share their (customer, agent,
+    A subscription bills each of its signals over the same spans, so entries share their (customer, agent,
     span): each distinct span is read once, summed per signal, rather than once per signal, which read every
     event of the span as often as the plan has signals (the partial days at a window's edges are events,
     not rollup rows)."""
     pieces: dict[tuple, str] = {}
-    labels: dict[tuple, list[str]] = {}
-    for segment, signal_id in billed:
-        piece = pieces.setdefault((segment.customer_id, segment.agent_id, segment.start, segment.end),
-                                  str(len(pieces)))
-        labels.setdefault((piece, signal_id), []).append(segment.label)
+    keys: dict[tuple, list] = {}
+    for key, customer_id, agent_id, start, end, signal_id in billed:
+        piece = pieces.setdefault((customer_id, agent_id, start, end), str(len(pieces)))
+        keys.setdefault((piece, signal_id), []).append(key)
     if not pieces:
         return {}
     rows = rollup_sums(book=book, window=window, scope=scope or Scope(), groups={"usage": ("label", "signal")},
                        measures=("quantity",),
                        segments=[Segment(customer_id, agent_id, start, end, piece)
                                  for (customer_id, agent_id, start, end), piece in pieces.items()])["usage"]
-    quantities: dict[str, Decimal] = {}
+    quantities: dict = {}
     for row in rows:
-        for label in labels.get((row.key[0], row.key[1]), ()):  # signal ids are UUIDs on both sides
-            quantities[label] = quantities.get(label, ZERO) + row.quantity
+        for key in keys.get((row.key[0], row.key[1]), ()):  # signal ids are UUIDs on both sides
+            quantities[key] = quantities.get(key, ZERO) + row.quantity
     return quantities

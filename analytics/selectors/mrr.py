@@ -23,7 +23,7 @@ from billing.pricing.terms import current_terms, live_strategies, terms_timeline
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
 from customers.models import Customer
-from customers.usage_sums import Segment, Window
+from customers.usage_sums import Window
 
 CANONICAL, RUN_RATE, COMMITTED, ALL = "canonical", "runRate", "committed", "all"
 RUN_RATE_DAYS = 30
@@ -130,7 +130,6 @@ def _run_rate_usage(*, book, subscriptions: list[Subscription], now: datetime) -
     pairs = owned(Subscription, book).filter(customer_id__in={s.customer_id for s in subscriptions},
                                              agent_id__in={s.agent_id for s in subscriptions})
     claims = billing_claims(terms_timelines(book=book, subscriptions=pairs))
-    billed = [(Segment(claim.customer_id, claim.agent_id, claim.start, claim.end,
-                       f"{claim.subscription_id}|{claim.signal_id}"), claim.signal_id)
-              for s in subscriptions for claim in claims.get(s.pk, ())]
+    billed = [(f"{claim.subscription_id}|{claim.signal_id}", claim.customer_id, claim.agent_id, claim.start,
+               claim.end, claim.signal_id) for s in subscriptions for claim in claims.get(s.pk, ())]
     return signal_quantities(book=book, window=Window(now - timedelta(days=RUN_RATE_DAYS), now), billed=billed)

@@ -35,7 +35,7 @@ from config.core.money import ZERO
 from config.core.scoping import owned
 from customers.models import Customer
 from customers.selectors import customer_get
-from customers.usage_sums import Scope, Segment, Sums, Window, grand_total, rollup_sums
+from customers.usage_sums import Scope, Sums, Window, grand_total, rollup_sums
 
 HUNDRED = Decimal(100)
 FEE_AND_USAGE = ("usage", "recurring", "seat", "onetime")
@@ -184,13 +184,13 @@ def _fee_shares(timeline: TermsTimeline, span: Window) -> list[tuple[PlanTerms, 
     return shares
 
 
-def _unit_label(subscription_id, index: int, signal_id) -> str:
-    return f"{subscription_id}|{index}|{signal_id}"
+def _unit_key(subscription_id, index: int, signal_id) -> tuple:
+    return subscription_id, index, signal_id
 
 
 def _billing_segments(timeline: TermsTimeline, claims: list[Claim], window: Window) -> tuple[list, list]:
-    """The units, and the ledger segments of the usage the subscription bills in the window, one per claim and
-    pricing unit (labelled by both), each with the claim's signal."""
+    """The units, and what the subscription bills of the ledger in the window, one entry per claim and pricing
+    unit, keyed by both (`signal_quantities`' entries)."""
     units, segments = _pricing_units(timeline, window), []
     for index, (start, end, terms) in enumerate(units):
         billed = terms.billed_signals
@@ -199,8 +199,8 @@ def _billing_segments(timeline: TermsTimeline, claims: list[Claim], window: Wind
                 continue
             piece = claim.clip(start, end)
             if piece is not None:
-                segments.append((Segment(claim.customer_id, claim.agent_id, *piece,
-                                         _unit_label(claim.subscription_id, index, claim.signal_id)), claim.signal_id))
+                segments.append((_unit_key(claim.subscription_id, index, claim.signal_id), claim.customer_id,
+                                 claim.agent_id, *piece, claim.signal_id))
     return units, segments
 
 
@@ -217,7 +217,7 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
         for strategy in terms.strategies:
             if not strategy.is_usage:
                 continue
-            quantity = quantities.get(_unit_label(subscription.pk, index, strategy.signal_id), ZERO)
+            quantity = quantities.get(_unit_key(subscription.pk, index, strategy.signal_id), ZERO)
             earned = agent_earned(quantity, strategy.terms)
             figures.usage += earned
             line = row(strategy)
