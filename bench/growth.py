@@ -14,6 +14,11 @@ On a database of its own (never one anything else uses), migrated and with the c
   bench/growth.py measure --url http://127.0.0.1:8790 --label 10M --reads
   bench/growth.py report                       # the figures of every measure, as a Markdown table
 
+The ratio between sizes is steadier when the sizes are measured side by side: three databases prepared the
+same way (one empty, one seeded to 1M, one to 10M), each served by its own gunicorn, and the ingestion runs
+alternated (`measure ... --ingest-runs 1 --invoice-runs 0` on each in turn, several times);
+docs/performance.md has the commands and the figures.
+
 The data (`prepare` and `seed`), in one book (the "growth book"):
 - 200 customers on 8 agents with 3 signals each, each customer using 2 agents with one active
   subscription per agent (the shape of bench/analytics.py), and one large customer with one subscription
@@ -427,15 +432,19 @@ def time_invoices(url: str, state: dict, runs: int) -> dict:
     api = Api(url, state["growth_key"])
     body = {"customerId": state["large_customer"], "subscriptionId": state["large_subscription"],
             "billingPeriodStart": state["period_start"], "billingPeriodEnd": state["period_end"]}
-    durations, total = [], None
-    for run in range(runs + 1):
+    durations, total, warmed = [], None, False
+    while len(durations) < runs:
         started = time.perf_counter()
         status, invoice = api.post("/v1/invoices/generate", body)
         elapsed = (time.perf_counter() - started) * 1000
+        if status == 200 and invoice.get("status") == "draft":  # a draft an earlier run left: void it, again
+            api.post(f"/v1/invoices/{invoice['id']}/void", {})
+            continue
         if status != 201:
             sys.exit(f"invoice generation: {status} {invoice}")
-        if run:  # the first is a warm-up
+        if warmed:  # the first is a warm-up
             durations.append(elapsed)
+        warmed = True
         total = invoice.get("total")
         status, voided = api.post(f"/v1/invoices/{invoice['id']}/void", {})
         if status != 200:
