@@ -265,3 +265,21 @@ class Service:
 
 def remove(scratch: Path) -> None:
     shutil.rmtree(scratch, ignore_errors=True)
+
+
+def flat_plan_invoice_body(service: Service, key: str, *, customer: str, agent_code: str | None, rate: str) -> dict:
+    """A flat `rate` per unit plan on the customer's subscription from January 1st, 2025 (the customer, its one
+    agent or `agent_code`, and its signal as recording created them): the body that generates its January
+    invoice."""
+    [customer_row] = [row for row in service.get("/customers", key) if row["externalId"] == customer]
+    [agent] = [row for row in service.get("/agents", key) if agent_code in (None, row["agentCode"])]
+    [signal] = service.get("/signals", key, agentId=agent["id"])
+    plan = service.post("/pricing-plans", key, {"name": "Pro", "agentId": agent["id"]}, status=201)
+    service.post(f"/pricing-plans/{plan['id']}/pricing-strategies", key, [{
+        "name": "pages", "agentId": agent["id"], "chargeType": "usage", "signalId": signal["id"],
+        "pricingModel": "flat", "rate": rate}], status=201)
+    subscription = service.post("/subscriptions", key, {
+        "name": "Main", "customerId": customer_row["id"], "agentId": agent["id"], "planId": plan["id"],
+        "startDate": "2025-01-01T00:00:00Z", "billingCycle": "monthly"}, status=201)
+    return {"customerId": customer_row["id"], "subscriptionId": subscription["id"],
+            "billingPeriodStart": "2025-01-01T00:00:00Z", "billingPeriodEnd": "2025-01-31T23:59:59Z"}

@@ -16,8 +16,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.live_servers import (ROOT, Cluster, PgBouncer, Service, environment, remove, scratch_directory,
-                                seed)
+from tests.live_servers import (ROOT, Cluster, PgBouncer, Service, environment, flat_plan_invoice_body, remove,
+                                scratch_directory, seed)
 
 POOL_SIZE = 2
 CLIENTS, BATCHES, RECORDS = 4, 6, 50
@@ -84,19 +84,8 @@ def test_the_hot_path_an_invoice_and_analytics_work_through_pgbouncer_in_transac
     assert usage["summary"]["totalEvents"] == total
     assert usage["summary"]["totalCost"] == Decimal("0.006") * total
 
-    [customer] = [row for row in service.get("/customers", key) if row["externalId"] == "cust-0"]
-    [agent] = service.get("/agents", key)
-    [signal] = service.get("/signals", key, agentId=agent["id"])
-    plan = service.post("/pricing-plans", key, {"name": "Pro", "agentId": agent["id"]}, status=201)
-    service.post(f"/pricing-plans/{plan['id']}/pricing-strategies", key, [{
-        "name": "pages", "agentId": agent["id"], "chargeType": "usage", "signalId": signal["id"],
-        "pricingModel": "flat", "rate": "0.25"}], status=201)
-    subscription = service.post("/subscriptions", key, {
-        "name": "Main", "customerId": customer["id"], "agentId": agent["id"], "planId": plan["id"],
-        "startDate": "2025-01-01T00:00:00Z", "billingCycle": "monthly"}, status=201)
-    invoice = service.post("/invoices/generate", key, {
-        "customerId": customer["id"], "subscriptionId": subscription["id"],
-        "billingPeriodStart": "2025-01-01T00:00:00Z", "billingPeriodEnd": "2025-01-31T23:59:59Z"}, status=201)
+    body = flat_plan_invoice_body(service, key, customer="cust-0", agent_code=None, rate="0.25")
+    invoice = service.post("/invoices/generate", key, body, status=201)
     [line] = [line for line in invoice["lines"] if line["chargeType"] == "usage"]
     # cust-0 has every fifth record of every batch: 10 of 50, in 24 batches.
     assert (line["usedQuantity"], line["amount"]) == (240, Decimal("60.00"))  # 240 x 0.25

@@ -20,7 +20,8 @@ import pytest
 from django.conf import settings
 
 from config.core.replica import LAG_CHECK_SECONDS, ReplicaRouter, path_pattern, replica_reads
-from tests.live_servers import Cluster, Service, environment, remove, scratch_directory, seed
+from tests.live_servers import (Cluster, Service, environment, flat_plan_invoice_body, remove, scratch_directory,
+                                 seed)
 
 BOUND = 10  # the service's DATABASE_REPLICA_MAX_LAG_SECONDS: the replica serves while lag + 1 s is within it
 JANUARY = {"startDate": "2025-01-01", "endDate": "2025-01-31"}
@@ -60,18 +61,7 @@ def january_events(service, key) -> int:
 
 def billing_chain(service, key) -> dict:
     """A flat 2.00 per page plan on cust-1's subscription from January 1st: the invoice generation's body."""
-    [customer] = [row for row in service.get("/customers", key) if row["externalId"] == "cust-1"]
-    [agent] = [row for row in service.get("/agents", key) if row["agentCode"] == "support-bot"]
-    [signal] = service.get("/signals", key, agentId=agent["id"])
-    plan = service.post("/pricing-plans", key, {"name": "Pro", "agentId": agent["id"]}, status=201)
-    service.post(f"/pricing-plans/{plan['id']}/pricing-strategies", key, [{
-        "name": "pages", "agentId": agent["id"], "chargeType": "usage", "signalId": signal["id"],
-        "pricingModel": "flat", "rate": "2.00"}], status=201)
-    subscription = service.post("/subscriptions", key, {
-        "name": "Main", "customerId": customer["id"], "agentId": agent["id"], "planId": plan["id"],
-        "startDate": "2025-01-01T00:00:00Z", "billingCycle": "monthly"}, status=201)
-    return {"customerId": customer["id"], "subscriptionId": subscription["id"],
-            "billingPeriodStart": "2025-01-01T00:00:00Z", "billingPeriodEnd": "2025-01-31T23:59:59Z"}
+    return flat_plan_invoice_body(service, key, customer="cust-1", agent_code="support-bot", rate="2.00")
 
 
 class Console:
