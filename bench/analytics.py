@@ -30,6 +30,7 @@ import uuid
 from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 UTC = timezone.utc
@@ -50,15 +51,51 @@ EVENT_COLUMNS = ("id", "created_at", "updated_at", "book_id", "raw_event_id", "c
                  "metadata")
 
 
+def seed_book(book, rng, *, start_date) -> SimpleNamespace:
+    """The benchmark book's shape: 8 agents with 3 signals each, 200 customers, one plan an agent (a flat 0.05 a
+    unit of each signal with a 100-unit minimum, a 49.00 platform fee, seats at 10.00 with 3 at least), and each
+    customer subscribed to 2 of the agents from `start_date(rng)`. Answers agents, signals and plans by agent id,
+    customers, and the agents each customer uses by its id."""
+    from billing.models import PlanAgent, PricingPlan, PricingStrategy, Subscription
+    from customers.models import Agent, Customer, Signal
+
+    agents = Agent.objects.bulk_create([Agent(book=book, name=f"Agent {i}", agent_code=f"agent-{i}")
+                                        for i in range(8)])
+    signals = {agent.pk: Signal.objects.bulk_create([Signal(book=book, agent=agent, name=f"signal-{j}",
+                                                            short_name=f"signal-{j}") for j in range(3)])
+               for agent in agents}
+    customers = Customer.objects.bulk_create([Customer(book=book, name=f"Customer {i}", external_id=f"cust-{i}")
+                                              for i in range(200)])
+    plans = {}
+    for agent in agents:
+        plan = PricingPlan.objects.create(book=book, name=f"Plan {agent.agent_code}")
+        PlanAgent.objects.create(book=book, plan=plan, agent=agent)
+        PricingStrategy.objects.bulk_create(
+            [PricingStrategy(book=book, plan=plan, agent=agent, name=f"per {s.short_name}", charge_type="usage",
+                             signal=s, pricing_model="flat", rate=Decimal("0.05"),
+                             minimum_commitment=Decimal(100)) for s in signals[agent.pk]]
+            + [PricingStrategy(book=book, plan=plan, agent=agent, name="platform", charge_type="recurring",
+                               rate=Decimal(49)),
+               PricingStrategy(book=book, plan=plan, agent=agent, name="seats", charge_type="seat_based",
+                               pricing_model="flat", rate=Decimal(10), minimum_commitment=Decimal(3))])
+        plans[agent.pk] = plan
+    uses = {customer.pk: rng.sample(agents, 2) for customer in customers}
+    Subscription.objects.bulk_create([
+        Subscription(book=book, name=f"{customer.name} / {agent.name}", plan=plans[agent.pk], agent=agent,
+                     customer=customer, start_date=start_date(rng), status="active", billing_day=1,
+                     seats_count=rng.randrange(1, 10))
+        for customer in customers for agent in uses[customer.pk]])
+    return SimpleNamespace(agents=agents, signals=signals, customers=customers, plans=plans, uses=uses)
+
+
 def seed(args):
     django_setup()
     from django.db import connection, transaction
 
-    from billing.models import PlanAgent, PricingPlan, PricingStrategy, Subscription
     from catalog.models import ServiceEntry
     from config.accounts.models import Book
     from config.accounts.services import api_key_mint, member_ensure, organization_ensure
-    from customers.models import Agent, Customer, Signal, UsageDailyRollup, UsageEvent
+    from customers.models import UsageDailyRollup, UsageEvent
     from customers.rollup import analytics_rollup_rebuild
 
     rng = random.Random(7)
@@ -78,32 +115,8 @@ def seed(args):
     start = (now - timedelta(days=args.days)).replace(hour=0, minute=0, second=0, microsecond=0)
 
     with transaction.atomic():
-        agents = Agent.objects.bulk_create([Agent(book=book, name=f"Agent {i}", agent_code=f"agent-{i}")
-                                            for i in range(8)])
-        signals = {agent.pk: Signal.objects.bulk_create([Signal(book=book, agent=agent, name=f"signal-{j}",
-                                                                short_name=f"signal-{j}") for j in range(3)])
-                   for agent in agents}
-        customers = Customer.objects.bulk_create([Customer(book=book, name=f"Customer {i}", external_id=f"cust-{i}")
-                                                  for i in range(200)])
-        plans = {}
-        for agent in agents:
-            plan = PricingPlan.objects.create(book=book, name=f"Plan {agent.agent_code}")
-            PlanAgent.objects.create(book=book, plan=plan, agent=agent)
-            PricingStrategy.objects.bulk_create(
-                [PricingStrategy(book=book, plan=plan, agent=agent, name=f"per {s.short_name}", charge_type="usage",
-                                 signal=s, pricing_model="flat", rate=Decimal("0.05"),
-                                 minimum_commitment=Decimal(100)) for s in signals[agent.pk]]
-                + [PricingStrategy(book=book, plan=plan, agent=agent, name="platform", charge_type="recurring",
-                                   rate=Decimal(49)),
-                   PricingStrategy(book=book, plan=plan, agent=agent, name="seats", charge_type="seat_based",
-                                   pricing_model="flat", rate=Decimal(10), minimum_commitment=Decimal(3))])
-            plans[agent.pk] = plan
-        uses = {customer.pk: rng.sample(agents, 2) for customer in customers}
-        Subscription.objects.bulk_create([
-            Subscription(book=book, name=f"{customer.name} / {agent.name}", plan=plans[agent.pk], agent=agent,
-                         customer=customer, start_date=start + timedelta(days=rng.randrange(0, 60)), status="active",
-                         billing_day=1, seats_count=rng.randrange(1, 10))
-            for customer in customers for agent in uses[customer.pk]])
+        seeded = seed_book(book, rng, start_date=lambda rng: start + timedelta(days=rng.randrange(0, 60)))
+    signals, customers, uses = seeded.signals, seeded.customers, seeded.uses
 
     def cost_of(entry, tokens_in, tokens_out):
         return Decimal(tokens_in) * entry.input_cost + Decimal(tokens_out) * entry.output_cost

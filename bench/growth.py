@@ -113,14 +113,14 @@ def prepare(args):
     django_setup()
     from django.db import transaction
 
-    from billing.models import PlanAgent, PricingPlan, PricingStrategy, Subscription
+    from billing.models import Subscription
     from config.accounts.models import Book
     from config.accounts.services import (
         api_key_mint,
         member_ensure,
         organization_ensure,
     )
-    from customers.models import Agent, Customer, Signal
+    from customers.models import Customer
     from customers.partitions import ledger_partitions_ensure, next_month
 
     if STATE.exists():
@@ -137,33 +137,10 @@ def prepare(args):
                       api_key_mint(membership=membership, key_type="secret", environment="test")[1])
     book = keys["growth"][0]
     with transaction.atomic():
-        agents = Agent.objects.bulk_create([Agent(book=book, name=f"Agent {i}", agent_code=f"agent-{i}")
-                                            for i in range(8)])
-        for agent in agents:
-            Signal.objects.bulk_create([Signal(book=book, agent=agent, name=f"signal-{j}", short_name=f"signal-{j}")
-                                        for j in range(3)])
-        customers = Customer.objects.bulk_create([Customer(book=book, name=f"Customer {i}", external_id=f"cust-{i}")
-                                                  for i in range(200)])
+        seeded = bench_analytics.seed_book(
+            book, rng, start_date=lambda rng: spread_start - timedelta(days=rng.randrange(1, 60)))
+        agents, customers, plans, uses = seeded.agents, seeded.customers, seeded.plans, seeded.uses
         large = Customer.objects.create(book=book, name="Large customer", external_id="large")
-        plans = {}
-        for agent in agents:
-            plan = PricingPlan.objects.create(book=book, name=f"Plan {agent.agent_code}")
-            PlanAgent.objects.create(book=book, plan=plan, agent=agent)
-            PricingStrategy.objects.bulk_create(
-                [PricingStrategy(book=book, plan=plan, agent=agent, name=f"per {s.short_name}", charge_type="usage",
-                                 signal=s, pricing_model="flat", rate=Decimal("0.05"), minimum_commitment=Decimal(100))
-                 for s in Signal.objects.filter(agent=agent).order_by("name")]
-                + [PricingStrategy(book=book, plan=plan, agent=agent, name="platform", charge_type="recurring",
-                                   rate=Decimal(49)),
-                   PricingStrategy(book=book, plan=plan, agent=agent, name="seats", charge_type="seat_based",
-                                   pricing_model="flat", rate=Decimal(10), minimum_commitment=Decimal(3))])
-            plans[agent.pk] = plan
-        uses = {customer.pk: rng.sample(agents, 2) for customer in customers}
-        Subscription.objects.bulk_create([
-            Subscription(book=book, name=f"{customer.name} / {agent.name}", plan=plans[agent.pk], agent=agent,
-                         customer=customer, start_date=spread_start - timedelta(days=rng.randrange(1, 60)),
-                         status="active", billing_day=1, seats_count=rng.randrange(1, 10))
-            for customer in customers for agent in uses[customer.pk]])
         large_subscription = Subscription.objects.create(
             book=book, name="Large customer / Agent 0", plan=plans[agents[0].pk], agent=agents[0], customer=large,
             start_date=spread_start - timedelta(days=30), status="active", billing_day=1, seats_count=25)
