@@ -9,8 +9,8 @@ goes through it:
 
 - recording a batch inserts its new events into the backlog in the statement that inserts the events
   (customers/ledger.py); `analytics_rollup_catch_up` moves a book's backlog into the rollup, ONE
-  `WITH drained AS (DELETE ... RETURNING) INSERT ... ON CONFLICT ... DO UPDATE SET x = x + EXCLUDED.x`
-  statement. It runs in a debounced task after recording, in a periodic job, and at the start of every
+  statement that reads the waiting events, deletes the backlog rows of the events it read (`DELETE ...
+  RETURNING`) and adds exactly those (`INSERT ... ON CONFLICT ... DO UPDATE SET x = x + EXCLUDED.x`). It runs in a debounced task after recording, in a periodic job, and at the start of every
   analytics read, so reads always see every committed event; recording does not pay for the rollup (its
   upsert would be a large part of a batch's database time, docs/performance.md) and many batches are added
   at once;
@@ -209,18 +209,23 @@ def analytics_rollup_catch_up(*, book_id) -> int:
     pin_to_primary()
     # The pending events are read once (an index probe each) into `pending`, which both the single- and the
     # multi-service branch of the contributions then scan: reading the ledger in each cost a second probe
-    # per event (docs/performance.md). The drained rows' span of usage_date keeps the ledger's partitions of
+    # per event (docs/performance.md). The backlog's span of usage_date keeps the ledger's partitions of
     # other months out of the read (pruned when the statement starts); a row without a date (written before
     # the ledger was partitioned) opens the span to every month.
-    select, params = _grains_sql("TRUE", [], events="pending")
+    # A backlog row is deleted only when its event was read and counted by this same statement (`counted`): an
+    # event the read did not find stays in the backlog for the next catch-up, and `ledger_verify` reports a row
+    # whose event never turns up. Draining first and reading after lost events whenever the read missed them.
+    select, params = _grains_sql("TRUE", [], events="counted")
     backlog_in_book, book_params = book_sql(book_id)
-    sql = (f"WITH drained AS (DELETE FROM {BACKLOG} WHERE {backlog_in_book} RETURNING event_id, usage_date), "
+    sql = (f"WITH waiting AS MATERIALIZED (SELECT event_id, usage_date FROM {BACKLOG} WHERE {backlog_in_book}), "
            f"pending AS MATERIALIZED (SELECT {_CONTRIBUTING_COLUMNS} FROM {EVENTS} "
-           f"WHERE id = ANY(ARRAY(SELECT event_id FROM drained)) "
+           f"WHERE id = ANY(ARRAY(SELECT event_id FROM waiting)) "
            f"AND usage_date >= (SELECT CASE WHEN count(usage_date) = count(*) THEN min(usage_date) "
-           f"ELSE '-infinity' END FROM drained) "
+           f"ELSE '-infinity' END FROM waiting) "
            f"AND usage_date <= (SELECT CASE WHEN count(usage_date) = count(*) THEN max(usage_date) "
-           f"ELSE 'infinity' END FROM drained)), "
+           f"ELSE 'infinity' END FROM waiting)), "
+           f"drained AS (DELETE FROM {BACKLOG} WHERE event_id IN (SELECT id FROM pending) RETURNING event_id), "
+           f"counted AS MATERIALIZED (SELECT * FROM pending WHERE id IN (SELECT event_id FROM drained)), "
            f"written AS ({_insert_sql(select, upsert=True)}) "
            f"SELECT count(*) FROM drained")
     with transaction.atomic():
