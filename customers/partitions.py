@@ -246,6 +246,14 @@ def archive_name(month: datetime, table: str = LEDGER) -> str:
     return f"{table}_archived_{month:%Y_%m}"
 
 
+def archived_months(table: str = LEDGER) -> list[str]:
+    """The tables of detached months still in the database (`archive_name`), by name."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE %s ORDER BY relname",
+                       [f"{table}_archived_%"])
+        return [name for (name,) in cursor.fetchall()]
+
+
 # Asked before a month leaves the ledger, with `start` and `end`, the month's bounds: a higher app's function
 # raises ValueError, saying why, when the month must stay (config/hooks.py registers billing's: a month that
 # draft invoices or active subscriptions' current billing periods still read).
