@@ -21,6 +21,7 @@ from config.accounts.models import Environment
 from config.accounts.throttling import failed_login_retry_after
 from config.core import clock
 from config.core.charts import BarChart, bar_chart
+from config.core.money import quantized
 from customers.models import Customer, EventStatus
 
 DASHBOARD_BOOKS = 10
@@ -46,8 +47,8 @@ def _changelist(name: str, **params) -> str:
 
 def book_panel(figures: BookFigures) -> BookPanel:
     book = figures.book.pk
-    chart = bar_chart([(day.day.strftime("%b %-d"), day.cost.quantize(CHART_PLACES)) for day in figures.daily_costs],
-                      unit="USD", reference=figures.average_daily_revenue.quantize(CHART_PLACES))
+    chart = bar_chart([(day.day.strftime("%b %-d"), quantized(day.cost, CHART_PLACES)) for day in figures.daily_costs],
+                      unit="USD", reference=quantized(figures.average_daily_revenue, CHART_PLACES))
     return BookPanel(
         figures, chart,
         overdue_url=_changelist("billing_invoice", book=book, status__exact="overdue"),
