@@ -25,8 +25,13 @@ from customers.models import UsageEvent
 from customers.verification import Finding
 
 
+def _plain(number) -> str:
+    """A quantity as people write it: 30, 409.45 (never 3E+1 or 409.450000000000)."""
+    return f"{number.normalize():f}" if number else "0"
+
+
 def _line_figures(lines) -> list[tuple]:
-    return [(line.position, line.charge_type, line.quantity.normalize(), line.amount) for line in lines]
+    return [(line.position, line.charge_type, _plain(line.quantity), line.amount) for line in lines]
 
 
 def draft_invoice_differences(*, book, now: datetime, repair: bool = False) -> list[Finding]:
@@ -66,7 +71,7 @@ def credit_pool_differences(*, book, now: datetime, repair: bool = False) -> lis
         if consumed != grant.consumed_units:
             findings.append(Finding(
                 f"credit pool of subscription {grant.subscription_id}, period {grant.period_start:%Y-%m-%d}",
-                f"{consumed.normalize() if consumed else 0} units used", f"{grant.consumed_units.normalize()} settled",
+                f"{_plain(consumed)} units used", f"{_plain(grant.consumed_units)} settled",
                 grant.period_start))
             drifted.setdefault(grant.subscription, (grant.period_start, pool))
     if repair:

@@ -18,6 +18,7 @@ from config.accounts.admin_actions import export_csv
 from config.accounts.api import client_ip
 from config.accounts.admin_scoping import visible_books, visible_organizations
 from config.accounts.models import Environment
+from config.console.models import LedgerDrift
 from config.accounts.throttling import failed_login_retry_after
 from config.core import clock
 from config.core.charts import BarChart, bar_chart
@@ -35,6 +36,7 @@ class BookPanel:
     overdue_url: str
     pools_url: str
     unpriced_url: str
+    drift: list  # what the ledger verifier last found different from the ledger (config/console/verification.py)
 
     @property
     def chart_id(self) -> str:
@@ -54,7 +56,8 @@ def book_panel(figures: BookFigures) -> BookPanel:
         overdue_url=_changelist("billing_invoice", book=book, status__exact="overdue"),
         pools_url=_changelist("billing_subscription", book=book, pool_left=NEAR_EMPTY_PERCENT),
         unpriced_url=_changelist("customers_usageevent", book=book,
-                                 event_status__exact=EventStatus.NEEDS_COST_BACKFILL))
+                                 event_status__exact=EventStatus.NEEDS_COST_BACKFILL),
+        drift=list(LedgerDrift.objects.filter(book_id=book).order_by("first_found_at", "check_name")[:6]))
 
 
 def default_environment(books) -> str:
