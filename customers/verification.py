@@ -39,28 +39,35 @@ def _rows(sql: str, params: list) -> list[tuple]:
         return cursor.fetchall()
 
 
-def backlog_orphans(*, book_id, repair: bool = False) -> list[Finding]:
-    in_book, params = book_sql(book_id, "b.book_id")
-    select = (f"SELECT b.event_id, b.usage_date FROM {BACKLOG} b WHERE {in_book} "
-              f"AND NOT EXISTS (SELECT 1 FROM {LEDGER} e WHERE e.id = b.event_id)")
+def _found_then_deleted(select: str, params: list, delete: str | bool, delete_params) -> list[tuple]:
+    """The rows `select` finds and, when `delete` is a statement (a repair), `delete` run in the same
+    transaction with `delete_params(rows)`."""
     with transaction.atomic():
         rows = _rows(select, params)
-        if repair and rows:
-            _rows(f"DELETE FROM {BACKLOG} WHERE event_id = ANY(%s) RETURNING event_id", [[row[0] for row in rows]])
+        if delete and rows:
+            _rows(delete, delete_params(rows))
+    return rows
+
+
+def backlog_orphans(*, book_id, repair: bool = False) -> list[Finding]:
+    in_book, params = book_sql(book_id, "b.book_id")
+    rows = _found_then_deleted(
+        f"SELECT b.event_id, b.usage_date FROM {BACKLOG} b WHERE {in_book} "
+        f"AND NOT EXISTS (SELECT 1 FROM {LEDGER} e WHERE e.id = b.event_id)", params,
+        repair and f"DELETE FROM {BACKLOG} WHERE event_id = ANY(%s) RETURNING event_id",
+        lambda found: [[row[0] for row in found]])
     return [Finding(f"rollup backlog row of event {event_id}", "no such event", "waiting to be counted", usage_date)
             for event_id, usage_date in rows]
 
 
 def key_orphans(*, book_id, repair: bool = False) -> list[Finding]:
     in_book, params = book_sql(book_id, "k.book_id")
-    select = (f"SELECT k.idempotency_key, k.event_id, k.usage_date FROM {KEYS} k WHERE {in_book} "
-              f"AND NOT EXISTS (SELECT 1 FROM {LEDGER} e WHERE e.id = k.event_id AND e.usage_date = k.usage_date)")
-    with transaction.atomic():
-        rows = _rows(select, params)
-        if repair and rows:
-            delete_in_book, delete_params = book_sql(book_id, "book_id")
-            _rows(f"DELETE FROM {KEYS} WHERE {delete_in_book} AND idempotency_key = ANY(%s) RETURNING 1",
-                  [*delete_params, [row[0] for row in rows]])
+    delete_in_book, delete_params = book_sql(book_id, "book_id")
+    rows = _found_then_deleted(
+        f"SELECT k.idempotency_key, k.event_id, k.usage_date FROM {KEYS} k WHERE {in_book} "
+        f"AND NOT EXISTS (SELECT 1 FROM {LEDGER} e WHERE e.id = k.event_id AND e.usage_date = k.usage_date)", params,
+        repair and f"DELETE FROM {KEYS} WHERE {delete_in_book} AND idempotency_key = ANY(%s) RETURNING 1",
+        lambda found: [*delete_params, [row[0] for row in found]])
     return [Finding(f"idempotency key {key!r}", "no event holds it", f"held by event {event_id}", usage_date)
             for key, event_id, usage_date in rows]
 
