@@ -17,6 +17,8 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Iterable
 
+import kombu.exceptions
+import redis
 from django.db import connections
 from django.utils.module_loading import import_string
 
@@ -112,7 +114,7 @@ def publish(task, args: tuple = (), *, countdown: float | None = None) -> bool:
     task published this way has a scheduled job that finds its work undone and does it (config/schedule.py)."""
     try:
         task.apply_async(args, countdown=countdown)
-    except Exception:  # kombu's OperationalError, redis-py's errors, a full broker: all mean "not published"
+    except (kombu.exceptions.OperationalError, redis.RedisError, OSError):  # the broker did not take it
         logger.warning("task %s not published (the broker is unavailable); its scheduled sweep does it", task.name,
                        exc_info=True)
         return False
