@@ -61,20 +61,20 @@ mkdir -p var
 exec 9>var/chromium.lock
 flock 9  # two runs of the suite in this checkout fetch it once
 if ! runs "$wrapper"; then
-  # Chromium's own packages always (their files live beside the program), and every package they need, however
-  # deep, that dpkg does not list as installed.
+  # Chromium's own packages always (their files live beside the program), and those apt would install with it
+  # on this system (its simulation needs no root): the libraries it lacks, however deep.
   packages=(chromium chromium-common)
-  for dependency in $(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
-                        --no-replaces --no-enhances chromium | grep -v '^[ <]' | sort -u); do
-    case " ${packages[*]} " in *" $dependency "*) continue ;; esac
-    dpkg-query -W -f='${Status}' "$dependency" 2>/dev/null | grep -q "install ok installed" \
-      || packages+=("$dependency")
+  for package in $(apt-get -s -qq install --no-install-recommends chromium 2>/dev/null \
+                     | sed -n 's/^Inst \([^ ]*\) .*/\1/p'); do
+    case " ${packages[*]} " in *" $package "*) ;; *) packages+=("$package") ;; esac
   done
   echo "services: fetching Debian's ${packages[*]} into var/chromium (no root, no system package)"
   rm -rf "$root" && mkdir -p "$root/debs" "$root/tree" "$root/bin"
   (cd "$root/debs" && apt-get download -qq "${packages[@]}" >/dev/null 2>&1) \
     || skipped "apt-get download of Debian's chromium failed"
-  for deb in "$root"/debs/*.deb; do dpkg-deb -x "$deb" "$root/tree"; done
+  for deb in "$root"/debs/*.deb; do
+    dpkg-deb -x "$deb" "$root/tree" || skipped "dpkg-deb could not unpack $(basename "$deb")"
+  done
   rm -rf "$root/debs"
   libraries=$(find "$root/tree" -name 'lib*.so*' -printf '%h\n' | sort -u | paste -sd:)
   {

