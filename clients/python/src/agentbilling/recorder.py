@@ -18,7 +18,9 @@ Delivery (spec §7):
 - any other error status (401 revoked key, 403 ...): the batch's records are failures.
 - 200: each `results.failed[]` entry is a failure; `stored: true` ones are stored (cost null, backfilled
   once the model is mapped) and are never sent again, `stored: false` ones are not stored.
-Failures go to `on_failure(RecordFailure)`, called from the sender.
+Failures go to `on_failure(RecordFailure)`, called from the sender, and are logged at WARNING on the
+`agentbilling.recorder` logger: one line per batch and cause (HTTP status and code), with the number of records,
+whether they were stored (without a cost) or not, and the service's message.
 
 Bounded memory: at most `max_buffer` records wait (default 10,000), plus the batches being sent (one per
 sender). A record arriving at a full buffer is dropped, not the ones already waiting: it is counted in
@@ -224,6 +226,27 @@ def _fail_all(batch: list[dict], code: str, message, status: int | None) -> _Ver
                                             status=status) for record in batch])
 
 
+def _log_failures(failures: list[RecordFailure]) -> None:
+    """One WARNING per cause among one batch's failures: how many records, stored or not, and why."""
+    causes: dict[tuple, list[RecordFailure]] = {}
+    for failure in failures:
+        causes.setdefault((failure.stored, failure.status, failure.code), []).append(failure)
+    for (stored, status, code), alike in causes.items():
+        count = f"{len(alike)} usage record{'s' if len(alike) != 1 else ''}"
+        outcome = "stored without a cost" if stored else "not recorded"
+        cause = f"HTTP {status} {code}" if status is not None else code
+        messages = ["; ".join(map(str, failure.message)) if isinstance(failure.message, list)
+                    else str(failure.message) for failure in alike]
+        message = messages[0] if len(set(messages)) == 1 else f"the first: {messages[0]}"
+        hint = HINTS.get(status, "") if not stored else ""
+        logger.warning("agentbilling: %s %s (%s): %s%s", count, outcome, cause, message, hint)
+
+
+# What to do about a whole batch refused for its key.
+HINTS = {401: " (check the API key: AGENTBILLING_API_KEY or api_key=)",
+         403: " (the key's role or scope does not allow recording usage)"}
+
+
 # --------------------------------------------------------------------------- what both flavours share
 
 class _RecorderBase:
@@ -326,16 +349,16 @@ class _RecorderBase:
             self._in_flight -= sent
             if verdict.retried:
                 self._retries += 1
+        _log_failures(verdict.failures)
         self._report(verdict.failures)
 
     def _drop_unsent(self, records: Iterable[dict]) -> None:
         failures = [RecordFailure(record=record, code=SHUTDOWN_UNSENT, stored=False,
                                   message="the recorder closed before the service took this record")
                     for record in records]
-        if failures:
-            logger.warning("usage recorder closed with %s records unsent", len(failures))
         with self._lock:
             self._dropped += len(failures)
+        _log_failures(failures)
         self._report(failures)
 
     def _report(self, failures: list[RecordFailure]) -> None:
