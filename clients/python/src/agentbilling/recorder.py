@@ -234,7 +234,7 @@ def _log_failures(failures: list[RecordFailure]) -> None:
     for (stored, status, code), alike in causes.items():
         count = f"{len(alike)} usage record{'s' if len(alike) != 1 else ''}"
         outcome = "stored without a cost" if stored else "not recorded"
-        cause = f"HTTP {status} {code}" if status is not None else code
+        cause = code if status is None else f"HTTP {status}" if code == f"http_{status}" else f"HTTP {status} {code}"
         messages = ["; ".join(map(str, failure.message)) if isinstance(failure.message, list)
                     else str(failure.message) for failure in alike]
         message = messages[0] if len(set(messages)) == 1 else f"the first: {messages[0]}"
