@@ -163,3 +163,30 @@ def test_chromium_is_found_through_its_setting_then_path(monkeypatch, tmp_path):
     monkeypatch.delenv("CHROMIUM")
     monkeypatch.setenv("PATH", str(tmp_path))
     assert chromium_program() == (str(program), "")
+
+
+REDIS_PROBE = ("import os, redis; url = os.environ['REDIS_URL']; print(url); "
+               "print(redis.Redis.from_url(url).set('probe', 1, nx=True, ex=5, get=True))")
+
+
+def test_the_runs_redis_is_its_own_and_stops_with_the_run():
+    """A server started for the command (Redis 7's `SET ... NX GET` included, which the usage follow-up sends), on
+    a port of its own, gone once the command ends; TEST_REDIS_URL instead names one and nothing is started."""
+    environment = {name: value for name, value in os.environ.items() if name not in ("REDIS_URL", "TEST_REDIS_URL", "REDIS_SERVER")}
+    ran = subprocess.run([sys.executable, "scripts/test_redis.py", "--", sys.executable, "-c", REDIS_PROBE], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60, env=environment)
+    assert ran.returncode == 0, ran.stderr
+    said, url, answer = ran.stdout.splitlines()
+    assert said == f"redis: Valkey 9.1.2 of this run on {url} (started; stopped after)" and answer == "None"
+    assert url.startswith("redis://127.0.0.1:") and not url.startswith("redis://127.0.0.1:6379/")
+    import redis
+
+    with pytest.raises(redis.ConnectionError):
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+
+    named = subprocess.run([sys.executable, "scripts/test_redis.py", "--", sys.executable, "-c",
+                            "import os; print(os.environ['REDIS_URL'])"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=60, env={**environment, "TEST_REDIS_URL": "redis://redis.example:6390/2"})
+    assert named.returncode == 0, named.stderr
+    assert named.stdout.splitlines() == ["redis: redis://redis.example:6390/2 (TEST_REDIS_URL)",
+                                         "redis://redis.example:6390/2"]
