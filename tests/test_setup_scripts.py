@@ -172,7 +172,8 @@ REDIS_PROBE = ("import os, redis; url = os.environ['REDIS_URL']; print(url); "
 def test_the_runs_redis_is_its_own_and_stops_with_the_run():
     """A server started for the command (Redis 7's `SET ... NX GET` included, which the usage follow-up sends), on
     a port of its own, gone once the command ends; TEST_REDIS_URL instead names one and nothing is started."""
-    environment = {name: value for name, value in os.environ.items() if name not in ("REDIS_URL", "TEST_REDIS_URL", "REDIS_SERVER")}
+    environment = {name: value for name, value in os.environ.items()
+                   if name not in ("REDIS_URL", "TEST_REDIS_URL", "REDIS_SERVER")}
     ran = subprocess.run([sys.executable, "scripts/test_redis.py", "--", sys.executable, "-c", REDIS_PROBE], cwd=ROOT,
                          capture_output=True, text=True, timeout=60, env=environment)
     assert ran.returncode == 0, ran.stderr

@@ -153,8 +153,8 @@ def test_an_openai_stream_closed_before_its_usage_is_logged_as_not_recorded(serv
                 break  # the caller has what it wanted
         stream.close()
     assert stream_warnings(caplog) == [
-        "agentbilling: a stream from openai (gpt-4o-mini) closed after 2 chunks, before its end: not recorded (its usage "
-        "comes at the end of the stream; read the stream to its end, or close it only after its last chunk)"]
+        "agentbilling: a stream from openai (gpt-4o-mini) closed after 2 chunks, before its end: not recorded (its "
+        "usage comes at the end of the stream; read the stream to its end, or close it only after its last chunk)"]
     assert recorder.flush(timeout=30) and recorder.stats.recorded == 0
 
 
@@ -206,8 +206,8 @@ def test_an_anthropic_stream_closed_early_is_recorded_with_the_usage_known_then(
                     break  # the first words are enough: the rest of the output is never generated for the caller
 
     assert stream_warnings(caplog) == [
-        "agentbilling: a stream from anthropic (claude-sonnet-4-5) closed after 3 chunks, before its end: recorded with "
-        "the usage known then (25 input, 1 output tokens); the output tokens generated after it are not recorded"]
+        "agentbilling: a stream from anthropic (claude-sonnet-4-5) closed after 3 chunks, before its end: recorded "
+        "with the usage known then (25 input, 1 output tokens); the output tokens generated after it are not recorded"]
     assert recorder.flush(timeout=30)
     [event] = UsageEvent.objects.filter(book=service.book)
     # message_start's counts: 25 input, 3,000 read from the cache, 1 output token so far

@@ -9,8 +9,8 @@ Instrumented on the client instance given (nothing global): `chat.completions.cr
 `completions.create`, `embeddings.create`, streamed or not. A stream is recorded when it ends; a chat
 completion stream reports usage only when asked (`stream_options={"include_usage": True}`): without it
 there is nothing to price and the call is not recorded (one warning says so). The usage comes in a stream's
-last chunk: a stream its caller closes or drops before then is not recorded, and a warning says so. `with_raw_response` calls are
-not instrumented.
+last chunk: a stream its caller closes or drops before then is not recorded, and a warning says so.
+`with_raw_response` calls are not instrumented.
 
 Tokens (OpenAI counts cached prompt tokens inside `prompt_tokens` / `input_tokens`):
 `inputTokens = prompt_tokens - prompt_tokens_details.cached_tokens`, `cacheReadTokens = cached_tokens`,
