@@ -42,6 +42,9 @@ def no_default_recorder(monkeypatch):
     set_default_recorder(None)
     instrumentation._warned.clear()
     yield
+    made = instrumentation._default_recorder
+    if made is not None and made is not previous:
+        made.close()
     set_default_recorder(previous)
     instrumentation._warned.clear()
 
@@ -100,7 +103,8 @@ def test_records_a_closing_recorder_could_not_deliver_are_logged_with_their_coun
     assert recorder.stats.dropped == 4
 
 
-def test_a_missing_key_is_one_error_at_start_up_not_one_per_model_call(provider, no_default_recorder, caplog):
+def test_a_missing_key_is_one_error_at_start_up_not_one_per_model_call(service, provider, no_default_recorder, caplog,
+                                                                       monkeypatch):
     caplog.set_level(logging.WARNING, logger="agentbilling")
     with pytest.raises(MissingAPIKeyError, match="no API key: pass api_key= or set AGENTBILLING_API_KEY"):
         Recorder()
@@ -117,6 +121,13 @@ def test_a_missing_key_is_one_error_at_start_up_not_one_per_model_call(provider,
             assert answer.choices[0].message.content == "Your ticket is resolved."  # the call itself unharmed
     assert len([record for record in caplog.records if record.name.startswith("agentbilling")]) == 1  # nothing
     # more per call, and no traceback
+
+    monkeypatch.setenv("AGENTBILLING_API_KEY", service.key)  # a key set later: the next call is recorded
+    monkeypatch.setenv("AGENTBILLING_BASE_URL", service.url)
+    with billing_context(**CONTEXT):
+        client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "x"}])
+    assert instrumentation._default_recorder.flush(timeout=30)
+    assert UsageEvent.objects.filter(book=service.book).count() == 1
 
 
 def test_a_missing_key_met_at_the_first_call_is_said_once(provider, no_default_recorder, caplog, monkeypatch):

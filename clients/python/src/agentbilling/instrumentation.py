@@ -52,7 +52,7 @@ def recorder_for(context: BillingContext | None, recorder=None):
 
 
 NO_KEY = (f"agentbilling: no API key (set {API_KEY_ENV}, call agentbilling.init(api_key=...), or give the "
-          f"integration a Recorder): instrumented model calls are not recorded")
+          f"integration a Recorder): instrumented model calls are not recorded until there is one")
 
 
 def check_recording(recorder=None) -> None:
