@@ -62,6 +62,18 @@ def server_program() -> str | None:
     return shutil.which("redis-server")
 
 
+def ended_with_this_process() -> None:
+    """In the server's process before it starts: on Linux, the kernel ends it (SIGTERM) if this launcher dies
+    without stopping it (killed with SIGKILL), so no server outlives its run."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+    import signal as signals
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signals.SIGTERM)
+
+
 def free_port() -> int:
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
@@ -101,7 +113,8 @@ class OwnRedis:
         self.process = subprocess.Popen(
             [self.program, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "", "--appendonly", "no",
              "--dir", str(self.directory), "--logfile", str(log), "--daemonize", "no"],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            preexec_fn=ended_with_this_process)
         deadline = time.monotonic() + 20
         while not answers(self.url):
             if self.process.poll() is not None or time.monotonic() > deadline:
