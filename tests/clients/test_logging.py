@@ -103,6 +103,30 @@ def test_records_a_closing_recorder_could_not_deliver_are_logged_with_their_coun
     assert recorder.stats.dropped == 4
 
 
+def test_a_full_buffer_says_when_it_starts_dropping_and_how_many_it_dropped(service, caplog):
+    caplog.set_level(logging.WARNING, logger="agentbilling")
+    failures = []
+    with FakeServer(lambda exchange: json_answer({"message": "down"}, 503, {"Retry-After": "5"})) as down:
+        recorder = Recorder(service.key, base_url=down.url, senders=1, batch_size=100, max_buffer=200,
+                            on_failure=failures.append)
+        for number in range(500):
+            recorder.record(**fields(number))
+        assert len(warnings_of(caplog, "agentbilling.recorder")) == 1  # once, not once per record dropped
+        recorder.close(timeout=0.3)
+    full = sum(failure.code == "buffer_full" for failure in failures)
+    unsent = sum(failure.code == "shutdown_unsent" for failure in failures)
+    assert full + unsent == 500 and full >= 200
+    started, ended, *at_close = warnings_of(caplog, "agentbilling.recorder")
+    assert started == ("agentbilling: usage recorder buffer full (200 records): dropping new records until the "
+                       "service takes the backlog")
+    assert ended == (f"agentbilling: {full} usage records not recorded (buffer_full): dropped on arrival while 200 "
+                     "records waited")
+    # the batch the sender held and the buffer's rest, each a line with its count
+    counts = [int(line.split()[1]) for line in at_close]
+    assert sum(counts) == unsent and all(line.endswith("(shutdown_unsent): the recorder closed before the service "
+                                                       "took this record") for line in at_close), at_close
+
+
 def test_a_missing_key_is_one_error_at_start_up_not_one_per_model_call(service, provider, no_default_recorder, caplog,
                                                                        monkeypatch):
     caplog.set_level(logging.WARNING, logger="agentbilling")
