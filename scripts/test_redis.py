@@ -89,6 +89,18 @@ def answers(url: str) -> bool:
         return False
 
 
+def remove_abandoned_runs() -> None:
+    """The directories of runs whose launcher is gone (killed before it could remove them; its server ended with
+    it)."""
+    for directory in RUNS_DIRECTORY.glob("run-*"):
+        try:
+            os.kill(int((directory / "launcher.pid").read_text()), 0)
+        except ProcessLookupError:
+            shutil.rmtree(directory, ignore_errors=True)
+        except (OSError, ValueError):  # another user's launcher, or a directory being set up
+            pass
+
+
 class OwnRedis:
     """A redis-server for one run: `start()` waits until it answers PING, `stop()` ends it and removes its
     directory."""
@@ -96,7 +108,9 @@ class OwnRedis:
     def __init__(self, program: str):
         self.program = program
         RUNS_DIRECTORY.mkdir(parents=True, exist_ok=True)
+        remove_abandoned_runs()
         self.directory = Path(tempfile.mkdtemp(prefix="run-", dir=RUNS_DIRECTORY))
+        (self.directory / "launcher.pid").write_text(str(os.getpid()))
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.process: subprocess.Popen | None = None
