@@ -15,8 +15,6 @@ WITH_DATABASE = $(BIN)/python -m config.embedded_database --data $(EMBEDDED_POST
 # $(MAKE) so that `make -n run` only prints (make runs every recipe line that mentions $(MAKE), even under -n,
 # and this one needs the virtualenv).
 SUBMAKE = $(MAKE_COMMAND) --no-print-directory
-# `make test` uses this server when it answers, else an embedded one of the checkout's own (scripts/test.sh).
-TEST_DATABASE_URL ?= postgres://postgres:postgres@127.0.0.1:5432/billing
 
 .PHONY: install run serve test worker work migrate catalog demo seed-demo lint litellm-diff
 
@@ -60,11 +58,12 @@ demo: install
 seed-demo: catalog
 	$(BIN)/python manage.py seed_demo
 
-# Redis (and Chromium for the browser tests) from scripts/services.sh; PostgreSQL and the names the run uses
-# (its own database and Redis db number) from scripts/test.sh.
+# Nothing needs root: Chromium for the browser tests from scripts/services.sh (or a line saying they are skipped and
+# how to get it); PostgreSQL (TEST_DATABASE_URL only when set, else the embedded wheel's) and a Redis of the run's
+# own from scripts/test.sh.
 test: install
 	scripts/services.sh
-	TEST_DATABASE_URL="$(TEST_DATABASE_URL)" scripts/test.sh $(PYTEST_ARGS)
+	scripts/test.sh $(PYTEST_ARGS)
 
 # The import contracts alone (.importlinter: the apps' layers and the pure engines); `make test` runs them too
 # (tests/test_layers.py).

@@ -1,8 +1,9 @@
-"""End to end in headless Chromium (Debian's package, driven by Playwright for Python) against a live server:
+"""End to end in headless Chromium (driven by Playwright for Python) against a live server:
 a fresh link shows the invoices and the usage chart, the customer edits the profile, downloads a PDF, pays an
 invoice, and a second open of the link is the "already used" page.
 
-`make test` installs Chromium when it is missing (scripts/services.sh); Playwright never downloads a browser.
+tests/browser.py finds Chromium (scripts/services.sh brings it, or says why these tests are skipped); Playwright
+never downloads a browser.
 Set PORTAL_SCREENSHOT=docs/images/portal.png to refresh the README's screenshot from the first test.
 """
 import os

@@ -12,7 +12,7 @@ from agentbilling.client import Client, new_idempotency_key
 from agentbilling.context import (BillingContext, ModelCall, billing_context, billing_outcome,
                                   current_billing_context, reset_billing_context, set_billing_context)
 from agentbilling.errors import (AgentBillingError, APIConnectionError, APIError, AuthenticationError,
-                                 BadRequestError, ConflictError, KeyRevokedError, NotFoundError,
+                                 BadRequestError, ConflictError, KeyRevokedError, MissingAPIKeyError, NotFoundError,
                                  PermissionDeniedError, RateLimitError, ServerError, ServiceUnavailableError,
                                  UnprocessableEntityError)
 from agentbilling.instrumentation import default_recorder, init, set_default_recorder
@@ -23,7 +23,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AgentBillingError", "APIConnectionError", "APIError", "AsyncRecorder", "AuthenticationError",
-    "BadRequestError", "BillingContext", "Client", "ConflictError", "KeyRevokedError", "ModelCall",
+    "BadRequestError", "BillingContext", "Client", "ConflictError", "KeyRevokedError", "MissingAPIKeyError",
+    "ModelCall",
     "NotFoundError", "Page", "PermissionDeniedError", "RateLimitError", "RecordFailure", "Recorder",
     "RecorderStats", "RetryPolicy", "ServerError", "ServiceUnavailableError", "UnprocessableEntityError",
     "billing_context", "billing_outcome", "build_record", "current_billing_context", "default_recorder", "init",

@@ -23,7 +23,7 @@ from uuid import UUID
 import httpx
 
 from agentbilling import _json
-from agentbilling.errors import APIConnectionError, APIError, error_class
+from agentbilling.errors import APIConnectionError, APIError, MissingAPIKeyError, error_class
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 API_KEY_ENV, BASE_URL_ENV = "AGENTBILLING_API_KEY", "AGENTBILLING_BASE_URL"
@@ -34,7 +34,8 @@ USER_AGENT = "agentbilling-python/0.1.0"
 def resolve_settings(api_key: str | None, base_url: str | None) -> tuple[str, str]:
     api_key = api_key or os.environ.get(API_KEY_ENV)
     if not api_key:
-        raise ValueError(f"No API key: pass api_key= or set {API_KEY_ENV}.")
+        raise MissingAPIKeyError(f"agentbilling: no API key: pass api_key= or set {API_KEY_ENV} (a secret key, "
+                                 "svc_sk_...)")
     base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
     return api_key, base_url
 

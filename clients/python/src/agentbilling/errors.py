@@ -2,6 +2,7 @@
 naming the faulty fields) and sometimes a `code` (spec §7); both are on the exception, with the status.
 
     AgentBillingError
+    ├── MissingAPIKeyError        no API key given nor in $AGENTBILLING_API_KEY (also a ValueError)
     ├── APIConnectionError        the service could not be reached (refused, reset, timed out)
     └── APIError                  the service answered with an error status
         ├── BadRequestError              400
@@ -20,6 +21,10 @@ from typing import Any, Mapping
 
 class AgentBillingError(Exception):
     """Base of every error this package raises on purpose."""
+
+
+class MissingAPIKeyError(AgentBillingError, ValueError):
+    """No API key: raised when a `Client` or `Recorder` is made without one (not later, at each call)."""
 
 
 class APIConnectionError(AgentBillingError):

@@ -3,10 +3,13 @@ fields from provider objects (SDK models or plain dicts)."""
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Any
 
+from agentbilling._http import API_KEY_ENV
 from agentbilling.context import BillingContext, ModelCall, current_billing_context
+from agentbilling.errors import MissingAPIKeyError
 
 logger = logging.getLogger("agentbilling")
 
@@ -48,6 +51,17 @@ def recorder_for(context: BillingContext | None, recorder=None):
     return (context.recorder if context and context.recorder else None) or recorder or default_recorder()
 
 
+NO_KEY = (f"agentbilling: no API key (set {API_KEY_ENV}, call agentbilling.init(api_key=...), or give the "
+          f"integration a Recorder): instrumented model calls are not recorded until there is one")
+
+
+def check_recording(recorder=None) -> None:
+    """At instrumentation (the application's start-up): when calls would go to the default recorder and it cannot
+    be made for want of a key, say so once, as an error, instead of once per model call later."""
+    if recorder is None and _default_recorder is None and not os.environ.get(API_KEY_ENV):
+        _error_once("no-key", NO_KEY)
+
+
 def field(source: Any, name: str, default: Any = None) -> Any:
     """`source.name` or `source[name]`: SDK objects and dicts alike."""
     if source is None:
@@ -70,6 +84,12 @@ def _warn_once(key: str, message: str, *args) -> None:
     if key not in _warned:
         _warned.add(key)
         logger.warning(message, *args)
+
+
+def _error_once(key: str, message: str, *args) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        logger.error(message, *args)
 
 
 def emit(call: ModelCall | None, *, context: BillingContext | None = None, recorder=None,
@@ -95,28 +115,57 @@ def emit(call: ModelCall | None, *, context: BillingContext | None = None, recor
             modelProvider=call.modelProvider, inputTokens=call.inputTokens, outputTokens=call.outputTokens,
             cacheReadTokens=call.cacheReadTokens, cacheWriteTokens=call.cacheWriteTokens,
             metadata=dict(context.metadata) or None, environment=context.environment)
+    except MissingAPIKeyError:
+        _error_once("no-key", NO_KEY)  # said once (at instrumentation, or here); a key set later is picked up
     except Exception:
         logger.exception("agentbilling: could not record a %s call", call.modelProvider)
 
 
+def stream_abandoned(call: ModelCall | None, *, provider: str, model: str | None, chunks: int | None,
+                     complete_usage: bool,
+                     context: BillingContext | None, recorder=None, signal_name: str | None = None) -> None:
+    """A stream its caller closed (or dropped) before its end: record what its usage says so far, if anything,
+    and log what was not recorded (nothing when the usage had come whole: a caller may stop at the last event)."""
+    read = f" after {chunks} chunk{'s' if chunks != 1 else ''}" if chunks is not None else ""
+    what = f"a stream from {provider} ({model or 'model unknown'}) closed{read}, before its end"
+    if call is None:
+        logger.warning("agentbilling: %s: not recorded (its usage comes at the end of the stream; read the stream "
+                       "to its end, or close it only after its last chunk)", what)
+        return
+    emit(call, context=context, recorder=recorder, signal_name=signal_name)
+    if not complete_usage:
+        logger.warning("agentbilling: %s: recorded with the usage known then (%d input, %d output tokens); the "
+                       "output tokens generated after it are not recorded", what, call.inputTokens, call.outputTokens)
+
+
+def _finish_dropped(finish, chunks: int) -> None:
+    try:
+        finish(False, chunks)
+    except Exception:
+        logger.exception("agentbilling: could not record a streamed call")
+
+
 class StreamProxy:
     """Wraps a provider's stream: passes every chunk through, feeds it to `observe(chunk)`, and calls
-    `finish()` once, when the stream ends or is closed."""
+    `finish(complete, chunks)` once: `complete=True` when the stream ends, `complete=False` when its caller closes
+    it (`close()`, the end of a `with` block) or drops it before its end; `chunks` is how many were read."""
 
     def __init__(self, stream, observe, finish):
         self._stream, self._observe, self._finish = stream, observe, finish
         self._done = False
         self._iterator = None
+        self.chunks = 0
 
-    def _end(self):
+    def _end(self, complete: bool):
         if not self._done:
             self._done = True
             try:
-                self._finish()
+                self._finish(complete, self.chunks)
             except Exception:
                 logger.exception("agentbilling: could not record a streamed call")
 
     def _see(self, chunk):
+        self.chunks += 1
         try:
             self._observe(chunk)
         except Exception:
@@ -131,7 +180,7 @@ class StreamProxy:
         try:
             chunk = next(self._iterator)
         except StopIteration:
-            self._end()
+            self._end(True)
             raise
         self._see(chunk)
         return chunk
@@ -145,7 +194,7 @@ class StreamProxy:
         try:
             chunk = await self._iterator.__anext__()
         except StopAsyncIteration:
-            self._end()
+            self._end(True)
             raise
         self._see(chunk)
         return chunk
@@ -160,7 +209,7 @@ class StreamProxy:
             if hasattr(self._stream, "__exit__"):
                 return self._stream.__exit__(*exc)
         finally:
-            self._end()
+            self._end(False)
 
     async def __aenter__(self):
         if hasattr(self._stream, "__aenter__"):
@@ -172,14 +221,27 @@ class StreamProxy:
             if hasattr(self._stream, "__aexit__"):
                 return await self._stream.__aexit__(*exc)
         finally:
-            self._end()
+            self._end(False)
 
     def close(self):
         try:
             if hasattr(self._stream, "close"):
                 return self._stream.close()
         finally:
-            self._end()
+            self._end(False)
+
+    def __del__(self):
+        # Dropped unread to its end (a `break` out of the loop, then the last reference goes). The garbage
+        # collector may run this inside any code, the recorder's own locked sections included: record from a
+        # thread of its own rather than here.
+        if self.__dict__.get("_done", True):
+            return
+        self._done = True
+        try:
+            threading.Thread(target=_finish_dropped, args=(self._finish, self.chunks), name="agentbilling-stream-end",
+                             daemon=True).start()
+        except RuntimeError:  # interpreter shutdown: no new threads
+            pass
 
     def __getattr__(self, name):
         return getattr(self._stream, name)

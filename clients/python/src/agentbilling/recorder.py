@@ -18,11 +18,14 @@ Delivery (spec §7):
 - any other error status (401 revoked key, 403 ...): the batch's records are failures.
 - 200: each `results.failed[]` entry is a failure; `stored: true` ones are stored (cost null, backfilled
   once the model is mapped) and are never sent again, `stored: false` ones are not stored.
-Failures go to `on_failure(RecordFailure)`, called from the sender.
+Failures go to `on_failure(RecordFailure)`, called from the sender, and are logged at WARNING on the
+`agentbilling.recorder` logger: one line per batch and cause (HTTP status and code), with the number of records,
+whether they were stored (without a cost) or not, and the service's message.
 
 Bounded memory: at most `max_buffer` records wait (default 10,000), plus the batches being sent (one per
 sender). A record arriving at a full buffer is dropped, not the ones already waiting: it is counted in
-`stats.dropped`, reported to `on_failure` with code `buffer_full`, and one warning is logged per episode.
+`stats.dropped`, reported to `on_failure` with code `buffer_full`, and logged twice per episode: when it starts,
+and with the count of records dropped when it ends (the buffer back under half full, or the recorder closed).
 Records still unsent when `close()` gives up (after `shutdown_timeout`) are dropped the same way with code
 `shutdown_unsent`.
 """
@@ -224,6 +227,27 @@ def _fail_all(batch: list[dict], code: str, message, status: int | None) -> _Ver
                                             status=status) for record in batch])
 
 
+def _log_failures(failures: list[RecordFailure]) -> None:
+    """One WARNING per cause among one batch's failures: how many records, stored or not, and why."""
+    causes: dict[tuple, list[RecordFailure]] = {}
+    for failure in failures:
+        causes.setdefault((failure.stored, failure.status, failure.code), []).append(failure)
+    for (stored, status, code), alike in causes.items():
+        count = f"{len(alike)} usage record{'s' if len(alike) != 1 else ''}"
+        outcome = "stored without a cost" if stored else "not recorded"
+        cause = code if status is None else f"HTTP {status}" if code == f"http_{status}" else f"HTTP {status} {code}"
+        messages = ["; ".join(map(str, failure.message)) if isinstance(failure.message, list)
+                    else str(failure.message) for failure in alike]
+        message = messages[0] if len(set(messages)) == 1 else f"the first: {messages[0]}"
+        hint = HINTS.get(status, "") if not stored else ""
+        logger.warning("agentbilling: %s %s (%s): %s%s", count, outcome, cause, message, hint)
+
+
+# What to do about a whole batch refused for its key.
+HINTS = {401: " (check the API key: AGENTBILLING_API_KEY or api_key=)",
+         403: " (the key's role or scope does not allow recording usage)"}
+
+
 # --------------------------------------------------------------------------- what both flavours share
 
 class _RecorderBase:
@@ -246,6 +270,7 @@ class _RecorderBase:
         self._closing = False
         self._closed = False
         self._full_episode = False
+        self._episode_drops = 0  # records dropped on arrival since the buffer last filled
         self._recorded = self._stored = self._failed = self._dropped = self._retries = 0
 
     # -- the caller's side
@@ -260,11 +285,13 @@ class _RecorderBase:
     def record_prepared(self, record: dict) -> None:
         """Queue a record already built with `build_record`."""
         dropped = False
+        episode_drops = 0
         with self._lock:
             if self._closing:
                 raise RuntimeError("this recorder is closed")
             if len(self._buffer) >= self.max_buffer:
                 self._dropped += 1
+                self._episode_drops += 1
                 dropped = True
                 warn, self._full_episode = not self._full_episode, True
             else:
@@ -277,12 +304,26 @@ class _RecorderBase:
                     self._wake_locked()
                 if self._full_episode and size < self.max_buffer // 2:
                     self._full_episode = False
+                    episode_drops, self._episode_drops = self._episode_drops, 0
+        if episode_drops:
+            self._log_episode(episode_drops)
         if dropped:
             if warn:
-                logger.warning("usage recorder buffer full (%s records): dropping new records until the service "
-                               "takes the backlog", self.max_buffer)
+                logger.warning("agentbilling: usage recorder buffer full (%s records): dropping new records until the "
+                               "service takes the backlog", self.max_buffer)
             self._report([RecordFailure(record=record, code=BUFFER_FULL, stored=False,
                                         message=f"dropped: {self.max_buffer} records were already waiting")])
+
+    def _log_episode(self, drops: int) -> None:
+        logger.warning("agentbilling: %s usage record%s not recorded (%s): dropped on arrival while %s records "
+                       "waited", drops, "s" if drops != 1 else "", BUFFER_FULL, self.max_buffer)
+
+    def _end_full_episode(self) -> None:
+        """At close: the count of a full-buffer episode still open."""
+        with self._lock:
+            drops, self._episode_drops, self._full_episode = self._episode_drops, 0, False
+        if drops:
+            self._log_episode(drops)
 
     @property
     def stats(self) -> RecorderStats:
@@ -326,16 +367,16 @@ class _RecorderBase:
             self._in_flight -= sent
             if verdict.retried:
                 self._retries += 1
+        _log_failures(verdict.failures)
         self._report(verdict.failures)
 
     def _drop_unsent(self, records: Iterable[dict]) -> None:
         failures = [RecordFailure(record=record, code=SHUTDOWN_UNSENT, stored=False,
                                   message="the recorder closed before the service took this record")
                     for record in records]
-        if failures:
-            logger.warning("usage recorder closed with %s records unsent", len(failures))
         with self._lock:
             self._dropped += len(failures)
+        _log_failures(failures)
         self._report(failures)
 
     def _report(self, failures: list[RecordFailure]) -> None:
@@ -490,6 +531,7 @@ class Recorder(_RecorderBase):
                 return
             self._closing = self._closed = True
             self._cond.notify_all()
+        self._end_full_episode()
         deadline = time.monotonic() + timeout
         for thread in self._threads:
             thread.join(max(deadline - time.monotonic(), 0))
@@ -670,6 +712,7 @@ class AsyncRecorder(_RecorderBase):
                 return
             self._closing = self._closed = True
             self._wake_locked()
+        self._end_full_episode()
         if self._runner is not None:
             try:
                 await asyncio.wait_for(asyncio.shield(self._runner), timeout)

@@ -7,7 +7,9 @@ client.
     client = instrument_anthropic(Anthropic())
 
 Instrumented on the client instance given: `messages.create`, streamed (`stream=True`) or not, and the
-`messages.stream(...)` helper (recorded when its `with` block ends). `with_raw_response` calls are not
+`messages.stream(...)` helper (recorded when its `with` block ends). A stream its caller closes or drops
+before the message ends is recorded with the usage known then (`message_start`'s input and cache counts, the
+output counted so far), and a warning says that the rest of its output is not. `with_raw_response` calls are not
 instrumented.
 
 Tokens: Anthropic's `input_tokens` already excludes the cache, which it reports apart, so
@@ -23,7 +25,7 @@ import functools
 from typing import Any, TypeVar
 
 from agentbilling.context import ModelCall, current_billing_context
-from agentbilling.instrumentation import StreamProxy, emit, field, whole
+from agentbilling.instrumentation import StreamProxy, check_recording, emit, field, stream_abandoned, whole
 from agentbilling.integrations._wrapping import wrap_call
 
 T = TypeVar("T")
@@ -61,6 +63,7 @@ class _StreamUsage:
         self.model = requested_model
         self.counts: dict[str, int] = {}
         self.started = False
+        self.finished = False  # the last message_delta (with the stop reason) came: the usage is whole
 
     def observe(self, event: Any) -> None:
         kind = field(event, "type")
@@ -71,6 +74,7 @@ class _StreamUsage:
             self.started = True
         elif kind == "message_delta":
             self._take(field(event, "usage"))
+            self.finished = self.finished or field(field(event, "delta"), "stop_reason") is not None
 
     def _take(self, usage: Any) -> None:
         for name in COUNTS:  # counts are cumulative: the latest non-null value is the total
@@ -88,8 +92,16 @@ def _wrap_create(create, *, provider: str, recorder, signal_name: str | None):
     def handle(result, context, requested_model, streamed):
         if streamed:
             usage = _StreamUsage(requested_model)
-            return StreamProxy(result, usage.observe, lambda: emit(usage.call(provider), context=context,
-                                                                    recorder=recorder, signal_name=signal_name))
+
+            def finish(complete, chunks):
+                if complete:
+                    emit(usage.call(provider), context=context, recorder=recorder, signal_name=signal_name)
+                else:
+                    stream_abandoned(usage.call(provider), provider=provider, model=usage.model, chunks=chunks,
+                                     complete_usage=usage.finished, context=context, recorder=recorder,
+                                     signal_name=signal_name)
+
+            return StreamProxy(result, usage.observe, finish)
         emit(model_call(result, provider=provider, requested_model=requested_model), context=context,
              recorder=recorder, signal_name=signal_name)
         return result
@@ -133,9 +145,17 @@ def _wrap_stream(stream_method, *, provider: str, recorder, signal_name: str | N
         context = current_billing_context()
 
         def record(stream):
-            snapshot = getattr(stream, "current_message_snapshot", None) if stream is not None else None
-            emit(model_call(snapshot, provider=provider, requested_model=kwargs.get("model")), context=context,
-                 recorder=recorder, signal_name=signal_name)
+            try:
+                snapshot = stream.current_message_snapshot if stream is not None else None
+            except Exception:  # nothing read yet: the helper has no snapshot
+                snapshot = None
+            call = model_call(snapshot, provider=provider, requested_model=kwargs.get("model"))
+            if field(snapshot, "stop_reason") is not None:
+                emit(call, context=context, recorder=recorder, signal_name=signal_name)
+            else:  # the block ended before the message did
+                stream_abandoned(call, provider=provider, model=field(snapshot, "model") or kwargs.get("model"),
+                                 chunks=None, complete_usage=False, context=context, recorder=recorder,
+                                 signal_name=signal_name)
 
         return _StreamManagerProxy(stream_method(*args, **kwargs), record)
     wrapper._agentbilling_original = stream_method
@@ -146,6 +166,7 @@ def instrument_anthropic(client: T, recorder=None, *, signal_name: str | None = 
                          model_provider: str | None = None) -> T:
     """Instrument this client (returned). Calls are recorded with the current `billing_context` into
     `recorder` (default: the package's default recorder); `signal_name` overrides the context's signal."""
+    check_recording(recorder)
     provider = model_provider or provider_of(client)
     messages = getattr(client, "messages", None)
     if messages is None:

@@ -27,7 +27,7 @@ from typing import Any
 from litellm.integrations.custom_logger import CustomLogger
 
 from agentbilling.context import BillingContext, ModelCall, current_billing_context
-from agentbilling.instrumentation import emit, field, whole
+from agentbilling.instrumentation import check_recording, emit, field, whole
 
 _CONTEXT_KEY = "agentbilling_context"
 
@@ -63,6 +63,7 @@ class BillingCallback(CustomLogger):
 
     def __init__(self, recorder=None, *, signal_name: str | None = None, **kwargs):
         super().__init__(**kwargs)
+        check_recording(recorder)
         self.recorder, self.signal_name = recorder, signal_name
         self._recorded: OrderedDict[str, None] = OrderedDict()  # call ids already recorded (bounded)
         self._lock = threading.Lock()

@@ -8,8 +8,9 @@
 Instrumented on the client instance given (nothing global): `chat.completions.create`, `responses.create`,
 `completions.create`, `embeddings.create`, streamed or not. A stream is recorded when it ends; a chat
 completion stream reports usage only when asked (`stream_options={"include_usage": True}`): without it
-there is nothing to price and the call is not recorded (one warning says so). `with_raw_response` calls are
-not instrumented.
+there is nothing to price and the call is not recorded (one warning says so). The usage comes in a stream's
+last chunk: a stream its caller closes or drops before then is not recorded, and a warning says so.
+`with_raw_response` calls are not instrumented.
 
 Tokens (OpenAI counts cached prompt tokens inside `prompt_tokens` / `input_tokens`):
 `inputTokens = prompt_tokens - prompt_tokens_details.cached_tokens`, `cacheReadTokens = cached_tokens`,
@@ -23,7 +24,8 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from agentbilling.context import ModelCall
-from agentbilling.instrumentation import StreamProxy, _warn_once, emit, field, whole
+from agentbilling.instrumentation import (StreamProxy, _warn_once, check_recording, emit, field, stream_abandoned,
+                                          whole)
 from agentbilling.integrations._wrapping import wrap_call
 
 T = TypeVar("T")
@@ -72,13 +74,16 @@ def _wrap(create, *, provider: str, recorder, signal_name: str | None):
             if source is not None:
                 seen[:] = [source]
 
-        def finish():
-            if not seen:
+        def finish(complete, chunks):
+            call = model_call(seen[0], provider=provider, requested_model=requested_model) if seen else None
+            if not complete:  # OpenAI sends the usage last: whole once it came, else nothing to record
+                stream_abandoned(call, provider=provider, model=requested_model, chunks=chunks, complete_usage=True,
+                                 context=context, recorder=recorder, signal_name=signal_name)
+            elif call is None:
                 _warn_once("openai-stream-usage", "agentbilling: an OpenAI stream ended without usage (pass "
                            "stream_options={'include_usage': True}); not recorded")
-                return
-            emit(model_call(seen[0], provider=provider, requested_model=requested_model), context=context,
-                 recorder=recorder, signal_name=signal_name)
+            else:
+                emit(call, context=context, recorder=recorder, signal_name=signal_name)
 
         return StreamProxy(stream, observe, finish)
 
@@ -97,6 +102,7 @@ def instrument_openai(client: T, recorder=None, *, signal_name: str | None = Non
     """Instrument this client (returned, for `client = instrument_openai(OpenAI())`). Calls are recorded
     with the current `billing_context` into `recorder` (default: the package's default recorder);
     `signal_name` overrides the context's signal for this client's calls. Instrumenting twice is harmless."""
+    check_recording(recorder)
     provider = model_provider or provider_of(client)
     for path in RESOURCES:
         resource = client
