@@ -6,7 +6,7 @@ import factory
 
 from config.accounts.models import Book, Membership, Organization, User
 from config.accounts.services import organization_ensure
-from customers.models import RollupBacklog
+from customers.models import RollupBacklog, UsageEventKey
 
 
 class OrganizationFactory(factory.django.DjangoModelFactory):
@@ -88,11 +88,14 @@ class UsageEventFactory(factory.django.DjangoModelFactory):
     @factory.post_generation
     def rollup_backlog(event, create, extracted, **kwargs):
         """As the ledger's insert does (customers/ledger.py): a new event waits in the rollup's backlog until a
-        catch-up counts it, so every figure derived from the ledger sees it (the end-of-test verification
-        checks that, tests/conftest.py)."""
+        catch-up counts it, and a keyed one holds its key in the keys' table, so every figure derived from the
+        ledger sees it (the end-of-test verification checks that, tests/conftest.py)."""
         if create:
             RollupBacklog.objects.get_or_create(event_id=event.pk, defaults={"book_id": event.book_id,
                                                                             "usage_date": event.usage_date})
+            if event.idempotency_key is not None:  # the keys' table referees replays (customers/ledger.py)
+                UsageEventKey.objects.get_or_create(book_id=event.book_id, idempotency_key=event.idempotency_key,
+                                                    defaults={"event_id": event.pk, "usage_date": event.usage_date})
 
 
 class ServiceEntryFactory(factory.django.DjangoModelFactory):

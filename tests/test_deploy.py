@@ -169,8 +169,16 @@ def test_compose_web_serves_the_image_gunicorn_command(compose):
     assert web["ports"] == ["${PORT:-8000}:8000"]
 
 
+def worker_command() -> list[str]:
+    """The command `make worker` supervises: scripts/worker.sh's default WORKER_COMMAND, `.venv/bin/` dropped."""
+    match = re.search(r'WORKER_COMMAND:-"([^"]+)"', (ROOT / "scripts" / "worker.sh").read_text())
+    assert match, "no default WORKER_COMMAND in scripts/worker.sh"
+    assert "scripts/worker.sh" in (ROOT / "Makefile").read_text()
+    return shlex.split(match.group(1).replace(".venv/bin/", ""))
+
+
 def test_compose_worker_and_beat_split_make_worker(compose):
-    make_worker = makefile_command("celery")
+    make_worker = worker_command()
     assert "--beat" in make_worker  # `make worker` embeds the scheduler; compose runs it once, apart
     services = compose["services"]
     assert services["worker"]["command"] == [word for word in make_worker if word != "--beat"]

@@ -23,6 +23,7 @@ from config.accounts.throttling import failed_login_retry_after
 from config.core import clock
 from config.core.charts import BarChart, bar_chart
 from config.core.money import quantized
+from config.core.scoping import owned
 from customers.models import Customer, EventStatus
 
 DASHBOARD_BOOKS = 10
@@ -57,7 +58,7 @@ def book_panel(figures: BookFigures) -> BookPanel:
         pools_url=_changelist("billing_subscription", book=book, pool_left=NEAR_EMPTY_PERCENT),
         unpriced_url=_changelist("customers_usageevent", book=book,
                                  event_status__exact=EventStatus.NEEDS_COST_BACKFILL),
-        drift=list(LedgerDrift.objects.filter(book_id=book).order_by("first_found_at", "check_name")[:6]))
+        drift=list(owned(LedgerDrift, book).order_by("first_found_at", "check_name")[:6]))
 
 
 def default_environment(books) -> str:

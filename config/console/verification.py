@@ -18,6 +18,7 @@ from billing.verification import credit_pool_differences, draft_invoice_differen
 from config.accounts.models import Book
 from config.console.models import LedgerDrift
 from config.core.jobs import BookFailures
+from config.core.scoping import owned
 from customers.models import UsageEvent
 from customers.rollup import MEASURES, analytics_rollup_differences
 from customers.verification import Finding, backlog_orphans, key_orphans, keys_missing
@@ -92,7 +93,7 @@ def _remember(report: BookReport, now: datetime) -> None:
                     LedgerDrift.objects.filter(pk=row.pk).update(ledger=finding.ledger, derived=finding.derived,
                                                                  last_found_at=now)
                 kept.append(row.pk)
-        LedgerDrift.objects.filter(book=report.book).exclude(pk__in=kept).delete()
+        owned(LedgerDrift, report.book).exclude(pk__in=kept).delete()
 
 
 def _instant(value):

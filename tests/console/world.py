@@ -1,7 +1,7 @@
 """One row of every model the console registers, in one book, written with the ORM: what the scoping tests try to
 open from another organization. A model registered in the console without a row here fails those tests."""
 import secrets
-from datetime import date, datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 from billing.models import (CreditGrant, CreditPoolAlert, Invoice, Payment, Refund, SubscriptionChange)
@@ -11,6 +11,7 @@ from config.accounts.services import api_key_mint, member_ensure
 from config.jobs.models import Job
 from controls.models import CustomerAlert, CustomerAlertFiring, Device, Notification, SpendCap, SpendCapAlert
 from customers.models import UsageDailyRollup
+from customers.rollup import analytics_rollup_catch_up
 from matters.models import MatterAttribution
 from portal.models import PortalSession
 from tests.factories import (CustomerFactory, MatterFactory, MatterRuleFactory, PlanAgentFactory, SignalFactory,
@@ -18,6 +19,12 @@ from tests.factories import (CustomerFactory, MatterFactory, MatterRuleFactory, 
 
 AT = datetime(2025, 6, 10, 12, 0, tzinfo=timezone.utc)
 JUNE = (datetime(2025, 6, 1, tzinfo=timezone.utc), datetime(2025, 7, 1, tzinfo=timezone.utc))
+
+
+def rollup_row(book) -> UsageDailyRollup:
+    """A rollup row of the book, as the catch-up writes it from the book's recorded events."""
+    analytics_rollup_catch_up(book_id=book.pk)
+    return UsageDailyRollup.objects.filter(book=book).order_by("grain", "day").first()
 
 
 def populate(book, tag: str) -> dict:
@@ -60,8 +67,7 @@ def populate(book, tag: str) -> dict:
                                   digest=secrets.token_hex(32), expires_at=AT + timedelta(days=7)),
         ModelAlias.objects.create(book=book, model=f"{tag}-alias", model_provider="acme",
                                   service=ServiceEntry.objects.filter(is_active=True).first()),
-        UsageDailyRollup.objects.create(book=book, day=date(2025, 6, 10), customer=customer, model=f"{tag}-model",
-                                        event_count=1, unpriced_count=1),
+        rollup_row(book),
         MatterRuleFactory(matter=matter, agent_code=f"{tag}-agent"),
         MatterAttribution.objects.create(book=book, event=event, matter=matter, source="rule"),
         SubscriptionChange.objects.create(book=book, subscription=subscription, kind="created",
