@@ -35,6 +35,9 @@ SCHEDULED_JOBS: list[ScheduledJob] = [
     ScheduledJob("ledger-partitions", "customers.partitions.ledger_partitions_maintain", 3600),
     # Housekeeping: the browser sessions of opened portal links (and expired console logins).
     ScheduledJob("browser-sessions-clear", "portal.services.browser_sessions_clear_expired", 3600),
+    # Webhook deliveries due: retries whose time has come, and attempts lost with a worker or a broker message.
+    ScheduledJob("webhook-deliveries", "config.webhooks.delivery.webhook_deliveries_sweep", 10),
+    ScheduledJob("webhook-events-housekeeping", "config.webhooks.delivery.webhook_events_housekeeping", 3600),
     # Jobs whose runner was lost are started again; finished ones are deleted after JOBS_KEEP_DAYS.
     ScheduledJob("jobs-housekeeping", "config.jobs.services.jobs_housekeeping", 300),
 ]

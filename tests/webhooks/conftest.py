@@ -1,0 +1,19 @@
+"""Webhook fixtures: real receivers on loopback (WEBHOOKS_ALLOW_PRIVATE_URLS on for the tests that use one)."""
+import pytest
+
+from tests.webhooks.receiver import Receiver
+
+
+@pytest.fixture
+def receiver(settings):
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
+    receiver = Receiver()
+    yield receiver
+    receiver.stop()
+
+
+@pytest.fixture
+def second_receiver(receiver):
+    second = Receiver()
+    yield second
+    second.stop()
