@@ -35,7 +35,8 @@ def emit_to(book, event_type: str, data: dict, *, endpoints: list[WebhookEndpoin
     """`emit`, delivered to `endpoints` (None: every enabled endpoint of the book that receives the type)."""
     if event_type not in EventType.values:
         raise ValueError(f"unknown webhook event type {event_type!r}")
-    event = WebhookEvent(book=book, type=event_type, data=plain_json(data))
+    book_id = getattr(book, "pk", book)  # a Book or its id
+    event = WebhookEvent(book_id=book_id, type=event_type, data=plain_json(data))
     event.save(force_insert=True)
     if now is None:
         now = event.created_at
@@ -44,7 +45,7 @@ def emit_to(book, event_type: str, data: dict, *, endpoints: list[WebhookEndpoin
         WebhookEvent.objects.filter(pk=event.pk).update(created_at=now)
         event.created_at = now
     if endpoints is None:
-        endpoints = [endpoint for endpoint in owned(WebhookEndpoint, book).filter(enabled=True)
+        endpoints = [endpoint for endpoint in owned(WebhookEndpoint, book_id).filter(enabled=True)
                      if endpoint.receives(event_type)]
     deliveries_create(event, endpoints, now=now)
     return event
