@@ -1,6 +1,7 @@
 """Webhook fixtures: real receivers on loopback (WEBHOOKS_ALLOW_PRIVATE_URLS on for the tests that use one)."""
 import pytest
 
+from tests.billing.conftest import frozen_now  # noqa: F401 (fixture)
 from tests.webhooks.receiver import Receiver
 
 
