@@ -64,8 +64,8 @@ def address_problem(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> s
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
     for kind, flag in (("loopback", address.is_loopback), ("link-local", address.is_link_local),
-                       ("private", address.is_private), ("multicast", address.is_multicast),
-                       ("unspecified", address.is_unspecified), ("reserved", address.is_reserved)):
+                       ("unspecified", address.is_unspecified), ("multicast", address.is_multicast),
+                       ("private", address.is_private), ("reserved", address.is_reserved)):
         if flag:
             return (f"{address} is a {kind} address; webhook endpoints must be public "
                     "(WEBHOOKS_ALLOW_PRIVATE_URLS=1 allows such targets in development).")
