@@ -3,7 +3,7 @@ replay every event since an instant (docs/webhooks.md)."""
 from datetime import datetime
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef, Q
 
 from config.core.errors import BadRequest, Conflict
 from config.core.scoping import get_owned, owned
@@ -11,7 +11,8 @@ from config.webhooks import signing
 from config.webhooks.delivery import ROTATED_SECRET_VALID_FOR, lease
 from config.webhooks.dispatch import dispatch_on_commit
 from config.webhooks.events import emit_to
-from config.webhooks.models import DeliveryStatus, EventType, WebhookDelivery, WebhookEndpoint, WebhookEvent
+from config.webhooks.models import (DeliveryStatus, EventType, WebhookAttempt, WebhookDelivery, WebhookEndpoint,
+                                   WebhookEvent)
 from config.webhooks.targets import url_problems
 
 REPLAY_MAX_EVENTS = 10_000
@@ -107,9 +108,11 @@ def webhook_delivery_resend(*, book, endpoint_id, delivery_id, now: datetime) ->
 
 
 def _rearm(delivery_ids: list, *, now: datetime) -> int:
-    # A delivery a runner holds (pending, attempted within the lease) is left to it: its outcome decides.
-    count = WebhookDelivery.objects.filter(pk__in=delivery_ids).exclude(
-        status=DeliveryStatus.PENDING, last_attempt_at__gt=now - lease()).update(
+    # A delivery a runner holds (claimed within the lease, its attempt not yet written) is left to it: its
+    # outcome decides.
+    attempt_written = WebhookAttempt.objects.filter(delivery=OuterRef("pk"), number=OuterRef("attempts"))
+    held = Q(status=DeliveryStatus.PENDING, attempts__gt=0, last_attempt_at__gt=now - lease()) & ~Exists(attempt_written)
+    count = WebhookDelivery.objects.filter(pk__in=delivery_ids).exclude(held).update(
         status=DeliveryStatus.PENDING, next_attempt_at=now, schedule_start=F("attempts"), updated_at=now)
     dispatch_on_commit(delivery_ids, now=now)
     return count
