@@ -1,3 +1,4 @@
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -17,6 +18,7 @@ class StrictBooleanIn(serializers.BooleanField):
         raise serializers.ValidationError("Must be true or false.")
 
 
+@extend_schema_field(OpenApiTypes.DATETIME)
 class WebhookInstantIn(serializers.Field):
     """An ISO 8601 date or timestamp as an aware UTC instant (no offset means UTC)."""
 
