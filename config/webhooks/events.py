@@ -36,7 +36,7 @@ def emit_to(book, event_type: str, data: dict, *, endpoints: list[WebhookEndpoin
     if event_type not in EventType.values:
         raise ValueError(f"unknown webhook event type {event_type!r}")
     book_id = getattr(book, "pk", book)  # a Book or its id
-    event = WebhookEvent(book_id=book_id, type=event_type, data=plain_json(data))
+    event = WebhookEvent(book_id=book_id, type=event_type, data_json=json_text(data))
     event.save(force_insert=True)
     if now is None:
         now = event.created_at
@@ -59,9 +59,9 @@ def _json_default(value):
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
-def plain_json(data) -> dict:
-    """A serializer's output as plain JSON values (numbers with a fraction as exact Decimals)."""
-    return exact_json.loads(exact_json.dumps(data, default=_json_default).decode())
+def json_text(data) -> str:
+    """A serializer's output as JSON text, numbers exact (as the API's renderer writes them)."""
+    return exact_json.dumps(data, default=_json_default).decode()
 
 
 def deliveries_create(event: WebhookEvent, endpoints, *, now: datetime) -> list[WebhookDelivery]:

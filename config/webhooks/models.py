@@ -62,7 +62,9 @@ class WebhookEvent(OrgOwned):
     """One thing that happened in the book, as its envelope says: `{id, type, createdAt, data}`."""
 
     type = models.CharField(max_length=64, choices=EventType.choices)
-    data = models.JSONField()
+    # The object as the API rendered it, kept as that JSON text: every delivery and replay sends these very bytes
+    # (key order and number digits included), which a jsonb column would reorder.
+    data_json = models.TextField()
 
     class Meta:
         ordering = ["-created_at", "-id"]

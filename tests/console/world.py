@@ -54,7 +54,7 @@ def populate(book, tag: str) -> dict:
                                                 recipient_email=f"ops@{tag}.example.com")
     endpoint = WebhookEndpoint.objects.create(book=book, url=f"https://{tag}.example.com/hooks", secret="whsec_AAAA",
                                               description=f"{tag} hooks")
-    webhook_event = WebhookEvent.objects.create(book=book, type="invoice.paid", data={"id": f"{tag}-invoice"})
+    webhook_event = WebhookEvent.objects.create(book=book, type="invoice.paid", data_json=f'{{"id": "{tag}-invoice"}}')
     delivery = WebhookDelivery.objects.create(book=book, endpoint=endpoint, event=webhook_event, status="failed",
                                               attempts=1)
     rows = [
