@@ -111,7 +111,8 @@ def _rearm(delivery_ids: list, *, now: datetime) -> int:
     # A delivery a runner holds (claimed within the lease, its attempt not yet written) is left to it: its
     # outcome decides.
     attempt_written = WebhookAttempt.objects.filter(delivery=OuterRef("pk"), number=OuterRef("attempts"))
-    held = Q(status=DeliveryStatus.PENDING, attempts__gt=0, last_attempt_at__gt=now - lease()) & ~Exists(attempt_written)
+    held = (Q(status=DeliveryStatus.PENDING, attempts__gt=0, last_attempt_at__gt=now - lease())
+            & ~Exists(attempt_written))
     count = WebhookDelivery.objects.filter(pk__in=delivery_ids).exclude(held).update(
         status=DeliveryStatus.PENDING, next_attempt_at=now, schedule_start=F("attempts"), updated_at=now)
     dispatch_on_commit(delivery_ids, now=now)

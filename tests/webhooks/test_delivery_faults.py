@@ -203,3 +203,18 @@ def test_the_delivery_log_filters_by_status(api, endpoint, receiver, django_capt
     assert [row["status"] for row in deliveries(api, endpoint["id"], status="pending")] == ["pending"]
     assert [row["status"] for row in deliveries(api, endpoint["id"], status="delivered")] == ["delivered"]
     assert api.get(f"/v1/webhook-endpoints/{endpoint['id']}/deliveries", {"status": "lost"}).status_code == 400
+
+
+def test_recording_usage_with_endpoints_configured_never_touches_the_webhook_tables(api, receiver):
+    """Usage events are not webhooks: a recorded batch issues the same statements with or without endpoints."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    create_endpoint(api, receiver.url)
+    records = [{"customerExternalId": f"c{i}", "agentCode": "a", "signalName": "s", "model": "gpt-4o-mini",
+                "modelProvider": "openai", "inputTokens": 10, "outputTokens": 5} for i in range(20)]
+    api.post("/v1/usage/record", {"records": records})  # identities provisioned first
+    with CaptureQueriesContext(connection) as queries:
+        resp = api.post("/v1/usage/record", {"records": records})
+    assert resp.status_code == 200
+    assert [query["sql"] for query in queries if "webhooks_" in query["sql"]] == []
+    assert receiver.requests == [] and not WebhookEvent.objects.exists()
