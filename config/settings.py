@@ -298,7 +298,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SCHEMA_PATH_PREFIX": "/v1",
     "PREPROCESSING_HOOKS": ["config.core.openapi.only_api_routes"],
-    "POSTPROCESSING_HOOKS": ["config.core.openapi.drop_enum_ids"],
+    "POSTPROCESSING_HOOKS": ["config.core.openapi.drop_enum_ids", "config.webhooks.openapi.add_webhooks"],
     "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
