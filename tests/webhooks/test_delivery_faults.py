@@ -218,3 +218,39 @@ def test_recording_usage_with_endpoints_configured_never_touches_the_webhook_tab
     assert resp.status_code == 200
     assert [query["sql"] for query in queries if "webhooks_" in query["sql"]] == []
     assert receiver.requests == [] and not WebhookEvent.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_broker_a_thread_of_the_web_process_delivers_after_the_answer(api, receiver, settings):
+    """The zero-setup configuration: no REDIS_URL, so no broker; the answer comes first, the delivery after it."""
+    import time
+
+    from config.core.redis_client import redis_client
+    from config.webhooks.dispatch import runner
+    settings.REDIS_URL = ""
+    redis_client.cache_clear()
+    try:
+        endpoint = create_endpoint(api, receiver.url)
+        sent = ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"), 202)
+        deadline = time.monotonic() + 30
+        while not receiver.requests:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert receiver.requests[0].verified(endpoint["secret"])["id"] == sent["eventId"]
+        runner.in_process.flush()
+        assert only_delivery(api, endpoint)["status"] == "delivered"
+    finally:
+        redis_client.cache_clear()
+
+
+def test_housekeeping_deletes_old_events_with_their_log_but_keeps_pending_ones(api, endpoint, receiver, book):
+    from config.webhooks.delivery import webhook_events_housekeeping
+    ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"), 202)  # pending: its hand-over never ran
+    with transaction.atomic():
+        old = emit(book, "invoice.paid", {"id": "inv_old"}, now=clock.now() - timedelta(days=31))
+    WebhookDelivery.objects.filter(event=old).update(status="delivered", next_attempt_at=None)
+    webhook_events_housekeeping(now=clock.now())
+    assert not WebhookEvent.objects.filter(pk=old.pk).exists()
+    assert WebhookEvent.objects.count() == 1
+    webhook_events_housekeeping(now=clock.now() + timedelta(days=40))
+    assert WebhookEvent.objects.count() == 1  # still pending: kept until delivered or failed
