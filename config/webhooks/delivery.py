@@ -81,7 +81,7 @@ def delivery_attempt(delivery_id, *, now: datetime) -> WebhookAttempt | None:
         return _record(delivery, now=now, answer=None, error="The endpoint is disabled.", final=True)
     problems = targets.url_problems(endpoint.url, livemode=delivery.book.livemode)
     if problems:
-        return _record(delivery, now=now, answer=None, error=problems[0])
+        return _record(delivery, now=now, answer=None, error=f"Refused: {problems[0]}")
     body = envelope_body(event)
     # The signature's timestamp is the machine's real time, read here rather than through config.core.clock:
     # receivers check it against their own clock (Standard Webhooks: within 5 minutes), whatever `now` says.
@@ -92,6 +92,9 @@ def delivery_attempt(delivery_id, *, now: datetime) -> WebhookAttempt | None:
         return _record(delivery, now=now, answer=None, error=f"Refused: {exc}")
     except (OSError, http.client.HTTPException) as exc:
         return _record(delivery, now=now, answer=None, error=_no_answer(exc))
+    except Exception as exc:  # whatever the receiver's answer broke: still an attempt on record, retried
+        logger.exception("webhook delivery %s: the attempt failed unexpectedly", delivery.pk)
+        return _record(delivery, now=now, answer=None, error=f"Unexpected error: {type(exc).__name__}.")
     return _record(delivery, now=now, answer=answer, error="")
 
 
