@@ -275,6 +275,8 @@ def subscription_update(*, book, subscription_id, now: datetime, actor: str, **c
     _refuse_overlap(book, subscription)
     subscription.save()
     _log_changes(subscription, before, snapshot(subscription), actor=actor, names=names)
+    if before["planId"] != str(subscription.plan_id):
+        subscription_event(subscription, EventType.SUBSCRIPTION_PLAN_CHANGED, now=now)
     if before["status"] != Status.ENDED and subscription.status == Status.ENDED:
         subscription_event(subscription, EventType.SUBSCRIPTION_ENDED, now=now)
     return subscription

@@ -133,6 +133,19 @@ def test_a_subscription_reaching_its_end_date_is_reported_by_the_scheduled_job(a
     assert ended["data"] == as_json(api.get(f"/v1/subscriptions/{chain.subscription['id']}"))
 
 
+def test_moving_a_subscription_to_another_plan_reports_plan_changed(api, hooked, book):
+    from tests.billing.support import create_plan
+    chain = hooked.call(billing_chain, api, book, [recurring("20")])
+    other_plan = create_plan(api, chain.agent.id, name="Pro plus")
+    subscription_id = chain.subscription["id"]
+    hooked.call(api.patch, f"/v1/subscriptions/{subscription_id}", {"planId": other_plan["id"]})
+    changed = only(hooked, "subscription.plan_changed")
+    assert changed["data"] == as_json(api.get(f"/v1/subscriptions/{subscription_id}"))
+    assert changed["data"]["planId"] == other_plan["id"]
+    hooked.call(api.patch, f"/v1/subscriptions/{subscription_id}", {"name": "Renamed"})
+    assert len(hooked.events("subscription.plan_changed")) == 1  # other changes are not plan changes
+
+
 def test_plan_changed_is_emitted_by_the_function_the_plan_change_calls(api, hooked, book):
     chain = hooked.call(billing_chain, api, book, [recurring("20")])
     subscription = as_json(api.get(f"/v1/subscriptions/{chain.subscription['id']}"))
