@@ -128,6 +128,16 @@ class WebhookDeliveryListOut(serializers.Serializer):
     hasMore = serializers.BooleanField()
 
 
+class WebhookNoFieldsIn(serializers.Serializer):
+    """The body of an action that takes no fields: absent or `{}` (anything else is a 400 naming it)."""
+
+    def validate(self, attrs):
+        unknown = list(self.initial_data)
+        if unknown:
+            raise serializers.ValidationError({key: "Unknown field: this action takes no fields." for key in unknown})
+        return attrs
+
+
 class WebhookReplayIn(serializers.Serializer):
     since = WebhookInstantIn(help_text="ISO 8601; every event at or after it that the endpoint receives")
 

@@ -12,7 +12,8 @@ from config.webhooks import selectors, services
 from config.webhooks.models import DeliveryStatus
 from config.webhooks.serializers import (WebhookDeliveryListOut, WebhookDeliveryOut, WebhookEndpointCreateIn,
                                          WebhookEndpointDeletedOut, WebhookEndpointOut, WebhookEndpointUpdateIn,
-                                         WebhookEndpointWithSecretOut, WebhookReplayIn, WebhookReplayOut)
+                                         WebhookEndpointWithSecretOut, WebhookNoFieldsIn, WebhookReplayIn,
+                                         WebhookReplayOut)
 
 WEBHOOK_ROLES = frozenset({"owner", "admin", "finance"})
 DISABLED = OpenApiResponse(ErrorOut, description="The endpoint is disabled (`endpoint_disabled`): enable it first.")
@@ -84,6 +85,7 @@ class WebhookEndpointRotateSecretApi(WebhookApi):
 
         Answers the new `secret` (shown once). For 24 hours (`previousSecretExpiresAt`) every delivery carries a
         signature with each secret, so receivers can switch without missing one."""
+        parse(WebhookNoFieldsIn, request.data)
         endpoint = services.webhook_endpoint_rotate_secret(book=self.book, endpoint_id=endpoint_id, now=clock.now())
         return Response(_with_secret(endpoint))
 
@@ -95,6 +97,7 @@ class WebhookEndpointTestApi(WebhookApi):
 
         A `webhook.test` event, signed, delivered and retried like any other; its outcome appears in the delivery
         log. 409 when the endpoint is disabled."""
+        parse(WebhookNoFieldsIn, request.data)
         delivery = services.webhook_endpoint_test(book=self.book, endpoint_id=endpoint_id, now=clock.now())
         return Response(WebhookDeliveryOut(selectors.webhook_delivery_get(book=self.book,
                                                                           delivery_id=delivery.pk)).data, status=202)
@@ -138,6 +141,7 @@ class WebhookDeliveryResendApi(WebhookApi):
 
         The delivery is attempted again now with the same `webhook-id` (delivered and failed ones too), and retried
         from the first delay if it fails. 409 when the endpoint is disabled."""
+        parse(WebhookNoFieldsIn, request.data)
         delivery = services.webhook_delivery_resend(book=self.book, endpoint_id=endpoint_id, delivery_id=delivery_id,
                                                     now=clock.now())
         return Response(WebhookDeliveryOut(selectors.webhook_delivery_get(book=self.book,
