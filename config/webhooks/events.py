@@ -6,19 +6,14 @@ delivery per enabled endpoint of the book that receives the type (the outbox), a
 of each once the transaction commits. A change that rolls back takes its event with it; a process that dies
 after the commit leaves pending deliveries that the sweep (`webhook_deliveries_sweep`) sends.
 """
-import logging
 from datetime import date, datetime
 from decimal import Decimal
 from uuid import UUID
-
-from django.db import transaction
 
 from config.core import exact_json
 from config.core.scoping import owned
 from config.webhooks.dispatch import dispatch_on_commit
 from config.webhooks.models import DeliveryStatus, EventType, WebhookDelivery, WebhookEndpoint, WebhookEvent
-
-logger = logging.getLogger("billing.webhooks")
 
 # The types an endpoint may ask for (a test send is not one: it always goes to the endpoint it tests).
 SUBSCRIBABLE_TYPES = tuple(value for value in EventType.values if value != EventType.ENDPOINT_TEST)

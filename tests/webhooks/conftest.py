@@ -2,6 +2,7 @@
 import pytest
 
 from tests.billing.conftest import frozen_now  # noqa: F401 (fixture)
+from tests.console.conftest import console, console_for  # noqa: F401 (fixtures)
 from tests.webhooks.receiver import Receiver
 
 

@@ -1,6 +1,4 @@
-from datetime import datetime, timedelta
-
-from django.core.management import call_command
+from datetime import datetime
 
 from config.webhooks.delivery import webhook_deliveries_sweep
 from tests.billing.support import ok
@@ -17,8 +15,3 @@ def deliveries(api, endpoint_id, **params) -> list[dict]:
 def sweep(now: datetime) -> str:
     """The scheduled job that sends due deliveries, as run_scheduled_jobs runs it at `now`."""
     return webhook_deliveries_sweep(now=now)
-
-
-def later(seconds: float) -> datetime:
-    from config.core import clock
-    return clock.now() + timedelta(seconds=seconds)

@@ -3,7 +3,7 @@ the API's services (test send, disable, enable, resend). Secrets never appear.""
 import pytest
 
 from config.webhooks.models import WebhookDelivery, WebhookEndpoint
-from tests.console.conftest import action, console, console_for, messages_of  # noqa: F401 (fixtures)
+from tests.console.conftest import action, messages_of
 from tests.webhooks.support import create_endpoint
 
 pytestmark = pytest.mark.django_db
