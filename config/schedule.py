@@ -37,6 +37,9 @@ SCHEDULED_JOBS: list[ScheduledJob] = [
     ScheduledJob("browser-sessions-clear", "portal.services.browser_sessions_clear_expired", 3600),
     # Every figure derived from the ledger recomputed and compared; drift logged and shown on the dashboard.
     ScheduledJob("ledger-verify", "config.console.verification.ledger_verify_all", 6 * 3600),
+    # Webhook deliveries due: retries whose time has come, and attempts lost with a worker or a broker message.
+    ScheduledJob("webhook-deliveries", "config.webhooks.delivery.webhook_deliveries_sweep", 10),
+    ScheduledJob("webhook-events-housekeeping", "config.webhooks.delivery.webhook_events_housekeeping", 3600),
     # Jobs whose runner was lost are started again; finished ones are deleted after JOBS_KEEP_DAYS.
     ScheduledJob("jobs-housekeeping", "config.jobs.services.jobs_housekeeping", 300),
 ]

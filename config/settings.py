@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc assets, served locally (no CDN)
     "config.core",
     "config.accounts",
+    "config.webhooks",
     "config.jobs",
     "catalog",
     "customers",
@@ -281,6 +282,12 @@ MAP_MODEL_INLINE_BACKFILL_LIMIT = env_int("MAP_MODEL_INLINE_BACKFILL_LIMIT", 500
 JOBS_STALE_SECONDS = env_int("JOBS_STALE_SECONDS", 600)
 JOBS_MAX_ATTEMPTS = env_int("JOBS_MAX_ATTEMPTS", 3)
 JOBS_KEEP_DAYS = env_int("JOBS_KEEP_DAYS", 30)
+# Outbound webhooks (config/webhooks, docs/webhooks.md): targets on private, loopback or link-local addresses are
+# refused unless this is set (development and tests); an attempt that has no 2xx answer within the timeout is
+# retried; events (and their delivery logs) are kept this many days.
+WEBHOOKS_ALLOW_PRIVATE_URLS = env_bool("WEBHOOKS_ALLOW_PRIVATE_URLS", False)
+WEBHOOKS_TIMEOUT_SECONDS = float(os.environ.get("WEBHOOKS_TIMEOUT_SECONDS", "").strip() or 10)
+WEBHOOKS_KEEP_DAYS = env_int("WEBHOOKS_KEEP_DAYS", 30)
 # The usage ledger's partitions (customers/partitions.py): rows a client dates in the months from this many before
 # the current one to those the scheduled job keeps ahead get partitions of their own month on their own; rows
 # dated outside stay in the default partition (an operator names a month to partition it).
@@ -305,7 +312,7 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SCHEMA_PATH_PREFIX": "/v1",
     "PREPROCESSING_HOOKS": ["config.core.openapi.only_api_routes"],
-    "POSTPROCESSING_HOOKS": ["config.core.openapi.drop_enum_ids"],
+    "POSTPROCESSING_HOOKS": ["config.core.openapi.drop_enum_ids", "config.webhooks.openapi.add_webhooks"],
     "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",

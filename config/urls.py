@@ -20,6 +20,7 @@ api_patterns = [
     *docs_patterns,
     path("", include("config.accounts.urls")),
     path("", include("config.jobs.urls")),
+    path("", include("config.webhooks.urls")),
     path("", include("catalog.urls")),
     path("", include("customers.urls")),
     path("", include("matters.urls")),

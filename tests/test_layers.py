@@ -65,6 +65,10 @@ VIOLATIONS = [
     ("config.core.errors", "config.accounts.models", "layers"),
     ("config.core.jobs", "config.schedule", "layers"),  # the platform reaching the periodic jobs' list
     ("config.core.views", "config.hooks", "layers"),
+    ("config.webhooks.models", "config.jobs.models", "layers"),  # the outbox sits below jobs, which emit to it
+    ("config.webhooks.events", "billing.models", "layers"),  # events are handed their data; never fetched up
+    ("config.jobs.services", "config.webhooks.events", None),
+    ("controls.services.spend_caps", "config.webhooks.events", None),
     ("config.accounts.models", "catalog.models", "layers"),
     ("catalog.resolution", "customers.models", "layers"),
     ("customers.models", "matters.models", "layers"),

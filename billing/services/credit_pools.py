@@ -13,6 +13,7 @@ from functools import partial
 
 from django.db import IntegrityError, transaction
 
+from billing.events import credit_pool_threshold_crossed
 from billing.models import CreditGrant, CreditPoolAlert, Subscription
 from billing.selectors.credit_pools import (HUNDRED, PERIOD, TOPUP, CreditBalance, Pool, balance_cache_refresh,
                                             credit_balance_get, credit_balance_list, pending_settlements, pool_for)
@@ -167,6 +168,7 @@ def _evaluate_one(*, book: Book, subscription: Subscription, pool: Pool, now: da
         paused = balance.subscription.pool_alerts_paused
         recipients = [] if paused else billing_recipients(book.organization)
         emailed = None
+        passed = []
         for stage in new:
             # Spec §6: only the highest newly passed stage is emailed; lower ones are recorded as passed with it.
             outcome = Outcome.PAUSED if paused else Outcome.EMAILED if stage == max(new) else Outcome.SUPERSEDED
@@ -179,8 +181,12 @@ def _evaluate_one(*, book: Book, subscription: Subscription, pool: Pool, now: da
                         recipients=recipients if outcome == Outcome.EMAILED else [])
             except IntegrityError:
                 continue
+            passed.append(stage)
             if outcome == Outcome.EMAILED:
                 emailed = alert
+        if passed:
+            # Webhooks report every crossing, alerts paused or not (pausing stops the emails).
+            credit_pool_threshold_crossed(balance, stage=max(passed), passed=passed, now=now)
         if emailed is None:
             return False
         # robust: a mail server failure is logged and does not stop the other alerts; the record stays.

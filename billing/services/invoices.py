@@ -18,6 +18,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.db.models import F, Q
 
+from billing.events import invoice_event
 from billing.invoice_documents import InvoiceEmail, InvoiceView, send_invoice_email
 from billing.pay_links import live_pay_token, pay_token_digest, pay_token_of, pay_url
 from billing.pricing.lines import billing_window, invoice_terms, priced_lines, totals
@@ -28,6 +29,7 @@ from config.core.errors import ApiError, BadRequest, Conflict, NotFound, Unproce
 from config.core.jobs import BookFailures
 from config.core.money import CENTS_DIGITS, CENTS_PLACES, EXACT_DIGITS, EXACT_PLACES
 from config.core.scoping import get_owned, owned
+from config.webhooks.models import EventType
 from customers.models import Customer
 
 logger = logging.getLogger("billing.invoices")
@@ -169,6 +171,7 @@ def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billi
                           **invoice_settings)
         invoice.save()
         _refresh(invoice, subscription)
+        invoice_event(invoice, EventType.INVOICE_CREATED, now=now)
     return invoice, True
 
 
@@ -241,9 +244,14 @@ def invoice_send(*, book, invoice_id, now: datetime, recipient_email: str | None
         logger.exception("invoice email failed", extra={"invoice_id": str(invoice.pk)})
         raise EmailNotSent(f"The email for invoice {invoice.invoice_number} could not be sent; the invoice stays "
                            f"{invoice.status}. Send it again.")
-    owned(Invoice, book).filter(pk=invoice.pk, status=Status.PENDING).update(status=Status.ISSUED, updated_at=now)
-    owned(Invoice, book).filter(pk=invoice.pk).update(last_sent_at=now)
-    invoice.refresh_from_db()
+    with transaction.atomic():
+        issued = owned(Invoice, book).filter(pk=invoice.pk, status=Status.PENDING).update(status=Status.ISSUED,
+                                                                                           updated_at=now)
+        owned(Invoice, book).filter(pk=invoice.pk).update(last_sent_at=now)
+        invoice.refresh_from_db()
+        if issued:
+            invoice_event(invoice, EventType.INVOICE_ISSUED, now=now)
+        invoice_event(invoice, EventType.INVOICE_SENT, now=now)
     return Delivery(invoice, email_id, to)
 
 
@@ -265,6 +273,7 @@ def invoice_void(*, book, invoice_id, now: datetime, reason: str = "") -> Invoic
     invoice.status, invoice.voided_at, invoice.void_reason = Status.VOID, now, reason
     invoice.pay_token_digest, invoice.pay_token_nonce = None, ""
     invoice.save()
+    invoice_event(invoice, EventType.INVOICE_VOIDED, now=now)
     return invoice
 
 
@@ -284,13 +293,21 @@ def invoices_finalize_due(*, now: datetime) -> str:
             if invoice is not None:
                 _refresh(invoice, invoice.subscription)  # the period has ended: all its usage is in
                 _finalize(invoice, now=now, status=Status.ISSUED)
+                invoice_event(invoice, EventType.INVOICE_ISSUED, now=now)
                 finalized += 1
     return failures.finish(f"{finalized} finalized")
 
 
 def invoices_mark_overdue(*, now: datetime) -> str:
-    """Scheduled job (every book): issued invoices not paid in full after their due date become overdue.
-    One conditional update: a payment holding the row decides first. Idempotent."""
-    count = (Invoice.objects.filter(Q(status=Status.ISSUED, overdue_at__lte=now), amount_paid__lt=F("total"))
-             .update(status=Status.OVERDUE, updated_at=now))
-    return f"{count} overdue"
+    """Scheduled job (every book): issued invoices not paid in full after their due date become overdue, each
+    reported as `invoice.overdue` in the same transaction. Rows a payment holds are skipped (the payment decides
+    first; the next run sees the outcome). Idempotent."""
+    with transaction.atomic():
+        overdue = list(Invoice.objects.select_for_update(skip_locked=True)
+                       .filter(Q(status=Status.ISSUED, overdue_at__lte=now), amount_paid__lt=F("total"))
+                       .order_by("pk"))
+        Invoice.objects.filter(pk__in=[invoice.pk for invoice in overdue]).update(status=Status.OVERDUE,
+                                                                                  updated_at=now)
+        for invoice in overdue:
+            invoice_event(invoice, EventType.INVOICE_OVERDUE, now=now)
+    return f"{len(overdue)} overdue"

@@ -19,11 +19,13 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from billing import stripe_gateway
+from billing.events import invoice_event, payment_event
 from billing.models import Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
 from billing.pay_links import pay_token_digest
 from config.core.errors import BadRequest, Forbidden
 from config.core.money import ZERO, from_minor_units, to_minor_units
 from config.core.scoping import get_owned, owned
+from config.webhooks.models import EventType
 
 logger = logging.getLogger("billing.payments")
 
@@ -52,9 +54,13 @@ def payment_record(*, invoice: Invoice, amount: Decimal, provider: str, provider
     except IntegrityError:
         return owned(Payment, invoice.book_id).get(provider_payment_id=provider_payment_id), False
     invoice.amount_paid += amount
-    if invoice.status in PAYABLE and invoice.amount_paid >= invoice.total:
+    became_paid = invoice.status in PAYABLE and invoice.amount_paid >= invoice.total
+    if became_paid:
         invoice.status, invoice.paid_at = Status.PAID, now
     invoice.save(update_fields=["amount_paid", "status", "paid_at", "updated_at"])
+    payment_event(payment, EventType.PAYMENT_SUCCEEDED, now=now)
+    if became_paid:
+        invoice_event(invoice, EventType.INVOICE_PAID, now=now)
     if invoice.amount_overpaid > 0:
         logger.warning("invoice %s is overpaid by %s after payment %s (%s): refund the surplus", invoice.pk,
                        invoice.amount_overpaid, provider_payment_id, provider)
@@ -222,7 +228,11 @@ def refund_create(*, book, invoice_id, payment_id, now: datetime, amount: Decima
         else PaymentStatus.PARTIALLY_REFUNDED
     payment.save(update_fields=["refunded_amount", "status", "updated_at"])
     invoice.amount_paid -= amount
-    if invoice.status == Status.PAID and invoice.amount_paid <= ZERO:
+    became_refunded = invoice.status == Status.PAID and invoice.amount_paid <= ZERO
+    if became_refunded:
         invoice.status = Status.REFUNDED
     invoice.save(update_fields=["amount_paid", "status", "updated_at"])
+    payment_event(payment, EventType.PAYMENT_REFUNDED, now=now)
+    if became_refunded:
+        invoice_event(invoice, EventType.INVOICE_REFUNDED, now=now)
     return refund

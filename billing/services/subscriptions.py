@@ -6,6 +6,7 @@ from datetime import date, datetime
 from django.db import transaction
 from django.db.models import Q
 
+from billing.events import subscription_event
 from billing.models import BillingCycle, PlanAgent, PricingPlan, Subscription, SubscriptionStatus
 from billing.pricing.periods import Period, cycle_containing, is_valid_timezone, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, schedule_of
@@ -13,6 +14,7 @@ from billing.services.changelog import SYSTEM_ACTOR, Kind, changelog_add, diff, 
 from config.core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from config.core.jobs import BookFailures
 from config.core.scoping import get_owned, owned
+from config.webhooks.models import EventType
 from customers.models import Agent, Customer
 
 Status = SubscriptionStatus
@@ -148,6 +150,7 @@ def subscription_create(*, book, now: datetime, actor: str, customer_id, plan_id
                           f"for agent '{agent.name}'",
                   changes={field: {"before": None, "after": created[field]} for field in CREATED_FIELDS
                            if created[field] is not None})
+    subscription_event(subscription, EventType.SUBSCRIPTION_CREATED, now=now)
     return subscription
 
 
@@ -272,6 +275,10 @@ def subscription_update(*, book, subscription_id, now: datetime, actor: str, **c
     _refuse_overlap(book, subscription)
     subscription.save()
     _log_changes(subscription, before, snapshot(subscription), actor=actor, names=names)
+    if before["planId"] != str(subscription.plan_id):
+        subscription_event(subscription, EventType.SUBSCRIPTION_PLAN_CHANGED, now=now)
+    if before["status"] != Status.ENDED and subscription.status == Status.ENDED:
+        subscription_event(subscription, EventType.SUBSCRIPTION_ENDED, now=now)
     return subscription
 
 
@@ -305,6 +312,8 @@ def subscription_advance(subscription: Subscription, *, now: datetime) -> list[s
             outcomes.append("ended")
     if outcomes:
         subscription.save()
+    if "ended" in outcomes:
+        subscription_event(subscription, EventType.SUBSCRIPTION_ENDED, now=now)
     return outcomes
 
 

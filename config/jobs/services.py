@@ -38,6 +38,9 @@ from config.core.background import TaskRunner
 from config.core.errors import ApiError
 from config.core.progress import NO_PROGRESS, Progress
 from config.jobs.models import FINISHED, Job, JobStatus
+from config.jobs.serializers import JobOut
+from config.webhooks.events import emit
+from config.webhooks.models import EventType
 
 logger = logging.getLogger("billing.jobs")
 
@@ -140,16 +143,20 @@ def job_succeed(job: Job, result: dict) -> None:
     job.status, job.result, job.finished_at = JobStatus.SUCCEEDED, result, clock.now()
     job.total = max(job.total or 0, job.done)
     job.updated_at = job.finished_at
-    Job.objects.filter(pk=job.pk).update(status=job.status, result=result, total=job.total, done=job.done,
-                                         finished_at=job.finished_at, updated_at=job.updated_at)
+    with transaction.atomic():
+        Job.objects.filter(pk=job.pk).update(status=job.status, result=result, total=job.total, done=job.done,
+                                             finished_at=job.finished_at, updated_at=job.updated_at)
+        emit(job.book_id, EventType.JOB_SUCCEEDED, JobOut(job).data, now=job.finished_at)
     _tell_watchers(job)
 
 
 def job_fail(job: Job, exc: BaseException | str) -> None:
     job.status, job.error, job.finished_at = JobStatus.FAILED, _error_text(job, exc), clock.now()
     job.updated_at = job.finished_at
-    Job.objects.filter(pk=job.pk).update(status=job.status, error=job.error, done=job.done,
-                                         finished_at=job.finished_at, updated_at=job.updated_at)
+    with transaction.atomic():
+        Job.objects.filter(pk=job.pk).update(status=job.status, error=job.error, done=job.done,
+                                             finished_at=job.finished_at, updated_at=job.updated_at)
+        emit(job.book_id, EventType.JOB_FAILED, JobOut(job).data, now=job.finished_at)
     _tell_watchers(job)
 
 
@@ -226,18 +233,28 @@ def jobs_run_or_follow(job_ids: list[UUID], *, on_update: Callable[[list[Job]], 
 # --------------------------------------------------------------------------- housekeeping
 
 
+def _fail_stale(jobs, *, now: datetime, error: str) -> int:
+    """Fail these stale jobs, each reported as `job.failed` in the same transaction; returns how many."""
+    with transaction.atomic():
+        failing = list(jobs.select_for_update(skip_locked=True).order_by("pk"))
+        Job.objects.filter(pk__in=[job.pk for job in failing]).update(status=JobStatus.FAILED, finished_at=now,
+                                                                      updated_at=now, error=error)
+        for job in failing:
+            job.status, job.finished_at, job.updated_at, job.error = JobStatus.FAILED, now, now, error
+            emit(job.book_id, EventType.JOB_FAILED, JobOut(job).data, now=now)
+    return len(failing)
+
+
 def jobs_housekeeping(*, now: datetime) -> dict:
     """Scheduled: start again the unfinished jobs that have not moved for JOBS_STALE_SECONDS (a lost worker, a
     web process stopped while it ran one, a lost broker message), failing those taken up JOBS_MAX_ATTEMPTS
     times already; delete finished jobs older than JOBS_KEEP_DAYS. Safe to run twice."""
     stale = Job.objects.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING], updated_at__lt=_stale_before(now))
     again = "Items done so far stay done; starting the operation again does the rest."
-    failed = stale.filter(task_path="").update(
-        status=JobStatus.FAILED, finished_at=now, updated_at=now,
-        error=f"Stopped: its runner was lost and it names no task to start again. {again}")
-    failed += stale.filter(attempts__gte=settings.JOBS_MAX_ATTEMPTS).update(
-        status=JobStatus.FAILED, finished_at=now, updated_at=now,
-        error=f"Stopped: its runner was lost {settings.JOBS_MAX_ATTEMPTS} times. {again}")
+    failed = _fail_stale(stale.filter(task_path=""), now=now,
+                         error=f"Stopped: its runner was lost and it names no task to start again. {again}")
+    failed += _fail_stale(stale.filter(attempts__gte=settings.JOBS_MAX_ATTEMPTS), now=now,
+                          error=f"Stopped: its runner was lost {settings.JOBS_MAX_ATTEMPTS} times. {again}")
     restarted = 0
     for job in stale.order_by("updated_at")[:1000]:  # the failed ones above are no longer stale
         # Queued again with a new message, and moved now: the next sweep leaves it to that message for another

@@ -21,6 +21,7 @@ from config.core.errors import BadRequest, Conflict
 from config.core.jobs import BookFailures
 from config.core.money import to_cents
 from config.core.scoping import get_owned, owned
+from controls.events import customer_alert_triggered
 from controls.metrics import customer_metric_value
 from controls.models import CustomerAlert, CustomerAlertFiring, Notification, WindowMode
 from controls.sentences import usd
@@ -165,7 +166,7 @@ def current_window(alert: CustomerAlert, now: datetime) -> Window | None:
     return None
 
 
-def _fire(*, book: Book, alert: CustomerAlert, window: Window, value: Decimal) -> bool:
+def _fire(*, book: Book, alert: CustomerAlert, window: Window, value: Decimal, now: datetime) -> bool:
     """Insert the permanent firing of this window (False when it already exists), add the in-app notification
     and email the recipient on commit if they still hold a money role."""
     try:
@@ -182,6 +183,7 @@ def _fire(*, book: Book, alert: CustomerAlert, window: Window, value: Decimal) -
         title=f"{alert.customer.name}'s {alert.metric} reached {usd(to_cents(value))}",
         body=f"Watch threshold {usd(alert.threshold_usd)} {window_phrase(alert)}; window "
              f"{clock_text(window.start)} to {clock_text(window.end)} UTC. Emailed {alert.recipient_email}.")
+    customer_alert_triggered(alert, firing, now=now)
     if _money_member_email(book, alert.recipient_email) is None:
         logger.info("watch %s fired; %s is no longer a money-role member, no email sent", alert.id,
                     alert.recipient_email)
@@ -199,7 +201,7 @@ def customer_alert_evaluate(*, book: Book, alert: CustomerAlert, now: datetime) 
                                   end=window.end)
     if value >= alert.threshold_usd:
         with transaction.atomic():
-            return _fire(book=book, alert=alert, window=window, value=value)
+            return _fire(book=book, alert=alert, window=window, value=value, now=now)
     if alert.window_mode == WindowMode.ROLLING and alert.firings.filter(window_key=window.key).exists():
         # Back under the threshold after firing: re-arm, so the next crossing is a new window.
         owned(CustomerAlert, book).filter(pk=alert.pk, rolling_armed_at=alert.rolling_armed_at) \

@@ -15,6 +15,7 @@ from config.core.errors import BadRequest, Conflict
 from config.core.jobs import BookFailures
 from config.core.money import ZERO
 from config.core.scoping import get_owned, owned
+from controls.events import spend_cap_threshold_crossed
 from controls.models import CapMode, CapScope, Device, SpendCap, SpendCapAlert
 from controls.selectors import period_window, spend_by_developer, spend_totals
 from controls.sentences import usd
@@ -168,13 +169,14 @@ def _alert_email(*, cap: SpendCap, alert: SpendCapAlert, organization) -> None:
 
 
 def _send_alert_once(*, book: Book, cap: SpendCap, threshold: int, spent: Decimal, window: tuple,
-                     recipients: list[str]) -> bool:
+                     recipients: list[str], now: datetime) -> bool:
     """Insert the sent-record of this threshold and window, then email on commit; False if already sent."""
     try:
         with transaction.atomic():
             alert = SpendCapAlert.objects.create(
                 book=book, cap=cap, window_start=window[0], window_end=window[1], threshold_percent=threshold,
                 amount_usd=cap.amount_usd, spent_usd=spent, recipients=recipients)
+            spend_cap_threshold_crossed(cap, alert, now=now)
     except IntegrityError:
         return False
     # robust: a mail server failure is logged and does not stop the other books' alerts; the row stays.
@@ -203,7 +205,7 @@ def spend_caps_evaluate(*, book: Book, now: datetime) -> int:
             for threshold in cap.alert_thresholds:
                 if spent >= cap.amount_usd * threshold / 100:
                     sent += _send_alert_once(book=book, cap=cap, threshold=threshold, spent=spent, window=window,
-                                             recipients=recipients)
+                                             recipients=recipients, now=now)
     return sent
 
 

@@ -9,6 +9,7 @@ from catalog.models import ModelAlias, ServiceEntry
 from config.accounts.models import ApiRequestLog, Invitation
 from config.accounts.services import api_key_mint, member_ensure
 from config.jobs.models import Job
+from config.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from controls.models import CustomerAlert, CustomerAlertFiring, Device, Notification, SpendCap, SpendCapAlert
 from customers.models import UsageDailyRollup
 from customers.rollup import analytics_rollup_catch_up
@@ -58,7 +59,15 @@ def populate(book, tag: str) -> dict:
                                                 window_start=JUNE[0], window_end=JUNE[1], customer=customer,
                                                 metric="cost", threshold_usd=1, value_usd=2,
                                                 recipient_email=f"ops@{tag}.example.com")
+    endpoint = WebhookEndpoint.objects.create(book=book, url=f"https://{tag}.example.com/hooks", secret="whsec_AAAA",
+                                              description=f"{tag} hooks")
+    webhook_event = WebhookEvent.objects.create(book=book, type="invoice.paid", data_json=f'{{"id": "{tag}-invoice"}}')
+    delivery = WebhookDelivery.objects.create(book=book, endpoint=endpoint, event=webhook_event, status="failed",
+                                              attempts=1)
     rows = [
+        endpoint, webhook_event, delivery,
+        WebhookAttempt.objects.create(book=book, delivery=delivery, number=1, response_status=500,
+                                      response_body=f"{tag} error", latency_ms=12),
         organization, membership.user, membership, key, customer, agent, signal, event, plan, plan_agent, strategy,
         subscription, invoice, payment, matter, cap, alert, firing,
         ApiRequestLog.objects.create(organization=organization, api_key=key, method="GET", path=f"/v1/{tag}",

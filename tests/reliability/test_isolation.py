@@ -24,6 +24,7 @@ from typing import Callable
 import pytest
 from django.core.cache import cache
 
+from config.webhooks.models import WebhookEndpoint
 from controls.models import Device
 from customers.models import UsageEvent
 from matters.models import MatterAttribution
@@ -194,6 +195,19 @@ ROUTES = {
     ("GET", "/v1/analytics/revenue"): Reads(("subscription", "recorded_event"), query=JANUARY),
     ("GET", "/v1/customers/{customer_id}/revenue"): Addressed(),
     ("GET", "/v1/subscriptions/{subscription_id}/revenue"): Addressed(),
+    # webhooks (outbound)
+    ("GET", "/v1/webhook-endpoints"): Reads(("webhook_endpoint",)),
+    ("POST", "/v1/webhook-endpoints"): Writes({"url": "https://hooks.example.com/billing"}, 201, 201,
+                                              effect=lambda world: sorted(WebhookEndpoint.objects.filter(
+                                                  book=world.book).values_list("id", flat=True))),
+    ("GET", "/v1/webhook-endpoints/{endpoint_id}"): Addressed(),
+    ("PATCH", "/v1/webhook-endpoints/{endpoint_id}"): Addressed({"description": "Renamed"}),
+    ("DELETE", "/v1/webhook-endpoints/{endpoint_id}"): Addressed(),
+    ("POST", "/v1/webhook-endpoints/{endpoint_id}/rotate-secret"): Addressed({}),
+    ("POST", "/v1/webhook-endpoints/{endpoint_id}/test"): Addressed({}, owner=202),
+    ("POST", "/v1/webhook-endpoints/{endpoint_id}/replay"): Addressed({"since": JAN[0]}, owner=202),
+    ("GET", "/v1/webhook-endpoints/{endpoint_id}/deliveries"): Addressed(),
+    ("POST", "/v1/webhook-endpoints/{endpoint_id}/deliveries/{delivery_id}/resend"): Addressed({}, owner=202),
     # portal sessions
     ("GET", "/v1/portal-sessions"): Reads(("portal_session",)),
     ("POST", "/v1/portal-sessions"): Writes({"customerId": "{customer.id}"}, 404, 201, effect=lambda world: sorted(

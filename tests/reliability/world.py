@@ -25,6 +25,7 @@ PATH_RECORDS = {
     "strategy_id": "strategy", "subscription_id": "subscription", "invoice_id": "invoice",
     "payment_id": "payment", "matter_id": "matter", "rule_id": "rule", "cap_id": "cap", "alert_id": "alert",
     "service_id": "service", "session_id": "portal_session", "job_id": "job",
+    "endpoint_id": "webhook_endpoint", "delivery_id": "webhook_delivery",
 }
 
 
@@ -122,6 +123,16 @@ class World:
     def pool_topup(self):
         return self.post(f"/v1/subscriptions/{self.pool_subscription.id}/credit-topup",
                          {"units": "25", "idempotencyKey": f"topup-{self.tag}"}, 201)
+
+    # ------------------------------------------------------------------ webhooks
+    @cached_property
+    def webhook_endpoint(self):
+        return self.post("/v1/webhook-endpoints", {"url": f"https://hooks-{self.tag}.example.com/billing"}, 201)
+
+    @cached_property
+    def webhook_delivery(self):
+        """A test event's delivery to the endpoint (its attempt waits for the commit, which a test never makes)."""
+        return self.post(f"/v1/webhook-endpoints/{self.webhook_endpoint.id}/test", {}, 202)
 
     # ------------------------------------------------------------------ the ledger
     def _event(self, **fields):

@@ -6,6 +6,7 @@
 - `billing_context` / `billing_outcome`: who the instrumented model calls are for.
 - `agentbilling.integrations.openai.instrument_openai`, `.anthropic.instrument_anthropic`,
   `.litellm.BillingCallback`: one event per model call, priced by the service's catalog.
+- `agentbilling.webhooks.verify(body, headers, secret)`: a webhook delivery checked and parsed into a typed event.
 """
 from agentbilling._http import RetryPolicy
 from agentbilling.client import Client, new_idempotency_key
@@ -18,6 +19,7 @@ from agentbilling.errors import (AgentBillingError, APIConnectionError, APIError
 from agentbilling.instrumentation import default_recorder, init, set_default_recorder
 from agentbilling.pagination import Page
 from agentbilling.recorder import AsyncRecorder, RecordFailure, Recorder, RecorderStats, build_record
+from agentbilling import webhooks  # noqa: E402 - agentbilling.webhooks.verify
 
 __version__ = "0.1.0"
 

@@ -494,6 +494,43 @@ class CustomerAlerts(_Resource):
         return self._call("DELETE", f"{self.path}/{_id(id)}")
 
 
+class WebhookEndpoints(_Resource):
+    """`/v1/webhook-endpoints`: create answers the `secret` once; verify deliveries with
+    `agentbilling.webhooks.verify`."""
+
+    path = "/v1/webhook-endpoints"
+
+    def list(self) -> list[dict]:
+        return self._call("GET", self.path)
+
+    def create(self, **fields) -> dict:
+        return self._call("POST", self.path, body=fields)
+
+    def get(self, id) -> dict:
+        return self._call("GET", f"{self.path}/{_id(id)}")
+
+    def update(self, id, **fields) -> dict:
+        return self._call("PATCH", f"{self.path}/{_id(id)}", body=fields)
+
+    def delete(self, id) -> dict:
+        return self._call("DELETE", f"{self.path}/{_id(id)}")
+
+    def rotate_secret(self, id) -> dict:
+        return self._call("POST", f"{self.path}/{_id(id)}/rotate-secret")
+
+    def test(self, id) -> dict:
+        return self._call("POST", f"{self.path}/{_id(id)}/test")
+
+    def deliveries(self, id, **params) -> dict:
+        return self._call("GET", f"{self.path}/{_id(id)}/deliveries", params=params)
+
+    def resend(self, id, delivery_id) -> dict:
+        return self._call("POST", f"{self.path}/{_id(id)}/deliveries/{_id(delivery_id)}/resend")
+
+    def replay(self, id, since) -> dict:
+        return self._call("POST", f"{self.path}/{_id(id)}/replay", body={"since": since})
+
+
 class Client:
     """A synchronous client for one key. `api_key` defaults to `$AGENTBILLING_API_KEY`, `base_url` to
     `$AGENTBILLING_BASE_URL` or http://127.0.0.1:8000. Use as a context manager or call `close()`."""
@@ -520,6 +557,7 @@ class Client:
         self.jobs = Jobs(self)
         self.spend_controls = SpendControls(self)
         self.customer_alerts = CustomerAlerts(self)
+        self.webhook_endpoints = WebhookEndpoints(self)
 
     @property
     def api_key(self) -> str:

@@ -1,0 +1,144 @@
+"""Where a delivery may go, and the POST itself, safe by default.
+
+- A URL is `http` or `https` with a host and no credentials; a live book's endpoints are `https` only.
+- The host is resolved on every attempt and every address it resolves to must be public: private, loopback,
+  link-local, shared, multicast, reserved and unspecified addresses are refused unless
+  WEBHOOKS_ALLOW_PRIVATE_URLS (development and tests). The connection goes to the address that was checked
+  (never resolved a second time), with the URL's host name in `Host` and in TLS (SNI and certificate check).
+- Redirects are never followed (a 3xx is an answer that is not 2xx); at most RESPONSE_KEEP_BYTES of the answer
+  are read; the whole attempt is bounded by WEBHOOKS_TIMEOUT_SECONDS.
+"""
+import http.client
+import ipaddress
+import socket
+import ssl
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from django.conf import settings
+
+RESPONSE_KEEP_BYTES = 1024
+USER_AGENT = "agentbilling-webhooks/1"
+
+
+class TargetRefused(Exception):
+    """The URL, or an address its host resolves to, is not one a delivery may reach."""
+
+
+@dataclass(frozen=True)
+class Target:
+    scheme: str
+    host: str
+    port: int
+    path: str  # path and query, as sent in the request line
+
+
+def url_problems(url: str, *, livemode: bool) -> list[str]:
+    """What is wrong with `url` as an endpoint of a book (empty: nothing). Host names are judged when
+    resolved, at each attempt; an address written in the URL is judged here already."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number or out of range
+    except ValueError:
+        return ["Must be an http or https URL with a valid port."]
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return ["Must be an http or https URL with a host."]
+    if parts.username is not None or parts.password is not None:
+        return ["Must not carry a user name or password; authenticate deliveries by their signature."]
+    if parts.fragment:
+        return ["Must not have a #fragment."]
+    if livemode and parts.scheme != "https":
+        return ["Must be https for a live book."]
+    try:
+        address = ipaddress.ip_address(parts.hostname)
+    except ValueError:
+        return []
+    problem = address_problem(address)
+    return [problem] if problem else []
+
+
+def address_problem(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    if settings.WEBHOOKS_ALLOW_PRIVATE_URLS:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    for kind, flag in (("loopback", address.is_loopback), ("link-local", address.is_link_local),
+                       ("unspecified", address.is_unspecified), ("multicast", address.is_multicast),
+                       ("private", address.is_private), ("reserved", address.is_reserved)):
+        if flag:
+            return (f"{address} is a {kind} address; webhook endpoints must be public "
+                    "(WEBHOOKS_ALLOW_PRIVATE_URLS=1 allows such targets in development).")
+    if not address.is_global:
+        return f"{address} is not a public address; webhook endpoints must be public."
+    return None
+
+
+def target_of(url: str) -> Target:
+    parts = urlsplit(url)
+    default_port = 443 if parts.scheme == "https" else 80
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return Target(parts.scheme, parts.hostname, parts.port or default_port, path)
+
+
+def resolve_checked(host: str, port: int) -> str:
+    """The address to connect to: every address `host` resolves to must pass `address_problem`."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise TargetRefused(f"{host} does not resolve ({exc.strerror}).") from None
+    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    for text in addresses:
+        problem = address_problem(ipaddress.ip_address(text.split("%")[0]))
+        if problem:
+            raise TargetRefused(f"{host} resolves to {problem}" if text != host else problem)
+    if not addresses:
+        raise TargetRefused(f"{host} does not resolve.")
+    return addresses[0]
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body_head: str
+    latency_ms: int
+
+
+def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> Answer:
+    """POST `body` to `url` (checked as the module says); raises TargetRefused, or OSError / HTTPException
+    (no answer: refused, reset, timed out...)."""
+    target = target_of(url)
+    started = time.monotonic()
+    deadline = started + timeout
+    address = resolve_checked(target.host, target.port)
+    sock = socket.create_connection((address, target.port), timeout=_left(deadline))
+    try:
+        if target.scheme == "https":
+            sock = ssl.create_default_context().wrap_socket(sock, server_hostname=target.host)
+        connection = http.client.HTTPConnection(target.host, target.port, timeout=_left(deadline))
+        connection.sock = sock  # already connected, to the checked address
+        host_header = target.host if ":" not in target.host else f"[{target.host}]"
+        if target.port != (443 if target.scheme == "https" else 80):
+            host_header += f":{target.port}"
+        connection.putrequest("POST", target.path, skip_host=True, skip_accept_encoding=True)
+        for name, value in {"Host": host_header, "User-Agent": USER_AGENT, "Content-Type": "application/json",
+                            "Content-Length": str(len(body)), **headers}.items():
+            connection.putheader(name, value)
+        connection.endheaders(body)
+        sock.settimeout(_left(deadline))
+        response = connection.getresponse()
+        sock.settimeout(_left(deadline))
+        head = response.read(RESPONSE_KEEP_BYTES)
+        latency_ms = int((time.monotonic() - started) * 1000)
+        return Answer(response.status, head.decode("utf-8", errors="replace"), latency_ms)
+    finally:
+        sock.close()
+
+
+def _left(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("timed out")
+    return left
