@@ -21,12 +21,12 @@ from customers.services import customer_delete
 
 @admin.register(Customer)
 class CustomerAdmin(BookScopedAdmin):
-    list_display = ["name", "external_id", "email", "status", "book", "net_terms", "is_internal", "created_at",
-                    "deleted_at"]
+    list_display = ["name", "external_id", "email", "status", "net_terms", "is_internal", "created_at"]
     list_filter = ["status", "is_internal", ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "external_id", "email", "billing_contact_email"]
     date_hierarchy = "created_at"
-    readonly_fields = ["id", "created_at", "updated_at", "deleted_at"]
+    # The JSON fields are written through the API (their rules are its serializers'); shown here as lines.
+    readonly_fields = ["id", "invoice_email_recipients", "metadata", "created_at", "updated_at", "deleted_at"]
     actions = ["soft_delete_customers"]
 
     def has_delete_permission(self, request, obj=None):
@@ -98,8 +98,11 @@ class ModelMapForm(forms.Form):
 class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """The ledger: append-only. Searches match whole values (the table is the largest one)."""
 
-    list_display = ["usage_date", "customer_external_id", "agent_code", "signal_name", "quantity", "model",
-                    "model_provider", "usage_cost", "event_status", "why_unpriced", "book"]
+    # What fits a 1,366 px window; the agent, the provider and the book are filters, searches and on the event's page.
+    list_display = ["usage_date", "customer_external_id", "signal_name", "quantity", "model", "usage_cost",
+                    "event_status", "why_unpriced"]
+    column_labels = {"usage_date": "Date", "customer_external_id": "Customer", "signal_name": "Signal",
+                     "usage_cost": "Cost", "event_status": "Status"}
     # A date filter rather than a date hierarchy: the hierarchy reads the distinct dates of the whole ledger.
     list_filter = ["event_status", "environment", ("usage_date", admin.DateFieldListFilter)]
     search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]

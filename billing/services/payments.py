@@ -21,7 +21,7 @@ from django.db import IntegrityError, transaction
 from billing import stripe_gateway
 from billing.models import Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
 from billing.pay_links import pay_token_digest
-from config.core.errors import BadRequest, Forbidden
+from config.core.errors import BadRequest, Conflict, Forbidden
 from config.core.money import ZERO, from_minor_units, to_minor_units
 from config.core.scoping import get_owned, owned
 
@@ -29,7 +29,7 @@ logger = logging.getLogger("billing.payments")
 
 Status = InvoiceStatus
 PAYABLE = (Status.PENDING, Status.ISSUED, Status.OVERDUE)
-STRIPE, LOCAL = "stripe", "local"
+STRIPE, LOCAL, RECEIVED = "stripe", "local", "manual"  # RECEIVED: a transfer or cheque an operator records
 CHECKOUT_EVENTS = ("checkout.session.completed", "checkout.session.async_payment_succeeded")
 # What a webhook's session may hold: an amount a cents column (14 digits, 2 places) holds, a currency code, a
 # provider id as Stripe writes them that fits Payment.provider_payment_id.
@@ -59,6 +59,28 @@ def payment_record(*, invoice: Invoice, amount: Decimal, provider: str, provider
         logger.warning("invoice %s is overpaid by %s after payment %s (%s): refund the surplus", invoice.pk,
                        invoice.amount_overpaid, provider_payment_id, provider)
     return payment, True
+
+
+@transaction.atomic
+def payment_record_received(*, book, invoice_id, amount: Decimal, reference: str, now: datetime) -> tuple[Payment, bool]:
+    """Money received outside the payment provider (a bank transfer, a cheque), recorded by an operator against
+    a sent, unpaid invoice; returns (payment, created). The transfer's reference is the payment's provider id, so
+    recording the same reference again finds the payment already recorded instead of adding it twice."""
+    invoice = get_owned(Invoice, book, invoice_id, queryset=owned(Invoice, book).select_for_update())
+    reference = reference.strip()
+    if not reference or len(reference) > PROVIDER_ID_LENGTH:
+        raise BadRequest([f"reference: Must be 1 to {PROVIDER_ID_LENGTH} characters (the transfer's reference)."])
+    recorded = owned(Payment, book).filter(provider_payment_id=reference).first()
+    if recorded is not None:
+        if recorded.invoice_id != invoice.pk:
+            raise Conflict(f"The reference {reference} is already recorded as a payment of another invoice.")
+        return recorded, False
+    if invoice.status not in PAYABLE:
+        raise BadRequest(f"Invoice {invoice.invoice_number} is {invoice.status}: payments are recorded against "
+                         f"sent invoices that are not paid.")
+    if amount <= 0:
+        raise BadRequest(["amount: Must be more than 0."])
+    return payment_record(invoice=invoice, amount=amount, provider=RECEIVED, provider_payment_id=reference, now=now)
 
 
 # --------------------------------------------------------------------------- Stripe webhook

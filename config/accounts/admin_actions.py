@@ -114,7 +114,9 @@ def _cell(value) -> str:
 def export_csv(modeladmin, request, queryset):
     """The list's own columns (plus the row id), one line per selected row, streamed (a whole filtered list when
     "select all" is used). Text cells that a spreadsheet would run as a formula are quoted."""
-    columns = [name for name in modeladmin.get_list_display(request) if name != "action_checkbox"]
+    # Raw values: a column the console formats (money, dates) is read from its field.
+    columns = [getattr(name, "raw_field", name) for name in modeladmin.get_list_display(request)
+               if name != "action_checkbox"]
     header = ["id", *[str(label_for_field(name, modeladmin.model, modeladmin)) for name in columns]]
 
     def lines():
