@@ -13,7 +13,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from billing.admin_invoices import InvoiceInline
+from billing.admin_invoices import InvoiceInline, ReadOnlyInline
 from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan, PricingStrategy, Subscription,
                             SubscriptionChange)
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
@@ -27,6 +27,7 @@ from config.core import clock, display
 from config.core.errors import NotFound
 from config.core.money import EXACT_DIGITS, EXACT_PLACES
 from config.core.scoping import owned
+from customers.admin import CustomerAdmin
 
 
 class PlanAgentInline(ScopedInlineMixin, admin.TabularInline):
@@ -301,3 +302,26 @@ class CreditPoolAlertAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     @admin.display(description="Period", ordering="period_start")
     def alert_period(self, alert):
         return display.period(alert.period_start, alert.period_end, alert.subscription.timezone)
+
+
+class CustomerSubscriptionInline(ReadOnlyInline):
+    model = Subscription
+    fields = ["name", "plan", "status", "billing_cycle", "current_period"]
+    ordering = ["-start_date"]
+    show_change_link = True
+
+    @admin.display(description="Current period")
+    def current_period(self, subscription):
+        return display.period(subscription.current_period_start, subscription.current_period_end,
+                              subscription.timezone)
+
+
+class CustomerInvoiceInline(InvoiceInline):
+    """A customer's invoices, newest period first (its subscription named on each)."""
+
+    fields = ["invoice_number", "subscription", "status", "period", "total", "amount_paid", "amount_due", "due_date"]
+
+
+# A customer's page lists its subscriptions and invoices: billing's rows, attached here because the customers app
+# sits below billing and never imports it.
+CustomerAdmin.inlines = [*CustomerAdmin.inlines, CustomerSubscriptionInline, CustomerInvoiceInline]

@@ -58,6 +58,7 @@ class InvoicePage:
     may_void: bool
     may_record_payment: bool
     may_refund: bool
+    money_role: bool  # the operator may void, record payments and refund here (owner, admin, finance)
     amount_due: str
     overpaid: str | None
 
@@ -108,7 +109,8 @@ def _totals(invoice: Invoice) -> list[tuple[str, str, bool]]:
     rows.append(("Total", money(invoice.total), True))
     rows.append(("Paid (net of refunds)", "-" + money(invoice.amount_paid) if invoice.amount_paid else money(0),
                  False))
-    rows.append(("Amount due", money(invoice.amount_due), True))
+    if invoice.status != InvoiceStatus.VOID:  # a void invoice owes nothing
+        rows.append(("Amount due", money(invoice.amount_due), True))
     if invoice.amount_overpaid > 0:
         rows.append(("Overpaid (to refund)", money(invoice.amount_overpaid), True))
     return rows
@@ -148,7 +150,8 @@ def invoice_page(invoice: Invoice, user) -> InvoicePage:
         may_send=invoice.status in SENDABLE,
         may_void=money_role and invoice.status in SENDABLE and invoice.amount_paid == 0,
         may_record_payment=money_role and invoice.status in PAYABLE,
-        may_refund=money_role and any(payment.refundable > 0 for payment in payments),
-        amount_due=display.money(invoice.amount_due, currency),
+        may_refund=money_role and any(payment.refundable > 0 for payment in payments), money_role=money_role,
+        amount_due=(display.EMPTY if invoice.status == InvoiceStatus.VOID
+                    else display.money(invoice.amount_due, currency)),
         overpaid=display.money(invoice.amount_overpaid, currency) if invoice.amount_overpaid > 0 else None,
     )

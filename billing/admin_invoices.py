@@ -10,11 +10,10 @@ from django.db.models import F
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.urls import path, reverse
-from django.utils.html import format_html
 
 from billing.admin_invoice_page import invoice_page
 from billing.invoice_documents import InvoiceView, invoice_pdf, period_label
-from billing.models import Invoice, Payment, Refund
+from billing.models import Invoice, InvoiceStatus, Payment, Refund
 from billing.services.invoices import invoice_send, invoice_void
 from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
 from config.accounts.admin_actions import act_on_rows, action_page, submitted
@@ -28,6 +27,14 @@ from config.core.scoping import owned
 def overpaid(invoice) -> str:
     """The surplus, or a dash when there is none: the rare value stands out."""
     return display.money(invoice.amount_overpaid, invoice.currency) if invoice.amount_overpaid > 0 else display.EMPTY
+
+
+def amount_due(invoice) -> str:
+    """What is still to collect (a void invoice owes nothing: a dash); an overpaid one says what is owed back."""
+    if invoice.status == InvoiceStatus.VOID:
+        return display.EMPTY
+    due = display.money(invoice.amount_due, invoice.currency)
+    return f"{due} (overpaid {overpaid(invoice)})" if invoice.amount_overpaid > 0 else due
 
 
 class OverpaidFilter(admin.SimpleListFilter):
@@ -71,6 +78,10 @@ class InvoiceInline(ReadOnlyInline):
     @admin.display(description="Amount overpaid")
     def amount_overpaid(self, invoice):
         return overpaid(invoice)
+
+    @admin.display(description="Amount due")
+    def amount_due(self, invoice):
+        return amount_due(invoice)
 
 
 class VoidForm(forms.Form):
@@ -128,12 +139,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Amount due")
     def amount_due(self, invoice):
-        """What is still to collect; an overpaid invoice says what is owed back."""
-        due = display.money(invoice.amount_due, invoice.currency)
-        if invoice.amount_overpaid > 0:
-            return format_html('{}<br><span class="console-quiet">overpaid {}</span>', due,
-                               display.money(invoice.amount_overpaid, invoice.currency))
-        return due
+        return amount_due(invoice)
 
     def get_urls(self):
         """The invoice page's own actions and its PDF, before the admin's catch-all `<id>/` route."""
