@@ -29,7 +29,7 @@ logger = logging.getLogger("billing.payments")
 
 Status = InvoiceStatus
 PAYABLE = (Status.PENDING, Status.ISSUED, Status.OVERDUE)
-STRIPE, LOCAL, RECEIVED = "stripe", "local", "manual"  # RECEIVED: a transfer or cheque an operator records
+STRIPE, LOCAL = "stripe", "local"
 CHECKOUT_EVENTS = ("checkout.session.completed", "checkout.session.async_payment_succeeded")
 # What a webhook's session may hold: an amount a cents column (14 digits, 2 places) holds, a currency code, a
 # provider id as Stripe writes them that fits Payment.provider_payment_id.
@@ -61,8 +61,12 @@ def payment_record(*, invoice: Invoice, amount: Decimal, provider: str, provider
     return payment, True
 
 
+RECEIVED = "manual"  # the provider of money received outside Stripe (a transfer, a cheque), recorded by an operator
+
+
 @transaction.atomic
-def payment_record_received(*, book, invoice_id, amount: Decimal, reference: str, now: datetime) -> tuple[Payment, bool]:
+def payment_record_received(*, book, invoice_id, amount: Decimal, reference: str,
+                            now: datetime) -> tuple[Payment, bool]:
     """Money received outside the payment provider (a bank transfer, a cheque), recorded by an operator against
     a sent, unpaid invoice; returns (payment, created). The transfer's reference is the payment's provider id, so
     recording the same reference again finds the payment already recorded instead of adding it twice."""
@@ -71,16 +75,20 @@ def payment_record_received(*, book, invoice_id, amount: Decimal, reference: str
     if not reference or len(reference) > PROVIDER_ID_LENGTH:
         raise BadRequest([f"reference: Must be 1 to {PROVIDER_ID_LENGTH} characters (the transfer's reference)."])
     recorded = owned(Payment, book).filter(provider_payment_id=reference).first()
-    if recorded is not None:
-        if recorded.invoice_id != invoice.pk:
-            raise Conflict(f"The reference {reference} is already recorded as a payment of another invoice.")
-        return recorded, False
-    if invoice.status not in PAYABLE:
-        raise BadRequest(f"Invoice {invoice.invoice_number} is {invoice.status}: payments are recorded against "
-                         f"sent invoices that are not paid.")
-    if amount <= 0:
-        raise BadRequest(["amount: Must be more than 0."])
-    return payment_record(invoice=invoice, amount=amount, provider=RECEIVED, provider_payment_id=reference, now=now)
+    if recorded is None:
+        if invoice.status not in PAYABLE:
+            raise BadRequest(f"Invoice {invoice.invoice_number} is {invoice.status}: payments are recorded against "
+                             f"sent invoices that are not paid.")
+        if amount <= 0:
+            raise BadRequest(["amount: Must be more than 0."])
+        # A concurrent recording of the reference loses the insert and finds the winner's payment.
+        recorded, created = payment_record(invoice=invoice, amount=amount, provider=RECEIVED,
+                                           provider_payment_id=reference, now=now)
+        if created:
+            return recorded, True
+    if recorded.invoice_id != invoice.pk:
+        raise Conflict(f"The reference {reference} is already recorded as a payment of another invoice.")
+    return recorded, False
 
 
 # --------------------------------------------------------------------------- Stripe webhook

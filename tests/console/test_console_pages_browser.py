@@ -15,9 +15,9 @@ import pytest
 from playwright.sync_api import expect
 
 from billing.models import Invoice, Payment
+from config.demo.book import OWNER_EMAIL
 from tests.browser import chromium  # noqa: F401 (the fixture)
 from tests.test_demo_screens import PASSWORD, demo, dollars, units  # noqa: F401 (the fixture)
-from config.demo.book import OWNER_EMAIL
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -30,7 +30,8 @@ SIDEWAYS = """() => ({
     boxes: Array.from(document.querySelectorAll('*'))
         .filter(element => ['auto', 'scroll'].includes(getComputedStyle(element).overflowX)
                            && element.scrollWidth > element.clientWidth + 1)
-        .map(element => `${element.tagName.toLowerCase()}.${element.className}: ${element.scrollWidth} > ${element.clientWidth}`),
+        .map(element => `${element.tagName.toLowerCase()}.${element.className}: `
+                        + `${element.scrollWidth} > ${element.clientWidth}`),
 })"""
 
 
@@ -138,8 +139,9 @@ def test_the_invoice_page_reads_like_the_document_and_records_a_payment(console_
     actions.get_by_label("Amount").fill(str(overdue["amountDue"]))
     actions.get_by_label("Reference").fill("WIRE-2025-06-0042")
     actions.get_by_role("button", name="Record payment").click()
+    due = dollars(Decimal(overdue["amountDue"]))
     expect(page.locator(".messagelist")).to_contain_text(
-        f"{overdue['invoiceNumber']}: payment of {dollars(Decimal(overdue['amountDue']))} (WIRE-2025-06-0042) recorded.")
+        f"{overdue['invoiceNumber']}: payment of {due} (WIRE-2025-06-0042) recorded.")
     expect(page.locator(".console-facts .console-status")).to_have_text("Paid")
     expect(page.locator(".console-payments")).to_contain_text("WIRE-2025-06-0042")
     expect(page.locator("[data-total='Amount due']")).to_have_text("$0.00")
