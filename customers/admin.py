@@ -107,6 +107,15 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_filter = ["event_status", "environment", ("usage_date", admin.DateFieldListFilter)]
     search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]
     ordering = ["-usage_date", "-id"]
+    readonly_fields = ["why_unpriced"]
+    fieldsets = [
+        (None, {"fields": ["usage_date", "customer", "agent", "signal", "quantity", "usage_cost", "event_status",
+                           "why_unpriced", "environment"]}),
+        ("Model and tokens", {"fields": ["model", "model_provider", "service", "input_tokens", "output_tokens",
+                                         "cache_read_tokens", "cache_write_tokens", "services"]}),
+        ("As recorded", {"fields": ["customer_external_id", "agent_code", "signal_name", "idempotency_key",
+                                    "metadata", "raw_event_id", "id", "book", "created_at", "updated_at"]}),
+    ]
     show_full_result_count = False
     actions = ["map_model", "price_again"]
 
@@ -124,8 +133,11 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Why unpriced")
     def why_unpriced(self, event):
-        """Replaced per request by `get_list_display` (this one serves the admin's checks and other callers)."""
-        return ""
+        """On the event's page: why it is unpriced (priced again now, read only). The list replaces this per
+        request by `get_list_display`, with one catalog read per book on the page."""
+        if event.usage_cost is not None:
+            return "-"
+        return events_unpriced_reasons(book=event.book, events=[event]).get(event.pk, "-")
 
     def get_list_display(self, request):
         """`why_unpriced` reads the reasons that `get_changelist_instance` worked out for this request's page."""

@@ -30,6 +30,8 @@ def kind_of(field) -> str | None:
         if field.name.endswith("percent"):
             return "percent"
         return "price" if field.name.endswith(PRICE_SUFFIXES) else "quantity"
+    if isinstance(field, models.IntegerField) and not field.primary_key:
+        return "quantity"  # tokens, seats, counts: grouped
     if isinstance(field, models.DateTimeField):
         return "moment"
     if isinstance(field, models.DateField):
