@@ -17,6 +17,7 @@ from billing.models import Invoice, InvoiceStatus, Payment, Refund
 from billing.services.invoices import invoice_send, invoice_void
 from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
 from config.accounts.admin_actions import act_on_rows, action_page, submitted
+from config.accounts.admin_display import figure
 from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from config.accounts.api import MONEY_ROLES
 from config.core import clock, display
@@ -30,11 +31,10 @@ def overpaid(invoice) -> str:
 
 
 def amount_due(invoice) -> str:
-    """What is still to collect (a void invoice owes nothing: a dash); an overpaid one says what is owed back."""
+    """What is still to collect; a void invoice owes nothing (a dash)."""
     if invoice.status == InvoiceStatus.VOID:
         return display.EMPTY
-    due = display.money(invoice.amount_due, invoice.currency)
-    return f"{due} (overpaid {overpaid(invoice)})" if invoice.amount_overpaid > 0 else due
+    return display.money(invoice.amount_due, invoice.currency)
 
 
 class OverpaidFilter(admin.SimpleListFilter):
@@ -77,11 +77,11 @@ class InvoiceInline(ReadOnlyInline):
 
     @admin.display(description="Amount overpaid")
     def amount_overpaid(self, invoice):
-        return overpaid(invoice)
+        return figure(overpaid(invoice))
 
     @admin.display(description="Amount due")
     def amount_due(self, invoice):
-        return amount_due(invoice)
+        return figure(amount_due(invoice))
 
 
 class VoidForm(forms.Form):
@@ -122,7 +122,8 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     its actions on it (billing/templates/admin/billing/invoice/document.html)."""
 
     list_display = ["invoice_number", "customer", "subscription", "status", "period", "total", "amount_paid",
-                    "amount_due", "due_date"]
+                    "amount_due", "amount_overpaid", "due_date"]
+    column_labels = {"invoice_number": "Invoice", "amount_paid": "Paid"}
     list_filter = ["status", OverpaidFilter, "currency", ("due_date", admin.DateFieldListFilter)]
     search_fields = ["invoice_number", "customer__name", "customer__external_id", "subscription__name"]
     date_hierarchy = "created_at"
@@ -139,7 +140,14 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Amount due")
     def amount_due(self, invoice):
-        return amount_due(invoice)
+        return figure(amount_due(invoice))
+    amount_due.csv_value = lambda invoice: None if invoice.status == InvoiceStatus.VOID else invoice.amount_due
+
+    @admin.display(description="Overpaid")
+    def amount_overpaid(self, invoice):
+        """To refund: the surplus payment(s), with the payments' refund action (a dash when none)."""
+        return figure(overpaid(invoice))
+    amount_overpaid.csv_value = lambda invoice: invoice.amount_overpaid if invoice.amount_overpaid > 0 else None
 
     def get_urls(self):
         """The invoice page's own actions and its PDF, before the admin's catch-all `<id>/` route."""

@@ -56,6 +56,11 @@ def readable(value) -> str:
     return str(value)
 
 
+def figure(text: str) -> str:
+    """A figure computed by an admin method, shown like the formatted fields' (one line; right-aligned in lists)."""
+    return format_html('<span class="console-number">{}</span>', text)
+
+
 def format_value(kind: str, value, row=None) -> str:
     """`value` as the console shows it; figures and dates in a span that keeps them on one line (and lists
     right-align the figures)."""
@@ -63,7 +68,7 @@ def format_value(kind: str, value, row=None) -> str:
     figures = {"money": lambda: display.money(value, currency), "price": lambda: display.price(value, currency),
                "quantity": lambda: display.quantity(value), "percent": lambda: display.percent(value)}
     if kind in figures:
-        return format_html('<span class="console-number">{}</span>', figures[kind]())
+        return figure(figures[kind]())
     if kind == "moment":
         return format_html('<span class="console-nowrap">{}</span>', display.moment(value))
     if kind == "day":
