@@ -13,7 +13,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from billing.admin_invoices import InvoiceInline
+from billing.admin_invoices import InvoiceInline, ReadOnlyInline
 from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan, PricingStrategy, Subscription,
                             SubscriptionChange)
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
@@ -23,10 +23,11 @@ from config.accounts.admin_actions import act_on_rows, action_page, actor, idemp
 from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from config.accounts.api import MONEY_ROLES
 from config.accounts.models import Book
-from config.core import clock
+from config.core import clock, display
 from config.core.errors import NotFound
 from config.core.money import EXACT_DIGITS, EXACT_PLACES
 from config.core.scoping import owned
+from customers.admin import CustomerAdmin
 
 
 class PlanAgentInline(ScopedInlineMixin, admin.TabularInline):
@@ -92,14 +93,19 @@ class SubscriptionChangeInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.Tabu
     model = SubscriptionChange
     extra = 0
     fields = ["created_at", "kind", "summary", "changes", "actor"]
+    verbose_name_plural = "changelog"
     ordering = ["-created_at"]
 
 
 class CreditGrantInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
     model = CreditGrant
     extra = 0
-    fields = ["created_at", "kind", "units", "period_start", "period_end", "consumed_units", "note", "created_by"]
+    fields = ["created_at", "kind", "units", "grant_period", "consumed_units", "note", "created_by"]
     ordering = ["-created_at"]
+
+    @admin.display(description="Period")
+    def grant_period(self, grant):
+        return display.period(grant.period_start, grant.period_end)
 
 
 class NearlyEmptyPoolFilter(admin.SimpleListFilter):
@@ -140,16 +146,51 @@ class TopUpForm(forms.Form):
 
 @admin.register(Subscription)
 class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
-    list_display = ["name", "customer", "plan", "agent", "status", "billing_cycle", "current_period_start",
-                    "current_period_end", "pool_alerts_paused", "book"]
+    list_display = ["name", "customer", "plan", "status", "billing_cycle", "current_period", "credit_pool_left"]
     list_filter = ["status", "billing_cycle", "billing_model", NearlyEmptyPoolFilter, "pool_alerts_paused",
                    "is_forever"]
     search_fields = ["name", "customer__name", "customer__external_id", "plan__name", "agent__agent_code"]
     date_hierarchy = "start_date"
     list_select_related = ["customer", "plan", "agent", "book__organization"]
-    readonly_fields = ["strategies", "credit_pool"]
+    readonly_fields = ["current_period", "strategies", "credit_pool"]
+    fieldsets = [
+        (None, {"fields": ["name", "customer", "plan", "agent", "status", "book"]}),
+        ("Billing", {"fields": ["billing_model", "billing_cycle", "custom_cycle_days", "billing_day", "timezone",
+                                "current_period", "start_date", "end_date", "is_forever", "net_terms", "seats_count",
+                                "prorated_amount", "invoice_memo"]}),
+        ("Pricing", {"fields": ["strategies", "credit_pool", "pool_alerts_paused"]}),
+        ("Details", {"fields": ["subscription_details", "metadata", "id", "created_at", "updated_at"]}),
+    ]
     inlines = [InvoiceInline, CreditGrantInline, SubscriptionChangeInline]
     actions = ["generate_invoices", "top_up_credits", "pause_pool_alerts", "resume_pool_alerts"]
+
+    @admin.display(description="Current period", ordering="current_period_start")
+    def current_period(self, subscription):
+        return display.period(subscription.current_period_start, subscription.current_period_end,
+                              subscription.timezone)
+
+    @admin.display(description="Credit pool")
+    def credit_pool_left(self, subscription):
+        """Replaced per request by `get_list_display` (this one serves the admin's checks and other callers)."""
+        return display.EMPTY
+
+    def get_changelist_instance(self, request):
+        """The page, with the credit balance of each subscription on it that has a pool (one read per book)."""
+        changelist = super().get_changelist_instance(request)
+        now, books = clock.now(), {row.book for row in changelist.result_list}
+        request.pool_balances = {balance.subscription.pk: balance for book in books
+                                 for balance in credit_balance_list(book=book, now=now)}
+        return changelist
+
+    def get_list_display(self, request):
+        def credit_pool_left(subscription):
+            balance = getattr(request, "pool_balances", {}).get(subscription.pk)
+            if balance is None:
+                return display.EMPTY
+            return (f"{display.quantity(balance.remaining_units)} of {display.quantity(balance.pool.size)} left "
+                    f"({display.percent(balance.remaining_percent)})")
+        credit_pool_left.short_description = "Credit pool"
+        return [credit_pool_left if name == "credit_pool_left" else name for name in super().get_list_display(request)]
 
     @admin.display(description="pricing strategies")
     def strategies(self, subscription):
@@ -157,9 +198,11 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         strategies = owned(PricingStrategy, subscription.book_id).filter(
             plan_id=subscription.plan_id, agent_id=subscription.agent_id, deleted_at__isnull=True,
         ).order_by("created_at")
-        rows = format_html_join("", '<li><a href="{}">{}</a>: {} {} {}{}</li>', (
-            (reverse("admin:billing_pricingstrategy_change", args=[strategy.pk]), strategy.name, strategy.charge_type,
-             strategy.pricing_model or "", strategy.rate if strategy.rate is not None else "",
+        rows = format_html_join("", '<li><a href="{}">{}</a>: {}{}{}{}</li>', (
+            (reverse("admin:billing_pricingstrategy_change", args=[strategy.pk]), strategy.name,
+             strategy.get_charge_type_display(),
+             f", {strategy.get_pricing_model_display()}" if strategy.pricing_model else "",
+             f", {display.price(strategy.rate)}" if strategy.rate is not None else "",
              "" if strategy.active else " (inactive)") for strategy in strategies))
         return format_html("<ul>{}</ul>", rows) if rows else "None for this agent."
 
@@ -170,8 +213,10 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         except NotFound:
             return "None: the plan sells no credit pool to this agent."
         paused = " Alert emails are paused." if subscription.pool_alerts_paused else ""
-        return (f"{balance.remaining_units.normalize():f} of {balance.pool.size.normalize():f} units left "
-                f"({balance.remaining_percent}%), {balance.consumed_units.normalize():f} used this period.{paused}")
+        return (f"{display.quantity(balance.remaining_units)} of {display.quantity(balance.pool.size)} units left "
+                f"({display.percent(balance.remaining_percent)}), {display.quantity(balance.consumed_units)} used "
+                f"this period ({display.period(balance.period_start, balance.period_end, subscription.timezone)})."
+                f"{paused}")
 
     @admin.action(description="Generate invoices for the current period")
     def generate_invoices(self, request, queryset):
@@ -182,7 +227,7 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                                                 subscription_id=subscription.pk)
             what = "generated" if created else "re-priced" if invoice.status == "draft" else "already bills the period"
             return (f"{invoice} {what} for {subscription}: {invoice.status}, "
-                    f"total {invoice.total} {invoice.currency.upper()}.")
+                    f"total {display.money(invoice.total, invoice.currency)}.")
         act_on_rows(self, request, queryset.order_by("name", "pk"), generate)
 
     @admin.action(description="Top up credits…")
@@ -199,8 +244,8 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             topup = credit_topup(book=subscription.book, subscription_id=subscription.pk, units=units, note=note,
                                  idempotency_key=f"{key}:{subscription.pk}", created_by=created_by, now=now)
             added = "added" if topup.created else "were already added by this form"
-            return (f"{subscription}: {units.normalize():f} units {added}; "
-                    f"{topup.remaining_units.normalize():f} units left.")
+            return (f"{subscription}: {display.quantity(units)} units {added}; "
+                    f"{display.quantity(topup.remaining_units)} units left.")
         act_on_rows(self, request, queryset.order_by("name", "pk"), top_up, roles=MONEY_ROLES)
 
     def _set_alerts_paused(self, request, queryset, paused: bool):
@@ -232,20 +277,51 @@ class SubscriptionChangeAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 class CreditGrantAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """Written by the API (top-ups) and the scheduled job (period grants and their settlement)."""
 
-    list_display = ["created_at", "subscription", "kind", "units", "period_start", "period_end", "consumed_units",
-                    "topup_units_drawn", "settled_at", "idempotency_key", "created_by", "book"]
+    list_display = ["created_at", "subscription", "kind", "units", "grant_period", "consumed_units",
+                    "topup_units_drawn", "settled_at", "created_by"]
     list_filter = ["kind", ("settled_at", admin.EmptyFieldListFilter)]
     search_fields = ["subscription__name", "subscription__customer__name", "subscription__customer__external_id",
                      "idempotency_key", "note", "created_by"]
     date_hierarchy = "created_at"
     list_select_related = ["subscription", "book__organization"]
 
+    @admin.display(description="Period", ordering="period_start")
+    def grant_period(self, grant):
+        return display.period(grant.period_start, grant.period_end)
+
 
 @admin.register(CreditPoolAlert)
 class CreditPoolAlertAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["created_at", "subscription", "stage", "outcome", "used_percent", "remaining_units",
-                    "period_start", "period_end", "book"]
+                    "alert_period"]
     list_filter = ["stage", "outcome"]
     search_fields = ["subscription__name", "subscription__customer__name", "subscription__customer__external_id"]
     date_hierarchy = "created_at"
     list_select_related = ["subscription", "book__organization"]
+
+    @admin.display(description="Period", ordering="period_start")
+    def alert_period(self, alert):
+        return display.period(alert.period_start, alert.period_end, alert.subscription.timezone)
+
+
+class CustomerSubscriptionInline(ReadOnlyInline):
+    model = Subscription
+    fields = ["name", "plan", "status", "billing_cycle", "current_period"]
+    ordering = ["-start_date"]
+    show_change_link = True
+
+    @admin.display(description="Current period")
+    def current_period(self, subscription):
+        return display.period(subscription.current_period_start, subscription.current_period_end,
+                              subscription.timezone)
+
+
+class CustomerInvoiceInline(InvoiceInline):
+    """A customer's invoices, newest period first (its subscription named on each)."""
+
+    fields = ["invoice_number", "subscription", "status", "period", "total", "amount_paid", "amount_due", "due_date"]
+
+
+# A customer's page lists its subscriptions and invoices: billing's rows, attached here because the customers app
+# sits below billing and never imports it.
+CustomerAdmin.inlines = [*CustomerAdmin.inlines, CustomerSubscriptionInline, CustomerInvoiceInline]

@@ -1,26 +1,40 @@
 """Operator console for invoices, payments and refunds. The records are read-only (money moves through the API,
-the webhook and the scheduled jobs); the actions send, void and refund through the same services as the API."""
+the webhook, the scheduled jobs and the actions); the actions send, void, record payments received and refund
+through the same services as the API."""
 from decimal import Decimal
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.contrib.admin.utils import unquote
 from django.db.models import F
-from django.utils.html import format_html_join
-from django.utils.safestring import mark_safe
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed
+from django.shortcuts import redirect
+from django.urls import path, reverse
 
-from billing.models import Invoice, InvoiceLine, Payment, Refund
+from billing.admin_invoice_page import invoice_page
+from billing.invoice_documents import InvoiceView, invoice_pdf, period_label
+from billing.models import Invoice, InvoiceStatus, Payment, Refund
 from billing.services.invoices import invoice_send, invoice_void
-from billing.services.payments import refund_create
+from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
 from config.accounts.admin_actions import act_on_rows, action_page, submitted
+from config.accounts.admin_display import figure
 from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from config.accounts.api import MONEY_ROLES
-from config.core import clock
-from config.core.money import CENTS_DIGITS, CENTS_PLACES, to_cents
+from config.core import clock, display
+from config.core.money import CENTS_DIGITS, CENTS_PLACES
+from config.core.scoping import owned
 
 
-def overpaid_or_none(invoice):
-    """The surplus in cents, or None (the console's "-") when there is none: the rare value stands out."""
-    return to_cents(invoice.amount_overpaid) if invoice.amount_overpaid > 0 else None
+def overpaid(invoice) -> str:
+    """The surplus, or a dash when there is none: the rare value stands out."""
+    return display.money(invoice.amount_overpaid, invoice.currency) if invoice.amount_overpaid > 0 else display.EMPTY
+
+
+def amount_due(invoice) -> str:
+    """What is still to collect; a void invoice owes nothing (a dash)."""
+    if invoice.status == InvoiceStatus.VOID:
+        return display.EMPTY
+    return display.money(invoice.amount_due, invoice.currency)
 
 
 class OverpaidFilter(admin.SimpleListFilter):
@@ -44,33 +58,6 @@ class ReadOnlyInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline)
     extra = 0
 
 
-class InvoiceLineInline(ReadOnlyInline):
-    model = InvoiceLine
-    fields = ["position", "charge_type", "description", "agent", "signal", "quantity", "used_quantity", "amount",
-              "prorated_days", "period_days", "terms_as_priced"]
-
-    @admin.display(description="Terms as priced")
-    def terms_as_priced(self, line):
-        """One term a line (tiers one a line too), so the inline stays as wide as its other columns."""
-        return format_html_join(mark_safe("<br>"), "{}: {}", _term_lines(line.terms or {}))
-
-
-def _term_lines(terms: dict):
-    for name, value in terms.items():
-        if isinstance(value, list):
-            for position, item in enumerate(value, 1):
-                shown = ", ".join(f"{key} {item[key]}" for key in item) if isinstance(item, dict) else item
-                yield f"{name} {position}", shown
-        elif value not in (None, "", {}):
-            yield name, value
-
-
-class PaymentInline(ReadOnlyInline):
-    model = Payment
-    fields = ["created_at", "amount", "refunded_amount", "status", "provider", "provider_payment_id"]
-    show_change_link = True
-
-
 class RefundInline(ReadOnlyInline):
     model = Refund
     fields = ["created_at", "amount", "provider_refund_id", "reason"]
@@ -80,18 +67,36 @@ class InvoiceInline(ReadOnlyInline):
     """A subscription's invoices, newest period first."""
 
     model = Invoice
-    fields = ["invoice_number", "status", "period_start", "period_end", "total", "amount_paid", "amount_overpaid",
-              "issued_at", "due_date"]
+    fields = ["invoice_number", "status", "period", "total", "amount_paid", "amount_overpaid", "issued_at", "due_date"]
     ordering = ["-period_start"]
     show_change_link = True
 
+    @admin.display(description="Period")
+    def period(self, invoice):
+        return period_label(invoice)
+
     @admin.display(description="Amount overpaid")
     def amount_overpaid(self, invoice):
-        return overpaid_or_none(invoice)
+        return figure(overpaid(invoice))
+
+    @admin.display(description="Amount due")
+    def amount_due(self, invoice):
+        return figure(amount_due(invoice))
 
 
 class VoidForm(forms.Form):
     reason = forms.CharField(max_length=500, required=False, help_text="Kept on the invoice.")
+
+
+class PaymentForm(forms.Form):
+    amount = forms.DecimalField(max_digits=CENTS_DIGITS, decimal_places=CENTS_PLACES, min_value=Decimal("0.01"))
+    reference = forms.CharField(max_length=PROVIDER_ID_LENGTH,
+                                help_text="The transfer's or cheque's reference: recording it twice records it once.")
+
+    def __init__(self, *args, invoice=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if invoice is not None and not self.is_bound:
+            self.fields["amount"].initial = invoice.amount_due
 
 
 class RefundForm(forms.Form):
@@ -113,41 +118,110 @@ class RefundForm(forms.Form):
 
 @admin.register(Invoice)
 class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
-    list_display = ["invoice_number", "customer", "subscription", "status", "total", "amount_paid",
-                    "amount_overpaid", "period_start", "period_end", "issued_at", "due_date", "book"]
+    """Invoices in a list that fits a 1,366 px window, and each invoice as a page laid out like the document with
+    its actions on it (billing/templates/admin/billing/invoice/document.html)."""
+
+    list_display = ["invoice_number", "customer", "subscription", "status", "period", "total", "amount_paid",
+                    "amount_due", "amount_overpaid", "due_date"]
+    column_labels = {"invoice_number": "Invoice", "amount_paid": "Paid"}
     list_filter = ["status", OverpaidFilter, "currency", ("due_date", admin.DateFieldListFilter)]
     search_fields = ["invoice_number", "customer__name", "customer__external_id", "subscription__name"]
     date_hierarchy = "created_at"
     list_select_related = ["customer", "subscription", "book__organization"]
-    exclude = ["pay_token_digest"]
-    readonly_fields = ["amount_due", "amount_overpaid"]
-    inlines = [InvoiceLineInline, PaymentInline]
+    # The pay link's token is derived from the nonce: neither is shown (the link itself is only in the email).
+    exclude = ["pay_token_digest", "pay_token_nonce", "pricing_terms"]
+    inlines = []
+    change_form_template = "admin/billing/invoice/document.html"
     actions = ["send_invoices", "void_invoices"]
 
-    def get_fields(self, request, obj=None):
-        """The derived amounts right after what they derive from (the model's fields come first otherwise)."""
-        derived = ["amount_due", "amount_overpaid"]
-        fields = [field for field in super().get_fields(request, obj) if field not in derived]
-        after = fields.index("amount_paid") + 1
-        return [*fields[:after], *derived, *fields[after:]]
+    @admin.display(description="Period", ordering="period_start")
+    def period(self, invoice):
+        return period_label(invoice)
 
     @admin.display(description="Amount due")
     def amount_due(self, invoice):
-        return to_cents(invoice.amount_due)
+        return figure(amount_due(invoice))
+    amount_due.csv_value = lambda invoice: None if invoice.status == InvoiceStatus.VOID else invoice.amount_due
 
-    @admin.display(description="Amount overpaid")
+    @admin.display(description="Overpaid")
     def amount_overpaid(self, invoice):
-        """To refund: the surplus payment(s), with the payments' refund action."""
-        return overpaid_or_none(invoice)
+        """To refund: the surplus payment(s), with the payments' refund action (a dash when none)."""
+        return figure(overpaid(invoice))
+    amount_overpaid.csv_value = lambda invoice: invoice.amount_overpaid if invoice.amount_overpaid > 0 else None
+
+    def get_urls(self):
+        """The invoice page's own actions and its PDF, before the admin's catch-all `<id>/` route."""
+        view = self.admin_site.admin_view
+        return [
+            path("<path:object_id>/pdf/", view(self.pdf_view), name="billing_invoice_pdf"),
+            path("<path:object_id>/act/<str:what>/", view(self.act_view), name="billing_invoice_act"),
+            *super().get_urls(),
+        ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        invoice = self.get_object(request, unquote(object_id))
+        extra = {}
+        if invoice is not None:
+            extra = {"document": invoice_page(invoice, request.user), "forms": {
+                "void": VoidForm(prefix="void"), "payment": PaymentForm(prefix="payment", invoice=invoice)}}
+        return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
+
+    def pdf_view(self, request, object_id):
+        """The document the customer receives, as GET /v1/invoices/{id}/pdf renders it."""
+        invoice = self.get_object(request, unquote(object_id))
+        if invoice is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        response = HttpResponse(invoice_pdf(InvoiceView.of(invoice)), content_type="application/pdf")
+        response["Content-Disposition"] = f'inline; filename="invoice-{invoice.invoice_number}.pdf"'
+        return response
+
+    def act_view(self, request, object_id, what):
+        """One action from the invoice page, through the same services as the API and the list actions; the
+        outcome is a message on the invoice page."""
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        invoice = self.get_object(request, unquote(object_id))
+        if invoice is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        back = redirect(reverse("admin:billing_invoice_change", args=[invoice.pk]))
+        now = clock.now()
+        if what == "send":
+            act_on_rows(self, request, [invoice], lambda row: _send(row, now))
+            return back
+        forms_by_action = {"void": lambda: VoidForm(request.POST, prefix="void"),
+                           "payment": lambda: PaymentForm(request.POST, prefix="payment", invoice=invoice),
+                           "refund": lambda: RefundForm(request.POST, prefix="refund", payment_count=1)}
+        if what not in forms_by_action:
+            raise Http404(f"No invoice action {what!r}.")
+        form = forms_by_action[what]()
+        if not form.is_valid():
+            for field, errors in form.errors.items():
+                self.message_user(request, f"{invoice}: {field}: {' '.join(errors)}", messages.ERROR)
+            return back
+        data = form.cleaned_data
+        if what == "void":
+            act_on_rows(self, request, [invoice], lambda row: _void(row, now, data["reason"]), roles=MONEY_ROLES)
+        elif what == "payment":
+            def record(row):
+                payment, created = payment_record_received(book=row.book, invoice_id=row.pk, amount=data["amount"],
+                                                           reference=data["reference"], now=now)
+                shown = display.money(payment.amount, row.currency)
+                return (f"{row}: payment of {shown} ({payment.provider_payment_id}) recorded." if created else
+                        f"{row}: the payment {payment.provider_payment_id} was recorded already.")
+            act_on_rows(self, request, [invoice], record, roles=MONEY_ROLES)
+        else:
+            payment = owned(Payment, invoice.book_id).filter(invoice=invoice, pk=request.POST.get("payment")).first()
+            if payment is None:
+                self.message_user(request, f"{invoice}: choose one of its payments to refund.", messages.ERROR)
+                return back
+            act_on_rows(self, request, [payment], lambda row: _refund(row, now, data["amount"], data["reason"]),
+                        roles=MONEY_ROLES)
+        return back
 
     @admin.action(description="Send the selected invoices (finalizing drafts) to their customers")
     def send_invoices(self, request, queryset):
         now = clock.now()
-
-        def send(invoice):
-            delivery = invoice_send(book=invoice.book, invoice_id=invoice.pk, now=now)
-            return f"{invoice} sent to {delivery.recipient} ({delivery.invoice.status})."
-        act_on_rows(self, request, queryset.order_by("invoice_number"), send)
+        act_on_rows(self, request, queryset.order_by("invoice_number"), lambda invoice: _send(invoice, now))
 
     @admin.action(description="Void the selected invoices (drafts and unpaid invoices)…")
     def void_invoices(self, request, queryset):
@@ -157,11 +231,25 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                                intro="A void invoice keeps its number and its pay link stops working. Invoices "
                                      "with money collected must have their payments refunded first.")
         now, reason = clock.now(), form.cleaned_data["reason"]
+        act_on_rows(self, request, queryset.order_by("invoice_number"), lambda invoice: _void(invoice, now, reason),
+                    roles=MONEY_ROLES)
 
-        def void(invoice):
-            invoice_void(book=invoice.book, invoice_id=invoice.pk, now=now, reason=reason)
-            return f"{invoice} voided."
-        act_on_rows(self, request, queryset.order_by("invoice_number"), void, roles=MONEY_ROLES)
+
+def _send(invoice, now) -> str:
+    delivery = invoice_send(book=invoice.book, invoice_id=invoice.pk, now=now)
+    return f"{invoice} sent to {delivery.recipient} ({delivery.invoice.status})."
+
+
+def _void(invoice, now, reason: str) -> str:
+    invoice_void(book=invoice.book, invoice_id=invoice.pk, now=now, reason=reason)
+    return f"{invoice} voided."
+
+
+def _refund(payment, now, amount, reason: str) -> str:
+    refunded = refund_create(book=payment.book, invoice_id=payment.invoice_id, payment_id=payment.pk, now=now,
+                             amount=amount, reason=reason)
+    return (f"Refunded {display.money(refunded.amount, payment.invoice.currency)} of payment "
+            f"{payment.provider_payment_id} ({payment.invoice}).")
 
 
 @admin.register(Payment)
@@ -184,11 +272,8 @@ class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                                      "collected amount shrinks; a paid invoice refunded in full becomes refunded.")
         now, amount, reason = clock.now(), form.cleaned_data["amount"], form.cleaned_data["reason"]
 
-        def refund(payment):
-            refunded = refund_create(book=payment.book, invoice_id=payment.invoice_id, payment_id=payment.pk, now=now,
-                                     amount=amount, reason=reason)
-            return f"Refunded {refunded.amount} of payment {payment.provider_payment_id} ({payment.invoice})."
-        act_on_rows(self, request, queryset.order_by("created_at", "pk"), refund, roles=MONEY_ROLES)
+        act_on_rows(self, request, queryset.order_by("created_at", "pk"),
+                    lambda payment: _refund(payment, now, amount, reason), roles=MONEY_ROLES)
 
 
 @admin.register(Refund)

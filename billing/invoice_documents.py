@@ -1,7 +1,6 @@
 """What a customer reads: the invoice as a PDF and as an email (HTML and text). Rendering only; the invoice
 services decide when and to whom."""
 from dataclasses import dataclass, replace
-from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -15,30 +14,29 @@ from fpdf.enums import XPos, YPos
 from billing.models import Invoice, InvoiceLine, InvoiceStatus
 from billing.pay_links import live_pay_token, pay_url
 from billing.pricing.periods import local_date
-
-CURRENCY_SYMBOLS = {"usd": "$"}
-
-
-def money(amount: Decimal, currency: str = "usd") -> str:
-    return f"{CURRENCY_SYMBOLS.get(currency, '')}{amount:,.2f}"
+from config.core import display
+from config.core.display import money
 
 
 def period_days(invoice: Invoice) -> tuple[str, str]:
     """The period as inclusive local days of the subscription (its end is exclusive)."""
-    timezone = invoice.subscription.timezone
-    first = local_date(invoice.period_start, timezone)
-    last = local_date(invoice.period_end - timedelta(microseconds=1), timezone)
-    return first.isoformat(), last.isoformat()
+    return display.period_days(invoice.period_start, invoice.period_end, invoice.subscription.timezone)
+
+
+def period_label(invoice: Invoice) -> str:
+    """The period as people read it everywhere: `2026-10-01 to 2026-10-31`."""
+    return display.days(*period_days(invoice))
 
 
 def unit_price(line: InvoiceLine) -> str:
     """What one unit costs on the line: the rate of a flat strategy, the fee of a fee line; tiered models have
     no single unit price (their tiers are in the line's terms)."""
     terms = line.terms or {}
+    currency = line.invoice.currency
     if line.charge_type in ("recurring", "onetime", "prorated") or (line.quantity == 1 and not terms.get("tiers")):
-        return money(line.amount)
+        return money(line.amount, currency)
     if terms.get("pricingModel") == "flat" and terms.get("rate") is not None and not line.prorated_days:
-        return f"{CURRENCY_SYMBOLS.get('usd', '')}{Decimal(str(terms['rate'])).normalize():f}"
+        return display.price(Decimal(str(terms["rate"])), currency)
     return "tiered" if terms.get("tiers") else ""
 
 
@@ -165,7 +163,7 @@ def invoice_pdf(view: InvoiceView) -> bytes:
     pdf.row([("Description", 95, "L"), ("Quantity", 30, "R"), ("Unit price", 30, "R"), ("Amount", 35, "R")],
             bold=True)
     for line in view.lines:
-        pdf.row([(line.description[:56], 95, "L"), (f"{line.quantity.normalize():f}", 30, "R"),
+        pdf.row([(line.description[:56], 95, "L"), (display.quantity(line.quantity), 30, "R"),
                  (unit_price(line), 30, "R"), (money(line.amount, invoice.currency), 35, "R")])
     pdf.ln(2)
     for label, value in view.totals:

@@ -2,6 +2,7 @@
 from django.db import models
 from django.db.models import Q
 
+from config.core import display
 from config.core.models import OrgOwned
 from config.core.money import ZERO, CentsField, ExactField
 
@@ -29,6 +30,9 @@ class PlanAgent(OrgOwned):
     class Meta:
         ordering = ["created_at"]
         constraints = [models.UniqueConstraint(fields=["plan", "agent"], name="plan_agent_uniq")]
+
+    def __str__(self):
+        return f"{self.plan} sold to {self.agent}"
 
 
 class ChargeType(models.TextChoices):
@@ -161,6 +165,9 @@ class SubscriptionChange(OrgOwned):
     class Meta:
         ordering = ["created_at"]
 
+    def __str__(self):
+        return self.summary
+
 
 # --------------------------------------------------------------------------- invoices
 
@@ -286,6 +293,9 @@ class InvoiceLine(OrgOwned):
         ordering = ["invoice", "position"]
         constraints = [models.UniqueConstraint(fields=["invoice", "position"], name="invoice_line_position_uniq")]
 
+    def __str__(self):
+        return self.description
+
 
 class PaymentStatus(models.TextChoices):
     SUCCEEDED = "succeeded"
@@ -314,7 +324,7 @@ class Payment(OrgOwned):
         ]
 
     def __str__(self):
-        return f"{self.amount} for {self.invoice_id}"
+        return f"{display.money(self.amount)} by {self.provider} ({self.provider_payment_id})"
 
     @property
     def refundable(self):
@@ -334,6 +344,9 @@ class Refund(OrgOwned):
                                     condition=Q(provider_refund_id__isnull=False), name="refund_provider_id_uniq"),
             models.CheckConstraint(condition=Q(amount__gt=0), name="refund_amount_positive"),
         ]
+
+    def __str__(self):
+        return f"Refund of {display.money(self.amount)}"
 
 
 class CreditGrant(OrgOwned):
@@ -378,8 +391,8 @@ class CreditGrant(OrgOwned):
 
     def __str__(self):
         if self.kind == self.Kind.PERIOD:
-            return f"Pool of {self.units} for {self.period_start:%Y-%m-%d}"
-        return f"Top-up of {self.units} ({self.idempotency_key})"
+            return f"Pool of {display.quantity(self.units)} units for {display.day(self.period_start)}"
+        return f"Top-up of {display.quantity(self.units)} units"
 
 
 class CreditPoolAlert(OrgOwned):

@@ -21,12 +21,12 @@ from customers.services import customer_delete
 
 @admin.register(Customer)
 class CustomerAdmin(BookScopedAdmin):
-    list_display = ["name", "external_id", "email", "status", "book", "net_terms", "is_internal", "created_at",
-                    "deleted_at"]
+    list_display = ["name", "external_id", "email", "status", "net_terms", "is_internal", "created_at"]
     list_filter = ["status", "is_internal", ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "external_id", "email", "billing_contact_email"]
     date_hierarchy = "created_at"
-    readonly_fields = ["id", "created_at", "updated_at", "deleted_at"]
+    # The JSON fields are written through the API (their rules are its serializers'); shown here as lines.
+    readonly_fields = ["id", "invoice_email_recipients", "metadata", "created_at", "updated_at", "deleted_at"]
     actions = ["soft_delete_customers"]
 
     def has_delete_permission(self, request, obj=None):
@@ -98,12 +98,24 @@ class ModelMapForm(forms.Form):
 class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """The ledger: append-only. Searches match whole values (the table is the largest one)."""
 
-    list_display = ["usage_date", "customer_external_id", "agent_code", "signal_name", "quantity", "model",
-                    "model_provider", "usage_cost", "event_status", "why_unpriced", "book"]
+    # What fits a 1,366 px window; the agent, the provider and the book are filters, searches and on the event's page.
+    list_display = ["usage_date", "customer_external_id", "signal_name", "quantity", "model", "usage_cost",
+                    "event_status", "why_unpriced"]
+    column_labels = {"usage_date": "Date", "customer_external_id": "Customer", "signal_name": "Signal",
+                     "usage_cost": "Cost", "event_status": "Status"}
     # A date filter rather than a date hierarchy: the hierarchy reads the distinct dates of the whole ledger.
     list_filter = ["event_status", "environment", ("usage_date", admin.DateFieldListFilter)]
     search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]
     ordering = ["-usage_date", "-id"]
+    readonly_fields = ["why_unpriced"]
+    fieldsets = [
+        (None, {"fields": ["usage_date", "customer", "agent", "signal", "quantity", "usage_cost", "event_status",
+                           "why_unpriced", "environment"]}),
+        ("Model and tokens", {"fields": ["model", "model_provider", "service", "input_tokens", "output_tokens",
+                                         "cache_read_tokens", "cache_write_tokens", "services"]}),
+        ("As recorded", {"fields": ["customer_external_id", "agent_code", "signal_name", "idempotency_key",
+                                    "metadata", "raw_event_id", "id", "book", "created_at", "updated_at"]}),
+    ]
     show_full_result_count = False
     actions = ["map_model", "price_again"]
 
@@ -121,8 +133,11 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Why unpriced")
     def why_unpriced(self, event):
-        """Replaced per request by `get_list_display` (this one serves the admin's checks and other callers)."""
-        return ""
+        """On the event's page: why it is unpriced (priced again now, read only). The list replaces this per
+        request by `get_list_display`, with one catalog read per book on the page."""
+        if event.usage_cost is not None:
+            return "-"
+        return events_unpriced_reasons(book=event.book, events=[event]).get(event.pk, "-")
 
     def get_list_display(self, request):
         """`why_unpriced` reads the reasons that `get_changelist_instance` worked out for this request's page."""

@@ -9,6 +9,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
+from config.core import display
 from config.core.ids import time_ordered_uuid
 from config.core.models import OrgOwned
 from config.core.money import ExactField, SumField
@@ -184,7 +185,7 @@ class UsageEvent(OrgOwned):
         ]
 
     def __str__(self):
-        return f"{self.signal_name} x {self.quantity} for {self.customer_external_id}"
+        return f"{self.signal_name} × {display.quantity(self.quantity)} for {self.customer_external_id}"
 
 
 class UsageEventKey(models.Model):

@@ -4,7 +4,7 @@ Every read takes the session's book and customer (portal/selectors.py), so the p
 rows only.
 """
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from decimal import Decimal
 
 from django.urls import reverse
@@ -17,7 +17,8 @@ from billing.services.payments import PAYABLE
 from customers.models import Customer
 from customers.serializers import CustomerWriteIn
 from portal import selectors
-from config.core.charts import BarChart, bar_chart, number_label
+from config.core import display
+from config.core.charts import BarChart, bar_chart
 from portal.models import PortalSession
 
 
@@ -58,7 +59,7 @@ class SubscriptionRow:
 
 
 def _local_days(start: datetime, end: datetime, timezone: str) -> tuple[str, str]:
-    return local_date(start, timezone).isoformat(), local_date(end - timedelta(microseconds=1), timezone).isoformat()
+    return display.period_days(start, end, timezone)
 
 
 def subscription_rows(subscriptions: list[Subscription]) -> list[SubscriptionRow]:
@@ -92,8 +93,8 @@ def pool_rows(*, book, customer: Customer, now: datetime) -> list[PoolRow]:
         subscription = balance.subscription
         period = (_local_days(balance.period_start, balance.period_end, subscription.timezone)
                   if balance.period_start and balance.period_end else None)
-        rows.append(PoolRow(subscription.name, subscription.plan.name, number_label(balance.pool.size),
-                            number_label(balance.consumed_units), number_label(balance.remaining_units),
+        rows.append(PoolRow(subscription.name, subscription.plan.name, display.quantity(balance.pool.size),
+                            display.quantity(balance.consumed_units), display.quantity(balance.remaining_units),
                             balance.remaining_percent, min(max(balance.remaining_percent, Decimal(0)), Decimal(100)),
                             period))
     return rows
@@ -112,7 +113,7 @@ def usage_section(*, book, customer: Customer, subscriptions: list[Subscription]
     usage = selectors.customer_usage(book=book, customer=customer, start=start, end=end, now=now)
     chart = bar_chart([(day.day.strftime("%b %-d"), Decimal(day.events)) for day in usage.days], unit="events")
     return UsageSection(_local_days(start, end, "UTC"), usage.events, chart,
-                        [(total.signal_name, total.events, number_label(total.quantity)) for total in usage.by_signal])
+                        [(total.signal_name, total.events, display.quantity(total.quantity)) for total in usage.by_signal])
 
 
 # --------------------------------------------------------------------------- profile form

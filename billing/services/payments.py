@@ -22,7 +22,7 @@ from billing import stripe_gateway
 from billing.events import invoice_event, payment_event
 from billing.models import Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
 from billing.pay_links import pay_token_digest
-from config.core.errors import BadRequest, Forbidden
+from config.core.errors import BadRequest, Conflict, Forbidden
 from config.core.money import ZERO, from_minor_units, to_minor_units
 from config.core.scoping import get_owned, owned
 from config.webhooks.models import EventType
@@ -65,6 +65,36 @@ def payment_record(*, invoice: Invoice, amount: Decimal, provider: str, provider
         logger.warning("invoice %s is overpaid by %s after payment %s (%s): refund the surplus", invoice.pk,
                        invoice.amount_overpaid, provider_payment_id, provider)
     return payment, True
+
+
+RECEIVED = "manual"  # the provider of money received outside Stripe (a transfer, a cheque), recorded by an operator
+
+
+@transaction.atomic
+def payment_record_received(*, book, invoice_id, amount: Decimal, reference: str,
+                            now: datetime) -> tuple[Payment, bool]:
+    """Money received outside the payment provider (a bank transfer, a cheque), recorded by an operator against
+    a sent, unpaid invoice; returns (payment, created). The transfer's reference is the payment's provider id, so
+    recording the same reference again finds the payment already recorded instead of adding it twice."""
+    invoice = get_owned(Invoice, book, invoice_id, queryset=owned(Invoice, book).select_for_update())
+    reference = reference.strip()
+    if not reference or len(reference) > PROVIDER_ID_LENGTH:
+        raise BadRequest([f"reference: Must be 1 to {PROVIDER_ID_LENGTH} characters (the transfer's reference)."])
+    recorded = owned(Payment, book).filter(provider_payment_id=reference).first()
+    if recorded is None:
+        if invoice.status not in PAYABLE:
+            raise BadRequest(f"Invoice {invoice.invoice_number} is {invoice.status}: payments are recorded against "
+                             f"sent invoices that are not paid.")
+        if amount <= 0:
+            raise BadRequest(["amount: Must be more than 0."])
+        # A concurrent recording of the reference loses the insert and finds the winner's payment.
+        recorded, created = payment_record(invoice=invoice, amount=amount, provider=RECEIVED,
+                                           provider_payment_id=reference, now=now)
+        if created:
+            return recorded, True
+    if recorded.invoice_id != invoice.pk:
+        raise Conflict(f"The reference {reference} is already recorded as a payment of another invoice.")
+    return recorded, False
 
 
 # --------------------------------------------------------------------------- Stripe webhook

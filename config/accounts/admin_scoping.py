@@ -16,6 +16,7 @@ from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.forms.models import InlineForeignKeyField
 
+from config.accounts.admin_display import shown, shown_all
 from config.accounts.models import Book, Membership, Organization, User
 
 # Read once per user object (one request): every model's permission checks ask again.
@@ -101,8 +102,8 @@ class ReadOnlyAdminMixin:
     def get_readonly_fields(self, request, obj=None):
         """Every shown field (all of the row's fields but the excluded ones, unless `fields` names them)."""
         excluded = self.exclude or ()
-        shown = self.fields or [field.name for field in self.model._meta.fields if field.name not in excluded]
-        return list(dict.fromkeys([*shown, *super().get_readonly_fields(request, obj)]))
+        names = self.fields or [field.name for field in self.model._meta.fields if field.name not in excluded]
+        return list(dict.fromkeys([*shown_all(self.model, names), *super().get_readonly_fields(request, obj)]))
 
     def has_add_permission(self, request, *args):
         return False
@@ -215,6 +216,9 @@ class SameBookModelForm(forms.ModelForm):
 class ScopedAdminMixin(OperatorPermissionsMixin):
     form = SameBookModelForm
 
+    class Media:
+        css = {"all": ["console/console.css"]}
+
     def get_queryset(self, request):
         return scoped(super().get_queryset(request), request.user)
 
@@ -232,6 +236,32 @@ class ScopedAdminMixin(OperatorPermissionsMixin):
     def formfield_for_manytomany(self, db_field, request, **kwargs):
         kwargs["queryset"] = self._choices(db_field, request, kwargs.get("queryset"))
         return super().formfield_for_manytomany(db_field, request, **kwargs)
+
+    column_labels: dict = {}  # shorter list headings than the fields' names, where a list must stay narrow
+
+    def get_list_display(self, request):
+        """Money, quantities, dates and JSON through the console's one formatter (config/accounts/admin_display.py)."""
+        return shown_all(self.model, super().get_list_display(request), self.column_labels)
+
+    def get_readonly_fields(self, request, obj=None):
+        return shown_all(self.model, super().get_readonly_fields(request, obj))
+
+    def get_exclude(self, request, obj=None):
+        """A field shown through a display function is not also a form field."""
+        stand_ins = [name.raw_field for name in self.get_readonly_fields(request, obj) if hasattr(name, "raw_field")]
+        return [*(super().get_exclude(request, obj) or ()), *stand_ins]
+
+    def get_fieldsets(self, request, obj=None):
+        """Read-only fields named in `fields` or `fieldsets` by the display functions that stand in for them."""
+        readonly = self.get_readonly_fields(request, obj)
+
+        def entry(name):
+            if isinstance(name, (list, tuple)):
+                return type(name)(entry(item) for item in name)
+            replacement = shown(self.model, name)
+            return replacement if replacement in readonly else name
+        return [(title, {**options, "fields": [entry(name) for name in options["fields"]]})
+                for title, options in super().get_fieldsets(request, obj)]
 
     def get_list_filter(self, request):
         """The scope filter first; related-field filters offer only rows and values of visible rows."""
@@ -256,4 +286,7 @@ class BookScopedAdmin(ScopedAdminMixin, admin.ModelAdmin):
 
 
 class ScopedInlineMixin(ScopedAdminMixin):
-    """Inline rows: scoped like their parent's admin (they belong to the same book)."""
+    """Inline rows: scoped like their parent's admin (they belong to the same book); tables without each row's
+    name above its cells."""
+
+    template = "admin/console/tabular.html"

@@ -178,6 +178,9 @@ class ApiRequestLog(models.Model):
         verbose_name = "API request log entry"
         verbose_name_plural = "API request log"
 
+    def __str__(self):
+        return f"{self.method} {self.path} {self.status}"
+
 
 class Invitation(models.Model):
     """A pending invitation to join an organization (accepted by a signed-in user)."""
@@ -194,3 +197,6 @@ class Invitation(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"Invitation of {self.email} ({self.role})"

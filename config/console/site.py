@@ -83,6 +83,8 @@ class ConsoleSite(admin.AdminSite):
     index_title = "Dashboard"
     index_template = "admin/console/index.html"
     site_url = None  # the service has no public home page to "view"
+    # The app list is on the dashboard: without the sidebar a list and its filters fit a 1,366 px window.
+    enable_nav_sidebar = False
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

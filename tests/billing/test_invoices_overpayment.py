@@ -177,9 +177,9 @@ def test_the_console_shows_the_overpaid_amount_on_the_invoice(operator, overpaid
     change = operator.get(f"/admin/billing/invoice/{overpaid.id}/change/")
     assert change.status_code == 200
     page = change.content.decode()
-    assert re.search(r"Amount overpaid.*?10\.00", page, re.S), "the change page shows the overpaid amount"
+    assert re.search(r"Overpaid \(to refund\).*?\$10\.00", page, re.S), "the change page shows the overpaid amount"
     listing = operator.get("/admin/billing/invoice/")
-    assert listing.status_code == 200 and "10.00" in listing.content.decode()
+    assert listing.status_code == 200 and "$10.00" in listing.content.decode()
     only_overpaid = operator.get("/admin/billing/invoice/?overpaid=yes")
     assert only_overpaid.status_code == 200
     assert overpaid.invoice["invoiceNumber"] in only_overpaid.content.decode()
@@ -187,14 +187,14 @@ def test_the_console_shows_the_overpaid_amount_on_the_invoice(operator, overpaid
     assert not_overpaid.status_code == 200
     assert overpaid.invoice["invoiceNumber"] not in not_overpaid.content.decode()
     subscription = operator.get(f"/admin/billing/subscription/{overpaid.chain.subscription['id']}/change/")
-    assert subscription.status_code == 200 and "10.00" in subscription.content.decode()  # its invoices inline
+    assert subscription.status_code == 200 and "$10.00" in subscription.content.decode()  # its invoices inline
 
 
 def test_the_console_exports_the_overpaid_column(operator, overpaid):
     resp = operator.post("/admin/billing/invoice/", {"action": "export_csv", "_selected_action": [overpaid.id],
                                                      "index": "0"})
     header, row = csv.reader(io.StringIO(b"".join(resp.streaming_content).decode()))
-    assert row[header.index("Amount overpaid")] == "10.00"
+    assert row[header.index("Overpaid")] == "10.00"
 
 
 def test_the_console_refund_action_refunds_the_surplus_payment(operator, overpaid):

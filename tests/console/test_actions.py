@@ -52,9 +52,9 @@ def test_generate_drafts_the_current_periods_invoice_of_each_selected_subscripti
     invoice = Invoice.objects.get(subscription_id=chain.subscription["id"])
     assert (invoice.status, invoice.period_start.isoformat(), invoice.total) == (
         "draft", "2025-06-01T00:00:00+00:00", Decimal("20.00"))
-    assert messages_of(resp) == [f"{invoice.invoice_number} generated for Main: draft, total 20.00 USD."]
+    assert messages_of(resp) == [f"{invoice.invoice_number} generated for Main: draft, total $20.00."]
     again = action(console, SUBSCRIPTIONS, "generate_invoices", [subscription_of(chain)])
-    assert messages_of(again) == [f"{invoice.invoice_number} re-priced for Main: draft, total 20.00 USD."]
+    assert messages_of(again) == [f"{invoice.invoice_number} re-priced for Main: draft, total $20.00."]
     assert Invoice.objects.count() == 1
 
 
@@ -117,7 +117,7 @@ def test_refund_records_the_amount_on_the_payment_and_the_invoice(console, api, 
     invoice.refresh_from_db()
     assert (payment.refunded_amount, payment.status) == (Decimal("5.00"), "partially_refunded")
     assert (invoice.amount_paid, invoice.status) == (Decimal("15.00"), "paid")
-    assert messages_of(resp) == [f"Refunded 5.00 of payment {payment.provider_payment_id} ({invoice})."]
+    assert messages_of(resp) == [f"Refunded $5.00 of payment {payment.provider_payment_id} ({invoice})."]
 
 
 def test_a_refund_beyond_what_is_left_is_an_error_message(console, api, chain, client):
@@ -200,7 +200,7 @@ def test_the_subscription_page_shows_its_strategies_invoices_and_credit_pool(con
     page = console.get(f"{SUBSCRIPTIONS}{pool_chain.subscription['id']}/change/").content.decode()
     assert "strategy 0" in page  # the plan's strategy for this agent
     assert "INV-000001" in page  # the invoices inline
-    assert "100 of 100 units left (100.00%)" in page
+    assert "100 of 100 units left (100%), 0 used this period (2025-06-01 to 2025-06-30)." in page
 
 
 def test_the_nearly_empty_pool_filter_lists_pools_with_20_percent_or_less_left(console, pool_chain, chain):

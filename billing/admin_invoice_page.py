@@ -1,0 +1,157 @@
+"""The console's invoice page as the document reads: who bills whom for which period, the lines with quantity, unit
+price and amount, discount, tax and totals, the payments and refunds, and what is due or owed back; plus which of
+the page's actions the invoice's state and the operator's role allow. Values are formatted by config/core/display.py,
+as the portal and the PDF format them. Nothing secret is read: the pay link's token exists only in the email."""
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from billing.invoice_documents import Seller, period_label, unit_price
+from billing.models import Invoice, InvoiceLine, InvoiceStatus, Payment
+from billing.services.payments import PAYABLE
+from config.accounts.admin_scoping import may_act
+from config.accounts.api import MONEY_ROLES
+from config.core import display
+
+SENDABLE = (InvoiceStatus.DRAFT, *PAYABLE)
+
+
+@dataclass(frozen=True)
+class PageLine:
+    description: str
+    note: str  # how the line was priced: tiers, minimum, usage counted, proration
+    quantity: str
+    unit_price: str
+    amount: str
+
+
+@dataclass(frozen=True)
+class PageRefund:
+    at: str
+    amount: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class PagePayment:
+    pk: str
+    at: str
+    amount: str
+    refunded: str
+    refundable: str  # empty when nothing is left to refund
+    status: str
+    provider: str
+    reference: str
+    refunds: list[PageRefund] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class InvoicePage:
+    invoice: Invoice
+    seller: Seller
+    customer_lines: list[str]
+    period: str
+    facts: list[tuple[str, str]]
+    lines: list[PageLine]
+    totals: list[tuple[str, str, bool]]  # label, amount, emphasized
+    payments: list[PagePayment]
+    may_send: bool
+    may_void: bool
+    may_record_payment: bool
+    may_refund: bool
+    money_role: bool  # the operator may void, record payments and refund here (owner, admin, finance)
+    amount_due: str
+    overpaid: str | None
+
+
+def _tiers(tiers: list, currency: str) -> str:
+    parts = []
+    for tier in tiers:
+        lower = display.quantity(Decimal(str(tier.get("lower") or 0)))
+        upper = tier.get("upper")
+        span = f"{lower} to {display.quantity(Decimal(str(upper)))}" if upper is not None else f"from {lower}"
+        parts.append(f"{span} at {display.price(Decimal(str(tier['rate'])), currency)}")
+    return "; ".join(parts)
+
+
+def line_note(line: InvoiceLine, currency: str) -> str:
+    """How the line was priced, in words: the pricing model and its tiers, a minimum, the usage counted when the
+    minimum lifted it, and the days of a prorated charge."""
+    terms = line.terms or {}
+    parts = []
+    model = terms.get("pricingModel")
+    if terms.get("tiers"):
+        parts.append(f"{str(model or 'tiered').replace('_', ' ')}: {_tiers(terms['tiers'], currency)}")
+    minimum = Decimal(str(terms.get("minimumCommitment") or 0))
+    if minimum > 0:
+        parts.append(f"minimum {display.quantity(minimum)}")
+    if line.used_quantity is not None and line.used_quantity != line.quantity:
+        parts.append(f"used {display.quantity(line.used_quantity)}")
+    if line.prorated_days is not None and line.period_days:
+        parts.append(f"prorated {line.prorated_days} of {line.period_days} days")
+    return " · ".join(parts)
+
+
+def _customer_lines(customer) -> list[str]:
+    city = " ".join(part for part in (customer.zip_code, customer.city, customer.state) if part)
+    return [part for part in (customer.email, customer.address_line1, customer.address_line2, city, customer.country)
+            if part]
+
+
+def _totals(invoice: Invoice) -> list[tuple[str, str, bool]]:
+    money = lambda amount: display.money(amount, invoice.currency)  # noqa: E731
+    rows = [("Subtotal", money(invoice.subtotal), False)]
+    if invoice.discount:
+        how = [display.percent(invoice.discount_percent)] if invoice.discount_percent else []
+        how += [money(invoice.discount_fixed)] if invoice.discount_fixed else []
+        rows.append((f"Discount ({' + '.join(how)})" if how else "Discount", "-" + money(invoice.discount), False))
+    if invoice.tax:
+        rows.append((f"Tax ({display.percent(invoice.tax_percent)})", money(invoice.tax), False))
+    rows.append(("Total", money(invoice.total), True))
+    rows.append(("Paid (net of refunds)", "-" + money(invoice.amount_paid) if invoice.amount_paid else money(0),
+                 False))
+    if invoice.status != InvoiceStatus.VOID:  # a void invoice owes nothing
+        rows.append(("Amount due", money(invoice.amount_due), True))
+    if invoice.amount_overpaid > 0:
+        rows.append(("Overpaid (to refund)", money(invoice.amount_overpaid), True))
+    return rows
+
+
+def _payments(payments: list[Payment], currency: str) -> list[PagePayment]:
+    return [PagePayment(
+        str(payment.pk), display.moment(payment.created_at), display.money(payment.amount, currency),
+        display.money(payment.refunded_amount, currency) if payment.refunded_amount else display.EMPTY,
+        display.money(payment.refundable, currency) if payment.refundable > 0 else "",
+        payment.get_status_display(), payment.provider, payment.provider_payment_id,
+        [PageRefund(display.moment(refund.created_at), display.money(refund.amount, currency),
+                    refund.reason or display.EMPTY) for refund in payment.refunds.all()],
+    ) for payment in payments]
+
+
+def invoice_page(invoice: Invoice, user) -> InvoicePage:
+    currency, subscription = invoice.currency, invoice.subscription
+    timezone = subscription.timezone
+    lines = [PageLine(line.description, line_note(line, currency), display.quantity(line.quantity),
+                      unit_price(line), display.money(line.amount, currency)) for line in invoice.lines.all()]
+    facts = [("Status", invoice.get_status_display()), ("Billing period", period_label(invoice)),
+             ("Issued", display.day(invoice.issued_at, timezone)), ("Due", display.day(invoice.due_date))]
+    if invoice.paid_at:
+        facts.append(("Paid", display.day(invoice.paid_at, timezone)))
+    if invoice.voided_at:
+        facts.append(("Voided", f"{display.day(invoice.voided_at, timezone)}"
+                                f"{': ' + invoice.void_reason if invoice.void_reason else ''}"))
+    if invoice.last_sent_at:
+        facts.append(("Last sent", display.moment(invoice.last_sent_at)))
+    payments = list(invoice.payments.prefetch_related("refunds"))
+    money_role = may_act(user, invoice.book.organization_id, MONEY_ROLES)
+    return InvoicePage(
+        invoice=invoice, seller=Seller.of(invoice.book.organization), customer_lines=_customer_lines(invoice.customer),
+        period=period_label(invoice), facts=facts, lines=lines, totals=_totals(invoice),
+        payments=_payments(payments, currency),
+        may_send=invoice.status in SENDABLE,
+        may_void=money_role and invoice.status in SENDABLE and invoice.amount_paid == 0,
+        may_record_payment=money_role and invoice.status in PAYABLE,
+        may_refund=money_role and any(payment.refundable > 0 for payment in payments), money_role=money_role,
+        amount_due=(display.EMPTY if invoice.status == InvoiceStatus.VOID
+                    else display.money(invoice.amount_due, currency)),
+        overpaid=display.money(invoice.amount_overpaid, currency) if invoice.amount_overpaid > 0 else None,
+    )

@@ -1,0 +1,144 @@
+"""The console's invoice page: the document (seller, customer, period, lines, totals, payments) with values written
+as the portal writes them, nothing secret on it, and its actions (PDF, send, void, record a payment received,
+refund) through the same services as the API, reported as messages on the page."""
+from decimal import Decimal
+
+import pytest
+
+from billing.models import Invoice, Payment, Refund
+from tests.billing.invoice_support import JAN, WEBHOOK_SECRET, billing_chain, draft, pay, recurring, usage
+from tests.billing.support import ok
+from tests.console.conftest import NOW, messages_of
+from tests.console.world import populate
+
+pytestmark = pytest.mark.django_db
+
+FEB = ("2025-02-01T00:00:00Z", "2025-02-28T23:59:59Z")
+
+
+@pytest.fixture(autouse=True)
+def _console_settings(settings, frozen_now):
+    settings.STRIPE_SECRET_KEY = ""
+    settings.STRIPE_WEBHOOK_SECRET = WEBHOOK_SECRET
+
+
+@pytest.fixture
+def chain(api, book):
+    """A customer on a 20/month plan with 0.25 per unit of usage, active since January 2025."""
+    return billing_chain(api, book, [recurring("20"), usage("0.25")])
+
+
+def issued(api, chain, period=JAN) -> Invoice:
+    invoice = draft(api, chain, period)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    return Invoice.objects.get(pk=invoice["id"])
+
+
+def page_of(invoice) -> str:
+    return f"/admin/billing/invoice/{invoice.pk}/change/"
+
+
+def act(client, invoice, what: str, **data):
+    return client.post(f"/admin/billing/invoice/{invoice.pk}/act/{what}/", data, follow=True)
+
+
+def test_the_page_reads_like_the_document_without_secrets_or_raw_values(console, api, chain):
+    invoice = issued(api, chain)
+    assert invoice.pay_token_nonce and invoice.pricing_terms
+    page = console.get(page_of(invoice)).content.decode()
+    assert "Bill to" in page and chain.customer.name in page and "billing@client.example.com" in page
+    assert "2025-01-01 to 2025-01-31" in page  # the half-open period [Jan 1, Feb 1) as the portal writes it
+    assert '<td class="console-number">1</td>' in page and '<td class="console-number">$20.00</td>' in page
+    assert 'data-total="Total">$20.00<' in page and 'data-total="Amount due">$20.00<' in page
+    assert invoice.pay_token_nonce not in page and invoice.pay_token_digest not in page
+    for raw in ('{&quot;', '{"', "object (", "000000000000", "None"):
+        assert raw not in page, raw
+    assert "Record payment" in page and "Void invoice" in page and "Send again" in page
+    pdf = console.get(f"/admin/billing/invoice/{invoice.pk}/pdf/")
+    assert pdf.status_code == 200 and pdf["Content-Type"] == "application/pdf" and pdf.content.startswith(b"%PDF")
+
+
+def test_send_from_the_page_finalizes_and_emails_the_draft(console, api, chain):
+    invoice = Invoice.objects.get(pk=draft(api, chain)["id"])
+    resp = act(console, invoice, "send")
+    invoice.refresh_from_db()
+    assert (invoice.status, invoice.last_sent_at) == ("issued", NOW)
+    assert resp.redirect_chain[-1][0] == page_of(invoice)
+    assert messages_of(resp) == [f"{invoice} sent to billing@client.example.com (issued)."]
+
+
+def test_void_from_the_page_keeps_the_reason(console, api, chain):
+    invoice = issued(api, chain)
+    resp = act(console, invoice, "void", **{"void-reason": "billed twice"})
+    invoice.refresh_from_db()
+    assert (invoice.status, invoice.void_reason) == ("void", "billed twice")
+    assert messages_of(resp) == [f"{invoice} voided."]
+    assert "Void invoice" not in resp.content.decode() and "Record payment" not in resp.content.decode()
+
+
+def test_a_payment_received_is_recorded_once_per_reference(console, api, chain):
+    invoice = issued(api, chain)
+    resp = act(console, invoice, "payment", **{"payment-amount": "12.50", "payment-reference": "WIRE-1"})
+    assert messages_of(resp) == [f"{invoice}: payment of $12.50 (WIRE-1) recorded."]
+    invoice.refresh_from_db()
+    assert (invoice.status, invoice.amount_paid, invoice.amount_due) == ("issued", Decimal("12.50"), Decimal("7.50"))
+    again = act(console, invoice, "payment", **{"payment-amount": "12.50", "payment-reference": "WIRE-1"})
+    assert messages_of(again) == [f"{invoice}: the payment WIRE-1 was recorded already."]
+    rest = act(console, invoice, "payment", **{"payment-amount": "7.50", "payment-reference": "WIRE-2"})
+    invoice.refresh_from_db()
+    assert (invoice.status, invoice.amount_paid, invoice.paid_at) == ("paid", Decimal("20.00"), NOW)
+    assert list(Payment.objects.filter(invoice=invoice).values_list("provider", "provider_payment_id", "amount")) == [
+        ("manual", "WIRE-1", Decimal("12.50")), ("manual", "WIRE-2", Decimal("7.50"))]
+    assert 'data-total="Amount due">$0.00<' in rest.content.decode()
+    assert api.get(f"/v1/invoices/{invoice.pk}").json()["status"] == "paid"  # the API sees the same payments
+
+
+def test_a_payment_is_refused_on_a_draft_and_a_reference_of_another_invoice(console, api, chain):
+    first = issued(api, chain)
+    act(console, first, "payment", **{"payment-amount": "5.00", "payment-reference": "WIRE-7"})
+    second = issued(api, chain, FEB)
+    resp = act(console, second, "payment", **{"payment-amount": "5.00", "payment-reference": "WIRE-7"})
+    assert messages_of(resp) == [f"{second}: The reference WIRE-7 is already recorded as a payment of another "
+                                 "invoice."]
+    open_draft = Invoice.objects.get(pk=draft(api, chain, ("2025-03-01T00:00:00Z", "2025-03-31T23:59:59Z"))["id"])
+    refused = act(console, open_draft, "payment", **{"payment-amount": "5.00", "payment-reference": "WIRE-8"})
+    assert messages_of(refused) == [f"{open_draft}: Invoice {open_draft} is draft: payments are recorded against "
+                                    "sent invoices that are not paid."]
+    bad = act(console, first, "payment", **{"payment-amount": "-1", "payment-reference": "WIRE-9"})
+    assert messages_of(bad) == [f"{first}: amount: Ensure this value is greater than or equal to 0.01."]
+    assert Payment.objects.count() == 1
+
+
+def test_refund_from_the_page_refunds_the_chosen_payment(console, api, chain, client):
+    invoice = issued(api, chain)
+    assert pay(client, {"id": str(invoice.pk), "total": str(invoice.total)}).status_code == 200
+    payment = Payment.objects.get(invoice=invoice)
+    resp = act(console, invoice, "refund", payment=str(payment.pk), **{"refund-amount": "5.00",
+                                                                        "refund-reason": "goodwill"})
+    assert messages_of(resp) == [f"Refunded $5.00 of payment {payment.provider_payment_id} ({invoice})."]
+    refund = Refund.objects.get(payment=payment)
+    assert (refund.amount, refund.reason) == (Decimal("5.00"), "goodwill")
+    page = resp.content.decode()
+    assert "Refund: goodwill" in page and 'data-total="Amount due">$5.00<' in page
+
+
+def test_money_actions_on_the_page_need_the_apis_roles(console_for, api, chain):
+    invoice = issued(api, chain)
+    member = console_for(role="member", email="member@acme.example.com")
+    assert "Record payment" not in member.get(page_of(invoice)).content.decode()
+    resp = act(member, invoice, "payment", **{"payment-amount": "5.00", "payment-reference": "WIRE-3"})
+    assert messages_of(resp) == [f"{invoice}: This needs the owner, admin or finance role in its organization."]
+    resp = act(member, invoice, "void", **{"void-reason": ""})
+    assert messages_of(resp) == [f"{invoice}: This needs the owner, admin or finance role in its organization."]
+    assert not Payment.objects.exists() and Invoice.objects.get(pk=invoice.pk).status == "issued"
+    assert messages_of(act(member, invoice, "send")) == [f"{invoice} sent to billing@client.example.com (issued)."]
+
+
+def test_another_organizations_invoice_is_neither_shown_nor_acted_on(console, other_book):
+    foreign = populate(other_book, "foreign")[Invoice]
+    for resp in (console.get(f"/admin/billing/invoice/{foreign.pk}/pdf/", follow=True),
+                 act(console, foreign, "void", **{"void-reason": "x"})):
+        assert resp.redirect_chain[-1][0] == "/admin/"
+        assert any("doesn’t exist" in message or "does not exist" in message for message in messages_of(resp))
+    assert Invoice.objects.get(pk=foreign.pk).status == "issued"
+    assert console.get(f"/admin/billing/invoice/{foreign.pk}/act/send/").status_code == 405

@@ -1,0 +1,53 @@
+"""How people read values, one way in the console, the portal and the invoice documents (config/core/display.py)."""
+from datetime import date, datetime, timezone
+from decimal import Decimal as D
+
+import pytest
+
+from config.core import display
+
+
+@pytest.mark.parametrize("amount, currency, expected", [
+    (D("3149.5"), "usd", "$3,149.50"),
+    (D("0"), "usd", "$0.00"),
+    (D("-12.3"), "usd", "-$12.30"),
+    (D("1234.5"), "eur", "1,234.50 EUR"),
+    (None, "usd", "-"),
+])
+def test_money_has_two_places_and_the_currency(amount, currency, expected):
+    assert display.money(amount, currency) == expected
+
+
+@pytest.mark.parametrize("amount, expected", [
+    (D("0.000375000000"), "$0.000375"),  # an event's cost keeps its digits
+    (D("0.400000000000"), "$0.40"),  # never fewer than two places
+    (D("1250"), "$1,250.00"),
+])
+def test_a_cost_or_rate_keeps_every_significant_digit(amount, expected):
+    assert display.price(amount) == expected
+
+
+@pytest.mark.parametrize("value, expected", [
+    (D("3149.000000000000"), "3,149"),
+    (D("0.250000000000"), "0.25"),
+    (D("1E+3"), "1,000"),
+    (12, "12"),
+    (None, "-"),
+])
+def test_quantities_have_no_trailing_zeros(value, expected):
+    assert display.quantity(value) == expected
+
+
+def test_a_half_open_period_is_written_as_its_first_and_last_local_day():
+    start, end = datetime(2026, 10, 1, tzinfo=timezone.utc), datetime(2026, 11, 1, tzinfo=timezone.utc)
+    assert display.period(start, end) == "2026-10-01 to 2026-10-31"
+    # The same instants in New York: the period's days there (UTC midnight is the evening before).
+    assert display.period(start, end, "America/New_York") == "2026-09-30 to 2026-10-31"
+    assert display.period(None, end) == "-"
+
+
+def test_days_and_instants():
+    assert display.day(date(2026, 10, 1)) == "2026-10-01"
+    assert display.moment(datetime(2026, 10, 1, 14, 5, 59, tzinfo=timezone.utc)) == "2026-10-01 14:05 UTC"
+    assert display.percent(D("12.50")) == "12.5%"
+    assert display.moment(None) == display.day(None) == display.percent(None) == "-"
