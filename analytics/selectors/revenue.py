@@ -225,7 +225,8 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
             line.agent_earned += earned
             line.revenue += earned
     span = _covered_span(subscription, window)
-    if window.start <= subscription.start_date < window.end:
+    # A plan change never charges the new plan's one-time fees (contract: "Plan changes").
+    if window.start <= subscription.start_date < window.end and subscription.previous_subscription_id is None:
         for strategy in _terms_at(timeline, subscription.start_date).strategies:
             if strategy.charge_type == ChargeType.ONETIME:
                 figures.onetime += strategy.terms.rate

@@ -62,6 +62,15 @@ def credit_pool(quantity: Decimal, tiers: Sequence[Tier]) -> Decimal:
     return pool.rate + max(quantity - pool.upper, ZERO) * overage.rate
 
 
+def prorated_pool(tiers: Sequence[Tier], *, covered: int, period_days: int) -> tuple[Tier, Tier]:
+    """A credit pool's tiers for one side of a plan change (contract: "Plan changes"): pool units and pool
+    price x covered days / days in the period, exact (units are not rounded to whole units); the overage
+    rate is the side's own."""
+    pool, overage = tiers[0], tiers[1]
+    units = pool.upper * covered / period_days
+    return Tier(ZERO, units, pool.rate * covered / period_days), Tier(units, None, overage.rate)
+
+
 PRICING_MODELS: dict[str, Callable[[Decimal, "StrategyTerms"], Decimal]] = {
     "flat": lambda quantity, terms: flat(quantity, terms.rate),
     "graduated": lambda quantity, terms: graduated(quantity, terms.tiers),
@@ -192,13 +201,17 @@ class DaySpan:
 @dataclass(frozen=True)
 class SubscriptionTerms:
     """What of a subscription pricing needs. `start` is the first covered local day, `end` the first
-    local day no longer covered (None: forever)."""
+    local day no longer covered (None: forever). `starts_by_change` / `ends_by_change`: the subscription
+    starts (ends) by a plan change, which splits that period's money between the two sides (contract: "Plan
+    changes")."""
 
     start: date
     end: date | None = None
     billing_cycle: str = "monthly"
     seats_count: Decimal = ZERO
     prorated_amount: Decimal | None = None
+    starts_by_change: bool = False
+    ends_by_change: bool = False
 
     @classmethod
     def from_values(cls, *, start_date: datetime, end_date: datetime | None = None, is_forever: bool = False,
@@ -214,6 +227,14 @@ class SubscriptionTerms:
 
     def starts_in(self, period: DaySpan) -> bool:
         return period.start <= self.start < period.end
+
+    def ends_in(self, period: DaySpan) -> bool:
+        return self.end is not None and period.start < self.end <= period.end
+
+    def split_by_change(self, period: DaySpan) -> bool:
+        """The period is shared with the other side of a plan change: this side covers only part of it."""
+        changed = (self.starts_by_change and self.starts_in(period)) or (self.ends_by_change and self.ends_in(period))
+        return changed and covered_days(self, period) < period.days
 
 
 @dataclass(frozen=True)
@@ -287,12 +308,20 @@ def strategy_line(terms: StrategyTerms, *, subscription: SubscriptionTerms, peri
                   quantity: Decimal = ZERO) -> Line | None:
     """One strategy's charge for one billing period; None when it has none (a one-time fee after the
     subscription's first period). `quantity` is the usage total of the period (usage strategies only).
-    Usage charges (pool price and minimum commitment included) are never prorated; recurring and seat
-    fees are, where the subscription starts or ends inside the period."""
+    Usage charges (pool price and minimum commitment included) are never prorated, except a credit pool in
+    a period a plan change splits (units and price by covered days); recurring and seat fees are, where the
+    subscription starts or ends inside the period."""
     if terms.charge_type == USAGE:
+        if terms.pricing_model == "credit_pool" and subscription.split_by_change(period):
+            covered = covered_days(subscription, period)
+            tiers = prorated_pool(terms.tiers, covered=covered, period_days=period.days)
+            billed = billed_quantity(quantity, terms)
+            return Line(USAGE, terms.strategy_id, billed, credit_pool(billed, tiers), (covered, period.days))
         return Line(USAGE, terms.strategy_id, billed_quantity(quantity, terms), price_quantity(quantity, terms))
     if terms.charge_type == ONETIME:
-        return Line(ONETIME, terms.strategy_id, Decimal(1), terms.rate) if subscription.starts_in(period) else None
+        # A plan change never charges the new plan's one-time fees (contract: "Plan changes").
+        first = subscription.starts_in(period) and not subscription.starts_by_change
+        return Line(ONETIME, terms.strategy_id, Decimal(1), terms.rate) if first else None
     if terms.charge_type == SEAT_BASED:
         units = billed_quantity(subscription.seats_count, terms)
         stated_fee = price_quantity(subscription.seats_count, terms)
