@@ -14,6 +14,7 @@ from functools import partial
 from django.db import IntegrityError, transaction
 
 from billing.models import CreditGrant, CreditPoolAlert, Subscription
+from billing.pricing.lines import pool_units
 from billing.selectors.credit_pools import (HUNDRED, PERIOD, TOPUP, CreditBalance, Pool, balance_cache_refresh,
                                             credit_balance_get, credit_balance_list, pending_settlements, pool_for)
 from billing.services.changelog import Kind, changelog_add
