@@ -5,7 +5,7 @@ settings, never float. Amounts stay exact (28 significant digits through divisio
 line is written; `invoice_totals` rounds each line once, half-up (contract: Rounding). The rules and
 worked examples are in docs/decisions/pricing.md.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Callable, Iterable, Mapping, Sequence
@@ -304,6 +304,16 @@ def prorate(fee: Decimal, *, covered: int, period_days: int) -> Decimal:
     return fee if covered >= period_days else fee * covered / period_days
 
 
+def side_terms(terms: StrategyTerms, *, subscription: SubscriptionTerms, period: DaySpan) -> StrategyTerms:
+    """A usage strategy as one side of a plan change bills it in `period`: a credit pool's units and price
+    prorated by the days the side covers (contract: "Plan changes"); any other strategy, or a period no change
+    splits, as it is (usage minimums and tier bounds are never prorated)."""
+    if terms.charge_type != USAGE or terms.pricing_model != "credit_pool" or not subscription.split_by_change(period):
+        return terms
+    return replace(terms, tiers=prorated_pool(terms.tiers, covered=covered_days(subscription, period),
+                                              period_days=period.days))
+
+
 def strategy_line(terms: StrategyTerms, *, subscription: SubscriptionTerms, period: DaySpan,
                   quantity: Decimal = ZERO) -> Line | None:
     """One strategy's charge for one billing period; None when it has none (a one-time fee after the
@@ -312,12 +322,9 @@ def strategy_line(terms: StrategyTerms, *, subscription: SubscriptionTerms, peri
     a period a plan change splits (units and price by covered days); recurring and seat fees are, where the
     subscription starts or ends inside the period."""
     if terms.charge_type == USAGE:
-        if terms.pricing_model == "credit_pool" and subscription.split_by_change(period):
-            covered = covered_days(subscription, period)
-            tiers = prorated_pool(terms.tiers, covered=covered, period_days=period.days)
-            billed = billed_quantity(quantity, terms)
-            return Line(USAGE, terms.strategy_id, billed, credit_pool(billed, tiers), (covered, period.days))
-        return Line(USAGE, terms.strategy_id, billed_quantity(quantity, terms), price_quantity(quantity, terms))
+        side = side_terms(terms, subscription=subscription, period=period)
+        days = (covered_days(subscription, period), period.days) if side is not terms else None
+        return Line(USAGE, terms.strategy_id, billed_quantity(quantity, side), price_quantity(quantity, side), days)
     if terms.charge_type == ONETIME:
         # A plan change never charges the new plan's one-time fees (contract: "Plan changes").
         first = subscription.starts_in(period) and not subscription.starts_by_change

@@ -101,6 +101,17 @@ def test_an_upgrade_on_the_17th_of_a_30_day_month_splits_fees_seats_usage_and_th
     july = acme.generate(new, ("2025-07-01T00:00:00Z", "2025-08-01T00:00:00Z"))
     assert lines(july) == [("recurring", 1, 90.0), ("seat_based", 8, 72.0), ("usage", 0, 0.0), ("usage", 0, 240.0)]
 
+    # Revenue labels read the same split: fees recognized over the days each side covers, the pool at each
+    # side's share, no setup fee on the new side.
+    old_revenue = acme.revenue(old, "2025-06-01", "2025-06-30")
+    new_revenue = acme.revenue(new, "2025-06-01", "2025-06-30")
+    def labels(body) -> list[D]:
+        breakdown = body["breakdown"]
+        return [D(str(value)) for value in (body["agentEarned"], breakdown["recurring"], breakdown["seat"],
+                                            breakdown["onetime"], body["revenue"])]
+    assert labels(old_revenue) == [D(152), D(16), D(16), D(0), D(184)]
+    assert labels(new_revenue) == [D(167), D(42), D("33.6"), D(0), D("242.6")]
+
     old_log, new_log = changelog(acme.api, old["id"]), changelog(acme.api, new["id"])
     assert old_log[0]["kind"] == "plan_change" and old_log[0]["actor"].startswith("api-key:")
     assert old_log[0]["changes"]["nextSubscriptionId"] == {"before": None, "after": new["id"]}
