@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 
-from billing.models import Invoice, InvoiceStatus, PlanAgent, PricingPlan, Subscription, SubscriptionStatus
+from billing.models import CreditGrant, Invoice, InvoiceStatus, PlanAgent, PricingPlan, Subscription, SubscriptionStatus
 from billing.pricing.periods import period_as_of
 from billing.pricing.terms import effective_end, schedule_of
 from billing.services.changelog import Kind, changelog_add, json_value
@@ -69,9 +69,12 @@ def _scheduled_successor(book, subscription: Subscription, *, now: datetime) -> 
     if successor.status != Status.UPCOMING or successor.start_date <= now:
         raise Conflict(f"The plan already changed at {json_value(successor.start_date)}: this subscription continues as "
                        f"{successor.id}; change that subscription's plan instead.", code="plan_already_changed")
-    if owned(Invoice, book).filter(subscription=successor).exists():
-        raise Conflict(f"Subscription {successor.id}, which the scheduled change starts, already has invoices; void "
-                       "and delete nothing by hand: end it instead.", code="plan_change_invoiced")
+    # Its invoices and top-ups are records of their own: a successor that has any is never deleted.
+    if owned(Invoice, book).filter(subscription=successor).exists() or \
+            owned(CreditGrant, book).filter(subscription=successor, kind=CreditGrant.Kind.TOPUP).exists():
+        raise Conflict(f"Subscription {successor.id}, which the scheduled change starts, already has invoices or "
+                       "top-ups, so the scheduled change can no longer be replaced or withdrawn; end that subscription "
+                       "instead.", code="plan_change_invoiced")
     return successor
 
 
