@@ -8,15 +8,18 @@ pools prorated in units and price, no one-time fee for the new plan. These funct
 links between them, the changelog and the old side's draft invoices; the rules are in
 docs/decisions/plans-and-subscriptions.md.
 """
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.db import transaction
 
-from billing.models import CreditGrant, Invoice, InvoiceStatus, PlanAgent, PricingPlan, Subscription, SubscriptionStatus
-from billing.pricing.periods import period_as_of
+from billing.models import (CreditGrant, Invoice, InvoiceLine, InvoiceStatus, PlanAgent, PricingPlan, Subscription,
+                            SubscriptionStatus)
+from billing.pricing.periods import period_as_of, period_containing
 from billing.pricing.terms import effective_end, schedule_of
 from billing.services.changelog import Kind, changelog_add, json_value
-from billing.services.invoices import invoices_fit_to_end
+from billing.services.invoices import invoice_generate, invoices_fit_to_end
 from billing.services.subscriptions import (_customer_locked_quietly, _fit_period_to_end, _local_instant,
                                             _refuse_overlap, _set_period)
 from config.core.errors import Conflict, NotFound, Unprocessable
@@ -186,3 +189,52 @@ def subscription_plan_change_withdraw(*, book, subscription_id, now: datetime, a
         raise NotFound("This subscription has no scheduled plan change.")
     _withdraw(subscription, successor, actor=actor, reason="Scheduled plan change withdrawn")
     return subscription
+
+
+@dataclass(frozen=True)
+class SidePreview:
+    """What one side of a plan change bills for the period the change falls in."""
+
+    subscription_name: str
+    plan_name: str
+    period_start: datetime
+    period_end: datetime
+    lines: tuple[tuple[str, Decimal], ...]  # (description, amount) as the invoice would show them
+    total: Decimal
+
+
+class _Preview(Exception):
+    """Carries the preview out of the transaction it rolls back."""
+
+    def __init__(self, sides):
+        super().__init__("preview")
+        self.sides = sides
+
+
+def _side(book, subscription: Subscription, start: datetime, end: datetime, *, now: datetime) -> SidePreview:
+    invoice, _ = invoice_generate(book=book, now=now, customer_id=subscription.customer_id,
+                                  subscription_id=subscription.pk, billing_period_start=start, billing_period_end=end)
+    lines = tuple(owned(InvoiceLine, book).filter(invoice=invoice).order_by("position")
+                  .values_list("description", "amount"))
+    return SidePreview(subscription.name, subscription.plan.name, start, end, lines, invoice.total)
+
+
+def subscription_plan_change_preview(*, book, subscription_id, now: datetime, actor: str, plan_id, effective_at=None,
+                                     seats_count: int | None = None, name: str | None = None
+                                     ) -> tuple[SidePreview, SidePreview]:
+    """The two sides' invoices for the period the change falls in (old side, new side), exactly as generating them
+    after the change would give them: the change and both invoices are made and then rolled back, so the preview
+    runs the same code as the change and nothing is kept. Refuses what the change refuses."""
+    try:
+        with transaction.atomic():
+            replacement = subscription_change_plan(book=book, subscription_id=subscription_id, now=now, actor=actor,
+                                                   plan_id=plan_id, effective_at=effective_at,
+                                                   seats_count=seats_count, name=name)
+            old = owned(Subscription, book).select_related("plan").get(pk=replacement.previous_subscription_id)
+            moment = replacement.start_date
+            before = period_containing(schedule_of(old), moment - MICROSECOND)
+            after = period_containing(schedule_of(replacement), moment)
+            raise _Preview((_side(book, old, before.start, before.end, now=now),
+                            _side(book, replacement, after.start, after.end, now=now)))
+    except _Preview as preview:
+        return preview.sides
