@@ -317,3 +317,14 @@ def test_every_event_is_billed_once_and_the_fees_add_up_to_each_plans_fee_by_its
     old_days = at.day - 1  # the change day is the new plan's
     assert fee_total(before) == _cents(D(old_fee) * old_days / 30)
     assert fee_total(after) == _cents(D(new_fee) * (30 - old_days) / 30)
+
+
+def test_the_end_of_a_subscription_a_change_ends_moves_only_through_change_plan(acme, frozen_now):
+    current, _ = acme.plan(fee("30"))
+    other, _ = acme.plan(fee("60"))
+    old = subscribe(acme, current, "2025-05-01T00:00:00Z")
+    ok(change(acme.api, old, other, effectiveAt="2025-07-01T00:00:00Z"), 201)
+    for body in ({"endDate": "2025-09-01"}, {"isForever": True}, {"status": "ended"}):
+        assert "change-plan" in error(acme.api.patch(f"/v1/subscriptions/{old['id']}", body), 422)
+    assert ok(acme.api.patch(f"/v1/subscriptions/{old['id']}", {"endDate": "2025-07-01T00:00:00Z",
+                                                                  "name": "Renamed"}))["name"] == "Renamed"
