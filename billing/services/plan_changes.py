@@ -70,8 +70,8 @@ def _scheduled_successor(book, subscription: Subscription, *, now: datetime) -> 
         return None
     successor = owned(Subscription, book).select_for_update(of=("self",)).get(pk=subscription.next_subscription_id)
     if successor.status != Status.UPCOMING or successor.start_date <= now:
-        raise Conflict(f"The plan already changed at {json_value(successor.start_date)}: this subscription continues as "
-                       f"{successor.id}; change that subscription's plan instead.", code="plan_already_changed")
+        raise Conflict(f"The plan already changed at {json_value(successor.start_date)}: this subscription continues "
+                       f"as {successor.id}; change that subscription's plan instead.", code="plan_already_changed")
     # Its invoices and top-ups are records of their own: a successor that has any is never deleted.
     if owned(Invoice, book).filter(subscription=successor).exists() or \
             owned(CreditGrant, book).filter(subscription=successor, kind=CreditGrant.Kind.TOPUP).exists():

@@ -1,6 +1,7 @@
 """Plan changes (contract: "Plan changes") through POST/DELETE /v1/subscriptions/{id}/change-plan: the two
 subscriptions, their links and changelogs, and the split period billed exactly, amounts computed by hand."""
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
@@ -44,8 +45,8 @@ def lines(invoice) -> list[tuple[str, float, float]]:
 
 
 def fee_total(invoice) -> D:
-    return sum((D(str(line["amount"])) for line in invoice["lines"] if line["chargeType"] in ("recurring", "seat_based")),
-               D(0))
+    fees = ("recurring", "seat_based")
+    return sum((D(str(line["amount"])) for line in invoice["lines"] if line["chargeType"] in fees), D(0))
 
 
 @pytest.fixture
@@ -62,9 +63,11 @@ def subscribe(acme, plan, start, **fields) -> dict:
 # --------------------------------------------------------------------------- the split period, exactly
 
 def test_an_upgrade_on_the_17th_of_a_30_day_month_splits_fees_seats_usage_and_the_pool(acme):
-    pages, credits = acme.signals["tickets"], acme.signals["calls"]
-    starter, _ = acme.plan(fee("30"), seat("6"), ("tickets", "0.10"), pool(300, "60", "0.50", credits), setup_fee("100"))
-    pro, _ = acme.plan(fee("90"), seat("9"), ("tickets", "0.08"), pool(1500, "240", "0.30", credits), setup_fee("500"))
+    credits = acme.signals["calls"]
+    starter, _ = acme.plan(fee("30"), seat("6"), ("tickets", "0.10"), pool(300, "60", "0.50", credits),
+                           setup_fee("100"))
+    pro, _ = acme.plan(fee("90"), seat("9"), ("tickets", "0.08"), pool(1500, "240", "0.30", credits),
+                       setup_fee("500"))
     old = subscribe(acme, starter, "2025-05-01T00:00:00Z", seatsCount=5, invoiceMemo="PO 7781",
                     metadata={"crm": "A-17"}, netTerms=15)
     acme.record(("tickets", 600, "2025-06-05T09:00:00Z"), ("tickets", 400, "2025-06-17T11:59:59Z"),
@@ -287,36 +290,46 @@ def _cents(amount: D) -> D:
     return amount.quantize(D("0.01"), rounding=ROUND_HALF_UP)
 
 
-@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(old_fee=st.integers(1, 500), new_fee=st.integers(1, 500), old_rate=st.sampled_from(["0.25", "1", "2.5"]),
-       new_rate=st.sampled_from(["0.1", "1.5", "3"]), minute=st.integers(1, 30 * 24 * 60 - 1),
-       events=st.lists(st.tuples(st.integers(0, 30 * 24 * 60 - 1), st.integers(0, 50)), max_size=15))
+       new_rate=st.sampled_from(["0.1", "1.5", "3"]), zone=st.sampled_from(["UTC", "America/New_York", "Asia/Kolkata"]),
+       month=st.sampled_from([2, 3, 6, 11]), fraction=st.integers(1, 9999),
+       events=st.lists(st.tuples(st.integers(0, 9999), st.integers(0, 50)), max_size=15))
 def test_every_event_is_billed_once_and_the_fees_add_up_to_each_plans_fee_by_its_days(
-        client_for, old_fee, new_fee, old_rate, new_rate, minute, events):
-    """A June (30 days, UTC) split at a random minute; random events over the month."""
+        client_for, old_fee, new_fee, old_rate, new_rate, zone, month, fraction, events):
+    """A month of 2025 in the subscription's time zone (February, the DST months March and November, June), split
+    at a random instant inside it; random events over the month."""
     org = OrganizationFactory()
     acme = Book(client_for(organization=org), book_of(org, "test"))
     old_plan, _ = acme.plan(fee(str(old_fee)), ("tickets", old_rate))
     new_plan, _ = acme.plan(fee(str(new_fee)), ("tickets", new_rate))
-    month_start = datetime(2025, 6, 1, tzinfo=UTC)
-    at = month_start + timedelta(minutes=minute)
-    iso = at.isoformat().replace("+00:00", "Z")
-    old = subscribe(acme, old_plan, "2025-05-01T00:00:00Z")
-    recorded = [("tickets", quantity, (month_start + timedelta(minutes=offset)).isoformat().replace("+00:00", "Z"))
-                for offset, quantity in events]
+    local = ZoneInfo(zone)
+    month_start = datetime(2025, month, 1, tzinfo=local).astimezone(UTC)
+    month_end = datetime(2025, month + 1, 1, tzinfo=local).astimezone(UTC)
+    length = month_end - month_start
+
+    def instant(share: int) -> datetime:  # a point of the month, in ten-thousandths (never its first instant)
+        return month_start + length * share / 10000
+
+    def text(moment: datetime) -> str:
+        return moment.isoformat().replace("+00:00", "Z")
+    at = instant(fraction)
+    old = subscribe(acme, old_plan, "2025-01-01", timezone=zone)
+    recorded = [("tickets", quantity, text(instant(share))) for share, quantity in events]
     if recorded:
         acme.record(*recorded)
-    new = ok(change(acme.api, old, new_plan, effectiveAt=iso), 201)
-    before = acme.generate(old, (JUNE[0], iso))
-    after = acme.generate(new, (iso, JUNE[1]))
+    new = ok(change(acme.api, old, new_plan, effectiveAt=text(at)), 201)
+    before = acme.generate(old, (text(month_start), text(at)))
+    after = acme.generate(new, (text(at), text(month_end)))
 
     def used(invoice) -> D:
         return sum((D(str(line["usedQuantity"])) for line in invoice["lines"] if line["chargeType"] == "usage"), D(0))
     assert used(before) + used(after) == sum((D(quantity) for _, quantity, _ in recorded), D(0))
-    assert used(after) == sum((D(q) for offset, q in events if month_start + timedelta(minutes=offset) >= at), D(0))
-    old_days = at.day - 1  # the change day is the new plan's
-    assert fee_total(before) == _cents(D(old_fee) * old_days / 30)
-    assert fee_total(after) == _cents(D(new_fee) * (30 - old_days) / 30)
+    assert used(after) == sum((D(q) for share, q in events if instant(share) >= at), D(0))
+    days = (month_end.astimezone(local).date() - month_start.astimezone(local).date()).days
+    old_days = at.astimezone(local).day - 1  # the change day is the new plan's
+    assert fee_total(before) == _cents(D(old_fee) * old_days / days)
+    assert fee_total(after) == _cents(D(new_fee) * (days - old_days) / days)
 
 
 def test_the_end_of_a_subscription_a_change_ends_moves_only_through_change_plan(acme, frozen_now):
