@@ -211,6 +211,19 @@ def test_the_credit_balance_of_each_side_counts_down_its_share_of_the_pool(acme,
     assert (balance["poolSizeUnits"], balance["consumedUnits"], balance["remainingUnits"]) == (700, 100, 600)
 
 
+def test_a_change_scheduled_inside_the_period_shrinks_the_old_sides_pool_now(acme, frozen_now):
+    starter, _ = acme.plan(pool(300, "60", "0.50", acme.signals["calls"]))
+    pro, _ = acme.plan(pool(1500, "240", "0.30", acme.signals["calls"]))
+    old = subscribe(acme, starter, "2025-05-01T00:00:00Z")  # the clock reads 2025-06-10T12:00Z
+    acme.record(("calls", 100, "2025-06-05T10:00:00Z"))
+    new = ok(change(acme.api, old, pro, effectiveAt="2025-06-17T12:00:00Z"), 201)
+    assert new["status"] == "upcoming"
+    balance = ok(acme.api.get(f"/v1/subscriptions/{old['id']}/credit-balance"))
+    # June 1-16 of 30 days: 300 x 16/30 = 160 units; 100 drawn, 60 left (37.50%).
+    assert (balance["poolSizeUnits"], balance["remainingUnits"], balance["remainingPercent"]) == (160, 60, 37.5)
+    assert balance["periodEnd"] == "2025-06-17T12:00:00Z"
+
+
 # --------------------------------------------------------------------------- refusals
 
 def test_a_change_into_a_period_a_finalized_invoice_bills_is_a_409_naming_it(acme):
