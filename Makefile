@@ -48,8 +48,9 @@ serve: catalog
 worker: install
 	@$(WITH_DATABASE) $(SUBMAKE) work WITH_DATABASE=
 
+# scripts/worker.sh starts the worker again whenever it exits on its own (a lost broker can end it for good).
 work: migrate
-	exec $(BIN)/celery -A config worker --beat --loglevel info
+	exec scripts/worker.sh
 
 # A demo organization's test book to look at before writing any code (docs/quickstart.md): customers, plans of
 # every pricing model, 90 days of usage, invoices in every state. Idempotent; the last line is a new secret test key.

@@ -56,13 +56,19 @@ def make_batch(args, run: str, client: int, sequence: int, rng: random.Random) -
     base = datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=sequence)
     records, invalid = [], set()
     for index in range(args.batch):
+        usage_date = base + timedelta(milliseconds=index)
+        if rng.random() < args.backfill_rate:  # a past month (15th), which may not have its partition yet
+            now = datetime.now(timezone.utc)
+            year, month = divmod(now.year * 12 + now.month - 1 - rng.randrange(1, 13), 12)
+            usage_date = datetime(year, month + 1, 15, tzinfo=timezone.utc) + timedelta(seconds=sequence,
+                                                                                        milliseconds=index)
         key = f"soak-{run}-{client}-{sequence}-{index}"
         model, provider = UNKNOWN if rng.random() < args.unknown_rate else PRICED[index % len(PRICED)]
         record = {"customerExternalId": f"soak-{run}-customer-{rng.randrange(args.customers)}",
                   "agentCode": f"soak-{run}", "signalName": f"signal-{index % 4}", "model": model,
                   "modelProvider": provider, "inputTokens": rng.randrange(1, 20000),
                   "outputTokens": rng.randrange(0, 4000), "quantity": rng.choice([1, 2, "0.5"]),
-                  "usageDate": (base + timedelta(milliseconds=index)).isoformat(), "idempotencyKey": key,
+                  "usageDate": usage_date.isoformat(), "idempotencyKey": key,
                   "metadata": {"soak": run, "client": client}}
         if rng.random() < args.invalid_rate:
             record["inputTokens"] = -1
@@ -248,6 +254,8 @@ def main():
     parser.add_argument("--replay-rate", type=float, default=0.05, help="share of batches sent again")
     parser.add_argument("--invalid-rate", type=float, default=0.02, help="share of invalid records")
     parser.add_argument("--unknown-rate", type=float, default=0.03, help="share of records of an unknown model")
+    parser.add_argument("--backfill-rate", type=float, default=0.0,
+                        help="share of records dated in one of the 12 months before now (back-fills)")
     parser.add_argument("--database-url", help="read the stored events from PostgreSQL instead of the API")
     args = parser.parse_args()
 

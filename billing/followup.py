@@ -14,7 +14,9 @@ trip at all (the follow-up runs at its due time at the earliest, so after this c
 customers). On a busy book most batches end there.
 
 Nothing depends on the follow-up for correctness: analytics reads catch the rollup up themselves and the
-periodic jobs (config/schedule.py) settle pools and backlogs every few minutes even if Redis lost a key.
+periodic jobs (config/schedule.py) settle pools and backlogs every few minutes even if Redis lost a key. So a
+broker that cannot take the task (Redis down) costs nothing but time: the batch is answered as stored, the
+failure is logged, and the sweeps find the backlog rows and pools it left (`publish`, config/core/background.py).
 
 Without Redis (the zero-setup `make run`) there is no worker, and a task would run inline, on the request
 path of every batch. The follow-up is coalesced in the process instead (config/core/background.py): a batch
@@ -28,7 +30,7 @@ from uuid import UUID
 
 import redis
 
-from config.core.background import Coalescer
+from config.core.background import Coalescer, publish
 from config.core.redis_client import redis_client
 
 logger = logging.getLogger("billing.followup")
@@ -102,10 +104,10 @@ def usage_followup_schedule(*, book_id: str, customer_ids: set[UUID | str]) -> N
         armed_due = pipeline.execute()[-1]  # None: this batch armed it; else when the armed one is due
     except redis.RedisError:
         logger.warning("usage follow-up not coalesced: Redis unavailable", exc_info=True)
-        usage_followup_task.apply_async((book_id, sorted(map(str, customer_ids))), countdown=DELAY_SECONDS)
+        publish(usage_followup_task, (book_id, sorted(map(str, customer_ids))), countdown=DELAY_SECONDS)
         return
-    if armed_due is None:
-        usage_followup_task.apply_async((book_id,), countdown=DELAY_SECONDS)
+    if armed_due is None and not publish(usage_followup_task, (book_id,), countdown=DELAY_SECONDS):
+        return  # not armed for anyone: the scheduled catch-up and pool jobs do this batch's follow-up
     if not usage_followup_task.app.conf.task_always_eager:  # an eager task has already taken them
         _remember(book_id, due if armed_due is None else float(armed_due), customer_ids, known, now)
 

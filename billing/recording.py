@@ -153,8 +153,11 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
                 successes_by_index[draft.index] = entry
     if outcome.new_events:
         customer_ids = {event.customer_id for event in outcome.new_events}
-        transaction.on_commit(lambda: usage_followup_schedule(book_id=str(book.pk), customer_ids=customer_ids))
-        transaction.on_commit(lambda: usage_ingested.run(book=book, events=outcome.new_events))
+        # Robust: the batch is committed, so its answer is a 200 whatever the follow-up's broker does; the
+        # scheduled jobs sweep what a failed hand-over left (docs/decisions/reliability.md).
+        transaction.on_commit(lambda: usage_followup_schedule(book_id=str(book.pk), customer_ids=customer_ids),
+                              robust=True)
+        transaction.on_commit(lambda: usage_ingested.run(book=book, events=outcome.new_events), robust=True)
     outcome.success = [successes_by_index[i] for i in sorted(successes_by_index)]
     outcome.failed = [failures_by_index[i] for i in sorted(failures_by_index)]
     return outcome

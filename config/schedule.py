@@ -35,6 +35,8 @@ SCHEDULED_JOBS: list[ScheduledJob] = [
     ScheduledJob("ledger-partitions", "customers.partitions.ledger_partitions_maintain", 3600),
     # Housekeeping: the browser sessions of opened portal links (and expired console logins).
     ScheduledJob("browser-sessions-clear", "portal.services.browser_sessions_clear_expired", 3600),
+    # Every figure derived from the ledger recomputed and compared; drift logged and shown on the dashboard.
+    ScheduledJob("ledger-verify", "config.console.verification.ledger_verify_all", 6 * 3600),
     # Jobs whose runner was lost are started again; finished ones are deleted after JOBS_KEEP_DAYS.
     ScheduledJob("jobs-housekeeping", "config.jobs.services.jobs_housekeeping", 300),
 ]

@@ -105,6 +105,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.core.middleware.DatabaseUnavailableMiddleware",  # last: sees the views' exceptions first
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -206,8 +207,13 @@ STORAGES = {
 
 # --- Redis: Celery broker and the shared cache. Unset means inline tasks and an in-process cache.
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+# Every wait on Redis is bounded: a Redis that does not answer makes a cache read a miss (config/core/cache.py)
+# and a task hand-over a logged "not published" (config/core/background.py `publish`) within seconds.
+REDIS_TIMEOUT_SECONDS = 2
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {"default": {"BACKEND": "config.core.cache.ResilientRedisCache", "LOCATION": REDIS_URL,
+                          "OPTIONS": {"socket_connect_timeout": REDIS_TIMEOUT_SECONDS,
+                                      "socket_timeout": REDIS_TIMEOUT_SECONDS}}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "billing"}}
 
@@ -220,6 +226,14 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TIMEZONE = "UTC"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING (JSON lines), like the web
+# A worker whose broker goes away waits for it to come back (never gives up); `make worker` and the compose file
+# also restart a worker that exits (scripts/worker.sh). Publishing gives up within about a second when Redis does
+# not answer, and the caller's scheduled sweep does the work (config/core/background.py `publish`).
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_TIMEOUT_SECONDS
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": REDIS_TIMEOUT_SECONDS, "socket_timeout": 10}
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
 
 # --- Email: the file backend by default, so every message can be read back.
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or "django.core.mail.backends.filebased.EmailBackend"

@@ -8,12 +8,12 @@ Grammar (docs/decisions/spend-controls.md):
 """
 from decimal import Decimal
 
-from config.core.money import CENT
+from config.core.money import CENT, quantized
 
 
 def usd(amount: Decimal) -> str:
     """$1,234.50; amounts finer than a cent keep their digits ($0.005)."""
-    if amount == amount.quantize(CENT):
+    if amount == quantized(amount, CENT):
         return f"${amount:,.2f}"
     return f"${amount.normalize():,f}"
 

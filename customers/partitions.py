@@ -19,11 +19,18 @@ creates any month by naming it (`manage.py ledger_partitions ensure YYYY-MM`). `
 takes a past month out of the ledger for archiving (`manage.py ledger_partitions detach YYYY-MM`,
 docs/operations.md).
 
-Partitions change under a lock that holds back writes to the ledger and lets reads run: an insert
-routed to the default partition while a month is attached beside it would fail the default partition's
-re-check instead of waiting (PostgreSQL checks a default partition's bound at insert time). Detaching a
-month ends with PostgreSQL's ACCESS EXCLUSIVE lock of the ledger, held until its commit: reads wait for
-that moment too (a concurrent detach is refused beside a default partition).
+Moves and readers: a partition is created, and a month's rows moved out of the default partition into it,
+under an ACCESS EXCLUSIVE lock of the ledger taken first and held to the commit, so no read or write of the
+ledger overlaps a move. A lighter lock would let reads run, and they would read wrong: PostgreSQL plans a read
+with the partitions it saw when it first locked the ledger, so a statement planned before the attach (or any
+later statement of a transaction that had already read the ledger) scans the default partition alone, while
+its snapshot, taken after the commit, no longer finds the moved rows there; the rollup's catch-up, an
+invoice's usage and a matter's cost then missed a back-filled month. With the lock, a statement either ends
+before the move starts (the move waits for it, and for its transaction) or starts after the move committed and
+plans with the new partition. The move's work is the rows of one month that arrived since its last settle
+(recording asks for the settle after each batch that lands rows there), so readers wait milliseconds;
+`LOCK_TIMEOUT` bounds how long the move waits for reads in flight before it gives up until the next run.
+Detaching a month takes the same lock first, for the same reason.
 """
 import re
 from dataclasses import dataclass
@@ -161,8 +168,9 @@ def ledger_partitions_ensure(*, months=(), now: datetime | None = None, table: s
     for month in sorted(missing):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-            # Writes wait, reads go on (module docstring); under the lock, the catalog is current.
-            cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+            # Reads and writes wait for the move and the move waits for them (module docstring, "Moves and
+            # readers"); under the lock, the catalog is current.
+            cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
             if not any(p.covers(month) for p in ledger_partitions(cursor, table)):
                 created.append(_attach_month(cursor, month, table))
     return created
@@ -238,6 +246,14 @@ def archive_name(month: datetime, table: str = LEDGER) -> str:
     return f"{table}_archived_{month:%Y_%m}"
 
 
+def archived_months(table: str = LEDGER) -> list[str]:
+    """The tables of detached months still in the database (`archive_name`), by name."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE %s ORDER BY relname",
+                       [f"{table}_archived_%"])
+        return [name for (name,) in cursor.fetchall()]
+
+
 # Asked before a month leaves the ledger, with `start` and `end`, the month's bounds: a higher app's function
 # raises ValueError, saying why, when the month must stay (config/hooks.py registers billing's: a month that
 # draft invoices or active subscriptions' current billing periods still read).
@@ -277,10 +293,10 @@ def ledger_partition_detach(month: datetime, *, now: datetime, table: str = LEDG
         if cursor.fetchone()[0]:
             raise ValueError(f"{archive} exists: dump and drop (or rename) the earlier archive first.")
         cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-        # Writes wait while the month leaves (module docstring): none can add a key or a backlog row for
-        # it between the deletes below and the detach. The detach then takes ACCESS EXCLUSIVE until the
-        # commit right after it (reads wait for that moment); lock_timeout bounds each wait for a lock.
-        cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
+        # Reads and writes wait while the month leaves (module docstring, "Moves and readers"): none can add
+        # a key or a backlog row for it between the deletes below and the detach, and none sees the month's
+        # derived rows gone while its events are still there; lock_timeout bounds the wait for reads in flight.
+        cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
         cursor.execute(f"SELECT count(*) FROM {partition.name}")
         rows = cursor.fetchone()[0]
         released = 0

@@ -9,8 +9,8 @@ goes through it:
 
 - recording a batch inserts its new events into the backlog in the statement that inserts the events
   (customers/ledger.py); `analytics_rollup_catch_up` moves a book's backlog into the rollup, ONE
-  `WITH drained AS (DELETE ... RETURNING) INSERT ... ON CONFLICT ... DO UPDATE SET x = x + EXCLUDED.x`
-  statement. It runs in a debounced task after recording, in a periodic job, and at the start of every
+  statement that reads the waiting events, deletes the backlog rows of the events it read (`DELETE ...
+  RETURNING`) and adds exactly those (`INSERT ... ON CONFLICT ... DO UPDATE SET x = x + EXCLUDED.x`). It runs in a debounced task after recording, in a periodic job, and at the start of every
   analytics read, so reads always see every committed event; recording does not pay for the rollup (its
   upsert would be a large part of a batch's database time, docs/performance.md) and many batches are added
   at once;
@@ -209,18 +209,23 @@ def analytics_rollup_catch_up(*, book_id) -> int:
     pin_to_primary()
     # The pending events are read once (an index probe each) into `pending`, which both the single- and the
     # multi-service branch of the contributions then scan: reading the ledger in each cost a second probe
-    # per event (docs/performance.md). The drained rows' span of usage_date keeps the ledger's partitions of
+    # per event (docs/performance.md). The backlog's span of usage_date keeps the ledger's partitions of
     # other months out of the read (pruned when the statement starts); a row without a date (written before
     # the ledger was partitioned) opens the span to every month.
-    select, params = _grains_sql("TRUE", [], events="pending")
+    # A backlog row is deleted only when its event was read and counted by this same statement (`counted`): an
+    # event the read did not find stays in the backlog for the next catch-up, and `ledger_verify` reports a row
+    # whose event never turns up. Draining first and reading after lost events whenever the read missed them.
+    select, params = _grains_sql("TRUE", [], events="counted")
     backlog_in_book, book_params = book_sql(book_id)
-    sql = (f"WITH drained AS (DELETE FROM {BACKLOG} WHERE {backlog_in_book} RETURNING event_id, usage_date), "
+    sql = (f"WITH waiting AS MATERIALIZED (SELECT event_id, usage_date FROM {BACKLOG} WHERE {backlog_in_book}), "
            f"pending AS MATERIALIZED (SELECT {_CONTRIBUTING_COLUMNS} FROM {EVENTS} "
-           f"WHERE id = ANY(ARRAY(SELECT event_id FROM drained)) "
+           f"WHERE id = ANY(ARRAY(SELECT event_id FROM waiting)) "
            f"AND usage_date >= (SELECT CASE WHEN count(usage_date) = count(*) THEN min(usage_date) "
-           f"ELSE '-infinity' END FROM drained) "
+           f"ELSE '-infinity' END FROM waiting) "
            f"AND usage_date <= (SELECT CASE WHEN count(usage_date) = count(*) THEN max(usage_date) "
-           f"ELSE 'infinity' END FROM drained)), "
+           f"ELSE 'infinity' END FROM waiting)), "
+           f"drained AS (DELETE FROM {BACKLOG} WHERE event_id IN (SELECT id FROM pending) RETURNING event_id), "
+           f"counted AS MATERIALIZED (SELECT * FROM pending WHERE id IN (SELECT event_id FROM drained)), "
            f"written AS ({_insert_sql(select, upsert=True)}) "
            f"SELECT count(*) FROM drained")
     with transaction.atomic():
@@ -278,3 +283,68 @@ def analytics_rollup_rebuild(*, book) -> int:
         select, params = _grains_sql(*book_sql(book, "e.book_id"))
         execute(_insert_sql(select, upsert=False), params)
     return owned(UsageDailyRollup, book).count()
+
+
+# --------------------------------------------------------------------------- verification against the ledger
+
+_KEY_LIST = ", ".join(KEY_COLUMNS)
+
+
+def _differences_sql(book_id) -> tuple[str, list]:
+    """Rows of (key columns, then for each measure the ledger's figure and the rollup's) wherever the book's
+    rollup differs from its ledger, the events still in the backlog left out (they are the catch-up's, not
+    drift). One statement: the ledger's grains and the rollup's rows with their signs, summed per key."""
+    in_book, book_params = book_sql(book_id, "e.book_id")
+    expected, params = _grains_sql(f"{in_book} AND NOT EXISTS (SELECT 1 FROM {BACKLOG} b WHERE b.event_id = e.id)",
+                                   book_params)
+    rollup_in_book, rollup_params = book_sql(book_id, "r.book_id")
+    sides = ", ".join(f"sum({measure}) FILTER (WHERE side = 'ledger') AS ledger_{measure}, "
+                      f"sum({measure}) FILTER (WHERE side = 'rollup') AS rollup_{measure}" for measure in MEASURES)
+    differs = " OR ".join(f"coalesce(sum({measure}) FILTER (WHERE side = 'ledger'), 0) <> "
+                          f"coalesce(sum({measure}) FILTER (WHERE side = 'rollup'), 0)" for measure in MEASURES)
+    sql = (f"SELECT {_KEY_LIST}, {sides} FROM ("
+           f"SELECT 'ledger' AS side, g.* FROM ({expected}) AS g "
+           f"UNION ALL SELECT 'rollup', {', '.join('r.' + c for c in (*KEY_COLUMNS, *MEASURES))} "
+           f"FROM {ROLLUP} r WHERE {rollup_in_book}) AS both_sides "
+           f"GROUP BY {_KEY_LIST} HAVING {differs} ORDER BY grain, day, customer_id, agent_id, signal_id, model")
+    return sql, [*params, *rollup_params]
+
+
+def analytics_rollup_differences(*, book_id, repair: bool = False) -> list[dict]:
+    """Where the book's rollup differs from what its ledger says (`ledger_verify`): one dict per rollup key with
+    `ledger` and `rollup` measures. With `repair`, the rollup rows are set to the ledger's figures in the same
+    transaction, under the book's rollup lock (no catch-up or re-pricing runs meanwhile, and recording only adds
+    to the backlog, which the comparison leaves out); the ledger is never written."""
+    sql, params = _differences_sql(book_id)
+    with transaction.atomic():
+        _lock_book(book_id)
+        rows = execute(sql, params, group_by_hashing=True)
+        differences = []
+        for row in rows:
+            key = dict(zip(KEY_COLUMNS, row[:len(KEY_COLUMNS)]))
+            values = row[len(KEY_COLUMNS):]
+            ledger = {m: values[2 * i] or 0 for i, m in enumerate(MEASURES)}
+            rollup = {m: values[2 * i + 1] or 0 for i, m in enumerate(MEASURES)}
+            differences.append({"key": key, "ledger": ledger, "rollup": rollup})
+        if repair and differences:
+            _set_to_ledger(book_id, differences)
+    return differences
+
+
+def _set_to_ledger(book_id, differences: list[dict]) -> None:
+    """Replace the differing rollup rows by the ledger's figures: delete them, then insert the ledger's rows
+    that are not zero (both in key order)."""
+    kept = []
+    with connection.cursor() as cursor:
+        for difference in differences:
+            key = difference["key"]
+            # The row's whole key, its book included: NULL parts (a grain's summed-away columns) match NULL.
+            condition = " AND ".join(f"{column} IS NOT DISTINCT FROM %s" for column in KEY_COLUMNS)
+            cursor.execute(f"DELETE FROM {ROLLUP} WHERE {condition}", [key[column] for column in KEY_COLUMNS])
+            if any(difference["ledger"][measure] for measure in MEASURES):
+                kept.append(difference)
+        columns = ", ".join((*KEY_COLUMNS, *MEASURES))
+        for difference in kept:
+            values = [difference["key"][c] for c in KEY_COLUMNS] + [difference["ledger"][m] for m in MEASURES]
+            cursor.execute(f"INSERT INTO {ROLLUP} (id, created_at, updated_at, {columns}) "
+                           f"VALUES (gen_random_uuid(), now(), now(), {', '.join(['%s'] * len(values))})", values)

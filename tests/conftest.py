@@ -45,6 +45,38 @@ def _isolated_state(settings, tmp_path):
     cache.clear()
 
 
+# The checks of the ledger verifier that every test's data must pass (config/console/verification.py): the tables
+# derived from the ledger as it is written. Draft invoices and settled credit-pool periods are left to their own
+# tests: a test may well leave a draft generated before its last events, which is stale, not drift.
+VERIFIED_AFTER_EACH_TEST = ("rollup", "rollup_backlog", "idempotency_keys", "matter_attributions")
+
+
+@pytest.fixture(autouse=True)
+def _ledger_verified(request):
+    """After every test that stored usage, the ledger verifier finds no drift in what the test left: every test
+    that records usage also checks that nothing derived from the ledger drifted. A test that leaves drift on
+    purpose is marked `ledger_drift_allowed`."""
+    marker = request.node.get_closest_marker("django_db")
+    database = next((name for name in ("transactional_db", "db") if name in request.fixturenames), None)
+    if database is None and marker is None or "ledger_drift_allowed" in request.keywords:
+        yield
+        return
+    # Requested here, so that the database is torn down (rolled back, flushed) only after this check.
+    request.getfixturevalue(database or ("transactional_db" if validate_django_db(marker)[0] else "db"))
+    yield
+    from config.console.verification import ledger_verify
+    from config.core import clock
+    from customers.models import UsageEvent
+
+    if not UsageEvent.objects.exists():
+        return
+    drift = [f"{report.book.pk} {check}: {finding.subject}: the ledger says {finding.ledger}; derived: "
+             f"{finding.derived}"
+             for report in ledger_verify(now=clock.now(), checks=VERIFIED_AFTER_EACH_TEST)
+             for check, found in report.findings.items() for finding in found]
+    assert not drift, "figures derived from the ledger differ from it:\n" + "\n".join(drift[:20])
+
+
 class KeyClient(APIClient):
     """An APIClient that sends one API key in x-api-key on every request."""
 

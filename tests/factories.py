@@ -6,6 +6,7 @@ import factory
 
 from config.accounts.models import Book, Membership, Organization, User
 from config.accounts.services import organization_ensure
+from customers.models import RollupBacklog
 
 
 class OrganizationFactory(factory.django.DjangoModelFactory):
@@ -83,6 +84,15 @@ class UsageEventFactory(factory.django.DjangoModelFactory):
     agent_code = factory.SelfAttribute("agent.agent_code")
     signal_name = factory.SelfAttribute("signal.short_name")
     usage_date = factory.LazyFunction(lambda: datetime.now(timezone.utc))
+
+    @factory.post_generation
+    def rollup_backlog(event, create, extracted, **kwargs):
+        """As the ledger's insert does (customers/ledger.py): a new event waits in the rollup's backlog until a
+        catch-up counts it, so every figure derived from the ledger sees it (the end-of-test verification
+        checks that, tests/conftest.py)."""
+        if create:
+            RollupBacklog.objects.get_or_create(event_id=event.pk, defaults={"book_id": event.book_id,
+                                                                            "usage_date": event.usage_date})
 
 
 class ServiceEntryFactory(factory.django.DjangoModelFactory):

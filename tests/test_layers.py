@@ -150,7 +150,8 @@ APP_PACKAGES = ("config", "catalog", "customers", "matters", "billing", "analyti
 # The modules that write SQL by hand, and why; every other module reads and writes through the ORM and owned().
 RAW_SQL_MODULES = {
     "customers/ledger.py": "the ledger insert",
-    "customers/rollup.py": "the rollup's writes",
+    "customers/rollup.py": "the rollup's writes and its comparison with the ledger",
+    "customers/verification.py": "the ledger verifier's checks of the keys and the backlog",
     "customers/usage_sums.py": "the rollup's reads",
     "customers/partitions.py": "the ledger's monthly partitions (DDL)",
     "customers/partition_conversion.py": "converting a populated ledger to partitions (DDL)",

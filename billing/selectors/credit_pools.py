@@ -17,7 +17,7 @@ top-ups. The number is settled once on the period's grant (`CreditGrant.topup_un
 import hashlib
 from dataclasses import dataclass, replace
 from datetime import datetime
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from uuid import UUID, uuid4
 
 from django.core.cache import cache
@@ -31,7 +31,7 @@ from billing.pricing.periods import next_period, period_containing
 from billing.pricing.terms import priced_strategy, schedule_of
 from billing.pricing.usage import billed_usage
 from config.core.errors import NotFound
-from config.core.money import ZERO, ExactField, decimal_or_none
+from config.core.money import ZERO, ExactField, decimal_or_none, quantized
 from config.core.scoping import not_found, owned
 
 HUNDRED = Decimal(100)
@@ -190,7 +190,7 @@ def remaining_percent(remaining: Decimal, pool_size: Decimal) -> Decimal:
     0 units (the old side of a plan change on the day its period started) is empty."""
     if pool_size <= 0:
         return ZERO
-    return (remaining * HUNDRED / pool_size).quantize(PERCENT_PLACES, rounding=ROUND_HALF_UP)
+    return quantized(remaining * HUNDRED / pool_size, PERCENT_PLACES)
 
 
 def _annotated(book, now: datetime) -> QuerySet:

@@ -18,9 +18,11 @@ from config.accounts.admin_actions import export_csv
 from config.accounts.api import client_ip
 from config.accounts.admin_scoping import visible_books, visible_organizations
 from config.accounts.models import Environment
+from config.console.models import LedgerDrift
 from config.accounts.throttling import failed_login_retry_after
 from config.core import clock
 from config.core.charts import BarChart, bar_chart
+from config.core.money import quantized
 from customers.models import Customer, EventStatus
 
 DASHBOARD_BOOKS = 10
@@ -34,6 +36,7 @@ class BookPanel:
     overdue_url: str
     pools_url: str
     unpriced_url: str
+    drift: list  # what the ledger verifier last found different from the ledger (config/console/verification.py)
 
     @property
     def chart_id(self) -> str:
@@ -46,14 +49,15 @@ def _changelist(name: str, **params) -> str:
 
 def book_panel(figures: BookFigures) -> BookPanel:
     book = figures.book.pk
-    chart = bar_chart([(day.day.strftime("%b %-d"), day.cost.quantize(CHART_PLACES)) for day in figures.daily_costs],
-                      unit="USD", reference=figures.average_daily_revenue.quantize(CHART_PLACES))
+    chart = bar_chart([(day.day.strftime("%b %-d"), quantized(day.cost, CHART_PLACES)) for day in figures.daily_costs],
+                      unit="USD", reference=quantized(figures.average_daily_revenue, CHART_PLACES))
     return BookPanel(
         figures, chart,
         overdue_url=_changelist("billing_invoice", book=book, status__exact="overdue"),
         pools_url=_changelist("billing_subscription", book=book, pool_left=NEAR_EMPTY_PERCENT),
         unpriced_url=_changelist("customers_usageevent", book=book,
-                                 event_status__exact=EventStatus.NEEDS_COST_BACKFILL))
+                                 event_status__exact=EventStatus.NEEDS_COST_BACKFILL),
+        drift=list(LedgerDrift.objects.filter(book_id=book).order_by("first_found_at", "check_name")[:6]))
 
 
 def default_environment(books) -> str:

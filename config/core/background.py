@@ -17,6 +17,8 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Iterable
 
+import kombu.exceptions
+import redis
 from django.db import connections
 from django.utils.module_loading import import_string
 
@@ -98,9 +100,22 @@ class TaskRunner:
             call = (task_path, tuple(task_args))
             self.in_process.add(call, [call])
         else:
-            import_string(task_path).delay(*task_args)
+            publish(import_string(task_path), tuple(task_args))
 
     @staticmethod
     def _run_in_process(key, calls: set) -> None:
         for task_path, task_args in calls:
             import_string(task_path)(*task_args)
+
+
+def publish(task, args: tuple = (), *, countdown: float | None = None) -> bool:
+    """Hand a Celery task to the broker; False, logged, when the broker cannot take it. Never raises: it runs
+    after a commit (a request whose writes committed never answers 5xx, docs/decisions/reliability.md), and every
+    task published this way has a scheduled job that finds its work undone and does it (config/schedule.py)."""
+    try:
+        task.apply_async(args, countdown=countdown)
+    except (kombu.exceptions.OperationalError, redis.RedisError, OSError):  # the broker did not take it
+        logger.warning("task %s not published (the broker is unavailable); its scheduled sweep does it", task.name,
+                       exc_info=True)
+        return False
+    return True

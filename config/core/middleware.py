@@ -110,3 +110,25 @@ class ContentSecurityPolicyMiddleware:
             response["Content-Security-Policy"] = (REFERENCE_POLICY if request.path_info in REFERENCE_PATHS
                                                    else PAGE_POLICY)
         return response
+
+
+class DatabaseUnavailableMiddleware:
+    """A view that fails because the database does not answer (down, restarting) answers 503, JSON for the API
+    and a short page for hosted pages and the console, never a 500 or Django's debug page: the API's own handler
+    (config/core/errors.py) says the same for /v1, and `handler500` (config/core/views.py) for errors outside
+    views."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        return self.get_response(request)
+
+    def process_exception(self, request, exception):
+        from config.core.views import database_unavailable, unavailable_response
+
+        if database_unavailable(exception):
+            logging.getLogger("billing.errors").warning("database unavailable: %s on %s", exception.__class__.__name__,
+                                                        request.path)
+            return unavailable_response(request)
+        return None

@@ -61,13 +61,23 @@ def RateField(**kwargs) -> UnboundedDecimalField:
     return UnboundedDecimalField(**kwargs)
 
 
+def quantized(amount: Decimal, quantum: Decimal, rounding: str = ROUND_HALF_UP) -> Decimal:
+    """`amount` rounded to the places of `quantum`, at any magnitude: the context holds every digit the result
+    has (Decimal's default 28 would raise InvalidOperation for a total of 10^27 dollars, and a figure that large
+    is for the caller to refuse or show, never a 500)."""
+    digits = max(amount.adjusted(), 0) - quantum.as_tuple().exponent + 2
+    return amount.quantize(quantum, rounding=rounding, context=Context(prec=max(EXACT_DIGITS, digits)))
+
+
 def to_cents(amount: Decimal) -> Decimal:
-    return amount.quantize(CENT, rounding=ROUND_HALF_UP)
+    return quantized(amount, CENT)
 
 
 def to_exact(amount: Decimal, *, context: Context | None = None) -> Decimal:
     """Quantize to the stored exact precision (half-up), as the database column keeps it; in `context` when
-    given (the cost engine's working precision), else the thread's."""
+    given (the cost engine's working precision), else wide enough for any magnitude."""
+    if context is None:
+        return quantized(amount, _EXACT_QUANTUM)
     return amount.quantize(_EXACT_QUANTUM, rounding=ROUND_HALF_UP, context=context)
 
 

@@ -10,4 +10,7 @@ from django.conf import settings
 @lru_cache(maxsize=1)
 def redis_client() -> redis.Redis | None:
     # One client (and connection pool) per process; redis-py reopens its connections after a fork.
-    return redis.Redis.from_url(settings.REDIS_URL) if settings.REDIS_URL else None
+    if not settings.REDIS_URL:
+        return None
+    return redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=settings.REDIS_TIMEOUT_SECONDS,
+                                socket_timeout=settings.REDIS_TIMEOUT_SECONDS)

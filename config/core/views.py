@@ -1,7 +1,9 @@
-"""Unauthenticated process endpoints and the JSON answers for unknown URLs."""
+"""Unauthenticated process endpoints and the JSON answers for unknown URLs and unhandled errors."""
+import sys
+
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection
+from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import csrf_exempt
@@ -59,4 +61,31 @@ def json_not_found(request, exception=None):
 
 
 def json_server_error(request):
+    """Django's answer to an exception no view handled (handler500), called while the exception is handled. A
+    database that does not answer is a 503 for every route, not only /v1 (whose DRF handler says the same): a
+    hosted page or the console says so in a page, the API in JSON."""
+    if database_unavailable(sys.exc_info()[1]):
+        return unavailable_response(request)
     return JsonResponse({"message": "Internal server error."}, status=500)
+
+
+def database_unavailable(error: BaseException | None) -> bool:
+    """The database cannot be reached (down, restarting, refusing connections), as opposed to a query's fault."""
+    return isinstance(error, (OperationalError, InterfaceError))
+
+
+UNAVAILABLE_PAGE = ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Temporarily unavailable"
+                    "</title></head><body style=\"font-family: sans-serif; max-width: 36rem; margin: 4rem auto\">"
+                    "<h1>Temporarily unavailable</h1><p>This page cannot be shown right now because the billing "
+                    "database is not answering. Nothing you did caused this; please try again in a minute.</p>"
+                    "</body></html>")
+
+
+def unavailable_response(request) -> HttpResponse:
+    if request.path.startswith("/v1/") or "application/json" in request.headers.get("Accept", ""):
+        response = JsonResponse({"message": "The database is unavailable; retry later.",
+                                 "code": "service_unavailable"}, status=503)
+    else:
+        response = HttpResponse(UNAVAILABLE_PAGE, status=503, content_type="text/html; charset=utf-8")
+    response["Retry-After"] = "5"
+    return response

@@ -58,7 +58,8 @@ def job_create(*, book, kind: str, task, task_args: Iterable = (), created_by: s
 
 def job_start(job: Job) -> None:
     """Hand the job to its runner once the caller's transaction commits (the runner reads what it wrote)."""
-    transaction.on_commit(lambda: _dispatch(job.task_path, job.task_args))
+    # Robust: the job is committed; if its runner cannot be reached, housekeeping starts it (jobs_housekeeping).
+    transaction.on_commit(lambda: _dispatch(job.task_path, job.task_args), robust=True)
 
 
 def _dispatch(task_path: str, task_args: list) -> None:

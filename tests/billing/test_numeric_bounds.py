@@ -132,3 +132,42 @@ def test_the_rollup_and_analytics_hold_sums_past_any_column_of_an_event(api, boo
     summary = api.get("/v1/analytics/usage", {"startDate": DAY, "endDate": DAY}).json()["summary"]
     assert (D(str(summary["totalCost"])), D(str(summary["totalQuantity"]))) == (3 * biggest, 3 * biggest)
     call_command("run_scheduled_jobs", stdout=open("/dev/null", "w"))
+
+
+def test_an_invoice_beyond_what_it_holds_is_a_422_naming_the_line_at_any_magnitude_and_dashboards_still_show(
+        api, book, client, django_user_model):
+    from config.accounts.services import member_ensure
+    from tests.billing.invoice_support import billing_chain
+
+    chain = billing_chain(api, book, [{"chargeType": "usage", "pricingModel": "flat",
+                                       "rate": "9999999999999999.999999999999"}], start="2026-11-01T00:00:00Z")
+    records = [{"customerExternalId": chain.customer.external_id, "agentCode": chain.agent.agent_code,
+                "signalName": chain.signal.name, "quantity": 10 ** 9, "usageDate": f"{DAY}T0{hour}:00:00Z",
+                "services": [{"model": "free-api", "modelProvider": "boundapi", "quantity": 1}]}
+               for hour in range(10)] + [{"customerExternalId": chain.customer.external_id,
+                                          "agentCode": chain.agent.agent_code, "signalName": chain.signal.name,
+                                          "quantity": 10 ** 9, "usageDate": f"{DAY}T11:00:00Z",
+                                          "services": [{"model": "free-api", "modelProvider": "boundapi",
+                                                        "quantity": 1}]}]
+    ServiceEntryFactory(canonical_name="free-api", provider="boundapi", input_cost=D(0), cost_unit="request",
+                        service_type="search", is_api=True)
+    body = post(api, records)
+    assert body["successful"] == 11, body
+    for _ in range(2):  # the total is 1.1 x 10^26 dollars: far past what Decimal's default context quantizes
+        resp = api.post("/v1/invoices/generate", {"customerId": str(chain.customer.id),
+                                                  "subscriptionId": chain.subscription["id"],
+                                                  "billingPeriodStart": "2026-11-01T00:00:00Z",
+                                                  "billingPeriodEnd": "2026-12-01T00:00:00Z"})
+        assert resp.status_code == 422, resp.content
+        assert any(message.startswith("lines[0]") for message in resp.json()["message"]), resp.json()
+    # The book's figures on the console's dashboard: for a superuser and for the organization's own staff.
+    superuser = django_user_model.objects.create_superuser(email="root@ops.example", password="pw-root-console")
+    staff = member_ensure(organization=book.organization, email="finance@acme.example", role="finance").user
+    staff.is_staff = True
+    staff.save()
+    for user in (superuser, staff):
+        client.force_login(user)
+        page = client.get("/admin/", {"org": str(book.organization_id)})
+        assert page.status_code == 200, page.content[:500]
+    for path in ("/v1/analytics/revenue", "/v1/analytics/mrr?variant=all"):
+        assert api.get(path).status_code == 200

@@ -6,7 +6,7 @@ import pytest
 from django.db import transaction
 
 from config.core import clock
-from customers.models import Agent, Customer, EventStatus, Signal, UsageEvent
+from customers.models import Agent, Customer, EventStatus, RollupBacklog, Signal, UsageEvent
 from matters.ingestion import matters_attribute_new_events
 
 
@@ -18,12 +18,14 @@ def usage_event(book, *, customer="cust-1", agent="agent-1", signal="reports", c
     signal_row, _ = Signal.objects.get_or_create(book=book, agent=agent_row, name=signal,
                                                  defaults={"short_name": signal})
     metadata = dict(metadata or {}, **({"matterId": tag} if tag is not None else {}))
-    return UsageEvent.objects.create(
+    event = UsageEvent.objects.create(
         book=book, customer=customer_row, agent=agent_row, signal=signal_row, customer_external_id=customer,
         agent_code=agent, signal_name=signal, quantity=Decimal(quantity),
         usage_cost=None if cost is None else Decimal(cost),
         event_status=EventStatus.NEEDS_COST_BACKFILL if cost is None else EventStatus.PROCESSED,
         usage_date=usage_date or clock.now(), metadata=metadata)
+    RollupBacklog.objects.create(event_id=event.pk, book_id=book.pk, usage_date=event.usage_date)  # as recorded
+    return event
 
 
 @pytest.fixture

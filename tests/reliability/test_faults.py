@@ -314,3 +314,33 @@ def test_a_batch_cut_off_mid_way_stores_nothing_of_it_and_the_retry_stores_it_on
     assert UsageEvent.objects.filter(book=book).count() == 6
     assert all(entry.get("replayed") for entry in replay["results"]["success"])
 
+
+
+def fetch_page(url: str, *, cookie: str | None = None) -> tuple[int, str, str]:
+    request = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers.get("Content-Type", ""), response.read().decode()
+    except urllib.error.HTTPError as failure:
+        return failure.code, failure.headers.get("Content-Type", ""), failure.read().decode()
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_every_page_answers_503_with_a_clear_body_while_the_database_is_unreachable(
+        live_server, api, client, database_behind_proxy, django_user_model):
+    operator = django_user_model.objects.create_superuser(email="ops@acme.example", password="pw-for-the-console")
+    client.force_login(operator)
+    cookie = f"sessionid={client.cookies['sessionid'].value}"
+    token = "t" * 43  # any link token: the page must look it up
+    pages = [f"/portal/{token}", f"/pay/{token}", "/admin/", "/admin/billing/invoice/"]  # /v1: the test above
+    assert fetch_page(f"{live_server.url}/admin/", cookie=cookie)[0] == 200
+
+    database_behind_proxy.cut()
+    for page in pages:
+        status, content_type, body = fetch_page(f"{live_server.url}{page}", cookie=cookie)
+        assert status == 503, (page, status, body[:300])
+        assert "text/html" in content_type and "Temporarily unavailable" in body, (page, body[:300])
+
+    database_behind_proxy.restore()
+    assert fetch_page(f"{live_server.url}/admin/", cookie=cookie)[0] == 200
+    assert fetch_page(f"{live_server.url}/portal/{token}")[0] in (404, 410)

@@ -1,0 +1,83 @@
+"""What the ledger verifier (`manage.py ledger_verify`, config/console/verification.py) checks in billing: the
+figures billing wrote down from the ledger.
+
+- Draft invoices (not issued yet): each draft's lines against the lines its captured terms give over the ledger
+  now. A draft generated before events of its period were recorded is stale, not drifted (it is refreshed on
+  regenerate and before the end-of-period job issues it): a draft counts as drift only when no event of its
+  customer was stored after its last refresh. Repair refreshes the draft (as generating it again does).
+- Credit pools: each settled period's `consumed_units` against what the subscription bills of the ledger in that
+  period. Repair settles that period and the later ones again (their top-up draws follow from it).
+
+Issued invoices are documents: what they billed stays, whatever the ledger learns later (contract: invoices
+keep what was reviewed), so they are not compared."""
+from datetime import datetime
+
+from django.db import transaction
+
+from billing.models import CreditGrant, Invoice, InvoiceStatus
+from billing.pricing.lines import billing_window, invoice_terms, priced_lines
+from billing.pricing.usage import billed_usage
+from billing.selectors.credit_pools import PERIOD, pool_for
+from billing.services.credit_pools import credit_pool_sync
+from billing.services.invoices import invoice_generate
+from config.core.scoping import owned
+from customers.models import UsageEvent
+from customers.verification import Finding
+
+
+def _plain(number) -> str:
+    """A quantity as people write it: 30, 409.45 (never 3E+1 or 409.450000000000)."""
+    return f"{number.normalize():f}" if number else "0"
+
+
+def _line_figures(lines) -> list[tuple]:
+    return [(line.position, line.charge_type, _plain(line.quantity), line.amount) for line in lines]
+
+
+def draft_invoice_differences(*, book, now: datetime, repair: bool = False) -> list[Finding]:
+    findings = []
+    drafts = owned(Invoice, book).filter(status=InvoiceStatus.DRAFT).select_related("subscription", "customer")
+    for invoice in drafts.order_by("period_start", "invoice_number"):
+        subscription = invoice.subscription
+        expected = _line_figures(priced_lines(subscription, billing_window(subscription, invoice.period_start,
+                                                                            invoice.period_end),
+                                              invoice_terms(invoice)))
+        stored = _line_figures(invoice.lines.order_by("position"))
+        if expected == stored:
+            continue
+        if owned(UsageEvent, book).filter(customer_id=invoice.customer_id, created_at__gt=invoice.updated_at).exists():
+            continue  # stale: events arrived after its last refresh
+        findings.append(Finding(
+            f"draft invoice {invoice.invoice_number} ({invoice.period_start:%Y-%m-%d} to {invoice.period_end:%Y-%m-%d})",
+            "; ".join(f"line {p} {c}: {q} for {a}" for p, c, q, a in expected),
+            "; ".join(f"line {p} {c}: {q} for {a}" for p, c, q, a in stored), invoice.period_start))
+        if repair:
+            invoice_generate(book=book, now=now, customer_id=invoice.customer_id, subscription_id=subscription.pk,
+                             billing_period_start=invoice.period_start, billing_period_end=invoice.period_end)
+    return findings
+
+
+def credit_pool_differences(*, book, now: datetime, repair: bool = False) -> list[Finding]:
+    findings = []
+    grants = (owned(CreditGrant, book).filter(kind=PERIOD, settled_at__isnull=False)
+              .select_related("subscription").order_by("subscription_id", "period_start"))
+    drifted: dict = {}
+    for grant in grants:
+        pool = pool_for(grant.subscription)
+        if pool is None:
+            continue
+        consumed = billed_usage(book=book.pk, windows={grant.subscription: (grant.period_start, grant.period_end)}
+                                ).get((grant.subscription_id, pool.signal_id), 0)
+        if consumed != grant.consumed_units:
+            findings.append(Finding(
+                f"credit pool of subscription {grant.subscription_id}, period {grant.period_start:%Y-%m-%d}",
+                f"{_plain(consumed)} units used", f"{_plain(grant.consumed_units)} settled",
+                grant.period_start))
+            drifted.setdefault(grant.subscription, (grant.period_start, pool))
+    if repair:
+        for subscription, (start, pool) in drifted.items():
+            with transaction.atomic():
+                owned(CreditGrant, book).filter(subscription=subscription, kind=PERIOD,
+                                                period_start__gte=start).update(settled_at=None)
+                credit_pool_sync(subscription=subscription, pool=pool, now=now)
+    return findings

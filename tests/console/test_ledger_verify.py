@@ -1,0 +1,194 @@
+"""The ledger verifier (config/console/verification.py, `manage.py ledger_verify`, the scheduled job): every
+derived figure recomputed from the ledger; drift reported per book with what differs and by how much; repair
+rewrites derived rows only, never the ledger."""
+import logging
+from datetime import UTC, datetime
+from decimal import Decimal
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from billing.models import CreditGrant, InvoiceLine
+from config.console.models import LedgerDrift
+from config.console.verification import ledger_verify, ledger_verify_all
+from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
+from customers.rollup import analytics_rollup_catch_up
+from tests.billing.invoice_support import billing_chain
+from tests.factories import ServiceEntryFactory
+
+pytestmark = [pytest.mark.django_db, pytest.mark.ledger_drift_allowed]
+
+D = Decimal
+NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)
+
+
+@pytest.fixture
+def llm(db):
+    return ServiceEntryFactory(canonical_name="verify-llm", provider="verifyai", input_cost=D("0.000002"),
+                               output_cost=D("0.00001"))
+
+
+def record(api, llm, count=3, customer="cust-v", key_prefix="k"):
+    records = [{"customerExternalId": customer, "agentCode": "bot", "signalName": "calls", "quantity": "1.5",
+                "model": llm.canonical_name, "modelProvider": llm.provider, "inputTokens": 1000, "outputTokens": 100,
+                "usageDate": f"2026-11-{10 + index:02d}T09:00:00Z", "idempotencyKey": f"{key_prefix}-{index}"}
+               for index in range(count)]
+    response = api.post("/v1/usage/record", {"records": records})
+    assert response.status_code == 200 and not response.json()["results"]["failed"], response.json()
+    return response.json()
+
+
+def verify(**options) -> tuple[int, str]:
+    out = StringIO()
+    arguments = [f"--{name}={value}" if value is not True else f"--{name}" for name, value in options.items()]
+    try:
+        call_command("ledger_verify", *arguments, stdout=out)
+        status = 0
+    except SystemExit as exit_:
+        status = exit_.code
+    return status, out.getvalue()
+
+
+def ledger_digest() -> tuple:
+    return (UsageEvent.objects.count(), sorted(UsageEvent.objects.values_list("quantity", flat=True)),
+            sorted(str(cost) for cost in UsageEvent.objects.values_list("usage_cost", flat=True)))
+
+
+def test_a_book_whose_derived_figures_equal_its_ledger_reports_no_drift(api, book, llm):
+    record(api, llm)
+    analytics_rollup_catch_up(book_id=book.pk)
+    status, output = verify()
+    assert status == 0, output
+    assert "0 difference(s)" in output or "no difference" in output
+
+
+def test_events_still_in_the_backlog_are_not_drift(api, book, llm, monkeypatch):
+    import billing.recording
+
+    monkeypatch.setattr(billing.recording, "usage_followup_schedule", lambda **_: None)
+    record(api, llm)
+    assert RollupBacklog.objects.count() == 3
+    assert ledger_verify(now=NOW, book=book)[0].drift == 0
+
+
+def test_a_rollup_row_that_differs_is_reported_with_both_figures_and_repaired_without_touching_the_ledger(
+        api, book, llm):
+    record(api, llm)
+    analytics_rollup_catch_up(book_id=book.pk)
+    before = ledger_digest()
+    month_row = UsageDailyRollup.objects.get(grain=8)  # the month's row of the customer, agent and signal
+    UsageDailyRollup.objects.filter(pk=month_row.pk).update(event_count=2, quantity=D("3"))
+    status, output = verify()
+    assert status == 1
+    assert "rollup: rollup grain 8 2026-11-01" in output
+    assert "event_count 3, quantity 4.5" in output and "event_count 2, quantity 3" in output
+    status, output = verify(repair=True)
+    assert status == 1 and "repaired" in output
+    assert verify()[0] == 0
+    assert UsageDailyRollup.objects.get(grain=8).event_count == 3
+    assert ledger_digest() == before
+
+
+def test_a_missing_rollup_row_and_a_backlog_row_without_its_event_are_found_and_repaired(api, book, llm):
+    body = record(api, llm)
+    analytics_rollup_catch_up(book_id=book.pk)
+    UsageDailyRollup.objects.filter(grain=0).delete()  # what a lost catch-up looked like
+    with connection.cursor() as cursor:
+        cursor.execute("INSERT INTO customers_rollupbacklog (event_id, book_id, usage_date) VALUES "
+                       "(gen_random_uuid(), %s, now())", [book.pk])
+    [report] = ledger_verify(now=NOW, book=book)
+    assert len(report.findings["rollup"]) == 3  # one finest row per day
+    assert len(report.findings["rollup_backlog"]) == 1
+    ledger_verify(now=NOW, book=book, repair=True)
+    assert ledger_verify(now=NOW, book=book)[0].drift == 0
+    assert UsageDailyRollup.objects.filter(grain=0).count() == 3
+    assert len(body["results"]["success"]) == 3
+
+
+def test_idempotency_keys_missing_or_pointing_nowhere_are_found_and_repaired(api, book, llm):
+    record(api, llm)
+    analytics_rollup_catch_up(book_id=book.pk)
+    UsageEventKey.objects.filter(idempotency_key="k-0").delete()  # a replay would have doubled the event
+    UsageEventKey.objects.create(book=book, idempotency_key="ghost", event_id="00000000-0000-0000-0000-000000000001",
+                                 usage_date=NOW)  # a replay would have answered 503 for ever
+    [report] = ledger_verify(now=NOW, book=book)
+    subjects = [finding.subject for finding in report.findings["idempotency_keys"]]
+    assert subjects == ["idempotency key 'ghost'", f"idempotency key 'k-0' of event "
+                        f"{UsageEvent.objects.get(idempotency_key='k-0').pk}"]
+    ledger_verify(now=NOW, book=book, repair=True)
+    assert ledger_verify(now=NOW, book=book)[0].drift == 0
+    replay = api.post("/v1/usage/record", {"records": [{
+        "customerExternalId": "cust-v", "agentCode": "bot", "signalName": "calls", "model": llm.canonical_name,
+        "modelProvider": llm.provider, "inputTokens": 1000, "idempotencyKey": "k-0",
+        "usageDate": "2026-11-10T09:00:00Z"}]}).json()
+    assert replay["results"]["success"][0].get("replayed") is True
+    assert UsageEvent.objects.count() == 3
+
+
+def test_a_draft_invoice_whose_lines_differ_from_its_claims_is_drift_and_repair_refreshes_it(api, book):
+    chain = billing_chain(api, book, [{"chargeType": "usage", "pricingModel": "flat", "rate": "2"}],
+                          start="2026-10-01T00:00:00Z")
+    api.post("/v1/usage/record", {"records": [{
+        "customerExternalId": chain.customer.external_id, "agentCode": chain.agent.agent_code,
+        "signalName": chain.signal.name, "quantity": "409.45", "usageDate": "2026-10-05T10:00:00Z",
+        "services": [{"model": "none-api", "modelProvider": "none", "quantity": 1}]}]})
+    generated = api.post("/v1/invoices/generate", {"customerId": str(chain.customer.id),
+                                                   "subscriptionId": chain.subscription["id"],
+                                                   "billingPeriodStart": "2026-10-01T00:00:00Z",
+                                                   "billingPeriodEnd": "2026-11-01T00:00:00Z"})
+    assert generated.status_code == 201, generated.json()
+    assert ledger_verify(now=NOW, book=book, checks=("draft_invoices",))[0].drift == 0
+    InvoiceLine.objects.filter(charge_type="usage").update(quantity=0, amount=0)  # a draft that billed 0 units
+    [report] = ledger_verify(now=NOW, book=book, checks=("draft_invoices",))
+    [finding] = report.findings["draft_invoices"]
+    assert "usage: 409.45 for 818.90" in finding.ledger and "usage: 0 for 0.00" in finding.derived
+    ledger_verify(now=NOW, book=book, checks=("draft_invoices",), repair=True)
+    assert InvoiceLine.objects.get(charge_type="usage").amount == D("818.90")
+
+
+def test_a_settled_credit_pool_period_that_differs_from_the_ledger_is_drift_and_repaired(api, book, monkeypatch):
+    from config.core import clock
+
+    from tests.billing.pools import pool_strategy, pool_subscription, run_jobs, use
+    from tests.factories import AgentFactory, CustomerFactory, SignalFactory
+    from tests.billing.support import create_plan
+    from types import SimpleNamespace
+
+    agent = AgentFactory(book=book)
+    chain = SimpleNamespace(agent=agent, signal=SignalFactory(book=book, agent=agent),
+                            customer=CustomerFactory(book=book), plan=create_plan(api, agent.id))
+    monkeypatch.setattr(clock, "now", lambda: datetime(2025, 6, 10, 12, tzinfo=UTC))
+    subscription = pool_subscription(api, chain, start="2025-06-01T00:00:00Z", strategy=pool_strategy(chain))
+    use(chain, 30, at=datetime(2025, 6, 5, tzinfo=UTC))
+    run_jobs("2025-06-10T12:00:00Z")  # June's grant
+    run_jobs("2025-07-01T00:00:00Z")  # June ends and is settled
+    grant = CreditGrant.objects.get(kind="period", period_start=datetime(2025, 6, 1, tzinfo=UTC))
+    assert grant.consumed_units == 30
+    assert ledger_verify(now=NOW, book=book, checks=("credit_pools",))[0].drift == 0
+    CreditGrant.objects.filter(pk=grant.pk).update(consumed_units=12)
+    [finding] = ledger_verify(now=NOW, book=book, checks=("credit_pools",))[0].findings["credit_pools"]
+    assert finding.ledger == "30 units used" and finding.derived == "12 settled"
+    ledger_verify(now=NOW, book=book, checks=("credit_pools",), repair=True)
+    assert CreditGrant.objects.get(pk=grant.pk).consumed_units == 30
+    assert subscription["id"]
+
+
+def test_the_scheduled_job_logs_drift_as_an_error_shows_it_on_the_dashboard_and_forgets_it_once_repaired(
+        api, book, llm, caplog, client, django_user_model):
+    record(api, llm)
+    analytics_rollup_catch_up(book_id=book.pk)
+    UsageDailyRollup.objects.filter(grain=8).update(quantity=D("1"))
+    with caplog.at_level(logging.ERROR, logger="billing.verification"):
+        assert ledger_verify_all(now=NOW) == 1
+    assert any("ledger drift in book" in record.message for record in caplog.records)
+    drift = LedgerDrift.objects.get()
+    assert (drift.check_name, drift.first_found_at) == ("rollup", NOW)
+    superuser = django_user_model.objects.create_superuser(email="ops@acme.example", password="pw-console")
+    client.force_login(superuser)
+    page = client.get("/admin/", {"organization": str(book.organization_id), "environment": "test"})
+    assert b"The ledger verifier found figures that differ from the" in page.content
+    ledger_verify(now=NOW, book=book, repair=True)
+    assert ledger_verify_all(now=NOW) == 0
+    assert not LedgerDrift.objects.exists()
