@@ -11,7 +11,7 @@ from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib import messages
 from django.db.models import Count
-from django.http import Http404, HttpResponseRedirect
+from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
@@ -219,8 +219,8 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         """Choose the plan and when, see both sides' amounts for the split period, then confirm. The change is the
         API's (`subscription_change_plan`); the preview makes it and rolls it back."""
         subscription = self.get_object(request, object_id)
-        if subscription is None:
-            raise Http404("Subscription not found")
+        if subscription is None:  # missing or of an organization the operator does not see: as the change page
+            return self._get_obj_does_not_exist_redirect(request, self.model._meta, object_id)
         back = reverse("admin:billing_subscription_change", args=[subscription.pk])
         if not may_act(request.user, organization_id_of(subscription), None):  # any member, as on the API
             self.message_user(request, f"{subscription}: only members of its organization change its plan.",

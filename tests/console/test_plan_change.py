@@ -69,3 +69,11 @@ def test_a_refused_change_is_an_error_on_the_page(console, chain, api):
     resp = console.post(page(chain), {"plan": chain.pro["id"], "when": "now", "preview": "Preview"})
     assert resp.status_code == 200 and invoice["invoiceNumber"] in resp.content.decode()
     assert resp.context["sides"] is None
+
+
+def test_a_subscription_of_another_organization_reads_as_missing(console_for, other_org, chain):
+    stranger = console_for(other_org)
+    resp = stranger.get(page(chain))
+    assert resp.status_code == 302 and "/admin/" in resp["Location"]
+    assert stranger.post(page(chain), {"plan": chain.pro["id"], "when": "now", "confirm": "1"}).status_code == 302
+    assert Subscription.objects.filter(customer_id=chain.customer.id).count() == 1
