@@ -9,8 +9,11 @@ from decimal import Decimal, InvalidOperation
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib import messages
 from django.db.models import Count
-from django.urls import reverse
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from billing.admin_invoices import InvoiceInline, ReadOnlyInline
@@ -19,12 +22,14 @@ from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
 from billing.services.invoices import invoice_generate
-from config.accounts.admin_actions import act_on_rows, action_page, actor, idempotency_key, submitted
-from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
+from billing.services.plan_changes import subscription_change_plan, subscription_plan_change_preview
+from config.accounts.admin_actions import act_on_rows, action_page, actor, error_text, idempotency_key, submitted
+from config.accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act,
+                                           organization_id_of)
 from config.accounts.api import MONEY_ROLES
 from config.accounts.models import Book
 from config.core import clock, display
-from config.core.errors import NotFound
+from config.core.errors import ApiError, NotFound
 from config.core.money import EXACT_DIGITS, EXACT_PLACES
 from config.core.scoping import owned
 from customers.admin import CustomerAdmin
@@ -144,6 +149,44 @@ class TopUpForm(forms.Form):
         return units
 
 
+class ChangePlanForm(forms.Form):
+    """The console's plan change: the new plan (one linked to the subscription's agent), when, and seats."""
+
+    NOW, NEXT_PERIOD, AT = "now", "next_period", "at"
+    plan = forms.ModelChoiceField(queryset=PricingPlan.objects.none(), help_text="Plans linked to the agent.")
+    when = forms.ChoiceField(choices=[(NOW, "Now"), (NEXT_PERIOD, "At the start of the next billing period"),
+                                      (AT, "At a chosen time")], initial=NOW, widget=forms.RadioSelect)
+    effective_at = forms.DateTimeField(required=False, label="Chosen time (UTC)",
+                                       help_text="For 'At a chosen time': YYYY-MM-DD HH:MM, in UTC.")
+    seats_count = forms.IntegerField(min_value=0, max_value=2**31 - 1, required=False, label="Seats",
+                                     help_text="Seats on the new plan; empty keeps the current seats.")
+    previewed = forms.CharField(widget=forms.HiddenInput, required=False)  # the choice the preview showed
+
+    def __init__(self, *args, subscription: Subscription, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.subscription = subscription
+        self.fields["plan"].queryset = owned(PricingPlan, subscription.book_id).filter(
+            agent_links__agent_id=subscription.agent_id, is_active=True).order_by("name")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("when") == self.AT and data.get("effective_at") is None:
+            self.add_error("effective_at", "Give the time the change takes effect.")
+        return data
+
+    def effective_instant(self, now):
+        """The instant the choice means: now, the stored current period's end, or the chosen time."""
+        when = self.cleaned_data["when"]
+        if when == self.NEXT_PERIOD:
+            return self.subscription.current_period_end or now
+        return self.cleaned_data["effective_at"] if when == self.AT else now
+
+    def fingerprint(self) -> str:
+        data = self.cleaned_data
+        return "|".join(str(data.get(name) or "") for name in ("plan", "when", "effective_at", "seats_count")) \
+            + f"|{getattr(data.get('plan'), 'pk', '')}"
+
+
 @admin.register(Subscription)
 class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["name", "customer", "plan", "status", "billing_cycle", "current_period", "credit_pool_left"]
@@ -152,13 +195,13 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     search_fields = ["name", "customer__name", "customer__external_id", "plan__name", "agent__agent_code"]
     date_hierarchy = "start_date"
     list_select_related = ["customer", "plan", "agent", "book__organization"]
-    readonly_fields = ["current_period", "strategies", "credit_pool"]
+    readonly_fields = ["current_period", "strategies", "credit_pool", "plan_history"]
     fieldsets = [
         (None, {"fields": ["name", "customer", "plan", "agent", "status", "book"]}),
         ("Billing", {"fields": ["billing_model", "billing_cycle", "custom_cycle_days", "billing_day", "timezone",
                                 "current_period", "start_date", "end_date", "is_forever", "net_terms", "seats_count",
                                 "prorated_amount", "invoice_memo"]}),
-        ("Pricing", {"fields": ["strategies", "credit_pool", "pool_alerts_paused"]}),
+        ("Pricing", {"fields": ["strategies", "credit_pool", "pool_alerts_paused", "plan_history"]}),
         ("Details", {"fields": ["subscription_details", "metadata", "id", "created_at", "updated_at"]}),
     ]
     inlines = [InvoiceInline, CreditGrantInline, SubscriptionChangeInline]
@@ -191,6 +234,60 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                     f"({display.percent(balance.remaining_percent)})")
         credit_pool_left.short_description = "Credit pool"
         return [credit_pool_left if name == "credit_pool_left" else name for name in super().get_list_display(request)]
+
+    def get_urls(self):
+        change_plan = path("<path:object_id>/change-plan/", self.admin_site.admin_view(self.change_plan_view),
+                           name="billing_subscription_change_plan")
+        return [change_plan, *super().get_urls()]
+
+    @admin.display(description="plan changes")
+    def plan_history(self, subscription):
+        """The plans before and after this one, and the way to change the plan (a page with a preview)."""
+        links = []
+        for label, other_id in (("Continues", subscription.previous_subscription_id),
+                                ("Continued as", subscription.next_subscription_id)):
+            if other_id is not None:
+                other = Subscription.objects.select_related("plan").get(pk=other_id)
+                links.append(format_html('{} <a href="{}">{}</a> (plan {}, {})', label,
+                                         reverse("admin:billing_subscription_change", args=[other.pk]), other.name,
+                                         other.plan.name, other.status))
+        if subscription.status != "ended":
+            links.append(format_html('<a class="button" href="{}">Change plan…</a>',
+                                     reverse("admin:billing_subscription_change_plan", args=[subscription.pk])))
+        return format_html_join("", "<div>{}</div>", ((link,) for link in links)) if links else display.EMPTY
+
+    def change_plan_view(self, request, object_id):
+        """Choose the plan and when, see both sides' amounts for the split period, then confirm. The change is the
+        API's (`subscription_change_plan`); the preview makes it and rolls it back."""
+        subscription = self.get_object(request, object_id)
+        if subscription is None:  # missing or of an organization the operator does not see: as the change page
+            return self._get_obj_does_not_exist_redirect(request, self.model._meta, object_id)
+        back = reverse("admin:billing_subscription_change", args=[subscription.pk])
+        if not may_act(request.user, organization_id_of(subscription), None):  # any member, as on the API
+            self.message_user(request, f"{subscription}: only members of its organization change its plan.",
+                              messages.ERROR)
+            return HttpResponseRedirect(back)
+        form = ChangePlanForm(request.POST if request.method == "POST" else None, subscription=subscription)
+        context = {**self.admin_site.each_context(request), "title": f"Change the plan of {subscription}",
+                   "opts": self.model._meta, "original": subscription, "form": form, "back": back, "sides": None}
+        if form.is_bound and form.is_valid():
+            now = clock.now()
+            choice = {"book": subscription.book, "subscription_id": subscription.pk, "now": now,
+                      "actor": actor(request), "plan_id": form.cleaned_data["plan"].pk,
+                      "effective_at": form.effective_instant(now), "seats_count": form.cleaned_data["seats_count"]}
+            try:
+                if "confirm" in request.POST and form.cleaned_data["previewed"] == form.fingerprint():
+                    replacement = subscription_change_plan(**choice)
+                    self.message_user(request, f"{subscription} moves to plan '{replacement.plan.name}' at "
+                                               f"{replacement.start_date:%Y-%m-%d %H:%M} UTC as {replacement}.",
+                                      messages.SUCCESS)
+                    return HttpResponseRedirect(reverse("admin:billing_subscription_change", args=[replacement.pk]))
+                context["sides"] = subscription_plan_change_preview(**choice)
+                form.data = form.data.copy()
+                form.data["previewed"] = form.fingerprint()
+            except ApiError as problem:
+                form.add_error(None, error_text(problem))
+        return TemplateResponse(request, "admin/billing/subscription/change_plan.html", context)
 
     @admin.display(description="pricing strategies")
     def strategies(self, subscription):

@@ -124,6 +124,15 @@ class Subscription(OrgOwned):
     current_period_end = models.DateTimeField(null=True, blank=True)
     # Credit-pool alert emails are silenced while true; the countdown keeps counting.
     pool_alerts_paused = models.BooleanField(default=False)
+    # A plan change ends this subscription at its endDate and starts `next_subscription` at that instant;
+    # the new one names `previous_subscription`. One change per side (one-to-one): the database referees it.
+    previous_subscription = models.OneToOneField("self", on_delete=models.PROTECT, null=True, blank=True,
+                                                 related_name="+")
+    next_subscription = models.OneToOneField("self", on_delete=models.SET_NULL, null=True, blank=True,
+                                             related_name="+")
+    # The instant whose calendar the billing periods follow (the month of a yearly cycle, the first day of a
+    # custom one, the default billing day); null: startDate. A plan change keeps the old subscription's grid.
+    cycle_anchor = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

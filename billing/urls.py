@@ -14,6 +14,7 @@ urlpatterns = [
     path("subscriptions/<str:subscription_id>", subscriptions.SubscriptionDetailApi.as_view()),
     path("subscriptions/<str:subscription_id>/invoice-dates", subscriptions.SubscriptionInvoiceDatesApi.as_view()),
     path("subscriptions/<str:subscription_id>/changelog", subscriptions.SubscriptionChangelogApi.as_view()),
+    path("subscriptions/<str:subscription_id>/change-plan", subscriptions.SubscriptionChangePlanApi.as_view()),
     path("usage/record", usage.UsageRecordApi.as_view()),
     path("invoices", invoices.InvoiceListApi.as_view()),
     path("invoices/generate", invoices.InvoiceGenerateApi.as_view()),

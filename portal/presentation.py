@@ -10,7 +10,7 @@ from decimal import Decimal
 from django.urls import reverse
 
 from billing.invoice_documents import money, period_days
-from billing.models import Invoice, Subscription
+from billing.models import Invoice, Subscription, SubscriptionStatus
 from billing.pricing.periods import local_date
 from billing.selectors.credit_pools import credit_balance_list
 from billing.services.payments import PAYABLE
@@ -72,6 +72,28 @@ def subscription_rows(subscriptions: list[Subscription]) -> list[SubscriptionRow
         rows.append(SubscriptionRow(row.name, row.plan.name, row.status, period,
                                     local_date(row.start_date, row.timezone), end))
     return rows
+
+
+@dataclass(frozen=True)
+class PlanChangeRow:
+    """One plan change of the customer: from which plan to which, on which local day, done or scheduled."""
+
+    from_plan: str
+    to_plan: str
+    on: date
+    at: datetime
+    scheduled: bool
+
+
+def plan_history(subscriptions: list[Subscription]) -> list[PlanChangeRow]:
+    """The customer's plan changes, newest first: each subscription a change started, against the one it replaced
+    (both are the customer's, so both are in `subscriptions`)."""
+    by_id = {row.pk: row for row in subscriptions}
+    rows = [PlanChangeRow(by_id[row.previous_subscription_id].plan.name, row.plan.name,
+                          local_date(row.start_date, row.timezone), row.start_date,
+                          row.status == SubscriptionStatus.UPCOMING)
+            for row in subscriptions if row.previous_subscription_id in by_id]
+    return sorted(rows, key=lambda row: row.at, reverse=True)
 
 
 @dataclass(frozen=True)
@@ -178,6 +200,7 @@ def home_context(session: PortalSession, *, now: datetime, profile: list[Profile
         "invoices": invoice_rows(invoices),
         "invoice_limit_reached": len(invoices) == selectors.PORTAL_INVOICE_LIMIT,
         "subscriptions": subscription_rows(subscriptions),
+        "plan_history": plan_history(subscriptions),
         "usage": usage_section(book=book, customer=customer, subscriptions=subscriptions, now=now),
         "pools": pool_rows(book=book, customer=customer, now=now),
         "profile": profile if profile is not None else profile_inputs(customer),

@@ -26,7 +26,7 @@ from analytics.selectors.coverage import book_segments, signal_quantities
 from analytics.selectors.invoiced import Invoiced, invoiced_by_subscription
 from billing.models import ChargeType, Subscription
 from billing.pricing.attribution import Claim, billing_claims
-from billing.pricing.engine import DaySpan, agent_earned, fee_for_period, price_quantity
+from billing.pricing.engine import DaySpan, agent_earned, fee_for_period, price_quantity, side_terms
 from billing.pricing.periods import cycle_containing, local_date, local_midnight
 from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, schedule_of, subscription_terms,
                                    terms_timelines)
@@ -213,19 +213,23 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
     def row(strategy: PricedStrategy) -> StrategyRevenue:
         return by_strategy.setdefault(strategy.id, StrategyRevenue(strategy))
 
-    for index, (_, _, terms) in enumerate(units):
+    schedule, side = schedule_of(subscription), subscription_terms(subscription)
+    for index, (start, _, terms) in enumerate(units):
+        # A period a plan change splits prices a credit pool at this side's share (units and price), as billed.
+        period = DaySpan.from_instants(*cycle_containing(schedule, start), subscription.timezone)
         for strategy in terms.strategies:
             if not strategy.is_usage:
                 continue
             quantity = quantities.get(_unit_key(subscription.pk, index, strategy.signal_id), ZERO)
-            earned = agent_earned(quantity, strategy.terms)
+            earned = agent_earned(quantity, side_terms(strategy.terms, subscription=side, period=period))
             figures.usage += earned
             line = row(strategy)
             line.quantity = (line.quantity or ZERO) + quantity
             line.agent_earned += earned
             line.revenue += earned
     span = _covered_span(subscription, window)
-    if window.start <= subscription.start_date < window.end:
+    # A plan change never charges the new plan's one-time fees (contract: "Plan changes").
+    if window.start <= subscription.start_date < window.end and subscription.previous_subscription_id is None:
         for strategy in _terms_at(timeline, subscription.start_date).strategies:
             if strategy.charge_type == ChargeType.ONETIME:
                 figures.onetime += strategy.terms.rate

@@ -5,7 +5,7 @@ settings, never float. Amounts stay exact (28 significant digits through divisio
 line is written; `invoice_totals` rounds each line once, half-up (contract: Rounding). The rules and
 worked examples are in docs/decisions/pricing.md.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Callable, Iterable, Mapping, Sequence
@@ -60,6 +60,15 @@ def credit_pool(quantity: Decimal, tiers: Sequence[Tier]) -> Decimal:
     The pool price is billed even with no usage."""
     pool, overage = tiers[0], tiers[1]
     return pool.rate + max(quantity - pool.upper, ZERO) * overage.rate
+
+
+def prorated_pool(tiers: Sequence[Tier], *, covered: int, period_days: int) -> tuple[Tier, Tier]:
+    """A credit pool's tiers for one side of a plan change (contract: "Plan changes"): pool units and pool
+    price x covered days / days in the period, exact (units are not rounded to whole units); the overage
+    rate is the side's own."""
+    pool, overage = tiers[0], tiers[1]
+    units = pool.upper * covered / period_days
+    return Tier(ZERO, units, pool.rate * covered / period_days), Tier(units, None, overage.rate)
 
 
 PRICING_MODELS: dict[str, Callable[[Decimal, "StrategyTerms"], Decimal]] = {
@@ -192,13 +201,17 @@ class DaySpan:
 @dataclass(frozen=True)
 class SubscriptionTerms:
     """What of a subscription pricing needs. `start` is the first covered local day, `end` the first
-    local day no longer covered (None: forever)."""
+    local day no longer covered (None: forever). `starts_by_change` / `ends_by_change`: the subscription
+    starts (ends) by a plan change, which splits that period's money between the two sides (contract: "Plan
+    changes")."""
 
     start: date
     end: date | None = None
     billing_cycle: str = "monthly"
     seats_count: Decimal = ZERO
     prorated_amount: Decimal | None = None
+    starts_by_change: bool = False
+    ends_by_change: bool = False
 
     @classmethod
     def from_values(cls, *, start_date: datetime, end_date: datetime | None = None, is_forever: bool = False,
@@ -214,6 +227,14 @@ class SubscriptionTerms:
 
     def starts_in(self, period: DaySpan) -> bool:
         return period.start <= self.start < period.end
+
+    def ends_in(self, period: DaySpan) -> bool:
+        return self.end is not None and period.start < self.end <= period.end
+
+    def split_by_change(self, period: DaySpan) -> bool:
+        """The period is shared with the other side of a plan change: this side covers only part of it."""
+        changed = (self.starts_by_change and self.starts_in(period)) or (self.ends_by_change and self.ends_in(period))
+        return changed and covered_days(self, period) < period.days
 
 
 @dataclass(frozen=True)
@@ -283,16 +304,31 @@ def prorate(fee: Decimal, *, covered: int, period_days: int) -> Decimal:
     return fee if covered >= period_days else fee * covered / period_days
 
 
+def side_terms(terms: StrategyTerms, *, subscription: SubscriptionTerms, period: DaySpan) -> StrategyTerms:
+    """A usage strategy as one side of a plan change bills it in `period`: a credit pool's units and price
+    prorated by the days the side covers (contract: "Plan changes"); any other strategy, or a period no change
+    splits, as it is (usage minimums and tier bounds are never prorated)."""
+    if terms.charge_type != USAGE or terms.pricing_model != "credit_pool" or not subscription.split_by_change(period):
+        return terms
+    return replace(terms, tiers=prorated_pool(terms.tiers, covered=covered_days(subscription, period),
+                                              period_days=period.days))
+
+
 def strategy_line(terms: StrategyTerms, *, subscription: SubscriptionTerms, period: DaySpan,
                   quantity: Decimal = ZERO) -> Line | None:
     """One strategy's charge for one billing period; None when it has none (a one-time fee after the
     subscription's first period). `quantity` is the usage total of the period (usage strategies only).
-    Usage charges (pool price and minimum commitment included) are never prorated; recurring and seat
-    fees are, where the subscription starts or ends inside the period."""
+    Usage charges (pool price and minimum commitment included) are never prorated, except a credit pool in
+    a period a plan change splits (units and price by covered days); recurring and seat fees are, where the
+    subscription starts or ends inside the period."""
     if terms.charge_type == USAGE:
-        return Line(USAGE, terms.strategy_id, billed_quantity(quantity, terms), price_quantity(quantity, terms))
+        side = side_terms(terms, subscription=subscription, period=period)
+        days = (covered_days(subscription, period), period.days) if side is not terms else None
+        return Line(USAGE, terms.strategy_id, billed_quantity(quantity, side), price_quantity(quantity, side), days)
     if terms.charge_type == ONETIME:
-        return Line(ONETIME, terms.strategy_id, Decimal(1), terms.rate) if subscription.starts_in(period) else None
+        # A plan change never charges the new plan's one-time fees (contract: "Plan changes").
+        first = subscription.starts_in(period) and not subscription.starts_by_change
+        return Line(ONETIME, terms.strategy_id, Decimal(1), terms.rate) if first else None
     if terms.charge_type == SEAT_BASED:
         units = billed_quantity(subscription.seats_count, terms)
         stated_fee = price_quantity(subscription.seats_count, terms)

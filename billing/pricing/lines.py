@@ -4,7 +4,7 @@ lines, rounded to cents once each.
 This is where the period calendar's instants (`periods.py`, boundaries at local midnight) meet the
 engine's local calendar days (`engine.DaySpan`, `SubscriptionTerms`).
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 
@@ -40,6 +40,16 @@ def billing_window(subscription: Subscription, start: datetime, end: datetime) -
     timezone = subscription.timezone
     return BillingWindow(start, end, engine.DaySpan(local_date(span_start, timezone),
                                                     first_uncovered_day(span_end, timezone)))
+
+
+def pool_units(subscription: Subscription, start: datetime, end: datetime, pool_size: Decimal) -> Decimal:
+    """The units a credit pool grants in the subscription's period `[start, end)`: the pool size, prorated by the
+    days each side covers in a period a plan change splits (exact, as the invoice bills it)."""
+    period = billing_window(subscription, start, end).fee_period
+    terms = subscription_terms(subscription)
+    if not terms.split_by_change(period):
+        return pool_size
+    return pool_size * engine.covered_days(terms, period) / period.days
 
 
 def invoice_terms(invoice: Invoice) -> PlanTerms:
@@ -78,10 +88,8 @@ def priced_lines(subscription: Subscription, window: BillingWindow, terms: PlanT
     by_id = {str(strategy.id): strategy for strategy in terms.strategies}
     existing = set(owned(PricingStrategy, subscription.book_id).filter(pk__in=[s.id for s in terms.strategies])
                    .values_list("pk", flat=True))
-    subscription_terms_now = subscription_terms(subscription)
-    priced_subscription = engine.SubscriptionTerms(
-        subscription_terms_now.start, subscription_terms_now.end, subscription_terms_now.billing_cycle,
-        terms.seats_count, terms.prorated_amount)
+    priced_subscription = replace(subscription_terms(subscription), seats_count=terms.seats_count,
+                                  prorated_amount=terms.prorated_amount)
     lines = []
     for position, line in enumerate(engine.period_lines([s.terms for s in terms.strategies],
                                                         subscription=priced_subscription, period=window.fee_period,

@@ -8,6 +8,9 @@ midnight in the subscription's time zone:
 - `yearly`: every year in the anchor's local month on `billing_day` (same default and clamping);
 - `custom`: every `custom_cycle_days` local days from the anchor's local midnight.
 
+The grid follows the anchor's calendar unless the schedule names another `origin`: a subscription that
+replaces another in a plan change starts mid-cycle on the grid of the one it replaces.
+
 A period is a grid cycle clipped to the subscription's life `[anchor, end)`: the first period starts at
 `startDate`, the last stops at `endDate`. Every period is half-open, `[start, end)`.
 """
@@ -64,9 +67,13 @@ class Schedule:
     billing_day: int | None = None  # 1-31; None: the anchor's local day of month
     custom_cycle_days: int | None = None  # required for custom
     end: datetime | None = None  # exclusive; None: open-ended (isForever or no endDate)
+    # The instant whose calendar the grid follows (None: the anchor). A subscription that replaces another in a
+    # plan change starts mid-cycle on the grid of the one it replaces.
+    origin: datetime | None = None
 
     def __post_init__(self):
-        if self.anchor.tzinfo is None or (self.end is not None and self.end.tzinfo is None):
+        if self.anchor.tzinfo is None or (self.end is not None and self.end.tzinfo is None) \
+                or (self.origin is not None and self.origin.tzinfo is None):
             raise ValueError("schedule instants must be timezone-aware")
         if self.cycle not in (MONTHLY, YEARLY, CUSTOM):
             raise ValueError(f"unknown billing cycle {self.cycle!r}")
@@ -78,8 +85,12 @@ class Schedule:
             raise ValueError(f"unknown time zone {self.timezone!r}")
 
     @property
+    def grid_origin(self) -> datetime:
+        return self.origin or self.anchor
+
+    @property
     def turn_day(self) -> int:
-        return self.billing_day or local_date(self.anchor, self.timezone).day
+        return self.billing_day or local_date(self.grid_origin, self.timezone).day
 
 
 @dataclass(frozen=True)
@@ -115,7 +126,7 @@ def cycle_containing(schedule: Schedule, moment: datetime) -> tuple[datetime, da
             turn = _month_turn(schedule, year, month)
         return turn, _month_turn(schedule, *_shift_months(year, month, 1))
     if schedule.cycle == YEARLY:
-        anchor_month = local_date(schedule.anchor, schedule.timezone).month
+        anchor_month = local_date(schedule.grid_origin, schedule.timezone).month
         year = local.year
         turn = _month_turn(schedule, year, anchor_month)
         if moment < turn:
@@ -123,7 +134,7 @@ def cycle_containing(schedule: Schedule, moment: datetime) -> tuple[datetime, da
             turn = _month_turn(schedule, year, anchor_month)
         return turn, _month_turn(schedule, year + 1, anchor_month)
     days = schedule.custom_cycle_days
-    origin = local_date(schedule.anchor, schedule.timezone)
+    origin = local_date(schedule.grid_origin, schedule.timezone)
     index = (local - origin).days // days
     turn = local_midnight(origin + timedelta(days=index * days), schedule.timezone)
     if moment < turn:  # a local day whose first instant is after `moment` (DST edge)

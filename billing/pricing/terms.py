@@ -181,19 +181,32 @@ def schedule_of(subscription: Subscription) -> Schedule:
     """The billing rules of a subscription, as the pure period engine takes them."""
     return Schedule(anchor=subscription.start_date, cycle=subscription.billing_cycle,
                     timezone=subscription.timezone, billing_day=subscription.billing_day,
-                    custom_cycle_days=subscription.custom_cycle_days, end=effective_end(subscription))
+                    custom_cycle_days=subscription.custom_cycle_days, end=effective_end(subscription),
+                    origin=subscription.cycle_anchor)
+
+
+def ends_by_change(subscription: Subscription) -> bool:
+    """The subscription ends where a plan change starts its successor."""
+    return subscription.next_subscription_id is not None and effective_end(subscription) is not None
 
 
 def subscription_terms(subscription: Subscription) -> SubscriptionTerms:
     """The subscription as the pricing engine takes it: the local days it covers, `[startDate's day,
     endDate)`. The end is exclusive as stored (docs/decisions/plans-and-subscriptions.md); an end inside a
-    day covers that day, as a start inside a day does."""
+    day covers that day, as a start inside a day does, except the end of a plan change: the day the change
+    takes effect belongs to the new side only (contract: "Plan changes")."""
     timezone = subscription.timezone
     end = effective_end(subscription)
-    return SubscriptionTerms(start=local_date(subscription.start_date, timezone),
-                             end=None if end is None else first_uncovered_day(end, timezone),
+    changed_out = ends_by_change(subscription)
+    if end is None:
+        end_day = None
+    else:
+        end_day = local_date(end, timezone) if changed_out else first_uncovered_day(end, timezone)
+    return SubscriptionTerms(start=local_date(subscription.start_date, timezone), end=end_day,
                              billing_cycle=subscription.billing_cycle, seats_count=Decimal(subscription.seats_count),
-                             prorated_amount=subscription.prorated_amount)
+                             prorated_amount=subscription.prorated_amount,
+                             starts_by_change=subscription.previous_subscription_id is not None,
+                             ends_by_change=changed_out)
 
 
 def life_of(subscription: Subscription) -> tuple[datetime, datetime | None]:

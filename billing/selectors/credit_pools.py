@@ -15,7 +15,7 @@ top-ups. The number is settled once on the period's grant (`CreditGrant.topup_un
 `credit_pool_sync`); until then reads compute it the same way. Reads therefore touch one period of the ledger.
 """
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from uuid import UUID, uuid4
@@ -26,6 +26,7 @@ from django.db.models.functions import Coalesce
 
 from billing.models import ChargeType, CreditGrant, PricingModel, PricingStrategy, Subscription
 from billing.pricing.engine import StrategyTerms, billed_quantity
+from billing.pricing.lines import pool_units
 from billing.pricing.periods import next_period, period_containing
 from billing.pricing.terms import priced_strategy, schedule_of
 from billing.pricing.usage import billed_usage
@@ -160,9 +161,10 @@ def pending_settlements(subscription: Subscription, pool: Pool, now: datetime) -
         consumed = billed_usage(book=subscription.book_id, windows={subscription: (start, end)}).get(
             (subscription.pk, pool.signal_id), ZERO)
         available = sum((units for granted_at, units in topups if granted_at < end), ZERO) - drawn
-        taken = topup_draw(consumed=consumed, pool_size=pool.size, available=available)
+        size = pool_units(subscription, start, end, pool.size)
+        taken = topup_draw(consumed=consumed, pool_size=size, available=available)
         drawn += taken
-        settlements.append(Settlement(start, end, pool.size, consumed, taken, grant_id))
+        settlements.append(Settlement(start, end, size, consumed, taken, grant_id))
     return settlements
 
 
@@ -184,7 +186,10 @@ class CreditBalance:
 
 
 def remaining_percent(remaining: Decimal, pool_size: Decimal) -> Decimal:
-    """remainingUnits as a percent of the pool, to two places (half-up); negative when overdrawn."""
+    """remainingUnits as a percent of the pool, to two places (half-up); negative when overdrawn. A pool share of
+    0 units (the old side of a plan change on the day its period started) is empty."""
+    if pool_size <= 0:
+        return ZERO
     return quantized(remaining * HUNDRED / pool_size, PERCENT_PLACES)
 
 
@@ -219,6 +224,9 @@ def _needs_settling(subscription: Subscription, now: datetime) -> bool:
 
 def _balance(subscription: Subscription, pool: Pool, now: datetime, period_consumed: Decimal) -> CreditBalance:
     active = has_active_period(subscription, now)
+    if active:  # a period a plan change splits grants each side its share of the pool
+        pool = replace(pool, size=pool_units(subscription, subscription.current_period_start,
+                                             subscription.current_period_end, pool.size))
     topup_balance = subscription.topup_units - subscription.settled_topup_draw
     needs_settling = _needs_settling(subscription, now)
     if subscription.topup_units > 0 and needs_settling:

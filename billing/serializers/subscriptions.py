@@ -83,6 +83,21 @@ class SubscriptionInvoiceDatesIn(serializers.Serializer):
         return attrs
 
 
+class SubscriptionChangePlanIn(serializers.Serializer):
+    """Move a subscription to another plan of its agent at an instant (default now)."""
+
+    planId = UuidIn(source="plan_id", help_text="The new plan; it must be linked to the subscription's agent.")
+    effectiveAt = InstantIn(source="effective_at", required=False, allow_null=True, default=None,
+                            help_text="When the change takes effect (default now); a bare date is local midnight "
+                                      "in the subscription's time zone. May be in the past unless a finalized "
+                                      "invoice bills that period.")
+    seatsCount = serializers.IntegerField(source="seats_count", min_value=0, max_value=INT32_MAX, required=False,
+                                         allow_null=True, default=None,
+                                         help_text="Seats on the new plan (default: the current seats).")
+    name = serializers.CharField(max_length=255, required=False, allow_null=True, default=None,
+                                 help_text="The new subscription's name (default: the current name).")
+
+
 class SubscriptionOut(serializers.Serializer):
     id = serializers.UUIDField()
     name = serializers.CharField()
@@ -106,6 +121,11 @@ class SubscriptionOut(serializers.Serializer):
     metadata = serializers.JSONField()
     currentPeriodStart = serializers.DateTimeField(source="current_period_start", allow_null=True)
     currentPeriodEnd = serializers.DateTimeField(source="current_period_end", allow_null=True)
+    previousSubscriptionId = serializers.UUIDField(source="previous_subscription_id", allow_null=True,
+                                                   help_text="The subscription a plan change replaced with this one.")
+    nextSubscriptionId = serializers.UUIDField(source="next_subscription_id", allow_null=True,
+                                               help_text="The subscription a plan change continues this one as "
+                                                         "(from this one's endDate).")
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
 

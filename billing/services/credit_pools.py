@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 
 from billing.events import credit_pool_threshold_crossed
 from billing.models import CreditGrant, CreditPoolAlert, Subscription
+from billing.pricing.lines import pool_units
 from billing.selectors.credit_pools import (HUNDRED, PERIOD, TOPUP, CreditBalance, Pool, balance_cache_refresh,
                                             credit_balance_get, credit_balance_list, pending_settlements, pool_for)
 from billing.services.changelog import Kind, changelog_add
@@ -45,15 +46,16 @@ def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime) -
     start, end = subscription.current_period_start, subscription.current_period_end
     if start is None or end is None:
         return None
+    units = pool_units(subscription, start, end, pool.size)  # a plan change's split period grants a share
     CreditGrant.objects.bulk_create([CreditGrant(book_id=subscription.book_id, subscription=subscription,
-                                                 kind=PERIOD, units=pool.size, period_start=start, period_end=end)],
+                                                 kind=PERIOD, units=units, period_start=start, period_end=end)],
                                     ignore_conflicts=True)
     grant = (owned(CreditGrant, subscription.book_id).select_for_update()
              .get(subscription=subscription, kind=PERIOD, period_start=start))
-    if now < end and (grant.period_end, grant.units, grant.settled_at) != (end, pool.size, None):
+    if now < end and (grant.period_end, grant.units, grant.settled_at) != (end, units, None):
         # The running period's grant follows the pool's size, and its end when an endDate moved it; a period
         # settled before its end grew back is open again.
-        grant.period_end, grant.units = end, pool.size
+        grant.period_end, grant.units = end, units
         grant.consumed_units = grant.topup_units_drawn = grant.settled_at = None
         grant.save(update_fields=["period_end", "units", "consumed_units", "topup_units_drawn", "settled_at",
                                   "updated_at"])
@@ -161,7 +163,7 @@ def _evaluate_one(*, book: Book, subscription: Subscription, pool: Pool, now: da
         recorded = set(owned(CreditPoolAlert, book).filter(subscription=subscription,
                                                             period_start=balance.period_start)
                        .values_list("stage", flat=True))
-        new = [stage for stage in stages_passed(remaining=balance.remaining_units, pool_size=pool.size)
+        new = [stage for stage in stages_passed(remaining=balance.remaining_units, pool_size=balance.pool.size)
                if stage not in recorded]
         if not new:
             return False

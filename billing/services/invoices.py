@@ -175,6 +175,25 @@ def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billi
     return invoice, True
 
 
+def invoices_fit_to_end(*, book, subscription: Subscription, now: datetime, reason: str) -> None:
+    """After the subscription's end moved earlier (a plan change): a draft reaching past the end is cut there and
+    re-priced (same id and number), a draft wholly after it is voided. Finalized invoices are the caller's to
+    refuse."""
+    end = effective_end(subscription)
+    if end is None:
+        return
+    drafts = (owned(Invoice, book).select_for_update().filter(subscription=subscription, status=Status.DRAFT,
+                                                              period_end__gt=end).order_by("pk"))
+    for invoice in drafts:
+        if invoice.period_start < end:
+            invoice.period_end = end
+            _refresh(invoice, subscription)
+        else:
+            invoice.status, invoice.voided_at, invoice.void_reason = Status.VOID, now, reason[:500]
+            invoice.pay_token_digest, invoice.pay_token_nonce = None, ""
+            invoice.save()
+
+
 # --------------------------------------------------------------------------- drafts
 
 @transaction.atomic

@@ -154,6 +154,15 @@ def subscription_create(*, book, now: datetime, actor: str, customer_id, plan_id
     return subscription
 
 
+def _refuse_end_move(subscription: Subscription, field: str) -> None:
+    """A subscription that a plan change ends keeps its end where the next one starts (422): the change is
+    replaced or withdrawn through change-plan instead, so the two never overlap nor leave a gap."""
+    if subscription.next_subscription_id is not None:
+        raise Unprocessable([f"{field}: The subscription ends at {json_value(subscription.end_date)} by a plan change "
+                             f"to subscription {subscription.next_subscription_id}; replace it (POST) or withdraw "
+                             "it (DELETE) with /v1/subscriptions/{id}/change-plan instead."])
+
+
 def _change_status(subscription: Subscription, status: str, *, now: datetime) -> None:
     """Operator status moves: upcoming -> active (stores the period in force), upcoming or active -> ended
     (an active one ends now unless it already ends earlier). Ended is final; started is never upcoming again."""
@@ -161,6 +170,8 @@ def _change_status(subscription: Subscription, status: str, *, now: datetime) ->
         raise Unprocessable(["status: An ended subscription stays ended; create a new one."])
     if status == Status.UPCOMING:
         raise Unprocessable(["status: A started subscription cannot become upcoming again."])
+    if status == Status.ENDED:
+        _refuse_end_move(subscription, "status")
     subscription.status = status
     if status == Status.ACTIVE and subscription.current_period_start is None:
         _set_period(subscription, period_as_of(schedule_of(subscription), now))
@@ -230,6 +241,8 @@ def _change_schedule(subscription: Subscription, changes: dict) -> None:
         return
     if subscription.status == Status.ENDED:
         raise Unprocessable(["The subscription has ended; its dates no longer change."])
+    if {"end_date", "is_forever"} & set(wanted):
+        _refuse_end_move(subscription, "endDate")
     previous_end = effective_end(subscription)
     for field, value in wanted.items():
         setattr(subscription, field, value)

@@ -3,8 +3,9 @@ from rest_framework.response import Response
 
 from billing.filters import OFFSET_PARAMETERS, ChangelogFilter, SubscriptionFilter, openapi_parameters
 from billing.selectors.subscriptions import subscription_changelog, subscription_get, subscription_list
-from billing.serializers.subscriptions import (SubscriptionChangeOut, SubscriptionCreateIn,
+from billing.serializers.subscriptions import (SubscriptionChangeOut, SubscriptionChangePlanIn, SubscriptionCreateIn,
                                                SubscriptionInvoiceDatesIn, SubscriptionOut, SubscriptionUpdateIn)
+from billing.services.plan_changes import subscription_change_plan, subscription_plan_change_withdraw
 from billing.services.subscriptions import subscription_create, subscription_update
 from config.accounts.api import OrgApiView
 from config.core import clock
@@ -68,6 +69,39 @@ class SubscriptionInvoiceDatesApi(OrgApiView):
         """Move a subscription's invoice dates."""
         subscription = subscription_update(book=self.book, subscription_id=subscription_id, now=clock.now(),
                                            actor=self.created_by, **parse(SubscriptionInvoiceDatesIn, request.data))
+        return Response(SubscriptionOut(subscription).data)
+
+
+class SubscriptionChangePlanApi(OrgApiView):
+    """Change a subscription's plan at an instant, or withdraw a change scheduled for later."""
+
+    @extend_schema(request=SubscriptionChangePlanIn,
+                   responses={201: SubscriptionOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut})
+    def post(self, request, subscription_id):
+        """Change a subscription's plan.
+
+        Ends the subscription at `effectiveAt` (default now) and starts a new one on `planId` at that instant with the
+        same customer, agent, billing day, time zone, cycle, net terms, seats (unless `seatsCount` is sent), memo and
+        metadata; answers 201 with the new subscription (`previousSubscriptionId`; the old one gains
+        `nextSubscriptionId`). The period the change falls in is split: each side's fees by the local days it covers
+        (the change day is the new side's), usage by the instant, credit pools prorated in units and price; the new
+        plan's one-time fees are not charged. A future `effectiveAt` schedules the change (the new subscription is
+        `upcoming`); calling this again before it takes effect replaces the scheduled change. 422: a plan not linked
+        to the subscription's agent, an ended subscription, an instant outside its life; 409: a finalized invoice of
+        the subscription bills the period of `effectiveAt` (the message names it)."""
+        subscription = subscription_change_plan(book=self.book, subscription_id=subscription_id, now=clock.now(),
+                                                actor=self.created_by, **parse(SubscriptionChangePlanIn, request.data))
+        return Response(SubscriptionOut(subscription).data, status=201)
+
+    @extend_schema(request=None, responses={200: SubscriptionOut, 404: ErrorOut, 409: ErrorOut})
+    def delete(self, request, subscription_id):
+        """Withdraw a scheduled plan change.
+
+        Deletes the upcoming subscription a scheduled plan change would start and lets this one run on as before
+        (its previous endDate and isForever come back); answers 200 with this subscription. 404 when no change is
+        scheduled; 409 once the change has taken effect."""
+        subscription = subscription_plan_change_withdraw(book=self.book, subscription_id=subscription_id,
+                                                         now=clock.now(), actor=self.created_by)
         return Response(SubscriptionOut(subscription).data)
 
 

@@ -481,3 +481,40 @@ def test_invoice_totals_equal_the_sum_of_rounded_lines_minus_discount_plus_tax(l
     cents = D("0.01")
     assert all(amount == amount.quantize(cents) for amount in (totals.subtotal, totals.discount, totals.tax,
                                                                totals.total))
+
+
+# --------------------------------------------------------------------------- the two sides of a plan change
+
+# January 2025 split on the 11th: the old side covers the 1st-10th (10 of 31 days), the new side the 11th-31st.
+OLD_SIDE = SubscriptionTerms(start=date(2024, 12, 1), end=date(2025, 1, 11), ends_by_change=True)
+NEW_SIDE = SubscriptionTerms(start=date(2025, 1, 11), starts_by_change=True)
+
+
+@pytest.mark.parametrize("side, quantity, expected_quantity, expected_amount, days", [
+    # pool 100 x 10/31 units for 50 x 10/31; 40 used: 40 - 1000/31 = 240/31 beyond x 0.75 = 180/31.
+    (OLD_SIDE, "40", "40", D(500) / 31 + D(180) / 31, (10, 31)),
+    (OLD_SIDE, "0", "0", D(500) / 31, (10, 31)),
+    # 100 x 21/31 units for 50 x 21/31; 50 used, within the share (2100/31 = 67.7...).
+    (NEW_SIDE, "50", "50", D(1050) / 31, (21, 31)),
+])
+def test_a_credit_pool_is_prorated_in_units_and_price_on_each_side_of_a_change(side, quantity, expected_quantity,
+                                                                               expected_amount, days):
+    line = strategy_line(usage_terms("credit_pool", tiers=POOL), subscription=side, period=JAN_2025,
+                         quantity=D(quantity))
+    assert (line.quantity, line.amount, line.prorated_days) == (D(expected_quantity), expected_amount, days)
+
+
+def test_a_change_at_a_period_boundary_bills_the_pool_whole_and_never_the_new_plans_one_time_fee():
+    new_side = SubscriptionTerms(start=date(2025, 2, 1), starts_by_change=True)
+    pool = strategy_line(usage_terms("credit_pool", tiers=POOL), subscription=new_side, period=FEB_2025,
+                         quantity=D(120))
+    assert (pool.amount, pool.prorated_days) == (D(50) + 20 * D("0.75"), None)
+    assert strategy_line(fee_terms("onetime", "100"), subscription=new_side, period=FEB_2025) is None
+    assert strategy_line(fee_terms("onetime", "100"), subscription=NEW_SIDE, period=JAN_2025) is None
+
+
+def test_the_two_sides_fees_add_up_to_each_plans_fee_by_its_days():
+    old_fee = strategy_line(fee_terms("recurring", "31"), subscription=OLD_SIDE, period=JAN_2025)
+    new_fee = strategy_line(fee_terms("recurring", "62"), subscription=NEW_SIDE, period=JAN_2025)
+    assert (old_fee.amount, old_fee.prorated_days, new_fee.amount, new_fee.prorated_days) == (
+        D(10), (10, 31), D(42), (21, 31))

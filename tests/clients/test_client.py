@@ -180,3 +180,23 @@ def test_a_429_raises_with_its_retry_after_once_retries_are_spent(service, setti
         with pytest.raises(RateLimitError) as limited:
             client.customers.list()
     assert limited.value.status == 429 and 1 <= limited.value.retry_after <= 60
+
+
+def test_a_plan_change_is_scheduled_and_withdrawn_through_the_client(client):
+    client.usage.record([{"customerExternalId": "cust-move", "agentCode": "move-bot", "signalName": "calls",
+                          "model": "gpt-4o-mini", "modelProvider": "openai", "inputTokens": 10}])
+    customer = next(client.customers.iter(externalId="cust-move"))
+    agent = next(client.agents.iter(agentCode="move-bot"))
+    starter = client.plans.create(name="Starter", agentId=agent["id"])
+    pro = client.plans.create(name="Pro", agentId=agent["id"])
+    current = client.subscriptions.create(name="Move", planId=starter["id"], agentId=agent["id"],
+                                          customerId=customer["id"], startDate="2025-01-01")
+    scheduled = client.subscriptions.change_plan(current["id"], planId=pro["id"], effectiveAt="2099-01-01",
+                                                 seatsCount=3)
+    assert (scheduled["status"], scheduled["previousSubscriptionId"], scheduled["seatsCount"]) == (
+        "upcoming", current["id"], 3)
+    assert client.subscriptions.get(current["id"])["nextSubscriptionId"] == scheduled["id"]
+    restored = client.subscriptions.withdraw_plan_change(current["id"])
+    assert (restored["nextSubscriptionId"], restored["endDate"]) == (None, None)
+    with pytest.raises(NotFoundError):
+        client.subscriptions.get(scheduled["id"])

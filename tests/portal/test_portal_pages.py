@@ -497,3 +497,19 @@ def test_the_scheduled_job_deletes_expired_browser_sessions(customer, create_ses
     call_command("run_scheduled_jobs", "--now", iso(instant(session["expiresAt"]) + timedelta(minutes=1)),
                  stdout=StringIO())
     assert Session.objects.count() == 0
+
+
+def test_the_page_shows_the_customers_plan_history_with_scheduled_changes(api, book, customer, create_session):
+    chain = billing_chain(api, book, [recurring("20")], customer=customer, start="2025-01-01T00:00:00Z")
+    pro = create_plan(api, chain.agent.id, name="Pro plan")
+    scale = create_plan(api, chain.agent.id, name="Scale plan")
+    upgraded = ok(api.post(f"/v1/subscriptions/{chain.subscription['id']}/change-plan",
+                           {"planId": pro["id"], "effectiveAt": "2025-03-17T12:00:00Z"}), 201)
+    ok(api.post(f"/v1/subscriptions/{upgraded['id']}/change-plan",
+                {"planId": scale["id"], "effectiveAt": "2099-01-01"}), 201)
+    page = html(opened(create_session(customer)).get("/portal/s/"))
+    history = page.split('id="plan-history"')[1].split("</ul>")[0]
+    entries = re.findall(r"<li>(.*?)</li>", history, re.S)
+    assert [" ".join(entry.split()) for entry in entries] == [
+        '2099-01-01: Pro plan &rarr; Scale plan <span class="badge upcoming">scheduled</span>',
+        f"2025-03-17: {chain.plan['name']} &rarr; Pro plan"]

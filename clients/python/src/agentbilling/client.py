@@ -242,6 +242,15 @@ class Subscriptions(_Crud):
     def update_invoice_dates(self, id, **fields) -> "Subscription":
         return self._call("PATCH", f"{self.path}/{_id(id)}/invoice-dates", body=fields)
 
+    def change_plan(self, id, *, planId, **fields) -> "Subscription":
+        """End the subscription at `effectiveAt` (default now) and start one on `planId` there; returns the new
+        one. Optional `effectiveAt`, `seatsCount`, `name`. Again before it takes effect: replaces the change."""
+        return self._call("POST", f"{self.path}/{_id(id)}/change-plan", body={"planId": str(planId), **fields})
+
+    def withdraw_plan_change(self, id) -> "Subscription":
+        """Withdraw the subscription's scheduled plan change; returns the subscription, running on as before."""
+        return self._call("DELETE", f"{self.path}/{_id(id)}/change-plan")
+
     def changelog(self, id, **filters) -> Iterator[dict]:
         """Every changelog entry, newest first."""
         return self._iter(ARRAY, f"{self.path}/{_id(id)}/changelog", filters)

@@ -166,6 +166,8 @@ class Subscription(TypedDict, total=False):
     billingDay: int
     invoiceMemo: str
     metadata: dict[str, Any]
+    previousSubscriptionId: str | None
+    nextSubscriptionId: str | None
     createdAt: str
 
 

@@ -1,0 +1,248 @@
+"""Plan changes (contract: "Plan changes"): a subscription ends at `effectiveAt` and a new one on another plan
+starts at that instant, carrying the old one's settings; a change scheduled for later can be replaced or
+withdrawn until it takes effect.
+
+The money of the split period is the pricing engine's (`billing.pricing`): each side's fees prorated by the local
+days it covers (the change day is the new side's), usage billed by the side whose life holds the event, credit
+pools prorated in units and price, no one-time fee for the new plan. These functions only write the two rows, the
+links between them, the changelog and the old side's draft invoices; the rules are in
+docs/decisions/plans-and-subscriptions.md.
+"""
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from django.db import transaction
+
+from billing.models import (CreditGrant, Invoice, InvoiceLine, InvoiceStatus, PlanAgent, PricingPlan, Subscription,
+                            SubscriptionStatus)
+from billing.pricing.periods import period_as_of, period_containing
+from billing.pricing.terms import effective_end, schedule_of
+from billing.events import subscription_event
+from billing.services.changelog import Kind, changelog_add, json_value
+from config.webhooks.models import EventType
+from billing.services.invoices import invoice_generate, invoices_fit_to_end
+from billing.services.subscriptions import (_customer_locked_quietly, _fit_period_to_end, _local_instant,
+                                            _refuse_overlap, _set_period)
+from config.core.errors import Conflict, NotFound, Unprocessable
+from config.core.scoping import get_owned, owned
+
+Status = SubscriptionStatus
+# What the new subscription takes over from the one it replaces (contract: customer, agent, billing day,
+# timezone, cycle, net terms, seats, memo and metadata; the rest of the billing settings and the remaining term
+# come along so the customer's contract reads the same on the new plan).
+CARRIED_FIELDS = ("customer_id", "agent_id", "billing_cycle", "billing_model", "net_terms", "subscription_details",
+                  "seats_count", "custom_cycle_days", "timezone", "billing_day", "invoice_memo", "metadata")
+MICROSECOND = timedelta(microseconds=1)
+
+
+def _locked(book, subscription_id) -> Subscription:
+    """The subscription row, locked after its customer's (the order every subscription writer uses)."""
+    subscription = get_owned(Subscription, book, subscription_id)
+    _customer_locked_quietly(book, subscription.customer_id)
+    return (owned(Subscription, book).select_for_update(of=("self",)).select_related("plan", "agent")
+            .get(pk=subscription.pk))
+
+
+def _plan_for_agent(book, plan_id, subscription: Subscription) -> PricingPlan:
+    plan = get_owned(PricingPlan, book, plan_id)
+    if owned(PlanAgent, book).select_for_update().filter(plan=plan, agent_id=subscription.agent_id).first() is None:
+        raise Unprocessable([f"planId: Plan '{plan.name}' is not a plan of agent '{subscription.agent.name}'; a plan "
+                             "change keeps the subscription's agent, so the new plan must be linked to it."])
+    if not plan.is_active:
+        raise Unprocessable(["planId: The plan is inactive; activate it or choose another plan."])
+    return plan
+
+
+def _refuse_invoiced(book, subscription: Subscription, effective_at: datetime) -> None:
+    """409 when a finalized invoice (any status but draft or void) bills the subscription at or after the
+    change: its period would be split after it was issued."""
+    invoice = (owned(Invoice, book).filter(subscription=subscription, period_end__gt=effective_at)
+               .exclude(status__in=(InvoiceStatus.DRAFT, InvoiceStatus.VOID)).order_by("period_start").first())
+    if invoice is not None:
+        raise Conflict(f"Invoice {invoice.invoice_number} ({invoice.id}, {invoice.status}) already bills "
+                       f"{json_value(invoice.period_start)} to {json_value(invoice.period_end)}, which the change at "
+                       f"{json_value(effective_at)} would split; void it first or change the plan from "
+                       f"{json_value(invoice.period_end)} on.", code="period_invoiced")
+
+
+def _scheduled_successor(book, subscription: Subscription, *, now: datetime) -> Subscription | None:
+    """The subscription's pending successor (locked), None when it has none; 409 once the change took effect."""
+    if subscription.next_subscription_id is None:
+        return None
+    successor = owned(Subscription, book).select_for_update(of=("self",)).get(pk=subscription.next_subscription_id)
+    if successor.status != Status.UPCOMING or successor.start_date <= now:
+        raise Conflict(f"The plan already changed at {json_value(successor.start_date)}: this subscription continues "
+                       f"as {successor.id}; change that subscription's plan instead.", code="plan_already_changed")
+    # Its invoices and top-ups are records of their own: a successor that has any is never deleted.
+    if owned(Invoice, book).filter(subscription=successor).exists() or \
+            owned(CreditGrant, book).filter(subscription=successor, kind=CreditGrant.Kind.TOPUP).exists():
+        raise Conflict(f"Subscription {successor.id}, which the scheduled change starts, already has invoices or "
+                       "top-ups, so the scheduled change can no longer be replaced or withdrawn; end that subscription "
+                       "instead.", code="plan_change_invoiced")
+    return successor
+
+
+def _withdraw(subscription: Subscription, successor: Subscription, *, actor: str, reason: str) -> None:
+    """Undo a scheduled change: the old subscription runs on for the term the successor had taken over."""
+    previous_end = effective_end(subscription)
+    before = {"endDate": json_value(subscription.end_date), "isForever": subscription.is_forever,
+              "nextSubscriptionId": str(successor.id)}
+    subscription.end_date, subscription.is_forever = successor.end_date, successor.is_forever
+    subscription.next_subscription = None
+    _fit_period_to_end(subscription, previous_end)
+    subscription.save()
+    changelog_add(subscription=subscription, kind=Kind.PLAN_CHANGE, actor=actor,
+                  summary=f"{reason}: the change to plan '{successor.plan.name}' at "
+                          f"{json_value(successor.start_date)} (subscription {successor.id}) is withdrawn",
+                  changes={"endDate": {"before": before["endDate"], "after": json_value(subscription.end_date)},
+                           "isForever": {"before": before["isForever"], "after": subscription.is_forever},
+                           "nextSubscriptionId": {"before": before["nextSubscriptionId"], "after": None}})
+    successor.delete()
+
+
+def _end_at(subscription: Subscription, effective_at: datetime, *, now: datetime) -> None:
+    """The old side ends at the change; its stored period is cut there (or recomputed when the change lies
+    before it), and it is ended at once when the change is not in the future."""
+    previous_end = effective_end(subscription)
+    subscription.end_date, subscription.is_forever = effective_at, False
+    if subscription.current_period_start is not None and subscription.current_period_start >= effective_at:
+        _set_period(subscription, period_as_of(schedule_of(subscription), now))
+    else:
+        _fit_period_to_end(subscription, previous_end)
+    if effective_at <= now:
+        subscription.status = Status.ENDED
+
+
+@transaction.atomic
+def subscription_change_plan(*, book, subscription_id, now: datetime, actor: str, plan_id, effective_at=None,
+                             seats_count: int | None = None, name: str | None = None) -> Subscription:
+    """Move a subscription to another plan at `effective_at` (default now); returns the new subscription.
+
+    The old one ends at that instant (`nextSubscriptionId`), the new one starts there (`previousSubscriptionId`)
+    with the old one's settings, remaining term and period grid; both changelogs record it. A change the old
+    subscription already has scheduled and that has not taken effect is replaced. 422: a plan not linked to the
+    subscription's agent, an ended subscription, an instant outside its life; 409: an instant in or before a
+    period a finalized invoice bills. The old side's drafts are cut to the change (or voided past it)."""
+    subscription = _locked(book, subscription_id)
+    plan = _plan_for_agent(book, plan_id, subscription)
+    effective_at = _local_instant(effective_at, subscription.timezone) or now
+    successor = _scheduled_successor(book, subscription, now=now)
+    if successor is not None:
+        _withdraw(subscription, successor, actor=actor, reason="Scheduled plan change replaced")
+    if subscription.status == Status.ENDED:
+        raise Unprocessable(["The subscription has ended; its plan no longer changes."])
+    if effective_at <= subscription.start_date:
+        raise Unprocessable([f"effectiveAt: Must be after the subscription's startDate "
+                             f"({json_value(subscription.start_date)}); before it starts, change its planId with "
+                             "PATCH /v1/subscriptions/{id}."])
+    term_end = effective_end(subscription)
+    if term_end is not None and effective_at >= term_end:
+        raise Unprocessable([f"effectiveAt: Must be before the subscription's endDate ({json_value(term_end)})."])
+    _refuse_invoiced(book, subscription, effective_at)
+
+    old_snapshot = {"endDate": json_value(subscription.end_date), "isForever": subscription.is_forever,
+                    "status": subscription.status}
+    replacement = Subscription(
+        book=book, plan=plan, name=name or subscription.name, start_date=effective_at,
+        end_date=subscription.end_date if term_end is not None else None, is_forever=subscription.is_forever,
+        cycle_anchor=subscription.cycle_anchor or subscription.start_date, previous_subscription=subscription,
+        status=Status.UPCOMING if effective_at > now else Status.ACTIVE,
+        **{field: getattr(subscription, field) for field in CARRIED_FIELDS})
+    if seats_count is not None:
+        replacement.seats_count = seats_count
+    _end_at(subscription, effective_at, now=now)
+    subscription.save()
+    _refuse_overlap(book, replacement)
+    if replacement.status == Status.ACTIVE:
+        _set_period(replacement, period_as_of(schedule_of(replacement), now))
+    replacement.save()
+    subscription.next_subscription = replacement
+    subscription.save(update_fields=["next_subscription", "updated_at"])
+    invoices_fit_to_end(book=book, subscription=subscription, now=now,
+                        reason=f"Plan changed to '{plan.name}' at {json_value(effective_at)}")
+
+    moved = f"plan '{subscription.plan.name}' -> '{plan.name}' at {json_value(effective_at)}"
+    changelog_add(subscription=subscription, kind=Kind.PLAN_CHANGE, actor=actor,
+                  summary=f"Plan change {moved}: this subscription ends there and continues as {replacement.id}",
+                  changes={key: {"before": value, "after": after} for key, value, after in (
+                      ("endDate", old_snapshot["endDate"], json_value(subscription.end_date)),
+                      ("isForever", old_snapshot["isForever"], subscription.is_forever),
+                      ("status", old_snapshot["status"], subscription.status),
+                      ("nextSubscriptionId", None, str(replacement.id))) if value != after})
+    changelog_add(subscription=replacement, kind=Kind.PLAN_CHANGE, actor=actor,
+                  summary=f"Plan change {moved}: this subscription continues {subscription.id} "
+                          f"({replacement.status})",
+                  changes={"planId": {"before": str(subscription.plan_id), "after": str(plan.id)},
+                           "previousSubscriptionId": {"before": None, "after": str(subscription.id)},
+                           "startDate": {"before": None, "after": json_value(replacement.start_date)},
+                           "seatsCount": {"before": subscription.seats_count, "after": replacement.seats_count},
+                           "status": {"before": None, "after": replacement.status}})
+    # Webhooks, in this transaction (the outbox): the new subscription as created and as the plan's change, and
+    # the old one's end when the change ended it now (a scheduled end is reported by the job that ends it).
+    subscription_event(replacement, EventType.SUBSCRIPTION_CREATED, now=now)
+    subscription_event(replacement, EventType.SUBSCRIPTION_PLAN_CHANGED, now=now)
+    if subscription.status == Status.ENDED:
+        subscription_event(subscription, EventType.SUBSCRIPTION_ENDED, now=now)
+    return replacement
+
+
+@transaction.atomic
+def subscription_plan_change_withdraw(*, book, subscription_id, now: datetime, actor: str) -> Subscription:
+    """Withdraw the subscription's scheduled plan change before it takes effect: the new subscription is deleted
+    and this one runs on as before. 404 when nothing is scheduled, 409 once the change took effect."""
+    subscription = _locked(book, subscription_id)
+    successor = _scheduled_successor(book, subscription, now=now)
+    if successor is None:
+        raise NotFound("This subscription has no scheduled plan change.")
+    _withdraw(subscription, successor, actor=actor, reason="Scheduled plan change withdrawn")
+    return subscription
+
+
+@dataclass(frozen=True)
+class SidePreview:
+    """What one side of a plan change bills for the period the change falls in."""
+
+    subscription_name: str
+    plan_name: str
+    period_start: datetime
+    period_end: datetime
+    lines: tuple[tuple[str, Decimal], ...]  # (description, amount) as the invoice would show them
+    total: Decimal
+
+
+class _Preview(Exception):
+    """Carries the preview out of the transaction it rolls back."""
+
+    def __init__(self, sides):
+        super().__init__("preview")
+        self.sides = sides
+
+
+def _side(book, subscription: Subscription, start: datetime, end: datetime, *, now: datetime) -> SidePreview:
+    invoice, _ = invoice_generate(book=book, now=now, customer_id=subscription.customer_id,
+                                  subscription_id=subscription.pk, billing_period_start=start, billing_period_end=end)
+    lines = tuple(owned(InvoiceLine, book).filter(invoice=invoice).order_by("position")
+                  .values_list("description", "amount"))
+    return SidePreview(subscription.name, subscription.plan.name, start, end, lines, invoice.total)
+
+
+def subscription_plan_change_preview(*, book, subscription_id, now: datetime, actor: str, plan_id, effective_at=None,
+                                     seats_count: int | None = None, name: str | None = None
+                                     ) -> tuple[SidePreview, SidePreview]:
+    """The two sides' invoices for the period the change falls in (old side, new side), exactly as generating them
+    after the change would give them: the change and both invoices are made and then rolled back, so the preview
+    runs the same code as the change and nothing is kept. Refuses what the change refuses."""
+    try:
+        with transaction.atomic():
+            replacement = subscription_change_plan(book=book, subscription_id=subscription_id, now=now, actor=actor,
+                                                   plan_id=plan_id, effective_at=effective_at,
+                                                   seats_count=seats_count, name=name)
+            old = owned(Subscription, book).select_related("plan").get(pk=replacement.previous_subscription_id)
+            moment = replacement.start_date
+            before = period_containing(schedule_of(old), moment - MICROSECOND)
+            after = period_containing(schedule_of(replacement), moment)
+            raise _Preview((_side(book, old, before.start, before.end, now=now),
+                            _side(book, replacement, after.start, after.end, now=now)))
+    except _Preview as preview:
+        return preview.sides

@@ -1,0 +1,356 @@
+"""Plan changes (contract: "Plan changes") through POST/DELETE /v1/subscriptions/{id}/change-plan: the two
+subscriptions, their links and changelogs, and the split period billed exactly, amounts computed by hand."""
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+from decimal import ROUND_HALF_UP, Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from billing.services.subscriptions import subscriptions_advance
+from tests.billing.support import changelog, error, ok
+from tests.billing.test_exact_invoices import Book
+from tests.factories import OrganizationFactory, book_of
+
+pytestmark = pytest.mark.django_db
+D = Decimal
+UTC = timezone.utc
+JUNE = ("2025-06-01T00:00:00Z", "2025-07-01T00:00:00Z")
+
+
+def pool(units, price, overage, signal) -> dict:
+    return {"chargeType": "usage", "pricingModel": "credit_pool", "signalId": str(signal.id),
+            "tiers": [{"lower": 0, "upper": units, "rate": price}, {"lower": units, "upper": None, "rate": overage}]}
+
+
+def fee(rate, frequency="monthly") -> dict:
+    return {"chargeType": "recurring", "rate": rate, "billingFrequency": frequency}
+
+
+def seat(rate) -> dict:
+    return {"chargeType": "seat_based", "pricingModel": "flat", "rate": rate}
+
+
+def setup_fee(rate) -> dict:
+    return {"chargeType": "onetime", "rate": rate}
+
+
+def change(api, subscription, plan, status=201, **fields):
+    return api.post(f"/v1/subscriptions/{subscription['id']}/change-plan", {"planId": plan["id"], **fields})
+
+
+def lines(invoice) -> list[tuple[str, float, float]]:
+    """(charge type, billed quantity, amount) in the invoice's order."""
+    return [(line["chargeType"], line["quantity"], line["amount"]) for line in invoice["lines"]]
+
+
+def fee_total(invoice) -> D:
+    fees = ("recurring", "seat_based")
+    return sum((D(str(line["amount"])) for line in invoice["lines"] if line["chargeType"] in fees), D(0))
+
+
+@pytest.fixture
+def acme(api, book):
+    return Book(api, book)
+
+
+def subscribe(acme, plan, start, **fields) -> dict:
+    body = {"name": "Support desk", "planId": plan["id"], "agentId": str(acme.agent.id),
+            "customerId": str(acme.customer.id), "startDate": start, "status": "active", "billingDay": 1, **fields}
+    return ok(acme.api.post("/v1/subscriptions", body), 201)
+
+
+# --------------------------------------------------------------------------- the split period, exactly
+
+def test_an_upgrade_on_the_17th_of_a_30_day_month_splits_fees_seats_usage_and_the_pool(acme):
+    credits = acme.signals["calls"]
+    starter, _ = acme.plan(fee("30"), seat("6"), ("tickets", "0.10"), pool(300, "60", "0.50", credits),
+                           setup_fee("100"))
+    pro, _ = acme.plan(fee("90"), seat("9"), ("tickets", "0.08"), pool(1500, "240", "0.30", credits),
+                       setup_fee("500"))
+    old = subscribe(acme, starter, "2025-05-01T00:00:00Z", seatsCount=5, invoiceMemo="PO 7781",
+                    metadata={"crm": "A-17"}, netTerms=15)
+    acme.record(("tickets", 600, "2025-06-05T09:00:00Z"), ("tickets", 400, "2025-06-17T11:59:59Z"),
+                ("calls", 200, "2025-06-10T10:00:00Z"),
+                ("tickets", 500, "2025-06-17T12:00:00Z"), ("calls", 750, "2025-06-20T10:00:00Z"))
+
+    new = ok(change(acme.api, old, pro, effectiveAt="2025-06-17T12:00:00Z", seatsCount=8), 201)
+
+    assert new["planId"] == pro["id"] and new["previousSubscriptionId"] == old["id"]
+    assert (new["startDate"], new["status"], new["seatsCount"]) == ("2025-06-17T12:00:00Z", "active", 8)
+    assert (new["customerId"], new["agentId"], new["billingDay"], new["timezone"], new["billingCycle"],
+            new["netTerms"], new["invoiceMemo"], new["metadata"], new["name"]) == (
+        old["customerId"], old["agentId"], 1, old["timezone"], "monthly", 15, "PO 7781", {"crm": "A-17"}, old["name"])
+    ended = ok(acme.api.get(f"/v1/subscriptions/{old['id']}"))
+    assert (ended["endDate"], ended["status"], ended["nextSubscriptionId"]) == (
+        "2025-06-17T12:00:00Z", "ended", new["id"])
+
+    # Old side: June 1-16, 16 of 30 days. Fee 30 x 16/30 = 16.00; seats 5 x 6 = 30 x 16/30 = 16.00; pages before
+    # the instant (600 + 400, the 17th's morning included) x 0.10 = 100.00; pool 300 x 16/30 = 160 units for
+    # 60 x 16/30 = 32.00, 200 used: 40 beyond x 0.50 = 20.00, so 52.00. Total 184.00.
+    before = acme.generate(old, ("2025-06-01T00:00:00Z", "2025-06-17T12:00:00Z"))
+    assert lines(before) == [("recurring", 1, 16.0), ("seat_based", 5, 16.0), ("usage", 1000, 100.0),
+                             ("usage", 200, 52.0)]
+    assert before["total"] == 184.0
+    assert "16 of 30 days" in before["lines"][3]["description"]
+    # New side: June 17-30, 14 of 30 days. Fee 90 x 14/30 = 42.00; seats 8 x 9 = 72 x 14/30 = 33.60; pages 500 x
+    # 0.08 = 40.00; pool 1500 x 14/30 = 700 units for 240 x 14/30 = 112.00, 750 used: 50 beyond x 0.30 = 15.00, so
+    # 127.00; the setup fee of 500 is not charged. Total 242.60.
+    after = acme.generate(new, ("2025-06-17T12:00:00Z", "2025-07-01T00:00:00Z"))
+    assert lines(after) == [("recurring", 1, 42.0), ("seat_based", 8, 33.6), ("usage", 500, 40.0),
+                            ("usage", 750, 127.0)]
+    assert after["total"] == 242.6
+    # July is the new plan's whole period: 90 + 72 + the whole pool price 240, still no setup fee.
+    july = acme.generate(new, ("2025-07-01T00:00:00Z", "2025-08-01T00:00:00Z"))
+    assert lines(july) == [("recurring", 1, 90.0), ("seat_based", 8, 72.0), ("usage", 0, 0.0), ("usage", 0, 240.0)]
+
+    # Revenue labels read the same split: fees recognized over the days each side covers, the pool at each
+    # side's share, no setup fee on the new side.
+    old_revenue = acme.revenue(old, "2025-06-01", "2025-06-30")
+    new_revenue = acme.revenue(new, "2025-06-01", "2025-06-30")
+    def labels(body) -> list[D]:
+        breakdown = body["breakdown"]
+        return [D(str(value)) for value in (body["agentEarned"], breakdown["recurring"], breakdown["seat"],
+                                            breakdown["onetime"], body["revenue"])]
+    assert labels(old_revenue) == [D(152), D(16), D(16), D(0), D(184)]
+    assert labels(new_revenue) == [D(167), D(42), D("33.6"), D(0), D("242.6")]
+
+    old_log, new_log = changelog(acme.api, old["id"]), changelog(acme.api, new["id"])
+    assert old_log[0]["kind"] == "plan_change" and old_log[0]["actor"].startswith("api-key:")
+    assert old_log[0]["changes"]["nextSubscriptionId"] == {"before": None, "after": new["id"]}
+    assert old_log[0]["changes"]["endDate"] == {"before": None, "after": "2025-06-17T12:00:00Z"}
+    assert [entry["kind"] for entry in new_log] == ["plan_change"]
+    assert new_log[0]["changes"]["planId"] == {"before": starter["id"], "after": pro["id"]}
+    assert new_log[0]["changes"]["previousSubscriptionId"]["after"] == old["id"]
+    assert new_log[0]["actor"] == old_log[0]["actor"]
+
+
+def test_a_downgrade_at_the_next_period_start_bills_both_periods_whole(acme, frozen_now):
+    pro, _ = acme.plan(fee("90"), seat("9"), pool(1500, "240", "0.30", acme.signals["calls"]))
+    starter, _ = acme.plan(fee("30"), seat("6"), pool(300, "60", "0.50", acme.signals["calls"]), setup_fee("100"))
+    old = subscribe(acme, pro, "2025-05-01T00:00:00Z", seatsCount=4)
+    acme.record(("calls", 1600, "2025-06-30T23:00:00Z"), ("calls", 320, "2025-07-01T00:00:00Z"))
+
+    new = ok(change(acme.api, old, starter, effectiveAt="2025-07-01"), 201)  # a bare date: local midnight
+
+    assert (new["startDate"], new["status"], new["currentPeriodStart"]) == ("2025-07-01T00:00:00Z", "upcoming", None)
+    scheduled = ok(acme.api.get(f"/v1/subscriptions/{old['id']}"))
+    assert (scheduled["status"], scheduled["endDate"], scheduled["nextSubscriptionId"]) == (
+        "active", "2025-07-01T00:00:00Z", new["id"])
+    assert scheduled["currentPeriodEnd"] == "2025-07-01T00:00:00Z"
+    # June whole on Pro: 90 + 4 x 9 + pool 240 with 100 beyond x 0.30 = 30. July whole on Starter: 30 + 4 x 6 +
+    # pool 60 with 20 beyond x 0.50 = 10; no setup fee.
+    assert lines(acme.generate(old, JUNE)) == [("recurring", 1, 90.0), ("seat_based", 4, 36.0), ("usage", 1600, 270.0)]
+    july = acme.generate(new, ("2025-07-01T00:00:00Z", "2025-08-01T00:00:00Z"))
+    assert lines(july) == [("recurring", 1, 30.0), ("seat_based", 4, 24.0), ("usage", 320, 70.0)]
+
+    frozen_now(datetime(2025, 7, 1, 0, 5, tzinfo=UTC))
+    subscriptions_advance(now=datetime(2025, 7, 1, 0, 5, tzinfo=UTC))
+    assert ok(acme.api.get(f"/v1/subscriptions/{old['id']}"))["status"] == "ended"
+    assert ok(acme.api.get(f"/v1/subscriptions/{new['id']}"))["status"] == "active"
+
+
+def test_a_change_on_the_31st_leaves_one_day_to_the_new_plan_and_the_shorter_month_bills_whole(acme):
+    small, _ = acme.plan(fee("31"))
+    large, _ = acme.plan(fee("62"))
+    old = subscribe(acme, small, "2025-01-01T00:00:00Z")
+    new = ok(change(acme.api, old, large, effectiveAt="2025-01-31T10:00:00Z"), 201)
+    # January has 31 days: the old plan covers the 1st-30th (31 x 30/31 = 30.00), the new one the 31st (62 x 1/31).
+    assert lines(acme.generate(old, ("2025-01-01T00:00:00Z", "2025-01-31T10:00:00Z"))) == [("recurring", 1, 30.0)]
+    assert lines(acme.generate(new, ("2025-01-31T10:00:00Z", "2025-02-01T00:00:00Z"))) == [("recurring", 1, 2.0)]
+    # February (28 days) is the new plan's whole period: 62.00, not 62 x 28/31.
+    assert lines(acme.generate(new, ("2025-02-01T00:00:00Z", "2025-03-01T00:00:00Z"))) == [("recurring", 1, 62.0)]
+
+
+def test_a_change_in_the_subscriptions_timezone_across_the_dst_change_splits_at_local_days(acme):
+    small, _ = acme.plan(fee("31"), ("tickets", "1"))
+    large, _ = acme.plan(fee("62"), ("tickets", "3"))
+    old = subscribe(acme, small, "2025-02-01", timezone="America/New_York")  # local midnight: 05:00Z
+    assert old["startDate"] == "2025-02-01T05:00:00Z"
+    # New York moves to EDT (UTC-4) on March 9. 02:30Z on the 20th is 22:30 on March 19, local.
+    acme.record(("tickets", 10, "2025-03-20T02:29:59Z"), ("tickets", 5, "2025-03-20T02:30:00Z"))
+    new = ok(change(acme.api, old, large, effectiveAt="2025-03-20T02:30:00Z"), 201)
+    assert new["timezone"] == "America/New_York"
+    # March is [March 1 05:00Z, April 1 04:00Z): 31 local days. The old plan covers March 1-18 (18 days: 31 x
+    # 18/31 = 18.00) and the event before the instant (10 x 1); the new one March 19-31 (13 days: 62 x 13/31 =
+    # 26.00) and the event at the instant (5 x 3).
+    before = acme.generate(old, ("2025-03-01T05:00:00Z", "2025-03-20T02:30:00Z"))
+    after = acme.generate(new, ("2025-03-20T02:30:00Z", "2025-04-01T04:00:00Z"))
+    assert lines(before) == [("recurring", 1, 18.0), ("usage", 10, 10.0)]
+    assert lines(after) == [("recurring", 1, 26.0), ("usage", 5, 15.0)]
+    # The new subscription's periods turn at New York midnight on the old grid: April is [April 1 04:00Z, May 1).
+    april = acme.generate(new, ("2025-04-01T04:00:00Z", "2025-05-01T04:00:00Z"))
+    assert lines(april) == [("recurring", 1, 62.0), ("usage", 0, 0.0)]
+
+
+def test_a_yearly_cycle_changed_mid_year_keeps_the_yearly_grid(acme):
+    basic, _ = acme.plan(fee("365", "yearly"))
+    premium, _ = acme.plan(fee("730", "yearly"))
+    old = subscribe(acme, basic, "2025-03-01T00:00:00Z", billingCycle="yearly", billingDay=None)
+    new = ok(change(acme.api, old, premium, effectiveAt="2025-09-10T00:00:00Z"), 201)
+    # The year [2025-03-01, 2026-03-01) has 365 days; March 1 - September 9 is 193 of them (365 x 193/365 = 193.00),
+    # September 10 - February 28 the other 172 (730 x 172/365 = 344.00).
+    assert lines(acme.generate(old, ("2025-03-01T00:00:00Z", "2025-09-10T00:00:00Z"))) == [("recurring", 1, 193.0)]
+    first = acme.generate(new, ("2025-09-10T00:00:00Z", "2026-03-01T00:00:00Z"))
+    assert (first["periodStart"], first["periodEnd"], lines(first)) == (
+        "2025-09-10T00:00:00Z", "2026-03-01T00:00:00Z", [("recurring", 1, 344.0)])
+    # The next year still turns on March 1 (the old subscription's grid), billed whole.
+    following = acme.generate(new, ("2026-03-01T00:00:00Z", "2027-03-01T00:00:00Z"))
+    assert lines(following) == [("recurring", 1, 730.0)]
+
+
+def test_the_credit_balance_of_each_side_counts_down_its_share_of_the_pool(acme, frozen_now):
+    starter, _ = acme.plan(pool(300, "60", "0.50", acme.signals["calls"]))
+    pro, _ = acme.plan(pool(1500, "240", "0.30", acme.signals["calls"]))
+    frozen_now(datetime(2025, 6, 20, 12, 0, tzinfo=UTC))
+    old = subscribe(acme, starter, "2025-05-01T00:00:00Z")
+    acme.record(("calls", 100, "2025-06-18T10:00:00Z"))
+    new = ok(change(acme.api, old, pro, effectiveAt="2025-06-17T12:00:00Z"), 201)
+    balance = ok(acme.api.get(f"/v1/subscriptions/{new['id']}/credit-balance"))
+    # 1500 x 14/30 = 700 units for the new side's June; 100 drawn.
+    assert (balance["poolSizeUnits"], balance["consumedUnits"], balance["remainingUnits"]) == (700, 100, 600)
+
+
+def test_a_change_scheduled_inside_the_period_shrinks_the_old_sides_pool_now(acme, frozen_now):
+    starter, _ = acme.plan(pool(300, "60", "0.50", acme.signals["calls"]))
+    pro, _ = acme.plan(pool(1500, "240", "0.30", acme.signals["calls"]))
+    old = subscribe(acme, starter, "2025-05-01T00:00:00Z")  # the clock reads 2025-06-10T12:00Z
+    acme.record(("calls", 100, "2025-06-05T10:00:00Z"))
+    new = ok(change(acme.api, old, pro, effectiveAt="2025-06-17T12:00:00Z"), 201)
+    assert new["status"] == "upcoming"
+    balance = ok(acme.api.get(f"/v1/subscriptions/{old['id']}/credit-balance"))
+    # June 1-16 of 30 days: 300 x 16/30 = 160 units; 100 drawn, 60 left (37.50%).
+    assert (balance["poolSizeUnits"], balance["remainingUnits"], balance["remainingPercent"]) == (160, 60, 37.5)
+    assert balance["periodEnd"] == "2025-06-17T12:00:00Z"
+
+
+# --------------------------------------------------------------------------- refusals
+
+def test_a_change_into_a_period_a_finalized_invoice_bills_is_a_409_naming_it(acme):
+    plan, _ = acme.plan(fee("30"))
+    other, _ = acme.plan(fee("60"))
+    old = subscribe(acme, plan, "2025-05-01T00:00:00Z")
+    may = acme.generate(old, ("2025-05-01T00:00:00Z", "2025-06-01T00:00:00Z"))
+    ok(acme.api.post(f"/v1/invoices/{may['id']}/send", {}))
+    message = error(change(acme.api, old, other, effectiveAt="2025-05-20T00:00:00Z"), 409)
+    assert may["invoiceNumber"] in message and "void it first" in message
+    assert ok(acme.api.get(f"/v1/subscriptions/{old['id']}"))["nextSubscriptionId"] is None
+    # A draft does not block: it is cut at the change and re-priced (same number): June 1-15, 15 of 30 days.
+    june = acme.generate(old, JUNE)
+    ok(change(acme.api, old, other, effectiveAt="2025-06-16T00:00:00Z"), 201)
+    cut = ok(acme.api.get(f"/v1/invoices/{june['id']}"))
+    assert (cut["invoiceNumber"], cut["status"], cut["periodEnd"]) == (june["invoiceNumber"], "draft",
+                                                                     "2025-06-16T00:00:00Z")
+    assert lines(cut) == [("recurring", 1, 15.0)]  # 30 x 15/30
+
+
+def test_a_plan_of_another_agent_is_a_422_and_an_unknown_plan_a_404(acme, api):
+    plan, _ = acme.plan(fee("30"))
+    old = subscribe(acme, plan, "2025-05-01T00:00:00Z")
+    stranger = Book(api, acme.book)
+    foreign, _ = stranger.plan(fee("60"))
+    assert "not a plan of agent" in error(change(acme.api, old, foreign), 422)
+    assert error(api.post(f"/v1/subscriptions/{old['id']}/change-plan",
+                          {"planId": "7a1d2c3e-0000-4000-8000-000000000000"}), 404)
+    assert "planId" in error(api.post(f"/v1/subscriptions/{old['id']}/change-plan", {}), 400)
+    assert "effectiveAt" in error(change(acme.api, old, plan, effectiveAt="2025-04-01T00:00:00Z"), 422)
+
+
+def test_a_subscription_of_another_organization_reads_as_404(acme, other_api):
+    plan, _ = acme.plan(fee("30"))
+    old = subscribe(acme, plan, "2025-05-01T00:00:00Z")
+    assert error(other_api.post(f"/v1/subscriptions/{old['id']}/change-plan", {"planId": plan["id"]}), 404)
+    assert error(other_api.delete(f"/v1/subscriptions/{old['id']}/change-plan"), 404)
+
+
+# --------------------------------------------------------------------------- scheduled changes
+
+def test_a_scheduled_change_is_replaced_by_a_second_call_and_withdrawn_by_delete(acme, frozen_now):
+    current, _ = acme.plan(fee("30"))
+    first_choice, _ = acme.plan(fee("60"))
+    second_choice, _ = acme.plan(fee("90"))
+    old = subscribe(acme, current, "2025-05-01T00:00:00Z", endDate="2025-12-31T23:59:59Z")
+    pending = ok(change(acme.api, old, first_choice, effectiveAt="2025-07-01T00:00:00Z"), 201)
+    assert pending["endDate"] == "2026-01-01T00:00:00Z"  # the remaining term moves to the new plan
+
+    replacing = ok(change(acme.api, old, second_choice, effectiveAt="2025-08-01T00:00:00Z"), 201)
+    assert acme.api.get(f"/v1/subscriptions/{pending['id']}").status_code == 404
+    scheduled = ok(acme.api.get(f"/v1/subscriptions/{old['id']}"))
+    assert (scheduled["endDate"], scheduled["nextSubscriptionId"]) == ("2025-08-01T00:00:00Z", replacing["id"])
+    assert "replaced" in changelog(acme.api, old["id"])[1]["summary"]
+
+    restored = ok(acme.api.delete(f"/v1/subscriptions/{old['id']}/change-plan"))
+    assert (restored["endDate"], restored["nextSubscriptionId"], restored["status"]) == (
+        "2026-01-01T00:00:00Z", None, "active")
+    assert acme.api.get(f"/v1/subscriptions/{replacing['id']}").status_code == 404
+    assert "withdrawn" in changelog(acme.api, old["id"])[0]["summary"]
+    assert "no scheduled plan change" in error(acme.api.delete(f"/v1/subscriptions/{old['id']}/change-plan"), 404)
+
+
+def test_a_change_that_took_effect_can_no_longer_be_withdrawn_or_replaced(acme, frozen_now):
+    current, _ = acme.plan(fee("30"))
+    other, _ = acme.plan(fee("60"))
+    old = subscribe(acme, current, "2025-05-01T00:00:00Z")
+    new = ok(change(acme.api, old, other, effectiveAt="2025-07-01T00:00:00Z"), 201)
+    frozen_now(datetime(2025, 7, 2, tzinfo=UTC))
+    assert new["id"] in error(acme.api.delete(f"/v1/subscriptions/{old['id']}/change-plan"), 409)
+    assert new["id"] in error(change(acme.api, old, current), 409)
+
+
+# --------------------------------------------------------------------------- properties
+
+def _cents(amount: D) -> D:
+    return amount.quantize(D("0.01"), rounding=ROUND_HALF_UP)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(old_fee=st.integers(1, 500), new_fee=st.integers(1, 500), old_rate=st.sampled_from(["0.25", "1", "2.5"]),
+       new_rate=st.sampled_from(["0.1", "1.5", "3"]), zone=st.sampled_from(["UTC", "America/New_York", "Asia/Kolkata"]),
+       month=st.sampled_from([2, 3, 6, 11]), fraction=st.integers(1, 9999),
+       events=st.lists(st.tuples(st.integers(0, 9999), st.integers(0, 50)), max_size=15))
+def test_every_event_is_billed_once_and_the_fees_add_up_to_each_plans_fee_by_its_days(
+        client_for, old_fee, new_fee, old_rate, new_rate, zone, month, fraction, events):
+    """A month of 2025 in the subscription's time zone (February, the DST months March and November, June), split
+    at a random instant inside it; random events over the month."""
+    org = OrganizationFactory()
+    acme = Book(client_for(organization=org), book_of(org, "test"))
+    old_plan, _ = acme.plan(fee(str(old_fee)), ("tickets", old_rate))
+    new_plan, _ = acme.plan(fee(str(new_fee)), ("tickets", new_rate))
+    local = ZoneInfo(zone)
+    month_start = datetime(2025, month, 1, tzinfo=local).astimezone(UTC)
+    month_end = datetime(2025, month + 1, 1, tzinfo=local).astimezone(UTC)
+    length = month_end - month_start
+
+    def instant(share: int) -> datetime:  # a point of the month, in ten-thousandths (never its first instant)
+        return month_start + length * share / 10000
+
+    def text(moment: datetime) -> str:
+        return moment.isoformat().replace("+00:00", "Z")
+    at = instant(fraction)
+    old = subscribe(acme, old_plan, "2025-01-01", timezone=zone)
+    recorded = [("tickets", quantity, text(instant(share))) for share, quantity in events]
+    if recorded:
+        acme.record(*recorded)
+    new = ok(change(acme.api, old, new_plan, effectiveAt=text(at)), 201)
+    before = acme.generate(old, (text(month_start), text(at)))
+    after = acme.generate(new, (text(at), text(month_end)))
+
+    def used(invoice) -> D:
+        return sum((D(str(line["usedQuantity"])) for line in invoice["lines"] if line["chargeType"] == "usage"), D(0))
+    assert used(before) + used(after) == sum((D(quantity) for _, quantity, _ in recorded), D(0))
+    assert used(after) == sum((D(q) for share, q in events if instant(share) >= at), D(0))
+    days = (month_end.astimezone(local).date() - month_start.astimezone(local).date()).days
+    old_days = at.astimezone(local).day - 1  # the change day is the new plan's
+    assert fee_total(before) == _cents(D(old_fee) * old_days / days)
+    assert fee_total(after) == _cents(D(new_fee) * (days - old_days) / days)
+
+
+def test_the_end_of_a_subscription_a_change_ends_moves_only_through_change_plan(acme, frozen_now):
+    current, _ = acme.plan(fee("30"))
+    other, _ = acme.plan(fee("60"))
+    old = subscribe(acme, current, "2025-05-01T00:00:00Z")
+    ok(change(acme.api, old, other, effectiveAt="2025-07-01T00:00:00Z"), 201)
+    for body in ({"endDate": "2025-09-01"}, {"isForever": True}, {"status": "ended"}):
+        assert "change-plan" in error(acme.api.patch(f"/v1/subscriptions/{old['id']}", body), 422)
+    assert ok(acme.api.patch(f"/v1/subscriptions/{old['id']}", {"endDate": "2025-07-01T00:00:00Z",
+                                                                  "name": "Renamed"}))["name"] == "Renamed"

@@ -1,0 +1,79 @@
+"""The console's plan change: from the subscription's page, a preview of both sides' amounts for the split period
+(nothing kept), then the change itself through the API's service."""
+import pytest
+
+from billing.models import Invoice, Subscription
+from tests.billing.invoice_support import billing_chain, recurring, usage
+from tests.billing.support import create_plan, create_strategies, ok
+from tests.console.conftest import messages_of
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def chain(api, book, frozen_now):
+    """A customer on a 20/month plan (billing day 1) since January 2025; the clock reads 2025-06-10T12:00Z."""
+    chain = billing_chain(api, book, [recurring("20"), usage("0.25")], billingDay=1)
+    chain.pro = create_plan(api, chain.agent.id, name="Pro")
+    create_strategies(api, chain.pro["id"], [{"name": "pro fee", "agentId": str(chain.agent.id), **recurring("50")}])
+    return chain
+
+
+def page(chain) -> str:
+    return f"/admin/billing/subscription/{chain.subscription['id']}/change-plan/"
+
+
+def test_the_subscription_page_links_to_the_plan_change(console, chain):
+    resp = console.get(f"/admin/billing/subscription/{chain.subscription['id']}/change/")
+    assert resp.status_code == 200
+    assert page(chain) in resp.content.decode()
+    form = console.get(page(chain))
+    assert form.status_code == 200 and "Pro" in form.content.decode()
+
+
+def test_the_preview_shows_both_sides_of_the_split_period_and_keeps_nothing(console, chain):
+    choice = {"plan": chain.pro["id"], "when": "at", "effective_at": "2025-06-16 00:00", "preview": "Preview"}
+    resp = console.post(page(chain), choice)
+    assert resp.status_code == 200, resp.content[:400]
+    old_side, new_side = resp.context["sides"]
+    # June has 30 days: the old plan covers the 1st-15th (20 x 15/30), the new one the 16th-30th (50 x 15/30).
+    assert (old_side.plan_name, old_side.total, new_side.plan_name, new_side.total) == (
+        chain.plan["name"], 10, "Pro", 25)
+    assert [amount for _, amount in old_side.lines] == [10, 0] and [a for _, a in new_side.lines] == [25]
+    assert Subscription.objects.filter(customer_id=chain.customer.id).count() == 1
+    assert not Invoice.objects.exists()
+    assert Subscription.objects.get(pk=chain.subscription["id"]).end_date is None
+
+    confirmed = console.post(page(chain), {**choice, "confirm": "Change plan",
+                                           "previewed": resp.context["form"].data["previewed"]}, follow=True)
+    new = Subscription.objects.get(previous_subscription_id=chain.subscription["id"])
+    assert (new.plan_id.hex, new.start_date.isoformat()) == (chain.pro["id"].replace("-", ""),
+                                                             "2025-06-16T00:00:00+00:00")
+    assert any("moves to plan 'Pro'" in message for message in messages_of(confirmed))
+
+
+def test_a_confirm_without_a_preview_of_the_same_choice_previews_first(console, chain):
+    resp = console.post(page(chain), {"plan": chain.pro["id"], "when": "next_period", "confirm": "Change plan",
+                                      "previewed": "something else"})
+    assert resp.status_code == 200 and resp.context["sides"] is not None
+    old_side, new_side = resp.context["sides"]
+    # At the next period start nothing is split: June whole on the old plan, July whole on Pro.
+    assert (old_side.total, new_side.total) == (20, 50)
+    assert Subscription.objects.filter(customer_id=chain.customer.id).count() == 1
+
+
+def test_a_refused_change_is_an_error_on_the_page(console, chain, api):
+    invoice = ok(api.post("/v1/invoices/generate", {"customerId": str(chain.customer.id),
+                                                    "subscriptionId": chain.subscription["id"]}), 201)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    resp = console.post(page(chain), {"plan": chain.pro["id"], "when": "now", "preview": "Preview"})
+    assert resp.status_code == 200 and invoice["invoiceNumber"] in resp.content.decode()
+    assert resp.context["sides"] is None
+
+
+def test_a_subscription_of_another_organization_reads_as_missing(console_for, other_org, chain):
+    stranger = console_for(other_org)
+    resp = stranger.get(page(chain))
+    assert resp.status_code == 302 and "/admin/" in resp["Location"]
+    assert stranger.post(page(chain), {"plan": chain.pro["id"], "when": "now", "confirm": "1"}).status_code == 302
+    assert Subscription.objects.filter(customer_id=chain.customer.id).count() == 1
