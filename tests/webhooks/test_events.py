@@ -146,6 +146,24 @@ def test_moving_a_subscription_to_another_plan_reports_plan_changed(api, hooked,
     assert len(hooked.events("subscription.plan_changed")) == 1  # other changes are not plan changes
 
 
+def test_a_plan_change_reports_plan_changed_with_the_new_subscription_and_the_old_ones_end(api, hooked, book):
+    from tests.billing.support import create_plan
+    chain = hooked.call(billing_chain, api, book, [recurring("20")])
+    other_plan = create_plan(api, chain.agent.id, name="Pro")
+    old_id = chain.subscription["id"]
+    replacement = hooked.call(api.post, f"/v1/subscriptions/{old_id}/change-plan",
+                              {"planId": other_plan["id"], "effectiveAt": "2025-01-17T00:00:00Z"})
+    assert replacement.status_code == 201, replacement.content
+    new_id = replacement.json()["id"]
+    changed = only(hooked, "subscription.plan_changed")
+    assert changed["data"] == as_json(api.get(f"/v1/subscriptions/{new_id}"))
+    assert (changed["data"]["planId"], changed["data"]["previousSubscriptionId"]) == (other_plan["id"], old_id)
+    assert [body["data"]["id"] for body in hooked.events("subscription.created")][-1] == new_id
+    ended = only(hooked, "subscription.ended")
+    assert ended["data"] == as_json(api.get(f"/v1/subscriptions/{old_id}"))
+    assert ended["data"]["nextSubscriptionId"] == new_id
+
+
 def test_plan_changed_is_emitted_by_the_function_the_plan_change_calls(api, hooked, book):
     chain = hooked.call(billing_chain, api, book, [recurring("20")])
     subscription = as_json(api.get(f"/v1/subscriptions/{chain.subscription['id']}"))
