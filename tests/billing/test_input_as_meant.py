@@ -1,0 +1,100 @@
+"""Input is read as the client meant it, or refused saying why (contract.md "Unknown record fields", "Exact
+numbers in", "Booleans"; docs/decisions/usage-recording.md)."""
+from decimal import Decimal
+
+import pytest
+
+from customers.models import UsageEvent
+from tests.factories import ServiceEntryFactory
+
+pytestmark = pytest.mark.django_db
+
+D = Decimal
+
+
+@pytest.fixture
+def llm(db):
+    """$3 per million input tokens, $15 per million output."""
+    return ServiceEntryFactory(canonical_name="acme-llm-1", provider="acmeai", input_cost=D("0.000003"),
+                               output_cost=D("0.000015"))
+
+
+def rec(llm, **fields):
+    record = {"customerExternalId": "cust-1", "agentCode": "support-bot", "signalName": "tickets_resolved",
+              "model": llm.canonical_name, "modelProvider": llm.provider, "inputTokens": 1000, "outputTokens": 200}
+    record.update(fields)
+    return record
+
+
+def post(api, *records):
+    resp = api.post("/v1/usage/record", {"records": list(records)})
+    assert resp.status_code == 200, resp.json()
+    return resp.json()
+
+
+# --------------------------------------------------------------------------- unknown record fields
+
+
+def test_a_misspelled_token_field_fails_its_record_alone_and_names_the_field_meant(api, llm):
+    misspelled = rec(llm)
+    del misspelled["inputTokens"]
+    misspelled["inputToken"] = 1000
+    body = post(api, rec(llm), misspelled)
+    assert (body["successful"], body["failed"]) == (1, 1)
+    failure = body["results"]["failed"][0]
+    assert failure["index"] == 1 and failure["code"] == "unknown_field" and failure["stored"] is False
+    assert failure["message"] == ["inputToken: Not a field of a usage record. Did you mean inputTokens? Free-form "
+                                  "data belongs in metadata."]
+    assert UsageEvent.objects.count() == 1  # only the neighbour, priced 1000 x 0.000003 + 200 x 0.000015
+    assert body["results"]["success"][0]["totalCostUsd"] == "0.006"
+
+
+@pytest.mark.parametrize("sent, meant", [("timestamp", "usageDate"), ("input_tokens", "inputTokens"),
+                                         ("promptTokens", "inputTokens"), ("customerId", "customerExternalId"),
+                                         ("Quantity", "quantity"), ("idempotencykey", "idempotencyKey")])
+def test_an_unknown_field_suggests_the_field_meant(api, llm, sent, meant):
+    failure = post(api, rec(llm, **{sent: "2026-01-05T10:00:00Z"}))["results"]["failed"][0]
+    assert failure["code"] == "unknown_field"
+    assert failure["message"][0].startswith(f"{sent}: Not a field of a usage record. Did you mean {meant}?")
+    assert not UsageEvent.objects.exists()  # never stored dated now
+
+
+def test_a_field_like_no_other_is_named_without_a_guess(api, llm):
+    failure = post(api, rec(llm, customerTier="gold"))["results"]["failed"][0]
+    assert failure["message"] == ["customerTier: Not a field of a usage record. Free-form data belongs in metadata."]
+
+
+def test_an_unknown_field_of_a_service_part_fails_the_record_naming_the_part(api, llm):
+    record = {"customerExternalId": "cust-1", "agentCode": "bot", "signalName": "runs",
+              "services": [{"model": llm.canonical_name, "modelProvider": llm.provider, "inputTokens": 10},
+                           {"model": llm.canonical_name, "modelProvider": llm.provider, "outputTokns": 5}]}
+    failure = post(api, record)["results"]["failed"][0]
+    assert failure["code"] == "unknown_field" and failure["stored"] is False
+    assert failure["message"] == ["services[1].outputTokns: Not a field of a service of a usage record. Did you mean "
+                                  "outputTokens? Free-form data belongs in metadata."]
+
+
+def test_unknown_field_is_the_code_even_beside_other_errors(api, llm):
+    failure = post(api, rec(llm, quantity=-1, inputTokenz=3))["results"]["failed"][0]
+    assert failure["code"] == "unknown_field"
+    assert failure["message"] == ["inputTokenz: Not a field of a usage record. Did you mean inputTokens? Free-form "
+                                  "data belongs in metadata.", "quantity: Must be zero or more."]
+
+
+def test_every_field_the_interface_lists_is_accepted(api, llm):
+    full = rec(llm, cacheReadTokens=0, cacheWriteTokens=0, cacheWrite1hTokens=0, serviceTier="standard", quantity=2,
+               usageDate="2026-01-05T10:00:00Z", metadata={"matterId": "M-1", "anything": {"nested": True}},
+               environment="production", idempotencyKey="k-1")
+    multi = {"customerExternalId": "cust-1", "agentCode": "bot", "signalName": "runs", "quantity": 1,
+             "usageDate": "2026-01-05", "metadata": {}, "environment": "staging", "idempotencyKey": "k-2",
+             "services": [{"model": llm.canonical_name, "modelProvider": llm.provider, "inputTokens": 1,
+                           "outputTokens": 1, "cacheReadTokens": 0, "cacheWriteTokens": 0, "cacheWrite1hTokens": 0,
+                           "serviceTier": "standard", "quantity": 1}]}
+    body = post(api, full, multi)
+    assert body["failed"] == 0, body["results"]["failed"]
+
+
+def test_free_form_data_in_metadata_is_stored_as_sent(api, llm):
+    body = post(api, rec(llm, metadata={"inputToken": 5, "timestamp": "x"}))
+    event = UsageEvent.objects.get(pk=body["results"]["success"][0]["eventId"])
+    assert event.metadata == {"inputToken": 5, "timestamp": "x"}
