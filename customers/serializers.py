@@ -6,7 +6,7 @@ Keys inside `metadata` and `context` are stored and returned exactly as sent: no
 from rest_framework import serializers
 
 from config.core.clock import is_valid_timezone
-from config.core.serialization import DecimalText, JsonObjectIn
+from config.core.serialization import DecimalText, Flag, JsonObjectIn
 from customers.models import CustomerStatus, SignalType
 
 NAME_MAX = 255
@@ -22,15 +22,6 @@ class Text(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
-
-
-class Flag(serializers.BooleanField):
-    """Input: JSON true or false only."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            self.fail("invalid")
-        return data
 
 
 class UuidText(serializers.UUIDField):

@@ -98,3 +98,80 @@ def test_free_form_data_in_metadata_is_stored_as_sent(api, llm):
     body = post(api, rec(llm, metadata={"inputToken": 5, "timestamp": "x"}))
     event = UsageEvent.objects.get(pk=body["results"]["success"][0]["eventId"])
     assert event.metadata == {"inputToken": 5, "timestamp": "x"}
+
+
+# --------------------------------------------------------------------------- booleans
+
+SOME_ID = "00000000-0000-4000-8000-000000000001"
+# Every request body that carries a boolean: (method, path, body without the boolean, the boolean's name).
+BOOLEAN_BODIES = [
+    ("post", "/v1/agents", {"name": "Bot", "agentCode": "bot"}, "isActive"),
+    ("patch", f"/v1/agents/{SOME_ID}", {}, "isActive"),
+    ("post", "/v1/pricing-plans", {"name": "Pro"}, "isActive"),
+    ("patch", f"/v1/pricing-plans/{SOME_ID}", {}, "isActive"),
+    ("post", "/v1/subscriptions", {"name": "Main"}, "isForever"),
+    ("post", f"/v1/subscriptions/{SOME_ID}/credit-alerts-pause", {}, "paused"),
+    ("post", "/v1/control/devices/heartbeat", {"customerExternalId": "dev@example.com", "deviceId": "d-1"}, "armed"),
+]
+
+
+def _refused_naming(resp, field) -> str:
+    assert resp.status_code == 400, (resp.status_code, resp.content[:400])
+    message = resp.json()["message"]
+    mine = [line for line in (message if isinstance(message, list) else [message]) if line.startswith(f"{field}:")]
+    assert mine, message
+    return mine[0]
+
+
+@pytest.mark.parametrize("method, path, body, field", BOOLEAN_BODIES)
+@pytest.mark.parametrize("value", ["yes", "true", 1, 0, "false", None])
+def test_a_boolean_in_a_body_takes_json_true_or_false_only(api, method, path, body, field, value):
+    resp = getattr(api, method)(path, {**body, field: value})
+    line = _refused_naming(resp, field)
+    assert line in (f"{field}: Must be true or false (a JSON boolean).", f"{field}: This field may not be null.")
+
+
+def test_a_strategy_active_flag_takes_json_booleans_only(api):
+    resp = api.post(f"/v1/pricing-plans/{SOME_ID}/pricing-strategies", [{"name": "per page", "active": "yes"}])
+    assert resp.status_code == 400
+    assert "[0].active: Must be true or false (a JSON boolean)." in resp.json()["message"]
+
+
+def test_a_refused_flag_changes_nothing(api, book):
+    from tests.factories import AgentFactory
+    agent = AgentFactory(book=book)
+    resp = api.post("/v1/agents", {"name": "Bot", "agentCode": "bot-2", "isActive": "no"})
+    _refused_naming(resp, "isActive")
+    resp = api.patch(f"/v1/agents/{agent.id}", {"isActive": "no"})
+    _refused_naming(resp, "isActive")
+    agent.refresh_from_db()
+    assert agent.is_active is True
+    assert api.patch(f"/v1/agents/{agent.id}", {"isActive": False}).json()["isActive"] is False
+
+
+@pytest.mark.parametrize("path, field", [("/v1/analytics/cost", "includePriorWindow"),
+                                         ("/v1/portal-sessions", "includeExpired")])
+def test_a_boolean_query_parameter_takes_true_or_false_only(api, path, field):
+    assert api.get(path, {field: "yes"}).status_code == 400
+    assert _refused_naming(api.get(path, {field: "yes"}), field) == f"{field}: Must be true or false."
+    assert api.get("/v1/portal-sessions", {"includeExpired": "true"}).status_code == 200
+
+
+def test_every_boolean_a_request_reads_is_strict():
+    """No serializer that reads input (`...In`) holds DRF's lenient BooleanField, which reads "yes" as true."""
+    from rest_framework import serializers
+
+    from config.core.serialization import Flag, QueryFlag
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    import config.urls  # noqa: F401  (every app's serializers are imported by its views)
+    lenient = [f"{cls.__module__}.{cls.__name__}.{name}"
+               for cls in subclasses(serializers.Serializer) if cls.__name__.endswith("In")
+               and not cls.__module__.startswith(("rest_framework", "drf_spectacular"))
+               for name, field in cls().fields.items()
+               if isinstance(field, serializers.BooleanField) and not isinstance(field, (Flag, QueryFlag))]
+    assert lenient == []
