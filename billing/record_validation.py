@@ -8,8 +8,9 @@ naming the field and the one probably meant): a misspelled `inputToken` would ot
 stored without its input cost.
 
 Numbers arrive exact: the API's parser reads a JSON number with a fraction or exponent as the Decimal it
-spells (config/core/api_json.py), so a quantity is checked as written, and one with more decimal places than
-the ledger keeps is refused, never rounded.
+spells (config/core/api_json.py), so a quantity is checked as written and stored as written (the ledger's
+quantity is an unbounded `numeric`); only one with more than `QUANTITY_PLACES` decimal places is refused,
+never rounded.
 
 Plain Python rather than one DRF serializer per record: a batch of 100 records is validated in well
 under a millisecond, and the error strings keep the `field: message` form of the rest of the API.
@@ -24,7 +25,6 @@ from catalog.event_pricing import ServiceUsage
 from catalog.resolution import normalize_model, normalize_provider
 from config.core.clock import parse_instant
 from config.core.errors import ApiError, BadRequest
-from config.core.money import EXACT_PLACES
 from config.core.serialization import SURROGATE_MESSAGE, text_problem, unstorable_reason
 from customers.models import Environment
 
@@ -57,7 +57,11 @@ FIELD_SYNONYMS = {
     "env": "environment",
 }
 ENVIRONMENTS = frozenset(Environment.values)
-MAX_QUANTITY = Decimal(10**9)  # per record and per service part, with at most 12 decimal places
+MAX_QUANTITY = Decimal(10**9)  # per record and per service part
+# Decimal places a quantity may have: every digit a client prints for a binary float (Python's repr of a double
+# writes at most 17 significant digits, so `0.30000000000000004`, `1.2345678901234567e-12`: 28 places) with room
+# to spare; the contract's minimum is 20 (docs/decisions/numbers.md "Quantities").
+QUANTITY_PLACES = 30
 OUT_OF_RANGE = "out_of_range"
 INVALID_RECORD = "invalid_record"
 UNKNOWN_FIELD = "unknown_field"
@@ -237,8 +241,8 @@ class _Checker:
         if number > MAX_QUANTITY:
             self.too_large(name, MAX_QUANTITY)
             return None
-        if number.as_tuple().exponent < -EXACT_PLACES:
-            self.fail(name, f"Ensure there are no more than {EXACT_PLACES} decimal places.")
+        if number.as_tuple().exponent < -QUANTITY_PLACES:
+            self.fail(name, f"Ensure there are no more than {QUANTITY_PLACES} decimal places.")
             return None
         return number
 

@@ -11,7 +11,7 @@ from django.db.models import Q
 
 from config.core.ids import time_ordered_uuid
 from config.core.models import OrgOwned
-from config.core.money import ExactField, SumField
+from config.core.money import ExactField, QuantityField, SumField
 
 # Usage recorded under this agent code is the operator's own internal coding-agent spend (contract.md);
 # its customers are developers, identified by email, and never billed.
@@ -164,7 +164,7 @@ class UsageEvent(OrgOwned):
     cache_read_tokens = models.BigIntegerField(null=True, blank=True)
     cache_write_tokens = models.BigIntegerField(null=True, blank=True)
     services = models.JSONField(null=True, blank=True)
-    quantity = ExactField(default=1)
+    quantity = QuantityField(default=1)
     usage_cost = ExactField(null=True, blank=True)
     event_status = models.CharField(max_length=24, choices=EventStatus.choices, default=EventStatus.PROCESSED)
     usage_date = models.DateTimeField()

@@ -175,3 +175,41 @@ def test_every_boolean_a_request_reads_is_strict():
                for name, field in cls().fields.items()
                if isinstance(field, serializers.BooleanField) and not isinstance(field, (Flag, QueryFlag))]
     assert lenient == []
+
+
+# --------------------------------------------------------------------------- quantity digits
+
+FLOAT_PRINTS = ("0.30000000000000004", "0.016666666666666666", "3.14159265358979")  # what Python prints
+
+
+def test_a_quantity_keeps_every_digit_a_client_prints_for_a_float_and_invoices_bill_it_exactly(api, book):
+    import json
+
+    from tests.billing.test_exact_invoices import JAN, Book
+    acme = Book(api, book)
+    plan, _ = acme.plan(("tickets", "1000.125"))
+    subscription = acme.subscribe(plan)
+    records = ",".join(
+        f'{{"customerExternalId": "{acme.customer.external_id}", "agentCode": "{acme.agent.agent_code}", '
+        f'"signalName": "tickets", "model": "in-house-model", "modelProvider": "in-house", '
+        f'"usageDate": "2025-01-{10 + index}T00:00:00Z", "quantity": {quantity}}}'
+        for index, quantity in enumerate(FLOAT_PRINTS))
+    body = api.post("/v1/usage/record", f'{{"records": [{records}]}}', format=None,
+                    content_type="application/json").json()
+    assert [f["stored"] for f in body["results"]["failed"]] == [True] * 3  # unpriced model: cost plays no part
+    assert sorted(UsageEvent.objects.values_list("quantity", flat=True)) == sorted(D(q) for q in FLOAT_PRINTS)
+    assert sorted(row["quantity"] for row in api.get("/v1/events").json()) == sorted(FLOAT_PRINTS)
+
+    invoice = json.loads(api.get(f"/v1/invoices/{acme.generate(subscription, JAN)['id']}").content,
+                         parse_float=D)
+    line, = [line for line in invoice["lines"] if line["chargeType"] == "usage"]
+    # 0.30000000000000004 + 0.016666666666666666 + 3.14159265358979, every digit
+    assert line["usedQuantity"] == line["quantity"] == D("3.458259320256456706")
+    # 3.458259320256456706 x 1000.125 = 3458.691602671488763088..., rounded once to cents
+    assert line["amount"] == D("3458.69")
+
+
+def test_a_quantity_with_more_places_than_any_float_prints_fails_alone(api, llm):
+    failure = post(api, rec(llm, quantity="0." + "0" * 30 + "1"))["results"]["failed"][0]
+    assert (failure["code"], failure["stored"]) == ("invalid_record", False)
+    assert failure["message"] == ["quantity: Ensure there are no more than 30 decimal places."]
