@@ -25,6 +25,8 @@ class CustomerStatus(models.TextChoices):
 
 
 class Customer(OrgOwned):
+    # How a client finds a customer's id from the id it knows, named by a 404 for a path given an external id.
+    id_lookup = "GET /v1/customers?externalId={value}"
     # No index on the book alone: the unique (book, external id) and (book, -created) indexes lead with it,
     # and recording's lookup probes the unique one per name, which a lone book index lured the planner from.
     book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_index=False)
@@ -62,6 +64,7 @@ class Customer(OrgOwned):
 
 
 class Agent(OrgOwned):
+    id_lookup = "GET /v1/agents?agentCode={value}"
     name = models.CharField(max_length=255)
     agent_code = models.CharField(max_length=255)
     description = models.TextField(blank=True)

@@ -213,3 +213,55 @@ def test_a_quantity_with_more_places_than_any_float_prints_fails_alone(api, llm)
     failure = post(api, rec(llm, quantity="0." + "0" * 30 + "1"))["results"]["failed"][0]
     assert (failure["code"], failure["stored"]) == ("invalid_record", False)
     assert failure["message"] == ["quantity: Ensure there are no more than 30 decimal places."]
+
+
+# --------------------------------------------------------------------------- unknown models
+
+
+@pytest.mark.parametrize("sent, meant", [("gpt4o", "gpt-4o"), ("gpt-4o-mni", "gpt-4o-mini"),
+                                         ("GPT_4O", "gpt-4o")])
+def test_an_unknown_model_suggests_the_closest_catalog_names(api, sent, meant):
+    from catalog.models import ServiceEntry
+    for name in ("gpt-4o", "gpt-4o-mini", "o3"):  # in the catalog the suite loads; made here if not
+        if not ServiceEntry.objects.filter(provider="openai", canonical_name=name, is_active=True).exists():
+            ServiceEntryFactory(canonical_name=name, provider="openai", input_cost=D("0.0000025"),
+                                output_cost=D("0.00001"))
+    ServiceEntryFactory(canonical_name="gpt-4o-mni-other", provider="elsewhere", input_cost=D("0.1"))
+    record = {"customerExternalId": "cust-1", "agentCode": "bot", "signalName": "runs", "model": sent,
+              "modelProvider": "openai", "inputTokens": 10}
+    failure = post(api, record)["results"]["failed"][0]
+    assert (failure["code"], failure["stored"]) == ("unknown_model", True)
+    message = failure["message"][0]
+    assert message.startswith(f"model: '{sent.lower()}' from provider 'openai' is not in the catalog (did you mean "
+                              f"{meant}")
+    assert "other" not in message  # names of another provider only when the provider has none
+
+
+def test_an_unknown_model_like_no_catalog_name_gets_no_guess(api, llm):
+    record = {"customerExternalId": "cust-1", "agentCode": "bot", "signalName": "runs", "model": "zzzz-house",
+              "modelProvider": "acmeai", "inputTokens": 10}
+    message = post(api, record)["results"]["failed"][0]["message"][0]
+    assert message == ("model: 'zzzz-house' from provider 'acmeai' is not in the catalog; the event is stored with "
+                       "cost null until the model is mapped (POST /v1/events/map-model).")
+
+
+# --------------------------------------------------------------------------- ids in paths
+
+
+@pytest.mark.parametrize("path", ["/v1/customers/cust-42", "/v1/customers/cust-42/revenue"])
+def test_a_customer_path_given_an_external_id_says_it_takes_the_id_and_how_to_find_it(api, book, path):
+    from tests.factories import CustomerFactory
+    customer = CustomerFactory(book=book, external_id="cust-42")
+    resp = api.get(path)
+    assert resp.status_code == 404
+    assert resp.json()["message"] == (
+        "Customer not found: the path takes the customer's id (a UUID, its `id`), and 'cust-42' is not one. To find "
+        "a customer by the value you sent, use GET /v1/customers?externalId=cust-42.")
+    found, = api.get("/v1/customers", {"externalId": "cust-42"}).json()
+    assert found["id"] == str(customer.id)
+    assert api.get(f"/v1/customers/{customer.id}").status_code == 200
+
+
+def test_an_unknown_customer_uuid_is_a_plain_404(api):
+    resp = api.get("/v1/customers/00000000-0000-4000-8000-000000000009")
+    assert (resp.status_code, resp.json()["message"]) == (404, "Customer not found")
