@@ -6,7 +6,7 @@ Keys inside `metadata` and `context` are stored and returned exactly as sent: no
 from rest_framework import serializers
 
 from config.core.clock import is_valid_timezone
-from config.core.serialization import DecimalText, Flag, JsonObjectIn
+from config.core.serialization import DecimalText, Flag, JsonObjectIn, QueryFlag
 from customers.models import CustomerStatus, SignalType
 
 NAME_MAX = 255
@@ -199,6 +199,13 @@ class UsageEventOut(serializers.Serializer):
     idempotencyKey = serializers.CharField(source="idempotency_key", allow_null=True)
     metadata = serializers.JSONField()
     createdAt = serializers.DateTimeField(source="created_at")
+
+
+class UsageExportQueryIn(serializers.Serializer):
+    """The export's own query parameters; its filters are those of `GET /v1/events`."""
+
+    format = serializers.ChoiceField(choices=["csv", "jsonl"], default="csv")
+    gzip = QueryFlag(required=False, default=False)
 
 
 class ModelMapIn(serializers.Serializer):
