@@ -15,13 +15,13 @@ import zlib
 from collections.abc import Iterator
 
 import orjson
-from django.db.models import F, Func, Q, TextField
+from django.db.models import F, Func, Q, QuerySet, TextField
 from django.db.models.functions import Cast
 
 from customers.selectors import usage_event_list
 
 EXPORT_PAGE = 5000  # events per statement: large enough that a million take 200 round trips
-FORMATS = ("csv", "jsonl")
+EXPORT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
 GZIP_LEVEL = 6
 
 _INSTANT = "YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\""
@@ -77,12 +77,17 @@ def usage_event_export_pages(*, book, params, page_size: int | None = None) -> I
     """The matching events as rows of text (None for SQL NULL) in `COLUMNS` order, oldest first, a page at a
     time. The filters are those of `GET /v1/events` (a bad value is a 400, raised on this call, before the first
     page); `limit` and `offset` are not filters and play no part."""
+    return events_pages(usage_event_list(book=book, params=params), page_size=page_size)
+
+
+def events_pages(events: QuerySet, *, page_size: int | None = None) -> Iterator[list[tuple]]:
+    """The events of `events` (a scoped ledger queryset: the API's filters, or the console's selection) as rows of
+    text, oldest first, page by page over (usage_date, id)."""
     page_size = page_size or EXPORT_PAGE
-    base = usage_event_list(book=book, params=params).order_by()
     names = [f"x_{index}" for index in range(len(COLUMNS))]
-    annotated = base.annotate(**{name: expression for name, (_, expression, _) in zip(names, COLUMNS)},
-                              x_usage_date=Cast(F("usage_date"), output_field=TextField()),
-                              x_id=Cast(F("id"), output_field=TextField()))
+    annotated = events.order_by().annotate(
+        **{name: expression for name, (_, expression, _) in zip(names, COLUMNS)},
+        x_usage_date=Cast(F("usage_date"), output_field=TextField()), x_id=Cast(F("id"), output_field=TextField()))
 
     def pages():
         after = None
@@ -140,8 +145,13 @@ def _gzipped(chunks: Iterator[bytes]) -> Iterator[bytes]:
     yield compressor.flush()
 
 
-def usage_event_export(*, book, params, export_format: str, gzip: bool) -> Iterator[bytes]:
-    """The export's bytes, chunk by chunk (one per page of events). Filters are checked on this call."""
-    pages = usage_event_export_pages(book=book, params=params)
+def export_bytes(pages: Iterator[list[tuple]], *, export_format: str, gzip: bool) -> Iterator[bytes]:
+    """The export's bytes, chunk by chunk (one per page of events)."""
     chunks = _csv_chunks(pages) if export_format == "csv" else _jsonl_chunks(pages)
     return _gzipped(chunks) if gzip else chunks
+
+
+def usage_event_export(*, book, params, export_format: str, gzip: bool) -> Iterator[bytes]:
+    """`GET /v1/events/export`: the bytes of the book's events the filters match. Filters are checked on this
+    call, before the response starts."""
+    return export_bytes(usage_event_export_pages(book=book, params=params), export_format=export_format, gzip=gzip)

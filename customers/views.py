@@ -17,7 +17,7 @@ from config.core.pagination import array_response
 from config.core.serialization import parse
 from customers import selectors, services
 from customers.backfill import model_map
-from customers.export import usage_event_export
+from customers.export import EXPORT_TYPES, usage_event_export
 from customers.serializers import (AgentOut, AgentWriteIn, CustomerOut, CustomerWriteIn, ModelMapIn, ModelMapOut,
                                    SignalBulkCreateIn, SignalCreateIn, SignalOut, SignalUpdateIn, UsageEventOut,
                                    UsageExportQueryIn)
@@ -217,7 +217,6 @@ EVENT_FILTERS = [*(query(name, text) for name, text in (
     ("idempotencyKey", "The record's idempotency key."),
     ("startDate", "ISO 8601; events at or after it."),
     ("endDate", "ISO 8601; a date includes that whole day, a timestamp is exclusive.")))]
-EXPORT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
 
 
 class _ExportRenderer(BaseRenderer):

@@ -164,3 +164,31 @@ def test_events_of_another_organization_or_book_are_never_exported(api, other_ap
 @pytest.mark.parametrize("kwargs", [{"key_type": "publishable"}, {"scope": "ingest"}, {"scope": "legal"}])
 def test_the_export_needs_the_key_the_listing_needs(client_for, kwargs):
     assert client_for(**kwargs).get("/v1/events/export").status_code == 403
+
+
+# --------------------------------------------------------------------------- the console's action
+
+
+@pytest.fixture
+def operator(client, org):
+    from config.accounts.models import Membership, User
+    user = User.objects.create_user(email="ops@acme.example.com", password="pw", is_staff=True)
+    Membership.objects.create(user=user, organization=org, role="owner")
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize("action, media_type", [("export_events_csv", "text/csv; charset=utf-8"),
+                                                ("export_events_jsonl", "application/x-ndjson")])
+def test_the_console_exports_every_matching_event_of_its_list(operator, api, other_api, llm, action, media_type):
+    record_raw(api, rec(customer="c-1", quantity="0.30000000000000004"), rec(customer="c-2"),
+               rec(customer="c-1", day="2025-03-02T10:00:00Z"))
+    record_raw(other_api, rec(customer="c-1"))  # another organization: never in this operator's console
+    resp = operator.post("/admin/customers/usageevent/?q=c-1", {"action": action, "select_across": "1",
+                                                                "index": "0", "_selected_action": ["x"]})
+    assert resp["Content-Type"] == media_type
+    text = body_of(resp).decode()
+    rows = (list(csv.DictReader(io.StringIO(text))) if action.endswith("csv")
+            else [json.loads(line) for line in text.splitlines()])
+    assert [row["customerExternalId"] for row in rows] == ["c-1", "c-1"]
+    assert rows[0]["quantity"] == "0.30000000000000004"
