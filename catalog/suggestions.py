@@ -16,6 +16,8 @@ NAMES_KEPT_SECONDS = 300
 MAX_SUGGESTIONS = 3
 _names: dict[str, list[str]] = {}  # provider -> its active canonical names; "" -> every provider's
 _read_at = [float("-inf")]
+_answers: dict[tuple[str, str], list[str]] = {}  # (model, provider) -> its suggestions, until the names are read again
+MAX_ANSWERS = 10_000
 
 
 def _catalog_names() -> dict[str, list[str]]:
@@ -26,6 +28,7 @@ def _catalog_names() -> dict[str, list[str]]:
             by_provider.setdefault("", set()).add(name)
         _names.clear()
         _names.update({provider: sorted(names) for provider, names in by_provider.items()})
+        _answers.clear()
         _read_at[0] = time.monotonic()
     return _names
 
@@ -36,8 +39,18 @@ def _comparable(name: str) -> str:
 
 
 def closest_models(model: str, provider: str) -> list[str]:
-    """Up to three active catalog names closest to `model`, those of its provider first (normalized names)."""
+    """Up to three active catalog names closest to `model`, those of its provider first (normalized names).
+    Remembered per pair: a client sending the same unknown model in every batch pays for the comparison once."""
     names = _catalog_names()
+    key = (model, provider)
+    if key not in _answers:
+        if len(_answers) >= MAX_ANSWERS:
+            _answers.clear()
+        _answers[key] = _closest(model, provider, names)
+    return _answers[key]
+
+
+def _closest(model: str, provider: str, names: dict[str, list[str]]) -> list[str]:
     pool = names.get(provider) or names.get(PROVIDER_SYNONYMS.get(provider, "")) or names.get("", [])
     if not pool:
         return []

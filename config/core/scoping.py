@@ -32,16 +32,18 @@ def book_sql(book, column: str = "book_id") -> tuple[str, list]:
 
 
 def not_found(model: type[Model], *, not_an_id: str | None = None) -> NotFound:
-    """404 for `model`. For a path value that is no id at all (a customer's external id where its id belongs),
-    the message says what the path takes and, where the model names one (`id_lookup`), how to find the id."""
+    """404 for `model`. For a value that is no id at all (a customer's external id where its id belongs, in a path
+    or a body), the message says what an id is and, where the model names one (`id_lookup`), how to find it."""
     name = model._meta.verbose_name
     if not_an_id is None:
         return NotFound(f"{name.capitalize()} not found")
     shown = not_an_id if len(not_an_id) <= 100 else not_an_id[:100] + "..."
-    message = f"{name.capitalize()} not found: the path takes the {name}'s id (a UUID, its `id`), and {shown!r} is not one."
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    message = (f"{name.capitalize()} not found: {shown!r} is not {article} {name} id; this takes the {name}'s `id` "
+               f"(a UUID).")
     lookup = getattr(model, "id_lookup", None)  # e.g. "GET /v1/customers?externalId={value}"
     if lookup:
-        message += f" To find a {name} by the value you sent, use {lookup.format(value=quote(shown, safe=''))}."
+        message += f" To find {article} {name}'s id from the value you sent, use {lookup.format(value=quote(shown, safe=''))}."
     return NotFound(message)
 
 

@@ -255,8 +255,8 @@ def test_a_customer_path_given_an_external_id_says_it_takes_the_id_and_how_to_fi
     resp = api.get(path)
     assert resp.status_code == 404
     assert resp.json()["message"] == (
-        "Customer not found: the path takes the customer's id (a UUID, its `id`), and 'cust-42' is not one. To find "
-        "a customer by the value you sent, use GET /v1/customers?externalId=cust-42.")
+        "Customer not found: 'cust-42' is not a customer id; this takes the customer's `id` (a UUID). To find a "
+        "customer's id from the value you sent, use GET /v1/customers?externalId=cust-42.")
     found, = api.get("/v1/customers", {"externalId": "cust-42"}).json()
     assert found["id"] == str(customer.id)
     assert api.get(f"/v1/customers/{customer.id}").status_code == 200
