@@ -139,8 +139,11 @@ def check_request_shape(body) -> list[dict]:
                 problems.append(f"records[{index}]: Send tokens inside each service of services (multi-service "
                                 f"shape), not at the top level beside it (got {', '.join(single)}).")
         elif record.get("model") is None and record.get("modelProvider") is None:
+            unknown = [f"{name} (did you mean {field_meant(name, RECORD_FIELDS)}?)" if field_meant(name, RECORD_FIELDS)
+                       else name for name in _unknown_fields(record, RECORD_FIELDS) if isinstance(name, str)]
+            hint = f" Fields this record carries that a record does not take: {', '.join(unknown)}." if unknown else ""
             problems.append(f"records[{index}]: Send either model and modelProvider (single-service shape) or "
-                            f"services (multi-service shape); neither was given.")
+                            f"services (multi-service shape); neither was given.{hint}")
     if problems:
         raise BadRequest(problems)
     return records

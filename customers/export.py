@@ -96,7 +96,8 @@ def events_pages(events: QuerySet, *, page_size: int | None = None) -> Iterator[
             if after is not None:
                 day, event_id = after
                 # `usage_date >= day` alone is what the (book, usage_date) index and partition pruning use
-                page = page.filter(usage_date__gte=day).filter(Q(usage_date__gt=day) | Q(usage_date=day, id__gt=event_id))
+                page = page.filter(usage_date__gte=day).filter(Q(usage_date__gt=day)
+                                                               | Q(usage_date=day, id__gt=event_id))
             rows = list(page.order_by("usage_date", "id").values_list(*names, *_KEYSET)[:page_size])
             if not rows:
                 return

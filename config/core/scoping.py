@@ -43,7 +43,8 @@ def not_found(model: type[Model], *, not_an_id: str | None = None) -> NotFound:
                f"(a UUID).")
     lookup = getattr(model, "id_lookup", None)  # e.g. "GET /v1/customers?externalId={value}"
     if lookup:
-        message += f" To find {article} {name}'s id from the value you sent, use {lookup.format(value=quote(shown, safe=''))}."
+        where = lookup.format(value=quote(shown, safe=""))
+        message += f" To find {article} {name}'s id from the value you sent, use {where}."
     return NotFound(message)
 
 

@@ -265,3 +265,15 @@ def test_a_customer_path_given_an_external_id_says_it_takes_the_id_and_how_to_fi
 def test_an_unknown_customer_uuid_is_a_plain_404(api):
     resp = api.get("/v1/customers/00000000-0000-4000-8000-000000000009")
     assert (resp.status_code, resp.json()["message"]) == (404, "Customer not found")
+
+
+def test_a_record_without_either_shape_names_the_fields_it_carries_instead(api, llm):
+    record = rec(llm)
+    record["Model"] = record.pop("model")
+    record["provider"] = record.pop("modelProvider")
+    resp = api.post("/v1/usage/record", {"records": [record]})
+    assert resp.status_code == 400
+    assert resp.json()["message"] == [
+        "records[0]: Send either model and modelProvider (single-service shape) or services (multi-service shape); "
+        "neither was given. Fields this record carries that a record does not take: Model (did you mean model?), "
+        "provider (did you mean modelProvider?)."]
