@@ -6,6 +6,9 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 WEB_CONCURRENCY ?= 3
+# Seconds a gunicorn worker may spend on one request: a usage export streams for as long as its events take to
+# read (a million in well under a minute), and gunicorn's default of 30 would cut it short.
+WEB_TIMEOUT ?= 300
 # Commands that use the database run through this: with DATABASE_URL set they use it; without, the embedded
 # PostgreSQL under var/postgres (config/embedded_database.py), started when it is not running and stopped when
 # the last command using it ends. The line it prints says which database that is.
@@ -41,7 +44,7 @@ run: install
 serve: catalog
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	PORT=$(PORT) exec $(BIN)/gunicorn config.wsgi:application --bind $(HOST):$(PORT) \
-		--workers $(WEB_CONCURRENCY) --graceful-timeout 10
+		--workers $(WEB_CONCURRENCY) --timeout $(WEB_TIMEOUT) --graceful-timeout 10
 
 worker: install
 	@$(WITH_DATABASE) $(SUBMAKE) work WITH_DATABASE=

@@ -6,7 +6,7 @@ from rest_framework import serializers
 from analytics.selectors.mrr import ALL, CANONICAL, COMMITTED, RUN_RATE
 from analytics.selectors.usage import BREAKDOWN_BY, GROUP_BY
 from billing.serializers.common import InstantIn, UuidIn
-from config.core.serialization import DecimalNumber
+from config.core.serialization import DecimalNumber, QueryFlag
 
 
 def one_of(values) -> dict:
@@ -40,7 +40,7 @@ class CostAnalyticsQueryIn(AnalyticsWindowIn):
     subscriptionId = UuidIn(required=False)
     agentId = UuidIn(required=False)
     signalId = UuidIn(required=False)
-    includePriorWindow = serializers.BooleanField(source="include_prior_window", default=False)
+    includePriorWindow = QueryFlag(source="include_prior_window", default=False)
 
 
 MRR_VARIANTS = (CANONICAL, RUN_RATE, COMMITTED, ALL)

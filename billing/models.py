@@ -4,7 +4,7 @@ from django.db.models import Q
 
 from config.core import display
 from config.core.models import OrgOwned
-from config.core.money import ZERO, CentsField, ExactField
+from config.core.money import ZERO, CentsField, ExactField, QuantityField
 
 
 class PricingPlan(OrgOwned):
@@ -290,8 +290,8 @@ class InvoiceLine(OrgOwned):
                                related_name="invoice_lines")
     description = models.CharField(max_length=500)
     # Units, seats or 1 for a fee, after the minimum commitment; `used_quantity` is what the ledger counted.
-    quantity = ExactField()
-    used_quantity = ExactField(null=True, blank=True)
+    quantity = QuantityField()
+    used_quantity = QuantityField(null=True, blank=True)
     amount = CentsField()
     # The strategy's terms as priced (camelCase, as the API renders them): later edits never re-price it.
     terms = models.JSONField(default=dict, blank=True)
@@ -375,8 +375,8 @@ class CreditGrant(OrgOwned):
     # ledger and how many of those units were beyond the pool and came out of top-ups (settled once).
     period_start = models.DateTimeField(null=True, blank=True)
     period_end = models.DateTimeField(null=True, blank=True)
-    consumed_units = ExactField(null=True, blank=True)
-    topup_units_drawn = ExactField(null=True, blank=True)
+    consumed_units = QuantityField(null=True, blank=True)
+    topup_units_drawn = QuantityField(null=True, blank=True)
     settled_at = models.DateTimeField(null=True, blank=True)
     # Top-ups: when the units became drawable (the service's clock), the caller's replay key, note and author.
     granted_at = models.DateTimeField(null=True, blank=True)
@@ -425,7 +425,7 @@ class CreditPoolAlert(OrgOwned):
     stage = models.PositiveSmallIntegerField(choices=Stage.choices)
     outcome = models.CharField(max_length=12, choices=Outcome.choices)
     used_percent = ExactField()
-    remaining_units = ExactField()
+    remaining_units = QuantityField()
     recipients = models.JSONField(default=list, blank=True)
 
     class Meta:

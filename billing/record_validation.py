@@ -2,15 +2,20 @@
 
 A request body is checked as a whole first (1 to 100 records, each an object in exactly one of the two
 shapes: a 400 otherwise, as spec §2 says), then each record on its own: a record with a bad field
-becomes a per-record failure (`invalid_record`, not stored) and never spoils its neighbours.
+becomes a per-record failure (`invalid_record`, not stored) and never spoils its neighbours. A field the
+interface does not list for a record (or for a `services[]` entry) fails its record alone too (`unknown_field`,
+naming the field and the one probably meant): a misspelled `inputToken` would otherwise be ignored and the event
+stored without its input cost.
 
 Numbers arrive exact: the API's parser reads a JSON number with a fraction or exponent as the Decimal it
-spells (config/core/api_json.py), so a quantity is checked as written, and one with more decimal places than
-the ledger keeps is refused, never rounded.
+spells (config/core/api_json.py), so a quantity is checked as written and stored as written (the ledger's
+quantity is an unbounded `numeric`); only one with more than `QUANTITY_PLACES` decimal places is refused,
+never rounded.
 
 Plain Python rather than one DRF serializer per record: a batch of 100 records is validated in well
 under a millisecond, and the error strings keep the `field: message` form of the rest of the API.
 """
+import difflib
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
@@ -20,7 +25,6 @@ from catalog.event_pricing import ServiceUsage
 from catalog.resolution import normalize_model, normalize_provider
 from config.core.clock import parse_instant
 from config.core.errors import ApiError, BadRequest
-from config.core.money import EXACT_PLACES
 from config.core.serialization import SURROGATE_MESSAGE, text_problem, unstorable_reason
 from customers.models import Environment
 
@@ -34,10 +38,56 @@ TOKEN_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTok
 # The top-level fields of the single-service shape: any of them beside `services` is the mixed shape, a 400
 # (contract.md "Record shapes"), so that nothing a client sends is dropped silently.
 SINGLE_SHAPE_FIELDS = ("model", "modelProvider", *TOKEN_FIELDS)
+# Every field a record and a `services[]` entry take (spec.md section 2, and contract.md "Cost fields of a record":
+# `cacheWrite1hTokens`, `serviceTier`). Anything else fails the record alone (`unknown_field`); free-form data
+# belongs in `metadata`. This is the one list of accepted names: a field the service starts to take is added here.
+SERVICE_FIELDS = frozenset({"model", "modelProvider", *TOKEN_FIELDS, "cacheWrite1hTokens", "serviceTier", "quantity"})
+RECORD_FIELDS = SERVICE_FIELDS | frozenset({"customerExternalId", "agentCode", "signalName", "usageDate", "metadata",
+                                            "environment", "idempotencyKey", "services"})
+# Names other billing and tracing tools use for a record's fields, and what this service calls them.
+FIELD_SYNONYMS = {
+    "timestamp": "usageDate", "time": "usageDate", "date": "usageDate", "eventDate": "usageDate",
+    "occurredAt": "usageDate", "createdAt": "usageDate", "eventTime": "usageDate", "usageTime": "usageDate",
+    "promptTokens": "inputTokens", "completionTokens": "outputTokens", "cachedTokens": "cacheReadTokens",
+    "cacheCreationInputTokens": "cacheWriteTokens", "cacheReadInputTokens": "cacheReadTokens",
+    "provider": "modelProvider", "customerId": "customerExternalId", "externalId": "customerExternalId",
+    "customer": "customerExternalId", "agent": "agentCode", "agentId": "agentCode", "signal": "signalName",
+    "signalId": "signalName", "units": "quantity", "count": "quantity", "value": "quantity",
+    "idempotency_key": "idempotencyKey", "tags": "metadata", "properties": "metadata", "attributes": "metadata",
+    "env": "environment",
+}
 ENVIRONMENTS = frozenset(Environment.values)
-MAX_QUANTITY = Decimal(10**9)  # per record and per service part, with at most 12 decimal places
+MAX_QUANTITY = Decimal(10**9)  # per record and per service part
+# Decimal places a quantity may have: every digit a client prints for a binary float (Python's repr of a double
+# writes at most 17 significant digits, so `0.30000000000000004`, `1.2345678901234567e-12`: 28 places) with room
+# to spare; the contract's minimum is 20 (docs/decisions/numbers.md "Quantities").
+QUANTITY_PLACES = 30
 OUT_OF_RANGE = "out_of_range"
 INVALID_RECORD = "invalid_record"
+UNKNOWN_FIELD = "unknown_field"
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word[:1].upper() + word[1:] for word in rest)
+
+
+def field_meant(name: str, accepted: frozenset[str]) -> str | None:
+    """The accepted field a client most probably meant by `name`, or None: a known synonym (`timestamp` ->
+    `usageDate`), the camelCase of a snake_case name (`input_tokens`), another capitalization, or the closest
+    spelling (`inputToken` -> `inputTokens`). Only ever computed for a field that is not accepted."""
+    for candidate in (FIELD_SYNONYMS.get(name), FIELD_SYNONYMS.get(_camel(name)), _camel(name)):
+        if candidate in accepted:
+            return candidate
+    folded = {field.lower(): field for field in accepted}
+    if name.replace("_", "").lower() in folded:
+        return folded[name.replace("_", "").lower()]
+    close = difflib.get_close_matches(name, sorted(accepted), n=1, cutoff=0.7)
+    return close[0] if close else None
+
+
+def _unknown_fields(data: dict, accepted: frozenset[str]) -> list[str]:
+    return [name for name in data if name not in accepted]
 
 
 class RecordDraft(NamedTuple):
@@ -62,7 +112,8 @@ class InvalidRecord:
     index: int
     errors: list[str]
     echo: dict  # customerExternalId / agentCode / signalName / model / modelProvider as sent (strings only)
-    code: str = INVALID_RECORD  # OUT_OF_RANGE when every error is a number beyond its maximum
+    code: str = INVALID_RECORD  # UNKNOWN_FIELD when a field is not one the record takes; OUT_OF_RANGE when every
+    # error is a number beyond its maximum
 
 
 def check_request_shape(body) -> list[dict]:
@@ -88,8 +139,11 @@ def check_request_shape(body) -> list[dict]:
                 problems.append(f"records[{index}]: Send tokens inside each service of services (multi-service "
                                 f"shape), not at the top level beside it (got {', '.join(single)}).")
         elif record.get("model") is None and record.get("modelProvider") is None:
+            unknown = [f"{name} (did you mean {field_meant(name, RECORD_FIELDS)}?)" if field_meant(name, RECORD_FIELDS)
+                       else name for name in _unknown_fields(record, RECORD_FIELDS) if isinstance(name, str)]
+            hint = f" Fields this record carries that a record does not take: {', '.join(unknown)}." if unknown else ""
             problems.append(f"records[{index}]: Send either model and modelProvider (single-service shape) or "
-                            f"services (multi-service shape); neither was given.")
+                            f"services (multi-service shape); neither was given.{hint}")
     if problems:
         raise BadRequest(problems)
     return records
@@ -102,6 +156,15 @@ class _Checker:
         self.prefix = prefix
         self.errors: list[str] = []
         self.beyond_maximum = 0  # how many of the errors are numbers beyond their maximum
+        self.unknown = 0  # how many of the errors are fields the record does not take
+
+    def unknown_fields(self, data: dict, accepted: frozenset[str], what: str) -> None:
+        for name in _unknown_fields(data, accepted):
+            shown = name if isinstance(name, str) and not text_problem(name) else repr(name)
+            meant = field_meant(name, accepted) if isinstance(name, str) else None
+            hint = f" Did you mean {meant}?" if meant else ""
+            self.fail(shown, f"Not a field of {what}.{hint} Free-form data belongs in metadata.")
+            self.unknown += 1
 
     def fail(self, name: str, message: str) -> None:
         self.errors.append(f"{self.prefix}{name}: {message}")
@@ -181,13 +244,15 @@ class _Checker:
         if number > MAX_QUANTITY:
             self.too_large(name, MAX_QUANTITY)
             return None
-        if number.as_tuple().exponent < -EXACT_PLACES:
-            self.fail(name, f"Ensure there are no more than {EXACT_PLACES} decimal places.")
+        if number.as_tuple().exponent < -QUANTITY_PLACES:
+            self.fail(name, f"Ensure there are no more than {QUANTITY_PLACES} decimal places.")
             return None
         return number
 
     def service(self, data: dict) -> ServiceUsage | None:
         before = len(self.errors)
+        if not data.keys() <= SERVICE_FIELDS:
+            self.unknown_fields(data, SERVICE_FIELDS, "a service of a usage record")
         model = self.text(data, "model", required=True)
         provider = self.text(data, "modelProvider", required=True)
         tokens = [self.tokens(data, name) for name in TOKEN_FIELDS]
@@ -200,6 +265,8 @@ class _Checker:
 def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | InvalidRecord:
     """One record of a request that passed `check_request_shape`."""
     check = _Checker()
+    if not data.keys() <= RECORD_FIELDS:  # one set operation on the hot path; the names only when it fails
+        check.unknown_fields(data, RECORD_FIELDS, "a usage record")
     customer_external_id = check.text(data, "customerExternalId", required=True)
     agent_code = check.text(data, "agentCode", required=True)
     signal_name = check.text(data, "signalName", required=True)
@@ -244,6 +311,7 @@ def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | I
                 part = part_check.service(raw)
                 check.errors.extend(part_check.errors)
                 check.beyond_maximum += part_check.beyond_maximum
+                check.unknown += part_check.unknown
                 if part is not None:
                     parts.append(part)
             services = tuple(parts)
@@ -261,7 +329,12 @@ def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | I
         echo = {name: data[name] for name in ("customerExternalId", "agentCode", "signalName", "model",
                                                "modelProvider")
                 if isinstance(data.get(name), str) and text_problem(data[name]) != SURROGATE_MESSAGE}
-        code = OUT_OF_RANGE if check.beyond_maximum == len(check.errors) else INVALID_RECORD
+        if check.unknown:  # the likeliest cause of every other error too: a misspelled name
+            code = UNKNOWN_FIELD
+        elif check.beyond_maximum == len(check.errors):
+            code = OUT_OF_RANGE
+        else:
+            code = INVALID_RECORD
         return InvalidRecord(index=index, errors=check.errors, echo=echo, code=code)
     return RecordDraft(
         index=index, customer_external_id=customer_external_id, agent_code=agent_code, signal_name=signal_name,

@@ -11,6 +11,7 @@ from typing import NamedTuple
 from catalog.costing import Usage, event_total, missing_rates, service_cost
 from catalog.models import ServiceEntry
 from catalog.resolution import rates_for
+from catalog.suggestions import did_you_mean
 from config.core.serialization import decimal_text
 
 UNKNOWN_MODEL = "unknown_model"
@@ -104,7 +105,8 @@ def price_event(parts: Sequence[ServiceUsage], prices: PriceList, *, at: datetim
     unknown = [p.usage for p in priced if p.service is None]
     if unknown:
         return PricedEvent(tuple(priced), None, UNKNOWN_MODEL, [
-            f"model: {u.model!r} from provider {u.model_provider!r} is not in the catalog; the event is stored "
+            f"model: {u.model!r} from provider {u.model_provider!r} is not in the catalog"
+            f"{did_you_mean(u.model, u.model_provider)}; the event is stored "
             f"with cost null until the model is mapped (POST /v1/events/map-model)." for u in unknown])
     return PricedEvent(tuple(priced), None, UNPRICED_USAGE, [
         f"model: {p.usage.model!r} ({p.service.provider}/{p.service.canonical_name}) has no catalog rate for its "

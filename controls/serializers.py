@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from config.core import clock
 from config.core.errors import ApiError
-from config.core.serialization import DecimalIn, DecimalNumber
+from config.core.serialization import DecimalIn, DecimalNumber, Flag
 from controls.models import (DEFAULT_ALERT_THRESHOLDS, PROVIDER_SCOPE_ALL, AlertMetric, CapMode, CapPeriod,
                              CapScope, WindowMode)
 
@@ -143,7 +143,7 @@ class SpendOut(serializers.Serializer):
 class HeartbeatIn(serializers.Serializer):
     customerExternalId = serializers.EmailField(source="customer_external_id", max_length=255)
     deviceId = serializers.CharField(source="device_id", max_length=255)
-    armed = serializers.BooleanField()
+    armed = Flag()
 
 
 class DeviceOut(serializers.Serializer):

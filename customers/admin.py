@@ -6,6 +6,7 @@ through the same `model_map` as POST /v1/events/map-model (which backfills their
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.widgets import AutocompleteSelect
+from django.http import StreamingHttpResponse
 from django.utils.html import format_html
 
 from catalog.models import ServiceEntry
@@ -15,6 +16,7 @@ from config.accounts.models import Book
 from config.core import clock
 from config.jobs.admin import job_link
 from customers.backfill import events_reprice_start, events_unpriced_reasons, model_map
+from customers.export import EXPORT_TYPES, events_pages, export_bytes
 from customers.models import Agent, Customer, Signal, UsageDailyRollup, UsageEvent
 from customers.services import customer_delete
 
@@ -117,7 +119,7 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                                     "metadata", "raw_event_id", "id", "book", "created_at", "updated_at"]}),
     ]
     show_full_result_count = False
-    actions = ["map_model", "price_again"]
+    actions = ["map_model", "price_again", "export_events_csv", "export_events_jsonl"]
 
     def get_changelist_instance(self, request):
         """The page, with why each unpriced event on it is unpriced (priced again now, read only: one catalog
@@ -147,6 +149,22 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             return getattr(request, "unpriced_reasons", {}).get(event.pk, "")
         why_unpriced.short_description = "Why unpriced"
         return [why_unpriced if name == "why_unpriced" else name for name in super().get_list_display(request)]
+
+    def _export(self, queryset, export_format: str):
+        """The selected events (every matching one with "Select all"), streamed like `GET /v1/events/export`:
+        page by page, never the whole answer in memory."""
+        body = export_bytes(events_pages(queryset), export_format=export_format, gzip=False)
+        response = StreamingHttpResponse(body, content_type=EXPORT_TYPES[export_format])
+        response["Content-Disposition"] = f'attachment; filename="usage-events.{export_format}"'
+        return response
+
+    @admin.action(description="Export these events with cost and attributes (CSV, every selected event)")
+    def export_events_csv(self, request, queryset):
+        return self._export(queryset, "csv")
+
+    @admin.action(description="Export these events with cost and attributes (JSON Lines)")
+    def export_events_jsonl(self, request, queryset):
+        return self._export(queryset, "jsonl")
 
     @admin.action(description="Price again the unpriced events of these events' books (current catalog)")
     def price_again(self, request, queryset):

@@ -12,7 +12,7 @@ from django.db.models import Q
 from config.core import display
 from config.core.ids import time_ordered_uuid
 from config.core.models import OrgOwned
-from config.core.money import ExactField, SumField
+from config.core.money import ExactField, QuantityField, SumField
 
 # Usage recorded under this agent code is the operator's own internal coding-agent spend (contract.md);
 # its customers are developers, identified by email, and never billed.
@@ -26,6 +26,8 @@ class CustomerStatus(models.TextChoices):
 
 
 class Customer(OrgOwned):
+    # How a client finds a customer's id from the id it knows, named by a 404 for a path given an external id.
+    id_lookup = "GET /v1/customers?externalId={value}"
     # No index on the book alone: the unique (book, external id) and (book, -created) indexes lead with it,
     # and recording's lookup probes the unique one per name, which a lone book index lured the planner from.
     book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_index=False)
@@ -63,6 +65,7 @@ class Customer(OrgOwned):
 
 
 class Agent(OrgOwned):
+    id_lookup = "GET /v1/agents?agentCode={value}"
     name = models.CharField(max_length=255)
     agent_code = models.CharField(max_length=255)
     description = models.TextField(blank=True)
@@ -165,7 +168,7 @@ class UsageEvent(OrgOwned):
     cache_read_tokens = models.BigIntegerField(null=True, blank=True)
     cache_write_tokens = models.BigIntegerField(null=True, blank=True)
     services = models.JSONField(null=True, blank=True)
-    quantity = ExactField(default=1)
+    quantity = QuantityField(default=1)
     usage_cost = ExactField(null=True, blank=True)
     event_status = models.CharField(max_length=24, choices=EventStatus.choices, default=EventStatus.PROCESSED)
     usage_date = models.DateTimeField()

@@ -6,7 +6,7 @@ Keys inside `metadata` and `context` are stored and returned exactly as sent: no
 from rest_framework import serializers
 
 from config.core.clock import is_valid_timezone
-from config.core.serialization import DecimalText, JsonObjectIn
+from config.core.serialization import DecimalText, Flag, JsonObjectIn, QueryFlag
 from customers.models import CustomerStatus, SignalType
 
 NAME_MAX = 255
@@ -22,15 +22,6 @@ class Text(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
-
-
-class Flag(serializers.BooleanField):
-    """Input: JSON true or false only."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, bool):
-            self.fail("invalid")
-        return data
 
 
 class UuidText(serializers.UUIDField):
@@ -208,6 +199,13 @@ class UsageEventOut(serializers.Serializer):
     idempotencyKey = serializers.CharField(source="idempotency_key", allow_null=True)
     metadata = serializers.JSONField()
     createdAt = serializers.DateTimeField(source="created_at")
+
+
+class UsageExportQueryIn(serializers.Serializer):
+    """The export's own query parameters; its filters are those of `GET /v1/events`."""
+
+    format = serializers.ChoiceField(choices=["csv", "jsonl"], default="csv")
+    gzip = QueryFlag(required=False, default=False)
 
 
 class ModelMapIn(serializers.Serializer):

@@ -12,4 +12,5 @@ urlpatterns = [
     path("signals/<str:signal_id>", views.SignalDetailApi.as_view()),
     path("events", views.UsageEventListApi.as_view()),
     path("events/map-model", views.ModelMapApi.as_view()),
+    path("events/export", views.UsageEventExportApi.as_view()),
 ]

@@ -1,7 +1,14 @@
 """/v1/customers, /v1/agents and /v1/signals: parse, call one service or selector, render."""
+from types import SimpleNamespace
+
+import orjson
+from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
+from rest_framework.settings import api_settings
 
 from config.accounts.api import OrgApiView
 from config.core import clock
@@ -10,8 +17,10 @@ from config.core.pagination import array_response
 from config.core.serialization import parse
 from customers import selectors, services
 from customers.backfill import model_map
+from customers.export import EXPORT_TYPES, usage_event_export
 from customers.serializers import (AgentOut, AgentWriteIn, CustomerOut, CustomerWriteIn, ModelMapIn, ModelMapOut,
-                                   SignalBulkCreateIn, SignalCreateIn, SignalOut, SignalUpdateIn, UsageEventOut)
+                                   SignalBulkCreateIn, SignalCreateIn, SignalOut, SignalUpdateIn, UsageEventOut,
+                                   UsageExportQueryIn)
 
 
 def query(name: str, description: str, type_=OpenApiTypes.STR, enum=None) -> OpenApiParameter:
@@ -200,17 +209,94 @@ class SignalDetailApi(OrgApiView):
         return Response(status=204)
 
 
+EVENT_FILTERS = [*(query(name, text) for name, text in (
+    ("customerId", "Customer UUID."), ("customerExternalId", "Customer external id."),
+    ("agentId", "Agent UUID."), ("agentCode", "Agent code."), ("signalId", "Signal UUID."),
+    ("signalName", "Signal name as recorded."), ("eventStatus", "PROCESSED or NEEDS_COST_BACKFILL."),
+    ("environment", "production, staging, development or testing."), ("model", "Model id."),
+    ("idempotencyKey", "The record's idempotency key."),
+    ("startDate", "ISO 8601; events at or after it."),
+    ("endDate", "ISO 8601; a date includes that whole day, a timestamp is exclusive.")))]
+
+
+class _ExportRenderer(BaseRenderer):
+    """Lets a client ask for the export's own media type (`Accept: text/csv`); an error is still JSON."""
+
+    charset = None
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, bytes) else orjson.dumps(data)
+
+
+class _CsvRenderer(_ExportRenderer):
+    media_type, format = "text/csv", "csv"
+
+
+class _JsonLinesRenderer(_ExportRenderer):
+    media_type, format = "application/x-ndjson", "jsonl"
+
+
+class _ExportNegotiation(DefaultContentNegotiation):
+    """`format` is the export's own parameter (csv or jsonl), not DRF's renderer override (which would answer an
+    unknown one with a bare 404)."""
+
+    settings = SimpleNamespace(URL_FORMAT_OVERRIDE=None)
+
+
+def _accepts_gzip(header: str) -> bool:
+    """Whether `Accept-Encoding` takes gzip (`gzip`, `gzip;q=0.5`; not `gzip;q=0`)."""
+    for item in header.split(","):
+        coding, _, quality = item.strip().partition(";")
+        if coding.strip().lower() in ("gzip", "x-gzip"):
+            weight = quality.strip().removeprefix("q=")
+            return not weight or weight.strip() not in ("0", "0.0", "0.00", "0.000")
+    return False
+
+
+class UsageEventExportApi(OrgApiView):
+    renderer_classes = [*api_settings.DEFAULT_RENDERER_CLASSES, _CsvRenderer, _JsonLinesRenderer]
+    content_negotiation_class = _ExportNegotiation
+
+    @extend_schema(
+        operation_id="events_export",
+        parameters=[*EVENT_FILTERS,
+                    query("format", "`csv` (default, with a header row) or `jsonl` (one JSON object a line).",
+                          enum=["csv", "jsonl"]),
+                    query("gzip", "`true`: the body is a gzip file (`.csv.gz`, `application/gzip`). Without it, "
+                          "`Accept-Encoding: gzip` compresses the transfer (`Content-Encoding: gzip`).",
+                          OpenApiTypes.BOOL)],
+        responses={(200, "text/csv"): OpenApiTypes.BINARY, (200, "application/x-ndjson"): OpenApiTypes.BINARY,
+                   (200, "application/gzip"): OpenApiTypes.BINARY},
+    )
+    def get(self, request):
+        """Export usage events.
+
+        Every event the filters match (those of `GET /v1/events`; no `limit`), oldest first, with its cost and every
+        attribute the listing shows, streamed as it is read: `format=csv` (a header row, `metadata` and `services` as
+        JSON text, empty cells for null) or `format=jsonl` (one object a line, the listing's fields and values). The
+        answer is never held in memory and needs no server-side cursor, so a ledger of millions of events exports
+        through a transaction pooler. `gzip=true` answers a gzip file (`usage-events.csv.gz`); otherwise a client
+        sending `Accept-Encoding: gzip` gets the transfer compressed. A bad filter is a 400 before any row is sent."""
+        options = parse(UsageExportQueryIn, request.query_params)
+        as_file = options["gzip"]
+        compressed = as_file or _accepts_gzip(request.headers.get("Accept-Encoding", ""))
+        body = usage_event_export(book=self.book, params=request.query_params, export_format=options["format"],
+                                  gzip=compressed)
+        name = f"usage-events.{options['format']}" + (".gz" if as_file else "")
+        response = StreamingHttpResponse(body, content_type="application/gzip" if as_file
+                                         else EXPORT_TYPES[options["format"]])
+        if compressed and not as_file:
+            response["Content-Encoding"] = "gzip"
+        response["Vary"] = "Accept-Encoding"
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        response["Cache-Control"] = "no-store"
+        return response
+
+
 class UsageEventListApi(OrgApiView):
     @extend_schema(
         operation_id="events_list",
-        parameters=[*(query(name, text) for name, text in (
-            ("customerId", "Customer UUID."), ("customerExternalId", "Customer external id."),
-            ("agentId", "Agent UUID."), ("agentCode", "Agent code."), ("signalId", "Signal UUID."),
-            ("signalName", "Signal name as recorded."), ("eventStatus", "PROCESSED or NEEDS_COST_BACKFILL."),
-            ("environment", "production, staging, development or testing."), ("model", "Model id."),
-            ("idempotencyKey", "The record's idempotency key."),
-            ("startDate", "ISO 8601; events at or after it."),
-            ("endDate", "ISO 8601; a date includes that whole day, a timestamp is exclusive."))), *PAGING],
+        parameters=[*EVENT_FILTERS, *PAGING],
         responses=UsageEventOut(many=True),
     )
     def get(self, request):

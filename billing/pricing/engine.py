@@ -7,7 +7,7 @@ worked examples are in docs/decisions/pricing.md.
 """
 from dataclasses import dataclass, replace
 from datetime import date, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation, localcontext
 from typing import Callable, Iterable, Mapping, Sequence
 
 from billing.pricing.periods import first_uncovered_day, local_date
@@ -21,6 +21,10 @@ FEE_TYPES = (RECURRING, SEAT_BASED)  # billed by the period, converted by billin
 MONTHS = {"monthly": 1, "yearly": 12}
 DAYS_PER_YEAR = Decimal(365)  # a custom cycle bills fees by the day at 1/365 of the yearly fee
 HUNDRED = Decimal(100)
+# Pricing a quantity multiplies and adds without rounding: a period's quantity keeps every digit its events
+# carry (30 decimal places each, 16 integer digits summed) and a rate 28 digits, so a product holds at most
+# 74 significant digits, well inside this precision. The line is rounded once, to cents, when it is written.
+QUANTITY_ARITHMETIC = Context(prec=200)
 
 
 @dataclass(frozen=True)
@@ -272,7 +276,8 @@ def billed_quantity(quantity: Decimal, terms: StrategyTerms) -> Decimal:
 
 def price_quantity(quantity: Decimal, terms: StrategyTerms) -> Decimal:
     """A usage strategy's charge for the period's TOTAL quantity, or a seat strategy's for its seats."""
-    return PRICING_MODELS[terms.pricing_model](billed_quantity(quantity, terms), terms)
+    with localcontext(QUANTITY_ARITHMETIC):
+        return PRICING_MODELS[terms.pricing_model](billed_quantity(quantity, terms), terms)
 
 
 def agent_earned(quantity: Decimal, terms: StrategyTerms) -> Decimal:
@@ -280,7 +285,8 @@ def agent_earned(quantity: Decimal, terms: StrategyTerms) -> Decimal:
     total; no minimum commitment, and nothing without events (a pool price alone is not earned)."""
     if quantity == 0:
         return ZERO
-    return PRICING_MODELS[terms.pricing_model](quantity, terms)
+    with localcontext(QUANTITY_ARITHMETIC):
+        return PRICING_MODELS[terms.pricing_model](quantity, terms)
 
 
 def fee_for_period(fee: Decimal, *, frequency: str, billing_cycle: str, period_days: int) -> Decimal:

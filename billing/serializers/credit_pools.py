@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from config.core.serialization import DecimalIn, DecimalNumber
+from config.core.serialization import DecimalIn, DecimalNumber, Flag
 
 MAX_PERCENT = 100
 
@@ -72,7 +72,7 @@ class CreditTopupOut(serializers.Serializer):
 
 
 class CreditAlertsPauseIn(serializers.Serializer):
-    paused = serializers.BooleanField(help_text="true silences the pool's alert emails, false resumes them")
+    paused = Flag(help_text="true silences the pool's alert emails, false resumes them")
 
 
 class CreditAlertsPauseOut(serializers.Serializer):

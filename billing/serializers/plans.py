@@ -3,7 +3,7 @@ from decimal import Decimal
 from rest_framework import serializers
 
 from billing.serializers.common import AllOptional, JsonObjectIn, RefusesFields, UuidIn
-from config.core.serialization import DecimalIn
+from config.core.serialization import DecimalIn, Flag
 
 LINKS_ONLY_THROUGH_LINK_ROUTES = ("Agent links change only through POST /v1/pricing-plans/{planId}/agents "
                                   "and DELETE /v1/pricing-plans/{planId}/agents/{agentId}.")
@@ -14,7 +14,7 @@ class PlanCreateIn(serializers.Serializer):
     agentId = UuidIn(source="agent_id", required=False, allow_null=True)
     description = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
     featuresList = JsonObjectIn(source="features_list", required=False, default=dict)
-    isActive = serializers.BooleanField(source="is_active", required=False, default=True)
+    isActive = Flag(source="is_active", required=False, default=True)
 
 
 class PlanUpdateIn(RefusesFields, AllOptional, serializers.Serializer):
@@ -23,7 +23,7 @@ class PlanUpdateIn(RefusesFields, AllOptional, serializers.Serializer):
     name = serializers.CharField(max_length=255)
     description = serializers.CharField(max_length=255, allow_blank=True)
     featuresList = JsonObjectIn(source="features_list")
-    isActive = serializers.BooleanField(source="is_active")
+    isActive = Flag(source="is_active")
 
 
 class PlanAgentLinkIn(serializers.Serializer):

@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from billing.models import BillingFrequency, ChargeType, PricingModel
 from billing.serializers.common import AllOptional, UuidIn
-from config.core.serialization import DecimalIn, DecimalNumber, decimal_number
+from config.core.serialization import DecimalIn, DecimalNumber, Flag, decimal_number
 
 ZERO = Decimal(0)
 
@@ -29,7 +29,7 @@ class StrategyIn(serializers.Serializer):
     rate = DecimalIn(min_value=ZERO, required=False, allow_null=True, default=None)
     minimumCommitment = DecimalIn(source="minimum_commitment", min_value=ZERO, required=False, allow_null=True,
                                   default=None)
-    active = serializers.BooleanField(required=False, default=True)
+    active = Flag(required=False, default=True)
     tags = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list)
 
 

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from billing.models import BillingCycle, BillingModel, SubscriptionChange, SubscriptionStatus
 from billing.pricing.periods import is_valid_timezone
 from billing.serializers.common import INT32_MAX, AllOptional, InstantIn, JsonObjectIn, RefusesFields, UuidIn
-from config.core.serialization import DecimalIn, DecimalNumber
+from config.core.serialization import DecimalIn, DecimalNumber, Flag
 
 FIXED_AT_CREATION = ("Cannot be changed after creation; to bill on another schedule, end the subscription and "
                      "create a new one.")
@@ -41,7 +41,7 @@ class SubscriptionCreateIn(RefusesFields, serializers.Serializer):
                                            default=BillingModel.SUBSCRIPTION)
     netTerms = serializers.IntegerField(source="net_terms", min_value=0, max_value=3650, required=False, default=30)
     endDate = InstantIn(source="end_date", period_end=True, required=False, allow_null=True, default=None)
-    isForever = serializers.BooleanField(source="is_forever", required=False, default=False)
+    isForever = Flag(source="is_forever", required=False, default=False)
     subscriptionDetails = JsonObjectIn(source="subscription_details", required=False, default=dict)
     seatsCount = serializers.IntegerField(source="seats_count", min_value=0, max_value=INT32_MAX, required=False,
                                          default=0)

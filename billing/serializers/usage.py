@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from billing.record_validation import MAX_QUANTITY, MAX_TOKENS
+from billing.record_validation import MAX_QUANTITY, MAX_TOKENS, QUANTITY_PLACES
 
 
 # --- POST /v1/usage/record (documentation of the shapes; the hot path validates in record_validation.py)
@@ -12,7 +12,8 @@ class ServiceUsageIn(serializers.Serializer):
     outputTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
     cacheReadTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
     cacheWriteTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
-    quantity = serializers.DecimalField(max_digits=28, decimal_places=12, min_value=0, max_value=MAX_QUANTITY,
+    quantity = serializers.DecimalField(max_digits=10 + QUANTITY_PLACES, decimal_places=QUANTITY_PLACES, min_value=0,
+                                        max_value=MAX_QUANTITY,
                                         required=False)
 
 
@@ -26,9 +27,13 @@ class UsageRecordIn(serializers.Serializer):
     outputTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
     cacheReadTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
     cacheWriteTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
-    quantity = serializers.DecimalField(max_digits=28, decimal_places=12, min_value=0, max_value=MAX_QUANTITY,
+    quantity = serializers.DecimalField(max_digits=10 + QUANTITY_PLACES, decimal_places=QUANTITY_PLACES, min_value=0,
+                                        max_value=MAX_QUANTITY,
                                         required=False, help_text="billable count of the signal; default 1")
-    usageDate = serializers.DateTimeField(required=False, help_text="ISO 8601; default now")
+    usageDate = serializers.DateTimeField(required=False, help_text=(
+        "When the usage happened (for back-filling): an ISO 8601 timestamp, or a date alone meaning that day's "
+        "midnight. An offset (`Z`, `+02:00`) is honoured; a date or timestamp without one is read as UTC "
+        "(`2026-01-05T09:30:00` is 09:30 UTC). Stored and answered in UTC. Default: the time of the request."))
     metadata = serializers.DictField(required=False)
     environment = serializers.ChoiceField(choices=["production", "staging", "development", "testing"],
                                           required=False)
@@ -56,7 +61,8 @@ class RecordSuccessOut(serializers.Serializer):
 
 class RecordFailureOut(serializers.Serializer):
     index = serializers.IntegerField()
-    code = serializers.ChoiceField(choices=["invalid_record", "out_of_range", "unknown_model", "unpriced_usage"])
+    code = serializers.ChoiceField(choices=["invalid_record", "unknown_field", "out_of_range", "unknown_model",
+                                            "unpriced_usage"])
     message = serializers.ListField(child=serializers.CharField())
     stored = serializers.BooleanField()
     eventId = serializers.UUIDField(required=False)

@@ -4,6 +4,7 @@ from django import forms
 
 from config.core.clock import parse_instant
 from config.core.errors import BadRequest
+from config.core.serialization import QUERY_FALSE, QUERY_TRUE
 
 
 class InstantField(forms.Field):
@@ -25,7 +26,7 @@ class InstantFilter(django_filters.Filter):
 class StrictBooleanField(forms.Field):
     """`true`/`false` (or `1`/`0`); anything else is an error instead of being silently ignored."""
 
-    TRUE, FALSE = {"true", "1"}, {"false", "0"}
+    TRUE, FALSE = QUERY_TRUE, QUERY_FALSE
 
     def to_python(self, value):
         if value in self.empty_values:

@@ -11,7 +11,7 @@ _EXACT_QUANTUM = Decimal(1).scaleb(-EXACT_PLACES)
 
 
 def ExactField(**kwargs) -> models.DecimalField:
-    """Rates, event costs, quantities, caps: exact to 12 decimal places."""
+    """Rates, event costs, caps: exact to 12 decimal places (quantities are `QuantityField`s)."""
     return models.DecimalField(max_digits=EXACT_DIGITS, decimal_places=EXACT_PLACES, **kwargs)
 
 
@@ -53,6 +53,12 @@ class UnboundedDecimalField(models.DecimalField):
 
 def SumField(**kwargs) -> UnboundedDecimalField:
     """Sums of exact values over an unbounded number of events (a rollup's quantity and cost): never overflow."""
+    return UnboundedDecimalField(**kwargs)
+
+
+def QuantityField(**kwargs) -> UnboundedDecimalField:
+    """Quantities (an event's, an invoice line's, a pool's consumption): every digit a client sends, never
+    rounded (docs/decisions/numbers.md "Quantities"). Unbounded like a sum, since sums of them are stored too."""
     return UnboundedDecimalField(**kwargs)
 
 

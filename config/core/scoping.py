@@ -8,6 +8,7 @@ the rollup and its reads, the hot lookups of recording and key authentication: t
 them) scope every statement with `book_sql()`, never a hand-written book condition.
 """
 import uuid
+from urllib.parse import quote
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Model, QuerySet
@@ -30,8 +31,21 @@ def book_sql(book, column: str = "book_id") -> tuple[str, list]:
     return f"{column} = %s", [getattr(book, "pk", book)]
 
 
-def not_found(model: type[Model]) -> NotFound:
-    return NotFound(f"{model._meta.verbose_name.capitalize()} not found")
+def not_found(model: type[Model], *, not_an_id: str | None = None) -> NotFound:
+    """404 for `model`. For a value that is no id at all (a customer's external id where its id belongs, in a path
+    or a body), the message says what an id is and, where the model names one (`id_lookup`), how to find it."""
+    name = model._meta.verbose_name
+    if not_an_id is None:
+        return NotFound(f"{name.capitalize()} not found")
+    shown = not_an_id if len(not_an_id) <= 100 else not_an_id[:100] + "..."
+    article = "an" if name[:1].lower() in "aeiou" else "a"
+    message = (f"{name.capitalize()} not found: {shown!r} is not {article} {name} id; this takes the {name}'s `id` "
+               f"(a UUID).")
+    lookup = getattr(model, "id_lookup", None)  # e.g. "GET /v1/customers?externalId={value}"
+    if lookup:
+        where = lookup.format(value=quote(shown, safe=""))
+        message += f" To find {article} {name}'s id from the value you sent, use {where}."
+    return NotFound(message)
 
 
 def get_owned(model: type[Model], book, pk, queryset: QuerySet | None = None):
@@ -39,7 +53,7 @@ def get_owned(model: type[Model], book, pk, queryset: QuerySet | None = None):
     try:
         pk = uuid.UUID(str(pk))
     except (ValueError, TypeError, AttributeError):
-        raise not_found(model)
+        raise not_found(model, not_an_id=str(pk))
     base = queryset if queryset is not None else owned(model, book)
     try:
         return base.get(pk=pk)

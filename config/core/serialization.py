@@ -203,6 +203,40 @@ def unstorable_message(reason: tuple[str, str]) -> str:
     return f"{where}: {problem}" if where else problem
 
 
+class Flag(serializers.BooleanField):
+    """Input: JSON `true` or `false` only (contract.md "Booleans"). DRF's own field reads `"yes"`, `"on"`, `1` and
+    `"0"` as booleans, so `{"paused": "yes"}` would pause; here anything but a JSON boolean is a 400 naming the
+    field, and `null` is one too unless the field allows it. Every boolean a request body carries is a Flag."""
+
+    default_error_messages = {"invalid": "Must be true or false (a JSON boolean)."}
+
+    def to_internal_value(self, data):
+        if data.__class__ is not bool:
+            self.fail("invalid")
+        return data
+
+
+# The words a query string's boolean takes (config/core/filtering.py's list filters read the same).
+QUERY_TRUE, QUERY_FALSE = frozenset({"true", "1"}), frozenset({"false", "0"})
+
+
+class QueryFlag(serializers.BooleanField):
+    """A boolean query parameter: `true` or `false` (or `1` / `0`), case-insensitive; anything else (`yes`, `on`)
+    is a 400 naming the parameter instead of a guess."""
+
+    default_error_messages = {"invalid": "Must be true or false."}
+
+    def to_internal_value(self, data):
+        if data.__class__ is bool:  # an absent parameter: DRF hands a query string's missing flag in as False
+            return data
+        text = data.strip().lower() if isinstance(data, str) else None
+        if text in QUERY_TRUE:
+            return True
+        if text in QUERY_FALSE:
+            return False
+        self.fail("invalid")
+
+
 class DayIn(serializers.DateField):
     """An ISO 8601 date (`YYYY-MM-DD`) in the years the service's calendar arithmetic allows (config/core/clock.py):
     `9999-12-31` is a 400 naming the field, never an overflow a day later."""

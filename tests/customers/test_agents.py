@@ -78,10 +78,15 @@ def test_patch_validates_like_create(api, payload, field):
 
 
 def test_unknown_agent_is_404(api):
-    for resp in (api.get("/v1/agents/00000000-0000-4000-8000-000000000000"), api.get("/v1/agents/nope"),
+    for resp in (api.get("/v1/agents/00000000-0000-4000-8000-000000000000"),
                  api.delete("/v1/agents/00000000-0000-4000-8000-000000000000")):
         assert resp.status_code == 404
         assert resp.json()["message"] == "Agent not found"
+    resp = api.get("/v1/agents/nope")  # an agent code where the id belongs: the answer says how to find the id
+    assert resp.status_code == 404
+    assert resp.json()["message"] == ("Agent not found: 'nope' is not an agent id; this takes the agent's `id` (a "
+                                      "UUID). To find an agent's id from the value you sent, use GET "
+                                      "/v1/agents?agentCode=nope.")
 
 
 # --------------------------------------------------------------------------- delete

@@ -108,7 +108,7 @@ def test_return_url_may_be_null_or_omitted(api, customer):
 ])
 def test_an_unknown_customer_is_a_404(api, customer, body):
     resp = api.post("/v1/portal-sessions", body)
-    assert resp.status_code == 404 and message(resp) == "Customer not found"
+    assert resp.status_code == 404 and message(resp).startswith("Customer not found")
 
 
 def test_a_deleted_customer_is_a_404(api, customer):

@@ -23,6 +23,7 @@ from typing import Callable
 
 import pytest
 from django.core.cache import cache
+from django.http import HttpResponse
 
 from config.webhooks.models import WebhookEndpoint
 from controls.models import Device
@@ -110,6 +111,7 @@ ROUTES = {
     ("PATCH", "/v1/signals/{signal_id}"): Addressed({"name": "renamed"}),
     ("DELETE", "/v1/signals/{signal_id}"): Addressed(owner=204),
     ("GET", "/v1/events"): Reads(("event",), query={"customerId": "{customer.id}"}),
+    ("GET", "/v1/events/export"): Reads(("event",), query={"format": "jsonl"}),
     ("POST", "/v1/events/map-model"): Writes(
         {"model": UNKNOWN_MODEL[0], "modelProvider": UNKNOWN_MODEL[1], "serviceId": "{service.id}"}, 201, 201,
         records=("unpriced_event",), effect=ledger),
@@ -244,8 +246,18 @@ def fill(template, context):
 
 def send(client, method, path, body=None, query=None):
     if method == "GET":
-        return client.get(path, query or {})
-    return getattr(client, method.lower())(path, body if body is not None else {})
+        return read_whole(client.get(path, query or {}))
+    return read_whole(getattr(client, method.lower())(path, body if body is not None else {}))
+
+
+def read_whole(resp):
+    """A streamed answer (the usage export) as one with its whole body, so that it is compared like any other."""
+    if not getattr(resp, "streaming", False):
+        return resp
+    whole = HttpResponse(b"".join(resp.streaming_content), status=resp.status_code)
+    for header, value in resp.items():
+        whole[header] = value
+    return whole
 
 
 INSTANT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})?")
