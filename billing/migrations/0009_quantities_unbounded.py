@@ -7,7 +7,7 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('billing', '0007_invoice_pay_token_nonce'),
+        ('billing', '0008_subscription_plan_change_links'),
     ]
 
     operations = [
