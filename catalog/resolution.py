@@ -27,9 +27,9 @@ from collections.abc import Iterable
 from datetime import time
 from decimal import Decimal
 
-from catalog.costing import LongContextRates, OffPeakRates, OffPeakWindow, Rates
-from catalog.models import ModelAlias, ServiceEntry
-from catalog.sources import catalog_provider
+from catalog.costing import LongContextRates, OffPeakRates, OffPeakWindow, Rates, TierRates
+from catalog.models import ModelAlias, PriceOverride, ServiceEntry
+from catalog.sources import BATCH_SHARE_OF_STANDARD, CACHE_WRITE_1H_SHARE_OF_INPUT, catalog_provider
 from config.core.database import WholeRows, prepared_cursor
 from config.core.scoping import book_sql
 
@@ -136,11 +136,32 @@ def _read(book, wanted: list[Pair], flat: list[Pair]) -> tuple[dict, dict]:
     return aliases, catalog
 
 
+def _thresholds(tiers) -> tuple[LongContextRates, ...]:
+    return tuple(LongContextRates(threshold=int(tier["threshold"]),
+                                  **{name: _decimal(tier.get(name)) for name in THRESHOLD_RATE_NAMES})
+                 for tier in tiers or ())
+
+
+_OVERRIDE = WholeRows(PriceOverride, "o")
+
+
+def price_overrides(book) -> list[PriceOverride]:
+    """The book's price overrides (a raw prepared statement: recording reads them once per batch, and a book
+    usually has none or a handful)."""
+    in_book, params = book_sql(book, "o.book_id")
+    with prepared_cursor() as cursor:
+        cursor.execute(f"SELECT {_OVERRIDE.select} FROM {PriceOverride._meta.db_table} o WHERE {in_book}", params)
+        rows = cursor.fetchall()
+    return [_OVERRIDE.instance(row) for row in rows]
+
+
 def rates_for(entry: ServiceEntry) -> Rates:
-    """The cost engine's view of a catalog entry."""
-    long_context = tuple(
-        LongContextRates(threshold=int(tier["threshold"]), **{name: _decimal(tier.get(name)) for name in RATE_NAMES})
-        for tier in _json(entry.long_context) or ())
+    """The cost engine's view of a catalog entry, with its provider's published rules (1-hour cache writes, the
+    batch discount) where the price data has no rate."""
+    long_context = _thresholds(_json(entry.long_context))
+    service_tiers = {name: TierRates(**{rate: _decimal(block.get(rate)) for rate in THRESHOLD_RATE_NAMES},
+                                     long_context=_thresholds(block.get("long_context")))
+                     for name, block in (_json(entry.service_tiers) or {}).items()}
     off_peak = None
     block = _json(entry.off_peak)
     if block:
@@ -152,10 +173,14 @@ def rates_for(entry: ServiceEntry) -> Rates:
             **{name: _decimal(block.get(name)) for name in RATE_NAMES})
     return Rates(cost_unit=entry.cost_unit, input=entry.input_cost, output=entry.output_cost,
                  cache_read=entry.cache_read_cost, cache_write=entry.cache_write_cost, long_context=long_context,
-                 threshold_inclusive=entry.long_context_inclusive, off_peak=off_peak)
+                 threshold_inclusive=entry.long_context_inclusive, off_peak=off_peak,
+                 cache_write_1h=entry.cache_write_1h_cost, service_tiers=service_tiers,
+                 cache_write_1h_share_of_input=CACHE_WRITE_1H_SHARE_OF_INPUT.get(entry.provider),
+                 batch_share=BATCH_SHARE_OF_STANDARD.get(entry.provider))
 
 
 RATE_NAMES = ("input", "output", "cache_read", "cache_write")
+THRESHOLD_RATE_NAMES = (*RATE_NAMES, "cache_write_1h")
 
 
 def _json(value):

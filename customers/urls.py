@@ -12,4 +12,6 @@ urlpatterns = [
     path("signals/<str:signal_id>", views.SignalDetailApi.as_view()),
     path("events", views.UsageEventListApi.as_view()),
     path("events/map-model", views.ModelMapApi.as_view()),
+    path("price-overrides", views.PriceOverrideListApi.as_view()),
+    path("price-overrides/<str:override_id>", views.PriceOverrideDetailApi.as_view()),
 ]
