@@ -306,8 +306,9 @@ def service_cost(rates: Rates | None, usage: Usage) -> Decimal | None:
 @dataclass(frozen=True)
 class RateOverride:
     """A book's own rates for a service (USD per token; `unit`: per unit of quantity). A rate it names replaces
-    the catalog's flat, whatever the request's size, time or service tier; a rate it leaves out keeps the
-    catalog's rules."""
+    the catalog's standard rate of that kind flat, whatever the request's size or time and whatever tier rate the
+    price data has (a batch request still gets the provider's published batch share of it); a rate it leaves out
+    keeps the catalog's rules."""
 
     input: Decimal | None = None
     output: Decimal | None = None
@@ -327,7 +328,8 @@ def _without(block, names: dict):
 def with_override(rates: Rates | None, override: RateOverride) -> Rates:
     """The rates a book pays for a service under its override (`rates`: the catalog's, None for a model the
     catalog lacks). A unit rate prices the event's quantity; token rates replace those kinds flat: the kinds
-    they name leave every long-context, off-peak and service-tier rate of the catalog."""
+    they name leave every long-context, off-peak and service-tier rate of the catalog (the provider's published
+    batch share still applies to them)."""
     if override.unit is not None:
         return Rates(cost_unit="unit", input=override.unit)
     named = {kind: getattr(override, kind) for kind in OVERRIDE_KINDS if getattr(override, kind) is not None}
