@@ -1,10 +1,14 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from catalog.services import catalog_load
+from catalog.sources import corrected_external_ids
 from config.core import clock
 from config.core.progress import ProgressBar
 from config.jobs.models import JobStatus
 from config.jobs.services import jobs_run_or_follow
+
+
+REPORTED_CHANGES = 20  # changed entries listed by name at the default verbosity
 
 
 class Command(BaseCommand):
@@ -21,6 +25,14 @@ class Command(BaseCommand):
         result = catalog_load(now=clock.now(), started_jobs=started)
         self.stdout.write(f"catalog: {result.created} created, {result.updated} updated, "
                           f"{result.unchanged} unchanged, {result.deactivated} deactivated")
+        shown = REPORTED_CHANGES if options["verbosity"] < 2 else None
+        for external_id, fields in list(result.changes.items())[:shown]:
+            self.stdout.write(f"  changed {external_id}: {', '.join(fields)}")
+        if shown is not None and len(result.changes) > shown:
+            self.stdout.write(f"  ... and {len(result.changes) - shown} more (-v 2 lists them all)")
+        for external_id, correction in corrected_external_ids().items():
+            self.stdout.write(f"  reviewed correction {external_id}: {', '.join(sorted(correction['set']))} "
+                              f"(checked {correction['checked']} against {correction['source']})")
         if not started:
             return
         if options["no_wait"]:
