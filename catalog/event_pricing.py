@@ -169,8 +169,7 @@ def price_event(parts: Sequence[ServiceUsage], prices: PriceList, *, at: datetim
     if unknown:
         return PricedEvent(tuple(priced), None, UNKNOWN_MODEL, [
             f"model: {u.model!r} from provider {u.model_provider!r} is not in the catalog; the event is stored "
-            f"with cost null until the model is mapped (POST /v1/events/map-model) or priced by the book "
-            f"(POST /v1/price-overrides)." for u in unknown])
+            f"with cost null until the model is mapped (POST /v1/events/map-model)." for u in unknown])
     return PricedEvent(tuple(priced), None, UNPRICED_USAGE, [
         f"model: {p.usage.model!r} ({_named(p)}) has no {'catalog ' if p.override is None else ''}rate for its "
         f"{' and '.join(missing_rates(p.rates, p.usage.engine_usage(at)))} "

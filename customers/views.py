@@ -282,7 +282,10 @@ class PriceOverrideDetailApi(OrgApiView):
 
     @extend_schema(operation_id="price_overrides_get", responses=PriceOverrideOut)
     def get(self, request, override_id):
-        """Get a price override."""
+        """Get a price override.
+
+        One of the book's price overrides: what it prices (a catalog service, a model the catalog lacks, or a
+        provider's list prices with a discount), its rates, `effectiveFrom`, note, and who set it and when."""
         return Response(PriceOverrideOut(get_owned(PriceOverride, self.book, override_id)).data)
 
     @extend_schema(operation_id="price_overrides_delete", responses={200: PriceOverrideChangeOut})

@@ -8,7 +8,7 @@ from config.jobs.models import JobStatus
 from config.jobs.services import jobs_run_or_follow
 
 
-REPORTED_CHANGES = 20  # changed entries listed by name at the default verbosity
+REPORTED_CHANGES = 20  # at most this many changed entries are named on the summary line (-v 2 lists every one)
 
 
 class Command(BaseCommand):
@@ -23,16 +23,20 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         started = []
         result = catalog_load(now=clock.now(), started_jobs=started)
-        self.stdout.write(f"catalog: {result.created} created, {result.updated} updated, "
-                          f"{result.unchanged} unchanged, {result.deactivated} deactivated")
-        shown = REPORTED_CHANGES if options["verbosity"] < 2 else None
-        for external_id, fields in list(result.changes.items())[:shown]:
-            self.stdout.write(f"  changed {external_id}: {', '.join(fields)}")
-        if shown is not None and len(result.changes) > shown:
-            self.stdout.write(f"  ... and {len(result.changes) - shown} more (-v 2 lists them all)")
-        for external_id, correction in corrected_external_ids().items():
-            self.stdout.write(f"  reviewed correction {external_id}: {', '.join(sorted(correction['set']))} "
-                              f"(checked {correction['checked']} against {correction['source']})")
+        reviewed = corrected_external_ids()
+        updated = {external_id: fields for external_id, fields in result.changes.items() if fields != ["new"]}
+        summary = (f"catalog: {result.created} created, {result.updated} updated, {result.unchanged} unchanged, "
+                   f"{result.deactivated} deactivated; {len(reviewed)} reviewed corrections applied")
+        if updated and len(updated) <= REPORTED_CHANGES:
+            summary += "; changed: " + ", ".join(f"{external_id} ({', '.join(fields)})"
+                                                 for external_id, fields in updated.items())
+        self.stdout.write(summary)
+        if options["verbosity"] >= 2:
+            for external_id, fields in result.changes.items():
+                self.stdout.write(f"  changed {external_id}: {', '.join(fields)}")
+            for external_id, correction in reviewed.items():
+                self.stdout.write(f"  reviewed correction {external_id}: {', '.join(sorted(correction['set']))} "
+                                  f"(checked {correction['checked']} against {correction['source']})")
         if not started:
             return
         if options["no_wait"]:
