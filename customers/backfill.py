@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 
 from catalog.event_pricing import PriceList, ServiceUsage, price_event, standard_tier_reason, unpriced_reason
 from catalog.models import ModelAlias, ServiceEntry
-from catalog.resolution import normalize_model, normalize_provider, price_overrides, resolve_services
+from catalog.resolution import normalize_model, normalize_provider, resolve_prices, resolve_services
 from config.core.errors import BadRequest, NotFound
 from config.core.progress import NO_PROGRESS, Progress
 from config.core.scoping import owned
@@ -58,7 +58,7 @@ def _event_parts(event: UsageEvent) -> list[ServiceUsage]:
 
 def _price_list(book, parts_by_event: dict) -> PriceList:
     pairs = {part.key for parts in parts_by_event.values() for part in parts}
-    return PriceList(resolve_services(book=book, pairs=pairs), price_overrides(book))
+    return PriceList(*resolve_prices(book=book, pairs=pairs))
 
 
 def events_backfill_cost(*, book, model: str, model_provider: str, progress: Progress = NO_PROGRESS) -> int:
