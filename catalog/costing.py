@@ -24,6 +24,14 @@ Rules (docs/decisions/catalog.md):
   ISO weekdays they name (read on the provider's calendar, `weekday_timezone`, UTC by default).
 - Cache tokens without a published cache rate (after tiers and off-peak) are billed at the input rate in
   effect, off-peak input included.
+- Cache writes have two lifetimes: `cache_write_tokens` (5 minutes) at the cache-write rate, and
+  `cache_write_1h_tokens` at the data's 1-hour rate, else the provider's multiple of the input rate in effect
+  (Anthropic: 2), else a 5-minute write's rate. Both count in the prompt.
+- Service tiers (`Usage.service_tier`: batch, flex, priority): the tier's own rates from the data at the request's
+  long-context level; a kind without one costs, for batch, the provider's published share of the standard rate
+  (50% at OpenAI, Anthropic, Google), else the standard rate (`priced_at_standard` says so).
+- A book's price override (`RateOverride`, `with_override`) replaces the rates it names flat; a provider
+  discount (`discounted`) takes a percentage off the cost.
 - Any other service (`cost_unit` request, minute, character, image, page, ...): `quantity x unit rate`;
   fractional quantities are kept as sent, never rounded.
 - An event with several services costs the sum of its services; if any one is unresolvable (unknown

@@ -177,7 +177,9 @@ def price_override_create(*, book, data: dict, created_by: str = "") -> Override
 def price_override_delete(*, book, override_id, created_by: str = "") -> OverrideChange:
     """Delete an override, then price the events it priced again without it (a job)."""
     override = get_owned(PriceOverride, book, override_id)
+    deleted_id = override.pk
     override.delete()
+    override.pk = deleted_id  # the answer names the override it deleted (Django clears the id)
     return _reprice(book, override, created_by)
 
 

@@ -94,7 +94,7 @@ def test_a_model_the_catalog_lacks_is_priced_by_its_override_and_unpriced_again_
     assert (event.usage_cost, event.event_status) == (D("1"), "PROCESSED")  # 0.5 + 0.5
     assert month_cost(api) == D("1")
     resp = api.delete(f"/v1/price-overrides/{body['id']}")
-    assert resp.status_code == 200 and resp.json()["eventsRepriced"] == 1
+    assert resp.status_code == 200 and (resp.json()["id"], resp.json()["eventsRepriced"]) == (body["id"], 1)
     assert Job.objects.get(pk=resp.json()["jobId"]).status == "succeeded"
     event.refresh_from_db()
     assert (event.usage_cost, event.event_status) == (None, "NEEDS_COST_BACKFILL")
