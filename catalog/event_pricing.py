@@ -143,13 +143,19 @@ def override_rates(override: PriceOverride) -> RateOverride:
 
 
 def _price_part(usage: ServiceUsage, prices: PriceList, at: datetime | None) -> PricedPart:
-    service, rates, override, discount = prices.part_rates(usage, at)
+    if prices.overrides:
+        service, rates, override, discount = prices.part_rates(usage, at)
+    else:  # the usual case: a book without overrides (recording prices every record here)
+        key = usage.key
+        service, rates, override, discount = prices.services.get(key), prices.rates.get(key), None, None
     engine_usage = usage.engine_usage(at)
     cost = service_cost(rates, engine_usage)
     if discount is not None:
         cost = discounted(cost, discount)
+    if usage.service_tier is None:
+        return PricedPart(usage, service, cost, rates, override)
     return PricedPart(usage, service, cost, rates, override,
-                      usage.service_tier is not None and cost is not None and priced_at_standard(rates, engine_usage))
+                      cost is not None and priced_at_standard(rates, engine_usage))
 
 
 def price_event(parts: Sequence[ServiceUsage], prices: PriceList, *, at: datetime | None = None) -> PricedEvent:
