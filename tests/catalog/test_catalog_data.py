@@ -187,3 +187,17 @@ def test_exact_text_never_goes_through_float_and_keeps_every_digit():
     assert refresh.exact_text(Decimal("0.0000029999900000000002")) == "0.0000029999900000000002"
     assert refresh.exact_text(Decimal("2E-6")) == "0.000002"
     assert refresh.exact_text(0) == "0"
+
+
+def test_load_catalog_names_the_reviewed_corrections_and_what_changed(capsys):
+    sonnet = ServiceEntry.objects.get(external_id="anthropic/claude-sonnet-4-5")
+    assert (sonnet.context_window, sonnet.long_context[0]["input"]) == (1000000, "0.000006")  # the correction
+    ServiceEntry.objects.filter(pk=sonnet.pk).update(long_context=[], context_window=200000)  # LiteLLM's data
+    call_command("load_catalog")
+    summary = capsys.readouterr().out.splitlines()[0]
+    assert "1 updated" in summary and "11 reviewed corrections applied" in summary
+    assert "changed: anthropic/claude-sonnet-4-5 (long_context, context_window)" in summary
+    call_command("load_catalog", verbosity=2)
+    listed = capsys.readouterr().out
+    assert ("reviewed correction anthropic/claude-sonnet-4-5: context_window, long_context (checked 2026-11-28 "
+            "against https://docs.claude.com/en/docs/about-claude/pricing#long-context-pricing)") in listed
