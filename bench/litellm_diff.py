@@ -122,11 +122,12 @@ class Catalog:
     """The catalog as `load_catalog` writes it, resolved as recording resolves a (model, provider) pair,
     without a database: the same rows, the same candidate keys, the same adapter to the engine."""
 
-    def __init__(self):
+    def __init__(self, *, corrected: bool = True):
         from catalog.models import ServiceEntry
-        from catalog.sources import catalog_rows
+        from catalog.sources import CORRECTIONS_FILE, catalog_rows
 
-        self.entries = {(row["provider"], row["canonical_name"]): ServiceEntry(**row) for row in catalog_rows()}
+        rows = catalog_rows(corrections_file=CORRECTIONS_FILE if corrected else ROOT / "var" / "no-corrections.json")
+        self.entries = {(row["provider"], row["canonical_name"]): ServiceEntry(**row) for row in rows}
 
     def resolve(self, model: str, provider: str):
         from catalog.resolution import candidates, normalize_model, normalize_provider
@@ -190,7 +191,23 @@ def _perplexity_ignores_cache_prices(case, ours, theirs, entry):
     return abs(_total(theirs) - expected) <= TOLERANCE
 
 
+# The catalog without the reviewed corrections (catalog/data/corrections.json), set by `main`.
+UNCORRECTED: dict = {}
+
+
+def _reviewed_correction(case, ours, theirs, entry):
+    """A case whose entry a reviewed correction changes (a provider's published rate the LiteLLM data lacks or
+    gets wrong): LiteLLM's cost is what the engine computes from the uncorrected data."""
+    if case["key"] not in UNCORRECTED.get("keys", ()):
+        return False
+    uncorrected = UNCORRECTED["catalog"].cost(case)
+    return uncorrected is not None and abs(uncorrected - _total(theirs)) <= TOLERANCE
+
+
 EXPLAINED = [
+    ("reviewed-correction", "a rate of catalog/data/corrections.json, checked against the provider's published "
+                            "pricing (source and date in the file), where the LiteLLM data differs; LiteLLM's cost "
+                            "is the engine's on the uncorrected data", _reviewed_correction),
     ("exact-arithmetic", "exact decimal arithmetic: LiteLLM multiplies floats, which lose digits past 2^53 "
                          "(10^13 tokens and more); the service keeps every digit", _float_arithmetic),
     ("tier-table-no-prompt", "a request without prompt tokens on an entry priced by a tier table: LiteLLM selects "
@@ -226,9 +243,12 @@ def main(argv=None) -> int:
     django_setup()
     from catalog.sources import LITELLM_FILE
 
-    price_data = json.loads(LITELLM_FILE.read_text())
+    from catalog.sources import corrected, corrections
+    # The grid probes the thresholds of the corrected data too (a correction may add one).
+    price_data = corrected(json.loads(LITELLM_FILE.read_text()), corrections())
     cases = grid(price_data)
     catalog = Catalog()
+    UNCORRECTED.update(catalog=Catalog(corrected=False), keys={correction["key"] for correction in corrections()})
     answer = litellm_costs(cases, args.litellm_python)
     theirs = answer["costs"]
     verdicts = Counter()

@@ -35,9 +35,13 @@ MAX_NAME_LENGTH = 255
 # 16 integer digits) and, with catalog.event_pricing.MAX_EVENT_COST, every sum the service stores.
 MAX_TOKENS = 10**12  # per token count: 100,000 times the largest context window
 TOKEN_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+# contract.md "Cost fields of a record": 1-hour cache writes and the provider's service tier, in both shapes.
+CACHE_WRITE_1H_FIELD = "cacheWrite1hTokens"
+SERVICE_TIER_FIELD = "serviceTier"
+SERVICE_TIERS = ("standard", "batch", "flex", "priority")
 # The top-level fields of the single-service shape: any of them beside `services` is the mixed shape, a 400
 # (contract.md "Record shapes"), so that nothing a client sends is dropped silently.
-SINGLE_SHAPE_FIELDS = ("model", "modelProvider", *TOKEN_FIELDS)
+SINGLE_SHAPE_FIELDS = ("model", "modelProvider", *TOKEN_FIELDS, CACHE_WRITE_1H_FIELD, SERVICE_TIER_FIELD)
 # Every field a record and a `services[]` entry take (spec.md section 2, and contract.md "Cost fields of a record":
 # `cacheWrite1hTokens`, `serviceTier`). Anything else fails the record alone (`unknown_field`); free-form data
 # belongs in `metadata`. This is the one list of accepted names: a field the service starts to take is added here.
@@ -249,6 +253,16 @@ class _Checker:
             return None
         return number
 
+    def service_tier(self, data: dict) -> str | None:
+        """The record's `serviceTier`; None for standard (the default)."""
+        value = data.get(SERVICE_TIER_FIELD)
+        if value is None or value == "standard":
+            return None
+        if value.__class__ is str and value in SERVICE_TIERS:
+            return value
+        self.fail(SERVICE_TIER_FIELD, f"Must be one of {', '.join(SERVICE_TIERS)}.")
+        return None
+
     def service(self, data: dict) -> ServiceUsage | None:
         before = len(self.errors)
         if not data.keys() <= SERVICE_FIELDS:
@@ -257,9 +271,12 @@ class _Checker:
         provider = self.text(data, "modelProvider", required=True)
         tokens = [self.tokens(data, name) for name in TOKEN_FIELDS]
         quantity = self.quantity(data, "quantity")
+        cache_write_1h = self.tokens(data, CACHE_WRITE_1H_FIELD)
+        tier = self.service_tier(data)
         if len(self.errors) > before:
             return None
-        return ServiceUsage(normalize_model(model), normalize_provider(provider), *tokens, quantity=quantity)
+        return ServiceUsage(normalize_model(model), normalize_provider(provider), *tokens, quantity=quantity,
+                            cache_write_1h_tokens=cache_write_1h, service_tier=tier)
 
 
 def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | InvalidRecord:
@@ -319,10 +336,13 @@ def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | I
         model = check.text(data, "model", required=True)
         provider = check.text(data, "modelProvider", required=True)
         tokens = [check.tokens(data, name) for name in TOKEN_FIELDS]
+        cache_write_1h = check.tokens(data, CACHE_WRITE_1H_FIELD)
+        tier = check.service_tier(data)
         if model and provider:
             # Quantity is the billable count of the signal and, here, also the service units (contract.md).
             services = (ServiceUsage(normalize_model(model), normalize_provider(provider), *tokens,
-                                     quantity=quantity if quantity is not None else Decimal(1)),)
+                                     quantity=quantity if quantity is not None else Decimal(1),
+                                     cache_write_1h_tokens=cache_write_1h, service_tier=tier),)
 
     if check.errors:
         # Echoed as sent, unless the text cannot be written as UTF-8 JSON (an unpaired surrogate).

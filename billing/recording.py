@@ -23,7 +23,7 @@ from billing.record_validation import (
 )
 from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
-from catalog.resolution import resolve_services
+from catalog.resolution import resolve_prices
 from config.core.hooks import Hooks
 from config.core.ids import random_uuids, time_ordered_uuids
 from config.core.scoping import owned
@@ -75,6 +75,9 @@ def _event_row(draft: RecordDraft, identities, priced, event_id, raw_event_id) -
         "output_tokens": single.output_tokens if single else None,
         "cache_read_tokens": single.cache_read_tokens if single else None,
         "cache_write_tokens": single.cache_write_tokens if single else None,
+        "cache_write_1h_tokens": single.cache_write_1h_tokens if single else None,
+        "service_tier": single.service_tier if single else None,
+        "priced_at_standard_tier": priced.priced_at_standard,
         "services": priced.services_json() if draft.is_multi_service else None,
         "quantity": draft.quantity, "usage_cost": priced.total,
         "event_status": EventStatus.PROCESSED if priced.total is not None else EventStatus.NEEDS_COST_BACKFILL,
@@ -113,7 +116,7 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
     if drafts:
         # Priced before anything is written: an event costing more than the maximum is refused alone (not
         # stored, nothing provisioned for it), like an invalid record.
-        prices = PriceList(resolve_services(book=book, pairs={part.key for d in drafts for part in d.services}))
+        prices = PriceList(*resolve_prices(book=book, pairs={part.key for d in drafts for part in d.services}))
         priced_by_index = {d.index: price_event(d.services, prices, at=d.usage_date) for d in drafts}
         failures_by_index.update({
             d.index: {"index": d.index, **_echo(d), "code": priced_by_index[d.index].failure_code,

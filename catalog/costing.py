@@ -24,6 +24,14 @@ Rules (docs/decisions/catalog.md):
   ISO weekdays they name (read on the provider's calendar, `weekday_timezone`, UTC by default).
 - Cache tokens without a published cache rate (after tiers and off-peak) are billed at the input rate in
   effect, off-peak input included.
+- Cache writes have two lifetimes: `cache_write_tokens` (5 minutes) at the cache-write rate, and
+  `cache_write_1h_tokens` at the data's 1-hour rate, else the provider's multiple of the input rate in effect
+  (Anthropic: 2), else a 5-minute write's rate. Both count in the prompt.
+- Service tiers (`Usage.service_tier`: batch, flex, priority): the tier's own rates from the data at the request's
+  long-context level; a kind without one costs, for batch, the provider's published share of the standard rate
+  (50% at OpenAI, Anthropic, Google), else the standard rate (`priced_at_standard` says so).
+- A book's price override (`RateOverride`, `with_override`) replaces the rates it names flat; a provider
+  discount (`discounted`) takes a percentage off the cost.
 - Any other service (`cost_unit` request, minute, character, image, page, ...): `quantity x unit rate`;
   fractional quantities are kept as sent, never rounded.
 - An event with several services costs the sum of its services; if any one is unresolvable (unknown
@@ -31,8 +39,8 @@ Rules (docs/decisions/catalog.md):
 - Precision: costs are exact, then quantized once (half-up) to the 12 decimal places that the event's
   `ExactField` stores. Rounding to cents happens only when an invoice line is written.
 """
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, time, timezone, tzinfo
 from decimal import Context, Decimal
 from functools import lru_cache
@@ -41,6 +49,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from config.core.money import ZERO, to_exact
 
 TOKEN_UNIT = "token"
+STANDARD = "standard"
+BATCH = "batch"
 # Products of token counts and rates with every digit their source publishes need more than the default 28
 # significant digits.
 WORKING_PRECISION = 80
@@ -58,6 +68,7 @@ class LongContextRates:
     output: Decimal | None = None
     cache_read: Decimal | None = None
     cache_write: Decimal | None = None
+    cache_write_1h: Decimal | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,19 @@ class OffPeakRates:
 
 
 @dataclass(frozen=True)
+class TierRates:
+    """A service tier's own rates (batch, flex, priority) as the price data publishes them: base rates and its
+    own long-context thresholds; a kind of token it leaves out has no rate of this tier."""
+
+    input: Decimal | None = None
+    output: Decimal | None = None
+    cache_read: Decimal | None = None
+    cache_write: Decimal | None = None
+    cache_write_1h: Decimal | None = None
+    long_context: tuple[LongContextRates, ...] = ()
+
+
+@dataclass(frozen=True)
 class Rates:
     """A catalog service's prices: per token (`cost_unit == "token"`) or `input` per `cost_unit`."""
 
@@ -121,6 +145,12 @@ class Rates:
     long_context: tuple[LongContextRates, ...] = ()  # ascending thresholds
     threshold_inclusive: bool = False  # the tier above a threshold applies from the threshold itself (xAI)
     off_peak: OffPeakRates | None = None
+    cache_write_1h: Decimal | None = None  # the price data's 1-hour cache-write rate
+    # The provider's published rules where the data has no rate: a 1-hour cache write at this multiple of the
+    # input rate in effect (Anthropic: 2), a batch request at this share of the standard rates (0.5).
+    cache_write_1h_share_of_input: Decimal | None = None
+    batch_share: Decimal | None = None
+    service_tiers: Mapping[str, "TierRates"] = field(default_factory=dict)  # batch, flex, priority
 
     @property
     def is_token_priced(self) -> bool:
@@ -138,18 +168,29 @@ class Usage:
     cache_write_tokens: int = 0
     quantity: Decimal = Decimal(1)
     at: datetime | None = None
+    cache_write_1h_tokens: int = 0
+    service_tier: str = STANDARD
 
     @property
     def prompt_tokens(self) -> int:
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.cache_write_1h_tokens
+
+    @property
+    def counts(self) -> tuple[int, int, int, int, int]:
+        return (self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens,
+                self.cache_write_1h_tokens)
 
 
-def _effective_rates(rates: Rates, usage: Usage) -> tuple:
-    """(input, output, cache_read, cache_write) rates for this request: its long-context tier, then its
-    off-peak window. A cache rate the entry does not publish is the input rate in effect: providers bill cached
-    tokens as ordinary input when they publish no separate price (and LiteLLM prices them so)."""
-    input_rate, output_rate, cache_read_rate, cache_write_rate = (
-        rates.input, rates.output, rates.cache_read, rates.cache_write)
+def _standard_rates(rates: Rates, usage: Usage) -> tuple:
+    """(input, output, cache_read, cache_write, cache_write_1h) rates of a standard request: its long-context
+    tier, then its off-peak window. A cache rate the entry does not publish is the input rate in effect:
+    providers bill cached tokens as ordinary input when they publish no separate price (and LiteLLM prices them
+    so). A 1-hour cache write without a rate of the tier it falls in costs the provider's published multiple of
+    the input rate in effect (Anthropic: 2x), else the data's 1-hour rate of the tier below, else a 5-minute
+    write's rate."""
+    input_rate, output_rate, cache_read_rate, cache_write_rate, cache_write_1h_rate = (
+        rates.input, rates.output, rates.cache_read, rates.cache_write, rates.cache_write_1h)
+    one_hour_from_level = cache_write_1h_rate is not None
     prompt = usage.prompt_tokens
     for tier in rates.long_context:
         if prompt > tier.threshold or (rates.threshold_inclusive and prompt == tier.threshold):
@@ -157,17 +198,70 @@ def _effective_rates(rates: Rates, usage: Usage) -> tuple:
             output_rate = output_rate if tier.output is None else tier.output
             cache_read_rate = cache_read_rate if tier.cache_read is None else tier.cache_read
             cache_write_rate = cache_write_rate if tier.cache_write is None else tier.cache_write
+            one_hour_from_level = tier.cache_write_1h is not None
+            cache_write_1h_rate = cache_write_1h_rate if tier.cache_write_1h is None else tier.cache_write_1h
     off_peak = rates.off_peak
     if off_peak is not None and usage.at is not None and off_peak.is_open(usage.at):
         input_rate = input_rate if off_peak.input is None else off_peak.input
         output_rate = output_rate if off_peak.output is None else off_peak.output
         cache_read_rate = cache_read_rate if off_peak.cache_read is None else off_peak.cache_read
         cache_write_rate = cache_write_rate if off_peak.cache_write is None else off_peak.cache_write
+    cache_write_rate = input_rate if cache_write_rate is None else cache_write_rate
+    if not one_hour_from_level and rates.cache_write_1h_share_of_input is not None and input_rate is not None:
+        cache_write_1h_rate = WORKING.multiply(rates.cache_write_1h_share_of_input, input_rate)
+    elif cache_write_1h_rate is None:
+        cache_write_1h_rate = cache_write_rate
     return (input_rate, output_rate, input_rate if cache_read_rate is None else cache_read_rate,
-            input_rate if cache_write_rate is None else cache_write_rate)
+            cache_write_rate, cache_write_1h_rate)
 
 
-TOKEN_KINDS = ("input", "output", "cache read", "cache write")
+def _tier_level(rates: Rates, usage: Usage) -> int | None:
+    """The highest long-context threshold the request is above (None: below them all)."""
+    prompt, level = usage.prompt_tokens, None
+    for tier in rates.long_context:
+        if prompt > tier.threshold or (rates.threshold_inclusive and prompt == tier.threshold):
+            level = tier.threshold
+    return level
+
+
+def _effective_rates(rates: Rates, usage: Usage) -> tuple[tuple, tuple[bool, ...]]:
+    """The five rates this request pays, and for each whether a non-standard service tier fell back to the
+    standard rate for want of one (the event says so).
+
+    Batch, flex and priority: the tier's own rate from the price data, at the request's long-context level (its
+    base rates below every threshold, its rates for the threshold crossed above one); a kind it lacks is priced,
+    for batch, at the provider's published batch share of the standard rate (OpenAI, Anthropic, Google: 50%),
+    otherwise at the standard rate."""
+    standard = _standard_rates(rates, usage)
+    if usage.service_tier == STANDARD:
+        return standard, NOT_FALLEN_BACK
+    tier = rates.service_tiers.get(usage.service_tier)
+    own = (None,) * 5
+    if tier is not None:
+        level = _tier_level(rates, usage)
+        if level is None:
+            own = (tier.input, tier.output, tier.cache_read, tier.cache_write, tier.cache_write_1h)
+        else:
+            match = next((above for above in tier.long_context if above.threshold == level), None)
+            if match is not None:
+                own = (match.input, match.output, match.cache_read, match.cache_write, match.cache_write_1h)
+    share = rates.batch_share if usage.service_tier == BATCH else None
+    chosen, fallen_back = [], []
+    for tier_rate, standard_rate in zip(own, standard):
+        if tier_rate is not None:
+            chosen.append(tier_rate)
+            fallen_back.append(False)
+        elif share is not None and standard_rate is not None:
+            chosen.append(WORKING.multiply(share, standard_rate))
+            fallen_back.append(False)
+        else:
+            chosen.append(standard_rate)
+            fallen_back.append(True)
+    return tuple(chosen), tuple(fallen_back)
+
+
+NOT_FALLEN_BACK = (False,) * 5
+TOKEN_KINDS = ("input", "output", "cache read", "cache write", "1-hour cache write")
 
 
 def missing_rates(rates: Rates, usage: Usage) -> list[str]:
@@ -175,16 +269,26 @@ def missing_rates(rates: Rates, usage: Usage) -> list[str]:
     `service_cost` is None for a known service. Empty for a per-unit service with a unit rate."""
     if not rates.is_token_priced:
         return [] if rates.input is not None else ["unit"]
-    counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
-    return [kind for kind, count, rate in zip(TOKEN_KINDS, counts, _effective_rates(rates, usage))
-            if count and rate is None]
+    effective, _ = _effective_rates(rates, usage)
+    return [kind for kind, count, rate in zip(TOKEN_KINDS, usage.counts, effective) if count and rate is None]
+
+
+def priced_at_standard(rates: Rates | None, usage: Usage) -> bool:
+    """Whether a batch, flex or priority request paid the standard rate for some of its usage because neither the
+    price data nor the provider's published discount gives that tier's rate (the event says so)."""
+    if rates is None or usage.service_tier == STANDARD:
+        return False
+    if not rates.is_token_priced:
+        return True  # a per-unit service has no tier prices
+    _, fallen_back = _effective_rates(rates, usage)
+    return any(count and fell for count, fell in zip(usage.counts, fallen_back))
 
 
 def token_cost(rates: Rates, usage: Usage) -> Decimal | None:
     """Exact USD cost of an LLM request; None when a positive token count has no rate."""
-    counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens)
+    effective, _ = _effective_rates(rates, usage)
     total = ZERO
-    for count, rate in zip(counts, _effective_rates(rates, usage)):
+    for count, rate in zip(usage.counts, effective):
         if not count:
             continue
         if rate is None:
@@ -205,6 +309,53 @@ def service_cost(rates: Rates | None, usage: Usage) -> Decimal | None:
     if rates is None:
         return None
     return token_cost(rates, usage) if rates.is_token_priced else unit_cost(rates, usage.quantity)
+
+
+@dataclass(frozen=True)
+class RateOverride:
+    """A book's own rates for a service (USD per token; `unit`: per unit of quantity). A rate it names replaces
+    the catalog's standard rate of that kind flat, whatever the request's size or time and whatever tier rate the
+    price data has (a batch request still gets the provider's published batch share of it); a rate it leaves out
+    keeps the catalog's rules."""
+
+    input: Decimal | None = None
+    output: Decimal | None = None
+    cache_read: Decimal | None = None
+    cache_write: Decimal | None = None
+    cache_write_1h: Decimal | None = None
+    unit: Decimal | None = None
+
+
+OVERRIDE_KINDS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
+
+
+def _without(block, names: dict):
+    return replace(block, **{name: None for name in names if hasattr(block, name)}) if names else block
+
+
+def with_override(rates: Rates | None, override: RateOverride) -> Rates:
+    """The rates a book pays for a service under its override (`rates`: the catalog's, None for a model the
+    catalog lacks). A unit rate prices the event's quantity; token rates replace those kinds flat: the kinds
+    they name leave every long-context, off-peak and service-tier rate of the catalog (the provider's published
+    batch share still applies to them)."""
+    if override.unit is not None:
+        return Rates(cost_unit="unit", input=override.unit)
+    named = {kind: getattr(override, kind) for kind in OVERRIDE_KINDS if getattr(override, kind) is not None}
+    base = rates if rates is not None and rates.is_token_priced else Rates(cost_unit=TOKEN_UNIT)
+    return replace(
+        base, **named,
+        long_context=tuple(_without(tier, named) for tier in base.long_context),
+        off_peak=_without(base.off_peak, named) if base.off_peak is not None else None,
+        service_tiers={name: replace(_without(tier, named), long_context=tuple(
+            _without(above, named) for above in tier.long_context)) for name, tier in base.service_tiers.items()},
+        cache_write_1h_share_of_input=None if "cache_write_1h" in named else base.cache_write_1h_share_of_input)
+
+
+def discounted(cost: Decimal | None, percent: Decimal) -> Decimal | None:
+    """A cost with `percent` off (a book's discount on its provider's list prices), exact."""
+    if cost is None:
+        return None
+    return WORKING.multiply(cost, WORKING.divide(WORKING.subtract(100, percent), 100))
 
 
 def event_cost(parts: Iterable[tuple[Rates | None, Usage]]) -> Decimal | None:

@@ -37,6 +37,14 @@ class ServiceEntry(models.Model):
     # Off-peak pricing: `{"windows": [{"hours": ["HH:MM-HH:MM", ...] (UTC), "weekdays": [1-7] | null}],
     # "weekday_timezone": str | null, "input"|"output"|"cache_read"|"cache_write": "<decimal>"}`, or null.
     off_peak = models.JSONField(null=True, blank=True)
+    # 1-hour cache writes (a record's `cacheWrite1hTokens`): the price data's rate; null where it has none (the
+    # provider's published rule, or a 5-minute write's rate, applies: catalog/costing.py). Thresholds of
+    # `long_context` may carry `cache_write_1h` too.
+    cache_write_1h_cost = RateField(null=True, blank=True)
+    # The batch, flex and priority tiers' own rates (a record's `serviceTier`): `{"batch": {"input"|"output"|
+    # "cache_read"|"cache_write"|"cache_write_1h": "<decimal>", "long_context": [...]}, ...}`, only what the price
+    # data publishes.
+    service_tiers = models.JSONField(default=dict, blank=True)
     cost_unit = models.CharField(max_length=32, default="token")
     context_window = models.BigIntegerField(null=True, blank=True)
     source = models.CharField(max_length=16, choices=CatalogSource.choices)
@@ -75,6 +83,11 @@ class ServiceEntry(models.Model):
     def cache_write_basis(self) -> str | None:
         return self._cache_basis(self.cache_write_cost)
 
+    @property
+    def service_tiers_view(self) -> dict:
+        tiers = self.service_tiers or {}
+        return {name: tiers.get(name) for name in ("batch", "flex", "priority")}
+
     def _cache_rate(self, published):
         if self.cost_unit != "token":
             return None
@@ -106,3 +119,49 @@ class ModelAlias(OrgOwned):
 
     def __str__(self):
         return f"{self.model_provider}/{self.model} -> {self.service}"
+
+
+class PriceOverride(OrgOwned):
+    """A book's own price for what it uses (contract.md "Price overrides"): its rates for a catalog service
+    (`service`), rates for a model the catalog lacks (`model`, `model_provider`), or a percentage off a
+    provider's list prices (`model_provider`, `discount_percent`), for events dated at or after
+    `effective_from`. Cost only: invoices never change because of one."""
+
+    service = models.ForeignKey(ServiceEntry, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    model = models.CharField(max_length=255, null=True, blank=True, help_text="Lowercase, trimmed, as events send it.")
+    model_provider = models.CharField(max_length=100, null=True, blank=True)
+    discount_percent = models.DecimalField(max_digits=9, decimal_places=6, null=True, blank=True)
+    input_cost = RateField(null=True, blank=True)
+    output_cost = RateField(null=True, blank=True)
+    cache_read_cost = RateField(null=True, blank=True)
+    cache_write_cost = RateField(null=True, blank=True)
+    cache_write_1h_cost = RateField(null=True, blank=True)
+    unit_cost = RateField(null=True, blank=True)
+    effective_from = models.DateTimeField()
+    note = models.TextField(blank=True, default="")
+    created_by = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-effective_from", "-created_at"]
+        constraints = [
+            # Exactly one target: a service, a model with its provider, or a provider with a discount.
+            models.CheckConstraint(name="price_override_one_target", condition=(
+                models.Q(service__isnull=False, model__isnull=True, discount_percent__isnull=True)
+                | models.Q(service__isnull=True, model__isnull=False, model_provider__isnull=False,
+                           discount_percent__isnull=True)
+                | models.Q(service__isnull=True, model__isnull=True, model_provider__isnull=False,
+                           discount_percent__isnull=False))),
+            models.UniqueConstraint(fields=["book", "service", "effective_from"], condition=models.Q(
+                service__isnull=False), name="price_override_service_uniq"),
+            models.UniqueConstraint(fields=["book", "model_provider", "model", "effective_from"], condition=models.Q(
+                model__isnull=False), name="price_override_model_uniq"),
+            models.UniqueConstraint(fields=["book", "model_provider", "effective_from"], condition=models.Q(
+                discount_percent__isnull=False), name="price_override_discount_uniq"),
+        ]
+
+    def __str__(self):
+        if self.service_id:
+            return f"{self.service} from {self.effective_from:%Y-%m-%d}"
+        if self.model:
+            return f"{self.model_provider}/{self.model} from {self.effective_from:%Y-%m-%d}"
+        return f"{self.discount_percent}% off {self.model_provider} from {self.effective_from:%Y-%m-%d}"

@@ -27,9 +27,9 @@ from collections.abc import Iterable
 from datetime import time
 from decimal import Decimal
 
-from catalog.costing import LongContextRates, OffPeakRates, OffPeakWindow, Rates
-from catalog.models import ModelAlias, ServiceEntry
-from catalog.sources import catalog_provider
+from catalog.costing import LongContextRates, OffPeakRates, OffPeakWindow, Rates, TierRates
+from catalog.models import ModelAlias, PriceOverride, ServiceEntry
+from catalog.sources import BATCH_SHARE_OF_STANDARD, CACHE_WRITE_1H_SHARE_OF_INPUT, catalog_provider
 from config.core.database import WholeRows, prepared_cursor
 from config.core.scoping import book_sql
 
@@ -91,56 +91,98 @@ def candidates(model: str, provider: str) -> list[Pair]:
 _ENTRY = WholeRows(ServiceEntry, "s")
 
 
-def _resolve_statement(book, wanted: list[Pair], flat: list[Pair]) -> tuple[str, list]:
+def _resolve_statement(book, wanted: list[Pair], flat: list[Pair], with_overrides: bool) -> tuple[str, list]:
     alias_in_book, book_params = book_sql(book, "a.book_id")
+    # The book's price overrides ride in the same statement (one round trip per batch, docs/performance.md): a
+    # last row whose entry columns are null carries them as one JSON array.
+    overrides_in_book, override_params = book_sql(book, "o.book_id")
+    overrides = (f"""
+        UNION ALL
+        SELECT {', '.join(['NULL'] * _ENTRY.width)}, NULL, NULL,
+               (SELECT json_agg(o)::text FROM {PriceOverride._meta.db_table} o WHERE {overrides_in_book})"""
+                 if with_overrides else "")
     sql = f"""
-        SELECT {_ENTRY.select}, a.model, a.model_provider
+        SELECT {_ENTRY.select}, a.model, a.model_provider, NULL
         FROM {ServiceEntry._meta.db_table} s JOIN {ModelAlias._meta.db_table} a ON a.service_id = s.id
         WHERE {alias_in_book} AND s.is_active
           AND (a.model, a.model_provider) IN (SELECT * FROM unnest(%b::text[], %b::text[]))
         UNION ALL
-        SELECT {_ENTRY.select}, NULL, NULL FROM {ServiceEntry._meta.db_table} s
-        WHERE s.is_active AND (s.provider, s.canonical_name) IN (SELECT * FROM unnest(%b::text[], %b::text[]))
+        SELECT {_ENTRY.select}, NULL, NULL, NULL FROM {ServiceEntry._meta.db_table} s
+        WHERE s.is_active AND (s.provider, s.canonical_name) IN (SELECT * FROM unnest(%b::text[], %b::text[])){overrides}
     """.strip()
     return sql, [*book_params, [model for model, _ in wanted], [provider for _, provider in wanted],
-                 [provider for provider, _ in flat], [name for _, name in flat]]
+                 [provider for provider, _ in flat], [name for _, name in flat],
+                 *(override_params if with_overrides else [])]
 
 
 def resolve_services(*, book, pairs: Iterable[Pair]) -> dict[Pair, ServiceEntry | None]:
     """The catalog entry for each (model, provider) pair, keyed by the normalized pair; None if unknown."""
+    return _resolve(book, pairs, with_overrides=False)[0]
+
+
+def resolve_prices(*, book, pairs: Iterable[Pair]) -> tuple[dict[Pair, ServiceEntry | None], list[PriceOverride]]:
+    """`resolve_services`, and the book's price overrides, in one statement: what pricing a batch needs."""
+    return _resolve(book, pairs, with_overrides=True)
+
+
+def _resolve(book, pairs: Iterable[Pair], *, with_overrides: bool) -> tuple[dict, list]:
     wanted = sorted({(normalize_model(model), normalize_provider(provider)) for model, provider in pairs})
     if not wanted:
-        return {}
+        return {}, []
     keys = {pair: candidates(*pair) for pair in wanted}
     flat = sorted({key for pair_keys in keys.values() for key in pair_keys})
-    aliases, catalog = _read(book, wanted, flat)
+    aliases, catalog, overrides = _read(book, wanted, flat, with_overrides)
     resolved = dict.fromkeys(wanted)
     for pair, pair_keys in keys.items():
         resolved[pair] = aliases.get(pair) or next((catalog[key] for key in pair_keys if key in catalog), None)
-    return resolved
+    return resolved, overrides
 
 
-def _read(book, wanted: list[Pair], flat: list[Pair]) -> tuple[dict, dict]:
-    """(the book's active aliases by pair, the active catalog entries by (provider, name))."""
-    aliases, catalog = {}, {}
+def _read(book, wanted: list[Pair], flat: list[Pair], with_overrides: bool) -> tuple[dict, dict, list]:
+    """(the book's active aliases by pair, the active catalog entries by (provider, name), its overrides)."""
+    aliases, catalog, overrides = {}, {}, []
     with prepared_cursor() as cursor:
-        cursor.execute(*_resolve_statement(book, wanted, flat))
+        cursor.execute(*_resolve_statement(book, wanted, flat, with_overrides))
         rows = cursor.fetchall()
     for row in rows:
+        alias_model, alias_provider, overrides_json = row[_ENTRY.width:]
+        if row[0] is None:  # the overrides' row
+            overrides = _overrides(overrides_json)
+            continue
         entry = _ENTRY.instance(row)
-        alias_model, alias_provider = row[_ENTRY.width:]
         if alias_model is not None:
             aliases[(alias_model, alias_provider)] = entry
         else:
             catalog[(entry.provider, entry.canonical_name)] = entry
-    return aliases, catalog
+    return aliases, catalog, overrides
+
+
+_OVERRIDE_FIELDS = {field.attname: field for field in PriceOverride._meta.concrete_fields}
+
+
+def _overrides(text: str | None) -> list[PriceOverride]:
+    """Price overrides from the JSON PostgreSQL writes of their rows (numbers read as the decimals they spell)."""
+    overrides = []
+    for row in json.loads(text, parse_float=Decimal) if text else ():
+        values = {name: None if value is None else _OVERRIDE_FIELDS[name].to_python(value)
+                  for name, value in row.items() if name in _OVERRIDE_FIELDS}
+        overrides.append(PriceOverride(**values))
+    return overrides
+
+
+def _thresholds(tiers) -> tuple[LongContextRates, ...]:
+    return tuple(LongContextRates(threshold=int(tier["threshold"]),
+                                  **{name: _decimal(tier.get(name)) for name in THRESHOLD_RATE_NAMES})
+                 for tier in tiers or ())
 
 
 def rates_for(entry: ServiceEntry) -> Rates:
-    """The cost engine's view of a catalog entry."""
-    long_context = tuple(
-        LongContextRates(threshold=int(tier["threshold"]), **{name: _decimal(tier.get(name)) for name in RATE_NAMES})
-        for tier in _json(entry.long_context) or ())
+    """The cost engine's view of a catalog entry, with its provider's published rules (1-hour cache writes, the
+    batch discount) where the price data has no rate."""
+    long_context = _thresholds(_json(entry.long_context))
+    service_tiers = {name: TierRates(**{rate: _decimal(block.get(rate)) for rate in THRESHOLD_RATE_NAMES},
+                                     long_context=_thresholds(block.get("long_context")))
+                     for name, block in (_json(entry.service_tiers) or {}).items()}
     off_peak = None
     block = _json(entry.off_peak)
     if block:
@@ -152,10 +194,14 @@ def rates_for(entry: ServiceEntry) -> Rates:
             **{name: _decimal(block.get(name)) for name in RATE_NAMES})
     return Rates(cost_unit=entry.cost_unit, input=entry.input_cost, output=entry.output_cost,
                  cache_read=entry.cache_read_cost, cache_write=entry.cache_write_cost, long_context=long_context,
-                 threshold_inclusive=entry.long_context_inclusive, off_peak=off_peak)
+                 threshold_inclusive=entry.long_context_inclusive, off_peak=off_peak,
+                 cache_write_1h=entry.cache_write_1h_cost, service_tiers=service_tiers,
+                 cache_write_1h_share_of_input=CACHE_WRITE_1H_SHARE_OF_INPUT.get(entry.provider),
+                 batch_share=BATCH_SHARE_OF_STANDARD.get(entry.provider))
 
 
 RATE_NAMES = ("input", "output", "cache_read", "cache_write")
+THRESHOLD_RATE_NAMES = (*RATE_NAMES, "cache_write_1h")
 
 
 def _json(value):

@@ -14,9 +14,30 @@ class LongContextOut(serializers.Serializer):
     output = DecimalText(allow_null=True, default=None)
     cacheRead = DecimalText(source="cache_read", allow_null=True, default=None)
     cacheWrite = DecimalText(source="cache_write", allow_null=True, default=None)
+    cacheWrite1h = DecimalText(source="cache_write_1h", allow_null=True, default=None)
 
     def to_representation(self, tier):
         return super().to_representation({**tier, **_rates(tier)})
+
+
+class ServiceTierOut(serializers.Serializer):
+    """A service tier's own rates from the price data (USD per token; null: none published for that tier)."""
+
+    input = DecimalText(allow_null=True, default=None)
+    output = DecimalText(allow_null=True, default=None)
+    cacheRead = DecimalText(source="cache_read", allow_null=True, default=None)
+    cacheWrite = DecimalText(source="cache_write", allow_null=True, default=None)
+    cacheWrite1h = DecimalText(source="cache_write_1h", allow_null=True, default=None)
+    longContext = LongContextOut(source="long_context", many=True, default=list)
+
+    def to_representation(self, tier):
+        return super().to_representation({"long_context": [], **tier, **_rates(tier)})
+
+
+class ServiceTiersOut(serializers.Serializer):
+    batch = ServiceTierOut(allow_null=True, default=None)
+    flex = ServiceTierOut(allow_null=True, default=None)
+    priority = ServiceTierOut(allow_null=True, default=None)
 
 
 class OffPeakWindowOut(serializers.Serializer):
@@ -41,7 +62,7 @@ class OffPeakOut(serializers.Serializer):
         return super().to_representation({"weekday_timezone": None, **block, **_rates(block)})
 
 
-RATE_KEYS = ("input", "output", "cache_read", "cache_write")
+RATE_KEYS = ("input", "output", "cache_read", "cache_write", "cache_write_1h")
 
 
 def _rates(stored: dict) -> dict:
@@ -92,6 +113,14 @@ class ServiceOut(serializers.Serializer):
                   "threshold pays it: xAI); false: only above it.")
     offPeak = OffPeakOut(source="off_peak", allow_null=True,
                          help_text="Off-peak prices, applied by the event's usageDate; null: none.")
+    cacheWrite1hCost = DecimalText(
+        source="cache_write_1h_cost", allow_null=True,
+        help_text="USD per 1-hour cache-write token from the price data; null: none published (Anthropic's models bill "
+                  "2x the input rate, others a 5-minute write's rate).")
+    serviceTiers = ServiceTiersOut(
+        source="service_tiers_view",
+        help_text="The batch, flex and priority tiers' rates from the price data (null: none; a batch request "
+                  "without them costs the provider's published discount, 50% at OpenAI, Anthropic and Google).")
     contextWindow = serializers.IntegerField(source="context_window", allow_null=True)
     source = serializers.CharField()
     isApi = serializers.BooleanField(source="is_api")

@@ -1,5 +1,5 @@
 """Writes to the services catalog."""
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import transaction
@@ -22,6 +22,8 @@ class CatalogLoadResult:
     updated: int
     unchanged: int
     deactivated: int
+    # external id -> the fields whose values changed (created entries: "new"), for the command's report
+    changes: dict = field(default_factory=dict)
 
 
 def catalog_load(*, now: datetime, rows: list[dict] | None = None, service_model=ServiceEntry,
@@ -41,18 +43,20 @@ def catalog_load(*, now: datetime, rows: list[dict] | None = None, service_model
     rows = [{name: value for name, value in row.items() if name in known_fields} for row in rows]
     with transaction.atomic():
         existing = {entry.external_id: entry for entry in service_model.objects.all()}
-        to_create, to_update, unchanged = [], [], 0
+        to_create, to_update, unchanged, changes = [], [], 0, {}
         for row in rows:
             entry = existing.get(row["external_id"])
             if entry is None:
                 to_create.append(service_model(**row, is_active=True, created_at=now, updated_at=now))
+                changes[row["external_id"]] = ["new"]
                 continue
-            changed = [field for field in fields if getattr(entry, field) != row[field]]
+            changed = [name for name in fields if getattr(entry, name) != row[name]]
             if not changed and entry.is_active:
                 unchanged += 1
                 continue
-            for field in fields:
-                setattr(entry, field, row[field])
+            changes[row["external_id"]] = changed or ["reactivated"]
+            for name in fields:
+                setattr(entry, name, row[name])
             entry.is_active, entry.updated_at = True, now
             to_update.append(entry)
         listed = {row["external_id"] for row in rows}
@@ -61,7 +65,7 @@ def catalog_load(*, now: datetime, rows: list[dict] | None = None, service_model
         service_model.objects.bulk_update(to_update, [*fields, "is_active", "updated_at"], batch_size=500)
         service_model.objects.filter(pk__in=dropped).update(is_active=False, updated_at=now)
     result = CatalogLoadResult(created=len(to_create), updated=len(to_update), unchanged=unchanged,
-                               deactivated=len(dropped))
+                               deactivated=len(dropped), changes=changes)
     if service_model is ServiceEntry:  # not from a data migration: the hooks act on today's models
         transaction.on_commit(lambda: catalog_loaded.run(result=result, started_jobs=started_jobs))
     return result

@@ -1,8 +1,10 @@
 """The catalog's source data, read into plain rows (field name -> value) for `catalog_load`.
 
-Two files in `catalog/data/`:
+Three files in `catalog/data/`:
 - `litellm_prices.json`: LiteLLM's model prices, reduced by `scripts/refresh_litellm_prices.py`
-  (`source: litellm`, token-priced, `is_api` false, rates USD per single token).
+  (`source: litellm`, token-priced, `is_api` false, rates USD per single token);
+- `corrections.json`: reviewed corrections of LiteLLM entries (each with its source and the day it was checked
+  against the provider's published pricing), laid over the LiteLLM data before it is read into rows;
 - `curated_services.json`: non-LLM API services (`source: curated`, `is_api` true, one USD price per
   `costUnit`, kept in `input_cost`).
 
@@ -19,6 +21,7 @@ from pathlib import Path
 DATA_DIR = Path(__file__).resolve().parent / "data"
 LITELLM_FILE = DATA_DIR / "litellm_prices.json"
 CURATED_FILE = DATA_DIR / "curated_services.json"
+CORRECTIONS_FILE = DATA_DIR / "corrections.json"
 
 # LiteLLM provider ids that name the same provider (or a sub-API of one) as another id. The request side
 # (catalog.resolution) folds a `modelProvider` by the same table, so what the loader folds resolves as sent.
@@ -39,6 +42,12 @@ INCLUSIVE_THRESHOLD_PROVIDERS = frozenset({"xai"})
 # Providers whose price lists publish no cache-read price yet bill cached prompt tokens at a fixed share of
 # the input price (Fireworks: half), as LiteLLM prices them.
 CACHE_READ_SHARE_OF_INPUT = {"fireworks_ai": Decimal("0.5")}
+# Providers' published rules for what the price data may not carry (contract.md "Cost fields of a record"):
+# a 1-hour cache write where the entry has no 1-hour rate (Anthropic bills it at 2x the input rate in effect),
+# and the batch discount where the entry has no batch rate (OpenAI, Anthropic, Google: 50% of standard).
+CACHE_WRITE_1H_SHARE_OF_INPUT = {"anthropic": Decimal(2)}
+BATCH_SHARE_OF_STANDARD = {"openai": Decimal("0.5"), "anthropic": Decimal("0.5"), "google": Decimal("0.5")}
+SERVICE_TIERS = ("standard", "batch", "flex", "priority")
 
 RATE_FIELDS = {  # reduced-file key -> ServiceEntry field
     "input": "input_cost",
@@ -46,9 +55,10 @@ RATE_FIELDS = {  # reduced-file key -> ServiceEntry field
     "cache_read": "cache_read_cost",
     "cache_write": "cache_write_cost",
 }
+LONG_CONTEXT_RATES = (*RATE_FIELDS, "cache_write_1h")  # a threshold may also set the 1-hour cache-write rate
 ENTRY_FIELDS = ("external_id", "canonical_name", "display_name", "provider", "service_type", *RATE_FIELDS.values(),
-                "long_context", "long_context_inclusive", "off_peak", "cost_unit", "context_window", "source",
-                "is_api")
+                "cache_write_1h_cost", "long_context", "long_context_inclusive", "off_peak", "service_tiers",
+                "cost_unit", "context_window", "source", "is_api")
 
 
 def catalog_provider(litellm_provider: str) -> str:
@@ -93,8 +103,19 @@ def _rate_text(value) -> str:
 def _long_context(entry: dict) -> list[dict]:
     """The thresholds as stored (JSON: rates as decimal strings, absent rates left out), ascending."""
     return [{"threshold": int(tier["threshold"]),
-             **{name: _rate_text(tier[name]) for name in RATE_FIELDS if tier.get(name) is not None}}
+             **{name: _rate_text(tier[name]) for name in LONG_CONTEXT_RATES if tier.get(name) is not None}}
             for tier in sorted(entry.get("long_context") or [], key=lambda tier: int(tier["threshold"]))]
+
+
+def _service_tiers(entry: dict) -> dict:
+    """The batch, flex and priority rates as stored: per tier its base rates and its own thresholds."""
+    tiers = {}
+    for name, block in sorted((entry.get("service_tiers") or {}).items()):
+        stored = {rate: _rate_text(block[rate]) for rate in LONG_CONTEXT_RATES if block.get(rate) is not None}
+        if block.get("long_context"):
+            stored["long_context"] = _long_context(block)
+        tiers[name] = stored
+    return tiers
 
 
 def _off_peak(entry: dict) -> dict | None:
@@ -119,6 +140,8 @@ def _litellm_row(key: str, entry: dict) -> dict:
         "long_context": _long_context(entry),
         "long_context_inclusive": provider in INCLUSIVE_THRESHOLD_PROVIDERS,
         "off_peak": _off_peak(entry),
+        "service_tiers": _service_tiers(entry),
+        "cache_write_1h_cost": _rate(entry.get("cache_write_1h")),
         "cost_unit": "token",
         "context_window": entry.get("context_window"),
         "source": "litellm",
@@ -174,6 +197,8 @@ def curated_rows(data: dict) -> list[dict]:
             "long_context": [],
             "long_context_inclusive": False,
             "off_peak": None,
+            "service_tiers": {},
+            "cache_write_1h_cost": None,
             "cost_unit": service["costUnit"],
             "context_window": None,
             "source": "curated",
@@ -183,8 +208,40 @@ def curated_rows(data: dict) -> list[dict]:
     return rows
 
 
-def catalog_rows(litellm_file: Path = LITELLM_FILE, curated_file: Path = CURATED_FILE) -> list[dict]:
-    """Every catalog row from the data files; a curated service replaces a LiteLLM model of the same name."""
-    rows = {row["external_id"]: row for row in litellm_rows(_load(litellm_file))}
+def corrections(corrections_file: Path = CORRECTIONS_FILE) -> list[dict]:
+    """The reviewed corrections: each `{key, set, source, checked, why}`, `key` a LiteLLM key of the price data."""
+    if not corrections_file.exists():
+        return []
+    return _load(corrections_file)["corrections"]
+
+
+def corrected(data: dict, reviewed: list[dict]) -> dict:
+    """The LiteLLM data with each correction's fields set on the entry it names (current or retired)."""
+    sections = {section: dict(data.get(section, {})) for section in ("models", "retired")}
+    for correction in reviewed:
+        for entries in sections.values():
+            if correction["key"] in entries:
+                entries[correction["key"]] = {**entries[correction["key"]], **correction["set"]}
+    return {**data, **sections}
+
+
+def corrected_external_ids(reviewed: list[dict] | None = None) -> dict[str, dict]:
+    """external id -> the correction applied to that catalog entry."""
+    reviewed = corrections() if reviewed is None else reviewed
+    data = _load(LITELLM_FILE)
+    found = {}
+    for correction in reviewed:
+        entry = data["models"].get(correction["key"]) or data.get("retired", {}).get(correction["key"])
+        if entry is not None:
+            found[_litellm_row(correction["key"], entry)["external_id"]] = correction
+    return found
+
+
+def catalog_rows(litellm_file: Path = LITELLM_FILE, curated_file: Path = CURATED_FILE,
+                 corrections_file: Path = CORRECTIONS_FILE) -> list[dict]:
+    """Every catalog row from the data files: LiteLLM's with the reviewed corrections laid over it; a curated
+    service replaces a LiteLLM model of the same name."""
+    rows = {row["external_id"]: row for row in litellm_rows(corrected(_load(litellm_file),
+                                                                      corrections(corrections_file)))}
     rows.update({row["external_id"]: row for row in curated_rows(_load(curated_file))})
     return list(rows.values())

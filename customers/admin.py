@@ -17,7 +17,9 @@ from config.core import clock
 from config.jobs.admin import job_link
 from customers.backfill import events_reprice_start, events_unpriced_reasons, model_map
 from customers.export import EXPORT_TYPES, events_pages, export_bytes
+from catalog.models import PriceOverride
 from customers.models import Agent, Customer, Signal, UsageDailyRollup, UsageEvent
+from customers.price_overrides import price_override_delete
 from customers.services import customer_delete
 
 
@@ -127,13 +129,16 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         changelist = super().get_changelist_instance(request)
         by_book: dict = {}
         for event in changelist.result_list:
-            if event.usage_cost is None:
+            if event.usage_cost is None or event.priced_at_standard_tier:
                 by_book.setdefault(event.book, []).append(event)
         request.unpriced_reasons = {event_id: reason for book, events in by_book.items()
                                     for event_id, reason in events_unpriced_reasons(book=book, events=events).items()}
         return changelist
 
-    @admin.display(description="Why unpriced")
+    # Why an event is unpriced, or why a batch, flex or priority event was priced at standard rates.
+    WHY = "Why unpriced / why standard tier"
+
+    @admin.display(description=WHY)
     def why_unpriced(self, event):
         """On the event's page: why it is unpriced (priced again now, read only). The list replaces this per
         request by `get_list_display`, with one catalog read per book on the page."""
@@ -144,10 +149,10 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     def get_list_display(self, request):
         """`why_unpriced` reads the reasons that `get_changelist_instance` worked out for this request's page."""
         def why_unpriced(event):
-            if event.usage_cost is not None:
+            if event.usage_cost is not None and not event.priced_at_standard_tier:
                 return ""
             return getattr(request, "unpriced_reasons", {}).get(event.pk, "")
-        why_unpriced.short_description = "Why unpriced"
+        why_unpriced.short_description = self.WHY
         return [why_unpriced if name == "why_unpriced" else name for name in super().get_list_display(request)]
 
     def _export(self, queryset, export_format: str):
@@ -213,3 +218,33 @@ class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     date_hierarchy = "day"
     list_select_related = ["customer", "book__organization"]
     show_full_result_count = False
+
+
+@admin.register(PriceOverride)
+class PriceOverrideAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
+    """A book's own prices (POST /v1/price-overrides), with who set each and when. Deleting one goes through the
+    same service as the API, which prices the events it priced again (a job)."""
+
+    list_display = ["target", "discount_percent", "input_cost", "output_cost", "cache_read_cost", "cache_write_cost",
+                    "cache_write_1h_cost", "unit_cost", "effective_from", "note", "created_by", "created_at", "book"]
+    list_filter = ["model_provider"]
+    search_fields = ["=model", "=model_provider", "service__canonical_name", "note"]
+    date_hierarchy = "created_at"
+    list_select_related = ["book__organization", "service"]
+    actions = ["delete_and_reprice"]
+
+    @admin.display(description="Prices")
+    def target(self, override):
+        if override.service_id:
+            return f"{override.service.provider}/{override.service.canonical_name}"
+        if override.model:
+            return f"{override.model_provider}/{override.model} (not in the catalog)"
+        return f"every {override.model_provider} model"
+
+    @admin.action(description="Delete the selected overrides and price their events again")
+    def delete_and_reprice(self, request, queryset):
+        def delete(override):
+            change = price_override_delete(book=override.book, override_id=override.pk, created_by=actor(request))
+            return format_html("{} deleted; its {} events are priced again ({}).", override,
+                               change.events_affected, job_link(change.job, "the job"))
+        act_on_rows(self, request, queryset.select_related("book", "service"), delete)

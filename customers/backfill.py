@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from catalog.event_pricing import PriceList, ServiceUsage, price_event, unpriced_reason
+from catalog.event_pricing import PriceList, ServiceUsage, price_event, standard_tier_reason, unpriced_reason
 from catalog.models import ModelAlias, ServiceEntry
-from catalog.resolution import normalize_model, normalize_provider, resolve_services
+from catalog.resolution import normalize_model, normalize_provider, resolve_prices, resolve_services
 from config.core.errors import BadRequest, NotFound
 from config.core.progress import NO_PROGRESS, Progress
 from config.core.scoping import owned
@@ -52,7 +52,13 @@ def _event_parts(event: UsageEvent) -> list[ServiceUsage]:
     if event.services is not None:
         return [ServiceUsage.from_json(part) for part in event.services]
     return [ServiceUsage(event.model, event.model_provider, event.input_tokens, event.output_tokens,
-                         event.cache_read_tokens, event.cache_write_tokens, event.quantity)]
+                         event.cache_read_tokens, event.cache_write_tokens, event.quantity,
+                         event.cache_write_1h_tokens, event.service_tier)]
+
+
+def _price_list(book, parts_by_event: dict) -> PriceList:
+    pairs = {part.key for parts in parts_by_event.values() for part in parts}
+    return PriceList(*resolve_prices(book=book, pairs=pairs))
 
 
 def events_backfill_cost(*, book, model: str, model_provider: str, progress: Progress = NO_PROGRESS) -> int:
@@ -106,37 +112,48 @@ def books_with_unpriced_events() -> list:
 
 
 def events_unpriced_reasons(*, book, events: list[UsageEvent]) -> dict:
-    """event id -> why it is unpriced, priced again now with the book's aliases and today's catalog (read only:
-    nothing is saved). Events with a cost are left out."""
-    waiting = [event for event in events if event.usage_cost is None]
+    """event id -> why it is unpriced (priced again now with the book's aliases, price overrides and today's
+    catalog; read only: nothing is saved), or why a batch, flex or priority event was priced at standard rates.
+    Other events are left out."""
+    waiting = [event for event in events if event.usage_cost is None or event.priced_at_standard_tier]
     parts_by_event = {event.pk: _event_parts(event) for event in waiting}
     if not parts_by_event:
         return {}
-    pairs = {part.key for parts in parts_by_event.values() for part in parts}
-    prices = PriceList(resolve_services(book=book, pairs=pairs))
-    return {event.pk: unpriced_reason(price_event(parts_by_event[event.pk], prices, at=event.usage_date))
-            for event in waiting}
+    prices = _price_list(book, parts_by_event)
+    reasons = {}
+    for event in waiting:
+        priced = price_event(parts_by_event[event.pk], prices, at=event.usage_date)
+        reasons[event.pk] = unpriced_reason(priced) if event.usage_cost is None else standard_tier_reason(priced)
+    return reasons
 
 
-def _price_and_save(book, events: list[UsageEvent]) -> int:
+REPRICED_FIELDS = ["usage_cost", "event_status", "services", "service", "priced_at_standard_tier"]
+
+
+def _price_and_save(book, events: list[UsageEvent], *, unprice: bool = False) -> int:
+    """Price `events` again and write those whose cost changed; how many. An event the book can no longer price
+    (`unprice`: a price override that priced it was deleted) goes back to cost null."""
     parts_by_event = {event.pk: _event_parts(event) for event in events}
-    pairs = {part.key for parts in parts_by_event.values() for part in parts}
-    prices = PriceList(resolve_services(book=book, pairs=pairs))
+    prices = _price_list(book, parts_by_event)
     changed = []
     for event in events:
         priced = price_event(parts_by_event[event.pk], prices, at=event.usage_date)
-        if priced.total is None:
+        if priced.total is None and not (unprice and priced.storable):
+            continue
+        services = priced.services_json() if event.services is not None else None
+        service = priced.parts[0].service if event.services is None else event.service
+        if (priced.total == event.usage_cost and services == event.services and service == event.service
+                and priced.priced_at_standard == event.priced_at_standard_tier):
             continue
         event.usage_cost = priced.total
-        event.event_status = EventStatus.PROCESSED
-        if event.services is not None:
-            event.services = priced.services_json()
-        else:
-            event.service = priced.parts[0].service
+        event.event_status = EventStatus.PROCESSED if priced.total is not None else EventStatus.NEEDS_COST_BACKFILL
+        event.services = services
+        event.service = service
+        event.priced_at_standard_tier = priced.priced_at_standard
         changed.append(event)
     # The analytics rollup moves with the events: out as they were, back in as they are now.
     analytics_rollup_subtract(book=book, events=changed)
-    UsageEvent.objects.bulk_update(changed, ["usage_cost", "event_status", "services", "service"])
+    UsageEvent.objects.bulk_update(changed, REPRICED_FIELDS)
     analytics_rollup_add(book=book, events=changed)
     return len(changed)
 

@@ -166,7 +166,13 @@ class UsageEvent(OrgOwned):
     input_tokens = models.BigIntegerField(null=True, blank=True)
     output_tokens = models.BigIntegerField(null=True, blank=True)
     cache_read_tokens = models.BigIntegerField(null=True, blank=True)
-    cache_write_tokens = models.BigIntegerField(null=True, blank=True)
+    cache_write_tokens = models.BigIntegerField(null=True, blank=True)  # 5-minute cache writes
+    cache_write_1h_tokens = models.BigIntegerField(null=True, blank=True)
+    # The provider's service tier (`standard`, `batch`, `flex`, `priority`); null: standard. Multi-service events
+    # keep each part's in `services`.
+    service_tier = models.CharField(max_length=16, null=True, blank=True)
+    # True when a batch, flex or priority part had no rate of its tier and was priced at the standard rate.
+    priced_at_standard_tier = models.BooleanField(default=False, db_default=False)
     services = models.JSONField(null=True, blank=True)
     quantity = QuantityField(default=1)
     usage_cost = ExactField(null=True, blank=True)

@@ -3,10 +3,12 @@
 Keys inside `metadata` and `context` are stored and returned exactly as sent: no case conversion.
 """
 
+from decimal import Decimal
+
 from rest_framework import serializers
 
 from config.core.clock import is_valid_timezone
-from config.core.serialization import DecimalText, Flag, JsonObjectIn, QueryFlag
+from config.core.serialization import DecimalIn, DecimalText, Flag, JsonObjectIn, QueryFlag
 from customers.models import CustomerStatus, SignalType
 
 NAME_MAX = 255
@@ -191,6 +193,12 @@ class UsageEventOut(serializers.Serializer):
     outputTokens = serializers.IntegerField(source="output_tokens", allow_null=True)
     cacheReadTokens = serializers.IntegerField(source="cache_read_tokens", allow_null=True)
     cacheWriteTokens = serializers.IntegerField(source="cache_write_tokens", allow_null=True)
+    cacheWrite1hTokens = serializers.IntegerField(source="cache_write_1h_tokens", allow_null=True)
+    serviceTier = serializers.SerializerMethodField(help_text="standard, batch, flex or priority")
+    pricedAtStandardTier = serializers.BooleanField(
+        source="priced_at_standard_tier",
+        help_text="true when a batch, flex or priority service had no rate of its tier (in the price data or the "
+                  "provider's published discount) and was priced at the standard rate")
     quantity = DecimalText()
     usageCost = DecimalText(source="usage_cost", allow_null=True)
     eventStatus = serializers.CharField(source="event_status")
@@ -199,6 +207,11 @@ class UsageEventOut(serializers.Serializer):
     idempotencyKey = serializers.CharField(source="idempotency_key", allow_null=True)
     metadata = serializers.JSONField()
     createdAt = serializers.DateTimeField(source="created_at")
+
+    def get_serviceTier(self, event) -> str | None:
+        if event.services is not None:
+            return None  # each part of a multi-service event says its own, in `services`
+        return event.service_tier or "standard"
 
 
 class UsageExportQueryIn(serializers.Serializer):
@@ -238,3 +251,68 @@ class ModelMapOut(serializers.Serializer):
     jobId = serializers.UUIDField(source="job.pk", help_text="The backfill as a job (GET /v1/jobs/{id}): succeeded "
                                                              "when it ran inline, queued when it runs in the "
                                                              "background.")
+
+
+RATE_HELP = "USD per token (exact decimal), replacing the catalog's rate flat (long context, off-peak, tiers)"
+
+
+def _rate(source: str, help_text: str = RATE_HELP):
+    return DecimalIn(source=source, max_digits=40, decimal_places=30, min_value=Decimal(0), required=False,
+                     allow_null=True, default=None, help_text=help_text)
+
+
+class PriceOverrideIn(serializers.Serializer):
+    """One of: `serviceId` (a catalog entry), `model` + `modelProvider` (a model the catalog lacks), or
+    `modelProvider` + `discountPercent` (a percentage off that provider's list prices)."""
+
+    serviceId = serializers.UUIDField(source="service_id", required=False, allow_null=True, default=None)
+    model = serializers.CharField(max_length=255, required=False, allow_null=True, default=None)
+    modelProvider = serializers.CharField(source="model_provider", max_length=100, required=False, allow_null=True,
+                                          default=None)
+    discountPercent = DecimalIn(source="discount_percent", max_digits=9, decimal_places=6, min_value=Decimal(0),
+                                max_value=Decimal(100), required=False, allow_null=True, default=None,
+                                help_text="percent off the provider's list prices (20 = 20% off)")
+    inputCost = _rate("input_cost")
+    outputCost = _rate("output_cost")
+    cacheReadCost = _rate("cache_read_cost")
+    cacheWriteCost = _rate("cache_write_cost", "USD per 5-minute cache-write token")
+    cacheWrite1hCost = _rate("cache_write_1h_cost", "USD per 1-hour cache-write token")
+    unitCost = _rate("unit_cost", "USD per unit of the event's quantity (instead of token rates)")
+    effectiveFrom = serializers.DateTimeField(source="effective_from",
+                                              help_text="events dated at or after it are priced with the override")
+    note = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+
+
+class PriceOverrideOut(serializers.Serializer):
+    id = serializers.UUIDField()
+    serviceId = serializers.UUIDField(source="service_id", allow_null=True)
+    serviceCanonicalName = serializers.CharField(source="service.canonical_name", allow_null=True, default=None)
+    model = serializers.SerializerMethodField()
+    modelProvider = serializers.SerializerMethodField()
+    discountPercent = DecimalText(source="discount_percent", allow_null=True)
+    inputCost = DecimalText(source="input_cost", allow_null=True)
+    outputCost = DecimalText(source="output_cost", allow_null=True)
+    cacheReadCost = DecimalText(source="cache_read_cost", allow_null=True)
+    cacheWriteCost = DecimalText(source="cache_write_cost", allow_null=True)
+    cacheWrite1hCost = DecimalText(source="cache_write_1h_cost", allow_null=True)
+    unitCost = DecimalText(source="unit_cost", allow_null=True)
+    effectiveFrom = serializers.DateTimeField(source="effective_from")
+    note = serializers.CharField()
+    createdBy = serializers.CharField(source="created_by")
+    createdAt = serializers.DateTimeField(source="created_at")
+
+    def get_model(self, override) -> str | None:
+        return override.service.canonical_name if override.service_id else override.model
+
+    def get_modelProvider(self, override) -> str | None:
+        return override.service.provider if override.service_id else override.model_provider
+
+
+class PriceOverrideChangeOut(PriceOverrideOut):
+    """The override, and the repricing of the events it touches as a job."""
+
+    eventsAffected = serializers.IntegerField(source="change.events_affected")
+    eventsRepriced = serializers.IntegerField(source="change.events_repriced",
+                                              help_text="events whose cost changed (0 while the job runs)")
+    scheduled = serializers.BooleanField(source="change.scheduled")
+    jobId = serializers.UUIDField(source="change.job.pk", help_text="The repricing as a job (GET /v1/jobs/{id})")

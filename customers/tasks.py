@@ -1,3 +1,5 @@
+from datetime import datetime
+
 from celery import shared_task
 
 from config.accounts.models import Book
@@ -5,6 +7,7 @@ from config.core import clock
 from config.jobs.services import job_run
 from customers.backfill import backfill_work, reprice_work
 from customers.partitions import ledger_partitions_settle
+from customers.price_overrides import Target, override_reprice_work
 
 
 @shared_task(name="customers.backfill_event_costs", acks_late=True)
@@ -24,6 +27,17 @@ def reprice_unpriced_events_task(book_id: str, job_id: str | None = None) -> int
     book = Book.objects.filter(pk=book_id).first()
     result = job_run(job_id, reprice_work(book)) if book is not None else None
     return result["eventsPriced"] if result else 0
+
+
+@shared_task(name="customers.reprice_for_price_override", acks_late=True)
+def reprice_for_price_override_task(book_id: str, kind: str, first: str, second: str, effective_from: str,
+                                    job_id: str | None = None) -> int:
+    """Price again the events a created or deleted price override touches, as the job `job_id`; returns how many
+    changed cost (safe to run twice: an event whose cost is already right is not written)."""
+    book = Book.objects.filter(pk=book_id).first()
+    work = override_reprice_work(book, Target(kind, first, second), datetime.fromisoformat(effective_from))
+    result = job_run(job_id, work) if book is not None else None
+    return result["eventsRepriced"] if result else 0
 
 
 @shared_task(name="customers.ledger_partitions_settle", acks_late=True)

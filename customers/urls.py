@@ -13,4 +13,6 @@ urlpatterns = [
     path("events", views.UsageEventListApi.as_view()),
     path("events/map-model", views.ModelMapApi.as_view()),
     path("events/export", views.UsageEventExportApi.as_view()),
+    path("price-overrides", views.PriceOverrideListApi.as_view()),
+    path("price-overrides/<str:override_id>", views.PriceOverrideDetailApi.as_view()),
 ]

@@ -10,17 +10,20 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from config.accounts.api import OrgApiView
+from config.accounts.api import MONEY_ROLES, OrgApiView
 from config.core import clock
 from config.core.openapi import ErrorOut
 from config.core.pagination import array_response
 from config.core.serialization import parse
 from customers import selectors, services
+from config.core.scoping import get_owned
+from catalog.models import PriceOverride
 from customers.backfill import model_map
 from customers.export import EXPORT_TYPES, usage_event_export
+from customers.price_overrides import price_override_create, price_override_delete, price_override_list
 from customers.serializers import (AgentOut, AgentWriteIn, CustomerOut, CustomerWriteIn, ModelMapIn, ModelMapOut,
-                                   SignalBulkCreateIn, SignalCreateIn, SignalOut, SignalUpdateIn, UsageEventOut,
-                                   UsageExportQueryIn)
+                                   PriceOverrideChangeOut, PriceOverrideIn, PriceOverrideOut, SignalBulkCreateIn,
+                                   SignalCreateIn, SignalOut, SignalUpdateIn, UsageEventOut, UsageExportQueryIn)
 
 
 def query(name: str, description: str, type_=OpenApiTypes.STR, enum=None) -> OpenApiParameter:
@@ -323,3 +326,58 @@ class ModelMapApi(OrgApiView):
         data = parse(ModelMapIn, request.data)
         mapping = model_map(book=self.book, created_by=self.created_by, **data)
         return Response(ModelMapOut(mapping).data, status=201 if mapping.created else 200)
+
+
+def _change_answer(change, status: int) -> Response:
+    override = change.override
+    override.change = change
+    return Response(PriceOverrideChangeOut(override).data, status=status)
+
+
+class PriceOverrideListApi(OrgApiView):
+    read_roles = MONEY_ROLES  # contract.md "Price overrides": owner, admin and finance
+    write_roles = MONEY_ROLES
+
+    @extend_schema(operation_id="price_overrides_list", parameters=PAGING, responses=PriceOverrideOut(many=True))
+    def get(self, request):
+        """List price overrides.
+
+        The book's own prices, newest `effectiveFrom` first, with who set each and when. A bare array of one window
+        (`limit`, `offset`); the total is in the `X-Total-Count` header."""
+        return array_response(price_override_list(book=self.book), request.query_params, PriceOverrideOut)
+
+    @extend_schema(operation_id="price_overrides_create", request=PriceOverrideIn,
+                   responses={201: PriceOverrideChangeOut})
+    def post(self, request):
+        """Create a price override.
+
+        The book's own rates for a catalog service (`serviceId`), rates for a model the catalog lacks (`model`,
+        `modelProvider`), or a percentage off a provider's list prices (`modelProvider`, `discountPercent`). Events
+        dated at or after `effectiveFrom` are priced with it (the most specific wins: service, then model, then
+        provider discount); the events it touches are priced again as a job (`jobId`): inline when few, otherwise in
+        the background. Cost only: invoices never change. A second override of the same target from the same
+        instant is a 409."""
+        data = parse(PriceOverrideIn, request.data)
+        return _change_answer(price_override_create(book=self.book, data=data, created_by=self.created_by), 201)
+
+
+class PriceOverrideDetailApi(OrgApiView):
+    read_roles = MONEY_ROLES
+    write_roles = MONEY_ROLES
+
+    @extend_schema(operation_id="price_overrides_get", responses=PriceOverrideOut)
+    def get(self, request, override_id):
+        """Get a price override.
+
+        One of the book's price overrides: what it prices (a catalog service, a model the catalog lacks, or a
+        provider's list prices with a discount), its rates, `effectiveFrom`, note, and who set it and when."""
+        return Response(PriceOverrideOut(get_owned(PriceOverride, self.book, override_id)).data)
+
+    @extend_schema(operation_id="price_overrides_delete", responses={200: PriceOverrideChangeOut})
+    def delete(self, request, override_id):
+        """Delete a price override.
+
+        The events it priced are priced again without it (the next override in effect, or the catalog) as a job
+        (`jobId`); the answer is the deleted override."""
+        return _change_answer(price_override_delete(book=self.book, override_id=override_id,
+                                                    created_by=self.created_by), 200)

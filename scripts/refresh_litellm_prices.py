@@ -21,7 +21,12 @@ What a model keeps (each a rate in USD per token, as a decimal string):
   model priced by a tier table (`tiered_pricing`, Alibaba's all-or-nothing tiers by prompt size), the first
   tier as the base rates and each further tier as a threshold at its range's start, with `"tiered": true`;
 - `off_peak`: the off-peak windows and rates (`off_peak_pricing`): `windows` (each `hours` as "HH:MM-HH:MM"
-  UTC, `weekdays` ISO numbers or null for every day), `weekday_timezone`, and the rates it replaces.
+  UTC, `weekdays` ISO numbers or null for every day), `weekday_timezone`, and the rates it replaces;
+- `cache_write_1h`: the 1-hour cache-write rate (`cache_creation_input_token_cost_above_1hr`), also per
+  long-context threshold (`..._above_1hr_above_<N>k_tokens`);
+- `service_tiers`: the rates of the batch, flex and priority tiers (`*_batches`, `*_flex`, `*_priority`),
+  each `{"input", "output", "cache_read", "cache_write", "long_context": [...]}` with only what the source
+  publishes for that tier.
 
 Models that an earlier release listed and this one dropped are kept under `retired` with their last
 published prices (agents still report them, and their past usage cost what it cost), unless
@@ -45,15 +50,19 @@ BASE_RATES = {  # LiteLLM field -> reduced field
     "cache_read_input_token_cost": "cache_read",
     "cache_creation_input_token_cost": "cache_write",
 }
-# Standard long-context keys only: service-tier (`_priority`, `_flex`) and batch (`_batches`) variants are
-# other prices than a plain request pays.
+# Long-context keys of the standard tier (the `_batches`, `_flex` and `_priority` variants are the service
+# tiers' own, read by `_service_tiers`), and of the 1-hour cache write.
 LONG_CONTEXT_FIELD = re.compile(
-    r"^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost|cache_creation_input_token_cost)"
-    r"_above_(\d+)(k?)_tokens$")
+    r"^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost|cache_creation_input_token_cost"
+    r"|cache_creation_input_token_cost_above_1hr)_above_(\d+)(k?)_tokens$")
+CACHE_WRITE_1H_FIELD = "cache_creation_input_token_cost_above_1hr"
+# The source's suffix of each service tier -> the tier's name in the reduced file (and in a record's serviceTier).
+SERVICE_TIER_SUFFIXES = {"batches": "batch", "flex": "flex", "priority": "priority"}
 # Any other unit price: an entry whose token rates are all zero but that has one of these is priced per
 # query, page, second, image... and is not a token-priced model.
 OTHER_UNIT_PRICE = re.compile(r"cost_per_(query|page|second|image|pixel|character|request|credit|video)")
-RATE_NAMES = tuple(BASE_RATES.values())
+RATE_NAMES = (*BASE_RATES.values(), "cache_write_1h")
+LONG_CONTEXT_RATES = {**BASE_RATES, CACHE_WRITE_1H_FIELD: "cache_write_1h"}
 
 
 def exact_text(value) -> str:
@@ -80,8 +89,29 @@ def _threshold_tiers(raw: dict) -> list[dict]:
         match = LONG_CONTEXT_FIELD.match(field)
         if match and _is_price(value):
             threshold = int(match.group(2)) * (1000 if match.group(3) else 1)
-            by_threshold.setdefault(threshold, {})[BASE_RATES[match.group(1)]] = value
+            by_threshold.setdefault(threshold, {})[LONG_CONTEXT_RATES[match.group(1)]] = value
     return [{"threshold": threshold, **rates} for threshold, rates in sorted(by_threshold.items())]
+
+
+def _service_tiers(raw: dict) -> dict:
+    """The batch, flex and priority rates the source publishes: `<field>_<suffix>` for the base rates and
+    `<field>_above_<N>k_tokens_<suffix>` per threshold, as exact strings; tiers without a rate are left out."""
+    tiers = {}
+    for suffix, name in SERVICE_TIER_SUFFIXES.items():
+        ending = f"_{suffix}"
+        fields = {field[:-len(ending)]: value for field, value in raw.items()
+                  if field.endswith(ending) and _is_price(value)}
+        if not fields:
+            continue
+        block = {rate: exact_text(fields[field]) for field, rate in BASE_RATES.items() if field in fields}
+        thresholds = _threshold_tiers(fields)
+        if thresholds:
+            block["long_context"] = [{"threshold": tier["threshold"],
+                                      **{rate: exact_text(tier[rate]) for rate in RATE_NAMES if rate in tier}}
+                                     for tier in thresholds]
+        if block:
+            tiers[name] = block
+    return tiers
 
 
 def _tier_table(raw: dict) -> tuple[dict, list[dict]] | None:
@@ -157,6 +187,8 @@ def reduce_entry(key: str, raw: dict) -> dict | None:
     if isinstance(context, (int, Decimal)) and not isinstance(context, bool) and context > 0:
         entry["context_window"] = int(context)
     entry.update({name: exact_text(value) for name, value in base.items()})
+    if not tiered and _is_price(raw.get(CACHE_WRITE_1H_FIELD)):
+        entry["cache_write_1h"] = exact_text(raw[CACHE_WRITE_1H_FIELD])
     if tiers:
         entry["long_context"] = [{"threshold": tier["threshold"],
                                   **{name: exact_text(tier[name]) for name in RATE_NAMES if name in tier}}
@@ -166,6 +198,9 @@ def reduce_entry(key: str, raw: dict) -> dict | None:
     off_peak = _off_peak(raw)
     if off_peak:
         entry["off_peak"] = off_peak
+    service_tiers = _service_tiers(raw)
+    if service_tiers and not tiered:
+        entry["service_tiers"] = service_tiers
     return entry
 
 

@@ -1,6 +1,11 @@
 from rest_framework import serializers
 
-from billing.record_validation import MAX_QUANTITY, MAX_TOKENS, QUANTITY_PLACES
+from billing.record_validation import MAX_QUANTITY, MAX_TOKENS, QUANTITY_PLACES, SERVICE_TIERS
+
+CACHE_WRITE_1H_HELP = ("LLM: 1-hour cache writes (cacheWriteTokens are 5-minute ones), priced at the 1-hour cache-write "
+                       "rate (Anthropic: 2x the input rate)")
+SERVICE_TIER_HELP = ("the provider's service tier, priced at that tier's rates (batch: the provider's published "
+                     "discount where the price data has none); default standard")
 
 
 # --- POST /v1/usage/record (documentation of the shapes; the hot path validates in record_validation.py)
@@ -12,6 +17,9 @@ class ServiceUsageIn(serializers.Serializer):
     outputTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
     cacheReadTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
     cacheWriteTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    cacheWrite1hTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False,
+                                                  help_text=CACHE_WRITE_1H_HELP)
+    serviceTier = serializers.ChoiceField(choices=list(SERVICE_TIERS), required=False, help_text=SERVICE_TIER_HELP)
     quantity = serializers.DecimalField(max_digits=10 + QUANTITY_PLACES, decimal_places=QUANTITY_PLACES, min_value=0,
                                         max_value=MAX_QUANTITY,
                                         required=False)
@@ -27,6 +35,9 @@ class UsageRecordIn(serializers.Serializer):
     outputTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
     cacheReadTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
     cacheWriteTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False)
+    cacheWrite1hTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False,
+                                                  help_text=CACHE_WRITE_1H_HELP)
+    serviceTier = serializers.ChoiceField(choices=list(SERVICE_TIERS), required=False, help_text=SERVICE_TIER_HELP)
     quantity = serializers.DecimalField(max_digits=10 + QUANTITY_PLACES, decimal_places=QUANTITY_PLACES, min_value=0,
                                         max_value=MAX_QUANTITY,
                                         required=False, help_text="billable count of the signal; default 1")

@@ -10,6 +10,7 @@ from config.core.progress import percent_of
 class JobKind(models.TextChoices):
     COST_BACKFILL = "cost_backfill", "Cost backfill of a mapped model"
     COST_REPRICE = "cost_reprice", "Pricing unpriced events with the current catalog"
+    COST_OVERRIDE_REPRICE = "cost_override_reprice", "Pricing events again after a price override changed"
     MATTER_RULES_APPLY = "matter_rules_apply", "Applying the matter routing rules"
 
 

@@ -8,7 +8,8 @@ from django.core.management import call_command
 
 from catalog.models import ServiceEntry
 from catalog.services import catalog_load
-from catalog.sources import CURATED_FILE, LITELLM_FILE, catalog_name, catalog_provider, catalog_rows
+from catalog.sources import (CURATED_FILE, LITELLM_FILE, catalog_name, catalog_provider, catalog_rows, corrected,
+                             corrections)
 from config.core import clock
 from scripts import refresh_litellm_prices as refresh
 
@@ -24,7 +25,8 @@ def price_data() -> dict:
 
 
 def test_fifty_catalog_llm_entries_carry_the_price_file_rates_exactly():
-    models = price_data()["models"]
+    """As the price file says, with the reviewed corrections laid over it (catalog/data/corrections.json)."""
+    models = corrected(price_data(), corrections())["models"]
     keys = sorted(models)[::max(1, len(models) // 50)][:50] + ["gpt-4o", "claude-sonnet-4-5", "gemini/gemini-2.5-pro"]
     checked = 0
     for key in keys:
@@ -42,6 +44,8 @@ def test_fifty_catalog_llm_entries_carry_the_price_file_rates_exactly():
         assert entry.long_context == source.get("long_context", [])
         assert entry.off_peak == source.get("off_peak")
         assert entry.context_window == source.get("context_window")
+        assert entry.cache_write_1h_cost == (Decimal(source["cache_write_1h"]) if "cache_write_1h" in source else None)
+        assert entry.service_tiers == source.get("service_tiers", {})
         checked += 1
     assert checked >= 50
 
@@ -108,7 +112,8 @@ RAW_PRICES = """{
  "sample_spec": {"litellm_provider": "one of the providers", "input_cost_per_token": 0.0},
  "gpt-x": {"litellm_provider": "openai", "mode": "chat", "max_input_tokens": 128000,
            "input_cost_per_token": 2.5e-06, "output_cost_per_token": 1e-05,
-           "cache_read_input_token_cost": 3.0000000000000004e-07, "input_cost_per_token_batches": 1.25e-06},
+           "cache_read_input_token_cost": 3.0000000000000004e-07, "input_cost_per_token_batches": 1.25e-06,
+           "cache_creation_input_token_cost_above_1hr": 5e-06},
  "gemini/gemini-x": {"litellm_provider": "gemini", "input_cost_per_token": 1.25e-06, "output_cost_per_token": 1e-05,
            "input_cost_per_token_above_200k_tokens": 2.5e-06, "output_cost_per_token_above_200k_tokens": 1.5e-05,
            "input_cost_per_token_above_1000k_tokens": 5e-06, "input_cost_per_token_above_200k_tokens_priority": 9e-06},
@@ -143,12 +148,16 @@ def test_refresh_script_reduces_the_wheel_json_exactly(tmp_path):
     assert data["litellm_version"] == "9.9.9"
     assert data["models"] == {
         # every digit of the source, the float noise included: the price LiteLLM computes with
+        # the 1-hour cache-write rate, and a service tier's own rates
         "gpt-x": {"provider": "openai", "mode": "chat", "context_window": 128000,
-                  "input": "0.0000025", "output": "0.00001", "cache_read": "0.00000030000000000000004"},
-        # every threshold, ascending; service-tier variants are other prices
+                  "input": "0.0000025", "output": "0.00001", "cache_read": "0.00000030000000000000004",
+                  "cache_write_1h": "0.000005", "service_tiers": {"batch": {"input": "0.00000125"}}},
+        # every threshold, ascending; a service tier's thresholds are its own
         "gemini/gemini-x": {"provider": "gemini", "mode": "chat", "input": "0.00000125", "output": "0.00001",
                             "long_context": [{"threshold": 200000, "input": "0.0000025", "output": "0.000015"},
-                                             {"threshold": 1000000, "input": "0.000005"}]},
+                                             {"threshold": 1000000, "input": "0.000005"}],
+                            "service_tiers": {"priority": {"long_context": [{"threshold": 200000,
+                                                                             "input": "0.000009"}]}}},
         # a tier table: the first tier is the base, each further tier a threshold at its start; a tier without a
         # cache rate bills cache tokens at its own input rate
         "dashscope/qwen-x": {"provider": "dashscope", "mode": "chat", "input": "0.00000005", "output": "0.0000004",
@@ -178,3 +187,17 @@ def test_exact_text_never_goes_through_float_and_keeps_every_digit():
     assert refresh.exact_text(Decimal("0.0000029999900000000002")) == "0.0000029999900000000002"
     assert refresh.exact_text(Decimal("2E-6")) == "0.000002"
     assert refresh.exact_text(0) == "0"
+
+
+def test_load_catalog_names_the_reviewed_corrections_and_what_changed(capsys):
+    sonnet = ServiceEntry.objects.get(external_id="anthropic/claude-sonnet-4-5")
+    assert (sonnet.context_window, sonnet.long_context[0]["input"]) == (1000000, "0.000006")  # the correction
+    ServiceEntry.objects.filter(pk=sonnet.pk).update(long_context=[], context_window=200000)  # LiteLLM's data
+    call_command("load_catalog")
+    summary = capsys.readouterr().out.splitlines()[0]
+    assert "1 updated" in summary and "11 reviewed corrections applied" in summary
+    assert "changed: anthropic/claude-sonnet-4-5 (long_context, context_window)" in summary
+    call_command("load_catalog", verbosity=2)
+    listed = capsys.readouterr().out
+    assert ("reviewed correction anthropic/claude-sonnet-4-5: context_window, long_context (checked 2026-11-28 "
+            "against https://docs.claude.com/en/docs/about-claude/pricing#long-context-pricing)") in listed

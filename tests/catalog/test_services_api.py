@@ -9,8 +9,8 @@ pytestmark = pytest.mark.django_db
 
 ENTRY_FIELDS = {"id", "externalId", "canonicalName", "displayName", "provider", "serviceType", "inputCost",
                 "outputCost", "cacheReadCost", "cacheWriteCost", "cacheReadCostBasis", "cacheWriteCostBasis",
-                "longContext", "longContextInclusive", "offPeak", "costUnit", "contextWindow", "source", "isApi",
-                "isActive"}
+                "longContext", "longContextInclusive", "offPeak", "cacheWrite1hCost", "serviceTiers", "costUnit",
+                "contextWindow", "source", "isApi", "isActive"}
 
 
 def listing(api, **params):
@@ -35,6 +35,13 @@ def test_entries_carry_exactly_the_documented_fields(api):
         "provider": "openai", "serviceType": "chat", "inputCost": "0.0000025", "outputCost": "0.00001",
         "cacheReadCost": "0.00000125", "cacheWriteCost": "0.0000025", "cacheReadCostBasis": "published",
         "cacheWriteCostBasis": "inputCost", "longContext": [], "longContextInclusive": False, "offPeak": None,
+        "cacheWrite1hCost": None,
+        "serviceTiers": {
+            "batch": {"input": "0.00000125", "output": "0.000005", "cacheRead": None, "cacheWrite": None,
+                      "cacheWrite1h": None, "longContext": []},
+            "flex": None,
+            "priority": {"input": "0.00000425", "output": "0.000017", "cacheRead": "0.000002125", "cacheWrite": None,
+                         "cacheWrite1h": None, "longContext": []}},
         "costUnit": "token", "contextWindow": 128000,
         "source": "litellm", "isApi": False, "isActive": True,
     }
@@ -165,7 +172,7 @@ def test_an_entry_shows_its_long_context_tiers_and_off_peak_prices(api):
     body = api.get(f"/v1/services/{grok.id}").json()
     assert (body["longContext"], body["longContextInclusive"]) == (
         [{"threshold": 200000, "input": "0.0000025", "output": "0.000005", "cacheRead": "0.0000004",
-          "cacheWrite": None}], True)
+          "cacheWrite": None, "cacheWrite1h": None}], True)
     deepseek = ServiceEntry.objects.get(provider="deepseek", canonical_name="deepseek-v4-flash")
     assert api.get(f"/v1/services/{deepseek.id}").json()["offPeak"] == {
         "windows": [{"hours": ["00:00-01:00", "04:00-06:00", "10:00-00:00"], "weekdays": [1, 2, 3, 4, 5]},

@@ -69,3 +69,50 @@ ANTHROPIC_STREAM = [
                        "usage": {"output_tokens": 42}}),
     ("message_stop", {"type": "message_stop"}),
 ]
+
+# Cache writes of both lifetimes (`cache_creation` splits `cache_creation_input_tokens`), served at priority.
+ANTHROPIC_MESSAGE_CACHE_LIFETIMES = {
+    "id": "msg_01Q7ZkD2x9LrVt3Ww8JbYc4N", "type": "message", "role": "assistant",
+    "model": "claude-sonnet-4-5", "stop_reason": "end_turn", "stop_sequence": None,
+    "content": [{"type": "text", "text": "Summarised the 40-page brief."}],
+    "usage": {"input_tokens": 40, "output_tokens": 80, "cache_creation_input_tokens": 3000,
+              "cache_read_input_tokens": 0,
+              "cache_creation": {"ephemeral_5m_input_tokens": 1000, "ephemeral_1h_input_tokens": 2000},
+              "service_tier": "priority"},
+}
+
+# One result of a Message Batch (`client.messages.batches.results(...)`): its message says `service_tier: batch`.
+ANTHROPIC_BATCH_RESULT = {
+    "custom_id": "brief-17", "result": {"type": "succeeded", "message": {
+        "id": "msg_01BatchR3sult", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "stop_reason": "end_turn", "stop_sequence": None, "content": [{"type": "text", "text": "Done."}],
+        "usage": {"input_tokens": 100000, "output_tokens": 10000, "cache_creation_input_tokens": 0,
+                  "cache_read_input_tokens": 0, "service_tier": "batch"}}},
+}
+
+# A chat completion served at the flex tier.
+OPENAI_CHAT_FLEX = {
+    "id": "chatcmpl-FlexC8x1", "object": "chat.completion", "created": 1764000100, "model": "gpt-4o-mini-2024-07-18",
+    "service_tier": "flex", "system_fingerprint": None,
+    "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                 "message": {"role": "assistant", "content": "Reconciled.", "refusal": None, "annotations": []}}],
+    "usage": {"prompt_tokens": 10000, "completion_tokens": 2000, "total_tokens": 12000,
+              "prompt_tokens_details": {"cached_tokens": 4000, "audio_tokens": 0},
+              "completion_tokens_details": {"reasoning_tokens": 1500, "audio_tokens": 0,
+                                            "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}},
+}
+
+# A line of a Batch API output file (`/v1/chat/completions` requests): the body is a chat completion.
+OPENAI_BATCH_OUTPUT_LINE = {
+    "id": "batch_req_6812a1", "custom_id": "ticket-77", "error": None,
+    "response": {"status_code": 200, "request_id": "req_9f1c", "body": {
+        "id": "chatcmpl-BatchB0dy", "object": "chat.completion", "created": 1764000200,
+        "model": "gpt-4o-mini-2024-07-18",
+        "service_tier": "default", "system_fingerprint": "fp_batch",
+        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                     "message": {"role": "assistant", "content": "Closed.", "refusal": None, "annotations": []}}],
+        "usage": {"prompt_tokens": 1_000_000, "completion_tokens": 100_000, "total_tokens": 1_100_000,
+                  "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+                  "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                                                "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}}}},
+}

@@ -3,6 +3,7 @@ fake endpoint that answers recorded response bodies, and LiteLLM driven by its o
 Each model call becomes one event whose tokens the service prices (input net of cache reads)."""
 import asyncio
 import time
+from decimal import Decimal
 
 import anthropic
 import openai
@@ -187,3 +188,79 @@ def test_a_call_outside_any_billing_context_is_not_recorded(service, provider, r
     client = instrument_openai(openai.OpenAI(api_key="sk-test", base_url=provider.url + "/v1"), recorder)
     client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "Hi"}])
     assert stored(service, recorder) == [] and recorder.stats.recorded == 0
+
+
+def tier_answers(exchange):
+    body = exchange.json()
+    if exchange.path.endswith("/chat/completions"):
+        return json_answer(recorded.OPENAI_CHAT_FLEX)
+    if exchange.path.endswith("/messages"):
+        return json_answer(recorded.ANTHROPIC_MESSAGE_CACHE_LIFETIMES)
+    return json_answer({"error": {"message": f"not recorded: {body}"}}, 404)
+
+
+def test_cache_write_lifetimes_and_service_tiers_come_from_the_providers_answers(service, recorder):
+    from agentbilling.instrumentation import emit
+    from agentbilling.integrations import anthropic as anthropic_integration
+    from agentbilling.integrations import openai as openai_integration
+
+    with FakeServer(tier_answers) as fake:
+        claude = instrument_anthropic(anthropic.Anthropic(api_key="sk-ant-test", base_url=fake.url), recorder)
+        gpt = instrument_openai(openai.OpenAI(api_key="sk-test", base_url=fake.url + "/v1"), recorder)
+        with billing_context(**CONTEXT):
+            claude.messages.create(model="claude-sonnet-4-5", max_tokens=256,
+                                   messages=[{"role": "user", "content": "Summarise"}])
+            gpt.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "Reconcile"}])
+            # results of batch jobs, recorded from their bodies
+            result = recorded.ANTHROPIC_BATCH_RESULT["result"]["message"]
+            emit(anthropic_integration.model_call(result, provider="anthropic"), recorder=recorder)
+            body = recorded.OPENAI_BATCH_OUTPUT_LINE["response"]["body"]
+            emit(openai_integration.model_call(body, provider="openai", batch=True), recorder=recorder)
+
+    events = stored(service, recorder)
+    lifetimes, batch = sorted((event for event in events if event.model == "claude-sonnet-4-5"),
+                              key=lambda event: event.input_tokens)
+    flex, batched = sorted((event for event in events if event.model == "gpt-4o-mini-2024-07-18"),
+                           key=lambda event: event.input_tokens)
+    # 5-minute and 1-hour writes apart: 40 x $3 + 80 x $15 + 1000 x $3.75 + 2000 x $6 per million. Claude
+    # Sonnet 4.5 has no priority rate: priced at standard, and the event says so.
+    assert (lifetimes.cache_write_tokens, lifetimes.cache_write_1h_tokens, lifetimes.service_tier) == (1000, 2000,
+                                                                                                     "priority")
+    assert (lifetimes.usage_cost, lifetimes.priced_at_standard_tier) == (Decimal("0.01707"), True)
+    # A Message Batches result: 100,000 x $1.50 + 10,000 x $7.50 per million
+    assert (batch.service_tier, batch.usage_cost) == ("batch", Decimal("0.225"))
+    # gpt-4o-mini at flex, which has no flex price: standard 6000 x $0.15 + 4000 x $0.075 + 2000 x $0.60 per
+    # million, and the event says so
+    assert (flex.service_tier, flex.input_tokens, flex.cache_read_tokens, flex.usage_cost,
+            flex.priced_at_standard_tier) == ("flex", 6000, 4000, Decimal("0.0024"), True)
+    # a Batch API output line: batch rates, 1M x $0.075 + 100,000 x $0.30 per million
+    assert (batched.service_tier, batched.usage_cost, batched.priced_at_standard_tier) == ("batch", Decimal("0.105"),
+                                                                                           False)
+
+
+def test_the_litellm_integration_reads_one_hour_writes_and_the_tier_from_the_answer(service, recorder):
+    """LiteLLM's answer as its callback receives it (a ModelResponse with Anthropic's usage folded into
+    prompt_tokens and the lifetimes in prompt_tokens_details), recorded through the integration's reading of it."""
+    pytest.importorskip("litellm")
+    from litellm import ModelResponse
+
+    from agentbilling.instrumentation import emit
+    from agentbilling.integrations.litellm import model_call
+
+    answer = ModelResponse(
+        model="claude-sonnet-4-5", choices=[{"index": 0, "finish_reason": "stop",
+                                             "message": {"role": "assistant", "content": "ok"}}],
+        usage={"prompt_tokens": 3050, "completion_tokens": 100, "total_tokens": 3150,
+               "cache_creation_input_tokens": 3000, "cache_read_input_tokens": 0,
+               "prompt_tokens_details": {"cached_tokens": 0, "cache_creation_tokens": 3000,
+                                         "cache_creation_token_details": {"ephemeral_5m_input_tokens": 1000,
+                                                                          "ephemeral_1h_input_tokens": 2000}}},
+        service_tier="batch")  # the tier the provider's answer names
+    with billing_context(**CONTEXT):
+        emit(model_call({"custom_llm_provider": "anthropic", "model": "anthropic/claude-sonnet-4-5"}, answer),
+             recorder=recorder)
+    [event] = stored(service, recorder)
+    assert (event.input_tokens, event.cache_write_tokens, event.cache_write_1h_tokens, event.service_tier) == (
+        50, 1000, 2000, "batch")
+    # batch: 50 x $1.50 + 100 x $7.50 + 1000 x $1.875 + 2000 x $3 (50% of $6) per million
+    assert event.usage_cost == Decimal("0.0087")

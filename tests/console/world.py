@@ -5,7 +5,7 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 from billing.models import (CreditGrant, CreditPoolAlert, Invoice, Payment, Refund, SubscriptionChange)
-from catalog.models import ModelAlias, ServiceEntry
+from catalog.models import ModelAlias, PriceOverride, ServiceEntry
 from config.accounts.models import ApiRequestLog, Invitation
 from config.accounts.services import api_key_mint, member_ensure
 from config.jobs.models import Job
@@ -76,6 +76,8 @@ def populate(book, tag: str) -> dict:
                                   digest=secrets.token_hex(32), expires_at=AT + timedelta(days=7)),
         ModelAlias.objects.create(book=book, model=f"{tag}-alias", model_provider="acme",
                                   service=ServiceEntry.objects.filter(is_active=True).first()),
+        PriceOverride.objects.create(book=book, model_provider=f"{tag}-provider", discount_percent=10,
+                                     effective_from=AT, note=f"{tag} agreement", created_by="api-key:console"),
         rollup_row(book),
         MatterRuleFactory(matter=matter, agent_code=f"{tag}-agent"),
         MatterAttribution.objects.create(book=book, event=event, matter=matter, source="rule"),

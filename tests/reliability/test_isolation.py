@@ -115,6 +115,12 @@ ROUTES = {
     ("POST", "/v1/events/map-model"): Writes(
         {"model": UNKNOWN_MODEL[0], "modelProvider": UNKNOWN_MODEL[1], "serviceId": "{service.id}"}, 201, 201,
         records=("unpriced_event",), effect=ledger),
+    ("GET", "/v1/price-overrides"): Reads(("price_override",)),
+    ("POST", "/v1/price-overrides"): Writes(
+        {"modelProvider": "worldai", "discountPercent": 10, "effectiveFrom": "2025-01-01T00:00:00Z"}, 201, 409,
+        records=("price_override",)),
+    ("GET", "/v1/price-overrides/{override_id}"): Addressed(),
+    ("DELETE", "/v1/price-overrides/{override_id}"): Addressed(),
     # billing
     ("POST", "/v1/usage/record"): Writes({"records": [RECORD]}, 200, 200, effect=ledger, owner_changes=False),
     ("GET", "/v1/pricing-plans"): Reads(("plan",)),

@@ -24,7 +24,7 @@ PATH_RECORDS = {
     "customer_id": "customer", "agent_id": "agent", "signal_id": "signal", "plan_id": "plan",
     "strategy_id": "strategy", "subscription_id": "subscription", "invoice_id": "invoice",
     "payment_id": "payment", "matter_id": "matter", "rule_id": "rule", "cap_id": "cap", "alert_id": "alert",
-    "service_id": "service", "session_id": "portal_session", "job_id": "job",
+    "service_id": "service", "session_id": "portal_session", "job_id": "job", "override_id": "price_override",
     "endpoint_id": "webhook_endpoint", "delivery_id": "webhook_delivery",
 }
 
@@ -145,6 +145,11 @@ class World:
         """A priced event with an idempotency key, no matter."""
         return self._event(quantity=Decimal("4"), usage_cost=Decimal("0.0042"), model=self.service.canonical_name,
                            model_provider="worldai", idempotency_key=f"idem-{self.tag}")
+
+    @cached_property
+    def price_override(self):
+        return self.post("/v1/price-overrides", {"modelProvider": "worldai", "discountPercent": 10,
+                                                 "effectiveFrom": "2025-01-01T00:00:00Z"})
 
     @cached_property
     def unpriced_event(self):

@@ -1,10 +1,14 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from catalog.services import catalog_load
+from catalog.sources import corrected_external_ids
 from config.core import clock
 from config.core.progress import ProgressBar
 from config.jobs.models import JobStatus
 from config.jobs.services import jobs_run_or_follow
+
+
+REPORTED_CHANGES = 20  # at most this many changed entries are named on the summary line (-v 2 lists every one)
 
 
 class Command(BaseCommand):
@@ -19,8 +23,20 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         started = []
         result = catalog_load(now=clock.now(), started_jobs=started)
-        self.stdout.write(f"catalog: {result.created} created, {result.updated} updated, "
-                          f"{result.unchanged} unchanged, {result.deactivated} deactivated")
+        reviewed = corrected_external_ids()
+        updated = {external_id: fields for external_id, fields in result.changes.items() if fields != ["new"]}
+        summary = (f"catalog: {result.created} created, {result.updated} updated, {result.unchanged} unchanged, "
+                   f"{result.deactivated} deactivated; {len(reviewed)} reviewed corrections applied")
+        if updated and len(updated) <= REPORTED_CHANGES:
+            summary += "; changed: " + ", ".join(f"{external_id} ({', '.join(fields)})"
+                                                 for external_id, fields in updated.items())
+        self.stdout.write(summary)
+        if options["verbosity"] >= 2:
+            for external_id, fields in result.changes.items():
+                self.stdout.write(f"  changed {external_id}: {', '.join(fields)}")
+            for external_id, correction in reviewed.items():
+                self.stdout.write(f"  reviewed correction {external_id}: {', '.join(sorted(correction['set']))} "
+                                  f"(checked {correction['checked']} against {correction['source']})")
         if not started:
             return
         if options["no_wait"]:

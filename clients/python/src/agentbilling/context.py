@@ -38,12 +38,19 @@ class ModelCall:
     inputTokens: int = 0
     outputTokens: int = 0
     cacheReadTokens: int = 0
-    cacheWriteTokens: int = 0
+    cacheWriteTokens: int = 0  # 5-minute cache writes
+    cacheWrite1hTokens: int = 0  # 1-hour cache writes (Anthropic bills them at 2x the input rate)
+    serviceTier: str = "standard"  # standard, batch, flex or priority: the tier the provider says it served
 
     def as_service(self) -> dict:
-        return {"model": self.model, "modelProvider": self.modelProvider, "inputTokens": self.inputTokens,
-                "outputTokens": self.outputTokens, "cacheReadTokens": self.cacheReadTokens,
-                "cacheWriteTokens": self.cacheWriteTokens}
+        service = {"model": self.model, "modelProvider": self.modelProvider, "inputTokens": self.inputTokens,
+                   "outputTokens": self.outputTokens, "cacheReadTokens": self.cacheReadTokens,
+                   "cacheWriteTokens": self.cacheWriteTokens}
+        if self.cacheWrite1hTokens:
+            service["cacheWrite1hTokens"] = self.cacheWrite1hTokens
+        if self.serviceTier != "standard":
+            service["serviceTier"] = self.serviceTier
+        return service
 
 
 class Outcome:

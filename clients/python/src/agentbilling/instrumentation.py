@@ -80,6 +80,17 @@ def whole(value: Any) -> int:
         return 0
 
 
+# The tier names providers answer with -> the service's `serviceTier`. OpenAI answers `default` (or `scale`) for
+# standard processing, `flex` and `priority`; Anthropic `standard`, `priority` and `batch` (Message Batches).
+SERVICE_TIER_NAMES = {"default": "standard", "auto": "standard", "scale": "standard", "standard": "standard",
+                      "flex": "flex", "priority": "priority", "batch": "batch"}
+
+
+def service_tier(value: Any) -> str:
+    """The service tier a provider's answer names, as the service prices it (unknown names: standard)."""
+    return SERVICE_TIER_NAMES.get(str(value).strip().lower(), "standard") if value else "standard"
+
+
 def _warn_once(key: str, message: str, *args) -> None:
     if key not in _warned:
         _warned.add(key)
@@ -114,6 +125,8 @@ def emit(call: ModelCall | None, *, context: BillingContext | None = None, recor
             customerExternalId=customer, agentCode=agent, signalName=signal, model=call.model,
             modelProvider=call.modelProvider, inputTokens=call.inputTokens, outputTokens=call.outputTokens,
             cacheReadTokens=call.cacheReadTokens, cacheWriteTokens=call.cacheWriteTokens,
+            cacheWrite1hTokens=call.cacheWrite1hTokens or None,
+            serviceTier=call.serviceTier if call.serviceTier != "standard" else None,
             metadata=dict(context.metadata) or None, environment=context.environment)
     except MissingAPIKeyError:
         _error_once("no-key", NO_KEY)  # said once (at instrumentation, or here); a key set later is picked up

@@ -55,7 +55,8 @@ from agentbilling.errors import APIConnectionError, APIError
 
 logger = logging.getLogger("agentbilling.recorder")
 
-TOKEN_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+TOKEN_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "cacheWrite1hTokens")
+SERVICE_TIERS = ("standard", "batch", "flex", "priority")
 ENVIRONMENTS = ("production", "staging", "development", "testing")
 RECORD_INDEX = re.compile(r"^records\[(\d+)\]")
 
@@ -93,6 +94,7 @@ class RecorderStats:
 def build_record(*, customerExternalId: str, agentCode: str, signalName: str, model: str | None = None,
                  modelProvider: str | None = None, inputTokens: int | None = None, outputTokens: int | None = None,
                  cacheReadTokens: int | None = None, cacheWriteTokens: int | None = None,
+                 cacheWrite1hTokens: int | None = None, serviceTier: str | None = None,
                  quantity: int | Decimal | float | None = None, usageDate: datetime | str | None = None,
                  metadata: dict | None = None, environment: str | None = None, idempotencyKey: str | None = None,
                  services: Sequence[dict] | None = None) -> dict:
@@ -108,9 +110,13 @@ def build_record(*, customerExternalId: str, agentCode: str, signalName: str, mo
         record[name] = value
     tokens = {name: value for name, value in (("inputTokens", inputTokens), ("outputTokens", outputTokens),
                                                 ("cacheReadTokens", cacheReadTokens),
-                                                ("cacheWriteTokens", cacheWriteTokens)) if value is not None}
+                                                ("cacheWriteTokens", cacheWriteTokens),
+                                                ("cacheWrite1hTokens", cacheWrite1hTokens)) if value is not None}
     for name, value in tokens.items():
         _check_tokens(name, value)
+    if serviceTier is not None:
+        _check_tier("serviceTier", serviceTier)
+        tokens["serviceTier"] = serviceTier
     if services is not None:
         if model is not None or modelProvider is not None or tokens:
             raise ValueError("Send either model and modelProvider (single-service shape) or services "
@@ -125,6 +131,8 @@ def build_record(*, customerExternalId: str, agentCode: str, signalName: str, mo
             for name in TOKEN_FIELDS:
                 if entry.get(name) is not None:
                     _check_tokens(f"services[{position}].{name}", entry[name])
+            if entry.get("serviceTier") is not None:
+                _check_tier(f"services[{position}].serviceTier", entry["serviceTier"])
             if entry.get("quantity") is not None:
                 _check_quantity(entry["quantity"])
             checked.append(entry)
@@ -150,6 +158,11 @@ def build_record(*, customerExternalId: str, agentCode: str, signalName: str, mo
         raise ValueError("idempotencyKey is a string of at most 255 characters")
     record["idempotencyKey"] = idempotencyKey or new_idempotency_key()
     return record
+
+
+def _check_tier(name: str, value) -> None:
+    if value not in SERVICE_TIERS:
+        raise ValueError(f"{name} must be one of {', '.join(SERVICE_TIERS)}")
 
 
 def _check_tokens(name: str, value) -> None:

@@ -21,6 +21,8 @@ class ServiceUsage(TypedDict, total=False):
     outputTokens: int
     cacheReadTokens: int
     cacheWriteTokens: int
+    cacheWrite1hTokens: int
+    serviceTier: Literal["standard", "batch", "flex", "priority"]
     quantity: Number
 
 
@@ -35,6 +37,8 @@ class UsageRecord(TypedDict, total=False):
     outputTokens: int
     cacheReadTokens: int
     cacheWriteTokens: int
+    cacheWrite1hTokens: int
+    serviceTier: Literal["standard", "batch", "flex", "priority"]
     quantity: Number
     usageDate: Instant
     metadata: dict[str, Any]

@@ -13,8 +13,11 @@ output counted so far), and a warning says that the rest of its output is not. `
 instrumented.
 
 Tokens: Anthropic's `input_tokens` already excludes the cache, which it reports apart, so
-`inputTokens = input_tokens`, `cacheReadTokens = cache_read_input_tokens`,
-`cacheWriteTokens = cache_creation_input_tokens`, `outputTokens = output_tokens`. A stream's usage comes from
+`inputTokens = input_tokens`, `cacheReadTokens = cache_read_input_tokens`, `outputTokens = output_tokens`; cache
+writes of the two lifetimes, which Anthropic bills at different rates, go apart: `cacheWrite1hTokens =
+cache_creation.ephemeral_1h_input_tokens` and `cacheWriteTokens` the rest of `cache_creation_input_tokens` (the
+5-minute writes). `serviceTier` is the answer's `usage.service_tier` (`standard`, `priority`, or `batch` for a
+Message Batches result: record those with `model_call(result.message, provider=...)` and `emit`). A stream's usage comes from
 `message_start` (input and cache counts) and the last `message_delta` (cumulative output, and any input or
 cache counts it repeats). `modelProvider` is `anthropic` (`bedrock` for `AnthropicBedrock`, `vertex_ai` for
 `AnthropicVertex`; override with `model_provider=`).
@@ -25,7 +28,8 @@ import functools
 from typing import Any, TypeVar
 
 from agentbilling.context import ModelCall, current_billing_context
-from agentbilling.instrumentation import StreamProxy, check_recording, emit, field, stream_abandoned, whole
+from agentbilling.instrumentation import (StreamProxy, check_recording, emit, field, service_tier, stream_abandoned,
+                                          whole)
 from agentbilling.integrations._wrapping import wrap_call
 
 T = TypeVar("T")
@@ -42,10 +46,13 @@ def provider_of(client) -> str:
 
 
 def call_from_usage(usage: Any, *, model: str, provider: str) -> ModelCall:
+    writes = whole(field(usage, "cache_creation_input_tokens"))
+    one_hour = min(whole(field(field(usage, "cache_creation"), "ephemeral_1h_input_tokens")), writes)
     return ModelCall(model=model, modelProvider=provider, inputTokens=whole(field(usage, "input_tokens")),
                      outputTokens=whole(field(usage, "output_tokens")),
                      cacheReadTokens=whole(field(usage, "cache_read_input_tokens")),
-                     cacheWriteTokens=whole(field(usage, "cache_creation_input_tokens")))
+                     cacheWriteTokens=writes - one_hour, cacheWrite1hTokens=one_hour,
+                     serviceTier=service_tier(field(usage, "service_tier")))
 
 
 def model_call(message: Any, *, provider: str, requested_model: str | None = None) -> ModelCall | None:
@@ -61,7 +68,7 @@ class _StreamUsage:
 
     def __init__(self, requested_model: str | None):
         self.model = requested_model
-        self.counts: dict[str, int] = {}
+        self.counts: dict[str, Any] = {}
         self.started = False
         self.finished = False  # the last message_delta (with the stop reason) came: the usage is whole
 
@@ -81,6 +88,10 @@ class _StreamUsage:
             value = field(usage, name)
             if value is not None:
                 self.counts[name] = whole(value)
+        for name in ("cache_creation", "service_tier"):  # the writes' lifetimes, the tier: latest given
+            value = field(usage, name)
+            if value is not None:
+                self.counts[name] = value
 
     def call(self, provider: str) -> ModelCall | None:
         if not self.started or not self.model:

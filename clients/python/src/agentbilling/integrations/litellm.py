@@ -14,7 +14,9 @@ Tokens: LiteLLM reports OpenAI-shaped usage whose `prompt_tokens` include cache 
 (for Anthropic it adds `cache_read_input_tokens` and `cache_creation_input_tokens` to `input_tokens`), so
 `cacheReadTokens = prompt_tokens_details.cached_tokens`, `cacheWriteTokens = cache_creation_input_tokens`
 (or `prompt_tokens_details.cache_creation_tokens`), `inputTokens = prompt_tokens - cacheRead - cacheWrite`,
-`outputTokens = completion_tokens`. `modelProvider` is LiteLLM's `custom_llm_provider` (`openai`,
+`outputTokens = completion_tokens`; of the cache writes, the 1-hour ones
+(`prompt_tokens_details.cache_creation_token_details.ephemeral_1h_input_tokens`) are `cacheWrite1hTokens`.
+`serviceTier` is the answer's `service_tier` (or the call's `service_tier` parameter). `modelProvider` is LiteLLM's `custom_llm_provider` (`openai`,
 `anthropic`, `bedrock`, `vertex_ai`, ...; the service's catalog uses the same names), `model` the answer's
 model (or the requested one, without its `provider/` prefix).
 """
@@ -27,7 +29,7 @@ from typing import Any
 from litellm.integrations.custom_logger import CustomLogger
 
 from agentbilling.context import BillingContext, ModelCall, current_billing_context
-from agentbilling.instrumentation import check_recording, emit, field, whole
+from agentbilling.instrumentation import check_recording, emit, field, service_tier, whole
 
 _CONTEXT_KEY = "agentbilling_context"
 
@@ -51,9 +53,13 @@ def model_call(kwargs: dict, response: Any) -> ModelCall | None:
                         or field(details, "cache_write_tokens"))
     cache_read = min(cache_read, prompt)
     cache_write = min(cache_write, prompt - cache_read)
+    one_hour = min(whole(field(field(details, "cache_creation_token_details"), "ephemeral_1h_input_tokens")
+                         or field(field(usage, "cache_creation"), "ephemeral_1h_input_tokens")), cache_write)
+    tier = field(response, "service_tier") or (kwargs.get("optional_params") or {}).get("service_tier")
     return ModelCall(model=model, modelProvider=provider, inputTokens=prompt - cache_read - cache_write,
                      outputTokens=whole(field(usage, "completion_tokens")), cacheReadTokens=cache_read,
-                     cacheWriteTokens=cache_write)
+                     cacheWriteTokens=cache_write - one_hour, cacheWrite1hTokens=one_hour,
+                     serviceTier=service_tier(tier))
 
 
 class BillingCallback(CustomLogger):

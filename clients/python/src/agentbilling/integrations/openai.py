@@ -15,7 +15,9 @@ last chunk: a stream its caller closes or drops before then is not recorded, and
 Tokens (OpenAI counts cached prompt tokens inside `prompt_tokens` / `input_tokens`):
 `inputTokens = prompt_tokens - prompt_tokens_details.cached_tokens`, `cacheReadTokens = cached_tokens`,
 `outputTokens = completion_tokens` (`output_tokens` for the Responses API), `cacheWriteTokens = 0` (OpenAI
-reports no cache writes). `model` is the model the answer names (a dated snapshot such as
+reports no cache writes). `serviceTier` is the tier the answer says served it (`service_tier`: `default` is
+standard, `flex`, `priority`); a call made through the Batch API is recorded from its output file's bodies with
+`model_call(body, provider=..., batch=True)` and `emit`. `model` is the model the answer names (a dated snapshot such as
 `gpt-4o-2024-08-06`, which the service's catalog resolves), `modelProvider` is `openai` (`azure` for an
 `AzureOpenAI` client; override with `model_provider=`).
 """
@@ -24,8 +26,8 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from agentbilling.context import ModelCall
-from agentbilling.instrumentation import (StreamProxy, _warn_once, check_recording, emit, field, stream_abandoned,
-                                          whole)
+from agentbilling.instrumentation import (StreamProxy, _warn_once, check_recording, emit, field, service_tier,
+                                          stream_abandoned, whole)
 from agentbilling.integrations._wrapping import wrap_call
 
 T = TypeVar("T")
@@ -36,8 +38,10 @@ def provider_of(client) -> str:
     return "azure" if "azure" in type(client).__name__.lower() else "openai"
 
 
-def model_call(response: Any, *, provider: str, requested_model: str | None = None) -> ModelCall | None:
-    """The usage of one OpenAI answer (chat completion, Responses API response, completion, embedding)."""
+def model_call(response: Any, *, provider: str, requested_model: str | None = None,
+               batch: bool = False) -> ModelCall | None:
+    """The usage of one OpenAI answer (chat completion, Responses API response, completion, embedding); `batch`:
+    a body of a Batch API output file (billed at the batch rates)."""
     usage = field(response, "usage")
     if usage is None:
         return None
@@ -52,7 +56,8 @@ def model_call(response: Any, *, provider: str, requested_model: str | None = No
         cached = whole(field(field(usage, "prompt_tokens_details"), "cached_tokens"))
     cached = min(cached, prompt)
     return ModelCall(model=model, modelProvider=provider, inputTokens=prompt - cached, outputTokens=output,
-                     cacheReadTokens=cached, cacheWriteTokens=0)
+                     cacheReadTokens=cached, cacheWriteTokens=0,
+                     serviceTier="batch" if batch else service_tier(field(response, "service_tier")))
 
 
 def _stream_usage_source(chunk: Any) -> Any:

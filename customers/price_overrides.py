@@ -1,0 +1,187 @@
+"""A book's price overrides (contract.md "Price overrides"): its own rates for a catalog service, rates for a model
+the catalog lacks, or a percentage off a provider's list prices, for events dated at or after `effective_from`.
+
+Creating or deleting one prices the affected events again, as a job (as map-model does): inline when few events are
+affected, otherwise in the background, the analytics rollup moving with the events. Cost only: revenue, invoices and
+credit pools never read it.
+"""
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+
+from catalog.models import PriceOverride, ServiceEntry
+from catalog.resolution import normalize_model, normalize_provider, resolve_services
+from catalog.sources import catalog_provider
+from config.core.errors import BadRequest, Conflict, NotFound
+from config.core.progress import NO_PROGRESS, Progress
+from config.core.scoping import get_owned, owned
+from config.jobs.models import Job, JobKind, JobStatus
+from config.jobs.services import job_create, job_run, job_start
+from customers.backfill import BACKFILL_CHUNK, _price_and_save
+from customers.models import UsageEvent
+
+RATE_FIELDS = ("input_cost", "output_cost", "cache_read_cost", "cache_write_cost", "cache_write_1h_cost", "unit_cost")
+TOKEN_RATE_FIELDS = RATE_FIELDS[:-1]
+
+
+@dataclass(frozen=True)
+class OverrideChange:
+    override: PriceOverride
+    events_affected: int  # events dated at or after effectiveFrom that it may price
+    events_repriced: int  # whose cost changed (0 while the job runs in the background)
+    scheduled: bool
+    job: Job
+
+
+@dataclass(frozen=True)
+class Target:
+    """What an override prices, as a job's arguments carry it (the override itself may be gone)."""
+
+    kind: str  # service | model | provider
+    first: str  # the service id, the model, or the provider
+    second: str  # the model's provider; "" otherwise
+
+    @classmethod
+    def of(cls, override: PriceOverride) -> "Target":
+        if override.service_id is not None:
+            return cls("service", str(override.service_id), "")
+        if override.model is not None:
+            return cls("model", override.model, override.model_provider)
+        return cls("provider", override.model_provider, "")
+
+
+def _checked(*, service_id, model, model_provider, discount_percent, rates: dict) -> dict:
+    """The override's target and rates, or a 400 naming what is wrong."""
+    problems = []
+    given = {name: value for name, value in rates.items() if value is not None}
+    if service_id is not None:
+        if model is not None or discount_percent is not None:
+            problems.append("serviceId: Send a serviceId alone, or model and modelProvider, or modelProvider and "
+                            "discountPercent.")
+        service = ServiceEntry.objects.filter(pk=service_id, is_active=True).first()
+        if service is None:
+            raise NotFound("Catalog service not found")
+        target = {"service": service}
+    elif model is not None:
+        if model_provider is None:
+            problems.append("modelProvider: This field is required with model.")
+        if discount_percent is not None:
+            problems.append("discountPercent: A discount applies to a provider's list prices: send modelProvider "
+                            "without model.")
+        target = {"model": normalize_model(model), "model_provider": normalize_provider(model_provider or "")}
+        if not problems:
+            known = resolve_services(book=None, pairs=[(target["model"], target["model_provider"])])
+            entry = next(iter(known.values()))
+            if entry is not None:
+                problems.append(f"model: {target['model']!r} from {target['model_provider']!r} is in the catalog "
+                                f"({entry.provider}/{entry.canonical_name}, serviceId {entry.pk}); override it by "
+                                f"serviceId.")
+    elif discount_percent is not None:
+        if model_provider is None:
+            problems.append("modelProvider: This field is required with discountPercent.")
+        if given:
+            problems.append("discountPercent: A discount takes no rates; send either rates or a discount.")
+        target = {"model_provider": catalog_provider(normalize_provider(model_provider or "")),
+                  "discount_percent": discount_percent}
+    else:
+        raise BadRequest(["serviceId: Send a serviceId, or model and modelProvider, or modelProvider and "
+                          "discountPercent."])
+    if discount_percent is None:
+        if not given:
+            problems.append("inputCost: Send at least one of inputCost, outputCost, cacheReadCost, cacheWriteCost, "
+                            "cacheWrite1hCost, unitCost.")
+        elif "unit_cost" in given and len(given) > 1:
+            problems.append("unitCost: A unit price prices the event's quantity; send it without token rates.")
+    if problems:
+        raise BadRequest(problems)
+    return {**target, **rates}
+
+
+def _affected(book, target: Target, effective_from: datetime):
+    """The events an override of `target` from `effective_from` may price (a superset for a provider discount:
+    pricing an event again that it does not touch changes nothing)."""
+    events = owned(UsageEvent, book).filter(usage_date__gte=effective_from)
+    if target.kind == "service":
+        return events.filter(Q(service_id=target.first) | Q(services__contains=[{"serviceId": target.first}]))
+    if target.kind == "model":
+        return events.filter(Q(model=target.first, model_provider=target.second)
+                             | Q(services__contains=[{"model": target.first, "modelProvider": target.second}]))
+    services = ServiceEntry.objects.filter(provider=target.first).values("pk")
+    return events.filter(Q(service_id__in=services) | Q(services__isnull=False))
+
+
+def events_reprice_for_override(*, book, target: Target, effective_from: datetime,
+                                progress: Progress = NO_PROGRESS) -> int:
+    """Price the events an override touches again, in chunks by id (one transaction each, rows locked), writing
+    those whose cost changed; returns how many changed. Safe to run twice."""
+    events = _affected(book, target, effective_from)
+    progress.expect(events.count())
+    repriced, last_pk = 0, None
+    while True:
+        with transaction.atomic():
+            query = events.order_by("pk")
+            if last_pk is not None:
+                query = query.filter(pk__gt=last_pk)
+            chunk = list(query.select_for_update()[:BACKFILL_CHUNK])
+            if not chunk:
+                break
+            last_pk = chunk[-1].pk
+            repriced += _price_and_save(book, chunk, unprice=True)
+            progress.advance(len(chunk))
+    return repriced
+
+
+def override_reprice_work(book, target: Target, effective_from: datetime):
+    def work(progress: Progress) -> dict:
+        return {"eventsRepriced": events_reprice_for_override(book=book, target=target,
+                                                              effective_from=effective_from, progress=progress)}
+    return work
+
+
+def _reprice(book, override: PriceOverride, created_by: str) -> OverrideChange:
+    from customers.tasks import reprice_for_price_override_task  # tasks import this module
+
+    target = Target.of(override)
+    affected = _affected(book, target, override.effective_from).count()
+    scheduled = affected > settings.MAP_MODEL_INLINE_BACKFILL_LIMIT
+    job = job_create(book=book, kind=JobKind.COST_OVERRIDE_REPRICE, task=reprice_for_price_override_task,
+                     task_args=(book.pk, target.kind, target.first, target.second, override.effective_from.isoformat()),
+                     created_by=created_by, total=affected,
+                     status=JobStatus.QUEUED if scheduled else JobStatus.RUNNING)
+    if scheduled:
+        job_start(job)
+        return OverrideChange(override, affected, 0, scheduled=True, job=job)
+    result = job_run(job, override_reprice_work(book, target, override.effective_from), reraise=True)
+    return OverrideChange(override, affected, result["eventsRepriced"], scheduled=False, job=job)
+
+
+def price_override_create(*, book, data: dict, created_by: str = "") -> OverrideChange:
+    """Store an override, then price the events it touches again (a job)."""
+    rates = {name: data.get(name) for name in RATE_FIELDS}
+    fields = _checked(service_id=data.get("service_id"), model=data.get("model"),
+                      model_provider=data.get("model_provider"), discount_percent=data.get("discount_percent"),
+                      rates=rates)
+    try:
+        with transaction.atomic():
+            override = PriceOverride.objects.create(book=book, effective_from=data["effective_from"],
+                                                    note=data.get("note") or "", created_by=created_by[:64], **fields)
+    except IntegrityError:
+        raise Conflict(["effectiveFrom: The book already has an override of this service, model or provider from "
+                        "this instant; delete it first."])
+    return _reprice(book, override, created_by)
+
+
+def price_override_delete(*, book, override_id, created_by: str = "") -> OverrideChange:
+    """Delete an override, then price the events it priced again without it (a job)."""
+    override = get_owned(PriceOverride, book, override_id)
+    deleted_id = override.pk
+    override.delete()
+    override.pk = deleted_id  # the answer names the override it deleted (Django clears the id)
+    return _reprice(book, override, created_by)
+
+
+def price_override_list(*, book):
+    return owned(PriceOverride, book).select_related("service")

@@ -1,0 +1,213 @@
+"""/v1/price-overrides: a book's own prices (contract.md "Price overrides"). Costs worked by hand; rates in USD per
+token (per million in comments)."""
+from decimal import Decimal as D
+
+import pytest
+
+from catalog.models import PriceOverride, ServiceEntry
+from config.accounts.models import Membership, User
+from config.jobs.models import Job
+from customers.models import UsageDailyRollup, UsageEvent
+
+pytestmark = pytest.mark.django_db
+
+GPT_4O = {"model": "gpt-4o", "modelProvider": "openai", "inputTokens": 1_000_000, "outputTokens": 100_000}  # 3.5
+
+
+def send(api, **record):
+    body = {"customerExternalId": "cust-1", "agentCode": "bot", "signalName": "answers", **record}
+    resp = api.post("/v1/usage/record", {"records": [body]})
+    assert resp.status_code == 200, resp.json()
+    results = resp.json()["results"]
+    return (results["success"] or results["failed"])[0]
+
+
+def create(api, status=201, **body):
+    resp = api.post("/v1/price-overrides", body)
+    assert resp.status_code == status, resp.json()
+    return resp.json()
+
+
+def event_cost(entry) -> D | None:
+    return UsageEvent.objects.get(pk=entry["eventId"]).usage_cost
+
+
+def month_cost(api, month="2026-03") -> D:
+    body = api.get("/v1/analytics/cost", {"startDate": f"{month}-01", "endDate": f"{month}-28"}).json()
+    return D(str(body["cost"]))
+
+
+def gpt_4o() -> ServiceEntry:
+    return ServiceEntry.objects.get(provider="openai", canonical_name="gpt-4o")
+
+
+def test_a_discount_on_a_providers_list_prices_reprices_events_from_its_date(api, book):
+    before = send(api, **GPT_4O, usageDate="2026-02-28T23:00:00Z")
+    after = send(api, **GPT_4O, usageDate="2026-03-02T10:00:00Z")
+    mini = send(api, model="gpt-4o-mini", modelProvider="openai", inputTokens=1_000_000,
+                usageDate="2026-03-03T10:00:00Z")  # $0.15 per million
+    claude = send(api, model="claude-sonnet-4-5", modelProvider="anthropic", inputTokens=100_000,
+                  usageDate="2026-03-03T10:00:00Z")  # $3 per million, another provider
+    assert month_cost(api) == D("3.95")
+    body = create(api, modelProvider="OpenAI", discountPercent=20, effectiveFrom="2026-03-01T00:00:00Z",
+                  note="Enterprise agreement 2026")
+    assert (body["modelProvider"], body["discountPercent"], body["note"]) == ("openai", "20",
+                                                                              "Enterprise agreement 2026")
+    assert (body["eventsAffected"], body["eventsRepriced"], body["scheduled"]) == (2, 2, False)
+    assert Job.objects.get(pk=body["jobId"]).status == "succeeded"
+    assert event_cost(before) == D("3.5")  # dated before effectiveFrom
+    assert event_cost(after) == D("2.8")  # 3.5 x 0.8
+    assert event_cost(mini) == D("0.12")
+    assert event_cost(claude) == D("0.3")
+    assert month_cost(api) == D("3.22")  # analytics follow: 2.8 + 0.12 + 0.3
+    # later events are priced with it at record time
+    assert send(api, **GPT_4O, usageDate="2026-03-05T00:00:00Z")["totalCostUsd"] == "2.8"
+
+
+def test_a_service_override_beats_the_provider_discount_and_keeps_rates_it_does_not_name(api):
+    create(api, modelProvider="openai", discountPercent=50, effectiveFrom="2026-01-01T00:00:00Z")
+    body = create(api, serviceId=str(gpt_4o().id), inputCost="0.000002", effectiveFrom="2026-01-01T00:00:00Z")
+    assert (body["model"], body["modelProvider"], body["inputCost"]) == ("gpt-4o", "openai", "0.000002")
+    # $2 negotiated input + the catalog's $10 output (no discount on top: the most specific override wins)
+    assert send(api, **GPT_4O, usageDate="2026-03-02T10:00:00Z")["totalCostUsd"] == "3"
+    # batch: OpenAI's published 50% of the negotiated $2 input, and the price data's batch $5 output
+    assert send(api, **GPT_4O, serviceTier="batch", usageDate="2026-03-02T10:00:00Z")["totalCostUsd"] == "1.5"
+
+
+def test_the_latest_override_in_effect_at_the_events_date_prices_it(api):
+    service = str(gpt_4o().id)
+    create(api, serviceId=service, inputCost="0.000002", outputCost="0.00001", effectiveFrom="2026-01-01T00:00:00Z")
+    create(api, serviceId=service, inputCost="0.000001", outputCost="0.00001", effectiveFrom="2026-03-01T00:00:00Z")
+    assert send(api, **GPT_4O, usageDate="2026-02-15T00:00:00Z")["totalCostUsd"] == "3"
+    assert send(api, **GPT_4O, usageDate="2026-03-15T00:00:00Z")["totalCostUsd"] == "2"
+    assert send(api, **GPT_4O, usageDate="2025-12-31T23:59:59Z")["totalCostUsd"] == "3.5"  # list price
+
+
+def test_a_model_the_catalog_lacks_is_priced_by_its_override_and_unpriced_again_when_it_goes(api):
+    waiting = send(api, model="acme-llm-2", modelProvider="acme", inputTokens=1_000_000, outputTokens=500_000,
+                   usageDate="2026-03-02T10:00:00Z")
+    assert (waiting["code"], waiting["stored"]) == ("unknown_model", True)
+    body = create(api, model=" ACME-LLM-2 ", modelProvider="acme", inputCost="0.0000005", outputCost="0.000001",
+                  effectiveFrom="2026-03-01T00:00:00Z", note="our own GPUs")
+    assert (body["model"], body["eventsRepriced"]) == ("acme-llm-2", 1)
+    event = UsageEvent.objects.get(pk=waiting["eventId"])
+    assert (event.usage_cost, event.event_status) == (D("1"), "PROCESSED")  # 0.5 + 0.5
+    assert month_cost(api) == D("1")
+    resp = api.delete(f"/v1/price-overrides/{body['id']}")
+    assert resp.status_code == 200 and (resp.json()["id"], resp.json()["eventsRepriced"]) == (body["id"], 1)
+    assert Job.objects.get(pk=resp.json()["jobId"]).status == "succeeded"
+    event.refresh_from_db()
+    assert (event.usage_cost, event.event_status) == (None, "NEEDS_COST_BACKFILL")
+    assert month_cost(api) == D("0")
+    assert api.get(f"/v1/price-overrides/{body['id']}").status_code == 404
+
+
+def test_a_known_model_the_catalog_cannot_price_gets_its_price_from_an_override(api):
+    # Pegasus 1.5 is priced per video second, which the price data cannot express: its events wait unpriced, and
+    # map-model refuses a known name. A unit price per second, with the seconds as the quantity, prices them.
+    pegasus = {"model": "global.twelvelabs.pegasus-1-5-v1:0", "modelProvider": "bedrock", "inputTokens": 2000,
+               "quantity": 120, "usageDate": "2026-03-02T10:00:00Z"}
+    waiting = send(api, **pegasus)
+    assert (waiting["code"], waiting["stored"]) == ("unpriced_usage", True)
+    assert "POST /v1/price-overrides" in waiting["message"][0]
+    service = ServiceEntry.objects.get(provider="bedrock", canonical_name="global.twelvelabs.pegasus-1-5-v1:0")
+    body = create(api, serviceId=str(service.id), unitCost="0.00049", effectiveFrom="2026-01-01T00:00:00Z",
+                  note="AWS price list: $0.00049 per video second")
+    assert body["eventsRepriced"] == 1
+    assert event_cost(waiting) == D("0.0588")  # 120 s x $0.00049
+    assert send(api, **pegasus)["totalCostUsd"] == "0.0588"
+
+
+def test_overrides_never_touch_invoices_revenue(api):
+    create(api, modelProvider="openai", discountPercent=20, effectiveFrom="2026-01-01T00:00:00Z")
+    send(api, **GPT_4O, usageDate="2026-03-02T10:00:00Z")
+    revenue = api.get("/v1/analytics/revenue", {"startDate": "2026-03-01", "endDate": "2026-03-28"}).json()
+    assert D(str(revenue["cost"])) == D("2.8")  # cost is discounted; no plan: no revenue
+    assert D(str(revenue["agentEarned"])) == D("0")
+
+
+def test_list_and_read_show_who_set_each_override_and_when(api):
+    first = create(api, modelProvider="anthropic", discountPercent="12.5", effectiveFrom="2026-01-01T00:00:00Z")
+    second = create(api, modelProvider="openai", discountPercent=10, effectiveFrom="2026-02-01T00:00:00Z")
+    resp = api.get("/v1/price-overrides")
+    assert resp.status_code == 200 and resp["X-Total-Count"] == "2"
+    assert [row["id"] for row in resp.json()] == [second["id"], first["id"]]  # newest effectiveFrom first
+    row = api.get(f"/v1/price-overrides/{first['id']}").json()
+    assert row["createdBy"].startswith("api-key:") and row["createdAt"]
+    assert (row["discountPercent"], row["effectiveFrom"]) == ("12.5", "2026-01-01T00:00:00Z")
+
+
+@pytest.mark.parametrize("body, message", [
+    ({}, "serviceId: Send a serviceId, or model and modelProvider, or modelProvider and discountPercent."),
+    ({"model": "acme-llm"}, "modelProvider: This field is required with model."),
+    ({"model": "acme-llm", "modelProvider": "acme"}, "inputCost: Send at least one of"),
+    ({"model": "acme-llm", "modelProvider": "acme", "unitCost": "1", "inputCost": "1"},
+     "unitCost: A unit price prices the event's quantity; send it without token rates."),
+    ({"model": "gpt-4o", "modelProvider": "openai", "inputCost": "1"}, "model: 'gpt-4o' from 'openai' is in the catalog"),
+    ({"modelProvider": "openai", "discountPercent": 120}, "discountPercent:"),
+    ({"modelProvider": "openai", "discountPercent": 10, "inputCost": "1"}, "discountPercent: A discount takes no rates"),
+    ({"model": "acme-llm", "modelProvider": "acme", "inputCost": -1}, "inputCost:"),
+    ({"model": "acme-llm", "modelProvider": "acme", "inputCost": "x"}, "inputCost:"),
+])
+def test_bad_overrides_are_400s_naming_the_field(api, body, message):
+    resp = api.post("/v1/price-overrides", {"effectiveFrom": "2026-01-01T00:00:00Z", **body})
+    assert resp.status_code == 400, resp.json()
+    assert any(line.startswith(message) for line in resp.json()["message"]), resp.json()
+    assert not PriceOverride.objects.exists()
+
+
+def test_a_second_override_of_the_same_target_and_instant_is_a_409_and_an_unknown_service_a_404(api):
+    create(api, modelProvider="openai", discountPercent=10, effectiveFrom="2026-01-01T00:00:00Z")
+    create(api, 409, modelProvider="openai", discountPercent=15, effectiveFrom="2026-01-01T00:00:00Z")
+    create(api, 404, serviceId="00000000-0000-4000-8000-000000000000", inputCost="1",
+           effectiveFrom="2026-01-01T00:00:00Z")
+
+
+def test_only_owner_admin_and_finance_keys_reach_overrides_and_books_are_separate(client_for, other_api):
+    override = create(client_for(role="finance"), modelProvider="openai", discountPercent=10,
+                      effectiveFrom="2026-01-01T00:00:00Z")
+    member = client_for(role="member")
+    assert member.get("/v1/price-overrides").status_code == 403
+    assert member.post("/v1/price-overrides", {}).status_code == 403
+    assert client_for(role="admin").get(f"/v1/price-overrides/{override['id']}").status_code == 200
+    assert other_api.get(f"/v1/price-overrides/{override['id']}").status_code == 404
+    assert other_api.delete(f"/v1/price-overrides/{override['id']}").status_code == 404
+    assert client_for(environment="live").get("/v1/price-overrides").json() == []
+
+
+def test_many_affected_events_are_repriced_in_the_background_with_progress(api, settings,
+                                                                           django_capture_on_commit_callbacks):
+    settings.MAP_MODEL_INLINE_BACKFILL_LIMIT = 1
+    for day in (2, 3, 4):
+        send(api, **GPT_4O, usageDate=f"2026-03-0{day}T10:00:00Z")
+    assert month_cost(api) == D("10.5")
+    # Celery runs eagerly in the suite: the task executes on commit, as a worker would.
+    with django_capture_on_commit_callbacks(execute=True):
+        body = create(api, modelProvider="openai", discountPercent=50, effectiveFrom="2026-03-01T00:00:00Z")
+    assert (body["scheduled"], body["eventsAffected"], body["eventsRepriced"]) == (True, 3, 0)
+    job = api.get(f"/v1/jobs/{body['jobId']}").json()
+    assert (job["status"], job["done"], job["total"]) == ("succeeded", 3, 3), job
+    assert sorted(UsageEvent.objects.values_list("usage_cost", flat=True)) == [D("1.75")] * 3
+    assert month_cost(api) == D("5.25")
+    assert UsageDailyRollup.objects.filter(grain=3).count() == 3
+
+
+@pytest.fixture
+def operator(client, org):
+    user = User.objects.create_user(email="ops@acme.example.com", password="pw", is_staff=True)
+    Membership.objects.create(user=user, organization=org, role="owner")
+    client.force_login(user)
+    return client
+
+
+def test_the_console_lists_overrides_with_who_set_them_and_deletes_them_with_repricing(api, operator):
+    event = send(api, **GPT_4O, usageDate="2026-03-02T10:00:00Z")
+    body = create(api, modelProvider="openai", discountPercent=20, effectiveFrom="2026-03-01T00:00:00Z",
+                  note="Enterprise agreement")
+    page = operator.get("/admin/catalog/priceoverride/").content.decode()
+    assert "every openai model" in page and "Enterprise agreement" in page and body["createdBy"] in page
+    resp = operator.post("/admin/catalog/priceoverride/", {"action": "delete_and_reprice",
+                                                           "_selected_action": [body["id"]]}, follow=True)
+    assert resp.status_code == 200
+    assert not PriceOverride.objects.exists()
+    assert event_cost(event) == D("3.5")
