@@ -4,18 +4,10 @@ from rest_framework import serializers
 
 from config.core import clock
 from config.core.errors import ApiError
+from config.core.serialization import Flag
 from config.webhooks.delivery import message_id
 from config.webhooks.events import SUBSCRIBABLE_TYPES
 from config.webhooks.models import DeliveryStatus, EventType
-
-
-class StrictBooleanIn(serializers.BooleanField):
-    """JSON `true` or `false` only (contract: "Booleans")."""
-
-    def to_internal_value(self, data):
-        if data is True or data is False:
-            return data
-        raise serializers.ValidationError("Must be true or false.")
 
 
 @extend_schema_field(OpenApiTypes.DATETIME)
@@ -38,7 +30,7 @@ class WebhookEndpointCreateIn(serializers.Serializer):
                                        required=False, default=list, max_length=len(SUBSCRIBABLE_TYPES) * 2,
                                        help_text=EVENT_TYPES_HELP)
     description = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
-    enabled = StrictBooleanIn(required=False, default=True)
+    enabled = Flag(required=False, default=True)
 
 
 class WebhookEndpointUpdateIn(serializers.Serializer):
@@ -46,7 +38,7 @@ class WebhookEndpointUpdateIn(serializers.Serializer):
     eventTypes = serializers.ListField(source="event_types", child=serializers.ChoiceField(choices=SUBSCRIBABLE_TYPES),
                                        max_length=len(SUBSCRIBABLE_TYPES) * 2, help_text=EVENT_TYPES_HELP)
     description = serializers.CharField(max_length=500, allow_blank=True)
-    enabled = StrictBooleanIn(help_text="true enables a disabled endpoint again (healthy); replay what it missed")
+    enabled = Flag(help_text="true enables a disabled endpoint again (healthy); replay what it missed")
 
     def validate(self, attrs):
         unknown = [key for key in self.initial_data if key not in self.fields]
