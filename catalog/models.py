@@ -3,6 +3,7 @@ import uuid
 
 from django.db import models
 
+from config.core import display
 from config.core.models import OrgOwned
 from config.core.money import RateField
 
@@ -164,4 +165,4 @@ class PriceOverride(OrgOwned):
             return f"{self.service} from {self.effective_from:%Y-%m-%d}"
         if self.model:
             return f"{self.model_provider}/{self.model} from {self.effective_from:%Y-%m-%d}"
-        return f"{self.discount_percent}% off {self.model_provider} from {self.effective_from:%Y-%m-%d}"
+        return f"{display.percent(self.discount_percent)} off {self.model_provider} from {self.effective_from:%Y-%m-%d}"

@@ -15,8 +15,8 @@ import zlib
 from collections.abc import Iterator
 
 import orjson
-from django.db.models import F, Func, Q, QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db.models import Case, F, Func, Q, QuerySet, TextField, Value, When
+from django.db.models.functions import Cast, Coalesce
 
 from customers.selectors import usage_event_list
 
@@ -61,7 +61,9 @@ COLUMNS = (
     ("cacheReadTokens", _text("cache_read_tokens"), "num"),
     ("cacheWriteTokens", _text("cache_write_tokens"), "num"),
     ("cacheWrite1hTokens", _text("cache_write_1h_tokens"), "num"),
-    ("serviceTier", F("service_tier"), "str"),
+    # As the listing says it: a single-service event's tier, standard when it names none; null for a multi-service
+    # event, whose parts each say their own in `services`.
+    ("serviceTier", Case(When(services__isnull=True, then=Coalesce(F("service_tier"), Value("standard")))), "str"),
     ("pricedAtStandardTier", _text("priced_at_standard_tier"), "json"),
     ("quantity", _exact("quantity"), "str"),
     ("usageCost", _exact("usage_cost"), "str"),

@@ -501,7 +501,9 @@ def test_a_credit_pool_is_prorated_in_units_and_price_on_each_side_of_a_change(s
                                                                                expected_amount, days):
     line = strategy_line(usage_terms("credit_pool", tiers=POOL), subscription=side, period=JAN_2025,
                          quantity=D(quantity))
-    assert (line.quantity, line.amount, line.prorated_days) == (D(expected_quantity), expected_amount, days)
+    assert (line.quantity, line.prorated_days) == (D(expected_quantity), days)
+    # The engine keeps more digits than the default context the expectation is written in: equal to 25 places.
+    assert abs(line.amount - expected_amount) < D("1e-25")
 
 
 def test_a_change_at_a_period_boundary_bills_the_pool_whole_and_never_the_new_plans_one_time_fee():

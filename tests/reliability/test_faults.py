@@ -292,7 +292,7 @@ def insert_then_crash(real):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("seam, stand_in", [
-    ("resolve_services", lambda real: crash_on_call(1, real)),  # after provisioning, before the insert
+    ("resolve_prices", lambda real: crash_on_call(1, real)),  # after provisioning, before the insert
     ("events_append", insert_then_crash),  # after the insert
     ("matters_attribute_new_events", lambda real: crash_on_call(1, real)),  # after the insert and pricing
 ])

@@ -196,6 +196,9 @@ ROUTES = {
     ("POST", "/v1/subscriptions/{subscription_id}/credit-topup"): Addressed(
         {"units": "10", "idempotencyKey": "topup-{tag}"}, owner=201, records=POOL),
     ("POST", "/v1/subscriptions/{subscription_id}/credit-alerts-pause"): Addressed({"paused": True}, records=POOL),
+    # plan changes: the other book's subscription is a 404 (withdrawing when nothing is scheduled is a 404 too)
+    ("POST", "/v1/subscriptions/{subscription_id}/change-plan"): Addressed({"planId": "{plan.id}"}, owner=201),
+    ("DELETE", "/v1/subscriptions/{subscription_id}/change-plan"): Addressed(owner=404),
     # analytics and revenue: the other books' figures do not move when A records usage
     ("GET", "/v1/analytics/usage"): Reads(("recorded_event",), query=JANUARY),
     ("GET", "/v1/analytics/cost"): Reads(("recorded_event",), query=JANUARY),

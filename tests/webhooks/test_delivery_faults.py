@@ -104,7 +104,7 @@ def test_a_broker_that_does_not_answer_never_fails_the_request(api, endpoint, re
                                                                django_capture_on_commit_callbacks):
     def broker_down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-    monkeypatch.setattr(tasks.webhook_delivery_attempt_task, "delay", broker_down)
+    monkeypatch.setattr(tasks.webhook_delivery_attempt_task, "apply_async", broker_down)  # as publish() hands over
     with django_capture_on_commit_callbacks(execute=True):
         resp = api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test")
     assert resp.status_code == 202 and receiver.requests == []
