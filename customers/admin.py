@@ -136,7 +136,7 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         return changelist
 
     # Why an event is unpriced, or why a batch, flex or priority event was priced at standard rates.
-    WHY = "Why"  # the list has no room for a longer heading at 1,366 px (headings do not wrap)
+    WHY = "Why unpriced"  # also says why a tier was priced at standard; no room for more at 1,366 px
 
     @admin.display(description=WHY)
     def why_unpriced(self, event):
