@@ -109,7 +109,7 @@ def usage_followup_schedule(*, book_id: str, customer_ids: set[UUID | str]) -> N
     if armed_due is None and not publish(usage_followup_task, (book_id,), countdown=DELAY_SECONDS):
         return  # not armed for anyone: the scheduled catch-up and pool jobs do this batch's follow-up
     if not usage_followup_task.app.conf.task_always_eager:  # an eager task has already taken them
-        _remember(book_id, due if armed_due is None else float(armed_due), customer_ids, known, now)
+        _remember(book_id, due if armed_due is None else float(armed_due), customer_ids, known, now)  # not money
 
 
 def _remember(book_id: str, due: float, customer_ids, known: _ArmedFollowUp | None, now: float) -> None:

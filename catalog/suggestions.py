@@ -15,7 +15,7 @@ from catalog.resolution import PROVIDER_SYNONYMS
 NAMES_KEPT_SECONDS = 300
 MAX_SUGGESTIONS = 3
 _names: dict[str, list[str]] = {}  # provider -> its active canonical names; "" -> every provider's
-_read_at = [float("-inf")]
+_read_at = [float("-inf")]  # not money: a monotonic time
 _answers: dict[tuple[str, str], list[str]] = {}  # (model, provider) -> its suggestions, until the names are read again
 MAX_ANSWERS = 10_000
 
@@ -74,4 +74,4 @@ def did_you_mean(model: str, provider: str) -> str:
 def forget_catalog_names(**_) -> None:
     """Read the names again on next use: an entry saved or deleted in this process (the console, the tests) is
     suggested at once; a bulk catalog load elsewhere within `NAMES_KEPT_SECONDS`."""
-    _read_at[0] = float("-inf")
+    _read_at[0] = float("-inf")  # not money
