@@ -14,9 +14,9 @@ from analytics.selectors.revenue import RevenueMetrics, revenue_metrics
 from analytics.selectors.window import analytics_window
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, CreditBalance, credit_balance_list
 from billing.selectors.invoices import OverdueInvoices, overdue_invoices
-from config.accounts.models import Book
-from config.core.clock import month_window
-from config.core.money import ZERO
+from accounts.models import Book
+from core.clock import month_window
+from core.money import ZERO
 from customers.selectors import unpriced_event_count
 from customers.usage_sums import Window
 

@@ -6,7 +6,7 @@ from rest_framework import serializers
 from analytics.selectors.mrr import ALL, CANONICAL, COMMITTED, RUN_RATE
 from analytics.selectors.usage import BREAKDOWN_BY, GROUP_BY
 from billing.serializers.common import InstantIn, UuidIn
-from config.core.serialization import DecimalNumber, QueryFlag
+from core.serialization import DecimalNumber, QueryFlag
 
 
 def one_of(values) -> dict:

@@ -10,10 +10,10 @@ from analytics.selectors.window import analytics_window
 from analytics.serializers import (AnalyticsWindowIn, CanonicalMrrOut, CostAnalyticsOut, CostAnalyticsQueryIn,
                                    MrrAllOut, MrrOut, MrrQueryIn, RevenueMetricsOut, UsageAnalyticsOut,
                                    UsageAnalyticsQueryIn)
-from config.accounts.api import OrgApiView
-from config.core import clock
-from config.core.openapi import ErrorOut
-from config.core.serialization import parse
+from accounts.api import OrgApiView
+from core import clock
+from core.openapi import ErrorOut
+from core.serialization import parse
 
 WINDOW_ERRORS = {404: ErrorOut, 422: ErrorOut}
 

@@ -93,8 +93,8 @@ def seed(args):
     from django.db import connection, transaction
 
     from catalog.models import ServiceEntry
-    from config.accounts.models import Book
-    from config.accounts.services import api_key_mint, member_ensure, organization_ensure
+    from accounts.models import Book
+    from accounts.services import api_key_mint, member_ensure, organization_ensure
     from customers.models import UsageDailyRollup, UsageEvent
     from customers.rollup import analytics_rollup_rebuild
 

@@ -33,7 +33,7 @@ NOW = datetime(2025, 12, 20, tzinfo=timezone.utc)  # in the 24th monthly period
 
 def build(events: int, in_current_period: bool):
     from billing.models import PlanAgent, PricingPlan, PricingStrategy, Subscription
-    from config.accounts.services import book_for, organization_ensure
+    from accounts.services import book_for, organization_ensure
     from customers.models import Agent, Customer, Signal, UsageEvent
 
     organization = organization_ensure(name=f"bench-pools-{time.time_ns()}")
@@ -90,7 +90,7 @@ def main():
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     from billing.selectors.credit_pools import credit_balance_get, credit_balance_list
-    from config.core.scoping import owned
+    from core.scoping import owned
     from customers.models import UsageEvent
 
     book, subscription = build(args.events, args.in_current_period)

@@ -114,8 +114,8 @@ def prepare(args):
     from django.db import transaction
 
     from billing.models import Subscription
-    from config.accounts.models import Book
-    from config.accounts.services import (
+    from accounts.models import Book
+    from accounts.services import (
         api_key_mint,
         member_ensure,
         organization_ensure,
@@ -250,7 +250,7 @@ def seed(args):
     django_setup()
     from django.db import connection, transaction
 
-    from config.accounts.models import Book
+    from accounts.models import Book
     from customers.models import UsageDailyRollup, UsageEvent, UsageEventKey
     from customers.rollup import analytics_rollup_rebuild
 

@@ -36,7 +36,7 @@ from pathlib import Path
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from config.core.ids import time_ordered_uuid  # noqa: E402  (the service's event ids; no Django needed)
+from core.ids import time_ordered_uuid  # noqa: E402  (the service's event ids; no Django needed)
 
 BATCH = 100
 MODELS = [("gpt-4o", "openai"), ("gpt-4o-mini", "openai"), ("claude-3-5-sonnet-20241022", "anthropic")]

@@ -33,7 +33,7 @@ import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from config.core.ids import time_ordered_uuids  # noqa: E402  (the service's event ids; no Django needed)
+from core.ids import time_ordered_uuids  # noqa: E402  (the service's event ids; no Django needed)
 
 BOOK = "00000000-0000-0000-0000-0000000000be"
 BATCH = 100

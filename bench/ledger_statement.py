@@ -51,7 +51,7 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     import django
     django.setup()
-    from config.core.ids import time_ordered_uuids
+    from core.ids import time_ordered_uuids
     from customers import ledger
     from customers.partitions import settle_window
 

@@ -65,7 +65,7 @@ class Receiver:
 
 
 def new_book(name: str):
-    from config.accounts.services import book_for, organization_ensure
+    from accounts.services import book_for, organization_ensure
     return book_for(organization=organization_ensure(name=f"{name}-{time.time_ns()}"), environment="test")
 
 
@@ -75,12 +75,12 @@ def percentile(values, fraction):
 
 
 def delivery(args):
-    from config.webhooks.delivery import delivery_attempt
-    from config.webhooks.events import emit
-    from config.webhooks.models import WebhookDelivery
-    from config.webhooks.services import webhook_endpoint_create
+    from webhooks.delivery import delivery_attempt
+    from webhooks.events import emit
+    from webhooks.models import WebhookDelivery
+    from webhooks.services import webhook_endpoint_create
 
-    import config.webhooks.events as events
+    import webhooks.events as events
     events.dispatch_on_commit = lambda delivery_ids, now: None  # the worker threads below attempt every delivery
     receiver = Receiver()
     book = new_book("bench-webhooks")
@@ -120,8 +120,8 @@ def records(batch: int) -> list[dict]:
 
 def recording(args):
     from billing.recording import usage_record
-    from config.webhooks.events import SUBSCRIBABLE_TYPES
-    from config.webhooks.services import webhook_endpoint_create
+    from webhooks.events import SUBSCRIBABLE_TYPES
+    from webhooks.services import webhook_endpoint_create
 
     plain, hooked = new_book("bench-record-plain"), new_book("bench-record-hooked")
     for n in range(5):

@@ -23,15 +23,15 @@ from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_ge
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
 from billing.services.invoices import invoice_generate
 from billing.services.plan_changes import subscription_change_plan, subscription_plan_change_preview
-from config.accounts.admin_actions import act_on_rows, action_page, actor, error_text, idempotency_key, submitted
-from config.accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act,
+from accounts.admin_actions import act_on_rows, action_page, actor, error_text, idempotency_key, submitted
+from accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act,
                                            organization_id_of)
-from config.accounts.api import MONEY_ROLES
-from config.accounts.models import Book
-from config.core import clock, display
-from config.core.errors import ApiError, NotFound
-from config.core.money import EXACT_DIGITS, EXACT_PLACES
-from config.core.scoping import owned
+from accounts.api import MONEY_ROLES
+from accounts.models import Book
+from core import clock, display
+from core.errors import ApiError, NotFound
+from core.money import EXACT_DIGITS, EXACT_PLACES
+from core.scoping import owned
 from customers.admin import CustomerAdmin
 
 

@@ -1,6 +1,6 @@
 """The console's invoice page as the document reads: who bills whom for which period, the lines with quantity, unit
 price and amount, discount, tax and totals, the payments and refunds, and what is due or owed back; plus which of
-the page's actions the invoice's state and the operator's role allow. Values are formatted by config/core/display.py,
+the page's actions the invoice's state and the operator's role allow. Values are formatted by core/display.py,
 as the portal and the PDF format them. Nothing secret is read: the pay link's token exists only in the email."""
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -8,9 +8,9 @@ from decimal import Decimal
 from billing.invoice_documents import Seller, period_label, unit_price
 from billing.models import Invoice, InvoiceLine, InvoiceStatus, Payment
 from billing.services.payments import PAYABLE
-from config.accounts.admin_scoping import may_act
-from config.accounts.api import MONEY_ROLES
-from config.core import display
+from accounts.admin_scoping import may_act
+from accounts.api import MONEY_ROLES
+from core import display
 
 SENDABLE = (InvoiceStatus.DRAFT, *PAYABLE)
 

@@ -16,13 +16,13 @@ from billing.invoice_documents import InvoiceView, invoice_pdf, period_label
 from billing.models import Invoice, InvoiceStatus, Payment, Refund
 from billing.services.invoices import invoice_send, invoice_void
 from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
-from config.accounts.admin_actions import act_on_rows, action_page, submitted
-from config.accounts.admin_display import figure
-from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
-from config.accounts.api import MONEY_ROLES
-from config.core import clock, display
-from config.core.money import CENTS_DIGITS, CENTS_PLACES
-from config.core.scoping import owned
+from accounts.admin_actions import act_on_rows, action_page, submitted
+from accounts.admin_display import figure
+from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
+from accounts.api import MONEY_ROLES
+from core import clock, display
+from core.money import CENTS_DIGITS, CENTS_PLACES
+from core.scoping import owned
 
 
 def overpaid(invoice) -> str:

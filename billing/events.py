@@ -1,4 +1,4 @@
-"""Billing's outbound events (config/webhooks, docs/webhooks.md): each written inside the transaction of the
+"""Billing's outbound events (webhooks, docs/webhooks.md): each written inside the transaction of the
 change it reports, its `data` what the API's GET answers for the object at that moment."""
 from datetime import datetime
 
@@ -8,9 +8,9 @@ from billing.selectors.invoices import invoice_get
 from billing.serializers.credit_pools import CreditBalanceOut
 from billing.serializers.invoices import InvoiceOut, PaymentOut
 from billing.serializers.subscriptions import SubscriptionOut
-from config.core.scoping import owned
-from config.webhooks.events import emit
-from config.webhooks.models import EventType
+from core.scoping import owned
+from webhooks.events import emit
+from webhooks.models import EventType
 
 
 def invoice_event(invoice: Invoice, event_type: str, *, now: datetime | None = None) -> None:

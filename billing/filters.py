@@ -5,7 +5,7 @@ from drf_spectacular.utils import OpenApiParameter
 
 from billing.models import (BillingCycle, ChargeType, PricingModel, PricingPlan, PricingStrategy, Subscription,
                             SubscriptionChange, SubscriptionStatus)
-from config.core.filtering import StrictBooleanFilter
+from core.filtering import StrictBooleanFilter
 
 
 class PlanFilter(django_filters.FilterSet):

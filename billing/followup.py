@@ -16,10 +16,10 @@ customers). On a busy book most batches end there.
 Nothing depends on the follow-up for correctness: analytics reads catch the rollup up themselves and the
 periodic jobs (config/schedule.py) settle pools and backlogs every few minutes even if Redis lost a key. So a
 broker that cannot take the task (Redis down) costs nothing but time: the batch is answered as stored, the
-failure is logged, and the sweeps find the backlog rows and pools it left (`publish`, config/core/background.py).
+failure is logged, and the sweeps find the backlog rows and pools it left (`publish`, core/background.py).
 
 Without Redis (the zero-setup `make run`) there is no worker, and a task would run inline, on the request
-path of every batch. The follow-up is coalesced in the process instead (config/core/background.py): a batch
+path of every batch. The follow-up is coalesced in the process instead (core/background.py): a batch
 adds its customers to the book's pending set, and a thread of the web process runs the follow-up
 DELAY_SECONDS after the batch that armed it, as a worker would.
 """
@@ -29,9 +29,11 @@ from dataclasses import dataclass
 from uuid import UUID
 
 import redis
+from celery import current_app
+from django.utils.module_loading import import_string
 
-from config.core.background import Coalescer, publish
-from config.core.redis_client import redis_client
+from core.background import Coalescer, publish
+from core.redis_client import redis_client
 
 logger = logging.getLogger("billing.followup")
 
@@ -41,6 +43,7 @@ logger = logging.getLogger("billing.followup")
 # sustained load (docs/performance.md has the figures). Analytics reads catch up whatever is left themselves;
 # credit-pool alerts go out a few seconds after the batch that crossed a threshold.
 DELAY_SECONDS = 5
+FOLLOWUP_TASK = "billing.tasks.usage_followup_task"  # named, not imported: the task imports what this feeds
 ARMED_SECONDS = 60  # an armed key outlives a lost task by at most this
 CUSTOMERS_SECONDS = 24 * 3600
 # A remembered follow-up is trusted until this long before it is due: the clocks of the web and worker
@@ -74,9 +77,7 @@ def _customers_key(book_id: str) -> str:
 
 
 def _run_in_process(book_id: str, customer_ids: set[str]) -> None:
-    from billing.tasks import usage_followup_task
-
-    usage_followup_task(book_id, sorted(customer_ids))
+    import_string(FOLLOWUP_TASK)(book_id, sorted(customer_ids))
 
 
 # Without Redis: the follow-ups of this process's batches, run by a thread of the process.
@@ -85,8 +86,6 @@ in_process = Coalescer("usage-followup", _run_in_process, delay=DELAY_SECONDS)
 
 def usage_followup_schedule(*, book_id: str, customer_ids: set[UUID | str]) -> None:
     """Call on commit of a batch that stored new events for these customers."""
-    from billing.tasks import usage_followup_task  # tasks import the services this module feeds
-
     client = redis_client()
     if client is None:
         in_process.add(book_id, map(str, customer_ids))
@@ -104,11 +103,11 @@ def usage_followup_schedule(*, book_id: str, customer_ids: set[UUID | str]) -> N
         armed_due = pipeline.execute()[-1]  # None: this batch armed it; else when the armed one is due
     except redis.RedisError:
         logger.warning("usage follow-up not coalesced: Redis unavailable", exc_info=True)
-        publish(usage_followup_task, (book_id, sorted(map(str, customer_ids))), countdown=DELAY_SECONDS)
+        publish(FOLLOWUP_TASK, (book_id, sorted(map(str, customer_ids))), countdown=DELAY_SECONDS)
         return
-    if armed_due is None and not publish(usage_followup_task, (book_id,), countdown=DELAY_SECONDS):
+    if armed_due is None and not publish(FOLLOWUP_TASK, (book_id,), countdown=DELAY_SECONDS):
         return  # not armed for anyone: the scheduled catch-up and pool jobs do this batch's follow-up
-    if not usage_followup_task.app.conf.task_always_eager:  # an eager task has already taken them
+    if not current_app.conf.task_always_eager:  # an eager task has already taken them
         _remember(book_id, due if armed_due is None else float(armed_due), customer_ids, known, now)  # not money
 
 

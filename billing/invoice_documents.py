@@ -14,8 +14,8 @@ from fpdf.enums import XPos, YPos
 from billing.models import Invoice, InvoiceLine, InvoiceStatus
 from billing.pay_links import live_pay_token, pay_url
 from billing.pricing.periods import local_date
-from config.core import display
-from config.core.display import money
+from core import display
+from core.display import money
 
 
 def period_days(invoice: Invoice) -> tuple[str, str]:

@@ -2,7 +2,7 @@
 import django_filters
 
 from billing.models import Invoice, InvoiceStatus
-from config.core.clock import parse_instant, parse_window_end
+from core.clock import parse_instant, parse_window_end
 
 
 class InvoiceFilter(django_filters.FilterSet):

@@ -2,9 +2,9 @@
 from django.db import models
 from django.db.models import Q
 
-from config.core import display
-from config.core.models import OrgOwned
-from config.core.money import ZERO, CentsField, ExactField, QuantityField
+from core import display
+from core.models import OrgOwned
+from core.money import ZERO, CentsField, ExactField, QuantityField
 
 
 class PricingPlan(OrgOwned):

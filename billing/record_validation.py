@@ -8,7 +8,7 @@ naming the field and the one probably meant): a misspelled `inputToken` would ot
 stored without its input cost.
 
 Numbers arrive exact: the API's parser reads a JSON number with a fraction or exponent as the Decimal it
-spells (config/core/api_json.py), so a quantity is checked as written and stored as written (the ledger's
+spells (core/api_json.py), so a quantity is checked as written and stored as written (the ledger's
 quantity is an unbounded `numeric`); only one with more than `QUANTITY_PLACES` decimal places is refused,
 never rounded.
 
@@ -23,9 +23,9 @@ from typing import NamedTuple
 
 from catalog.event_pricing import ServiceUsage
 from catalog.resolution import normalize_model, normalize_provider
-from config.core.clock import parse_instant
-from config.core.errors import ApiError, BadRequest
-from config.core.serialization import SURROGATE_MESSAGE, text_problem, unstorable_reason
+from core.clock import parse_instant
+from core.errors import ApiError, BadRequest
+from core.serialization import SURROGATE_MESSAGE, text_problem, unstorable_reason
 from customers.models import Environment
 
 MAX_RECORDS = 100

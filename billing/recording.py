@@ -24,10 +24,10 @@ from billing.record_validation import (
 from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_prices
-from config.core.hooks import Hooks
-from config.core.ids import random_uuids, time_ordered_uuids
-from config.core.scoping import owned
-from config.core.serialization import decimal_text
+from core.hooks import Hooks
+from core.ids import random_uuids, time_ordered_uuids
+from core.scoping import owned
+from core.serialization import decimal_text
 from customers.ledger import events_append
 from customers.models import CODING_AGENT_CODE, EventStatus, Signal, UsageEvent
 from customers.provisioning import identities_provision
@@ -142,7 +142,7 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
             matters_attribute_new_events(book=book, events=outcome.new_events)
         for draft, result in zip(drafts, appended):
             event = result.event
-            # UUIDs as they are: the renderer writes their canonical text (config/core/api_json.py).
+            # UUIDs as they are: the renderer writes their canonical text (core/api_json.py).
             entry = {"index": draft.index, **_echo(draft), "eventId": event.id, "rawEventId": event.raw_event_id,
                      "totalCostUsd": decimal_text(event.usage_cost),
                      "timestamp": event.usage_date.isoformat().replace("+00:00", "Z")}

@@ -4,9 +4,9 @@ import logging
 import stripe
 from django.conf import settings
 
-from config.core import exact_json
-from config.core.errors import ApiError, BadRequest
-from config.core.serialization import unstorable_message, unstorable_reason
+from core import exact_json
+from core.errors import ApiError, BadRequest
+from core.serialization import unstorable_message, unstorable_reason
 
 logger = logging.getLogger("billing.payments")
 

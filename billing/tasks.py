@@ -3,8 +3,8 @@ from celery import shared_task
 from billing.followup import usage_followup_take
 from billing.selectors.credit_pools import pool_subscription_ids
 from billing.services.credit_pools import credit_pool_alerts_evaluate
-from config.accounts.models import Book
-from config.core import clock
+from accounts.models import Book
+from core import clock
 from customers.rollup import analytics_rollup_catch_up
 
 

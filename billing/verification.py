@@ -1,4 +1,4 @@
-"""What the ledger verifier (`manage.py ledger_verify`, config/console/verification.py) checks in billing: the
+"""What the ledger verifier (`manage.py ledger_verify`, console/verification.py) checks in billing: the
 figures billing wrote down from the ledger.
 
 - Draft invoices (not issued yet): each draft's lines against the lines its captured terms give over the ledger
@@ -20,7 +20,7 @@ from billing.pricing.usage import billed_usage
 from billing.selectors.credit_pools import PERIOD, pool_for
 from billing.services.credit_pools import credit_pool_sync
 from billing.services.invoices import invoice_generate
-from config.core.scoping import owned
+from core.scoping import owned
 from customers.models import UsageEvent
 from customers.verification import Finding
 

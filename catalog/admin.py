@@ -1,7 +1,7 @@
 from django.contrib import admin
 
 from catalog.models import ModelAlias, ServiceEntry
-from config.accounts.admin_scoping import BookScopedAdmin, OperatorPermissionsMixin, ReadOnlyAdminMixin
+from accounts.admin_scoping import BookScopedAdmin, OperatorPermissionsMixin, ReadOnlyAdminMixin
 
 
 @admin.register(ServiceEntry)

@@ -46,7 +46,7 @@ from decimal import Context, Decimal
 from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from config.core.money import ZERO, to_exact
+from core.money import ZERO, to_exact
 
 TOKEN_UNIT = "token"
 STANDARD = "standard"

@@ -13,7 +13,7 @@ from catalog.costing import (STANDARD, RateOverride, Rates, Usage, discounted, e
 from catalog.models import PriceOverride, ServiceEntry
 from catalog.resolution import rates_for
 from catalog.suggestions import did_you_mean
-from config.core.serialization import decimal_text
+from core.serialization import decimal_text
 
 UNKNOWN_MODEL = "unknown_model"
 UNPRICED_USAGE = "unpriced_usage"

@@ -3,9 +3,9 @@ import uuid
 
 from django.db import models
 
-from config.core import display
-from config.core.models import OrgOwned
-from config.core.money import RateField
+from core import display
+from core.models import OrgOwned
+from core.money import RateField
 
 
 class CatalogSource(models.TextChoices):

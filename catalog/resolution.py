@@ -30,8 +30,8 @@ from decimal import Decimal
 from catalog.costing import LongContextRates, OffPeakRates, OffPeakWindow, Rates, TierRates
 from catalog.models import ModelAlias, PriceOverride, ServiceEntry
 from catalog.sources import BATCH_SHARE_OF_STANDARD, CACHE_WRITE_1H_SHARE_OF_INPUT, catalog_provider
-from config.core.database import WholeRows, prepared_cursor
-from config.core.scoping import book_sql
+from core.database import WholeRows, prepared_cursor
+from core.scoping import book_sql
 
 PROVIDER_SYNONYMS = {
     "gemini": "google",

@@ -5,7 +5,7 @@ import django_filters
 from django.db.models import Q, QuerySet
 
 from catalog.models import ServiceEntry
-from config.core.errors import BadRequest, NotFound
+from core.errors import BadRequest, NotFound
 
 
 class ServiceFilter(django_filters.FilterSet):

@@ -2,7 +2,7 @@ from decimal import Decimal
 
 from rest_framework import serializers
 
-from config.core.serialization import DecimalText
+from core.serialization import DecimalText
 
 
 class LongContextOut(serializers.Serializer):

@@ -6,7 +6,7 @@ from django.db import transaction
 
 from catalog.models import ServiceEntry
 from catalog.sources import ENTRY_FIELDS, catalog_rows
-from config.core.hooks import Hooks
+from core.hooks import Hooks
 
 UPDATABLE_FIELDS = [field for field in ENTRY_FIELDS if field != "external_id"]
 
@@ -34,7 +34,7 @@ def catalog_load(*, now: datetime, rows: list[dict] | None = None, service_model
     the data no longer lists becomes inactive (never deleted: events and aliases point at it); a listed
     inactive entry is reactivated. `service_model` lets a data migration pass its historical model. On commit
     it runs the `catalog_loaded` hooks, whatever changed: unpriced events are priced again even when only the cost
-    rules changed; the jobs the hooks start (config/jobs) are appended to `started_jobs`.
+    rules changed; the jobs the hooks start (jobs) are appended to `started_jobs`.
     Bulk statements only, so a fresh database (and the test database) loads it in about a second.
     """
     rows = catalog_rows() if rows is None else rows

@@ -4,8 +4,8 @@ from rest_framework.response import Response
 
 from catalog.selectors import service_get, service_list
 from catalog.serializers import ServiceOut, ServicePageOut
-from config.accounts.api import OrgApiView
-from config.core.pagination import data_page_response
+from accounts.api import OrgApiView
+from core.pagination import data_page_response
 
 LIST_PARAMETERS = [
     OpenApiParameter("provider", OpenApiTypes.STR, description="Provider, case-insensitive (e.g. openai)."),

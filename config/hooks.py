@@ -1,7 +1,7 @@
-"""Every hook, listed once: which app's work runs at which moment of a lower app (config/core/hooks.py).
+"""Every hook, listed once: which app's work runs at which moment of a lower app (core/hooks.py).
 
-The composition root may import every app; the apps themselves import only downwards. The console app's
-`ready()` installs these, in every process that sets Django up (web, worker, beat, management commands).
+The composition root may import every app; the apps themselves import only downwards. The composition root's app
+(config/apps.py) installs these from its `ready()`, in every process that sets Django up (web, worker, beat, management commands).
 """
 
 

@@ -1,5 +1,5 @@
 """Every periodic job, listed once. Celery beat and `manage.py run_scheduled_jobs --now` both run these
-(config/console: the composition root, which may name a job of any app).
+(console: the composition root, which may name a job of any app).
 
 Each job is a plain function `job(*, now)` that is safe to run twice (it acts only on what is due).
 Order matters for `run_scheduled_jobs`: statuses first, then billing, then alerts.
@@ -36,12 +36,12 @@ SCHEDULED_JOBS: list[ScheduledJob] = [
     # Housekeeping: the browser sessions of opened portal links (and expired console logins).
     ScheduledJob("browser-sessions-clear", "portal.services.browser_sessions_clear_expired", 3600),
     # Every figure derived from the ledger recomputed and compared; drift logged and shown on the dashboard.
-    ScheduledJob("ledger-verify", "config.console.verification.ledger_verify_all", 6 * 3600),
+    ScheduledJob("ledger-verify", "console.verification.ledger_verify_all", 6 * 3600),
     # Webhook deliveries due: retries whose time has come, and attempts lost with a worker or a broker message.
-    ScheduledJob("webhook-deliveries", "config.webhooks.delivery.webhook_deliveries_sweep", 10),
-    ScheduledJob("webhook-events-housekeeping", "config.webhooks.delivery.webhook_events_housekeeping", 3600),
+    ScheduledJob("webhook-deliveries", "webhooks.delivery.webhook_deliveries_sweep", 10),
+    ScheduledJob("webhook-events-housekeeping", "webhooks.delivery.webhook_events_housekeeping", 3600),
     # Jobs whose runner was lost are started again; finished ones are deleted after JOBS_KEEP_DAYS.
-    ScheduledJob("jobs-housekeeping", "config.jobs.services.jobs_housekeeping", 300),
+    ScheduledJob("jobs-housekeeping", "jobs.services.jobs_housekeeping", 300),
 ]
 
 

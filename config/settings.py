@@ -68,7 +68,7 @@ PORT = os.environ.get("PORT", "8000")
 PUBLIC_BASE_URL = (os.environ.get("PUBLIC_BASE_URL") or f"http://127.0.0.1:{PORT}").rstrip("/")
 
 INSTALLED_APPS = [
-    "config.console.apps.ConsoleAdminConfig",  # django.contrib.admin with the console site (dashboard)
+    "console.apps.ConsoleAdminConfig",  # django.contrib.admin with the console site (dashboard)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -78,10 +78,10 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI and ReDoc assets, served locally (no CDN)
-    "config.core",
-    "config.accounts",
-    "config.webhooks",
-    "config.jobs",
+    "core",
+    "accounts",
+    "webhooks",
+    "jobs",
     "catalog",
     "customers",
     "matters",
@@ -89,24 +89,25 @@ INSTALLED_APPS = [
     "analytics",
     "controls",
     "portal",
-    "config.console.apps.ConsoleConfig",  # the composition root, top of the stack: hooks, job runners, seed_demo
+    "console.apps.ConsoleConfig",  # the top app of the stack: the console's pages, ledger verification, seed_demo
+    "config.apps.CompositionRootConfig",  # last: wires the hooks once every app is loaded
 ]
 
 MIDDLEWARE = [
-    "config.core.middleware.RequestIdMiddleware",  # first: the id and the access line cover everything
-    "config.core.middleware.HealthProbeMiddleware",  # /healthz, /readyz: before host checks and redirects
-    "config.core.middleware.RequestBodyLimitMiddleware",  # 413 past REQUEST_BODY_MAX_BYTES, before a byte is read
+    "core.middleware.RequestIdMiddleware",  # first: the id and the access line cover everything
+    "core.middleware.HealthProbeMiddleware",  # /healthz, /readyz: before host checks and redirects
+    "core.middleware.RequestBodyLimitMiddleware",  # 413 past REQUEST_BODY_MAX_BYTES, before a byte is read
     "django.middleware.security.SecurityMiddleware",
-    "config.core.middleware.ContentSecurityPolicyMiddleware",  # HTML pages: scripts from this origin only
+    "core.middleware.ContentSecurityPolicyMiddleware",  # HTML pages: scripts from this origin only
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "config.core.replica.ReplicaReadsMiddleware",  # with DATABASE_REPLICA_URL: which reads may leave the primary
+    "core.replica.ReplicaReadsMiddleware",  # with DATABASE_REPLICA_URL: which reads may leave the primary
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "config.core.middleware.DatabaseUnavailableMiddleware",  # last: sees the views' exceptions first
+    "core.middleware.DatabaseUnavailableMiddleware",  # last: sees the views' exceptions first
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -137,7 +138,7 @@ DATABASE_URL = os.environ.get("DATABASE_URL") or embedded_database.default_url()
 # statements unless DB_PREPARED_STATEMENTS=1 says the pooler carries them (PgBouncer 1.21 or later with
 # max_prepared_statements set). docs/operations.md, Connection pooling.
 DB_TRANSACTION_POOLING = env_bool("DB_TRANSACTION_POOLING", False)
-# Only the hot path's fixed statements ask to be prepared (config/core/database.py prepared_cursor), and with
+# Only the hot path's fixed statements ask to be prepared (core/database.py prepared_cursor), and with
 # generic plans: planning them per call cost more than running them. The ORM's client-bound queries are never
 # prepared. DB_PREPARED_STATEMENTS=0 turns it off (a pooler without prepared statements).
 DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", not DB_TRANSACTION_POOLING)
@@ -165,7 +166,7 @@ if TEST_DATABASE_NAME:
 
 # A streaming replica of DATABASE_URL (optional): GET and HEAD requests to DATABASE_REPLICA_PATHS read from it
 # while it trails the primary by less than DATABASE_REPLICA_MAX_LAG_SECONDS, unless their caller wrote within
-# that time; every other read and every write stays on the primary (config/core/replica.py).
+# that time; every other read and every write stays on the primary (core/replica.py).
 DATABASE_REPLICA_URL = os.environ.get("DATABASE_REPLICA_URL", "").strip()
 DATABASE_REPLICA_MAX_LAG_SECONDS = float(os.environ.get("DATABASE_REPLICA_MAX_LAG_SECONDS") or 5)
 DATABASE_REPLICA_PATHS = env_list("DATABASE_REPLICA_PATHS",
@@ -179,7 +180,7 @@ if DATABASE_REPLICA_URL:
                                    "recently (read-your-writes) through it")
     DATABASES["replica"] = database(DATABASE_REPLICA_URL, "DATABASE_REPLICA_URL")
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}  # tests read the test database through it
-    DATABASE_ROUTERS = ["config.core.replica.ReplicaRouter"]
+    DATABASE_ROUTERS = ["core.replica.ReplicaRouter"]
 if DATABASE_REPLICA_MAX_LAG_SECONDS < 1:
     raise ImproperlyConfigured("DATABASE_REPLICA_MAX_LAG_SECONDS must be 1 or more (the lag is measured once a "
                                "second)")
@@ -208,11 +209,11 @@ STORAGES = {
 
 # --- Redis: Celery broker and the shared cache. Unset means inline tasks and an in-process cache.
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
-# Every wait on Redis is bounded: a Redis that does not answer makes a cache read a miss (config/core/cache.py)
-# and a task hand-over a logged "not published" (config/core/background.py `publish`) within seconds.
+# Every wait on Redis is bounded: a Redis that does not answer makes a cache read a miss (core/cache.py)
+# and a task hand-over a logged "not published" (core/background.py `publish`) within seconds.
 REDIS_TIMEOUT_SECONDS = 2
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "config.core.cache.ResilientRedisCache", "LOCATION": REDIS_URL,
+    CACHES = {"default": {"BACKEND": "core.cache.ResilientRedisCache", "LOCATION": REDIS_URL,
                           "OPTIONS": {"socket_connect_timeout": REDIS_TIMEOUT_SECONDS,
                                       "socket_timeout": REDIS_TIMEOUT_SECONDS}}}
 else:
@@ -229,7 +230,7 @@ CELERY_TIMEZONE = "UTC"
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING (JSON lines), like the web
 # A worker whose broker goes away waits for it to come back (never gives up); `make worker` and the compose file
 # also restart a worker that exits (scripts/worker.sh). Publishing gives up within about a second when Redis does
-# not answer, and the caller's scheduled sweep does the work (config/core/background.py `publish`).
+# not answer, and the caller's scheduled sweep does the work (core/background.py `publish`).
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_TIMEOUT_SECONDS
@@ -271,18 +272,18 @@ USE_X_FORWARDED_FOR = env_bool("USE_X_FORWARDED_FOR", False)
 # 0: REMOTE_ADDR only. USE_X_FORWARDED_FOR=1 is the older spelling of 1.
 TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 1 if USE_X_FORWARDED_FOR else 0)
 CUSTOMER_ALERT_LIMIT = env_int("CUSTOMER_ALERT_LIMIT", 100)
-# The largest request body, in bytes: 413 past it (config/core/middleware.py). 10 MiB holds a full usage batch (100
+# The largest request body, in bytes: 413 past it (core/middleware.py). 10 MiB holds a full usage batch (100
 # records) with about 100 KB of metadata each; Django's own limit is the same number.
 REQUEST_BODY_MAX_BYTES = env_int("REQUEST_BODY_MAX_BYTES", 10 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_BODY_MAX_BYTES
 # Up to this many unpriced events are priced inside the map-model request; more go to a Celery task.
 MAP_MODEL_INLINE_BACKFILL_LIMIT = env_int("MAP_MODEL_INLINE_BACKFILL_LIMIT", 500)
-# Jobs (long work a person can watch, config/jobs): an unfinished job that has not moved for this long lost its
+# Jobs (long work a person can watch, jobs): an unfinished job that has not moved for this long lost its
 # runner and is started again, up to this many times; finished jobs are deleted after this many days.
 JOBS_STALE_SECONDS = env_int("JOBS_STALE_SECONDS", 600)
 JOBS_MAX_ATTEMPTS = env_int("JOBS_MAX_ATTEMPTS", 3)
 JOBS_KEEP_DAYS = env_int("JOBS_KEEP_DAYS", 30)
-# Outbound webhooks (config/webhooks, docs/webhooks.md): targets on private, loopback or link-local addresses are
+# Outbound webhooks (webhooks, docs/webhooks.md): targets on private, loopback or link-local addresses are
 # refused unless this is set (development and tests); an attempt that has no 2xx answer within the timeout is
 # retried; events (and their delivery logs) are kept this many days.
 WEBHOOKS_ALLOW_PRIVATE_URLS = env_bool("WEBHOOKS_ALLOW_PRIVATE_URLS", False)
@@ -296,13 +297,13 @@ LEDGER_PARTITIONS_PAST_MONTHS = env_int("LEDGER_PARTITIONS_PAST_MONTHS", 36)
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
-    # JSON numbers in and out as exact decimals, never through binary floating point (config/core/api_json.py).
-    "DEFAULT_RENDERER_CLASSES": ["config.core.api_json.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["config.core.api_json.JSONParser"],
-    "EXCEPTION_HANDLER": "config.core.errors.api_exception_handler",
+    # JSON numbers in and out as exact decimals, never through binary floating point (core/api_json.py).
+    "DEFAULT_RENDERER_CLASSES": ["core.api_json.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["core.api_json.JSONParser"],
+    "EXCEPTION_HANDLER": "core.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
     "COERCE_DECIMAL_TO_STRING": False,
-    "DEFAULT_SCHEMA_CLASS": "config.core.openapi.ApiSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.openapi.ApiSchema",
 }
 
 SPECTACULAR_SETTINGS = {
@@ -311,8 +312,8 @@ SPECTACULAR_SETTINGS = {
                     "request carries an API key in the `x-api-key` header; errors are `{message, code?}`."),
     "VERSION": "1.0.0",
     "SCHEMA_PATH_PREFIX": "/v1",
-    "PREPROCESSING_HOOKS": ["config.core.openapi.only_api_routes"],
-    "POSTPROCESSING_HOOKS": ["config.core.openapi.drop_enum_ids", "config.webhooks.openapi.add_webhooks"],
+    "PREPROCESSING_HOOKS": ["core.openapi.only_api_routes"],
+    "POSTPROCESSING_HOOKS": ["core.openapi.drop_enum_ids", "webhooks.openapi.add_webhooks"],
     "ENUM_GENERATE_CHOICE_DESCRIPTION": False,
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -336,12 +337,12 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
-# One JSON object per line on standard error, each with the request id (config/core/logs.py).
+# One JSON object per line on standard error, each with the request id (core/logs.py).
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "config.core.logs.RequestIdFilter"}},
-    "formatters": {"json": {"()": "config.core.logs.JsonFormatter"}},
+    "filters": {"request_id": {"()": "core.logs.RequestIdFilter"}},
+    "formatters": {"json": {"()": "core.logs.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "json", "filters": ["request_id"]}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {

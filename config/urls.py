@@ -5,7 +5,7 @@ from drf_spectacular.views import (
     SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView, SpectacularYAMLAPIView,
 )
 
-from config.core import views as core_views
+from core import views as core_views
 
 # The API reference: the OpenAPI schema and two readers of it, open to anyone (no API key).
 docs_patterns = [
@@ -18,9 +18,9 @@ docs_patterns = [
 
 api_patterns = [
     *docs_patterns,
-    path("", include("config.accounts.urls")),
-    path("", include("config.jobs.urls")),
-    path("", include("config.webhooks.urls")),
+    path("", include("accounts.urls")),
+    path("", include("jobs.urls")),
+    path("", include("webhooks.urls")),
     path("", include("catalog.urls")),
     path("", include("customers.urls")),
     path("", include("matters.urls")),
@@ -30,7 +30,7 @@ api_patterns = [
     path("", include("portal.urls")),
 ]
 
-# /healthz and /readyz are answered by config.core.middleware.HealthProbeMiddleware.
+# /healthz and /readyz are answered by core.middleware.HealthProbeMiddleware.
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", include(api_patterns)),
@@ -41,5 +41,5 @@ urlpatterns = [
     re_path(r"^(?!admin/|static/).*$", core_views.json_not_found),
 ]
 
-handler404 = "config.core.views.json_not_found"
-handler500 = "config.core.views.json_server_error"
+handler404 = "core.views.json_not_found"
+handler500 = "core.views.json_server_error"

@@ -6,8 +6,8 @@ Firing records are permanent. Notifications are the organization's in-app feed o
 from django.contrib import admin
 from django.utils.html import format_html
 
-from config.accounts.admin_actions import act_on_rows
-from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, may_act, organization_id_of
+from accounts.admin_actions import act_on_rows
+from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, may_act, organization_id_of
 from controls.models import CustomerAlert, CustomerAlertFiring, Device, Notification, SpendCap, SpendCapAlert
 from controls.services.customer_alerts import customer_alert_delete
 from controls.views import WATCH_ROLES

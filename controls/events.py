@@ -1,11 +1,11 @@
-"""Spend controls' outbound events (config/webhooks, docs/webhooks.md), written in the transaction that records
+"""Spend controls' outbound events (webhooks, docs/webhooks.md), written in the transaction that records
 the alert, `data` the object as the API shows it plus what the crossing was."""
 from datetime import datetime
 
 from controls.models import CustomerAlert, CustomerAlertFiring, SpendCap, SpendCapAlert
 from controls.serializers import CustomerAlertOut, SpendCapOut
-from config.webhooks.events import emit
-from config.webhooks.models import EventType
+from webhooks.events import emit
+from webhooks.models import EventType
 
 
 def spend_cap_threshold_crossed(cap: SpendCap, alert: SpendCapAlert, *, now: datetime | None = None) -> None:

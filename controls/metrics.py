@@ -3,8 +3,8 @@ from datetime import datetime
 from decimal import Decimal
 
 from analytics.selectors.revenue import customer_revenue_total
-from config.accounts.models import Book
-from config.core.scoping import owned
+from accounts.models import Book
+from core.scoping import owned
 from controls.models import AlertMetric
 from customers.models import Customer, UsageEvent
 from customers.usage_sums import event_sums

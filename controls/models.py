@@ -6,8 +6,8 @@ Every "only once" here is refereed by a unique row: a cap alert sent for one thr
 from django.db import models
 from django.db.models import Q
 
-from config.core.models import OrgOwned
-from config.core.money import ExactField
+from core.models import OrgOwned
+from core.money import ExactField
 from controls.sentences import cap_sentence
 
 DEFAULT_ALERT_THRESHOLDS = (50, 80, 100)

@@ -5,9 +5,9 @@ from decimal import Decimal
 
 from django.db.models import Count, Max, Q, QuerySet
 
-from config.accounts.models import Book
-from config.core import clock
-from config.core.scoping import owned
+from accounts.models import Book
+from core import clock
+from core.scoping import owned
 from controls.models import CapPeriod, CustomerAlert, Device, SpendCap
 from customers.models import CODING_AGENT_CODE, UsageEvent
 from customers.usage_sums import Sums, event_sums

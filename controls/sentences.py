@@ -8,7 +8,7 @@ Grammar (docs/decisions/spend-controls.md):
 """
 from decimal import Decimal
 
-from config.core.money import CENT, quantized
+from core.money import CENT, quantized
 
 
 def usd(amount: Decimal) -> str:

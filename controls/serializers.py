@@ -5,9 +5,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.core import clock
-from config.core.errors import ApiError
-from config.core.serialization import DecimalIn, DecimalNumber, Flag
+from core import clock
+from core.errors import ApiError
+from core.serialization import DecimalIn, DecimalNumber, Flag
 from controls.models import (DEFAULT_ALERT_THRESHOLDS, PROVIDER_SCOPE_ALL, AlertMetric, CapMode, CapPeriod,
                              CapScope, WindowMode)
 

@@ -1,7 +1,7 @@
 from celery import shared_task
 
-from config.accounts.models import Book
-from config.core import clock
+from accounts.models import Book
+from core import clock
 from controls.services.spend_caps import spend_caps_evaluate
 
 

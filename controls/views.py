@@ -1,10 +1,10 @@
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
-from config.accounts.api import ALL_SCOPES, OrgApiView
-from config.core import clock
-from config.core.openapi import ErrorOut
-from config.core.serialization import parse
+from accounts.api import ALL_SCOPES, OrgApiView
+from core import clock
+from core.openapi import ErrorOut
+from core.serialization import parse
 from controls import selectors
 from controls.serializers import (CheckOut, CheckQueryIn, CoverageOut, CustomerAlertCreateIn,
                                   CustomerAlertDeletedOut, CustomerAlertOut, CustomerAlertUpdateIn, DeviceOut,

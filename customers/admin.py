@@ -10,11 +10,11 @@ from django.http import StreamingHttpResponse
 from django.utils.html import format_html
 
 from catalog.models import ServiceEntry
-from config.accounts.admin_actions import act_on_rows, action_page, actor, submitted
-from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
-from config.accounts.models import Book
-from config.core import clock
-from config.jobs.admin import job_link
+from accounts.admin_actions import act_on_rows, action_page, actor, submitted
+from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
+from accounts.models import Book
+from core import clock
+from jobs.admin import job_link
 from customers.backfill import events_reprice_start, events_unpriced_reasons, model_map
 from customers.export import EXPORT_TYPES, events_pages, export_bytes
 from catalog.models import PriceOverride

@@ -16,11 +16,11 @@ from django.db import IntegrityError, transaction
 from catalog.event_pricing import PriceList, ServiceUsage, price_event, standard_tier_reason, unpriced_reason
 from catalog.models import ModelAlias, ServiceEntry
 from catalog.resolution import normalize_model, normalize_provider, resolve_prices, resolve_services
-from config.core.errors import BadRequest, NotFound
-from config.core.progress import NO_PROGRESS, Progress
-from config.core.scoping import owned
-from config.jobs.models import Job, JobKind, JobStatus
-from config.jobs.services import job_create, job_run, job_start
+from core.errors import BadRequest, NotFound
+from core.progress import NO_PROGRESS, Progress
+from core.scoping import owned
+from jobs.models import Job, JobKind, JobStatus
+from jobs.services import job_create, job_run, job_start
 from customers.models import EventStatus, UsageEvent
 from customers.rollup import analytics_rollup_add, analytics_rollup_subtract
 
@@ -161,8 +161,6 @@ def _price_and_save(book, events: list[UsageEvent], *, unprice: bool = False) ->
 def model_map(*, book, model: str, model_provider: str, service_id, created_by: str = "") -> Mapping:
     """Point an unknown model name at a catalog entry, then backfill as a job: inline when few events wait,
     otherwise in the background (a Celery task, or this process's runner without a broker)."""
-    from customers.tasks import backfill_event_costs_task  # tasks import this module
-
     model, model_provider = normalize_model(model), normalize_provider(model_provider)
     try:
         service = ServiceEntry.objects.get(pk=service_id, is_active=True)
@@ -189,7 +187,7 @@ def model_map(*, book, model: str, model_provider: str, service_id, created_by: 
     single, multi = _waiting_events(book, model, model_provider)
     waiting = single.count() + sum(1 for event in multi if _names_model(event, model, model_provider))
     scheduled = waiting > settings.MAP_MODEL_INLINE_BACKFILL_LIMIT
-    job = job_create(book=book, kind=JobKind.COST_BACKFILL, task=backfill_event_costs_task,
+    job = job_create(book=book, kind=JobKind.COST_BACKFILL, task_path="customers.tasks.backfill_event_costs_task",
                      task_args=(book.pk, model, model_provider), created_by=created_by, total=waiting,
                      status=JobStatus.QUEUED if scheduled else JobStatus.RUNNING)
     if scheduled:
@@ -217,9 +215,7 @@ def reprice_work(book):
 def events_reprice_start(*, book, created_by: str = "") -> Job:
     """Price the book's unpriced events with the current catalog in the background, as a job (after a catalog
     load, or the console's action)."""
-    from customers.tasks import reprice_unpriced_events_task  # tasks import this module
-
-    job = job_create(book=book, kind=JobKind.COST_REPRICE, task=reprice_unpriced_events_task, task_args=(book.pk,),
-                     created_by=created_by)
+    job = job_create(book=book, kind=JobKind.COST_REPRICE, task_path="customers.tasks.reprice_unpriced_events_task",
+                     task_args=(book.pk,), created_by=created_by)
     job_start(job)
     return job

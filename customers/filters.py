@@ -2,8 +2,8 @@
 import django_filters
 from django.db.models import Q
 
-from config.core.clock import parse_instant, parse_window_end
-from config.core.filtering import InstantFilter, StrictBooleanFilter
+from core.clock import parse_instant, parse_window_end
+from core.filtering import InstantFilter, StrictBooleanFilter
 from customers.models import Agent, Customer, CustomerStatus, Environment, EventStatus, Signal, SignalType, UsageEvent
 
 

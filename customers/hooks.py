@@ -1,5 +1,5 @@
 """Work of the customers app that runs at a moment of a lower app (registered in config/hooks.py)."""
-from config.accounts.models import Book
+from accounts.models import Book
 from customers.backfill import books_with_unpriced_events, events_reprice_start
 
 

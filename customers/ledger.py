@@ -30,16 +30,16 @@ from functools import cache
 from django.db import OperationalError, connection, transaction
 from django.db.models.base import ModelState
 
-from config.core import exact_json
-from config.core.background import TaskRunner
-from config.core.database import prepared_cursor
-from config.core.scoping import owned
+from core import exact_json
+from core.background import TaskRunner
+from core.database import prepared_cursor
+from core.scoping import owned
 from customers.models import RollupBacklog, UsageEvent, UsageEventKey
 from customers.partitions import DEFAULT, settle_window
 
 # Every column of the ledger. Recording hands over each new event as a row: a dict with these keys
 # (attnames, which are the column names here) but the `STAMPED_COLUMNS`, values as orjson writes them
-# (UUIDs and instants as text, Decimals as JSON numbers of their own digits, config/core/exact_json.py).
+# (UUIDs and instants as text, Decimals as JSON numbers of their own digits, core/exact_json.py).
 FAST_COLUMNS = tuple(field.attname for field in UsageEvent._meta.concrete_fields)
 # Stamped by the ledger, the same for every row of a batch: the book, and the instant of the append.
 STAMPED_COLUMNS = ("book_id", "created_at", "updated_at")

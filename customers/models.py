@@ -9,10 +9,10 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-from config.core import display
-from config.core.ids import time_ordered_uuid
-from config.core.models import OrgOwned
-from config.core.money import ExactField, QuantityField, SumField
+from core import display
+from core.ids import time_ordered_uuid
+from core.models import OrgOwned
+from core.money import ExactField, QuantityField, SumField
 
 # Usage recorded under this agent code is the operator's own internal coding-agent spend (contract.md);
 # its customers are developers, identified by email, and never billed.
@@ -132,7 +132,7 @@ class UsageEvent(OrgOwned):
     The table is partitioned by UTC month of `usage_date` (customers/partitions.py,
     docs/decisions/ledger-partitions.md). PostgreSQL wants the partition key in every unique key of a
     partitioned table, so the database's primary key is (id, usage_date) while Django's model keeps `id`
-    alone: ids are UUIDv7s the application draws (config/core/ids.py), 74 random bits each, so two
+    alone: ids are UUIDv7s the application draws (core/ids.py), 74 random bits each, so two
     partitions never hold the same id, and a lookup by id alone is still one row (it probes each
     partition's primary-key index). Idempotency keys live in `UsageEventKey`, which is not partitioned.
     """
@@ -143,7 +143,7 @@ class UsageEvent(OrgOwned):
     # read or created in the same transaction, and five deferred checks per row at commit are a cost every
     # batch would pay (docs/performance.md has the figures). Deletions still go through Django's on_delete rules
     # below.
-    # Time-ordered: the ledger's indexes on the id grow at their right edge (config/core/ids.py).
+    # Time-ordered: the ledger's indexes on the id grow at their right edge (core/ids.py).
     id = models.UUIDField(primary_key=True, default=time_ordered_uuid, editable=False)
     book = models.ForeignKey("accounts.Book", on_delete=models.CASCADE, related_name="+", db_index=False,
                              db_constraint=False)

@@ -39,8 +39,8 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
-from config.core.clock import MIN_YEAR
-from config.core.hooks import Hooks
+from core.clock import MIN_YEAR
+from core.hooks import Hooks
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
 
 LEDGER = UsageEvent._meta.db_table

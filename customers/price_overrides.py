@@ -15,11 +15,11 @@ from django.db.models import Q
 from catalog.models import PriceOverride, ServiceEntry
 from catalog.resolution import normalize_model, normalize_provider, resolve_services
 from catalog.sources import catalog_provider
-from config.core.errors import BadRequest, Conflict, NotFound
-from config.core.progress import NO_PROGRESS, Progress
-from config.core.scoping import get_owned, owned
-from config.jobs.models import Job, JobKind, JobStatus
-from config.jobs.services import job_create, job_run, job_start
+from core.errors import BadRequest, Conflict, NotFound
+from core.progress import NO_PROGRESS, Progress
+from core.scoping import get_owned, owned
+from jobs.models import Job, JobKind, JobStatus
+from jobs.services import job_create, job_run, job_start
 from customers.backfill import BACKFILL_CHUNK, _price_and_save
 from customers.models import UsageEvent
 
@@ -142,12 +142,10 @@ def override_reprice_work(book, target: Target, effective_from: datetime):
 
 
 def _reprice(book, override: PriceOverride, created_by: str) -> OverrideChange:
-    from customers.tasks import reprice_for_price_override_task  # tasks import this module
-
     target = Target.of(override)
     affected = _affected(book, target, override.effective_from).count()
     scheduled = affected > settings.MAP_MODEL_INLINE_BACKFILL_LIMIT
-    job = job_create(book=book, kind=JobKind.COST_OVERRIDE_REPRICE, task=reprice_for_price_override_task,
+    job = job_create(book=book, kind=JobKind.COST_OVERRIDE_REPRICE, task_path="customers.tasks.reprice_for_price_override_task",
                      task_args=(book.pk, target.kind, target.first, target.second, override.effective_from.isoformat()),
                      created_by=created_by, total=affected,
                      status=JobStatus.QUEUED if scheduled else JobStatus.RUNNING)

@@ -16,8 +16,8 @@ from uuid import UUID
 
 from django.db.models import Q
 
-from config.core.database import prepared_cursor
-from config.core.scoping import book_sql, owned
+from core.database import prepared_cursor
+from core.scoping import book_sql, owned
 from customers.models import Agent, Customer, Signal
 
 # Every identity the batch names that exists, in one statement, each branch scoped to the book (`book_sql`).

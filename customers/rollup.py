@@ -30,9 +30,9 @@ from uuid import UUID
 from django.db import connection, connections, transaction
 
 from catalog.models import ServiceEntry
-from config.core.jobs import BookFailures
-from config.core.replica import pin_to_primary, read_database
-from config.core.scoping import book_sql, owned
+from core.jobs import BookFailures
+from core.replica import pin_to_primary, read_database
+from core.scoping import book_sql, owned
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent
 
 EVENTS = UsageEvent._meta.db_table
@@ -121,7 +121,7 @@ def execute(sql: str, params: Sequence, *, group_by_hashing: bool = False) -> li
     with no other way to run, such as the upsert's key order, still run.
 
     A statement outside a transaction is a read, and runs where the request's reads go (a streaming replica for
-    analytics, config/core/replica.py); inside one it runs on the primary with the rest of the transaction."""
+    analytics, core/replica.py); inside one it runs on the primary with the rest of the transaction."""
     alias = read_database()
     with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
         cursor.execute("SET LOCAL jit = off; SET LOCAL work_mem = '64MB'"

@@ -1,8 +1,8 @@
 """Reads of customers, agents and signals, always within the caller's book."""
 from django.db.models import QuerySet
 
-from config.core.filtering import filtered
-from config.core.scoping import get_owned, owned
+from core.filtering import filtered
+from core.scoping import get_owned, owned
 from customers.filters import AgentFilter, CustomerFilter, SignalFilter, UsageEventFilter
 from customers.models import Agent, Customer, EventStatus, Signal, UsageEvent, UsageEventKey
 

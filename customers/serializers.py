@@ -7,8 +7,8 @@ from decimal import Decimal
 
 from rest_framework import serializers
 
-from config.core.clock import is_valid_timezone
-from config.core.serialization import DecimalIn, DecimalText, Flag, JsonObjectIn, QueryFlag
+from core.clock import is_valid_timezone
+from core.serialization import DecimalIn, DecimalText, Flag, JsonObjectIn, QueryFlag
 from customers.models import CustomerStatus, SignalType
 
 NAME_MAX = 255

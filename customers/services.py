@@ -8,8 +8,8 @@ from datetime import datetime
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError, RestrictedError
 
-from config.core.errors import BadRequest, Conflict
-from config.core.scoping import get_owned, owned
+from core.errors import BadRequest, Conflict
+from core.scoping import get_owned, owned
 from customers.models import Agent, Customer, Signal
 from customers.selectors import customers_live
 

@@ -2,9 +2,9 @@ from datetime import datetime
 
 from celery import shared_task
 
-from config.accounts.models import Book
-from config.core import clock
-from config.jobs.services import job_run
+from accounts.models import Book
+from core import clock
+from jobs.services import job_run
 from customers.backfill import backfill_work, reprice_work
 from customers.partitions import ledger_partitions_settle
 from customers.price_overrides import Target, override_reprice_work

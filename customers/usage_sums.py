@@ -36,9 +36,9 @@ from uuid import UUID
 from django.db.models import Count, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
-from config.core.clock import day_start
-from config.core.money import ZERO, ExactField
-from config.core.scoping import book_sql
+from core.clock import day_start
+from core.money import ZERO, ExactField
+from core.scoping import book_sql
 from customers.models import MONTHLY, Customer, RollupGrain
 from customers.rollup import MEASURES, ROLLUP, analytics_rollup_catch_up, contributions_sql, execute
 

@@ -1,4 +1,4 @@
-"""What the ledger verifier (`manage.py ledger_verify`, config/console/verification.py) checks in this app: the
+"""What the ledger verifier (`manage.py ledger_verify`, console/verification.py) checks in this app: the
 tables derived from the ledger beside the rollup (whose check lives with its writers, customers/rollup.py
 `analytics_rollup_differences`).
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from django.db import connection, transaction
 
-from config.core.scoping import book_sql
+from core.scoping import book_sql
 from customers.models import RollupBacklog, UsageEvent, UsageEventKey
 
 LEDGER = UsageEvent._meta.db_table

@@ -10,13 +10,13 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 
-from config.accounts.api import MONEY_ROLES, OrgApiView
-from config.core import clock
-from config.core.openapi import ErrorOut
-from config.core.pagination import array_response
-from config.core.serialization import parse
+from accounts.api import MONEY_ROLES, OrgApiView
+from core import clock
+from core.openapi import ErrorOut
+from core.pagination import array_response
+from core.serialization import parse
 from customers import selectors, services
-from config.core.scoping import get_owned
+from core.scoping import get_owned
 from catalog.models import PriceOverride
 from customers.backfill import model_map
 from customers.export import EXPORT_TYPES, usage_event_export

@@ -6,11 +6,11 @@ from django.contrib import admin
 from django.db.models import Count
 from django.utils.html import format_html
 
-from config.accounts.admin_actions import act_on_rows, actor
-from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
-from config.accounts.models import Book, Role
-from config.core.errors import ApiError
-from config.jobs.admin import job_link
+from accounts.admin_actions import act_on_rows, actor
+from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
+from accounts.models import Book, Role
+from core.errors import ApiError
+from jobs.admin import job_link
 from matters.models import Matter, MatterAttribution, MatterRule
 from matters.services import matter_delete, matter_rules_apply_start, responsible_user_check, rule_matchers_check
 

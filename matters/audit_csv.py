@@ -8,8 +8,8 @@ import io
 
 from django.http import HttpResponse
 
-from config.core.serialization import decimal_text
-from config.core.spreadsheet import spreadsheet_safe
+from core.serialization import decimal_text
+from core.spreadsheet import spreadsheet_safe
 from matters.selectors import AuditRow, AuditSummary
 
 HEADER = ["Matter number", "Matter name", "Client", "Status", "Events", "Events missing cost", "Cost (USD)"]

@@ -10,9 +10,9 @@ from uuid import UUID, uuid4
 
 from django.db import connection
 
-from config.core import clock
-from config.core.database import prepared_cursor
-from config.core.scoping import book_sql
+from core import clock
+from core.database import prepared_cursor
+from core.scoping import book_sql
 from customers.models import UsageEvent
 from matters import routing
 from matters.models import Matter, MatterAttribution, MatterRule

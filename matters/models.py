@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from config.core.models import OrgOwned
+from core.models import OrgOwned
 
 
 class MatterStatus(models.TextChoices):

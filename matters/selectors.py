@@ -12,10 +12,10 @@ from uuid import UUID
 from django.db.models import DecimalField, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from config.core import clock
-from config.core.errors import Unprocessable
-from config.core.money import EXACT_DIGITS, EXACT_PLACES, ZERO
-from config.core.scoping import get_owned, owned
+from core import clock
+from core.errors import Unprocessable
+from core.money import EXACT_DIGITS, EXACT_PLACES, ZERO
+from core.scoping import get_owned, owned
 from customers.models import UsageEvent
 from customers.usage_sums import Sums, event_aggregates, event_sums
 from matters.models import Matter, MatterAttribution, MatterRule

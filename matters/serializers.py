@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from config.core.serialization import DayIn, DecimalNumber, DecimalText
+from core.serialization import DayIn, DecimalNumber, DecimalText
 from matters.models import MatterStatus
 
 INT32_MAX = 2**31 - 1

@@ -17,12 +17,12 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
 
-from config.accounts.models import Membership
-from config.core.errors import BadRequest, Conflict
-from config.core.progress import NO_PROGRESS, Progress
-from config.core.scoping import get_owned, owned
-from config.jobs.models import Job, JobKind, JobStatus
-from config.jobs.services import JobProgress, job_create, job_fail, job_hand_over, job_succeed
+from accounts.models import Membership
+from core.errors import BadRequest, Conflict
+from core.progress import NO_PROGRESS, Progress
+from core.scoping import get_owned, owned
+from jobs.models import Job, JobKind, JobStatus
+from jobs.services import JobProgress, job_create, job_fail, job_hand_over, job_succeed
 from customers.models import UsageEvent
 from matters import routing
 from matters.ingestion import attributions_insert_if_absent
@@ -242,9 +242,7 @@ def matter_rules_apply_start(*, book, created_by: str = "") -> tuple[int, Job]:
     """Apply the rules as a job: this call sweeps within its bounds (as `matter_rules_apply`) and, when it stops
     before the end, hands the rest to the background (a Celery task, or this process's runner without a broker).
     Returns (events this call assigned, the job)."""
-    from matters.tasks import matter_rules_apply_task  # tasks import this module
-
-    job = job_create(book=book, kind=JobKind.MATTER_RULES_APPLY, task=matter_rules_apply_task, task_args=(book.pk,),
+    job = job_create(book=book, kind=JobKind.MATTER_RULES_APPLY, task_path="matters.tasks.matter_rules_apply_task", task_args=(book.pk,),
                      created_by=created_by, status=JobStatus.RUNNING)
     try:
         assigned, finished = _sweep(book=book, progress=JobProgress(job))

@@ -1,7 +1,7 @@
 from celery import shared_task
 
-from config.accounts.models import Book
-from config.jobs.services import job_run
+from accounts.models import Book
+from jobs.services import job_run
 from matters.services import matter_rules_apply_rest
 
 

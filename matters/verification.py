@@ -1,4 +1,4 @@
-"""What the ledger verifier (`manage.py ledger_verify`, config/console/verification.py) checks in matters.
+"""What the ledger verifier (`manage.py ledger_verify`, console/verification.py) checks in matters.
 
 A matter's cost, event count and event list are not stored: every read joins the attributions with the ledger
 (matters/selectors.py), so they cannot drift from it. What is stored is one attribution row per event; a row
@@ -6,7 +6,7 @@ whose event is in no month of the ledger is drift (its matter would count it in 
 `actualCost`), unless the database holds archived months, whose events keep their attributions by design
 (docs/decisions/ledger-partitions.md): then the check is left to the operator, and says so. Repair deletes the
 orphans (never with archives present)."""
-from config.core.scoping import owned
+from core.scoping import owned
 from customers.models import UsageEvent
 from customers.partitions import archived_months
 from customers.verification import Finding

@@ -5,12 +5,12 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 
-from config.accounts.api import OrgApiView
-from config.accounts.models import KeyScope, Role
-from config.core import clock
-from config.core.openapi import ErrorOut
-from config.core.pagination import page_response
-from config.core.serialization import parse
+from accounts.api import OrgApiView
+from accounts.models import KeyScope, Role
+from core import clock
+from core.openapi import ErrorOut
+from core.pagination import page_response
+from core.serialization import parse
 from matters import selectors, services
 from matters.audit_csv import audit_csv_response
 from matters.serializers import (MatterAssignIn, MatterAssignOut, MatterAuditQueryIn, MatterAuditSummaryOut,

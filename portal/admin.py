@@ -2,9 +2,9 @@
 once), with a revoke action that calls the same service as DELETE /v1/portal-sessions/{id}."""
 from django.contrib import admin
 
-from config.accounts.admin_actions import act_on_rows
-from config.accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin
-from config.core import clock
+from accounts.admin_actions import act_on_rows
+from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin
+from core import clock
 from portal.models import PortalSession
 from portal.services import portal_session_revoke
 

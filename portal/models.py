@@ -6,7 +6,7 @@ from datetime import datetime
 
 from django.db import models
 
-from config.core.models import OrgOwned
+from core.models import OrgOwned
 
 
 class PortalFeature(models.TextChoices):

@@ -20,10 +20,10 @@ from billing.invoice_documents import InvoiceView, invoice_pdf, money, period_da
 from billing.models import InvoiceStatus
 from billing.services.payments import (LocalCheckoutDisabled, checkout_url, customer_invoice_pay_locally,
                                        invoice_for_pay_token, invoice_pay_locally, local_checkout_enabled)
-from config.accounts.api import client_ip
-from config.accounts.throttling import bad_link_token_retry_after
-from config.core import clock
-from config.core.errors import NotFound
+from accounts.api import client_ip
+from accounts.throttling import bad_link_token_retry_after
+from core import clock
+from core.errors import NotFound
 from customers.serializers import CustomerWriteIn
 from customers.services import customer_update
 from portal.presentation import home_context, profile_inputs, profile_submission

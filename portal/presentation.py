@@ -17,8 +17,8 @@ from billing.services.payments import PAYABLE
 from customers.models import Customer
 from customers.serializers import CustomerWriteIn
 from portal import selectors
-from config.core import display
-from config.core.charts import BarChart, bar_chart
+from core import display
+from core.charts import BarChart, bar_chart
 from portal.models import PortalSession
 
 

@@ -13,9 +13,9 @@ from django.db.models.functions import TruncDate
 
 from billing.models import Invoice, InvoiceStatus, Subscription, SubscriptionStatus
 from billing.selectors.invoices import invoice_documents
-from config.core.clock import UTC, day_start, month_window
-from config.core.money import ZERO
-from config.core.scoping import get_owned, owned
+from core.clock import UTC, day_start, month_window
+from core.money import ZERO
+from core.scoping import get_owned, owned
 from customers.models import Customer, Signal, UsageEvent
 from customers.usage_sums import event_sums
 from portal.models import PortalSession

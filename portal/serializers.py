@@ -3,7 +3,7 @@ from django.core.validators import URLValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.core.serialization import QueryFlag
+from core.serialization import QueryFlag
 from customers.serializers import Text, TextOut
 from portal.models import PortalFeature
 from portal.services import portal_url

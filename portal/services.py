@@ -14,8 +14,8 @@ from enum import Enum
 from django.conf import settings
 from django.contrib.sessions.models import Session
 
-from config.core.errors import NotFound
-from config.core.scoping import get_owned, owned
+from core.errors import NotFound
+from core.scoping import get_owned, owned
 from customers.models import Customer
 from customers.selectors import customers_live
 from portal.models import PortalSession

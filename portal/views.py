@@ -4,11 +4,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
-from config.accounts.api import OrgApiView
-from config.core import clock
-from config.core.openapi import ErrorOut
-from config.core.pagination import array_response
-from config.core.serialization import parse
+from accounts.api import OrgApiView
+from core import clock
+from core.openapi import ErrorOut
+from core.pagination import array_response
+from core.serialization import parse
 from portal import selectors, services
 from portal.serializers import (PortalSessionCreateIn, PortalSessionCreateOut, PortalSessionDetailOut,
                                 PortalSessionOut, PortalSessionQueryIn)

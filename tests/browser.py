@@ -51,7 +51,7 @@ def chromium(monkeypatch):
 
 def csp_violations(page) -> list[str]:
     """What the page's Content-Security-Policy refused, as Chromium reports it on the console, from now on: a test
-    asserts it stays empty (config/core/middleware.py)."""
+    asserts it stays empty (core/middleware.py)."""
     refused: list[str] = []
     page.on("console", lambda message: refused.append(message.text)
             if "Content Security Policy" in message.text else None)

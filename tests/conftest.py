@@ -6,7 +6,7 @@ from rest_framework.test import APIClient
 
 from pytest_django.fixtures import validate_django_db
 
-from config.accounts.services import api_key_mint, member_ensure
+from accounts.services import api_key_mint, member_ensure
 from tests.factories import OrganizationFactory, book_of
 
 
@@ -45,7 +45,7 @@ def _isolated_state(settings, tmp_path):
     cache.clear()
 
 
-# The checks of the ledger verifier that every test's data must pass (config/console/verification.py): the tables
+# The checks of the ledger verifier that every test's data must pass (console/verification.py): the tables
 # derived from the ledger as it is written. Draft invoices and settled credit-pool periods are left to their own
 # tests: a test may well leave a draft generated before its last events, which is stale, not drift.
 VERIFIED_AFTER_EACH_TEST = ("rollup", "rollup_backlog", "idempotency_keys", "matter_attributions")
@@ -64,8 +64,8 @@ def _ledger_verified(request):
     # Requested here, so that the database is torn down (rolled back, flushed) only after this check.
     request.getfixturevalue(database or ("transactional_db" if validate_django_db(marker)[0] else "db"))
     yield
-    from config.console.verification import ledger_verify
-    from config.core import clock
+    from console.verification import ledger_verify
+    from core import clock
     from customers.models import UsageEvent
 
     if not UsageEvent.objects.exists():

@@ -4,8 +4,8 @@ from decimal import Decimal
 
 import factory
 
-from config.accounts.models import Book, Membership, Organization, User
-from config.accounts.services import organization_ensure
+from accounts.models import Book, Membership, Organization, User
+from accounts.services import organization_ensure
 from customers.models import RollupBacklog, UsageEventKey
 
 

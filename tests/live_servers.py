@@ -60,8 +60,8 @@ SEED = """
 import json
 from decimal import Decimal
 from django.core.management import call_command
-from config.accounts.models import User
-from config.accounts.services import api_key_mint, member_ensure, organization_ensure
+from accounts.models import User
+from accounts.services import api_key_mint, member_ensure, organization_ensure
 from tests.factories import ServiceEntryFactory
 
 call_command("migrate", interactive=False, verbosity=0)

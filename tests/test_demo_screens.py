@@ -18,9 +18,9 @@ import pytest
 from django.core.management import call_command
 from playwright.sync_api import expect
 
-from config.accounts.models import User
-from config.core import clock
-from config.demo.book import OWNER_EMAIL
+from accounts.models import User
+from core import clock
+from console.demo.book import OWNER_EMAIL
 from tests.browser import chromium  # noqa: F401 (the fixture)
 from tests.conftest import KeyClient
 
@@ -30,7 +30,7 @@ PASSWORD = "demo-console-pass-1"
 # The demo is written as of this instant, and the live server's clock is held there: the month so far has 24
 # days of usage whatever day the suite runs on.
 NOW = datetime(2025, 6, 24, 15, 0, tzinfo=timezone.utc)
-POOL_CUSTOMER = "stark-industries"  # the demo's pool near empty (config/demo/book.py)
+POOL_CUSTOMER = "stark-industries"  # the demo's pool near empty (console/demo/book.py)
 
 
 def dollars(amount: Decimal) -> str:

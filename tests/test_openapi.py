@@ -11,7 +11,7 @@ from django.core.management import call_command
 from drf_spectacular.drainage import GENERATOR_STATS
 from drf_spectacular.generators import SchemaGenerator
 
-from config.accounts.api import OrgApiView
+from accounts.api import OrgApiView
 from tests.routes import DOCUMENTATION_ROUTES, api_routes
 
 ERROR_REF = {"$ref": "#/components/schemas/Error"}

@@ -9,9 +9,9 @@ from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
 
-from config.accounts.models import ApiKey, Book, User
-from config.core import clock
-from config.demo.book import ORGANIZATION, OWNER_EMAIL
+from accounts.models import ApiKey, Book, User
+from core import clock
+from console.demo.book import ORGANIZATION, OWNER_EMAIL
 from tests.conftest import KeyClient
 
 pytestmark = pytest.mark.django_db

@@ -17,8 +17,8 @@ from uuid import UUID
 from analytics.selectors.coverage import book_segments
 from analytics.selectors.usage import names_of, resolve_filters
 from billing.models import Subscription
-from config.core.clock import day_start
-from config.core.scoping import get_owned, owned
+from core.clock import day_start
+from core.scoping import get_owned, owned
 from customers.models import Agent, Signal
 from customers.usage_sums import Scope, Segment, Sums, Window, grand_total, orphaned, regroup, rollup_sums
 

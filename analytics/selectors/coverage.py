@@ -5,8 +5,8 @@ from collections.abc import Iterable
 
 from billing.models import Subscription
 from billing.pricing.attribution import cost_intervals
-from config.core.money import ZERO
-from config.core.scoping import owned
+from core.money import ZERO
+from core.scoping import owned
 from customers.usage_sums import Scope, Segment, Window, rollup_sums
 
 

@@ -17,9 +17,9 @@ from uuid import UUID
 from django.db.models import Q, Sum
 
 from billing.models import Invoice
-from config.core.clock import month_window
-from config.core.money import ZERO
-from config.core.scoping import owned
+from core.clock import month_window
+from core.money import ZERO
+from core.scoping import owned
 from customers.usage_sums import Window
 
 BILLED = ("issued", "overdue")

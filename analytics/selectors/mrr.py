@@ -20,8 +20,8 @@ from billing.models import ChargeType, Subscription, SubscriptionStatus
 from billing.pricing.attribution import billing_claims
 from billing.pricing.engine import MONTHS, agent_earned, price_quantity
 from billing.pricing.terms import current_terms, live_strategies, terms_timelines
-from config.core.money import ZERO
-from config.core.scoping import get_owned, owned
+from core.money import ZERO
+from core.scoping import get_owned, owned
 from customers.models import Customer
 from customers.usage_sums import Window
 

@@ -31,8 +31,8 @@ from billing.pricing.periods import cycle_containing, local_date, local_midnight
 from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, schedule_of, subscription_terms,
                                    terms_timelines)
 from billing.selectors.subscriptions import subscription_get
-from config.core.money import ZERO
-from config.core.scoping import owned
+from core.money import ZERO
+from core.scoping import owned
 from customers.models import Customer
 from customers.selectors import customer_get
 from customers.usage_sums import Scope, Sums, Window, grand_total, rollup_sums

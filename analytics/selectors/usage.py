@@ -7,8 +7,8 @@ from datetime import date
 from decimal import Decimal
 from uuid import UUID
 
-from config.core.money import ZERO
-from config.core.scoping import get_owned, owned
+from core.money import ZERO
+from core.scoping import get_owned, owned
 from customers.models import Agent, Customer, Signal
 from customers.usage_sums import Scope, Sums, Window, grand_total, orphaned, rollup_sums
 

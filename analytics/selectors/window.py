@@ -1,8 +1,8 @@
 """The window of an analytics read from its `startDate`/`endDate` query parameters (spec §8)."""
 from datetime import date, datetime, timedelta
 
-from config.core.clock import UTC, day_start
-from config.core.errors import Unprocessable
+from core.clock import UTC, day_start
+from core.errors import Unprocessable
 from customers.usage_sums import Window
 
 DEFAULT_WINDOW_DAYS = 30

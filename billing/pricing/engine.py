@@ -11,7 +11,7 @@ from decimal import Context, Decimal, InvalidOperation, localcontext
 from typing import Callable, Iterable, Mapping, Sequence
 
 from billing.pricing.periods import first_uncovered_day, local_date
-from config.core.money import ZERO, to_cents
+from core.money import ZERO, to_cents
 
 USAGE, RECURRING, ONETIME, SEAT_BASED = "usage", "recurring", "onetime", "seat_based"
 PRORATED = "prorated"  # the line that carries a subscription's proratedAmount

@@ -14,9 +14,9 @@ from billing.pricing.periods import cycle_containing, first_uncovered_day, local
 from billing.pricing.terms import (PlanTerms, PricedStrategy, captured_terms, current_terms, effective_end, schedule_of,
                                    subscription_terms)
 from billing.pricing.usage import billed_usage
-from config.core.money import to_cents
-from config.core.scoping import owned
-from config.core.serialization import decimal_text
+from core.money import to_cents
+from core.scoping import owned
+from core.serialization import decimal_text
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
 from zoneinfo import ZoneInfo
 
-from config.core.clock import is_valid_timezone  # noqa: F401  (part of this module's interface)
+from core.clock import is_valid_timezone  # noqa: F401  (part of this module's interface)
 
 UTC = dt_timezone.utc
 MONTHLY, YEARLY, CUSTOM = "monthly", "yearly", "custom"

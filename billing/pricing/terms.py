@@ -24,10 +24,10 @@ from uuid import UUID
 from billing.models import ChargeType, Invoice, InvoiceStatus, PricingStrategy, Subscription
 from billing.pricing.engine import StrategyTerms, SubscriptionTerms
 from billing.pricing.periods import Schedule, first_uncovered_day, local_date
-from config.core.errors import Unprocessable
-from config.core.money import ZERO
-from config.core.scoping import owned
-from config.core.serialization import decimal_text
+from core.errors import Unprocessable
+from core.money import ZERO
+from core.scoping import owned
+from core.serialization import decimal_text
 
 
 @dataclass(frozen=True)

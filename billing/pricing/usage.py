@@ -17,7 +17,7 @@ from django.db.models import Case, CharField, Q, Value, When
 from billing.models import Subscription
 from billing.pricing.attribution import Claim, billing_claims
 from billing.pricing.terms import terms_timelines
-from config.core.scoping import owned
+from core.scoping import owned
 from customers.models import UsageEvent
 from customers.usage_sums import event_sums
 

@@ -30,9 +30,9 @@ from billing.pricing.lines import pool_units
 from billing.pricing.periods import next_period, period_containing
 from billing.pricing.terms import priced_strategy, schedule_of
 from billing.pricing.usage import billed_usage
-from config.core.errors import NotFound
-from config.core.money import ZERO, ExactField, decimal_or_none, quantized
-from config.core.scoping import not_found, owned
+from core.errors import NotFound
+from core.money import ZERO, ExactField, decimal_or_none, quantized
+from core.scoping import not_found, owned
 
 HUNDRED = Decimal(100)
 PERCENT_PLACES = Decimal("0.01")

@@ -4,8 +4,8 @@ from decimal import Decimal
 from django.db.models import Count, F, Prefetch, Sum
 
 from billing.models import Invoice, InvoiceLine, InvoiceStatus, Payment
-from config.core.money import ZERO
-from config.core.scoping import get_owned, owned
+from core.money import ZERO
+from core.scoping import get_owned, owned
 
 
 def invoice_list(*, book):

@@ -1,7 +1,7 @@
 from django.db.models import Prefetch
 
 from billing.models import PlanAgent, PricingPlan, PricingStrategy
-from config.core.scoping import get_owned, owned
+from core.scoping import get_owned, owned
 
 
 def plan_list(*, book):

@@ -1,5 +1,5 @@
 from billing.models import Subscription, SubscriptionChange
-from config.core.scoping import get_owned, owned
+from core.scoping import get_owned, owned
 
 
 def subscription_list(*, book):

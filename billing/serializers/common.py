@@ -8,8 +8,8 @@ from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from config.core.clock import MAX_YEAR, MIN_YEAR, UTC
-from config.core.serialization import JsonObjectIn  # noqa: F401  (re-exported for the billing serializers)
+from core.clock import MAX_YEAR, MIN_YEAR, UTC
+from core.serialization import JsonObjectIn  # noqa: F401  (re-exported for the billing serializers)
 
 INT32_MAX = 2_147_483_647  # the largest value of a PositiveIntegerField column
 

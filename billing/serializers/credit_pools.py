@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from config.core.serialization import DecimalIn, DecimalNumber, Flag
+from core.serialization import DecimalIn, DecimalNumber, Flag
 
 MAX_PERCENT = 100
 

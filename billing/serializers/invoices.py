@@ -4,8 +4,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.serializers.common import AllOptional, InstantIn, UuidIn
-from config.core.money import CENTS_DIGITS, CENTS_PLACES
-from config.core.serialization import DecimalIn, DecimalNumber
+from core.money import CENTS_DIGITS, CENTS_PLACES
+from core.serialization import DecimalIn, DecimalNumber
 
 HUNDRED = Decimal(100)
 

@@ -3,7 +3,7 @@ from decimal import Decimal
 from rest_framework import serializers
 
 from billing.serializers.common import AllOptional, JsonObjectIn, RefusesFields, UuidIn
-from config.core.serialization import DecimalIn, Flag
+from core.serialization import DecimalIn, Flag
 
 LINKS_ONLY_THROUGH_LINK_ROUTES = ("Agent links change only through POST /v1/pricing-plans/{planId}/agents "
                                   "and DELETE /v1/pricing-plans/{planId}/agents/{agentId}.")

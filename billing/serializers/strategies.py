@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from billing.models import BillingFrequency, ChargeType, PricingModel
 from billing.serializers.common import AllOptional, UuidIn
-from config.core.serialization import DecimalIn, DecimalNumber, Flag, decimal_number
+from core.serialization import DecimalIn, DecimalNumber, Flag, decimal_number
 
 ZERO = Decimal(0)
 

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from billing.models import BillingCycle, BillingModel, SubscriptionChange, SubscriptionStatus
 from billing.pricing.periods import is_valid_timezone
 from billing.serializers.common import INT32_MAX, AllOptional, InstantIn, JsonObjectIn, RefusesFields, UuidIn
-from config.core.serialization import DecimalIn, DecimalNumber, Flag
+from core.serialization import DecimalIn, DecimalNumber, Flag
 
 FIXED_AT_CREATION = ("Cannot be changed after creation; to bill on another schedule, end the subscription and "
                      "create a new one.")

@@ -4,8 +4,8 @@ from decimal import Decimal
 from uuid import UUID
 
 from billing.models import PricingStrategy, Subscription, SubscriptionChange
-from config.core.scoping import owned
-from config.core.serialization import decimal_number
+from core.scoping import owned
+from core.serialization import decimal_number
 
 SYSTEM_ACTOR = "system"
 Kind = SubscriptionChange.Kind

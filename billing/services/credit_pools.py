@@ -19,13 +19,13 @@ from billing.pricing.lines import pool_units
 from billing.selectors.credit_pools import (HUNDRED, PERIOD, TOPUP, CreditBalance, Pool, balance_cache_refresh,
                                             credit_balance_get, credit_balance_list, pending_settlements, pool_for)
 from billing.services.changelog import Kind, changelog_add
-from config.accounts.models import Book
-from config.accounts.selectors import billing_recipients
-from config.core.emails import send_templated
-from config.core.errors import BadRequest, Conflict
-from config.core.jobs import BookFailures
-from config.core.scoping import get_owned, owned
-from config.core.serialization import decimal_text
+from accounts.models import Book
+from accounts.selectors import billing_recipients
+from core.emails import send_templated
+from core.errors import BadRequest, Conflict
+from core.jobs import BookFailures
+from core.scoping import get_owned, owned
+from core.serialization import decimal_text
 
 Stage, Outcome = CreditPoolAlert.Stage, CreditPoolAlert.Outcome
 

@@ -25,11 +25,11 @@ from billing.pricing.lines import billing_window, invoice_terms, priced_lines, t
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
 from billing.pricing.periods import local_date, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, schedule_of
-from config.core.errors import ApiError, BadRequest, Conflict, NotFound, Unprocessable
-from config.core.jobs import BookFailures
-from config.core.money import CENTS_DIGITS, CENTS_PLACES, EXACT_DIGITS, EXACT_PLACES
-from config.core.scoping import get_owned, owned
-from config.webhooks.models import EventType
+from core.errors import ApiError, BadRequest, Conflict, NotFound, Unprocessable
+from core.jobs import BookFailures
+from core.money import CENTS_DIGITS, CENTS_PLACES, EXACT_DIGITS, EXACT_PLACES
+from core.scoping import get_owned, owned
+from webhooks.models import EventType
 from customers.models import Customer
 
 logger = logging.getLogger("billing.invoices")

@@ -22,10 +22,10 @@ from billing import stripe_gateway
 from billing.events import invoice_event, payment_event
 from billing.models import Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
 from billing.pay_links import pay_token_digest
-from config.core.errors import BadRequest, Conflict, Forbidden
-from config.core.money import ZERO, from_minor_units, to_minor_units
-from config.core.scoping import get_owned, owned
-from config.webhooks.models import EventType
+from core.errors import BadRequest, Conflict, Forbidden
+from core.money import ZERO, from_minor_units, to_minor_units
+from core.scoping import get_owned, owned
+from webhooks.models import EventType
 
 logger = logging.getLogger("billing.payments")
 

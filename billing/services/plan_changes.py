@@ -20,12 +20,12 @@ from billing.pricing.periods import period_as_of, period_containing
 from billing.pricing.terms import effective_end, schedule_of
 from billing.events import subscription_event
 from billing.services.changelog import Kind, changelog_add, json_value
-from config.webhooks.models import EventType
+from webhooks.models import EventType
 from billing.services.invoices import invoice_generate, invoices_fit_to_end
 from billing.services.subscriptions import (_customer_locked_quietly, _fit_period_to_end, _local_instant,
                                             _refuse_overlap, _set_period)
-from config.core.errors import Conflict, NotFound, Unprocessable
-from config.core.scoping import get_owned, owned
+from core.errors import Conflict, NotFound, Unprocessable
+from core.scoping import get_owned, owned
 
 Status = SubscriptionStatus
 # What the new subscription takes over from the one it replaces (contract: customer, agent, billing day,

@@ -7,10 +7,10 @@ from django.db.models import ProtectedError
 from django.db.models.deletion import RestrictedError
 
 from billing.models import PlanAgent, PricingPlan, PricingStrategy, Subscription, SubscriptionStatus
-from config.core.errors import BadRequest, Conflict, NotFound
-from config.core.money import to_exact
-from config.core.scoping import get_owned, owned
-from config.core.serialization import decimal_text
+from core.errors import BadRequest, Conflict, NotFound
+from core.money import to_exact
+from core.scoping import get_owned, owned
+from core.serialization import decimal_text
 from customers.models import Agent
 
 HUNDRED = Decimal(100)

@@ -8,9 +8,9 @@ from django.db import transaction
 
 from billing.models import BillingFrequency, ChargeType, PlanAgent, PricingModel, PricingPlan, PricingStrategy
 from billing.services.changelog import json_value, price_update_record, pricing_terms
-from config.core.errors import BadRequest, NotFound
-from config.core.scoping import get_owned, owned
-from config.core.serialization import decimal_text
+from core.errors import BadRequest, NotFound
+from core.scoping import get_owned, owned
+from core.serialization import decimal_text
 from customers.models import Agent, Signal
 
 ZERO = Decimal(0)

@@ -11,10 +11,10 @@ from billing.models import BillingCycle, PlanAgent, PricingPlan, Subscription, S
 from billing.pricing.periods import Period, cycle_containing, is_valid_timezone, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, schedule_of
 from billing.services.changelog import SYSTEM_ACTOR, Kind, changelog_add, diff, json_value
-from config.core.errors import BadRequest, Conflict, NotFound, Unprocessable
-from config.core.jobs import BookFailures
-from config.core.scoping import get_owned, owned
-from config.webhooks.models import EventType
+from core.errors import BadRequest, Conflict, NotFound, Unprocessable
+from core.jobs import BookFailures
+from core.scoping import get_owned, owned
+from webhooks.models import EventType
 from customers.models import Agent, Customer
 
 Status = SubscriptionStatus

@@ -5,10 +5,10 @@ from billing.selectors.credit_pools import cached_read, credit_balance_get, cred
 from billing.serializers.credit_pools import (CreditAlertsPauseIn, CreditAlertsPauseOut, CreditBalanceListOut,
                                               CreditBalanceOut, CreditBalanceQueryIn, CreditTopupIn, CreditTopupOut)
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
-from config.accounts.api import MONEY_ROLES, OrgApiView
-from config.core import clock
-from config.core.openapi import ErrorOut
-from config.core.serialization import decimal_text, parse
+from accounts.api import MONEY_ROLES, OrgApiView
+from core import clock
+from core.openapi import ErrorOut
+from core.serialization import decimal_text, parse
 
 # Spec §8 and contract.md: balance reads may be kept privately for up to 30 seconds.
 BALANCE_CACHE_CONTROL = "private, max-age=30"

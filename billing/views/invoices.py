@@ -14,12 +14,12 @@ from billing.serializers.invoices import (InvoiceGenerateIn, InvoiceListOut, Inv
 from billing.services.invoices import invoice_generate, invoice_send, invoice_update, invoice_void
 from billing.services.payments import refund_create, stripe_event_handle
 from billing.stripe_gateway import verify_event
-from config.accounts.api import MONEY_ROLES, OrgApiView
-from config.core import clock
-from config.core.filtering import filtered
-from config.core.openapi import ErrorOut
-from config.core.pagination import has_more_response
-from config.core.serialization import parse
+from accounts.api import MONEY_ROLES, OrgApiView
+from core import clock
+from core.filtering import filtered
+from core.openapi import ErrorOut
+from core.pagination import has_more_response
+from core.serialization import parse
 
 EMAIL_FAILED = OpenApiResponse(ErrorOut, description="The email backend refused the message; the invoice stays "
                                                      "pending (send again).")

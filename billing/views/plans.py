@@ -7,11 +7,11 @@ from billing.serializers.common import page_of
 from billing.serializers.plans import PlanAgentLinkIn, PlanCopyIn, PlanCreateIn, PlanOut, PlanUpdateIn
 from billing.services.plans import (plan_agent_link, plan_agent_unlink, plan_copy, plan_create, plan_delete,
                                     plan_update)
-from config.accounts.api import OrgApiView
-from config.core.filtering import filtered
-from config.core.openapi import ErrorOut
-from config.core.pagination import page_response
-from config.core.serialization import parse
+from accounts.api import OrgApiView
+from core.filtering import filtered
+from core.openapi import ErrorOut
+from core.pagination import page_response
+from core.serialization import parse
 
 
 class PlanListCreateApi(OrgApiView):

@@ -7,11 +7,11 @@ from billing.serializers.common import page_of
 from billing.serializers.strategies import (StrategyBatchIn, StrategyBatchOut, StrategyIn, StrategyOut,
                                             StrategyPatchIn)
 from billing.services.strategies import strategies_batch, strategies_create, strategy_delete, strategy_update
-from config.accounts.api import OrgApiView
-from config.core import clock
-from config.core.filtering import filtered
-from config.core.pagination import page_response
-from config.core.serialization import parse, parse_many
+from accounts.api import OrgApiView
+from core import clock
+from core.filtering import filtered
+from core.pagination import page_response
+from core.serialization import parse, parse_many
 
 
 class StrategyListApi(OrgApiView):

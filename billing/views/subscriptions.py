@@ -7,12 +7,12 @@ from billing.serializers.subscriptions import (SubscriptionChangeOut, Subscripti
                                                SubscriptionInvoiceDatesIn, SubscriptionOut, SubscriptionUpdateIn)
 from billing.services.plan_changes import subscription_change_plan, subscription_plan_change_withdraw
 from billing.services.subscriptions import subscription_create, subscription_update
-from config.accounts.api import OrgApiView
-from config.core import clock
-from config.core.filtering import filtered
-from config.core.openapi import ErrorOut
-from config.core.pagination import array_response
-from config.core.serialization import parse
+from accounts.api import OrgApiView
+from core import clock
+from core.filtering import filtered
+from core.openapi import ErrorOut
+from core.pagination import array_response
+from core.serialization import parse
 
 
 class SubscriptionListCreateApi(OrgApiView):

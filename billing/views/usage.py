@@ -4,8 +4,8 @@ from rest_framework.response import Response
 from billing.recording import usage_record
 from billing.serializers.usage import (USAGE_RECORD_ANSWER_EXAMPLE, USAGE_RECORD_REQUEST_EXAMPLE, UsageRecordBatchIn,
                                        UsageRecordOut)
-from config.accounts.api import ALL_SCOPES, OrgApiView
-from config.core import clock
+from accounts.api import ALL_SCOPES, OrgApiView
+from core import clock
 
 
 class UsageRecordApi(OrgApiView):

@@ -5,7 +5,7 @@ from django.db import migrations
 
 def load_catalog(apps, schema_editor):
     from catalog.services import catalog_load
-    from config.core import clock
+    from core import clock
 
     catalog_load(now=clock.now(), service_model=apps.get_model("catalog", "ServiceEntry"))
 

@@ -13,14 +13,14 @@ from functools import partial
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from config.accounts.models import Book, Membership
-from config.accounts.api import MONEY_ROLES
-from config.core import clock
-from config.core.emails import send_templated
-from config.core.errors import BadRequest, Conflict
-from config.core.jobs import BookFailures
-from config.core.money import to_cents
-from config.core.scoping import get_owned, owned
+from accounts.models import Book, Membership
+from accounts.api import MONEY_ROLES
+from core import clock
+from core.emails import send_templated
+from core.errors import BadRequest, Conflict
+from core.jobs import BookFailures
+from core.money import to_cents
+from core.scoping import get_owned, owned
 from controls.events import customer_alert_triggered
 from controls.metrics import customer_metric_value
 from controls.models import CustomerAlert, CustomerAlertFiring, Notification, WindowMode

@@ -8,13 +8,13 @@ from functools import partial
 from django.db import IntegrityError, transaction
 from django.db.models import Max, Q
 
-from config.accounts.models import Book
-from config.accounts.selectors import billing_recipients
-from config.core.emails import send_templated
-from config.core.errors import BadRequest, Conflict
-from config.core.jobs import BookFailures
-from config.core.money import ZERO
-from config.core.scoping import get_owned, owned
+from accounts.models import Book
+from accounts.selectors import billing_recipients
+from core.emails import send_templated
+from core.errors import BadRequest, Conflict
+from core.jobs import BookFailures
+from core.money import ZERO
+from core.scoping import get_owned, owned
 from controls.events import spend_cap_threshold_crossed
 from controls.models import CapMode, CapScope, Device, SpendCap, SpendCapAlert
 from controls.selectors import period_window, spend_by_developer, spend_totals

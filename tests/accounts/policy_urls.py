@@ -2,8 +2,8 @@
 from django.urls import path
 from rest_framework.response import Response
 
-from config.accounts.api import ALL_SCOPES, OrgApiView
-from config.core.errors import Conflict
+from accounts.api import ALL_SCOPES, OrgApiView
+from core.errors import Conflict
 from config.urls import urlpatterns as project_patterns
 
 

@@ -3,10 +3,10 @@ import re
 
 import pytest
 
-from config.accounts.api import client_ip
-from config.accounts.models import ApiKey
-from config.core import clock
-from config.accounts.services import api_key_revoke
+from accounts.api import client_ip
+from accounts.models import ApiKey
+from core import clock
+from accounts.services import api_key_revoke
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.accounts.policy_urls")]
 

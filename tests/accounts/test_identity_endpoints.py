@@ -1,7 +1,7 @@
 """GET /v1/verify, GET /v1/me/key and the user-session-only routes."""
 import pytest
 
-from config.accounts.models import Membership
+from accounts.models import Membership
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -49,8 +49,8 @@ def test_user_session_route_without_session_is_401(anonymous):
 def test_signed_in_user_reads_their_profile_and_accepts_an_invitation(org, anonymous, settings):
     from rest_framework.test import APIClient
 
-    from config.accounts.services import invitation_create
-    from config.core import clock
+    from accounts.services import invitation_create
+    from core import clock
 
     owner = UserFactory(email="boss@acme.example")
     Membership.objects.create(organization=org, user=owner, role="owner")

@@ -4,7 +4,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from config.accounts.models import ApiKey, Book, Membership, Organization, User
+from accounts.models import ApiKey, Book, Membership, Organization, User
 
 pytestmark = pytest.mark.django_db
 

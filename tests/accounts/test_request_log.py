@@ -3,9 +3,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from config.accounts.models import ApiRequestLog
-from config.accounts.request_log import LogEntry, buffer, flush_request_log
-from config.core import clock
+from accounts.models import ApiRequestLog
+from accounts.request_log import LogEntry, buffer, flush_request_log
+from core import clock
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls("tests.accounts.policy_urls")]
 
@@ -70,7 +70,7 @@ def test_the_writer_thread_keeps_one_connection_across_writes_and_closes_it_when
 
     from django.db.backends.signals import connection_created
 
-    from config.accounts.request_log import RequestLogBuffer
+    from accounts.request_log import RequestLogBuffer
 
     settings.API_REQUEST_LOG_FLUSH_SECONDS = 0.05
     opened, closed = [], []
@@ -108,7 +108,7 @@ def test_the_writer_thread_ends_with_its_connection_once_entries_are_written_as_
 
     from django.db.backends.signals import connection_created
 
-    from config.accounts.request_log import RequestLogBuffer
+    from accounts.request_log import RequestLogBuffer
 
     settings.API_REQUEST_LOG_FLUSH_SECONDS = 0.05
     closed = []

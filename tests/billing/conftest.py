@@ -5,7 +5,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from config.core import clock
+from core import clock
 from tests.billing.support import create_plan
 from tests.factories import AgentFactory, CustomerFactory, SignalFactory
 

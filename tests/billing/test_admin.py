@@ -3,7 +3,7 @@ import pytest
 from django.test import Client
 
 from billing.models import CreditGrant, CreditPoolAlert, PlanAgent
-from config.accounts.models import Membership
+from accounts.models import Membership
 from tests.billing.conftest import NOW
 from tests.billing.pools import pool_subscription, run_jobs, topup, use
 from tests.billing.support import create_strategies, create_subscription, recurring

@@ -5,7 +5,7 @@ from decimal import Decimal as D
 
 import pytest
 
-from config.accounts.models import Membership, User
+from accounts.models import Membership, User
 from customers.models import UsageEvent
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ from billing.models import CreditPoolAlert, SubscriptionChange
 from billing.selectors.credit_pools import pool_subscription_ids
 from billing.services.credit_pools import credit_pool_alerts_evaluate
 from billing.tasks import evaluate_credit_pool_alerts_task
-from config.accounts.services import member_ensure
+from accounts.services import member_ensure
 from config.celery import app as celery_app
 from tests.billing.pools import another_chain, balance, pause, pool_subscription, run_jobs, topup, use
 from tests.billing.support import create_strategies, create_subscription, error, flat_usage, ok

@@ -12,8 +12,8 @@ import pytest
 from django.test import Client
 
 from billing.models import Invoice, Payment
-from config.accounts.models import User
-from config.accounts.services import member_ensure
+from accounts.models import User
+from accounts.services import member_ensure
 from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, draft, pay, recurring
 from tests.billing.support import ok
 

@@ -12,7 +12,7 @@ from django.test import Client
 
 from billing.models import Invoice, Payment, Refund
 from billing.services.payments import LocalCheckoutDisabled, invoice_pay_locally
-from config.core import clock
+from core import clock
 from tests.billing.invoice_support import (WEBHOOK_SECRET, billing_chain, draft, event, pay, post_webhook,
                                            recurring, stripe_event, stripe_signature, usage)
 from tests.billing.support import error, ok

@@ -136,7 +136,7 @@ def test_the_rollup_and_analytics_hold_sums_past_any_column_of_an_event(api, boo
 
 def test_an_invoice_beyond_what_it_holds_is_a_422_naming_the_line_at_any_magnitude_and_dashboards_still_show(
         api, book, client, django_user_model):
-    from config.accounts.services import member_ensure
+    from accounts.services import member_ensure
     from tests.billing.invoice_support import billing_chain
 
     chain = billing_chain(api, book, [{"chargeType": "usage", "pricingModel": "flat",

@@ -11,7 +11,7 @@ from billing.pricing.engine import (
     fee_for_period, flat, graduated, invoice_totals, period_lines, price_quantity, prorate, strategy_line,
     tier_errors, volume,
 )
-from config.core.money import to_cents
+from core.money import to_cents
 
 UTC = dt_timezone.utc
 TIERS = (Tier(D(0), D(100), D("0.10")), Tier(D(100), None, D("0.05")))

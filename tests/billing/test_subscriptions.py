@@ -92,7 +92,7 @@ def test_create_with_an_unknown_reference_is_404(api, chain, field):
 
 
 def test_a_deleted_customer_is_404(api, chain):
-    from config.core import clock
+    from core import clock
     chain.customer.deleted_at = clock.now()
     chain.customer.save()
     error(api.post("/v1/subscriptions", subscription_body(chain)), 404)

@@ -4,7 +4,7 @@ import pytest
 
 from billing.followup import CLOCK_MARGIN_SECONDS, DELAY_SECONDS, usage_followup_schedule, usage_followup_take
 from billing.tasks import usage_followup_task
-from config.core.redis_client import redis_client
+from core.redis_client import redis_client
 from customers.models import RollupBacklog
 from tests.analytics.support import models, rec, record, scanned, stored  # noqa: F401
 
@@ -113,7 +113,7 @@ def without_redis(monkeypatch):
     """The zero-setup `make run`: no Redis, so no worker. Yields the in-process follow-ups, which only run
     when the test flushes them (a delay no test waits for)."""
     from billing import followup
-    from config.core.background import Coalescer
+    from core.background import Coalescer
 
     monkeypatch.setattr(followup, "redis_client", lambda: None)
     in_process = Coalescer("usage-followup-test", followup._run_in_process, delay=3600)

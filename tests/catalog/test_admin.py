@@ -3,7 +3,7 @@ import pytest
 from django.test import Client
 
 from catalog.models import ModelAlias, ServiceEntry
-from config.accounts.services import member_ensure
+from accounts.services import member_ensure
 
 pytestmark = pytest.mark.django_db
 

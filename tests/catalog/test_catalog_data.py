@@ -10,7 +10,7 @@ from catalog.models import ServiceEntry
 from catalog.services import catalog_load
 from catalog.sources import (CURATED_FILE, LITELLM_FILE, catalog_name, catalog_provider, catalog_rows, corrected,
                              corrections)
-from config.core import clock
+from core import clock
 from scripts import refresh_litellm_prices as refresh
 
 pytestmark = pytest.mark.django_db

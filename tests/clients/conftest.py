@@ -15,8 +15,8 @@ from django.test.utils import setup_databases, teardown_databases
 from pytest_django.live_server_helper import LiveServer
 
 from catalog.models import ServiceEntry
-from config.accounts.models import Organization, User
-from config.accounts.services import api_key_mint, member_ensure
+from accounts.models import Organization, User
+from accounts.services import api_key_mint, member_ensure
 from tests.factories import OrganizationFactory, book_of
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM must not fetch its price map

@@ -9,9 +9,9 @@ import pytest
 from agentbilling import (AuthenticationError, BadRequestError, Client, ConflictError, KeyRevokedError,
                           NotFoundError, PermissionDeniedError, RateLimitError)
 from catalog.models import ServiceEntry
-from config.accounts import throttling
-from config.accounts.services import api_key_revoke_raw
-from config.core import clock
+from accounts import throttling
+from accounts.services import api_key_revoke_raw
+from core import clock
 from tests.clients.conftest import llm_cost
 
 pytestmark = pytest.mark.usefixtures("database")

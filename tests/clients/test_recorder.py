@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from agentbilling import AsyncRecorder, Recorder, RetryPolicy
-from config.accounts import throttling
+from accounts import throttling
 from customers.models import UsageEvent
 from tests.clients.conftest import llm_cost
 from tests.clients.fake_http import FakeServer, json_answer

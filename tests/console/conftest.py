@@ -3,8 +3,8 @@
 import pytest
 from django.test import Client
 
-from config.accounts.models import User
-from config.accounts.services import member_ensure
+from accounts.models import User
+from accounts.services import member_ensure
 from tests.billing.conftest import NOW, frozen_now  # noqa: F401 (NOW for the tests, the fixture)
 
 

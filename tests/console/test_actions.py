@@ -6,9 +6,9 @@ import pytest
 
 from billing.models import CreditGrant, Invoice, Payment, Refund, Subscription, SubscriptionChange
 from catalog.models import ModelAlias, ServiceEntry
-from config.accounts.keys import key_digest
-from config.accounts.models import ApiKey, Membership
-from config.jobs.models import Job
+from accounts.keys import key_digest
+from accounts.models import ApiKey, Membership
+from jobs.models import Job
 from customers.models import EventStatus
 from matters.models import MatterAttribution
 from tests.billing.invoice_support import (JAN, WEBHOOK_SECRET, billing_chain, credit_pool, draft, pay, recurring,

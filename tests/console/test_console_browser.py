@@ -16,9 +16,9 @@ from django.core.management import call_command
 from playwright.sync_api import expect
 
 from billing.models import CreditGrant, Invoice
-from config.accounts.models import User
-from config.accounts.services import member_ensure
-from config.core import clock
+from accounts.models import User
+from accounts.services import member_ensure
+from core import clock
 from tests.analytics.support import record
 from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, credit_pool, generate, pay, recurring, usage
 from tests.billing.support import ok

@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import expect
 
 from billing.models import Invoice, Payment
-from config.demo.book import OWNER_EMAIL
+from console.demo.book import OWNER_EMAIL
 from tests.browser import chromium  # noqa: F401 (the fixture)
 from tests.test_demo_screens import PASSWORD, demo, dollars, units  # noqa: F401 (the fixture)
 

@@ -1,4 +1,4 @@
-"""The ledger verifier (config/console/verification.py, `manage.py ledger_verify`, the scheduled job): every
+"""The ledger verifier (console/verification.py, `manage.py ledger_verify`, the scheduled job): every
 derived figure recomputed from the ledger; drift reported per book with what differs and by how much; repair
 rewrites derived rows only, never the ledger."""
 import logging
@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.db import connection
 
 from billing.models import CreditGrant, InvoiceLine
-from config.console.models import LedgerDrift
-from config.console.verification import ledger_verify, ledger_verify_all
+from console.models import LedgerDrift
+from console.verification import ledger_verify, ledger_verify_all
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
 from customers.rollup import analytics_rollup_catch_up
 from tests.billing.invoice_support import billing_chain
@@ -149,7 +149,7 @@ def test_a_draft_invoice_whose_lines_differ_from_its_claims_is_drift_and_repair_
 
 
 def test_a_settled_credit_pool_period_that_differs_from_the_ledger_is_drift_and_repaired(api, book, monkeypatch):
-    from config.core import clock
+    from core import clock
 
     from tests.billing.pools import pool_strategy, pool_subscription, run_jobs, use
     from tests.factories import AgentFactory, CustomerFactory, SignalFactory

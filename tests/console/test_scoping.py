@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from billing.models import Invoice, PlanAgent, PricingPlan
 from catalog.models import ServiceEntry
-from config.accounts.models import User
+from accounts.models import User
 from matters.models import Matter, MatterRule
 from tests.console.conftest import action
 from tests.console.world import populate

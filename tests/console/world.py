@@ -6,10 +6,10 @@ from decimal import Decimal
 
 from billing.models import (CreditGrant, CreditPoolAlert, Invoice, Payment, Refund, SubscriptionChange)
 from catalog.models import ModelAlias, PriceOverride, ServiceEntry
-from config.accounts.models import ApiRequestLog, Invitation
-from config.accounts.services import api_key_mint, member_ensure
-from config.jobs.models import Job
-from config.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
+from accounts.models import ApiRequestLog, Invitation
+from accounts.services import api_key_mint, member_ensure
+from jobs.models import Job
+from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from controls.models import CustomerAlert, CustomerAlertFiring, Device, Notification, SpendCap, SpendCapAlert
 from customers.models import UsageDailyRollup
 from customers.rollup import analytics_rollup_catch_up

@@ -5,8 +5,8 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 
-from config.accounts.services import member_ensure
-from config.core import clock
+from accounts.services import member_ensure
+from core import clock
 from customers.models import CODING_AGENT_CODE, Agent, Customer, EventStatus, Signal
 from tests.factories import CustomerFactory, UsageEventFactory
 

@@ -2,8 +2,8 @@
 import pytest
 from django.test import Client
 
-from config.accounts.models import User
-from config.accounts.services import member_ensure
+from accounts.models import User
+from accounts.services import member_ensure
 from controls.models import Notification
 from controls.services.customer_alerts import customer_alerts_evaluate
 from tests.controls.conftest import NOW

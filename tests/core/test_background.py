@@ -1,7 +1,7 @@
-"""The in-process runner of work that follows a request when there is no worker (config/core/background.py)."""
+"""The in-process runner of work that follows a request when there is no worker (core/background.py)."""
 import threading
 
-from config.core.background import Coalescer
+from core.background import Coalescer
 
 
 def test_items_added_to_a_key_within_the_delay_run_once_together_on_the_runner_thread():

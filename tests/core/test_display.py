@@ -1,10 +1,10 @@
-"""How people read values, one way in the console, the portal and the invoice documents (config/core/display.py)."""
+"""How people read values, one way in the console, the portal and the invoice documents (core/display.py)."""
 from datetime import date, datetime, timezone
 from decimal import Decimal as D
 
 import pytest
 
-from config.core import display
+from core import display
 
 
 @pytest.mark.parametrize("amount, currency, expected", [

@@ -1,4 +1,4 @@
-"""The exact JSON reader and writer (config/core/exact_json.py) and the API's renderer (config/core/api_json.py)."""
+"""The exact JSON reader and writer (core/exact_json.py) and the API's renderer (core/api_json.py)."""
 from datetime import datetime, timezone
 from decimal import Decimal
 
@@ -6,8 +6,8 @@ import pytest
 from django.apps import apps
 from django.db import models
 
-from config.core import exact_json
-from config.core.api_json import JSONRenderer
+from core import exact_json
+from core.api_json import JSONRenderer
 
 D = Decimal
 

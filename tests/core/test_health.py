@@ -22,7 +22,7 @@ def test_readyz_is_ready_when_the_database_answers(client, settings):
 @pytest.mark.django_db
 def test_readyz_is_503_json_when_the_database_check_fails(client, settings):
     settings.REDIS_URL = ""
-    with mock.patch("config.core.views.connection.cursor", side_effect=OperationalError("connection refused")):
+    with mock.patch("core.views.connection.cursor", side_effect=OperationalError("connection refused")):
         resp = client.get("/readyz")
     assert resp.status_code == 503
     assert resp["Content-Type"] == "application/json"
@@ -32,7 +32,7 @@ def test_readyz_is_503_json_when_the_database_check_fails(client, settings):
 @pytest.mark.django_db
 def test_readyz_checks_redis_when_it_is_configured(client, settings):
     settings.REDIS_URL = "redis://127.0.0.1:6379/0"
-    with mock.patch("config.core.views.cache") as cache:
+    with mock.patch("core.views.cache") as cache:
         cache.get.return_value = "1"
         assert client.get("/readyz").json()["checks"] == {"database": "ok", "redis": "ok"}
         cache.set.side_effect = ConnectionError("redis is down")

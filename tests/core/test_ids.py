@@ -1,8 +1,8 @@
-"""Time-ordered ids (config/core/ids.py): RFC 9562 version 7."""
+"""Time-ordered ids (core/ids.py): RFC 9562 version 7."""
 import time
 import uuid
 
-from config.core.ids import random_uuids, time_ordered_uuid, time_ordered_uuids
+from core.ids import random_uuids, time_ordered_uuid, time_ordered_uuids
 
 
 def test_an_id_is_a_version_7_uuid_carrying_its_millisecond():

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from config.core.logs import JsonFormatter, redact
+from core.logs import JsonFormatter, redact
 
 
 @pytest.fixture

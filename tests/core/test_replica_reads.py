@@ -1,4 +1,4 @@
-"""Reads on a streaming replica (config/core/replica.py; docs/decisions/infra.md): the service under gunicorn with
+"""Reads on a streaming replica (core/replica.py; docs/decisions/infra.md): the service under gunicorn with
 DATABASE_URL on a primary and DATABASE_REPLICA_URL on a hot standby that `pg_basebackup -R` made of it, both
 started for this module (tests/live_servers.py; about 15 seconds, most of it migrating).
 
@@ -19,7 +19,7 @@ import httpx
 import pytest
 from django.conf import settings
 
-from config.core.replica import LAG_CHECK_SECONDS, ReplicaRouter, path_pattern, replica_reads
+from core.replica import LAG_CHECK_SECONDS, ReplicaRouter, path_pattern, replica_reads
 from tests.live_servers import (Cluster, Service, environment, flat_plan_invoice_body, remove, scratch_directory,
                                  seed)
 
@@ -175,7 +175,7 @@ def test_the_default_paths_that_may_read_a_replica(path, replica):
 def test_who_the_caller_is_and_reads_after_a_write_stay_on_the_primary():
     from django.contrib.sessions.models import Session
 
-    from config.accounts.models import ApiKey, Book, Membership, Organization, User
+    from accounts.models import ApiKey, Book, Membership, Organization, User
     from customers.models import UsageEvent
     from portal.models import PortalSession
 

@@ -1,9 +1,9 @@
-"""What PostgreSQL cannot store (config/core/serialization.py `unstorable`), wherever it hides in JSON."""
+"""What PostgreSQL cannot store (core/serialization.py `unstorable`), wherever it hides in JSON."""
 from decimal import Decimal
 
 import pytest
 
-from config.core.serialization import unstorable
+from core.serialization import unstorable
 
 
 @pytest.mark.parametrize("value, refused", [

@@ -1,7 +1,7 @@
 """The operator console for customers, agents and signals: scoped lists, search, filters, soft delete."""
 import pytest
 
-from config.accounts.models import Membership, User
+from accounts.models import Membership, User
 from customers.models import Customer
 from tests.customers.test_customers import subscription_for
 from tests.factories import AgentFactory, CustomerFactory, SignalFactory

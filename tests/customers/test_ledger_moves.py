@@ -15,7 +15,7 @@ import pytest
 from django.db import connection, connections
 
 from billing.services.invoices import invoice_generate
-from config.core import clock
+from core import clock
 from customers import ledger, partitions
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent
 from customers.partitions import DEFAULT, LEDGER, ledger_partitions, ledger_partitions_ensure, partition_name

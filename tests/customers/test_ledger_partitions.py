@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from config.core import clock
-from config.core.background import Coalescer, TaskRunner
+from core import clock
+from core.background import Coalescer, TaskRunner
 from config.schedule import job_named
 from customers import ledger
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
@@ -139,7 +139,7 @@ def test_a_batch_is_answered_and_kept_when_giving_its_month_a_partition_fails(
 def without_redis(monkeypatch):
     """The zero-setup `make run`: no Redis, so no broker and no worker. Yields the in-process runner of the
     settle task, which runs only when the test flushes it (a delay no test waits for)."""
-    from config.core import background
+    from core import background
 
     monkeypatch.setattr(background, "redis_client", lambda: None)
     runner = TaskRunner("ledger-partitions-settle-test")

@@ -5,8 +5,8 @@ from decimal import Decimal as D
 import pytest
 
 from catalog.models import PriceOverride, ServiceEntry
-from config.accounts.models import Membership, User
-from config.jobs.models import Job
+from accounts.models import Membership, User
+from jobs.models import Job
 from customers.models import UsageDailyRollup, UsageEvent
 
 pytestmark = pytest.mark.django_db

@@ -6,8 +6,8 @@ import pytest
 from django.core.management import call_command
 
 from catalog.models import ServiceEntry
-from config.accounts.models import Membership, User
-from config.jobs.models import Job
+from accounts.models import Membership, User
+from jobs.models import Job
 from customers.models import EventStatus, UsageDailyRollup, UsageEvent
 from customers.rollup import analytics_rollup_rebuild
 from tests.factories import UsageEventFactory

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from config.core.exact_json import loads as exact_loads
+from core.exact_json import loads as exact_loads
 from customers import export
 from tests.factories import ServiceEntryFactory
 
@@ -171,7 +171,7 @@ def test_the_export_needs_the_key_the_listing_needs(client_for, kwargs):
 
 @pytest.fixture
 def operator(client, org):
-    from config.accounts.models import Membership, User
+    from accounts.models import Membership, User
     user = User.objects.create_user(email="ops@acme.example.com", password="pw", is_staff=True)
     Membership.objects.create(user=user, organization=org, role="owner")
     client.force_login(user)

@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from config.core.scoping import owned
+from core.scoping import owned
 from customers.models import UsageEvent
 from customers.usage_sums import Scope, Segment, Window, event_sums, grand_total, rollup_sums
 from tests.analytics.support import D, ledger, models  # noqa: F401 (fixtures)

@@ -14,8 +14,8 @@ from django.core.management import call_command
 
 from catalog.models import ServiceEntry
 from config.celery import app as celery_app
-from config.core.progress import ProgressBar
-from config.jobs.models import Job
+from core.progress import ProgressBar
+from jobs.models import Job
 from customers import backfill
 from customers.models import UsageEvent
 

@@ -1,7 +1,7 @@
 """The console's Jobs page (read only, the operator's books only) and the actions that start a job linking to it."""
 import pytest
 
-from config.jobs.models import Job
+from jobs.models import Job
 from matters.models import MatterAttribution
 from tests.console.conftest import action, messages_of
 from tests.factories import MatterFactory, MatterRuleFactory, UsageEventFactory

@@ -1,4 +1,4 @@
-"""Long work as jobs a person can watch (config/jobs): the operations that start them answer a `jobId`, and
+"""Long work as jobs a person can watch (jobs): the operations that start them answer a `jobId`, and
 GET /v1/jobs/{id} reads its status and progress, written by the chunked loops once per chunk."""
 import time
 from datetime import timedelta
@@ -7,10 +7,10 @@ from decimal import Decimal
 import pytest
 
 from billing.followup import in_process as usage_followup
-from config.core import clock
-from config.core.redis_client import redis_client
-from config.jobs.models import Job
-from config.jobs.services import jobs_housekeeping, watching
+from core import clock
+from core.redis_client import redis_client
+from jobs.models import Job
+from jobs.services import jobs_housekeeping, watching
 from customers import backfill
 from customers.models import UsageEvent
 from matters.models import MatterAttribution

@@ -5,7 +5,7 @@ from decimal import Decimal
 import pytest
 from django.db import transaction
 
-from config.core import clock
+from core import clock
 from customers.models import Agent, Customer, EventStatus, RollupBacklog, Signal, UsageEvent
 from matters.ingestion import matters_attribute_new_events
 

@@ -3,8 +3,8 @@ deleting a matter there has the API's effects."""
 import pytest
 from django.test import Client
 
-from config.accounts.models import User
-from config.accounts.services import member_ensure
+from accounts.models import User
+from accounts.services import member_ensure
 from matters.models import Matter, MatterAttribution, MatterRule
 from tests.factories import MatterFactory, MatterRuleFactory
 

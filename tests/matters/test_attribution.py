@@ -7,7 +7,7 @@ import pytest
 from django.db import connection, connections, transaction
 from django.test.utils import CaptureQueriesContext
 
-from config.core import clock
+from core import clock
 from matters.ingestion import matters_attribute_new_events
 from matters.models import AttributionSource, Matter, MatterAttribution
 from matters.services import matter_rules_apply

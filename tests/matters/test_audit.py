@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from config.core import clock
+from core import clock
 from tests.factories import MatterFactory
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from config.accounts.services import member_ensure
+from accounts.services import member_ensure
 from matters.models import AttributionSource, Matter, MatterAttribution, MatterRule
 from tests.factories import MatterFactory, MatterRuleFactory
 

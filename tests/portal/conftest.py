@@ -4,7 +4,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from config.core import clock
+from core import clock
 from tests.factories import CustomerFactory
 
 PUBLIC_BASE_URL = "https://billing.example.com"
@@ -42,7 +42,7 @@ def link_path(session: dict) -> str:
 
 @pytest.fixture
 def clock_at(monkeypatch):
-    """clock_at(moment): every reader of config.core.clock.now() sees `moment` from now on."""
+    """clock_at(moment): every reader of core.clock.now() sees `moment` from now on."""
     def move(moment: datetime) -> datetime:
         monkeypatch.setattr(clock, "now", lambda: moment)
         return moment

@@ -1,9 +1,9 @@
-"""The usage chart's geometry (config/core/charts.py): a pure function, tested table-driven."""
+"""The usage chart's geometry (core/charts.py): a pure function, tested table-driven."""
 from decimal import Decimal as D
 
 import pytest
 
-from config.core.charts import BOTTOM, LEFT, MAX_BAR_WIDTH, TOP, bar_chart, nice_ceiling, number_label
+from core.charts import BOTTOM, LEFT, MAX_BAR_WIDTH, TOP, bar_chart, nice_ceiling, number_label
 
 
 @pytest.mark.parametrize("value, expected", [

@@ -16,8 +16,8 @@ import pytest
 from django.db import connection, connections
 
 from catalog.models import ModelAlias
-from config.core.jobs import BooksFailed
-from config.console.tasks import run_scheduled_job_task
+from core.jobs import BooksFailed
+from config.tasks import run_scheduled_job_task
 from controls.models import CustomerAlertFiring
 from controls.tasks import evaluate_spend_caps_task
 from customers import backfill

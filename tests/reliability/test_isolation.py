@@ -25,7 +25,7 @@ import pytest
 from django.core.cache import cache
 from django.http import HttpResponse
 
-from config.webhooks.models import WebhookEndpoint
+from webhooks.models import WebhookEndpoint
 from controls.models import Device
 from customers.models import UsageEvent
 from matters.models import MatterAttribution

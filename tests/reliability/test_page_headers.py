@@ -12,8 +12,8 @@ import re
 import pytest
 from django.test import Client
 
-from config.accounts.models import ApiRequestLog, Membership, User
-from config.core.middleware import PAGE_POLICY, REFERENCE_POLICY
+from accounts.models import ApiRequestLog, Membership, User
+from core.middleware import PAGE_POLICY, REFERENCE_POLICY
 from tests.billing.invoice_support import WEBHOOK_SECRET
 from tests.browser import chromium, csp_violations  # noqa: F401 (the fixture)
 from tests.console.conftest import console, console_for  # noqa: F401 (fixtures: a staff member signed in)

@@ -1,4 +1,4 @@
-"""Scheduled jobs run each book on its own (config/core/jobs.py): a job that fails on one organization's data is
+"""Scheduled jobs run each book on its own (core/jobs.py): a job that fails on one organization's data is
 logged, every other book still gets its invoices issued, its alerts evaluated and its rollup caught up, every
 later job still runs, and `run_scheduled_jobs` exits non-zero at the end."""
 import logging
@@ -8,8 +8,8 @@ from django.core.management import CommandError, call_command
 
 from billing.models import Invoice
 from billing.services import invoices as invoice_services
-from config.core.jobs import BooksFailed
-from config.console.tasks import run_scheduled_job_task
+from core.jobs import BooksFailed
+from config.tasks import run_scheduled_job_task
 from config.schedule import SCHEDULED_JOBS
 from controls.services import customer_alerts
 from customers import rollup

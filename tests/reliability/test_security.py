@@ -22,12 +22,12 @@ from django.urls import get_resolver
 from rest_framework.test import APIClient
 
 from billing.models import Invoice
-from config.accounts import services as account_services
-from config.accounts.keys import KEY_ALPHABET, KEY_RANDOM_LENGTH
-from config.accounts.models import Invitation, Membership
-from config.accounts.services import api_key_revoke, invitation_create
-from config.core import clock
-from config.core.logs import JsonFormatter
+from accounts import services as account_services
+from accounts.keys import KEY_ALPHABET, KEY_RANDOM_LENGTH
+from accounts.models import Invitation, Membership
+from accounts.services import api_key_revoke, invitation_create
+from core import clock
+from core.logs import JsonFormatter
 from portal.models import PortalSession
 from tests.factories import UserFactory
 from tests.mail import sent_mail

@@ -1,6 +1,6 @@
 from datetime import datetime
 
-from config.webhooks.delivery import webhook_deliveries_sweep
+from webhooks.delivery import webhook_deliveries_sweep
 from tests.billing.support import ok
 
 

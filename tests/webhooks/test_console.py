@@ -2,7 +2,7 @@
 the API's services (test send, disable, enable, resend). Secrets never appear."""
 import pytest
 
-from config.webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 from tests.console.conftest import action, messages_of
 from tests.webhooks.support import create_endpoint
 

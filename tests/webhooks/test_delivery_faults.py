@@ -8,11 +8,11 @@ import pytest
 from django.db import transaction
 from kombu.exceptions import OperationalError
 
-from config.core import clock
-from config.webhooks import tasks
-from config.webhooks.delivery import RETRY_DELAYS
-from config.webhooks.events import emit
-from config.webhooks.models import WebhookDelivery, WebhookEvent
+from core import clock
+from webhooks import tasks
+from webhooks.delivery import RETRY_DELAYS
+from webhooks.events import emit
+from webhooks.models import WebhookDelivery, WebhookEvent
 from tests.billing.support import ok
 from tests.mail import mail_to
 from tests.webhooks.support import create_endpoint, deliveries, sweep
@@ -225,8 +225,8 @@ def test_without_a_broker_a_thread_of_the_web_process_delivers_after_the_answer(
     """The zero-setup configuration: no REDIS_URL, so no broker; the answer comes first, the delivery after it."""
     import time
 
-    from config.core.redis_client import redis_client
-    from config.webhooks.dispatch import runner
+    from core.redis_client import redis_client
+    from webhooks.dispatch import runner
     settings.REDIS_URL = ""
     redis_client.cache_clear()
     try:
@@ -244,7 +244,7 @@ def test_without_a_broker_a_thread_of_the_web_process_delivers_after_the_answer(
 
 
 def test_housekeeping_deletes_old_events_with_their_log_but_keeps_pending_ones(api, endpoint, receiver, book):
-    from config.webhooks.delivery import webhook_events_housekeeping
+    from webhooks.delivery import webhook_events_housekeeping
     ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"), 202)  # pending: its hand-over never ran
     with transaction.atomic():
         old = emit(book, "invoice.paid", {"id": "inv_old"}, now=clock.now() - timedelta(days=31))

@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from billing.services.invoices import invoices_mark_overdue
-from config.webhooks.events import emit_subscription_plan_changed
+from webhooks.events import emit_subscription_plan_changed
 from tests.billing.invoice_support import billing_chain, draft, event, pay, recurring, usage
 from tests.billing.pools import pool_subscription, use
 from tests.billing.support import ok

@@ -2,7 +2,7 @@
 body's `data` referring to a component the document defines."""
 import pytest
 
-from config.webhooks.models import EventType
+from webhooks.models import EventType
 
 pytestmark = pytest.mark.django_db
 

@@ -3,7 +3,7 @@ targets are refused, written as an address (400 at create) or reached through a 
 after resolution); redirects are never followed."""
 import pytest
 
-from config.core import clock
+from core import clock
 from tests.billing.support import error, ok
 from tests.webhooks.receiver import Receiver
 from tests.webhooks.support import create_endpoint, deliveries, sweep
@@ -83,7 +83,7 @@ def test_a_redirect_to_loopback_is_not_followed_without_the_setting(api, setting
     # A public endpoint answering with a redirect to loopback: the service never follows it. The public host is
     # this machine's receiver seen through a name that the resolver maps to a public address (DNS at its edge).
     import socket
-    from config.webhooks import targets
+    from webhooks import targets
     public = "93.184.215.14"
     real_getaddrinfo, real_connect = socket.getaddrinfo, socket.create_connection
 

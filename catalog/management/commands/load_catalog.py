@@ -2,10 +2,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from catalog.services import catalog_load
 from catalog.sources import corrected_external_ids
-from config.core import clock
-from config.core.progress import ProgressBar
-from config.jobs.models import JobStatus
-from config.jobs.services import jobs_run_or_follow
+from core import clock
+from core.progress import ProgressBar
+from jobs.models import JobStatus
+from jobs.services import jobs_run_or_follow
 
 
 REPORTED_CHANGES = 20  # at most this many changed entries are named on the summary line (-v 2 lists every one)

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import OperationalError
 
-from config.core import clock
+from core import clock
 from customers.partitions import (
     ledger_partition_detach,
     ledger_partitions,

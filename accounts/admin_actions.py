@@ -1,0 +1,136 @@
+"""What every console action shares: one service call per row with errors as messages, the intermediate page of
+actions that need input, and the CSV export offered on every list.
+
+Actions are edges like views: they parse (a form), call the same service function as the API, and report. The
+operator's role in each row's organization must be one the API accepts for the same operation.
+"""
+import csv
+import uuid
+from collections.abc import Callable, Iterable
+from datetime import date, datetime
+from decimal import Decimal
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.utils import label_for_field, lookup_field
+from django.db import models
+from django.http import StreamingHttpResponse
+from django.template.response import TemplateResponse
+from django.utils.html import strip_tags
+
+from accounts.admin_scoping import may_act, organization_id_of
+from accounts.models import Role
+from core import clock
+from core.errors import ApiError
+from core.spreadsheet import spreadsheet_safe
+
+APPLY = "apply"  # the submit button of an action's intermediate page
+CSV_CHUNK_ROWS = 500
+
+
+def error_text(error: ApiError) -> str:
+    return "; ".join(error.message) if isinstance(error.message, list) else str(error.message)
+
+
+def actor(request) -> str:
+    """Who acted, as changelogs and grants record it (`user:<id>`)."""
+    return f"user:{request.user.pk}"
+
+
+def role_refusal(roles) -> str:
+    ordered = [role for role in Role.values if role in roles]
+    phrase = ordered[0] if len(ordered) == 1 else ", ".join(ordered[:-1]) + " or " + ordered[-1]
+    return f"This needs the {phrase} role in its organization."
+
+
+def act_on_rows(modeladmin, request, rows: Iterable, act: Callable[[object], str], *, roles=None) -> int:
+    """Call `act(row)` (one service call, returning the success message) for each row on its own; a row of an
+    organization where the operator lacks one of `roles`, and a service error (ApiError), become error messages
+    naming the row. Returns how many rows succeeded."""
+    done = 0
+    for row in rows:
+        if not may_act(request.user, organization_id_of(row), roles):
+            modeladmin.message_user(request, f"{row}: {role_refusal(roles)}", messages.ERROR)
+            continue
+        try:
+            message = act(row)
+        except ApiError as error:
+            modeladmin.message_user(request, f"{row}: {error_text(error)}", messages.ERROR)
+            continue
+        done += 1
+        modeladmin.message_user(request, message, messages.SUCCESS)
+    return done
+
+
+def submitted(request, form_class, **kwargs) -> forms.Form:
+    """The action's form: bound to the intermediate page's submission, unbound when the action is first chosen."""
+    return form_class(request.POST, **kwargs) if APPLY in request.POST else form_class(**kwargs)
+
+
+def action_page(modeladmin, request, queryset, form: forms.Form, *, title: str, submit: str,
+                intro: str = "") -> TemplateResponse:
+    """The intermediate page of an action: the selected rows and the form; it posts back to the same action."""
+    opts = modeladmin.model._meta
+    context = {
+        **modeladmin.admin_site.each_context(request), "title": title, "intro": intro, "form": form,
+        "submit": submit, "opts": opts, "media": modeladmin.media + form.media,
+        "action": request.POST.get("action", ""), "selected": request.POST.getlist(ACTION_CHECKBOX_NAME),
+        "select_across": request.POST.get("select_across", "0"), "rows": queryset[:50], "count": queryset.count(),
+        "checkbox_name": ACTION_CHECKBOX_NAME, "apply": APPLY,
+    }
+    return TemplateResponse(request, "admin/console/action_form.html", context)
+
+
+def idempotency_key() -> str:
+    """A fresh key for an action's form: a double submission of the same page replays instead of repeating."""
+    return f"console-{uuid.uuid4()}"
+
+
+# --------------------------------------------------------------------------- CSV export (every list)
+
+class _Echo:
+    """A file-like object whose write returns the line, so csv.writer can feed a streaming response."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, Decimal)):
+        return str(value)
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    if isinstance(value, models.Model):
+        value = str(value)
+    return spreadsheet_safe(strip_tags(str(value)))
+
+
+@admin.action(description="Export selected rows as CSV")
+def export_csv(modeladmin, request, queryset):
+    """The list's own columns (plus the row id), one line per selected row, streamed (a whole filtered list when
+    "select all" is used). Text cells that a spreadsheet would run as a formula are quoted."""
+    # Raw values: a column the console formats (money, dates) is read from its field, a computed one through its
+    # `csv_value` when it has one.
+    columns = [getattr(name, "raw_field", name) for name in modeladmin.get_list_display(request)
+               if name != "action_checkbox"]
+    header = ["id", *[str(label_for_field(name, modeladmin.model, modeladmin)) for name in columns]]
+    raw = {name: getattr(getattr(modeladmin, name, None) if isinstance(name, str) else name, "csv_value", None)
+           for name in columns}
+
+    def value(name, row):
+        return raw[name](row) if raw[name] else lookup_field(name, row, modeladmin)[2]
+
+    def lines():
+        writer = csv.writer(_Echo(), lineterminator="\r\n")
+        yield writer.writerow(header)
+        for row in queryset.iterator(chunk_size=CSV_CHUNK_ROWS):
+            yield writer.writerow([str(row.pk), *[_cell(value(name, row)) for name in columns]])
+
+    filename = f"{modeladmin.model._meta.model_name}-{clock.now():%Y%m%d-%H%M%S}.csv"
+    return StreamingHttpResponse(lines(), content_type="text/csv; charset=utf-8",
+                                 headers={"Content-Disposition": f'attachment; filename="{filename}"'})

@@ -1,7 +1,0 @@
-from django.apps import AppConfig
-
-
-class AccountsConfig(AppConfig):
-    name = "config.accounts"
-    label = "accounts"
-    verbose_name = "Organizations, members and API keys"

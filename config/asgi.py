@@ -1,0 +1,8 @@
+"""ASGI entry point, for servers that speak ASGI (the WSGI one, config/wsgi.py, is what gunicorn runs)."""
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+
+application = get_asgi_application()

@@ -1,0 +1,42 @@
+import logging
+
+from django.core.management.base import BaseCommand, CommandError
+
+from core import clock
+from core.errors import ApiError
+from core.jobs import BooksFailed
+from config.schedule import SCHEDULED_JOBS
+
+logger = logging.getLogger("billing.jobs")
+
+
+class Command(BaseCommand):
+    help = ("Run every periodic job once, as of --now (default: the real time). A job that fails for one book "
+            "(organization) is logged and the other books and jobs still run; the exit status is 1 if any failed.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--now", help="ISO 8601 instant to run the jobs as of")
+
+    def handle(self, *args, **options):
+        try:
+            now = clock.parse_instant(options["now"], field="now") if options["now"] else clock.now()
+        except ApiError as exc:
+            raise CommandError(str(exc.message))
+        failed = []
+        for job in SCHEDULED_JOBS:
+            try:
+                result = job.run(now=now)
+            except BooksFailed as exc:  # the job ran every book; these failed (logged with their tracebacks)
+                failed.append(f"{job.name} ({len(exc.book_ids)} book(s): {', '.join(map(str, exc.book_ids))})")
+                self.stdout.write(f"{job.name}: {exc.result if exc.result is not None else 'done'}; "
+                                  f"FAILED for {len(exc.book_ids)} book(s)")
+                continue
+            except Exception:  # the job failed before reaching the books: the later jobs still run
+                logger.exception("scheduled job %s failed", job.name)
+                failed.append(job.name)
+                self.stdout.write(f"{job.name}: FAILED")
+                continue
+            self.stdout.write(f"{job.name}: {result if result is not None else 'done'}")
+        if failed:
+            raise CommandError(f"{len(failed)} scheduled job(s) failed (see the log; the rest ran): "
+                               f"{'; '.join(failed)}")

@@ -1,0 +1,124 @@
+"""Work that follows a request, run in this process after the response: the stand-in for a Celery worker
+when there is none (no REDIS_URL, so no broker and tasks run inline, inside the request that queued them).
+
+`Coalescer` gathers items per key and runs `run(key, items)` once for everything added to a key within
+`delay` seconds of the first add, on one daemon thread per process, with that thread's own database
+connection (closed after each run). The request that adds only takes a lock. Work still pending when the
+process exits normally (gunicorn's graceful stop) is run then; work of a process that is killed is lost, so
+only work that something else redoes belongs here (billing/followup.py says what does).
+
+`TaskRunner` is the usual way in: a Celery task handed over after a commit goes to the broker when there is
+one and to such a thread when there is none (jobs, jobs/services.py; the ledger's partitions after a
+back-filled batch, customers/ledger.py)."""
+import atexit
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Hashable, Iterable
+
+import kombu.exceptions
+import redis
+from django.db import connections
+from django.utils.module_loading import import_string
+
+from core.redis_client import redis_client
+
+logger = logging.getLogger("billing.background")
+
+
+class Coalescer:
+    def __init__(self, name: str, run: Callable[[Hashable, set], object], *, delay: float):
+        self.name, self._run, self.delay = name, run, delay
+        self._pid = None  # the process whose thread this is: a forked child starts its own
+        atexit.register(self.flush)
+
+    def _reset_for_this_process(self) -> None:
+        self._pid = os.getpid()
+        self._condition = threading.Condition()
+        self._pending: dict[Hashable, set] = {}
+        self._due: dict[Hashable, float] = {}  # monotonic time at which the key's run starts
+        self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
+        self._thread.start()
+
+    def add(self, key: Hashable, items: Iterable) -> None:
+        """Add items to the key's next run (armed now, due `delay` seconds from now, if none is pending)."""
+        if self._pid != os.getpid():
+            self._reset_for_this_process()
+        with self._condition:
+            self._pending.setdefault(key, set()).update(items)
+            if key not in self._due:
+                self._due[key] = time.monotonic() + self.delay
+                self._condition.notify()
+
+    def flush(self) -> None:
+        """Run every pending key now, in the calling thread (and its database connection)."""
+        if self._pid != os.getpid():
+            return
+        with self._condition:
+            work = [(key, self._pending.pop(key, set())) for key in list(self._due)]
+            self._due.clear()
+        for key, items in work:
+            self._run_one(key, items, on_own_thread=False)
+
+    def _loop(self) -> None:
+        while True:
+            with self._condition:
+                while True:
+                    now = time.monotonic()
+                    ready = next((key for key, due in self._due.items() if due <= now), None)
+                    if ready is not None:
+                        break
+                    self._condition.wait(min(self._due.values()) - now if self._due else None)
+                del self._due[ready]
+                items = self._pending.pop(ready, set())
+            self._run_one(ready, items, on_own_thread=True)
+
+    def _run_one(self, key: Hashable, items: set, *, on_own_thread: bool) -> None:
+        try:
+            self._run(key, items)
+        except Exception:
+            logger.exception("%s: the run for %s failed", self.name, key)
+        finally:
+            if on_own_thread:
+                connections.close_all()  # this thread's connections only (Django's are per thread)
+
+
+class TaskRunner:
+    """Hands a Celery task over once the caller's transaction commits, as a worker would take it: with a broker
+    (REDIS_URL) `task.delay(...)`; without one (the zero-setup `make run`), where `delay` would run the task
+    inline, inside the request that asked for it, a thread of this process runs it after the response (calls
+    one after another; the same call asked for again while pending runs once). Only for tasks that something
+    else redoes if the process dies first (a scheduled job)."""
+
+    def __init__(self, name: str):
+        self.in_process = Coalescer(name, self._run_in_process, delay=0)
+
+    def dispatch(self, task_path: str, task_args: Iterable = ()) -> None:
+        """Run the Celery task at `task_path` (its dotted path) with `task_args` outside this request."""
+        if redis_client() is None:
+            call = (task_path, tuple(task_args))
+            self.in_process.add(call, [call])
+        else:
+            publish(task_path, tuple(task_args))
+
+    @staticmethod
+    def _run_in_process(key, calls: set) -> None:
+        for task_path, task_args in calls:
+            import_string(task_path)(*task_args)
+
+
+def publish(task_path: str, args: tuple = (), *, countdown: float | None = None) -> bool:
+    """Hand the Celery task at `task_path` (its dotted path) to the broker; False, logged, when the broker cannot
+    take it. Never raises: it runs after a commit (a request whose writes committed never answers 5xx,
+    docs/decisions/reliability.md), and every task published this way has a scheduled job that finds its work
+    undone and does it (config/schedule.py). Tasks are named, not imported: a task module imports the services
+    it runs, so a service that imported its task would close a circle (.importlinter, tasks-at-the-edge)."""
+    task = import_string(task_path)
+    try:
+        task.apply_async(args, countdown=countdown)
+    except (kombu.exceptions.OperationalError, redis.RedisError, OSError):  # the broker did not take it
+        logger.warning("task %s not published (the broker is unavailable); its scheduled sweep does it", task.name,
+                       exc_info=True)
+        return False
+    return True

@@ -1,0 +1,69 @@
+"""The shared cache (Redis) as an optimisation that may be missing: while Redis does not answer, a read is a
+miss and a write is skipped, logged once a minute, never an error. Every value kept in it can be computed again
+(credit balances for 30 seconds, rate counters, replica marks), and the request that would have written it may
+already have committed its own writes: a request whose writes committed never answers 5xx because Redis went
+away (docs/decisions/reliability.md)."""
+import logging
+import time
+
+import redis
+from django.core.cache.backends.base import DEFAULT_TIMEOUT
+from django.core.cache.backends.redis import RedisCache
+
+logger = logging.getLogger("billing.cache")
+_WARN_EVERY_SECONDS = 60
+_last_warning = 0.0
+
+
+def _unavailable(operation: str) -> None:
+    global _last_warning
+    now = time.monotonic()
+    if now - _last_warning >= _WARN_EVERY_SECONDS:
+        _last_warning = now
+        logger.warning("shared cache unavailable (Redis): %s skipped", operation, exc_info=True)
+
+
+class ResilientRedisCache(RedisCache):
+    """Django's Redis cache whose reads miss and whose writes are skipped while Redis is unreachable. `incr`
+    still raises (a counter has no sensible default; its callers decide, accounts/throttling.py)."""
+
+    def get(self, key, default=None, version=None):
+        try:
+            return super().get(key, default, version)
+        except redis.RedisError:
+            _unavailable("get")
+            return default
+
+    def get_many(self, keys, version=None):
+        try:
+            return super().get_many(keys, version)
+        except redis.RedisError:
+            _unavailable("get_many")
+            return {}
+
+    def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
+        try:
+            return super().set(key, value, timeout, version)
+        except redis.RedisError:
+            _unavailable("set")
+
+    def set_many(self, data, timeout=DEFAULT_TIMEOUT, version=None):
+        try:
+            return super().set_many(data, timeout, version)
+        except redis.RedisError:
+            _unavailable("set_many")
+            return list(data)
+
+    def add(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
+        try:
+            return super().add(key, value, timeout, version)
+        except redis.RedisError:
+            _unavailable("add")
+            return False
+
+    def delete(self, key, version=None):
+        try:
+            return super().delete(key, version)
+        except redis.RedisError:
+            _unavailable("delete")
+            return False

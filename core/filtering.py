@@ -1,0 +1,55 @@
+"""django-filter glue: strict query-parameter filters whose bad values are a 400 naming the parameter."""
+import django_filters
+from django import forms
+
+from core.clock import parse_instant
+from core.errors import BadRequest
+from core.serialization import QUERY_FALSE, QUERY_TRUE
+
+
+class InstantField(forms.Field):
+    """An ISO 8601 date or timestamp (no offset means UTC), parsed like every other instant of the API."""
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        try:
+            return parse_instant(value)
+        except BadRequest as exc:  # ["date: <why>"]: the filter names the parameter itself
+            raise forms.ValidationError(exc.message[0].split(": ", 1)[1])
+
+
+class InstantFilter(django_filters.Filter):
+    field_class = InstantField
+
+
+class StrictBooleanField(forms.Field):
+    """`true`/`false` (or `1`/`0`); anything else is an error instead of being silently ignored."""
+
+    TRUE, FALSE = QUERY_TRUE, QUERY_FALSE
+
+    def to_python(self, value):
+        if value in self.empty_values:
+            return None
+        text = str(value).strip().lower()
+        if text in self.TRUE:
+            return True
+        if text in self.FALSE:
+            return False
+        raise forms.ValidationError("Must be true or false.")
+
+
+class StrictBooleanFilter(django_filters.Filter):
+    field_class = StrictBooleanField
+
+
+def filtered(filterset_class, params, queryset):
+    """`queryset` narrowed by the query parameters `filterset_class` declares; a bad value is a 400."""
+    bad = sorted({name for name, values in params.lists() if any("\x00" in value for value in values)})
+    if bad:  # PostgreSQL cannot compare text with NUL characters
+        raise BadRequest([f"{name}: Must not contain NUL characters." for name in bad])
+    filterset = filterset_class(params, queryset=queryset)
+    if not filterset.is_valid():
+        raise BadRequest([f"{name}: {message}" for name, messages in filterset.errors.items()
+                          for message in messages])
+    return filterset.qs
