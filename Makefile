@@ -64,6 +64,11 @@ seed-demo: catalog
 # Nothing needs root: Chromium for the browser tests from scripts/services.sh (or a line saying they are skipped and
 # how to get it); PostgreSQL (TEST_DATABASE_URL only when set, else the embedded wheel's) and a Redis of the run's
 # own from scripts/test.sh.
+# The whole suite runs in TEST_WORKERS processes (pytest-xdist), each with a PostgreSQL and a Redis database of its
+# own (tests/conftest.py); PYTEST_ARGS chooses tests, run in one process unless it says `-n`.
+TEST_WORKERS ?= 2
+PYTEST_ARGS ?= -n $(TEST_WORKERS)
+
 test: install
 	scripts/services.sh
 	scripts/test.sh $(PYTEST_ARGS)

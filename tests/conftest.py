@@ -1,6 +1,10 @@
 """Shared fixtures: organizations, keys and API clients bound to a key (spec §5)."""
+import os
+
 import pytest
 from celery import _state as celery_state
+from celery import current_app
+from django.conf import settings as django_settings
 from django.core.cache import cache
 from rest_framework.test import APIClient
 
@@ -8,6 +12,22 @@ from pytest_django.fixtures import validate_django_db
 
 from accounts.services import api_key_mint, member_ensure
 from tests.factories import OrganizationFactory, book_of
+
+
+def _redis_database_of_this_worker() -> None:
+    """`make test` runs the suite in parallel workers (pytest-xdist), each with a PostgreSQL database of its own
+    and all with the run's one Redis: each worker takes a Redis database of its own too (1, 2, ...), so that one
+    worker's `cache.clear()`, rate counters and follow-ups never meet another's. Servers a test starts inherit it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not (worker.startswith("gw") and django_settings.REDIS_URL):
+        return
+    url = f"{django_settings.REDIS_URL.rsplit('/', 1)[0]}/{int(worker[2:]) + 1}"
+    os.environ["REDIS_URL"] = django_settings.REDIS_URL = django_settings.CELERY_BROKER_URL = url
+    django_settings.CACHES["default"]["LOCATION"] = url
+    current_app.conf.broker_url = url
+
+
+_redis_database_of_this_worker()
 
 
 def _run_order(item) -> int:

@@ -228,7 +228,7 @@ def test_patch_custom_dates_without_custom_mode_is_400(api, create, customer):
                       "only allowed with windowMode custom")
 
 
-@pytest.mark.parametrize("field, value", [("customerId", str(uuid.uuid4())), ("notifyEmail", OWNER),
+@pytest.mark.parametrize("field, value", [("customerId", "6f0c2b1e-8d4a-4c7e-9b3f-2a1d5e7c9b04"), ("notifyEmail", OWNER),
                                           ("recipientEmail", OWNER)])
 def test_customer_and_recipient_are_fixed_after_create(api, create, customer, field, value):
     created = create(watch(customer))
@@ -272,7 +272,7 @@ def test_delete_clears_the_watches_notifications_and_keeps_its_firing_record(api
 
 # --------------------------------------------------------------------------- 404s and roles
 
-@pytest.mark.parametrize("alert_id", [str(uuid.uuid4()), "nope"])
+@pytest.mark.parametrize("alert_id", ["0b7e4c2a-91d3-4f6e-8a25-c3d9e1f4a706", "nope"])
 def test_unknown_watch_is_404(api, alert_id):
     assert api.patch(f"{ALERTS}/{alert_id}", {"thresholdUsd": 5}).status_code == 404
     assert api.delete(f"{ALERTS}/{alert_id}").status_code == 404

@@ -8,7 +8,8 @@ from matters.routing import (RULE, TAG, Attribution, EventFacts, Rule, attribute
                              first_matching_rule, rule_matches, tag_of)
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
-MATTER_A, MATTER_B, MATTER_C = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+# Fixed, not random: parametrized ids carry them, and parallel workers must collect the same tests.
+MATTER_A, MATTER_B, MATTER_C = (uuid.UUID(f"00000000-0000-4000-8000-00000000000{n}") for n in (1, 2, 3))
 EVENT = EventFacts(agent_code="drafter", customer_external_id="acme", signal_name="Contract-Review-Pages")
 
 
