@@ -161,7 +161,7 @@ def test_every_boolean_a_request_reads_is_strict():
     """No serializer that reads input (`...In`) holds DRF's lenient BooleanField, which reads "yes" as true."""
     from rest_framework import serializers
 
-    from core.serialization import Flag, QueryFlag
+    from core.fields import Flag, QueryFlag
 
     def subclasses(cls):
         for sub in cls.__subclasses__():
