@@ -1,5 +1,7 @@
 from rest_framework import serializers
 
+from core.fields import UuidIn
+
 
 class OrganizationRefOut(serializers.Serializer):
     id = serializers.UUIDField()
@@ -46,7 +48,7 @@ class UserMeOut(serializers.Serializer):
 
 
 class InvitationCreateIn(serializers.Serializer):
-    organizationId = serializers.UUIDField(source="organization_id")
+    organizationId = UuidIn(source="organization_id")
     email = serializers.EmailField()
     role = serializers.ChoiceField(choices=["owner", "admin", "finance", "legal", "member"])
 

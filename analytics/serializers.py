@@ -5,8 +5,8 @@ from rest_framework import serializers
 
 from analytics.selectors.mrr import ALL, CANONICAL, COMMITTED, RUN_RATE
 from analytics.selectors.usage import BREAKDOWN_BY, GROUP_BY
-from billing.serializers.common import InstantIn, UuidIn
-from core.serialization import DecimalNumber, QueryFlag
+from billing.serializers.common import InstantIn
+from core.fields import DecimalNumber, QueryFlag, UuidIn
 
 
 def one_of(values) -> dict:

@@ -3,6 +3,7 @@ from django.db import models
 from django.db.models import Q
 
 from core import display
+from core.exact_json import ExactJSONField
 from core.models import OrgOwned
 from core.money import ZERO, CentsField, ExactField, QuantityField
 
@@ -10,7 +11,7 @@ from core.money import ZERO, CentsField, ExactField, QuantityField
 class PricingPlan(OrgOwned):
     name = models.CharField(max_length=255)
     description = models.CharField(max_length=255, blank=True)
-    features_list = models.JSONField(default=dict, blank=True)
+    features_list = ExactJSONField(default=dict, blank=True)
     is_active = models.BooleanField(default=True)
     agents = models.ManyToManyField("customers.Agent", through="PlanAgent", related_name="plans")
 
@@ -65,11 +66,11 @@ class PricingStrategy(OrgOwned):
     billing_frequency = models.CharField(max_length=8, choices=BillingFrequency.choices,
                                          default=BillingFrequency.MONTHLY)
     # [{"lower": "0", "upper": "100" | null, "rate": "0.10"}], decimals kept as strings (exact).
-    tiers = models.JSONField(default=list, blank=True)
+    tiers = ExactJSONField(default=list, blank=True)
     rate = ExactField(null=True, blank=True)
     minimum_commitment = ExactField(null=True, blank=True)
     active = models.BooleanField(default=True)
-    tags = models.JSONField(default=list, blank=True)
+    tags = ExactJSONField(default=list, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -110,14 +111,14 @@ class Subscription(OrgOwned):
     net_terms = models.PositiveIntegerField(default=30)
     end_date = models.DateTimeField(null=True, blank=True)
     is_forever = models.BooleanField(default=False)
-    subscription_details = models.JSONField(default=dict, blank=True)
+    subscription_details = ExactJSONField(default=dict, blank=True)
     seats_count = models.PositiveIntegerField(default=0)
     custom_cycle_days = models.PositiveIntegerField(null=True, blank=True)
     prorated_amount = ExactField(null=True, blank=True)
     timezone = models.CharField(max_length=64, default="UTC")
     billing_day = models.PositiveSmallIntegerField(null=True, blank=True)
     invoice_memo = models.TextField(blank=True)
-    metadata = models.JSONField(default=dict, blank=True)
+    metadata = ExactJSONField(default=dict, blank=True)
     # The stored current billing period [start, end); null until the subscription gets its first period.
     # Rolled forward by the scheduled job; a read outside it is a gap between periods.
     current_period_start = models.DateTimeField(null=True, blank=True)
@@ -168,7 +169,7 @@ class SubscriptionChange(OrgOwned):
     strategy = models.ForeignKey(PricingStrategy, on_delete=models.SET_NULL, null=True, blank=True,
                                  related_name="subscription_changes")
     summary = models.CharField(max_length=500)
-    changes = models.JSONField(default=dict, blank=True, help_text="{field: {before, after}}")
+    changes = ExactJSONField(default=dict, blank=True, help_text="{field: {before, after}}")
     actor = models.CharField(max_length=255, blank=True, help_text="api-key:<id>, user:<id> or system")
 
     class Meta:
@@ -218,7 +219,7 @@ class Invoice(OrgOwned):
     memo = models.TextField(blank=True)
     # The plan's strategies, seats and proratedAmount as they were at the first generation
     # (billing.pricing.terms.PlanTerms.document): what every later pricing of this invoice uses.
-    pricing_terms = models.JSONField(null=True, blank=True)
+    pricing_terms = ExactJSONField(null=True, blank=True)
     subtotal = CentsField(default=0)
     discount = CentsField(default=0)
     tax = CentsField(default=0)
@@ -294,7 +295,7 @@ class InvoiceLine(OrgOwned):
     used_quantity = QuantityField(null=True, blank=True)
     amount = CentsField()
     # The strategy's terms as priced (camelCase, as the API renders them): later edits never re-price it.
-    terms = models.JSONField(default=dict, blank=True)
+    terms = ExactJSONField(default=dict, blank=True)
     prorated_days = models.PositiveIntegerField(null=True, blank=True)
     period_days = models.PositiveIntegerField(null=True, blank=True)
 
@@ -426,7 +427,7 @@ class CreditPoolAlert(OrgOwned):
     outcome = models.CharField(max_length=12, choices=Outcome.choices)
     used_percent = ExactField()
     remaining_units = QuantityField()
-    recipients = models.JSONField(default=list, blank=True)
+    recipients = ExactJSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -15,7 +15,7 @@ SIGNATURE_TOLERANCE_SECONDS = 300
 
 
 class PaymentProviderError(ApiError):
-    status, code = 502, "payment_provider_error"
+    status, code, code_shown = 502, "payment_provider_error", True
 
 
 def is_configured() -> bool:

@@ -4,6 +4,7 @@ import uuid
 from django.db import models
 
 from core import display
+from core.exact_json import ExactJSONField
 from core.models import OrgOwned
 from core.money import RateField
 
@@ -33,11 +34,11 @@ class ServiceEntry(models.Model):
     # cache write), each `{"threshold": int, "input"|"output"|"cache_read"|"cache_write": "<decimal>"}` with the
     # rates a request above it pays for all of its tokens. Above: more than the threshold, or from the
     # threshold itself where `long_context_inclusive` (the provider bills it so: xAI).
-    long_context = models.JSONField(default=list, blank=True)
+    long_context = ExactJSONField(default=list, blank=True)
     long_context_inclusive = models.BooleanField(default=False)
     # Off-peak pricing: `{"windows": [{"hours": ["HH:MM-HH:MM", ...] (UTC), "weekdays": [1-7] | null}],
     # "weekday_timezone": str | null, "input"|"output"|"cache_read"|"cache_write": "<decimal>"}`, or null.
-    off_peak = models.JSONField(null=True, blank=True)
+    off_peak = ExactJSONField(null=True, blank=True)
     # 1-hour cache writes (a record's `cacheWrite1hTokens`): the price data's rate; null where it has none (the
     # provider's published rule, or a 5-minute write's rate, applies: catalog/costing.py). Thresholds of
     # `long_context` may carry `cache_write_1h` too.
@@ -45,7 +46,7 @@ class ServiceEntry(models.Model):
     # The batch, flex and priority tiers' own rates (a record's `serviceTier`): `{"batch": {"input"|"output"|
     # "cache_read"|"cache_write"|"cache_write_1h": "<decimal>", "long_context": [...]}, ...}`, only what the price
     # data publishes.
-    service_tiers = models.JSONField(default=dict, blank=True)
+    service_tiers = ExactJSONField(default=dict, blank=True)
     cost_unit = models.CharField(max_length=32, default="token")
     context_window = models.BigIntegerField(null=True, blank=True)
     source = models.CharField(max_length=16, choices=CatalogSource.choices)

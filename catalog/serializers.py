@@ -2,7 +2,7 @@ from decimal import Decimal
 
 from rest_framework import serializers
 
-from core.serialization import DecimalText
+from core.fields import DecimalText
 
 
 class LongContextOut(serializers.Serializer):

@@ -6,6 +6,7 @@ Every "only once" here is refereed by a unique row: a cap alert sent for one thr
 from django.db import models
 from django.db.models import Q
 
+from core.exact_json import ExactJSONField
 from core.models import OrgOwned
 from core.money import ExactField
 from controls.sentences import cap_sentence
@@ -43,7 +44,7 @@ class SpendCap(OrgOwned):
     period = models.CharField(max_length=8, choices=CapPeriod.choices)
     mode = models.CharField(max_length=8, choices=CapMode.choices)
     cool_off_hours = models.PositiveIntegerField(null=True, blank=True)
-    alert_thresholds = models.JSONField(default=default_alert_thresholds)
+    alert_thresholds = ExactJSONField(default=default_alert_thresholds)
     created_by_user_id = models.CharField(max_length=64)
     # Start of the current cool-off of an enforce cap (the check that saw it reached); see check_for_developer.
     tripped_at = models.DateTimeField(null=True, blank=True)
@@ -78,7 +79,7 @@ class SpendCapAlert(OrgOwned):
     threshold_percent = models.PositiveIntegerField()
     amount_usd = ExactField(help_text="The cap amount when the threshold was crossed.")
     spent_usd = ExactField(help_text="Spend in the window when the crossing was seen.")
-    recipients = models.JSONField(default=list)
+    recipients = ExactJSONField(default=list)
 
     class Meta:
         ordering = ["-created_at"]

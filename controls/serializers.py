@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from core import clock
 from core.errors import ApiError
-from core.serialization import DecimalIn, DecimalNumber, Flag
+from core.fields import DecimalIn, DecimalNumber, Flag, Text, UuidIn
 from controls.models import (DEFAULT_ALERT_THRESHOLDS, PROVIDER_SCOPE_ALL, AlertMetric, CapMode, CapPeriod,
                              CapScope, WindowMode)
 
@@ -53,7 +53,7 @@ class ThresholdsIn(serializers.ListField):
 class SpendCapCreateIn(serializers.Serializer):
     scope = serializers.ChoiceField(choices=CapScope.choices)
     scopeValue = serializers.EmailField(source="scope_value", max_length=255, required=False, allow_null=True)
-    providerScope = serializers.CharField(source="provider_scope")
+    providerScope = Text(source="provider_scope")
     amountUsd = DecimalIn(source="amount_usd", validators=[positive])
     period = serializers.ChoiceField(choices=CapPeriod.choices)
     mode = serializers.ChoiceField(choices=CapMode.choices)
@@ -108,7 +108,7 @@ class SpendCapDeletedOut(serializers.Serializer):
 
 class SpendQueryIn(serializers.Serializer):
     period = serializers.ChoiceField(choices=CapPeriod.choices, default=CapPeriod.MONTH)
-    customerExternalId = serializers.CharField(source="customer_external_id", max_length=255, required=False)
+    customerExternalId = Text(source="customer_external_id", max_length=255, required=False)
 
 
 class SpendTotalsOut(serializers.Serializer):
@@ -142,7 +142,7 @@ class SpendOut(serializers.Serializer):
 
 class HeartbeatIn(serializers.Serializer):
     customerExternalId = serializers.EmailField(source="customer_external_id", max_length=255)
-    deviceId = serializers.CharField(source="device_id", max_length=255)
+    deviceId = Text(source="device_id", max_length=255)
     armed = Flag()
 
 
@@ -160,7 +160,7 @@ class CoverageOut(serializers.Serializer):
 
 
 class CheckQueryIn(serializers.Serializer):
-    customerExternalId = serializers.CharField(source="customer_external_id", max_length=255)
+    customerExternalId = Text(source="customer_external_id", max_length=255)
 
 
 class CheckOut(serializers.Serializer):
@@ -202,7 +202,7 @@ def parse_date_only(text: str) -> bool:
 
 
 class CustomerAlertCreateIn(serializers.Serializer):
-    customerId = serializers.UUIDField(source="customer_id")
+    customerId = UuidIn(source="customer_id")
     metric = serializers.ChoiceField(choices=AlertMetric.choices)
     thresholdUsd = DecimalIn(source="threshold_usd", validators=[positive])
     windowMode = serializers.ChoiceField(source="window_mode", choices=WindowMode.choices)

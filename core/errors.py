@@ -13,51 +13,65 @@ logger = logging.getLogger("billing.errors")
 
 
 class ApiError(Exception):
-    status, code = 400, None
+    """An answer of the API other than success: its HTTP `status`, its `message` and a machine-readable `code`.
+
+    Every class declares its default `code`, so that whoever catches one (a job, the console, a log) can tell
+    the errors apart without reading messages. The answer's body carries `code` only where the interface
+    shows one (spec.md section 7: "some errors add a `code`"): for a class with `code_shown`, and for any
+    raise that names its own `code=` (`too_many_auth_failures`, ...). The generic classes keep theirs out of
+    the body, so their answers stay `{message}` as clients know them."""
+
+    status, code = 400, "api_error"
+    code_shown = False
 
     def __init__(self, message: str | list[str], *, code: str | None = None, headers: dict | None = None):
         super().__init__(message)
         self.message, self.code = message, code or self.code
+        self.code_shown = bool(code) or self.code_shown
         self.headers = headers or {}
+
+    def body(self) -> dict:
+        """The JSON body of the answer: `{message, code?}`."""
+        return error_body(self.message, self.code if self.code_shown else None)
 
 
 class BadRequest(ApiError):
-    status = 400
+    status, code = 400, "bad_request"
 
 
 class Unauthorized(ApiError):
-    status = 401
+    status, code = 401, "unauthorized"
 
 
 class KeyRevoked(ApiError):
-    status, code = 401, "key_revoked"
+    status, code, code_shown = 401, "key_revoked", True
 
 
 class Forbidden(ApiError):
-    status = 403
+    status, code = 403, "forbidden"
 
 
 class NotFound(ApiError):
-    status = 404
+    status, code = 404, "not_found"
 
 
 class Conflict(ApiError):
-    status = 409
+    status, code = 409, "conflict"
 
 
 class Unprocessable(ApiError):
-    status = 422
+    status, code = 422, "unprocessable"
 
 
 class RateLimited(ApiError):
-    status = 429
+    status, code = 429, "rate_limited"
 
     def __init__(self, message, *, retry_after: int, code: str | None = None):
         super().__init__(message, code=code, headers={"Retry-After": str(max(1, int(retry_after)))})
 
 
 class PayloadTooLarge(ApiError):
-    status, code = 413, "request_too_large"
+    status, code, code_shown = 413, "request_too_large", True
 
 
 def body_too_large() -> PayloadTooLarge:
@@ -67,7 +81,7 @@ def body_too_large() -> PayloadTooLarge:
 
 
 class AuthUnavailable(ApiError):
-    status, code = 503, "auth_unavailable"
+    status, code, code_shown = 503, "auth_unavailable", True
 
 
 def error_body(message, code=None) -> dict:
@@ -108,7 +122,7 @@ def api_exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):  # a body the middleware could not refuse from its Content-Length
         exc = body_too_large()
     if isinstance(exc, ApiError):
-        return Response(error_body(exc.message, exc.code), status=exc.status, headers=exc.headers)
+        return Response(exc.body(), status=exc.status, headers=exc.headers)
     if isinstance(exc, drf_exceptions.ValidationError):
         return Response(error_body(flatten_validation_errors(exc.detail)), status=400)
     if isinstance(exc, drf_exceptions.ParseError):

@@ -7,10 +7,10 @@ Writing: a `Decimal` becomes a JSON number made of its own digits (no exponent, 
 `1.50` stays `1.50`), an integer of any size its digits.
 
 One reader and one writer serve every place JSON crosses the service's edge: the API's parser and renderer
-(core/api_json.py), the JSON columns (every model's JSONField is an `ExactJSONField`, see
-`make_json_fields_exact`) and the ledger's insert document (customers/ledger.py). The writer is orjson: a
-`Decimal` is handed back to it as an `orjson.Fragment` of its digits, which it copies into the output as
-they are.
+(core/api_json.py), the JSON columns (every model declares its JSON columns as `ExactJSONField`;
+tests/core/test_exact_json.py finds any that does not) and the ledger's insert document (customers/ledger.py).
+The writer is orjson: a `Decimal` is handed back to it as an `orjson.Fragment` of its digits, which it copies
+into the output as they are.
 """
 import json
 from decimal import Decimal, InvalidOperation
@@ -116,10 +116,13 @@ class ExactJSONDecoder(json.JSONDecoder):
 
 
 class ExactJSONField(models.JSONField):
-    """A JSON column whose numbers are read and written exactly (`metadata`, `context`, ...).
+    """A JSON column whose numbers are read and written exactly (`metadata`, `context`, ...): every model's JSON
+    column is declared with it. Django has no setting for a JSONField's default encoder and decoder, and a plain
+    one refuses to write a Decimal (which request bodies hold) and reads `0.1` back as a float.
 
-    The column is the same `jsonb` as a plain `JSONField`'s and migrations record it as one: only how Python
-    reads and writes its numbers differs, which no migration needs to know."""
+    The column is the same `jsonb` as a plain `JSONField`'s and migrations record it as one (`deconstruct`):
+    only how Python reads and writes its numbers differs, which no migration needs to know, so declaring a
+    column with this class changes no migration."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("encoder", ExactJSONEncoder)
@@ -133,19 +136,3 @@ class ExactJSONField(models.JSONField):
         if kwargs.get("decoder") is ExactJSONDecoder:
             del kwargs["decoder"]
         return name, "django.db.models.JSONField", args, kwargs
-
-
-def make_json_fields_exact(model_classes) -> None:
-    """Every JSONField of these models that names no encoder or decoder of its own becomes an ExactJSONField
-    (core/apps.py, at startup, for every installed model).
-
-    Django has no setting for a JSONField's default encoder and decoder, and a plain one refuses to write a
-    Decimal (which request bodies hold) and reads `0.1` back as a float. Upgrading each field once at startup
-    makes exact numbers the rule for every JSON column, the ones models add later included, without each
-    declaration having to remember it. Only the Python class changes: it deconstructs as the plain JSONField it was, so
-    migrations see nothing."""
-    for model in model_classes:
-        for field in model._meta.local_fields:
-            if type(field) is models.JSONField and field.encoder is None and field.decoder is None:
-                field.__class__ = ExactJSONField
-                field.encoder, field.decoder = ExactJSONEncoder, ExactJSONDecoder

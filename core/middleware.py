@@ -8,7 +8,7 @@ from django.conf import settings
 from django.http import JsonResponse
 
 from core import views
-from core.errors import body_too_large, error_body
+from core.errors import body_too_large
 from core.logs import current_request_id, redact
 
 access_logger = logging.getLogger("billing.access")
@@ -77,7 +77,7 @@ class RequestBodyLimitMiddleware:
             length = 0  # Django reads no body then
         if limit is not None and length > limit:
             error = body_too_large()
-            return JsonResponse(error_body(error.message, error.code), status=error.status)
+            return JsonResponse(error.body(), status=error.status)
         return self.get_response(request)
 
 

@@ -10,6 +10,7 @@ from django.db import models
 from django.db.models import Q
 
 from core import display
+from core.exact_json import ExactJSONField
 from core.ids import time_ordered_uuid
 from core.models import OrgOwned
 from core.money import ExactField, QuantityField, SumField
@@ -46,8 +47,8 @@ class Customer(OrgOwned):
     billing_contact_name = models.CharField(max_length=255, blank=True)
     billing_contact_email = models.EmailField(max_length=255, blank=True)
     net_terms = models.PositiveIntegerField(default=30)
-    invoice_email_recipients = models.JSONField(default=list, blank=True)
-    metadata = models.JSONField(default=dict, blank=True)
+    invoice_email_recipients = ExactJSONField(default=list, blank=True)
+    metadata = ExactJSONField(default=dict, blank=True)
     # A developer whose internal coding-agent usage was recorded: never billed, never a watch target.
     is_internal = models.BooleanField(default=False)
     deleted_at = models.DateTimeField(null=True, blank=True)
@@ -70,7 +71,7 @@ class Agent(OrgOwned):
     agent_code = models.CharField(max_length=255)
     description = models.TextField(blank=True)
     is_active = models.BooleanField(default=True)
-    context = models.JSONField(default=dict, blank=True)
+    context = ExactJSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -173,14 +174,14 @@ class UsageEvent(OrgOwned):
     service_tier = models.CharField(max_length=16, null=True, blank=True)
     # True when a batch, flex or priority part had no rate of its tier and was priced at the standard rate.
     priced_at_standard_tier = models.BooleanField(default=False, db_default=False)
-    services = models.JSONField(null=True, blank=True)
+    services = ExactJSONField(null=True, blank=True)
     quantity = QuantityField(default=1)
     usage_cost = ExactField(null=True, blank=True)
     event_status = models.CharField(max_length=24, choices=EventStatus.choices, default=EventStatus.PROCESSED)
     usage_date = models.DateTimeField()
     environment = models.CharField(max_length=16, choices=Environment.choices, null=True, blank=True)
     idempotency_key = models.CharField(max_length=255, null=True, blank=True)
-    metadata = models.JSONField(default=dict, blank=True)
+    metadata = ExactJSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-usage_date", "-id"]

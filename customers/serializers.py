@@ -8,42 +8,13 @@ from decimal import Decimal
 from rest_framework import serializers
 
 from core.clock import is_valid_timezone
-from core.serialization import DecimalIn, DecimalText, Flag, JsonObjectIn, QueryFlag
+from core.fields import DecimalIn, DecimalText, Flag, JsonObjectIn, QueryFlag, Text, TextOut, UuidIn
 from customers.models import CustomerStatus, SignalType
 
 NAME_MAX = 255
 MAX_INVOICE_RECIPIENTS = 50
 MAX_NET_TERMS_DAYS = 365
 MAX_BULK_SIGNALS = 100
-
-
-class Text(serializers.CharField):
-    """Input: a JSON string only; numbers and booleans are a wrong type (400), not silently converted."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class UuidText(serializers.UUIDField):
-    """Input: a UUID string only (DRF would also read an integer as a UUID)."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid", value=data)
-        return super().to_internal_value(data)
-
-
-class TextOut(serializers.CharField):
-    """Output: an optional text column; empty reads as null."""
-
-    def __init__(self, **kwargs):
-        kwargs.setdefault("allow_null", True)
-        super().__init__(**kwargs)
-
-    def to_representation(self, value):
-        return value or None
 
 
 # --------------------------------------------------------------------------- customers
@@ -56,18 +27,18 @@ class CustomerWriteIn(serializers.Serializer):
     email = serializers.EmailField(max_length=255, allow_blank=True, allow_null=True, required=False)
     phone = Text(max_length=64, allow_blank=True, allow_null=True, required=False)
     addressLine1 = Text(source="address_line1", max_length=255, allow_blank=True,
-                                         allow_null=True, required=False)
+                        allow_null=True, required=False)
     addressLine2 = Text(source="address_line2", max_length=255, allow_blank=True,
-                                         allow_null=True, required=False)
+                        allow_null=True, required=False)
     city = Text(max_length=255, allow_blank=True, allow_null=True, required=False)
     state = Text(max_length=255, allow_blank=True, allow_null=True, required=False)
     zipCode = Text(source="zip_code", max_length=32, allow_blank=True, allow_null=True,
-                                    required=False)
+                   required=False)
     country = Text(max_length=255, allow_blank=True, allow_null=True, required=False)
     timezone = Text(max_length=64, required=False)
     status = serializers.ChoiceField(choices=CustomerStatus.values, required=False)
     billingContactName = Text(source="billing_contact_name", max_length=255, allow_blank=True,
-                                               allow_null=True, required=False)
+                              allow_null=True, required=False)
     billingContactEmail = serializers.EmailField(source="billing_contact_email", max_length=255,
                                                  allow_blank=True, allow_null=True, required=False)
     netTerms = serializers.IntegerField(source="net_terms", min_value=0, max_value=MAX_NET_TERMS_DAYS,
@@ -151,16 +122,16 @@ class SignalFieldsIn(serializers.Serializer):
 
 
 class SignalCreateIn(SignalFieldsIn):
-    agentId = UuidText(source="agent_id")
+    agentId = UuidIn(source="agent_id")
 
 
 class SignalUpdateIn(SignalFieldsIn):
     # Accepted only so that a client echoing the signal back is not refused; a different agent is a 400.
-    agentId = UuidText(source="agent_id", required=False)
+    agentId = UuidIn(source="agent_id", required=False)
 
 
 class SignalBulkCreateIn(serializers.Serializer):
-    agentId = UuidText(source="agent_id")
+    agentId = UuidIn(source="agent_id")
     signals = SignalFieldsIn(many=True, allow_empty=False, max_length=MAX_BULK_SIGNALS)
 
 
@@ -169,7 +140,7 @@ class SignalOut(serializers.Serializer):
     name = serializers.CharField()
     shortName = serializers.CharField(source="short_name")
     type = serializers.CharField()
-    agentId = UuidText(source="agent_id")
+    agentId = UuidIn(source="agent_id")
     createdAt = serializers.DateTimeField(source="created_at")
     updatedAt = serializers.DateTimeField(source="updated_at")
 
@@ -222,9 +193,9 @@ class UsageExportQueryIn(serializers.Serializer):
 
 
 class ModelMapIn(serializers.Serializer):
-    model = serializers.CharField(max_length=255, help_text="the unknown model name, as events send it")
-    modelProvider = serializers.CharField(source="model_provider", max_length=100)
-    serviceId = serializers.UUIDField(source="service_id", help_text="an active catalog entry")
+    model = Text(max_length=255, help_text="the unknown model name, as events send it")
+    modelProvider = Text(source="model_provider", max_length=100)
+    serviceId = UuidIn(source="service_id", help_text="an active catalog entry")
 
 
 class ModelAliasOut(serializers.Serializer):
@@ -265,10 +236,10 @@ class PriceOverrideIn(serializers.Serializer):
     """One of: `serviceId` (a catalog entry), `model` + `modelProvider` (a model the catalog lacks), or
     `modelProvider` + `discountPercent` (a percentage off that provider's list prices)."""
 
-    serviceId = serializers.UUIDField(source="service_id", required=False, allow_null=True, default=None)
-    model = serializers.CharField(max_length=255, required=False, allow_null=True, default=None)
-    modelProvider = serializers.CharField(source="model_provider", max_length=100, required=False, allow_null=True,
-                                          default=None)
+    serviceId = UuidIn(source="service_id", required=False, allow_null=True, default=None)
+    model = Text(max_length=255, required=False, allow_null=True, default=None)
+    modelProvider = Text(source="model_provider", max_length=100, required=False, allow_null=True,
+                         default=None)
     discountPercent = DecimalIn(source="discount_percent", max_digits=9, decimal_places=6, min_value=Decimal(0),
                                 max_value=Decimal(100), required=False, allow_null=True, default=None,
                                 help_text="percent off the provider's list prices (20 = 20% off)")
@@ -280,7 +251,7 @@ class PriceOverrideIn(serializers.Serializer):
     unitCost = _rate("unit_cost", "USD per unit of the event's quantity (instead of token rates)")
     effectiveFrom = serializers.DateTimeField(source="effective_from",
                                               help_text="events dated at or after it are priced with the override")
-    note = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+    note = Text(max_length=2000, required=False, allow_blank=True, default="")
 
 
 class PriceOverrideOut(serializers.Serializer):

@@ -3,6 +3,7 @@ status and how far it has come (jobs/services.py writes it)."""
 from django.db import models
 from django.db.models import Q
 
+from core.exact_json import ExactJSONField
 from core.models import OrgOwned
 from core.progress import percent_of
 
@@ -29,12 +30,12 @@ class Job(OrgOwned):
     status = models.CharField(max_length=16, choices=JobStatus.choices, default=JobStatus.QUEUED)
     done = models.BigIntegerField(default=0, help_text="Items examined so far.")
     total = models.BigIntegerField(null=True, blank=True, help_text="Items to examine; empty until known.")
-    result = models.JSONField(null=True, blank=True, help_text="What the work changed, once it succeeded.")
+    result = ExactJSONField(null=True, blank=True, help_text="What the work changed, once it succeeded.")
     error = models.TextField(blank=True)
     # What runs it: the dotted path of a Celery task and its arguments (the job's id among them), so a job whose
     # runner was lost can be started again (`jobs_housekeeping`).
     task_path = models.CharField(max_length=200, blank=True)
-    task_args = models.JSONField(default=list, blank=True)
+    task_args = ExactJSONField(default=list, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a runner took it up.")
     created_by = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from core.serialization import DayIn, DecimalNumber, DecimalText
+from core.fields import DayIn, DecimalNumber, DecimalText, Text, UuidIn
 from matters.models import MatterStatus
 
 INT32_MAX = 2**31 - 1
@@ -9,11 +9,11 @@ INT32_MAX = 2**31 - 1
 class MatterIn(serializers.Serializer):
     """POST (all of matterNumber, name, clientName required) and PATCH (partial: only sent fields)."""
 
-    matterNumber = serializers.CharField(source="matter_number", max_length=255)
-    name = serializers.CharField(max_length=255)
-    clientName = serializers.CharField(source="client_name", max_length=255)
+    matterNumber = Text(source="matter_number", max_length=255)
+    name = Text(max_length=255)
+    clientName = Text(source="client_name", max_length=255)
     status = serializers.ChoiceField(choices=MatterStatus.choices, default=MatterStatus.OPEN)
-    responsibleUserId = serializers.UUIDField(source="responsible_user_id", allow_null=True, required=False)
+    responsibleUserId = UuidIn(source="responsible_user_id", allow_null=True, required=False)
 
 
 class MatterOut(serializers.Serializer):
@@ -97,8 +97,8 @@ class UnassignedPageOut(PageOut):
 
 
 class MatterAssignIn(serializers.Serializer):
-    eventId = serializers.UUIDField(source="event_id")
-    matterId = serializers.UUIDField(source="matter_id", allow_null=True)  # required; null unassigns
+    eventId = UuidIn(source="event_id")
+    matterId = UuidIn(source="matter_id", allow_null=True)  # required; null unassigns
 
 
 class MatterAssignOut(serializers.Serializer):
@@ -111,15 +111,15 @@ class MatterAssignOut(serializers.Serializer):
 class MatterRuleIn(serializers.Serializer):
     """POST (matterId required) and PATCH (partial: only sent fields; a matcher sent as null is cleared)."""
 
-    matterId = serializers.UUIDField(source="matter_id")
+    matterId = UuidIn(source="matter_id")
     priority = serializers.IntegerField(min_value=-INT32_MAX, max_value=INT32_MAX, default=100)
     # Matchers compare exactly (signalPattern: case-insensitive substring), so whitespace is kept.
-    agentCode = serializers.CharField(source="agent_code", max_length=255, allow_null=True, required=False,
-                                      trim_whitespace=False)
-    customerExternalId = serializers.CharField(source="customer_external_id", max_length=255, allow_null=True,
-                                               required=False, trim_whitespace=False)
-    signalPattern = serializers.CharField(source="signal_pattern", max_length=255, allow_null=True, required=False,
-                                          trim_whitespace=False)
+    agentCode = Text(source="agent_code", max_length=255, allow_null=True, required=False,
+                     trim_whitespace=False)
+    customerExternalId = Text(source="customer_external_id", max_length=255, allow_null=True,
+                              required=False, trim_whitespace=False)
+    signalPattern = Text(source="signal_pattern", max_length=255, allow_null=True, required=False,
+                         trim_whitespace=False)
 
 
 class MatterRuleOut(serializers.Serializer):

@@ -6,6 +6,7 @@ from datetime import datetime
 
 from django.db import models
 
+from core.exact_json import ExactJSONField
 from core.models import OrgOwned
 
 
@@ -22,7 +23,7 @@ class PortalSession(OrgOwned):
     customer = models.ForeignKey("customers.Customer", on_delete=models.CASCADE, related_name="portal_sessions")
     token_digest = models.CharField(max_length=64)
     return_url = models.CharField(max_length=2048, blank=True)
-    features = models.JSONField(default=list)
+    features = ExactJSONField(default=list)
     expires_at = models.DateTimeField()
     used_at = models.DateTimeField(null=True, blank=True)  # the link was opened (consumed)
     revoked_at = models.DateTimeField(null=True, blank=True)

@@ -3,8 +3,7 @@ from django.core.validators import URLValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from core.serialization import QueryFlag
-from customers.serializers import Text, TextOut
+from core.fields import QueryFlag, Text, TextOut, UuidIn
 from portal.models import PortalFeature
 from portal.services import portal_url
 
@@ -35,7 +34,7 @@ class PortalSessionCreateIn(serializers.Serializer):
 
 
 class PortalSessionQueryIn(serializers.Serializer):
-    customerId = serializers.UUIDField(source="customer_id", required=False)
+    customerId = UuidIn(source="customer_id", required=False)
     includeExpired = QueryFlag(source="include_expired", required=False, default=False,
                                               help_text="true also lists used, expired and revoked sessions")
 

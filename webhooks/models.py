@@ -4,6 +4,7 @@ a delivery (webhooks/delivery.py sends them)."""
 from django.db import models
 from django.db.models import Q
 
+from core.exact_json import ExactJSONField
 from core.models import OrgOwned
 
 
@@ -32,7 +33,7 @@ class WebhookEndpoint(OrgOwned):
     url = models.URLField(max_length=2000)
     description = models.CharField(max_length=500, blank=True)
     # Event types it receives; empty: every type (test sends always).
-    event_types = models.JSONField(default=list, blank=True)
+    event_types = ExactJSONField(default=list, blank=True)
     enabled = models.BooleanField(default=True)
     # The raw secret is kept (deliveries are signed with it); only the create and rotate answers show it.
     secret = models.CharField(max_length=100)

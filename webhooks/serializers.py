@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from core import clock
 from core.errors import ApiError
-from core.serialization import Flag
+from core.fields import Flag, Text
 from webhooks.delivery import message_id
 from webhooks.events import SUBSCRIBABLE_TYPES
 from webhooks.models import DeliveryStatus, EventType
@@ -25,19 +25,19 @@ EVENT_TYPES_HELP = "Event types to receive; empty (the default) means every type
 
 
 class WebhookEndpointCreateIn(serializers.Serializer):
-    url = serializers.CharField(max_length=2000, help_text="https (http allowed in test books); public hosts only")
+    url = Text(max_length=2000, help_text="https (http allowed in test books); public hosts only")
     eventTypes = serializers.ListField(source="event_types", child=serializers.ChoiceField(choices=SUBSCRIBABLE_TYPES),
                                        required=False, default=list, max_length=len(SUBSCRIBABLE_TYPES) * 2,
                                        help_text=EVENT_TYPES_HELP)
-    description = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+    description = Text(max_length=500, required=False, allow_blank=True, default="")
     enabled = Flag(required=False, default=True)
 
 
 class WebhookEndpointUpdateIn(serializers.Serializer):
-    url = serializers.CharField(max_length=2000)
+    url = Text(max_length=2000)
     eventTypes = serializers.ListField(source="event_types", child=serializers.ChoiceField(choices=SUBSCRIBABLE_TYPES),
                                        max_length=len(SUBSCRIBABLE_TYPES) * 2, help_text=EVENT_TYPES_HELP)
-    description = serializers.CharField(max_length=500, allow_blank=True)
+    description = Text(max_length=500, allow_blank=True)
     enabled = Flag(help_text="true enables a disabled endpoint again (healthy); replay what it missed")
 
     def validate(self, attrs):

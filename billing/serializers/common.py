@@ -9,18 +9,8 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from core.clock import MAX_YEAR, MIN_YEAR, UTC
-from core.serialization import JsonObjectIn  # noqa: F401  (re-exported for the billing serializers)
 
 INT32_MAX = 2_147_483_647  # the largest value of a PositiveIntegerField column
-
-
-class UuidIn(serializers.UUIDField):
-    """A UUID string only (DRF would also read an integer as a UUID)."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid", value=data)
-        return super().to_internal_value(data)
 
 
 @extend_schema_field(OpenApiTypes.DATETIME)

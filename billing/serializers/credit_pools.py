@@ -1,13 +1,13 @@
 from rest_framework import serializers
 
-from core.serialization import DecimalIn, DecimalNumber, Flag
+from core.fields import DecimalIn, DecimalNumber, Flag, Text, UuidIn
 
 MAX_PERCENT = 100
 
 
 class CreditBalanceQueryIn(serializers.Serializer):
-    customerId = serializers.UUIDField(source="customer_id", required=False)
-    agentId = serializers.UUIDField(source="agent_id", required=False)
+    customerId = UuidIn(source="customer_id", required=False)
+    agentId = UuidIn(source="agent_id", required=False)
     belowPercent = DecimalIn(source="below_percent", required=False, min_value=-MAX_PERCENT, max_value=MAX_PERCENT,
                              help_text="-100 to 100: pools with this percent or less left (0: at or past zero)")
 
@@ -41,9 +41,9 @@ class CreditBalanceListOut(serializers.Serializer):
 
 class CreditTopupIn(serializers.Serializer):
     units = DecimalIn(help_text="units to add, greater than 0")
-    idempotencyKey = serializers.CharField(source="idempotency_key", max_length=255, trim_whitespace=False)
-    note = serializers.CharField(max_length=1000, required=False, allow_blank=True, allow_null=True, default="",
-                                 trim_whitespace=False)
+    idempotencyKey = Text(source="idempotency_key", max_length=255, trim_whitespace=False)
+    note = Text(max_length=1000, required=False, allow_blank=True, allow_null=True, default="",
+                trim_whitespace=False)
 
     def validate_units(self, value):
         if value <= 0:

@@ -3,9 +3,9 @@ from decimal import Decimal
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from billing.serializers.common import AllOptional, InstantIn, UuidIn
+from billing.serializers.common import AllOptional, InstantIn
+from core.fields import DecimalIn, DecimalNumber, Text, UuidIn
 from core.money import CENTS_DIGITS, CENTS_PLACES
-from core.serialization import DecimalIn, DecimalNumber
 
 HUNDRED = Decimal(100)
 
@@ -35,22 +35,22 @@ class InvoiceGenerateIn(InvoiceSettingsIn):
 
 
 class InvoiceUpdateIn(AllOptional, InvoiceSettingsIn):
-    invoiceMemo = serializers.CharField(source="memo", max_length=5000, allow_blank=True)
+    invoiceMemo = Text(source="memo", max_length=5000, allow_blank=True)
 
 
 class InvoiceSendIn(serializers.Serializer):
     recipientEmail = serializers.EmailField(source="recipient_email", max_length=254, required=False)
-    subject = serializers.CharField(max_length=255, required=False)
-    message = serializers.CharField(max_length=5000, required=False, allow_blank=True, default="")
+    subject = Text(max_length=255, required=False)
+    message = Text(max_length=5000, required=False, allow_blank=True, default="")
 
 
 class InvoiceVoidIn(serializers.Serializer):
-    reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+    reason = Text(max_length=500, required=False, allow_blank=True, default="")
 
 
 class RefundCreateIn(serializers.Serializer):
     amount = cents_in(min_value=Decimal("0.01"), required=False, allow_null=True, default=None)
-    reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+    reason = Text(max_length=500, required=False, allow_blank=True, default="")
 
 
 class InvoiceRowOut(serializers.Serializer):

@@ -2,17 +2,17 @@ from decimal import Decimal
 
 from rest_framework import serializers
 
-from billing.serializers.common import AllOptional, JsonObjectIn, RefusesFields, UuidIn
-from core.serialization import DecimalIn, Flag
+from billing.serializers.common import AllOptional, RefusesFields
+from core.fields import DecimalIn, Flag, JsonObjectIn, Text, UuidIn
 
 LINKS_ONLY_THROUGH_LINK_ROUTES = ("Agent links change only through POST /v1/pricing-plans/{planId}/agents "
                                   "and DELETE /v1/pricing-plans/{planId}/agents/{agentId}.")
 
 
 class PlanCreateIn(serializers.Serializer):
-    name = serializers.CharField(max_length=255)
+    name = Text(max_length=255)
     agentId = UuidIn(source="agent_id", required=False, allow_null=True)
-    description = serializers.CharField(max_length=255, required=False, allow_blank=True, default="")
+    description = Text(max_length=255, required=False, allow_blank=True, default="")
     featuresList = JsonObjectIn(source="features_list", required=False, default=dict)
     isActive = Flag(source="is_active", required=False, default=True)
 
@@ -20,8 +20,8 @@ class PlanCreateIn(serializers.Serializer):
 class PlanUpdateIn(RefusesFields, AllOptional, serializers.Serializer):
     refused = {"agentId": LINKS_ONLY_THROUGH_LINK_ROUTES, "agents": LINKS_ONLY_THROUGH_LINK_ROUTES}
 
-    name = serializers.CharField(max_length=255)
-    description = serializers.CharField(max_length=255, allow_blank=True)
+    name = Text(max_length=255)
+    description = Text(max_length=255, allow_blank=True)
     featuresList = JsonObjectIn(source="features_list")
     isActive = Flag(source="is_active")
 
@@ -31,7 +31,7 @@ class PlanAgentLinkIn(serializers.Serializer):
 
 
 class PlanCopyIn(serializers.Serializer):
-    newName = serializers.CharField(source="new_name", max_length=255, required=False)
+    newName = Text(source="new_name", max_length=255, required=False)
     # Percent off every rate and tier rate of the copy (10 means the copy charges 90%).
     discount = DecimalIn(required=False, default=Decimal(0), min_value=Decimal(0), max_value=Decimal(100))
 

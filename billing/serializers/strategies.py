@@ -4,8 +4,9 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.models import BillingFrequency, ChargeType, PricingModel
-from billing.serializers.common import AllOptional, UuidIn
-from core.serialization import DecimalIn, DecimalNumber, Flag, decimal_number
+from billing.serializers.common import AllOptional
+from core.fields import DecimalIn, DecimalNumber, Flag, Text, UuidIn
+from core.serialization import decimal_number
 
 ZERO = Decimal(0)
 
@@ -17,7 +18,7 @@ class TierIn(serializers.Serializer):
 
 
 class StrategyIn(serializers.Serializer):
-    name = serializers.CharField(max_length=255)
+    name = Text(max_length=255)
     agentId = UuidIn(source="agent_id")
     chargeType = serializers.ChoiceField(source="charge_type", choices=ChargeType.choices)
     signalId = UuidIn(source="signal_id", required=False, allow_null=True, default=None)
@@ -30,7 +31,7 @@ class StrategyIn(serializers.Serializer):
     minimumCommitment = DecimalIn(source="minimum_commitment", min_value=ZERO, required=False, allow_null=True,
                                   default=None)
     active = Flag(required=False, default=True)
-    tags = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list)
+    tags = serializers.ListField(child=Text(max_length=255), required=False, default=list)
 
 
 class StrategyPatchIn(AllOptional, StrategyIn):

@@ -4,8 +4,8 @@ from rest_framework import serializers
 
 from billing.models import BillingCycle, BillingModel, SubscriptionChange, SubscriptionStatus
 from billing.pricing.periods import is_valid_timezone
-from billing.serializers.common import INT32_MAX, AllOptional, InstantIn, JsonObjectIn, RefusesFields, UuidIn
-from core.serialization import DecimalIn, DecimalNumber, Flag
+from billing.serializers.common import INT32_MAX, AllOptional, InstantIn, RefusesFields
+from core.fields import DecimalIn, DecimalNumber, Flag, JsonObjectIn, Text, UuidIn
 
 FIXED_AT_CREATION = ("Cannot be changed after creation; to bill on another schedule, end the subscription and "
                      "create a new one.")
@@ -29,7 +29,7 @@ class TimezoneIn(serializers.CharField):
 class SubscriptionCreateIn(RefusesFields, serializers.Serializer):
     refused = {"currentPeriodStart": COMPUTED_PERIOD, "currentPeriodEnd": COMPUTED_PERIOD}
 
-    name = serializers.CharField(max_length=255)
+    name = Text(max_length=255)
     planId = UuidIn(source="plan_id")
     agentId = UuidIn(source="agent_id")
     customerId = UuidIn(source="customer_id")
@@ -52,8 +52,8 @@ class SubscriptionCreateIn(RefusesFields, serializers.Serializer):
     timezone = TimezoneIn(required=False)  # default: the customer's time zone
     billingDay = serializers.IntegerField(source="billing_day", min_value=1, max_value=31, required=False,
                                           allow_null=True, default=None)
-    invoiceMemo = serializers.CharField(source="invoice_memo", max_length=5000, required=False, allow_blank=True,
-                                        default="")
+    invoiceMemo = Text(source="invoice_memo", max_length=5000, required=False, allow_blank=True,
+                       default="")
     metadata = JsonObjectIn(required=False, default=dict)
 
 
@@ -94,8 +94,8 @@ class SubscriptionChangePlanIn(serializers.Serializer):
     seatsCount = serializers.IntegerField(source="seats_count", min_value=0, max_value=INT32_MAX, required=False,
                                          allow_null=True, default=None,
                                          help_text="Seats on the new plan (default: the current seats).")
-    name = serializers.CharField(max_length=255, required=False, allow_null=True, default=None,
-                                 help_text="The new subscription's name (default: the current name).")
+    name = Text(max_length=255, required=False, allow_null=True, default=None,
+                help_text="The new subscription's name (default: the current name).")
 
 
 class SubscriptionOut(serializers.Serializer):

@@ -42,7 +42,7 @@ SETTINGS_FIELDS = ("discount_percent", "discount_fixed", "tax_percent")
 
 
 class EmailNotSent(ApiError):
-    status, code = 502, "email_not_sent"
+    status, code, code_shown = 502, "email_not_sent", True
 
 
 def _pay_token(invoice: Invoice) -> str:

@@ -191,7 +191,7 @@ def checkout_url(invoice: Invoice, *, pay_url: str) -> str:
 
 
 class LocalCheckoutDisabled(Forbidden):
-    code = "local_checkout_disabled"
+    code, code_shown = "local_checkout_disabled", True
 
 
 def local_checkout_enabled() -> bool:

@@ -161,7 +161,7 @@ def test_every_boolean_a_request_reads_is_strict():
     """No serializer that reads input (`...In`) holds DRF's lenient BooleanField, which reads "yes" as true."""
     from rest_framework import serializers
 
-    from core.serialization import Flag, QueryFlag
+    from core.fields import Flag, QueryFlag
 
     def subclasses(cls):
         for sub in cls.__subclasses__():
@@ -175,6 +175,50 @@ def test_every_boolean_a_request_reads_is_strict():
                for name, field in cls().fields.items()
                if isinstance(field, serializers.BooleanField) and not isinstance(field, (Flag, QueryFlag))]
     assert lenient == []
+
+
+
+def _input_fields():
+    """(where, field) for every field of every serializer that reads input (`...In`), the record shapes of
+    POST /v1/usage/record aside: they only document it, record_validation.py reads records."""
+    from rest_framework import serializers
+
+    def subclasses(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from subclasses(sub)
+
+    import config.urls  # noqa: F401  (every app's serializers are imported by its views)
+    for cls in subclasses(serializers.Serializer):
+        if cls.__name__.endswith("In") and not cls.__module__.startswith(
+                ("rest_framework", "drf_spectacular", "billing.serializers.usage")):
+            for name, field in cls().fields.items():
+                yield f"{cls.__module__}.{cls.__name__}.{name}", field
+                if isinstance(field, serializers.ListField):
+                    yield f"{cls.__module__}.{cls.__name__}.{name}[]", field.child
+
+
+def test_every_text_and_id_a_request_reads_is_strict():
+    """No serializer that reads input holds DRF's CharField or UUIDField, which read `5` as "5" and an integer as
+    a UUID: text is core.fields.Text, an id core.fields.UuidIn (docs/decisions/numbers.md)."""
+    from rest_framework import serializers
+
+    lenient = [where for where, field in _input_fields()
+               if type(field) in (serializers.CharField, serializers.UUIDField)]
+    assert lenient == []
+
+
+@pytest.mark.parametrize("path, body, field", [
+    ("/v1/pricing-plans", {"name": 5}, "name"),
+    ("/v1/matters", {"matterNumber": 7, "name": "n", "clientName": "c"}, "matterNumber"),
+    ("/v1/webhook-endpoints", {"url": 5}, "url"),
+    ("/v1/subscriptions", {"name": 5}, "name"),
+    ("/v1/portal-sessions", {"customerExternalId": 12}, "customerExternalId"),
+])
+def test_a_number_where_text_belongs_is_a_400_naming_the_field(api, path, body, field):
+    resp = api.post(path, body)
+    assert resp.status_code == 400, resp.content
+    assert any(message.startswith(f"{field}: ") for message in resp.json()["message"]), resp.json()
 
 
 # --------------------------------------------------------------------------- quantity digits
