@@ -27,8 +27,8 @@ All print events per second and p50/p99 batch latency (one batch = 100 records =
 transaction). Clients are processes (not threads) so the load generator is not limited by one interpreter.
 The ledger-shaped baseline table is created with `CREATE TABLE ... (LIKE customers_usageevent INCLUDING ALL)`:
 the same columns, defaults, checks and indexes as the ledger (foreign keys aside); the minimal one with
-`LIKE customers_usageevent INCLUDING DEFAULTS` (columns, types and defaults) plus the two keys. Both are dropped afterwards. Their rows
-carry time-ordered ids, as the service's events do.
+`LIKE customers_usageevent INCLUDING DEFAULTS` (columns, types and defaults) plus the two keys. Both are
+dropped afterwards. Their rows carry time-ordered ids, as the service's events do.
 
 CPU split: the utime and stime of each named process and of its children (those alive from /proc/<pid>/stat,
 those exited and reaped from the parent's cutime and cstime) before and after the run, and the load generator's
@@ -162,7 +162,8 @@ def prepare_baseline(database_url: str, minimal: bool):
     with psycopg.connect(database_url, autocommit=True) as connection:
         connection.execute("DROP TABLE IF EXISTS bench_usage_events_baseline")
         if minimal:
-            connection.execute("CREATE TABLE bench_usage_events_baseline (LIKE customers_usageevent INCLUDING DEFAULTS)")
+            connection.execute(
+                "CREATE TABLE bench_usage_events_baseline (LIKE customers_usageevent INCLUDING DEFAULTS)")
             connection.execute("ALTER TABLE bench_usage_events_baseline ADD PRIMARY KEY (id)")
             connection.execute("CREATE UNIQUE INDEX ON bench_usage_events_baseline (idempotency_key)")
         else:
