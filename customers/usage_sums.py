@@ -6,8 +6,9 @@
   the caller (how analytics attribute events to subscriptions).
 - `event_sums`: the same `Sums` over a queryset of events, for a set the rollup cannot select or group:
   by a matter's attribution, by the agent code or customer external id recorded on the event, by the
-  signal name as recorded, or straight from the events (an invoice's billed quantities). It reads every
-  event of the set, so a read the rollup can answer uses `rollup_sums`.
+  signal name as recorded, or straight from the events. It reads every event of the set, so a read the
+  rollup can answer uses `rollup_sums`. `labelled_event_sums` sums the same set under labels, each its own
+  condition, in one scan without grouping (an invoice's billed quantities, one label per claim).
 
 How `rollup_sums` reads: a window `[start, end)` splits into the whole UTC months it covers (month rows
 of `UsageDailyRollup`, for groups that need no days), the other whole UTC days (day rows; index

@@ -3,8 +3,8 @@
 A usage strategy bills the window's TOTAL `quantity` of the events its subscription claims on its signal
 (contract: "Signal types bill alike": a `volume` and a `usage` signal both bill the sum of the recorded
 quantity; 0.5 bills 0.5, 0 bills 0). One statement for any number of claims: each event matches at most
-one claim, since claims are disjoint per customer, agent and signal. Summed by `event_sums`: an invoice bills
-the events themselves, never the derived rollup.
+one claim, since claims are disjoint per customer, agent and signal, so each claim's sum is an aggregate filtered
+by its condition (`labelled_event_sums`): an invoice bills the events themselves, never the derived rollup.
 """
 from collections.abc import Iterable
 from datetime import datetime
