@@ -9,22 +9,37 @@ It starts nothing itself. Two modes:
   # the baseline: the same rows into an equivalent table with plain psycopg batched INSERTs
   bench/ingest.py --baseline executemany --database-url postgres://postgres:postgres@127.0.0.1:5432/billing
   bench/ingest.py --baseline multirow --database-url ...
+  bench/ingest.py --baseline minimal --database-url ...
+
+  # CPU per batch split by process: name the gunicorn master and the PostgreSQL postmaster (their children,
+  # live and exited, are counted with them), and the worker's main process if there is one
+  bench/ingest.py ... --web-pid "$(cat gunicorn.pid)" --postgres-pid "$(head -1 $PGDATA/postmaster.pid)"
 
 Baselines, each one transaction per batch of 100 rows:
 - `executemany`: psycopg's batched INSERT, `cursor.executemany(INSERT ... VALUES (%s, ...), rows)` (psycopg 3
   sends the batch in pipeline mode, one round trip);
-- `multirow`: one `INSERT ... VALUES (...), (...), ...` statement of 100 rows, a stronger bound.
+- `multirow`: one `INSERT ... VALUES (...), (...), ...` statement of 100 rows, a stronger bound;
+- `minimal`: `executemany` into a minimal table: the same columns and types, a primary key and a unique index
+  on the idempotency key, nothing else (no other index, check or default): what inserting these rows costs
+  PostgreSQL at the least.
 
 All print events per second and p50/p99 batch latency (one batch = 100 records = one request or one
 transaction). Clients are processes (not threads) so the load generator is not limited by one interpreter.
-The baseline table is created with `CREATE TABLE ... (LIKE customers_usageevent INCLUDING ALL)`: the
-same columns, defaults, checks and indexes as the ledger (foreign keys aside), and dropped afterwards. Its
-rows carry time-ordered ids, as the service's events do.
+The ledger-shaped baseline table is created with `CREATE TABLE ... (LIKE customers_usageevent INCLUDING ALL)`:
+the same columns, defaults, checks and indexes as the ledger (foreign keys aside); the minimal one with
+`LIKE customers_usageevent INCLUDING DEFAULTS` (columns, types and defaults) plus the two keys. Both are
+dropped afterwards. Their rows carry time-ordered ids, as the service's events do.
+
+CPU split: the utime and stime of each named process and of its children (those alive from /proc/<pid>/stat,
+those exited and reaped from the parent's cutime and cstime) before and after the run, and the load generator's
+own from getrusage(RUSAGE_CHILDREN); divided by the batches sent. Other processes on the machine are not in it.
 """
 import argparse
 import http.client
 import json
 import multiprocessing
+import os
+import resource
 import statistics
 import sys
 import time
@@ -141,12 +156,18 @@ def baseline_client(args, client: int, deadline: float, queue):
     queue.put((latencies, accepted, 0))
 
 
-def prepare_baseline(database_url: str):
+def prepare_baseline(database_url: str, minimal: bool):
     import psycopg
 
     with psycopg.connect(database_url, autocommit=True) as connection:
         connection.execute("DROP TABLE IF EXISTS bench_usage_events_baseline")
-        connection.execute("CREATE TABLE bench_usage_events_baseline (LIKE customers_usageevent INCLUDING ALL)")
+        if minimal:
+            connection.execute(
+                "CREATE TABLE bench_usage_events_baseline (LIKE customers_usageevent INCLUDING DEFAULTS)")
+            connection.execute("ALTER TABLE bench_usage_events_baseline ADD PRIMARY KEY (id)")
+            connection.execute("CREATE UNIQUE INDEX ON bench_usage_events_baseline (idempotency_key)")
+        else:
+            connection.execute("CREATE TABLE bench_usage_events_baseline (LIKE customers_usageevent INCLUDING ALL)")
 
 
 def drop_baseline(database_url: str):
@@ -156,16 +177,58 @@ def drop_baseline(database_url: str):
         connection.execute("DROP TABLE IF EXISTS bench_usage_events_baseline")
 
 
+# --------------------------------------------------------------------------- CPU by process
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            text = stat.read()
+    except OSError:  # exited between the listing and the read
+        return None
+    return text[text.rindex(")") + 2:].split()  # the command name may hold spaces and parentheses
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat_fields(int(entry))
+            if fields and int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU of pid and of its descendants so far: those alive read directly, those reaped through cutime/cstime."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return 0.0
+    # after ")": state ppid ... utime(12) stime(13) cutime(14) cstime(15), counted from the state field
+    total = sum(int(value) for value in fields[11:15]) / TICKS
+    return total + sum(tree_cpu_seconds(child) for child in _children(pid))
+
+
+def cpu_snapshot(args) -> dict[str, float]:
+    return {name: tree_cpu_seconds(pid) for name, pid in (("web", args.web_pid), ("postgres", args.postgres_pid),
+                                                          ("worker", args.worker_pid)) if pid}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="base URL of the service")
     parser.add_argument("--key", help="a secret API key")
-    parser.add_argument("--baseline", choices=["executemany", "multirow"],
+    parser.add_argument("--baseline", choices=["executemany", "multirow", "minimal"],
                         help="plain psycopg batched INSERTs instead of the service")
     parser.add_argument("--database-url", help="PostgreSQL URL for --baseline (the service's database)")
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=20)
     parser.add_argument("--customers", type=int, default=500, help="distinct customers the records name")
+    parser.add_argument("--web-pid", type=int, help="the gunicorn master, for the CPU split")
+    parser.add_argument("--postgres-pid", type=int, help="the PostgreSQL postmaster, for the CPU split")
+    parser.add_argument("--worker-pid", type=int, help="the Celery worker's main process, for the CPU split")
     args = parser.parse_args()
     if args.baseline and not args.database_url:
         parser.error("--baseline needs --database-url")
@@ -174,7 +237,8 @@ def main():
 
     target = baseline_client if args.baseline else http_client
     if args.baseline:
-        prepare_baseline(args.database_url)
+        prepare_baseline(args.database_url, minimal=args.baseline == "minimal")
+    cpu_before = cpu_snapshot(args)
     queue = multiprocessing.Queue()
     deadline = time.time() + args.seconds
     started = time.time()
@@ -185,6 +249,10 @@ def main():
     for worker in workers:
         worker.join()
     elapsed = time.time() - started
+    cpu = {name: tree_cpu_seconds_after - cpu_before[name]
+           for name, tree_cpu_seconds_after in cpu_snapshot(args).items()}
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu["client"] = children.ru_utime + children.ru_stime
     if args.baseline:
         drop_baseline(args.database_url)
 
@@ -197,6 +265,10 @@ def main():
     print(f"events/s: {accepted / elapsed:,.0f}")
     print(f"batch latency ms: p50 {percentile(latencies, 0.5) * 1000:.1f}, "
           f"p99 {percentile(latencies, 0.99) * 1000:.1f}, mean {statistics.mean(latencies) * 1000:.1f}")
+    batches = max(1, len(latencies))
+    print("CPU ms per batch: " + ", ".join(f"{name} {seconds * 1000 / batches:.2f}" for name, seconds in cpu.items())
+          + f", in all {sum(cpu.values()) * 1000 / batches:.2f}")
+    print(f"load average: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
 
 
 if __name__ == "__main__":

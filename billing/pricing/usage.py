@@ -3,8 +3,8 @@
 A usage strategy bills the window's TOTAL `quantity` of the events its subscription claims on its signal
 (contract: "Signal types bill alike": a `volume` and a `usage` signal both bill the sum of the recorded
 quantity; 0.5 bills 0.5, 0 bills 0). One statement for any number of claims: each event matches at most
-one claim, since claims are disjoint per customer, agent and signal. Summed by `event_sums`: an invoice bills
-the events themselves, never the derived rollup.
+one claim, since claims are disjoint per customer, agent and signal, so each claim's sum is an aggregate filtered
+by its condition (`labelled_event_sums`): an invoice bills the events themselves, never the derived rollup.
 """
 from collections.abc import Iterable
 from datetime import datetime
@@ -12,14 +12,14 @@ from decimal import Decimal
 from functools import reduce
 from operator import or_
 
-from django.db.models import Case, CharField, Q, Value, When
+from django.db.models import Q
 
 from billing.models import Subscription
 from billing.pricing.attribution import Claim, billing_claims
 from billing.pricing.terms import terms_timelines
 from core.scoping import owned
 from customers.models import UsageEvent
-from customers.usage_sums import event_sums
+from customers.usage_sums import labelled_event_sums
 
 
 def _matching(claim: Claim, start: datetime, end: datetime) -> Q | None:
@@ -32,17 +32,19 @@ def _matching(claim: Claim, start: datetime, end: datetime) -> Q | None:
 
 def claimed_quantities(*, book, claims: Iterable[Claim], start: datetime, end: datetime) -> dict[tuple, Decimal]:
     """(subscription id, signal id) -> the quantity of the claimed events in `[start, end)` (missing: 0)."""
-    conditions = [(claim, condition) for claim in claims
-                  if (condition := _matching(claim, start, end)) is not None]
-    if not conditions:
+    by_key: dict[tuple, list[Q]] = {}
+    for claim in claims:
+        condition = _matching(claim, start, end)
+        if condition is not None:
+            by_key.setdefault((claim.subscription_id, claim.signal_id), []).append(condition)
+    if not by_key:
         return {}
-    labels = {f"{claim.subscription_id}|{claim.signal_id}": (claim.subscription_id, claim.signal_id)
-              for claim, _ in conditions}
-    label = Case(*(When(condition, then=Value(f"{claim.subscription_id}|{claim.signal_id}"))
-                   for claim, condition in conditions), output_field=CharField())
-    events = owned(UsageEvent, book).filter(reduce(or_, (condition for _, condition in conditions)))
-    events = events.annotate(claim=label)
-    return {labels[row.key[0]]: row.quantity for row in event_sums(events, by=("claim",), measures=("quantity",))}
+    # One label per (subscription, signal): a subscription's claims on one signal in several windows add up.
+    labels = {f"{subscription_id}|{signal_id}": reduce(or_, conditions)
+              for (subscription_id, signal_id), conditions in by_key.items()}
+    keys = {f"{subscription_id}|{signal_id}": (subscription_id, signal_id) for subscription_id, signal_id in by_key}
+    events = owned(UsageEvent, book).filter(reduce(or_, labels.values()))
+    return {keys[row.key[0]]: row.quantity for row in labelled_event_sums(events, labels, measures=("quantity",))}
 
 
 def billed_usage(*, book, windows: dict[Subscription, tuple]) -> dict[tuple, Decimal]:

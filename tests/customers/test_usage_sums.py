@@ -7,7 +7,10 @@ import pytest
 
 from core.scoping import owned
 from customers.models import UsageEvent
-from customers.usage_sums import Scope, Segment, Window, event_sums, grand_total, rollup_sums
+from django.db.models import Q
+
+from customers.usage_sums import (Scope, Segment, Window, event_sums, grand_total, labelled_event_sums,
+                                  rollup_sums)
 from tests.analytics.support import D, ledger, models  # noqa: F401 (fixtures)
 
 # From 09:30 on the Sunday of e1 to 02:00 on May 1st: both edges are partial days; e6 (March 31) is outside.
@@ -58,6 +61,22 @@ def test_event_sums_orders_groups_as_asked_and_sums_only_the_measures_named(book
     # pages: e6, e1, e2, e5; reports: e3; search: e4
     assert [(row.key, row.event_count, row.quantity, row.cost) for row in rows] == [
         (("pages",), 4, 0, 0), (("reports",), 1, 0, 0), (("search",), 1, 0, 0)]
+
+
+def test_labelled_event_sums_read_each_label_as_a_group_by_that_label_would(book, ledger):
+    # the same events per customer as grouping by customer, each label its own condition; a label selecting
+    # nothing has no row, as a group without events has none
+    labels = {"acme": Q(customer=ledger.acme), "beta": Q(customer=ledger.beta),
+              "nobody": Q(customer__external_id="nobody")}
+    rows = labelled_event_sums(in_window(book), labels)
+    grouped = {row.key[0]: figures(row) for row in event_sums(in_window(book), by=("customer_id",))}
+    assert {row.key[0]: figures(row) for row in rows} == {
+        "acme": grouped[ledger.acme.pk], "beta": grouped[ledger.beta.pk]}
+    # only the measures named are summed; a label is kept by its events, not by a sum above zero
+    [quantity_only] = labelled_event_sums(in_window(book), {"beta": Q(customer=ledger.beta)}, measures=("quantity",))
+    assert figures(quantity_only) == (0, 0, D(2), 0)
+    with pytest.raises(ValueError):
+        labelled_event_sums(in_window(book), labels, measures=("model_cost",))
 
 
 def test_event_sums_refuses_the_per_model_measures_only_the_rollup_splits(book):
