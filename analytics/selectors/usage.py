@@ -54,9 +54,12 @@ class UsageAnalytics:
 
 
 def names_of(model, book, ids) -> dict[UUID, str]:
-    """id -> name of the rows of `model` in the book among `ids` (deleted agents and signals are absent)."""
+    """id -> name of the rows of `model` in the book among `ids` (deleted agents and signals are absent), by name
+    then id: the answer's `metadata` lists them in an order that does not depend on where the rows lie."""
     wanted = {pk for pk in ids if pk is not None}
-    return dict(owned(model, book).filter(pk__in=wanted).values_list("pk", "name")) if wanted else {}
+    if not wanted:
+        return {}
+    return dict(owned(model, book).filter(pk__in=wanted).order_by("name", "pk").values_list("pk", "name"))
 
 
 def resolve_filters(*, book, filters: dict) -> dict[str, UUID]:
