@@ -28,7 +28,7 @@ One statement per grain used: the breakdowns read at one grain are GROUPING SETS
 first moves the book's rollup backlog (events recorded since the last catch-up) into the rollup
 (customers/rollup.py), so it counts every committed event.
 """
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -357,7 +357,7 @@ def event_sums(events: QuerySet, *, by: Sequence[str] = (), measures: Sequence[s
     return [_event_row(tuple(row[field] for field in by), row) for row in rows]
 
 
-def labelled_event_sums(events: QuerySet, labels: Mapping[str, Q], *,
+def labelled_event_sums(events: QuerySet, labels: Mapping[Hashable, Q], *,
                         measures: Sequence[str] = EVENT_MEASURES) -> list[Sums]:
     """`Sums` of a queryset of events per label, each over the events its condition selects (key `(label,)`),
     for the labels that select at least one event, in one scan of `events` and without grouping: every

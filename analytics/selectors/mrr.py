@@ -16,9 +16,9 @@ from decimal import Decimal
 
 from analytics.selectors.coverage import signal_quantities
 from analytics.selectors.invoiced import canonical_mrr
-from billing.models import ChargeType, Subscription, SubscriptionStatus
+from billing.models import Subscription, SubscriptionStatus
 from billing.pricing.attribution import billing_claims
-from billing.pricing.engine import MONTHS, agent_earned, price_quantity
+from billing.pricing.engine import charge_of
 from billing.pricing.terms import current_terms, live_strategies, terms_timelines
 from core.money import ZERO
 from core.scoping import get_owned, owned
@@ -51,8 +51,8 @@ class Mrr:
         return sum((row.total for row in self.breakdown), ZERO)
 
 
-def _monthly(fee: Decimal, frequency: str) -> Decimal:
-    return fee / MONTHS[frequency]
+# The row's column for each charge type's figure (`Charge.figure`); one-time fees are not monthly.
+MRR_FIGURES = {"recurring": "recurring", "seat": "seat_based", "usage": "usage"}
 
 
 @dataclass
@@ -108,28 +108,25 @@ def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscr
     for subscription in subscriptions:
         row, terms = MrrRow(subscription), current_terms(subscription, strategies)
         for strategy in terms.strategies:
-            if strategy.charge_type == ChargeType.RECURRING:
-                row.recurring += _monthly(strategy.terms.rate, strategy.terms.billing_frequency)
-            elif strategy.charge_type == ChargeType.SEAT_BASED:
-                row.seat_based += _monthly(price_quantity(terms.seats_count, strategy.terms),
-                                           strategy.terms.billing_frequency)
-            elif strategy.is_usage and variant == RUN_RATE:
-                quantity = usage.get(f"{subscription.pk}|{strategy.signal_id}")
-                if quantity is not None:
-                    row.usage += agent_earned(quantity, strategy.terms)
-            elif strategy.is_usage and strategy.terms.minimum_commitment > 0:
-                row.usage += price_quantity(strategy.terms.minimum_commitment, strategy.terms)
+            charge = charge_of(strategy.charge_type)
+            column = MRR_FIGURES.get(charge.figure)
+            if column is None:
+                continue
+            quantity = usage.get((subscription.pk, strategy.signal_id)) if strategy.is_usage else None
+            amount = charge.monthly(strategy.terms, seats=terms.seats_count, run_rate_quantity=quantity,
+                                    committed=variant == COMMITTED)
+            setattr(row, column, getattr(row, column) + amount)
         rows.append(row)
     rows.sort(key=lambda row: (-row.total, str(row.subscription.id)))
     return Mrr(variant, rows)
 
 
-def _run_rate_usage(*, book, subscriptions: list[Subscription], now: datetime) -> dict[str, Decimal]:
-    """"subscription id|signal id" -> what the subscription bills of `[now - 30 days, now)`, its claims
+def _run_rate_usage(*, book, subscriptions: list[Subscription], now: datetime) -> dict[tuple, Decimal]:
+    """(subscription id, signal id) -> what the subscription bills of `[now - 30 days, now)`, its claims
     settled against every subscription of its customer and agent (`billing.pricing.attribution`)."""
     pairs = owned(Subscription, book).filter(customer_id__in={s.customer_id for s in subscriptions},
                                              agent_id__in={s.agent_id for s in subscriptions})
     claims = billing_claims(terms_timelines(book=book, subscriptions=pairs))
-    billed = [(f"{claim.subscription_id}|{claim.signal_id}", claim.customer_id, claim.agent_id, claim.start,
+    billed = [((claim.subscription_id, claim.signal_id), claim.customer_id, claim.agent_id, claim.start,
                claim.end, claim.signal_id) for s in subscriptions for claim in claims.get(s.pk, ())]
     return signal_quantities(book=book, window=Window(now - timedelta(days=RUN_RATE_DAYS), now), billed=billed)

@@ -24,9 +24,9 @@ from functools import lru_cache
 
 from analytics.selectors.coverage import book_segments, signal_quantities
 from analytics.selectors.invoiced import Invoiced, invoiced_by_subscription
-from billing.models import ChargeType, Subscription
+from billing.models import Subscription
 from billing.pricing.attribution import Claim, billing_claims
-from billing.pricing.engine import DaySpan, agent_earned, fee_for_period, price_quantity, side_terms
+from billing.pricing.engine import DaySpan, charge_of, fee_for_period, side_terms
 from billing.pricing.periods import cycle_containing, local_date, local_midnight
 from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, schedule_of, subscription_terms,
                                    terms_timelines)
@@ -220,40 +220,45 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
         for strategy in terms.strategies:
             if not strategy.is_usage:
                 continue
+            charge = charge_of(strategy.charge_type)
             quantity = quantities.get(_unit_key(subscription.pk, index, strategy.signal_id), ZERO)
-            earned = agent_earned(quantity, side_terms(strategy.terms, subscription=side, period=period))
-            figures.usage += earned
+            earned = charge.earned(quantity, side_terms(strategy.terms, subscription=side, period=period))
+            _add(figures, charge.figure, earned)
             line = row(strategy)
             line.quantity = (line.quantity or ZERO) + quantity
             line.agent_earned += earned
             line.revenue += earned
     span = _covered_span(subscription, window)
-    # A plan change never charges the new plan's one-time fees (contract: "Plan changes").
+    # What a subscription's start charges once; never for one a plan change started (contract: "Plan changes").
     if window.start <= subscription.start_date < window.end and subscription.previous_subscription_id is None:
         for strategy in _terms_at(timeline, subscription.start_date).strategies:
-            if strategy.charge_type == ChargeType.ONETIME:
-                figures.onetime += strategy.terms.rate
-                row(strategy).revenue += strategy.terms.rate
-    seat_strategies = {}
+            charge = charge_of(strategy.charge_type)
+            fee = charge.opening_fee(strategy.terms)
+            if fee is not None:
+                _add(figures, charge.figure, fee)
+                row(strategy).revenue += fee
+    counted_units = {}
     for terms, days, recognized in _fee_shares(timeline, span):
         for strategy in terms.strategies:
-            if strategy.charge_type == ChargeType.SEAT_BASED:
-                fee = price_quantity(terms.seats_count, strategy.terms)
-                seat_strategies[strategy.id] = (strategy, terms.seats_count)
-            elif strategy.charge_type == ChargeType.RECURRING:
-                fee = strategy.terms.rate
-            else:
+            charge = charge_of(strategy.charge_type)
+            fee = charge.periodic_fee(strategy.terms, seats=terms.seats_count)
+            if fee is None:
                 continue
+            units = charge.periodic_units(strategy.terms, seats=terms.seats_count)
+            if units is not None:
+                counted_units[strategy.id] = (strategy, units)
             amount = fee_for_period(fee, frequency=strategy.terms.billing_frequency,
                                     billing_cycle=subscription.billing_cycle, period_days=days) * recognized / days
             row(strategy).revenue += amount
-            if strategy.charge_type == ChargeType.SEAT_BASED:
-                figures.seat += amount
-            else:
-                figures.recurring += amount
-    for strategy, seats in seat_strategies.values():
+            _add(figures, charge.figure, amount)
+    for strategy, units in counted_units.values():
         line = row(strategy)
-        line.quantity = (line.quantity or ZERO) + max(seats, strategy.terms.minimum_commitment)
+        line.quantity = (line.quantity or ZERO) + units
+
+
+def _add(figures: SubscriptionRevenue, figure: str, amount: Decimal) -> None:
+    """Add to the figure a charge type names (`Charge.figure`: recurring, seat, onetime, usage)."""
+    setattr(figures, figure, getattr(figures, figure) + amount)
 
 
 def revenue_metrics(*, book, window: Window, customer: Customer | None = None,

@@ -15,8 +15,6 @@ from core.money import ZERO, to_cents
 
 USAGE, RECURRING, ONETIME, SEAT_BASED = "usage", "recurring", "onetime", "seat_based"
 PRORATED = "prorated"  # the line that carries a subscription's proratedAmount
-CHARGE_TYPES = (USAGE, RECURRING, ONETIME, SEAT_BASED)
-FEE_TYPES = (RECURRING, SEAT_BASED)  # billed by the period, converted by billingFrequency, prorated
 # A fee's billingFrequency and a subscription's billingCycle, in months.
 MONTHS = {"monthly": 1, "yearly": 12}
 DAYS_PER_YEAR = Decimal(365)  # a custom cycle bills fees by the day at 1/365 of the yearly fee
@@ -147,7 +145,7 @@ class StrategyTerms:
                     strategy_id: str = "") -> "StrategyTerms":
         """Raises ValueError (TypeError for a float) on terms that cannot be priced; the strategy API
         rejects those before they are stored."""
-        if charge_type not in CHARGE_TYPES:
+        if charge_type not in CHARGES:
             raise ValueError(f"chargeType: Unknown charge type {charge_type!r}.")
         billing_frequency = billing_frequency or "monthly"
         if billing_frequency not in MONTHS:
@@ -320,32 +318,133 @@ def side_terms(terms: StrategyTerms, *, subscription: SubscriptionTerms, period:
                                               period_days=period.days))
 
 
-def strategy_line(terms: StrategyTerms, *, subscription: SubscriptionTerms, period: DaySpan,
-                  quantity: Decimal = ZERO) -> Line | None:
-    """One strategy's charge for one billing period; None when it has none (a one-time fee after the
-    subscription's first period). `quantity` is the usage total of the period (usage strategies only).
-    Usage charges (pool price and minimum commitment included) are never prorated, except a credit pool in
-    a period a plan change splits (units and price by covered days); recurring and seat fees are, where the
-    subscription starts or ends inside the period."""
-    if terms.charge_type == USAGE:
+# --------------------------------------------------------------------------- charge types
+
+class Charge:
+    """One charge type's answers to every money question about a strategy of that type: its invoice line for a
+    billing period, what revenue recognizes (a fee recognized by the day, a fee at the subscription's start,
+    usage earned), and its monthly run-rate and committed figures. Invoices, revenue, MRR, credit pools, the
+    portal and the console call these and only sum and label what they answer; adding a charge type is one
+    subclass registered in CHARGES (docs/architecture.md, "A new charge type")."""
+
+    charge_type: str
+    figure = ""  # the revenue and MRR figure its amounts add to (`recurring`, `seat`, `onetime`, `usage`)
+    # A fee billed by the period (converted by billingFrequency, prorated): a proratedAmount replaces these.
+    period_fee = False
+
+    def line(self, terms: StrategyTerms, *, subscription: SubscriptionTerms, period: DaySpan,
+             quantity: Decimal) -> "Line | None":
+        raise NotImplementedError
+
+    def periodic_fee(self, terms: StrategyTerms, *, seats: Decimal) -> Decimal | None:
+        """The fee as stated per `terms.billing_frequency`, recognized by the day; None: not a periodic fee."""
+        return None
+
+    def periodic_units(self, terms: StrategyTerms, *, seats: Decimal) -> Decimal | None:
+        """The units a periodic fee is for, as its invoice line states them; None: not counted."""
+        return None
+
+    def opening_fee(self, terms: StrategyTerms) -> Decimal | None:
+        """What the subscription's start charges once (never one started by a plan change); None: nothing."""
+        return None
+
+    def earned(self, quantity: Decimal, terms: StrategyTerms) -> Decimal | None:
+        """Agent-Earned of `quantity` over a window; None: the charge does not follow usage."""
+        return None
+
+    def monthly(self, terms: StrategyTerms, *, seats: Decimal, run_rate_quantity: Decimal | None,
+                committed: bool) -> Decimal:
+        """The strategy's monthly figure: what it bills a month at the current terms, with usage at
+        `run_rate_quantity` (the last 30 days; None: none billed), or when `committed`, its minimum only."""
+        fee = self.periodic_fee(terms, seats=seats)
+        return ZERO if fee is None else fee / MONTHS[terms.billing_frequency]
+
+    def _fee_line(self, terms: StrategyTerms, *, subscription: SubscriptionTerms, period: DaySpan) -> "Line":
+        units = self.periodic_units(terms, seats=subscription.seats_count)
+        fee = fee_for_period(self.periodic_fee(terms, seats=subscription.seats_count),
+                             frequency=terms.billing_frequency, billing_cycle=subscription.billing_cycle,
+                             period_days=period.days)
+        covered = covered_days(subscription, period)
+        days = (covered, period.days) if covered < period.days else None
+        return Line(terms.charge_type, terms.strategy_id, Decimal(1) if units is None else units,
+                    prorate(fee, covered=covered, period_days=period.days), days)
+
+
+class UsageCharge(Charge):
+    """Priced on the period's total quantity through its pricing model; never prorated, except a credit pool in
+    a period a plan change splits (units and price by covered days)."""
+
+    charge_type, figure = USAGE, "usage"
+
+    def line(self, terms, *, subscription, period, quantity):
         side = side_terms(terms, subscription=subscription, period=period)
         days = (covered_days(subscription, period), period.days) if side is not terms else None
         return Line(USAGE, terms.strategy_id, billed_quantity(quantity, side), price_quantity(quantity, side), days)
-    if terms.charge_type == ONETIME:
-        # A plan change never charges the new plan's one-time fees (contract: "Plan changes").
+
+    def earned(self, quantity, terms):
+        return agent_earned(quantity, terms)
+
+    def monthly(self, terms, *, seats, run_rate_quantity, committed):
+        if committed:
+            return price_quantity(terms.minimum_commitment, terms) if terms.minimum_commitment > 0 else ZERO
+        return ZERO if run_rate_quantity is None else agent_earned(run_rate_quantity, terms)
+
+
+class OnetimeCharge(Charge):
+    """Its rate once, in the subscription's first period; a plan change never charges the new plan's one-time
+    fees (contract: "Plan changes")."""
+
+    charge_type, figure = ONETIME, "onetime"
+
+    def line(self, terms, *, subscription, period, quantity):
         first = subscription.starts_in(period) and not subscription.starts_by_change
         return Line(ONETIME, terms.strategy_id, Decimal(1), terms.rate) if first else None
-    if terms.charge_type == SEAT_BASED:
-        units = billed_quantity(subscription.seats_count, terms)
-        stated_fee = price_quantity(subscription.seats_count, terms)
-    else:
-        units, stated_fee = Decimal(1), terms.rate
-    fee = fee_for_period(stated_fee, frequency=terms.billing_frequency, billing_cycle=subscription.billing_cycle,
-                         period_days=period.days)
-    covered = covered_days(subscription, period)
-    days = (covered, period.days) if covered < period.days else None
-    return Line(terms.charge_type, terms.strategy_id, units, prorate(fee, covered=covered, period_days=period.days),
-                days)
+
+    def opening_fee(self, terms):
+        return terms.rate
+
+
+class RecurringCharge(Charge):
+    """Its rate per billing frequency, converted to the cycle and prorated by covered days."""
+
+    charge_type, figure, period_fee = RECURRING, "recurring", True
+
+    def line(self, terms, *, subscription, period, quantity):
+        return self._fee_line(terms, subscription=subscription, period=period)
+
+    def periodic_fee(self, terms, *, seats):
+        return terms.rate
+
+
+class SeatCharge(Charge):
+    """The subscription's seats (at least the minimum commitment) through the pricing model, per billing
+    frequency, converted to the cycle and prorated by covered days."""
+
+    charge_type, figure, period_fee = SEAT_BASED, "seat", True
+
+    def line(self, terms, *, subscription, period, quantity):
+        return self._fee_line(terms, subscription=subscription, period=period)
+
+    def periodic_fee(self, terms, *, seats):
+        return price_quantity(seats, terms)
+
+    def periodic_units(self, terms, *, seats):
+        return billed_quantity(seats, terms)
+
+
+CHARGES: dict[str, Charge] = {charge.charge_type: charge
+                              for charge in (UsageCharge(), RecurringCharge(), OnetimeCharge(), SeatCharge())}
+
+
+def charge_of(charge_type: str) -> Charge:
+    return CHARGES[charge_type]
+
+
+def strategy_line(terms: StrategyTerms, *, subscription: SubscriptionTerms, period: DaySpan,
+                  quantity: Decimal = ZERO) -> Line | None:
+    """One strategy's charge for one billing period; None when it has none (a one-time fee after the
+    subscription's first period). `quantity` is the usage total of the period (usage strategies only)."""
+    return charge_of(terms.charge_type).line(terms, subscription=subscription, period=period, quantity=quantity)
 
 
 def period_lines(strategies: Sequence[StrategyTerms], *, subscription: SubscriptionTerms, period: DaySpan,
@@ -358,13 +457,14 @@ def period_lines(strategies: Sequence[StrategyTerms], *, subscription: Subscript
     lines = [line for terms in strategies
              if (line := strategy_line(terms, subscription=subscription, period=period,
                                        quantity=usage.get(terms.strategy_id, ZERO))) is not None]
-    first_fee = next((index for index, line in enumerate(lines) if line.charge_type in FEE_TYPES), None)
+    first_fee = next((index for index, line in enumerate(lines) if charge_of(line.charge_type).period_fee), None)
     covered = covered_days(subscription, period)
     if subscription.prorated_amount is None or first_fee is None or not subscription.starts_in(period) \
             or covered >= period.days:
         return lines
     override = Line(PRORATED, None, Decimal(1), subscription.prorated_amount, (covered, period.days))
-    return [*lines[:first_fee], override, *(line for line in lines[first_fee:] if line.charge_type not in FEE_TYPES)]
+    return [*lines[:first_fee], override,
+            *(line for line in lines[first_fee:] if not charge_of(line.charge_type).period_fee)]
 
 
 # --------------------------------------------------------------------------- invoice totals

@@ -40,11 +40,9 @@ def claimed_quantities(*, book, claims: Iterable[Claim], start: datetime, end: d
     if not by_key:
         return {}
     # One label per (subscription, signal): a subscription's claims on one signal in several windows add up.
-    labels = {f"{subscription_id}|{signal_id}": reduce(or_, conditions)
-              for (subscription_id, signal_id), conditions in by_key.items()}
-    keys = {f"{subscription_id}|{signal_id}": (subscription_id, signal_id) for subscription_id, signal_id in by_key}
+    labels = {key: reduce(or_, conditions) for key, conditions in by_key.items()}
     events = owned(UsageEvent, book).filter(reduce(or_, labels.values()))
-    return {keys[row.key[0]]: row.quantity for row in labelled_event_sums(events, labels, measures=("quantity",))}
+    return {row.key[0]: row.quantity for row in labelled_event_sums(events, labels, measures=("quantity",))}
 
 
 def billed_usage(*, book, windows: dict[Subscription, tuple]) -> dict[tuple, Decimal]:
