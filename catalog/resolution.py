@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from datetime import time
 from decimal import Decimal
 
+from accounts.book_generations import book_cache
 from catalog.costing import LongContextRates, OffPeakRates, OffPeakWindow, Rates, TierRates
 from catalog.models import ModelAlias, PriceOverride, ServiceEntry
 from catalog.sources import BATCH_SHARE_OF_STANDARD, CACHE_WRITE_1H_SHARE_OF_INPUT, catalog_provider
@@ -120,9 +121,22 @@ def resolve_services(*, book, pairs: Iterable[Pair]) -> dict[Pair, ServiceEntry 
     return _resolve(book, pairs, with_overrides=False)[0]
 
 
+# What this process has resolved, per book at its generation (accounts/book_generations.py): each normalized
+# pair -> its entry or None, and `_OVERRIDES` -> the book's price overrides. The entries are shared: read only.
+resolved_prices = book_cache()
+_OVERRIDES = "overrides"  # no pair is a string
+
+
 def resolve_prices(*, book, pairs: Iterable[Pair]) -> tuple[dict[Pair, ServiceEntry | None], list[PriceOverride]]:
-    """`resolve_services`, and the book's price overrides, in one statement: what pricing a batch needs."""
-    return _resolve(book, pairs, with_overrides=True)
+    """`resolve_services`, and the book's price overrides, in one statement: what pricing a batch needs. From
+    this process's cache when it already resolved every pair at the book's generation: no statement at all."""
+    wanted = {(normalize_model(model), normalize_provider(provider)) for model, provider in pairs}
+    held = resolved_prices.entries(book)
+    if held and _OVERRIDES in held and wanted <= held.keys():
+        return {pair: held[pair] for pair in sorted(wanted)}, held[_OVERRIDES]
+    resolved, overrides = _resolve(book, wanted, with_overrides=True)
+    resolved_prices.remember(book, {**resolved, _OVERRIDES: overrides})
+    return resolved, overrides
 
 
 def _resolve(book, pairs: Iterable[Pair], *, with_overrides: bool) -> tuple[dict, list]:

@@ -9,13 +9,15 @@ runs on the ingestion hot path.
 
 When every name is known (the usual batch), the lookups are ONE statement (`_known`): raw SQL, each
 branch scoped to the book by `book_sql` as `owned()` scopes the ORM, because the ORM took longer compiling
-the three queries than PostgreSQL answering them (docs/performance.md).
+the three queries than PostgreSQL answering them (docs/performance.md). When this process has already read
+every name at the book's current generation (`identities`, accounts/book_generations.py), not even that.
 """
 from dataclasses import dataclass
 from uuid import UUID
 
 from django.db.models import Q
 
+from accounts.book_generations import book_cache
 from core.database import prepared_cursor
 from core.scoping import book_sql, owned
 from customers.models import Agent, Customer, Signal
@@ -97,6 +99,24 @@ def _known(book, customer_external_ids: set[str], agent_codes: set[str],
     return customers, agent_ids, signals
 
 
+# The identities this process has read, per book at its generation: ("c", external id) -> (id, is internal),
+# ("a", agent code) -> id, ("s", (agent code, signal name)) -> SignalRef.
+identities = book_cache()
+
+
+def _cached(book, customer_external_ids: set[str], agent_codes: set[str],
+            signal_keys: set[tuple[str, str]]) -> tuple[dict, dict, dict] | None:
+    """`_known`'s answer from this process's cache when it holds every name, else None."""
+    held = identities.entries(book)
+    if not held:
+        return None
+    try:
+        return ({external_id: held["c", external_id] for external_id in customer_external_ids},
+                {code: held["a", code] for code in agent_codes}, {key: held["s", key] for key in signal_keys})
+    except KeyError:
+        return None
+
+
 def identities_provision(*, book, customer_external_ids: set[str], agent_codes: set[str],
                          signal_keys: set[tuple[str, str]], internal_external_ids: set[str]) -> Identities:
     """Every customer, agent and signal the batch names, created when unseen.
@@ -104,7 +124,8 @@ def identities_provision(*, book, customer_external_ids: set[str], agent_codes: 
     `internal_external_ids` are the developers whose records came under the internal coding agent
     (`svc-coding-agent`): their customers are marked internal (never billed, never watch targets).
     """
-    known = _known(book, customer_external_ids, agent_codes, signal_keys)
+    cached = _cached(book, customer_external_ids, agent_codes, signal_keys)
+    known = cached if cached is not None else _known(book, customer_external_ids, agent_codes, signal_keys)
     if known is not None:
         customers, agent_ids, signals = known
     else:  # something is seen for the first time
@@ -116,8 +137,12 @@ def identities_provision(*, book, customer_external_ids: set[str], agent_codes: 
                          lambda code: Agent(book=book, agent_code=code, name=code))
         agent_ids = {code: row[0] for code, row in agents.items()}
         signals = _signals_ensure(book, agent_ids, signal_keys)
+    if cached is None:
+        identities.remember(book, {**{("c", ext): row for ext, row in customers.items()},
+                                   **{("a", code): agent_id for code, agent_id in agent_ids.items()},
+                                   **{("s", key): ref for key, ref in signals.items()}})
     newly_internal = [row[0] for ext, row in customers.items() if ext in internal_external_ids and not row[1]]
-    if newly_internal:
+    if newly_internal:  # moves the book's generation: what was just remembered is not read again
         owned(Customer, book).filter(pk__in=newly_internal).update(is_internal=True)
     return Identities(customer_ids={ext: row[0] for ext, row in customers.items()}, agent_ids=agent_ids,
                       signals=signals)

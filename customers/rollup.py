@@ -48,7 +48,7 @@ MEASURES = ("event_count", "unpriced_count", "quantity", "cost", "model_event_co
 _PARTS = """
     SELECT e.book_id, e.usage_date, e.customer_id, e.agent_id, e.signal_id, e.quantity, e.usage_cost,
            {label} AS label, {model_of_service} AS model, 1 AS first_part, e.usage_cost AS part_cost
-    FROM {events} e {join}
+    FROM {events} e {join}{service_join}
     WHERE e.services IS NULL AND {where}
   UNION ALL
     SELECT e.book_id, e.usage_date, e.customer_id, e.agent_id, e.signal_id, e.quantity, e.usage_cost,
@@ -67,6 +67,10 @@ _CONTRIBUTING_COLUMNS = ("id, book_id, usage_date, customer_id, agent_id, signal
                          "services")
 # A catalog entry's model name, looked up by primary key (one index probe per part).
 _MODEL_OF = "(SELECT CASE WHEN svc.is_api THEN NULL ELSE svc.canonical_name END FROM {catalog} svc WHERE svc.id = {id})"
+# The same for single-service events as a join of the catalog (`catalog_join`): the planner may hash the catalog
+# once instead of probing it for every event.
+_SERVICE_JOIN = " LEFT JOIN {catalog} svc ON svc.id = e.service_id"
+_MODEL_OF_JOINED = "CASE WHEN svc.is_api THEN NULL ELSE svc.canonical_name END"
 
 _CONTRIBUTIONS = """
     SELECT book_id, label, (usage_date AT TIME ZONE 'UTC')::date AS day, customer_id, agent_id, signal_id, model,
@@ -94,22 +98,27 @@ _EVENTS_WITHOUT_MODEL = """
 
 
 def contributions_sql(where: str, params: Sequence, *, join: str = "", label: str = "NULL::text",
-                      events: str = EVENTS, models: bool = True) -> tuple[str, list]:
+                      events: str = EVENTS, models: bool = True, catalog_join: bool = False) -> tuple[str, list]:
     """SQL for what the events matching `where` (over alias `e`, after an optional `join`) contribute to
     the rollup, grouped by (book_id, label, day, customer_id, agent_id, signal_id, model) with the rollup's
     measures. `params` are the parameters of `join` and `where` together, in that order. `events` is the
     ledger table, or a CTE of the statement holding ledger rows. `models=False`: without the model
-    (`_EVENTS_WITHOUT_MODEL`: per-model measures are not the rollup's)."""
+    (`_EVENTS_WITHOUT_MODEL`: per-model measures are not the rollup's). `catalog_join`: single-service events
+    find their model by a join of the catalog (alias `svc`) rather than a probe each, for statements that run
+    with nested loops off (a catch-up)."""
     if not models:
         parts = _EVENTS_WITHOUT_MODEL.format(events=events, join=join, where=where, label=label)
         return _CONTRIBUTIONS.format(parts=parts), [*params]
     parts = _PARTS.format(events=events, join=join, where=where, label=label,
-                          model_of_service=_MODEL_OF.format(catalog=CATALOG, id="e.service_id"),
+                          service_join=_SERVICE_JOIN.format(catalog=CATALOG) if catalog_join else "",
+                          model_of_service=(_MODEL_OF_JOINED if catalog_join
+                                            else _MODEL_OF.format(catalog=CATALOG, id="e.service_id")),
                           model_of_part=_MODEL_OF.format(catalog=CATALOG, id="(item.value ->> 'serviceId')::uuid"))
     return _CONTRIBUTIONS.format(parts=parts), [*params, *params]
 
 
-def execute(sql: str, params: Sequence, *, group_by_hashing: bool = False) -> list[tuple]:
+def execute(sql: str, params: Sequence, *, group_by_hashing: bool = False, join_by_hashing: bool = False
+            ) -> list[tuple]:
     """Run one rollup or ledger statement and return its rows. JIT compilation is off for it: the planner's
     estimates for these statements (jsonb expansion, grouping sets) are high enough to trigger JIT, whose
     compile time costs far more than the statements themselves; and sorts and hashes of a few hundred
@@ -118,18 +127,24 @@ def execute(sql: str, params: Sequence, *, group_by_hashing: bool = False) -> li
     `group_by_hashing` keeps the planner from sorting rows to group them, for the statement only: over
     events picked by an array of ids (a catch-up's backlog) it guesses ten rows where there are tens of
     thousands, and sorted them on seven keys (a large share of a catch-up, docs/performance.md). Sorts
-    with no other way to run, such as the upsert's key order, still run.
+    with no other way to run, such as the upsert's key order, still run. `join_by_hashing` does the same for
+    nested loops, on the same guess: the planner probed an index once for every event of a catch-up where one
+    hash of the other side does.
 
     A statement outside a transaction is a read, and runs where the request's reads go (a streaming replica for
     analytics, core/replica.py); inside one it runs on the primary with the rest of the transaction."""
     alias = read_database()
     with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
         cursor.execute("SET LOCAL jit = off; SET LOCAL work_mem = '64MB'"
-                       + ("; SET LOCAL enable_sort = off" if group_by_hashing else ""))
+                       + ("; SET LOCAL enable_sort = off" if group_by_hashing else "")
+                       + ("; SET LOCAL enable_nestloop = off" if join_by_hashing else ""))
         cursor.execute(sql, params)
         rows = cursor.fetchall() if cursor.description else []
+        # not for later statements of the caller's transaction
         if group_by_hashing:
-            cursor.execute("RESET enable_sort")  # not for later statements of the caller's transaction
+            cursor.execute("RESET enable_sort")
+        if join_by_hashing:
+            cursor.execute("RESET enable_nestloop")
         return rows
 
 
@@ -146,8 +161,9 @@ _GRAINS = """
 """
 
 
-def _grains_sql(where: str, params: Sequence, *, sign: int = 1, events: str = EVENTS) -> tuple[str, list]:
-    contributions, contribution_params = contributions_sql(where, params, events=events)
+def _grains_sql(where: str, params: Sequence, *, sign: int = 1, events: str = EVENTS,
+                catalog_join: bool = False) -> tuple[str, list]:
+    contributions, contribution_params = contributions_sql(where, params, events=events, catalog_join=catalog_join)
     measures = ", ".join(f"{sign} * sum(c.{measure}) AS {measure}" for measure in MEASURES)
     sets = ", ".join(f"(c.book_id, c.{period}, {', '.join('c.' + column for column in dimensions.split(', '))})"
                      for period in ("day", "month") for dimensions in _GRAIN_SETS)
@@ -215,7 +231,9 @@ def analytics_rollup_catch_up(*, book_id) -> int:
     # A backlog row is deleted only when its event was read and counted by this same statement (`counted`): an
     # event the read did not find stays in the backlog for the next catch-up, and `ledger_verify` reports a row
     # whose event never turns up. Draining first and reading after lost events whenever the read missed them.
-    select, params = _grains_sql("TRUE", [], events="counted")
+    # Over this many events the catalog is joined once and the backlog rows found by hashing (`join_by_hashing`),
+    # not probed an event at a time.
+    select, params = _grains_sql("TRUE", [], events="counted", catalog_join=True)
     backlog_in_book, book_params = book_sql(book_id)
     sql = (f"WITH waiting AS MATERIALIZED (SELECT event_id, usage_date FROM {BACKLOG} WHERE {backlog_in_book}), "
            f"pending AS MATERIALIZED (SELECT {_CONTRIBUTING_COLUMNS} FROM {EVENTS} "
@@ -224,13 +242,15 @@ def analytics_rollup_catch_up(*, book_id) -> int:
            f"ELSE '-infinity' END FROM waiting) "
            f"AND usage_date <= (SELECT CASE WHEN count(usage_date) = count(*) THEN max(usage_date) "
            f"ELSE 'infinity' END FROM waiting)), "
-           f"drained AS (DELETE FROM {BACKLOG} WHERE event_id IN (SELECT id FROM pending) RETURNING event_id), "
+           f"drained AS (DELETE FROM {BACKLOG} WHERE {backlog_in_book} AND event_id IN (SELECT id FROM pending) "
+           f"RETURNING event_id), "
            f"counted AS MATERIALIZED (SELECT * FROM pending WHERE id IN (SELECT event_id FROM drained)), "
            f"written AS ({_insert_sql(select, upsert=True)}) "
            f"SELECT count(*) FROM drained")
     with transaction.atomic():
         _lock_book(book_id)
-        ((added,),) = execute(sql, [*book_params, *params], group_by_hashing=True)
+        ((added,),) = execute(sql, [*book_params, *book_params, *params], group_by_hashing=True,
+                              join_by_hashing=True)
     return added
 
 

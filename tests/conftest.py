@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from pytest_django.fixtures import validate_django_db
 
+from accounts import book_generations
 from accounts.services import api_key_mint, member_ensure
 from tests.factories import OrganizationFactory, book_of
 
@@ -51,9 +52,11 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(autouse=True)
 def _isolated_state(settings, tmp_path):
-    """Each test: an empty shared cache (rate counters), request-log entries written at once,
-    its own mail directory, and Celery outside any task."""
+    """Each test: an empty shared cache (rate counters) and per-process book caches (a rolled-back test's book
+    ids can come back in the next test), request-log entries written at once, its own mail directory, and Celery
+    outside any task."""
     cache.clear()
+    book_generations.clear_all()
     # Eager tasks (CELERY_TASK_ALWAYS_EAGER) mark "inside a task" in a process-wide flag that each call saves
     # and restores; calls overlapping in a live server's threads (every usage batch enqueues the credit-pool
     # task) can restore it to "inside" for good, and every later `result.get()` of the process would refuse.
@@ -63,6 +66,7 @@ def _isolated_state(settings, tmp_path):
     settings.EMAIL_FILE_PATH = str(tmp_path / "mail")
     yield
     cache.clear()
+    book_generations.clear_all()
 
 
 # The checks of the ledger verifier that every test's data must pass (console/verification.py): the tables

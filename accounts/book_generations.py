@@ -1,0 +1,108 @@
+"""Per-process caches of a book's rarely changing records, which the database invalidates.
+
+Every batch of usage names customers, agents and signals and prices its models from the catalog, the book's
+model aliases and its price overrides. These change rarely, yet reading them took two of a batch's statements
+and a fifth of its Python (docs/performance.md). Each web process keeps what it read, for each book, under the
+**generation** it was read at:
+
+- the database moves a book's generation on every UPDATE or DELETE of its customers, agents or signals and
+  every write of its model aliases or price overrides, and the catalog's generation on every write of the
+  catalog and every TRUNCATE of any of these tables (triggers, accounts/migrations/0004 and the customers and
+  catalog migrations that attach them). Inserting an identity moves nothing: a new row changes no entry a
+  cache holds, and a name a cache lacks is read from the database;
+- the API key statement, which every request runs, reads both generations with the key (`GENERATION_COLUMNS`)
+  and stamps them on the request's book (`stamp`); a cache answers only for the generations stamped on the book
+  it is asked about, so a change committed before the request's key was read is never answered from an older
+  entry;
+- entries are added only once the transaction that read them has committed (`transaction.on_commit`): a row
+  inserted by a transaction that rolled back never enters a cache;
+- generations are values of one sequence, never handed out twice, so a change that rolled back cannot bring back
+  a number with other rows behind it.
+
+A book read any other way (the portal, the console, a job) carries no generation and every lookup misses: only
+the API's requests use these caches. Nothing is cached across processes.
+"""
+from typing import NamedTuple
+
+from django.db import transaction
+
+TABLE = "accounts_book_generation"
+# The catalog's own generation, a row that no book has: the catalog is shared by every book.
+CATALOG_ROW = "00000000-0000-0000-0000-000000000000"
+# The two generations for a statement that has the book's id in `k.book_id` (the API key statement).
+GENERATION_COLUMNS = (f"coalesce((SELECT generation FROM {TABLE} WHERE book_id = k.book_id), 0), "
+                      f"coalesce((SELECT generation FROM {TABLE} WHERE book_id = '{CATALOG_ROW}'::uuid), 0)")
+
+
+class Generation(NamedTuple):
+    book: int
+    catalog: int
+
+    def not_older_than(self, other: "Generation") -> bool:
+        return self.book >= other.book and self.catalog >= other.catalog
+
+
+def stamp(book, generation: Generation) -> None:
+    """The generations read with the request's API key, in the same statement as the book."""
+    book.read_at_generation = generation
+
+
+def generation_of(book) -> Generation | None:
+    return getattr(book, "read_at_generation", None)
+
+
+class BookCache:
+    """One kind of record, for each book a map valid at one generation. Bounded: past `max_books` books or
+    `max_entries` entries of one book it starts that part again empty (a cache, not a store)."""
+
+    def __init__(self, *, max_books: int = 1_000, max_entries: int = 50_000):
+        self.max_books = max_books
+        self.max_entries = max_entries
+        self._books: dict = {}  # book id -> (Generation, {key: value})
+
+    def entries(self, book) -> dict:
+        """What this process holds for the book at the generation stamped on it (empty: nothing, or no stamp).
+        Read only: the map is shared by every request of the process."""
+        generation = generation_of(book)
+        held = self._books.get(book.pk) if generation is not None else None
+        return held[1] if held is not None and held[0] == generation else {}
+
+    def remember(self, book, entries: dict) -> None:
+        """Add entries read from the database at the book's stamped generation, once the current transaction
+        commits (at once outside one)."""
+        generation = generation_of(book)
+        if generation is None or not entries:
+            return
+        book_id = book.pk
+        transaction.on_commit(lambda: self._add(book_id, generation, entries))
+
+    def _add(self, book_id, generation: Generation, entries: dict) -> None:
+        held = self._books.get(book_id)
+        if held is None or held[0] != generation:
+            if held is not None and not generation.not_older_than(held[0]):
+                return  # a request that read an older generation finished late: keep the newer map
+            if held is None and len(self._books) >= self.max_books:
+                self._books.clear()
+            held = self._books[book_id] = (generation, {})
+        if len(held[1]) + len(entries) > self.max_entries:
+            held[1].clear()
+        held[1].update(entries)
+
+    def clear(self) -> None:
+        self._books.clear()
+
+
+CACHES: list[BookCache] = []
+
+
+def book_cache(**bounds) -> BookCache:
+    """A new cache of this process, known to `clear_all`."""
+    cache = BookCache(**bounds)
+    CACHES.append(cache)
+    return cache
+
+
+def clear_all() -> None:
+    """Forget everything every cache holds (tests that reuse a book's id across rolled-back transactions)."""
+    for cache in CACHES:
+        cache.clear()

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# One ingestion pair in the production shape (docs/performance.md#ingestion), on a fresh database:
+# gunicorn (3 sync workers) and a Celery worker of this checkout, Redis as broker and cache, then 5 seconds of
+# warm-up and, in turn, the service, the `minimal` baseline and the `executemany` (ledger-shaped) one for
+# SECONDS each, each run with the CPU a batch costs split by process. The servers are stopped and the database
+# dropped afterwards.
+#
+#   bench/ingest_pair.sh [service-first|service-last]
+#
+#   ADMIN_URL   a PostgreSQL URL on the server to use, to create and drop the database (default: the local
+#               server's postgres database)
+#   REDIS_URL   the broker and cache (default: redis://127.0.0.1:6379/3)
+#   SECONDS_EACH, CLIENTS, PORT  (defaults 20, 4, 8765)
+#   SERVICE_ONLY  set: the service alone, no baselines (comparing two builds of the service)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+order=${1:-service-first}
+admin_url=${ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+database=billing_bench_$$
+database_url=${admin_url%/*}/$database
+seconds=${SECONDS_EACH:-20}
+clients=${CLIENTS:-4}
+port=${PORT:-8765}
+export DATABASE_URL=$database_url REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/3} DEBUG=0 \
+  SECRET_KEY=bench-pair-secret-key-not-for-production SECURE_SSL_REDIRECT=0
+logs=var/bench-pair
+mkdir -p "$logs"
+
+web= worker=
+cleanup() {
+  [ -n "$web" ] && kill -TERM "$web" 2>/dev/null && wait "$web" 2>/dev/null
+  [ -n "$worker" ] && kill -TERM "$worker" 2>/dev/null && wait "$worker" 2>/dev/null
+  .venv/bin/python - "$admin_url" "$database" <<'EOF' || true
+import sys, psycopg
+with psycopg.connect(sys.argv[1], autocommit=True) as connection:
+    connection.execute(f'DROP DATABASE IF EXISTS "{sys.argv[2]}" WITH (FORCE)')
+EOF
+}
+trap cleanup EXIT
+
+.venv/bin/python - "$admin_url" "$database" <<'EOF'
+import sys, psycopg
+with psycopg.connect(sys.argv[1], autocommit=True) as connection:
+    connection.execute(f'CREATE DATABASE "{sys.argv[2]}"')
+EOF
+.venv/bin/python manage.py migrate --verbosity 0
+.venv/bin/python manage.py load_catalog > /dev/null
+key=$(.venv/bin/python manage.py create_api_key --org Bench --email bench@example.com --role owner --type secret \
+  | grep -o 'svc_sk_[A-Za-z0-9_]*' | head -1)
+postmaster=$(.venv/bin/python - "$database_url" <<'EOF'
+import sys, psycopg
+with psycopg.connect(sys.argv[1]) as connection:
+    print(connection.execute("SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'").fetchone()[0])
+EOF
+)
+postmaster=$(ps -o ppid= -p "$postmaster" | tr -d ' ')
+
+.venv/bin/celery -A config worker --loglevel warning > "$logs/worker.log" 2>&1 &
+worker=$!
+.venv/bin/gunicorn config.wsgi:application --bind 127.0.0.1:"$port" --workers 3 --timeout 120 \
+  > "$logs/web.log" 2>&1 &
+web=$!
+for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$port/healthz" > /dev/null 2>&1 && break; sleep 0.2; done
+
+pids=(--web-pid "$web" --postgres-pid "$postmaster" --worker-pid "$worker")
+service() { .venv/bin/python bench/ingest.py --url "http://127.0.0.1:$port" --key "$key" --clients "$clients" --seconds "$1" "${pids[@]}"; }
+baseline() { .venv/bin/python bench/ingest.py --baseline "$1" --database-url "$database_url" --clients "$clients" --seconds "$seconds" "${pids[@]}"; }
+
+echo "== warm-up (load average $(cut -d' ' -f1 /proc/loadavg) at the start)"
+service 5 > /dev/null
+if [ "$order" = service-first ]; then echo "== service"; service "$seconds"; fi
+if [ -z "${SERVICE_ONLY:-}" ]; then
+  echo "== minimal"; baseline minimal
+  echo "== executemany"; baseline executemany
+fi
+if [ "$order" = service-last ]; then echo "== service"; service "$seconds"; fi

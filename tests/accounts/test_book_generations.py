@@ -1,0 +1,157 @@
+"""Per-process caches of a book's identities and prices (accounts/book_generations.py): a batch whose names and
+models this process already read runs neither lookup, and whatever changes those records is seen by the next
+batch. Transactional: the caches fill only after a commit, as in production."""
+from decimal import Decimal as D
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from accounts import book_generations
+from accounts.book_generations import BookCache, Generation, stamp
+from catalog.models import ServiceEntry
+from catalog.resolution import resolved_prices
+from customers.models import Customer, Signal, UsageEvent
+from customers.provisioning import identities, identities_provision
+from tests.factories import ServiceEntryFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+IDENTITY_LOOKUP = "FROM unnest("  # the one statement of `_known`
+PRICE_LOOKUP = "catalog_modelalias"  # the one statement of `_resolve`
+
+
+@pytest.fixture
+def llm(db):
+    """$3 per million input tokens, $15 per million output."""
+    return ServiceEntryFactory(canonical_name="acme-llm-1", provider="acmeai", input_cost=D("0.000003"),
+                               output_cost=D("0.000015"))
+
+
+def record(**fields):
+    return {"customerExternalId": "cust-1", "agentCode": "bot", "signalName": "answers", "model": "acme-llm-1",
+            "modelProvider": "acmeai", "inputTokens": 1_000_000, "outputTokens": 0, **fields}
+
+
+def send(api, **fields) -> dict:
+    resp = api.post("/v1/usage/record", {"records": [record(**fields)]})
+    assert resp.status_code == 200, resp.json()
+    body = resp.json()["results"]
+    return (body["success"] or body["failed"])[0]
+
+
+def statements_of(api, **fields) -> tuple[dict, list[str]]:
+    with CaptureQueriesContext(connection) as captured:
+        entry = send(api, **fields)
+    return entry, [query["sql"] for query in captured.captured_queries]
+
+
+def generations(book_id) -> tuple[int, int]:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {book_generations.GENERATION_COLUMNS.replace('k.book_id', '%s')}", [book_id])
+        return cursor.fetchone()
+
+
+def test_a_batch_of_names_and_models_already_read_runs_neither_lookup(api, llm):
+    first, sql = statements_of(api)
+    assert any(IDENTITY_LOOKUP in s for s in sql) and any(PRICE_LOOKUP in s for s in sql)
+    second, sql = statements_of(api)
+    assert not any(IDENTITY_LOOKUP in s for s in sql), sql
+    assert not any(PRICE_LOOKUP in s for s in sql), sql
+    assert (first["totalCostUsd"], second["totalCostUsd"]) == ("3", "3")
+    events = UsageEvent.objects.order_by("id")
+    assert [e.customer_id for e in events] == [Customer.objects.get(external_id="cust-1").pk] * 2
+    third, sql = statements_of(api, customerExternalId="cust-2")  # a name not read yet: looked up, created
+    assert any(IDENTITY_LOOKUP in s for s in sql)
+    assert UsageEvent.objects.get(pk=third["eventId"]).customer_id == Customer.objects.get(external_id="cust-2").pk
+
+
+def test_a_deleted_customer_is_not_answered_from_the_cache(api, llm):
+    send(api)
+    old = Customer.objects.get(external_id="cust-1")
+    assert api.delete(f"/v1/customers/{old.pk}").status_code in (200, 204)
+    entry = send(api)
+    customer_id = UsageEvent.objects.get(pk=entry["eventId"]).customer_id
+    assert customer_id != old.pk
+    assert Customer.objects.get(pk=customer_id, deleted_at__isnull=True).external_id == "cust-1"
+
+
+def test_a_price_override_created_between_batches_prices_the_next(api, llm):
+    assert send(api, usageDate="2026-03-02T10:00:00Z")["totalCostUsd"] == "3"
+    resp = api.post("/v1/price-overrides", {"modelProvider": "acmeai", "discountPercent": 20,
+                                            "effectiveFrom": "2026-03-01T00:00:00Z"})
+    assert resp.status_code == 201, resp.json()
+    assert send(api, usageDate="2026-03-03T10:00:00Z")["totalCostUsd"] == "2.4"
+
+
+def test_a_catalog_price_changed_between_batches_prices_the_next(api, llm):
+    assert send(api)["totalCostUsd"] == "3"
+    ServiceEntry.objects.filter(pk=llm.pk).update(input_cost=D("0.000004"))  # as a catalog reload does
+    assert send(api)["totalCostUsd"] == "4"
+
+
+def test_a_signal_renamed_between_batches_is_looked_up_again(api, llm):
+    send(api)
+    Signal.objects.filter(name="answers").update(name="replies", short_name="replies")
+    entry = send(api)  # "answers" no longer names the old signal: a new one
+    assert Signal.objects.get(pk=UsageEvent.objects.get(pk=entry["eventId"]).signal_id).name == "answers"
+
+
+def test_what_moves_a_generation(book, llm):
+    start = generations(book.pk)
+    Customer.objects.create(book=book, external_id="c-1", name="c-1")
+    assert generations(book.pk) == start  # an insert changes nothing a cache holds
+    Customer.objects.filter(book=book).update(name="renamed")
+    moved = generations(book.pk)
+    assert moved[0] > start[0] and moved[1] == start[1]
+    Customer.objects.filter(book=book, name="nobody").update(name="x")  # no row changed
+    assert generations(book.pk) == moved
+    ServiceEntry.objects.filter(pk=llm.pk).update(input_cost=D("0.000005"))
+    assert generations(book.pk)[1] > moved[1]
+
+
+def test_a_rolled_back_insert_never_enters_the_cache(book):
+    stamp(book, Generation(*generations(book.pk)))
+    with pytest.raises(RuntimeError), transaction.atomic():
+        identities_provision(book=book, customer_external_ids={"ghost"}, agent_codes={"bot"},
+                             signal_keys={("bot", "answers")}, internal_external_ids=set())
+        raise RuntimeError("the batch failed after provisioning")
+    assert identities.entries(book) == {}
+    assert not Customer.objects.filter(external_id="ghost").exists()
+    identities_provision(book=book, customer_external_ids={"real"}, agent_codes={"bot"},
+                         signal_keys={("bot", "answers")}, internal_external_ids=set())
+    assert identities.entries(book)["c", "real"][0] == Customer.objects.get(external_id="real").pk
+
+
+def test_a_book_read_without_its_generation_is_never_answered_from_a_cache(book, llm):
+    identities_provision(book=book, customer_external_ids={"c"}, agent_codes={"a"}, signal_keys={("a", "s")},
+                         internal_external_ids=set())
+    assert identities.entries(book) == {} and resolved_prices.entries(book) == {}
+
+
+class _Book:
+    def __init__(self, pk, generation):
+        self.pk = pk
+        stamp(self, generation)
+
+
+def test_a_cache_answers_only_at_the_generation_it_read_and_keeps_the_newer_map():
+    cache = BookCache()
+    cache.remember(_Book(1, Generation(5, 1)), {"x": 1})
+    assert cache.entries(_Book(1, Generation(5, 1))) == {"x": 1}
+    assert cache.entries(_Book(1, Generation(6, 1))) == {}
+    assert cache.entries(_Book(1, Generation(5, 2))) == {}
+    cache.remember(_Book(1, Generation(6, 1)), {"y": 2})
+    cache.remember(_Book(1, Generation(5, 1)), {"x": 1})  # a request that read the older generation, late
+    assert cache.entries(_Book(1, Generation(6, 1))) == {"y": 2}
+
+
+def test_a_cache_is_bounded():
+    cache = BookCache(max_books=2, max_entries=3)
+    cache.remember(_Book(1, Generation(1, 1)), {"a": 1, "b": 2})
+    cache.remember(_Book(1, Generation(1, 1)), {"c": 3, "d": 4})  # past 3 entries: starts again
+    assert cache.entries(_Book(1, Generation(1, 1))) == {"c": 3, "d": 4}
+    cache.remember(_Book(2, Generation(1, 1)), {"a": 1})
+    cache.remember(_Book(3, Generation(1, 1)), {"a": 1})  # a third book: starts again
+    assert cache.entries(_Book(1, Generation(1, 1))) == {}
+    assert cache.entries(_Book(3, Generation(1, 1))) == {"a": 1}
