@@ -1,17 +1,19 @@
-"""The typed client against the live service: the billing chain end to end, every list shape paged
-through, exact Decimals both ways, and errors as typed exceptions carrying the spec's message and code."""
+"""The typed clients against the live service: the billing chain end to end, every list shape paged
+through, exact Decimals both ways, and errors as typed exceptions carrying the spec's message and code. Each
+scenario runs on `Client` and on `AsyncClient` (driven through `tests.clients.blocking`)."""
 import time
 from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
 
-from agentbilling import (AuthenticationError, BadRequestError, Client, ConflictError, KeyRevokedError,
-                          NotFoundError, PermissionDeniedError, RateLimitError)
+from agentbilling import (AuthenticationError, BadRequestError, ConflictError, KeyRevokedError, NotFoundError,
+                          PermissionDeniedError, RateLimitError)
 from catalog.models import ServiceEntry
 from accounts import throttling
 from accounts.services import api_key_revoke_raw
 from core import clock
+from tests.clients.blocking import open_client
 from tests.clients.conftest import llm_cost
 
 pytestmark = pytest.mark.usefixtures("database")
@@ -19,9 +21,14 @@ pytestmark = pytest.mark.usefixtures("database")
 D = Decimal
 
 
+@pytest.fixture(params=["sync", "async"])
+def kind(request):
+    return request.param
+
+
 @pytest.fixture
-def client(service):
-    with Client(service.key, base_url=service.url) as client:
+def client(service, kind):
+    with open_client(kind, service.key, base_url=service.url) as client:
         yield client
 
 
@@ -145,7 +152,7 @@ def test_exact_decimals_go_out_and_come_back_as_written(client):
     assert event["metadata"] == {"ratio": D("0.1")}
 
 
-def test_errors_are_typed_and_carry_the_spec_message_code_and_status(client, service):
+def test_errors_are_typed_and_carry_the_spec_message_code_and_status(client, service, kind):
     with pytest.raises(NotFoundError) as missing:
         client.customers.get("00000000-0000-0000-0000-000000000000")
     assert (missing.value.status, missing.value.message) == (404, "Customer not found")
@@ -159,23 +166,24 @@ def test_errors_are_typed_and_carry_the_spec_message_code_and_status(client, ser
         client.agents.create(name="x" * 300, agentCode="too-long")
     assert isinstance(invalid.value.message, list) and invalid.value.messages[0].startswith("name:")
 
-    with Client(service.key_for(key_type="publishable"), base_url=service.url) as publishable:
+    with open_client(kind, service.key_for(key_type="publishable"), base_url=service.url) as publishable:
         with pytest.raises(PermissionDeniedError):
             publishable.customers.create(name="Nope")
         assert publishable.verify()["verified"] is True
 
     revoked_key = service.key_for()
     api_key_revoke_raw(raw_key=revoked_key, now=clock.now())
-    with pytest.raises(KeyRevokedError) as revoked, Client(revoked_key, base_url=service.url) as revoked_client:
-        revoked_client.verify()
+    with pytest.raises(KeyRevokedError) as revoked:
+        with open_client(kind, revoked_key, base_url=service.url) as revoked_client:
+            revoked_client.verify()
     assert isinstance(revoked.value, AuthenticationError) and revoked.value.code == "key_revoked"
 
 
-def test_a_429_raises_with_its_retry_after_once_retries_are_spent(service, settings, monkeypatch):
+def test_a_429_raises_with_its_retry_after_once_retries_are_spent(service, kind, settings, monkeypatch):
     settings.API_RATE_LIMIT_PER_MINUTE = 1
     frozen = time.time()  # both requests in one of the limiter's minutes
     monkeypatch.setattr(throttling, "time", type("Clock", (), {"time": staticmethod(lambda: frozen)}))
-    with Client(service.key, base_url=service.url, max_retries=0) as client:
+    with open_client(kind, service.key, base_url=service.url, max_retries=0) as client:
         client.verify()
         with pytest.raises(RateLimitError) as limited:
             client.customers.list()
