@@ -1,14 +1,15 @@
 """The typed clients against the live service: the billing chain end to end, every list shape paged
 through, exact Decimals both ways, and errors as typed exceptions carrying the spec's message and code. Each
 scenario runs on `Client` and on `AsyncClient` (driven through `tests.clients.blocking`)."""
+import asyncio
 import time
 from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
 
-from agentbilling import (AuthenticationError, BadRequestError, ConflictError, KeyRevokedError, NotFoundError,
-                          PermissionDeniedError, RateLimitError)
+from agentbilling import (AsyncClient, AuthenticationError, BadRequestError, ConflictError, KeyRevokedError,
+                          NotFoundError, PermissionDeniedError, RateLimitError)
 from catalog.models import ServiceEntry
 from accounts import throttling
 from accounts.services import api_key_revoke_raw
@@ -60,6 +61,8 @@ def test_the_billing_chain_from_usage_to_a_sent_invoice_and_its_pdf(client, serv
     invoice = client.invoices.generate(customerId=customer["id"], subscriptionId=subscription["id"])
     assert invoice["status"] == "draft"
     assert invoice["total"] == D("57.25")  # 7.5 tickets x 1.10 = 8.25, plus the 49.00 fee
+    assert isinstance(invoice.total, D) and str(invoice.total) == "57.25"  # the typed model: exact cents
+    assert sorted(line.amount for line in invoice.lines) == [D("8.25"), D("49.00")]
     assert client.invoices.pdf(invoice["id"]).startswith(b"%PDF")
     sent = client.invoices.send(invoice["id"])
     assert sent["success"] is True and sent["recipientEmail"] == "billing@globex.example"
@@ -208,3 +211,23 @@ def test_a_plan_change_is_scheduled_and_withdrawn_through_the_client(client):
     assert (restored["nextSubscriptionId"], restored["endDate"]) == (None, None)
     with pytest.raises(NotFoundError):
         client.subscriptions.get(scheduled["id"])
+
+
+def test_an_async_page_iterates_across_several_pages(service):
+    async def scenario():
+        async with AsyncClient(service.key, base_url=service.url) as client:
+            for number in range(5):
+                await client.customers.create(name=f"Customer {number}", externalId=f"ext-{number}")
+            first = await client.customers.list(limit=2)
+            second = await first.next_page()
+            walked = [customer.external_id async for customer in first.auto_paging_iter()]
+            streamed = [customer["externalId"] async for customer in client.customers.iter(limit=2)]
+            for number in range(3):
+                await client.plans.create(name=f"Plan {number}")
+            plans = [plan.name async for plan in (await client.plans.list(limit=1)).auto_paging_iter()]
+            return first, second, walked, streamed, plans
+
+    first, second, walked, streamed, plans = asyncio.run(scenario())
+    assert (len(first), first.total, first.has_more, len(second)) == (2, 5, True, 2)
+    assert sorted(walked) == sorted(streamed) == [f"ext-{number}" for number in range(5)]  # three pages of two
+    assert sorted(plans) == ["Plan 0", "Plan 1", "Plan 2"]  # {results, ...}: three pages of one

@@ -34,8 +34,9 @@ from agentbilling.resources import (RESOURCES, Agents, Analytics, CreditBalances
 
 
 class _Resources:
-    """The resources of one client, each on the client's transport."""
+    """What both clients are: the resources, each on the client's transport (`_transport_class`)."""
 
+    _transport_class: type[Transport]
     usage: Usage
     events: Events
     customers: Customers
@@ -55,11 +56,15 @@ class _Resources:
     customer_alerts: CustomerAlerts
     webhook_endpoints: WebhookEndpoints
 
-    def _attach(self, transport: Transport) -> None:
-        self._transport = transport
-        self._keys = Keys(transport)
+    def __init__(self, api_key: str | None = None, *, base_url: str | None = None, timeout: float = 30.0,
+                 max_retries: int = 2, retry_policy: RetryPolicy | None = None,
+                 http_client: httpx.Client | httpx.AsyncClient | None = None):
+        self._transport = self._transport_class(api_key, base_url, timeout=timeout,
+                                                policy=retry_policy or RetryPolicy(max_retries=max_retries),
+                                                http_client=http_client)
+        self._keys = Keys(self._transport)
         for name, resource in RESOURCES.items():
-            setattr(self, name, resource(transport))
+            setattr(self, name, resource(self._transport))
 
     @property
     def api_key(self) -> str:
@@ -79,14 +84,10 @@ class _Resources:
 
 class Client(_Resources):
     """A synchronous client for one key. `api_key` defaults to `$AGENTBILLING_API_KEY`, `base_url` to
-    `$AGENTBILLING_BASE_URL` or http://127.0.0.1:8000. Use as a context manager or call `close()`."""
+    `$AGENTBILLING_BASE_URL` or http://127.0.0.1:8000; `http_client` an `httpx.Client` of your own. Use as a
+    context manager or call `close()`."""
 
-    def __init__(self, api_key: str | None = None, *, base_url: str | None = None, timeout: float = 30.0,
-                 max_retries: int = 2, retry_policy: RetryPolicy | None = None,
-                 http_client: httpx.Client | None = None):
-        self._attach(SyncTransport(api_key, base_url, timeout=timeout,
-                                   policy=retry_policy or RetryPolicy(max_retries=max_retries),
-                                   http_client=http_client))
+    _transport_class = SyncTransport
 
     def close(self) -> None:
         self._transport.close()
@@ -99,15 +100,11 @@ class Client(_Resources):
 
 
 class AsyncClient(_Resources):
-    """The asyncio client: the same resources and arguments as `Client`; every call is a coroutine, `iter(...)`
-    and `page.auto_paging_iter()` async iterators. Use as an async context manager or `await aclose()`."""
+    """The asyncio client: the same resources and arguments as `Client` (`http_client` an `httpx.AsyncClient`);
+    every call is a coroutine, `iter(...)` and `page.auto_paging_iter()` async iterators. Use as an async
+    context manager or `await aclose()`."""
 
-    def __init__(self, api_key: str | None = None, *, base_url: str | None = None, timeout: float = 30.0,
-                 max_retries: int = 2, retry_policy: RetryPolicy | None = None,
-                 http_client: httpx.AsyncClient | None = None):
-        self._attach(AsyncTransport(api_key, base_url, timeout=timeout,
-                                    policy=retry_policy or RetryPolicy(max_retries=max_retries),
-                                    http_client=http_client))
+    _transport_class = AsyncTransport
 
     async def aclose(self) -> None:
         await self._transport.aclose()

@@ -13,7 +13,7 @@ from urllib.parse import quote
 from agentbilling import _json
 from agentbilling._http import Plan, Transport
 from agentbilling._models import Model, parse
-from agentbilling.pagination import ARRAY, MAX_PAGE_SIZE, fetch_page, window_params
+from agentbilling.pagination import ARRAY, MAX_PAGE_SIZE, RESULTS, Page, fetch_page, window_params
 
 MAX_RECORDS_PER_REQUEST = 100  # spec §8
 
@@ -62,30 +62,75 @@ class Resource:
         return self._transport.walk(fetch_page(self._transport, shape, path, params, model))
 
 
-class Crud(Resource):
-    """create / get / update / list / iter on `/v1/<name>` with a bare-array list, answers parsed as `model`."""
+class Collection(Resource):
+    """A resource at `path` whose answers are `model`s. The operations most collections share are the mixins
+    below, one method each: a resource lists the ones the API gives it and writes only what is its own."""
 
     path = ""
     model: type[Model] = Model
+    row_model: type[Model] | None = None  # the rows of `list` and `iter`, when they are not `model`s
 
+    def _rows(self) -> type[Model]:
+        return self.row_model or self.model
+
+    def _member(self, id) -> str:
+        return f"{self.path}/{path_id(id)}"
+
+
+class Create(Collection):
     def create(self, **fields):
         return self._call("POST", self.path, body=fields, model=self.model)
 
+
+class Get(Collection):
     def get(self, id):
-        return self._call("GET", f"{self.path}/{path_id(id)}", model=self.model)
+        return self._call("GET", self._member(id), model=self.model)
 
+
+class Update(Collection):
     def update(self, id, **fields):
-        return self._call("PATCH", f"{self.path}/{path_id(id)}", body=fields, model=self.model)
+        return self._call("PATCH", self._member(id), body=fields, model=self.model)
 
-    def list(self, *, limit: int | None = None, offset: int | None = None, **filters):
-        """One window (`limit` 1-100, default 100): `page.items`, `page.total` (X-Total-Count)."""
-        return self._page(ARRAY, self.path, {**filters, "limit": limit, "offset": offset}, model=self.model)
+
+class Delete(Collection):
+    def delete(self, id):
+        """The answer of the deletion (None when the service answers 204)."""
+        return self._call("DELETE", self._member(id))
+
+
+class ListAll(Collection):
+    def list(self):
+        """Every row: this list is not paged."""
+        return self._call("GET", self.path, model=self.model)
+
+
+class Listing(Collection):
+    """A paged list at `path` in one of the four shapes (`agentbilling.pagination`); `list` names the window's
+    parameters of the shape (`OffsetList`, `PageList`)."""
+
+    shape = ARRAY
+
+    def _window(self, filters: dict, **window) -> Page:
+        return self._page(self.shape, self.path, {**filters, **window}, model=self._rows())
 
     def iter(self, **filters):
         """Every row matching the filters, fetched 100 at a time."""
-        return self._iter(ARRAY, self.path, filters, model=self.model)
+        return self._iter(self.shape, self.path, filters, model=self._rows())
 
 
-class DeletableCrud(Crud):
-    def delete(self, id) -> None:
-        return self._call("DELETE", f"{self.path}/{path_id(id)}")
+class OffsetList(Listing):
+    """Windows by `limit`/`offset`: a bare array (X-Total-Count) or `{data, hasMore}`."""
+
+    def list(self, *, limit: int | None = None, offset: int | None = None, **filters) -> Page:
+        """One window (`limit` 1-100): `page.items`, `page.total` when the list gives one."""
+        return self._window(filters, limit=limit, offset=offset)
+
+
+class PageList(Listing):
+    """Windows by `page`/`limit`: `{results, ...totalResults}` or `{data, pagination}`."""
+
+    shape = RESULTS
+
+    def list(self, *, page: int | None = None, limit: int | None = None, **filters) -> Page:
+        """One page (`page` from 1, `limit` 1-100): `page.items`, `page.total`."""
+        return self._window(filters, page=page, limit=limit)

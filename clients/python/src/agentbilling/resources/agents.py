@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from agentbilling.models import Agent
-from agentbilling.resources._base import DeletableCrud
+from agentbilling.resources._base import Delete, Get, OffsetList, Update
 
 
-class Agents(DeletableCrud):
+class Agents(Get, Update, Delete, OffsetList):
     path = "/v1/agents"
     model = Agent
 

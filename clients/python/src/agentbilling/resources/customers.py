@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from agentbilling.models import Customer, Model
-from agentbilling.resources._base import DeletableCrud, path_id
+from agentbilling.resources._base import Delete, Get, OffsetList, Update
 
 
-class Customers(DeletableCrud):
+class Customers(Get, Update, Delete, OffsetList):
     path = "/v1/customers"
     model = Customer
 
@@ -14,5 +14,4 @@ class Customers(DeletableCrud):
 
     def revenue(self, id, *, startDate=None, endDate=None) -> Model:
         """RevenueMetrics of one customer (default window: the last 30 days, UTC)."""
-        return self._call("GET", f"{self.path}/{path_id(id)}/revenue",
-                          params={"startDate": startDate, "endDate": endDate})
+        return self._call("GET", f"{self._member(id)}/revenue", params={"startDate": startDate, "endDate": endDate})

@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from agentbilling.models import Matter, Model
 from agentbilling.pagination import RESULTS, Page
-from agentbilling.resources._base import Resource, path_id
+from agentbilling.resources._base import Delete, PageList, Update
 
 
-class Matters(Resource):
+class Matters(Update, Delete, PageList):
     path = "/v1/matters"
+    model = Matter
 
     def create(self, *, matterNumber: str, name: str, clientName: str, **fields) -> Matter:
         return self._call("POST", self.path, model=Matter, body={"matterNumber": matterNumber, "name": name,
@@ -15,19 +16,7 @@ class Matters(Resource):
 
     def get(self, id) -> Model:
         """The matter with its events and totals."""
-        return self._call("GET", f"{self.path}/{path_id(id)}")
-
-    def update(self, id, **fields) -> Matter:
-        return self._call("PATCH", f"{self.path}/{path_id(id)}", body=fields, model=Matter)
-
-    def delete(self, id) -> Model:
-        return self._call("DELETE", f"{self.path}/{path_id(id)}")
-
-    def list(self, *, page: int | None = None, limit: int | None = None) -> Page[Matter]:
-        return self._page(RESULTS, self.path, {"page": page, "limit": limit}, model=Matter)
-
-    def iter(self):
-        return self._iter(RESULTS, self.path, {}, model=Matter)
+        return self._call("GET", self._member(id))
 
     def unassigned(self, *, page: int | None = None, limit: int | None = None) -> Page[Model]:
         """Unassigned event rows; `page.raw` also has `totalCost` and `eventsMissingCost`."""

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from agentbilling.models import PortalSession
-from agentbilling.pagination import ARRAY, Page
-from agentbilling.resources._base import Resource, path_id
+from agentbilling.resources._base import Get, OffsetList
 
 
-class PortalSessions(Resource):
+class PortalSessions(Get, OffsetList):
+    """`list` is a bare array (default 10 a window); filters `customerId`, `includeExpired`."""
+
     path = "/v1/portal-sessions"
+    model = PortalSession
 
     def create(self, *, customerExternalId: str | None = None, customerId=None, **fields) -> PortalSession:
         """A one-time link (`url`, `token`: only in this answer), valid for one hour."""
@@ -18,15 +20,5 @@ class PortalSessions(Resource):
             body["customerId"] = str(customerId)
         return self._call("POST", self.path, body=body, model=PortalSession)
 
-    def list(self, *, limit: int | None = None, offset: int | None = None, **filters) -> Page[PortalSession]:
-        """Bare array (default 10 a window); filters `customerId`, `includeExpired`."""
-        return self._page(ARRAY, self.path, {**filters, "limit": limit, "offset": offset}, model=PortalSession)
-
-    def iter(self, **filters):
-        return self._iter(ARRAY, self.path, filters, model=PortalSession)
-
-    def get(self, id) -> PortalSession:
-        return self._call("GET", f"{self.path}/{path_id(id)}", model=PortalSession)
-
     def revoke(self, id) -> None:
-        return self._call("DELETE", f"{self.path}/{path_id(id)}")
+        return self._call("DELETE", self._member(id))

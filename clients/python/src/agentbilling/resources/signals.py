@@ -4,10 +4,10 @@ from __future__ import annotations
 from typing import Sequence
 
 from agentbilling.models import Signal
-from agentbilling.resources._base import DeletableCrud
+from agentbilling.resources._base import Delete, Get, OffsetList, Update
 
 
-class Signals(DeletableCrud):
+class Signals(Get, Update, Delete, OffsetList):
     path = "/v1/signals"
     model = Signal
 
