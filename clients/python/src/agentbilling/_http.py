@@ -7,6 +7,11 @@ Which failures are retried (spec §7):
   ran (`503 auth_unavailable`: the key could not be checked);
 - 500: "retry once", for reads and usage records;
 - every other 4xx: never (the same request fails the same way).
+
+How a request is made and retried is written once, as a plan (a generator yielding `Exchange` and `Sleep`
+steps, see `Plan`); `SyncTransport` (httpx.Client) and `AsyncTransport` (httpx.AsyncClient) differ only in how
+they carry a step out. The client's resources build their calls on the same plans, so `Client` and
+`AsyncClient` share one definition of each call.
 """
 from __future__ import annotations
 

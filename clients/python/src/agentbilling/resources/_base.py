@@ -28,7 +28,14 @@ def path_id(value) -> str:
     return quote(str(value), safe="")
 
 
+def _present(params: dict) -> dict:
+    """The parameters given a value (None leaves one out)."""
+    return {name: value for name, value in params.items() if value is not None}
+
+
 class Resource:
+    """One part of the API on one transport; its calls return what `transport.run` returns for their plan."""
+
     def __init__(self, transport: Transport):
         self._transport = transport
 
@@ -53,11 +60,11 @@ class Resource:
                                       model=model))
 
     def _page(self, shape: str, path: str, params: dict, *, model: type[Model] = Model):
-        params = window_params(shape, {k: v for k, v in params.items() if v is not None}, page_size=None)
+        params = window_params(shape, _present(params), page_size=None)
         return self._run(fetch_page(self._transport, shape, path, params, model))
 
     def _iter(self, shape: str, path: str, params: dict, *, model: type[Model] = Model):
-        params = {k: v for k, v in params.items() if v is not None}
+        params = _present(params)
         params = window_params(shape, {**params, "limit": params.get("limit") or MAX_PAGE_SIZE}, page_size=None)
         return self._transport.walk(fetch_page(self._transport, shape, path, params, model))
 
