@@ -95,20 +95,28 @@ def mismatches(sync_client, async_client) -> list[str]:
     return sorted(problems)
 
 
-def test_every_sync_call_has_its_async_counterpart_from_the_same_definition():
+@pytest.fixture
+def both_clients():
     sync_client, async_client = Client("svc_sk_test_x"), AsyncClient("svc_sk_test_x")
+    yield sync_client, async_client
+    sync_client.close()
+    asyncio.run(async_client.aclose())
+
+
+def test_every_sync_call_has_its_async_counterpart_from_the_same_definition(both_clients):
+    sync_client, async_client = both_clients
     assert len(resource_tree(sync_client)) == 19  # 18 resources and plans.strategies
     assert mismatches(sync_client, async_client) == []
     for name, resource in resource_tree(sync_client).items():
         assert type(resource) is type(resource_tree(async_client)[name]), name  # one class: no twin to keep
 
 
-def test_a_call_added_to_one_client_only_is_caught():
+def test_a_call_added_to_one_client_only_is_caught(both_clients):
     class CustomersWithExtra(Customers):
         def merge(self, id, other_id):
             return self._call("POST", f"{self._member(id)}/merge", body={"otherId": other_id})
 
-    sync_client, async_client = Client("svc_sk_test_x"), AsyncClient("svc_sk_test_x")
+    sync_client, async_client = both_clients
     sync_client.customers = CustomersWithExtra(sync_client._transport)
     assert mismatches(sync_client, async_client) == ["customers.merge: differs"]
 
