@@ -1,17 +1,20 @@
-"""The typed client against the live service: the billing chain end to end, every list shape paged
-through, exact Decimals both ways, and errors as typed exceptions carrying the spec's message and code."""
+"""The typed clients against the live service: the billing chain end to end, every list shape paged
+through, exact Decimals both ways, and errors as typed exceptions carrying the spec's message and code. Each
+scenario runs on `Client` and on `AsyncClient` (driven through `tests.clients.blocking`)."""
+import asyncio
 import time
 from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
 
-from agentbilling import (AuthenticationError, BadRequestError, Client, ConflictError, KeyRevokedError,
+from agentbilling import (AsyncClient, AuthenticationError, BadRequestError, ConflictError, KeyRevokedError,
                           NotFoundError, PermissionDeniedError, RateLimitError)
 from catalog.models import ServiceEntry
 from accounts import throttling
 from accounts.services import api_key_revoke_raw
 from core import clock
+from tests.clients.blocking import open_client
 from tests.clients.conftest import llm_cost
 
 pytestmark = pytest.mark.usefixtures("database")
@@ -19,9 +22,14 @@ pytestmark = pytest.mark.usefixtures("database")
 D = Decimal
 
 
+@pytest.fixture(params=["sync", "async"])
+def kind(request):
+    return request.param
+
+
 @pytest.fixture
-def client(service):
-    with Client(service.key, base_url=service.url) as client:
+def client(service, kind):
+    with open_client(kind, service.key, base_url=service.url) as client:
         yield client
 
 
@@ -53,6 +61,8 @@ def test_the_billing_chain_from_usage_to_a_sent_invoice_and_its_pdf(client, serv
     invoice = client.invoices.generate(customerId=customer["id"], subscriptionId=subscription["id"])
     assert invoice["status"] == "draft"
     assert invoice["total"] == D("57.25")  # 7.5 tickets x 1.10 = 8.25, plus the 49.00 fee
+    assert isinstance(invoice.total, D) and str(invoice.total) == "57.25"  # the typed model: exact cents
+    assert sorted(line.amount for line in invoice.lines) == [D("8.25"), D("49.00")]
     assert client.invoices.pdf(invoice["id"]).startswith(b"%PDF")
     sent = client.invoices.send(invoice["id"])
     assert sent["success"] is True and sent["recipientEmail"] == "billing@globex.example"
@@ -145,7 +155,7 @@ def test_exact_decimals_go_out_and_come_back_as_written(client):
     assert event["metadata"] == {"ratio": D("0.1")}
 
 
-def test_errors_are_typed_and_carry_the_spec_message_code_and_status(client, service):
+def test_errors_are_typed_and_carry_the_spec_message_code_and_status(client, service, kind):
     with pytest.raises(NotFoundError) as missing:
         client.customers.get("00000000-0000-0000-0000-000000000000")
     assert (missing.value.status, missing.value.message) == (404, "Customer not found")
@@ -159,23 +169,24 @@ def test_errors_are_typed_and_carry_the_spec_message_code_and_status(client, ser
         client.agents.create(name="x" * 300, agentCode="too-long")
     assert isinstance(invalid.value.message, list) and invalid.value.messages[0].startswith("name:")
 
-    with Client(service.key_for(key_type="publishable"), base_url=service.url) as publishable:
+    with open_client(kind, service.key_for(key_type="publishable"), base_url=service.url) as publishable:
         with pytest.raises(PermissionDeniedError):
             publishable.customers.create(name="Nope")
         assert publishable.verify()["verified"] is True
 
     revoked_key = service.key_for()
     api_key_revoke_raw(raw_key=revoked_key, now=clock.now())
-    with pytest.raises(KeyRevokedError) as revoked, Client(revoked_key, base_url=service.url) as revoked_client:
-        revoked_client.verify()
+    with pytest.raises(KeyRevokedError) as revoked:
+        with open_client(kind, revoked_key, base_url=service.url) as revoked_client:
+            revoked_client.verify()
     assert isinstance(revoked.value, AuthenticationError) and revoked.value.code == "key_revoked"
 
 
-def test_a_429_raises_with_its_retry_after_once_retries_are_spent(service, settings, monkeypatch):
+def test_a_429_raises_with_its_retry_after_once_retries_are_spent(service, kind, settings, monkeypatch):
     settings.API_RATE_LIMIT_PER_MINUTE = 1
     frozen = time.time()  # both requests in one of the limiter's minutes
     monkeypatch.setattr(throttling, "time", type("Clock", (), {"time": staticmethod(lambda: frozen)}))
-    with Client(service.key, base_url=service.url, max_retries=0) as client:
+    with open_client(kind, service.key, base_url=service.url, max_retries=0) as client:
         client.verify()
         with pytest.raises(RateLimitError) as limited:
             client.customers.list()
@@ -200,3 +211,23 @@ def test_a_plan_change_is_scheduled_and_withdrawn_through_the_client(client):
     assert (restored["nextSubscriptionId"], restored["endDate"]) == (None, None)
     with pytest.raises(NotFoundError):
         client.subscriptions.get(scheduled["id"])
+
+
+def test_an_async_page_iterates_across_several_pages(service):
+    async def scenario():
+        async with AsyncClient(service.key, base_url=service.url) as client:
+            for number in range(5):
+                await client.customers.create(name=f"Customer {number}", externalId=f"ext-{number}")
+            first = await client.customers.list(limit=2)
+            second = await first.next_page()
+            walked = [customer.external_id async for customer in first.auto_paging_iter()]
+            streamed = [customer["externalId"] async for customer in client.customers.iter(limit=2)]
+            for number in range(3):
+                await client.plans.create(name=f"Plan {number}")
+            plans = [plan.name async for plan in (await client.plans.list(limit=1)).auto_paging_iter()]
+            return first, second, walked, streamed, plans
+
+    first, second, walked, streamed, plans = asyncio.run(scenario())
+    assert (len(first), first.total, first.has_more, len(second)) == (2, 5, True, 2)
+    assert sorted(walked) == sorted(streamed) == [f"ext-{number}" for number in range(5)]  # three pages of two
+    assert sorted(plans) == ["Plan 0", "Plan 1", "Plan 2"]  # {results, ...}: three pages of one

@@ -7,9 +7,15 @@ Which failures are retried (spec §7):
   ran (`503 auth_unavailable`: the key could not be checked);
 - 500: "retry once", for reads and usage records;
 - every other 4xx: never (the same request fails the same way).
+
+How a request is made and retried is written once, as a plan (a generator yielding `Exchange` and `Sleep`
+steps, see `Plan`); `SyncTransport` (httpx.Client) and `AsyncTransport` (httpx.AsyncClient) differ only in how
+they carry a step out. The client's resources build their calls on the same plans, so `Client` and
+`AsyncClient` share one definition of each call.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import time
@@ -17,7 +23,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal
 from email.utils import parsedate_to_datetime
-from typing import Any, Mapping
+from typing import Any, AsyncIterator, Generator, Iterator, Mapping, TypeVar, Union
 from uuid import UUID
 
 import httpx
@@ -29,6 +35,7 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 API_KEY_ENV, BASE_URL_ENV = "AGENTBILLING_API_KEY", "AGENTBILLING_BASE_URL"
 TRANSIENT_STATUSES = frozenset({502, 503, 504})
 USER_AGENT = "agentbilling-python/0.1.0"
+T = TypeVar("T")
 
 
 def resolve_settings(api_key: str | None, base_url: str | None) -> tuple[str, str]:
@@ -139,95 +146,189 @@ def is_replay_safe(method: str) -> bool:
     return method in ("GET", "HEAD", "OPTIONS")
 
 
-class SyncTransport:
-    """A connection pool to one service with one key; `request` returns the response or raises."""
+@dataclass(frozen=True)
+class Exchange:
+    """A step of a plan: one HTTP request to send; the executor answers it with the `httpx.Response`, or throws
+    `APIConnectionError` into the plan when no answer came."""
 
-    def __init__(self, api_key: str | None = None, base_url: str | None = None, *, timeout: float = 30.0,
-                 policy: RetryPolicy | None = None, http_client: httpx.Client | None = None, sleep=time.sleep):
+    method: str
+    url: str
+    params: dict
+    content: bytes | None
+    headers: dict
+
+    def perform(self, http, sleep):
+        return http.request(self.method, self.url, params=self.params, content=self.content, headers=self.headers)
+
+
+@dataclass(frozen=True)
+class Sleep:
+    """A step of a plan: wait this many seconds (between retries, between polls of a job)."""
+
+    seconds: float
+
+    def perform(self, http, sleep):
+        return sleep(self.seconds)
+
+
+# A plan is a generator that yields `Exchange` and `Sleep` steps and returns its result: the client's calls are
+# written once as plans, and the sync and asyncio transports differ only in how they carry out a step.
+Plan = Generator[Union[Exchange, Sleep], Any, T]
+
+
+def ready(value: T) -> Plan[T]:
+    """A plan that needs no step (the answer is already known)."""
+    return value
+    yield  # never reached: its presence makes this function a generator, hence a plan
+
+
+class Driven:
+    """Walks a plan: iterating gives its steps; set `reply` to the step's outcome (an exception is thrown into the
+    plan) before asking for the next one; `result` is what the plan returned."""
+
+    def __init__(self, plan: Plan):
+        self.plan, self.reply, self.result = plan, None, None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        reply, self.reply = self.reply, None
+        try:
+            if isinstance(reply, BaseException):
+                return self.plan.throw(reply)
+            return self.plan.send(reply)
+        except StopIteration as finished:
+            self.result = finished.value
+            raise StopIteration from None
+
+    def answering(self, step) -> "_Answering":
+        return _Answering(self, step)
+
+
+class _Answering:
+    """Around carrying out one step: a connection failure becomes the step's reply (thrown into the plan, which
+    decides whether to retry), not an exception of the executor."""
+
+    def __init__(self, driven: Driven, step):
+        self.driven, self.step = driven, step
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, failure, traceback) -> bool:
+        if isinstance(failure, httpx.TransportError):
+            step = self.step
+            self.driven.reply = APIConnectionError(
+                f"{step.method} {step.url}: {failure.__class__.__name__}: {failure}")
+            self.driven.reply.__cause__ = failure
+            return True
+        return False
+
+
+class Transport:
+    """A connection pool to one service with one key. The request logic (headers, JSON body, error answers,
+    retries) is written once here as plans; `SyncTransport` and `AsyncTransport` carry them out."""
+
+    def __init__(self, api_key: str | None, base_url: str | None, *, policy: RetryPolicy | None, http, sleep):
         self.api_key, self.base_url = resolve_settings(api_key, base_url)
         self.policy = policy or RetryPolicy()
-        self._owns_client = http_client is None
-        self.http = http_client or httpx.Client(timeout=timeout)
         self.headers = default_headers(self.api_key)
-        self.sleep = sleep
+        self.http, self.sleep = http, sleep
 
-    def send_once(self, method: str, path: str, *, params=None, body: Any = None) -> httpx.Response:
+    def attempt(self, method: str, path: str, *, params=None, body: Any = None) -> Plan[httpx.Response]:
         """One attempt; an error status or a connection failure raises."""
         headers = self.headers
         content = None
         if body is not None:
             content = _json.dumps(body)
             headers = {**headers, "Content-Type": "application/json"}
-        try:
-            response = self.http.request(method, self.base_url + path, params=query_params(params),
-                                         content=content, headers=headers)
-        except httpx.TransportError as failure:
-            raise APIConnectionError(f"{method} {path}: {failure.__class__.__name__}: {failure}") from failure
+        response = yield Exchange(method, self.base_url + path, query_params(params), content, headers)
         if response.status_code >= 400:
             raise error_from_response(response)
         return response
 
-    def request(self, method: str, path: str, *, params=None, body: Any = None,
-                replay_safe: bool | None = None) -> httpx.Response:
+    def retried(self, method: str, path: str, *, params=None, body: Any = None,
+                replay_safe: bool | None = None) -> Plan[httpx.Response]:
+        """Attempts until one succeeds or `should_retry` says stop, waiting `policy.delay` between them."""
         replay_safe = is_replay_safe(method) if replay_safe is None else replay_safe
         attempt = 0
         while True:
             try:
-                return self.send_once(method, path, params=params, body=body)
+                return (yield from self.attempt(method, path, params=params, body=body))
             except (APIError, APIConnectionError) as error:
                 if not should_retry(error, attempt=attempt, policy=self.policy, method=method,
                                     replay_safe=replay_safe):
                     raise
-                self.sleep(self.policy.delay(attempt, getattr(error, "retry_after", None)))
+                yield Sleep(self.policy.delay(attempt, getattr(error, "retry_after", None)))
                 attempt += 1
+
+
+class SyncTransport(Transport):
+    """Carries plans out with `httpx.Client`, blocking; `send_once` and `request` return the response or raise."""
+
+    def __init__(self, api_key: str | None = None, base_url: str | None = None, *, timeout: float = 30.0,
+                 policy: RetryPolicy | None = None, http_client: httpx.Client | None = None, sleep=time.sleep):
+        self._owns_client = http_client is None
+        super().__init__(api_key, base_url, policy=policy, http=http_client or httpx.Client(timeout=timeout),
+                         sleep=sleep)
+
+    def run(self, plan: Plan[T]) -> T:
+        driven = Driven(plan)
+        for step in driven:
+            with driven.answering(step):
+                driven.reply = step.perform(self.http, self.sleep)
+        return driven.result
+
+    def walk(self, first_page: Plan) -> Iterator:
+        """Every item of the list whose first page `first_page` fetches, page after page."""
+        page = self.run(first_page)
+        while page is not None:
+            yield from page.items
+            page = self.run(page.next_plan())
+
+    def send_once(self, method: str, path: str, *, params=None, body: Any = None) -> httpx.Response:
+        return self.run(self.attempt(method, path, params=params, body=body))
+
+    def request(self, method: str, path: str, *, params=None, body: Any = None,
+                replay_safe: bool | None = None) -> httpx.Response:
+        return self.run(self.retried(method, path, params=params, body=body, replay_safe=replay_safe))
 
     def close(self) -> None:
         if self._owns_client:
             self.http.close()
 
 
-class AsyncTransport:
-    """The asyncio twin of SyncTransport."""
+class AsyncTransport(Transport):
+    """Carries the same plans out with `httpx.AsyncClient`: every method is a coroutine (`walk` an async
+    iterator)."""
 
     def __init__(self, api_key: str | None = None, base_url: str | None = None, *, timeout: float = 30.0,
                  policy: RetryPolicy | None = None, http_client: httpx.AsyncClient | None = None, sleep=None):
-        import asyncio
-
-        self.api_key, self.base_url = resolve_settings(api_key, base_url)
-        self.policy = policy or RetryPolicy()
         self._owns_client = http_client is None
-        self.http = http_client or httpx.AsyncClient(timeout=timeout)
-        self.headers = default_headers(self.api_key)
-        self.sleep = sleep or asyncio.sleep
+        super().__init__(api_key, base_url, policy=policy, http=http_client or httpx.AsyncClient(timeout=timeout),
+                         sleep=sleep or asyncio.sleep)
+
+    async def run(self, plan: Plan[T]) -> T:
+        driven = Driven(plan)
+        for step in driven:
+            with driven.answering(step):
+                driven.reply = await step.perform(self.http, self.sleep)
+        return driven.result
+
+    async def walk(self, first_page: Plan) -> AsyncIterator:
+        page = await self.run(first_page)
+        while page is not None:
+            for item in page.items:
+                yield item
+            page = await self.run(page.next_plan())
 
     async def send_once(self, method: str, path: str, *, params=None, body: Any = None) -> httpx.Response:
-        headers = self.headers
-        content = None
-        if body is not None:
-            content = _json.dumps(body)
-            headers = {**headers, "Content-Type": "application/json"}
-        try:
-            response = await self.http.request(method, self.base_url + path, params=query_params(params),
-                                               content=content, headers=headers)
-        except httpx.TransportError as failure:
-            raise APIConnectionError(f"{method} {path}: {failure.__class__.__name__}: {failure}") from failure
-        if response.status_code >= 400:
-            raise error_from_response(response)
-        return response
+        return await self.run(self.attempt(method, path, params=params, body=body))
 
     async def request(self, method: str, path: str, *, params=None, body: Any = None,
                       replay_safe: bool | None = None) -> httpx.Response:
-        replay_safe = is_replay_safe(method) if replay_safe is None else replay_safe
-        attempt = 0
-        while True:
-            try:
-                return await self.send_once(method, path, params=params, body=body)
-            except (APIError, APIConnectionError) as error:
-                if not should_retry(error, attempt=attempt, policy=self.policy, method=method,
-                                    replay_safe=replay_safe):
-                    raise
-                await self.sleep(self.policy.delay(attempt, getattr(error, "retry_after", None)))
-                attempt += 1
+        return await self.run(self.retried(method, path, params=params, body=body, replay_safe=replay_safe))
 
     async def aclose(self) -> None:
         if self._owns_client:

@@ -12,7 +12,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Callable, Generic, Iterator, TypeVar
+
+from agentbilling import _json
+from agentbilling._http import Plan, ready
+from agentbilling._models import parse
 
 T = TypeVar("T")
 
@@ -23,13 +28,18 @@ MAX_PAGE_SIZE = 100
 @dataclass
 class Page(Generic[T]):
     """One window of a list: `items`, the `total` count when the shape gives one, whether more rows follow,
-    and the whole answer in `raw` (some lists carry more, e.g. `totalCost` of unassigned events)."""
+    and the whole answer in `raw` (some lists carry more, e.g. `totalCost` of unassigned events).
+
+    The same class serves both clients: from `Client`, `next_page()` returns the next page and
+    `auto_paging_iter()` an iterator; from `AsyncClient`, `await page.next_page()` and
+    `async for item in page.auto_paging_iter()`."""
 
     items: list[T]
     total: int | None
     has_more: bool
     raw: Any = None
-    _fetch_next: Callable[[], "Page[T]"] | None = field(default=None, repr=False)
+    _transport: Any = field(default=None, repr=False)
+    _fetch_next: Callable[[], Plan["Page[T]"]] | None = field(default=None, repr=False)
 
     def __iter__(self) -> Iterator[T]:
         return iter(self.items)
@@ -40,14 +50,27 @@ class Page(Generic[T]):
     def __getitem__(self, index):
         return self.items[index]
 
-    def next_page(self) -> "Page[T] | None":
-        return self._fetch_next() if self.has_more and self._fetch_next else None
+    def next_plan(self) -> Plan["Page[T] | None"]:
+        return self._fetch_next() if self.has_more and self._fetch_next else ready(None)
 
-    def auto_paging_iter(self) -> Iterator[T]:
-        page: Page[T] | None = self
-        while page is not None:
-            yield from page.items
-            page = page.next_page()
+    def next_page(self):
+        """The following page, or None after the last (a coroutine from `AsyncClient`)."""
+        return self._transport.run(self.next_plan())
+
+    def auto_paging_iter(self):
+        """Every item from this page on, fetching the following pages as needed (an async iterator from
+        `AsyncClient`)."""
+        return self._transport.walk(ready(self))
+
+
+def fetch_page(transport, shape: str, path: str, params: dict, model=None) -> Plan[Page]:
+    """The plan that fetches one window and parses its items as `model`s."""
+    response = yield from transport.retried("GET", path, params=params)
+    body = _json.loads(response.content)
+    items, total, has_more, next_params = parse_page(shape, body, response.headers, params)
+    fetch_next = partial(fetch_page, transport, shape, path, next_params, model) if next_params else None
+    return Page(items=parse(model, items), total=total, has_more=has_more, raw=body, _transport=transport,
+                _fetch_next=fetch_next)
 
 
 def window_params(shape: str, params: dict, *, page_size: int | None) -> dict:

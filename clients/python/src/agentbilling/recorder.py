@@ -50,7 +50,7 @@ import httpx
 
 from agentbilling import _json
 from agentbilling._http import AsyncTransport, RetryPolicy, SyncTransport
-from agentbilling.client import MAX_RECORDS_PER_REQUEST, new_idempotency_key
+from agentbilling.resources._base import MAX_RECORDS_PER_REQUEST, new_idempotency_key
 from agentbilling.errors import APIConnectionError, APIError
 
 logger = logging.getLogger("agentbilling.recorder")

@@ -1,7 +1,8 @@
-"""The shapes the API sends and takes, as TypedDicts (spec §2). Field names are the API's own (camelCase):
-what you read in the API reference is what you pass and what you get back. Money and quantities arrive as
-`Decimal` (or `int` for whole numbers written without a fraction); `usageCost`, `quantity` of event rows and
-`totalCostUsd` are decimal strings, as the spec says.
+"""The shapes the API sends and takes, as TypedDicts (spec §2): what requests take (`UsageRecord`, ...); the
+clients answer with the typed models of `agentbilling.models`, which these shapes also describe. Field names
+are the API's own (camelCase): what you read in the API reference is what you pass and what you get back.
+Money and quantities arrive as `Decimal` (or `int` for whole numbers written without a fraction); `usageCost`,
+`quantity` of event rows and `totalCostUsd` are decimal strings, as the spec says.
 """
 from __future__ import annotations
 
