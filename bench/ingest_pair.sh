@@ -7,6 +7,9 @@
 #
 #   bench/ingest_pair.sh [service-first|service-last]
 #
+# ZERO_SETUP=1 measures the zero-setup default instead: `make run`'s shape (3 gunicorn workers on the embedded
+# PostgreSQL, on a fresh data directory of its own, no Redis, no worker), both baselines against the same server.
+#
 #   ADMIN_URL   a PostgreSQL URL on the server to use, to create and drop the database (default: the local
 #               server's postgres database)
 #   REDIS_URL   the broker and cache (default: redis://127.0.0.1:6379/3)
@@ -14,15 +17,27 @@
 #   SERVICE_ONLY  set: the service alone, no baselines (comparing two builds of the service)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ -n "${ZERO_SETUP:-}" ] && [ -z "${INSIDE_EMBEDDED:-}" ]; then
+  data=var/bench-pair/zero-$$
+  status=0
+  env -u DATABASE_URL -u REDIS_URL INSIDE_EMBEDDED=1 \
+    .venv/bin/python -m config.embedded_database --data "$data" -- bench/ingest_pair.sh "$@" || status=$?
+  rm -rf "$data"
+  exit $status
+fi
 order=${1:-service-first}
-admin_url=${ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+if [ -n "${INSIDE_EMBEDDED:-}" ]; then
+  admin_url=${DATABASE_URL%/*}/postgres
+else
+  admin_url=${ADMIN_URL:-postgres://postgres@127.0.0.1:5432/postgres}
+fi
 database=billing_bench_$$
 database_url=${admin_url%/*}/$database
 seconds=${SECONDS_EACH:-20}
 clients=${CLIENTS:-4}
 port=${PORT:-8765}
-export DATABASE_URL=$database_url REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/3} DEBUG=0 \
-  SECRET_KEY=bench-pair-secret-key-not-for-production SECURE_SSL_REDIRECT=0
+export DATABASE_URL=$database_url DEBUG=0 SECRET_KEY=bench-pair-secret-key-not-for-production SECURE_SSL_REDIRECT=0
+[ -z "${INSIDE_EMBEDDED:-}" ] && export REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/3}
 logs=var/bench-pair
 mkdir -p "$logs"
 
@@ -55,14 +70,16 @@ EOF
 )
 postmaster=$(ps -o ppid= -p "$postmaster" | tr -d ' ')
 
-.venv/bin/celery -A config worker --loglevel warning > "$logs/worker.log" 2>&1 &
-worker=$!
+if [ -z "${INSIDE_EMBEDDED:-}" ]; then
+  .venv/bin/celery -A config worker --loglevel warning > "$logs/worker.log" 2>&1 &
+  worker=$!
+fi
 .venv/bin/gunicorn config.wsgi:application --bind 127.0.0.1:"$port" --workers 3 --timeout 120 \
   > "$logs/web.log" 2>&1 &
 web=$!
 for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$port/healthz" > /dev/null 2>&1 && break; sleep 0.2; done
 
-pids=(--web-pid "$web" --postgres-pid "$postmaster" --worker-pid "$worker")
+pids=(--web-pid "$web" --postgres-pid "$postmaster" ${worker:+--worker-pid "$worker"})
 service() { .venv/bin/python bench/ingest.py --url "http://127.0.0.1:$port" --key "$key" --clients "$clients" --seconds "$1" "${pids[@]}"; }
 baseline() { .venv/bin/python bench/ingest.py --baseline "$1" --database-url "$database_url" --clients "$clients" --seconds "$seconds" "${pids[@]}"; }
 

@@ -140,11 +140,10 @@ def execute(sql: str, params: Sequence, *, group_by_hashing: bool = False, join_
                        + ("; SET LOCAL enable_nestloop = off" if join_by_hashing else ""))
         cursor.execute(sql, params)
         rows = cursor.fetchall() if cursor.description else []
-        # not for later statements of the caller's transaction
-        if group_by_hashing:
-            cursor.execute("RESET enable_sort")
-        if join_by_hashing:
-            cursor.execute("RESET enable_nestloop")
+        resets = [name for name, set_here in (("enable_sort", group_by_hashing), ("enable_nestloop", join_by_hashing))
+                  if set_here]
+        if resets:  # not for later statements of the caller's transaction
+            cursor.execute("; ".join(f"RESET {name}" for name in resets))
         return rows
 
 

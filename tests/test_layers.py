@@ -182,6 +182,7 @@ RAW_SQL_MODULES = {
     "customers/partitions.py": "the ledger's monthly partitions (DDL)",
     "customers/partition_conversion.py": "converting a populated ledger to partitions (DDL)",
     "accounts/services.py": "hot lookup: the API key of every request",
+    "accounts/book_generations.py": "the generations of a book's cached records, read with the API key",
     "customers/provisioning.py": "hot lookup: the identities a recorded batch names",
     "catalog/resolution.py": "hot lookup: the catalog entries a recorded batch prices with",
     "matters/ingestion.py": "hot lookup and insert: a recorded batch's matter attribution",
