@@ -11,16 +11,18 @@ and a fifth of its Python (docs/performance.md). Each web process keeps what it 
   catalog migrations that attach them). Inserting an identity moves nothing: a new row changes no entry a
   cache holds, and a name a cache lacks is read from the database;
 - the API key statement, which every request runs, reads both generations with the key (`GENERATION_COLUMNS`)
-  and stamps them on the request's book (`stamp`); a cache answers only for the generations stamped on the book
-  it is asked about, so a change committed before the request's key was read is never answered from an older
-  entry;
+  and stamps them on the key (`stamp`). Recording a batch, which reads these records before it writes any of
+  them, passes the key's generations to its lookups; a cache answers only for exactly those generations, so a
+  change committed before the request's key was read is never answered from an older entry. Nothing else
+  passes a generation: a request that changes these records and then reads them (a model mapped and its
+  events priced again, in one request) always reads the database;
 - entries are added only once the transaction that read them has committed (`transaction.on_commit`): a row
   inserted by a transaction that rolled back never enters a cache;
 - generations are values of one sequence, never handed out twice, so a change that rolled back cannot bring back
   a number with other rows behind it.
 
-A book read any other way (the portal, the console, a job) carries no generation and every lookup misses: only
-the API's requests use these caches. Nothing is cached across processes.
+A lookup without a generation (every caller but recording: the portal, the console, jobs, re-pricing) reads
+the database. Nothing is cached across processes.
 """
 from typing import NamedTuple
 
@@ -42,13 +44,14 @@ class Generation(NamedTuple):
         return self.book >= other.book and self.catalog >= other.catalog
 
 
-def stamp(book, generation: Generation) -> None:
-    """The generations read with the request's API key, in the same statement as the book."""
-    book.read_at_generation = generation
+def stamp(key, generation: Generation) -> None:
+    """The generations of the key's book, read in the statement that read the key."""
+    key.read_at_generation = generation
 
 
-def generation_of(book) -> Generation | None:
-    return getattr(book, "read_at_generation", None)
+def generation_of(key) -> Generation | None:
+    """What `stamp` put on the key; None for a key read any other way."""
+    return getattr(key, "read_at_generation", None)
 
 
 class BookCache:
@@ -60,17 +63,15 @@ class BookCache:
         self.max_entries = max_entries
         self._books: dict = {}  # book id -> (Generation, {key: value})
 
-    def entries(self, book) -> dict:
-        """What this process holds for the book at the generation stamped on it (empty: nothing, or no stamp).
+    def entries(self, book, generation: Generation | None) -> dict:
+        """What this process holds for the book at exactly this generation (empty: nothing, or no generation).
         Read only: the map is shared by every request of the process."""
-        generation = generation_of(book)
         held = self._books.get(book.pk) if generation is not None else None
         return held[1] if held is not None and held[0] == generation else {}
 
-    def remember(self, book, entries: dict) -> None:
-        """Add entries read from the database at the book's stamped generation, once the current transaction
-        commits (at once outside one)."""
-        generation = generation_of(book)
+    def remember(self, book, generation: Generation | None, entries: dict) -> None:
+        """Add entries read from the database at this generation, once the current transaction commits (at once
+        outside one). Without a generation, nothing."""
         if generation is None or not entries:
             return
         book_id = book.pk

@@ -88,7 +88,7 @@ def api_key_find(raw_key: str) -> ApiKey | None:
         parts.append(part.instance(row, start))
         start += part.width
     key, key.book, key.organization, key.membership = parts
-    stamp(key.book, Generation(*row[start:]))
+    stamp(key, Generation(*row[start:]))
     if not hmac.compare_digest(key.digest, digest):
         return None
     return key

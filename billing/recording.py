@@ -15,6 +15,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+from accounts.book_generations import Generation
 from billing.record_validation import (
     InvalidRecord,
     RecordDraft,
@@ -101,8 +102,10 @@ def _sort_signals_into_cost_categories(book, drafts: list[RecordDraft], identiti
         owned(Signal, book).filter(pk__in=signal_ids, cost_category__isnull=True).update(cost_category=category)
 
 
-def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
-    """Record a batch; a malformed request (size, shape) is a 400 before anything is stored."""
+def usage_record(*, book, body, now: datetime, generation: Generation | None = None) -> RecordingOutcome:
+    """Record a batch; a malformed request (size, shape) is a 400 before anything is stored. `generation`: the
+    book's generations read with the request's API key (accounts/book_generations.py), so that the batch's
+    identities and prices come from this process's caches where they hold them."""
     records = check_request_shape(body)
     checked = [validate_record(index, record, now=now) for index, record in enumerate(records)]
     drafts = [item for item in checked if isinstance(item, RecordDraft)]
@@ -116,7 +119,8 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
     if drafts:
         # Priced before anything is written: an event costing more than the maximum is refused alone (not
         # stored, nothing provisioned for it), like an invalid record.
-        prices = PriceList(*resolve_prices(book=book, pairs={part.key for d in drafts for part in d.services}))
+        prices = PriceList(*resolve_prices(book=book, pairs={part.key for d in drafts for part in d.services},
+                                           generation=generation))
         priced_by_index = {d.index: price_event(d.services, prices, at=d.usage_date) for d in drafts}
         failures_by_index.update({
             d.index: {"index": d.index, **_echo(d), "code": priced_by_index[d.index].failure_code,
@@ -131,6 +135,7 @@ def usage_record(*, book, body, now: datetime) -> RecordingOutcome:
                 agent_codes={d.agent_code for d in drafts},
                 signal_keys={(d.agent_code, d.signal_name) for d in drafts},
                 internal_external_ids={d.customer_external_id for d in drafts if d.agent_code == CODING_AGENT_CODE},
+                generation=generation,
             )
             _sort_signals_into_cost_categories(book, drafts, identities)
             rows = [_event_row(d, identities, priced_by_index[d.index], event_id, raw_event_id)

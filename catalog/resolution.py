@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from datetime import time
 from decimal import Decimal
 
-from accounts.book_generations import book_cache
+from accounts.book_generations import Generation, book_cache
 from catalog.costing import LongContextRates, OffPeakRates, OffPeakWindow, Rates, TierRates
 from catalog.models import ModelAlias, PriceOverride, ServiceEntry
 from catalog.sources import BATCH_SHARE_OF_STANDARD, CACHE_WRITE_1H_SHARE_OF_INPUT, catalog_provider
@@ -127,15 +127,17 @@ resolved_prices = book_cache()
 _OVERRIDES = "overrides"  # no pair is a string
 
 
-def resolve_prices(*, book, pairs: Iterable[Pair]) -> tuple[dict[Pair, ServiceEntry | None], list[PriceOverride]]:
-    """`resolve_services`, and the book's price overrides, in one statement: what pricing a batch needs. From
-    this process's cache when it already resolved every pair at the book's generation: no statement at all."""
+def resolve_prices(*, book, pairs: Iterable[Pair], generation: Generation | None = None
+                   ) -> tuple[dict[Pair, ServiceEntry | None], list[PriceOverride]]:
+    """`resolve_services`, and the book's price overrides, in one statement: what pricing a batch needs. With
+    `generation` (the book's generations read with the request's key, for a caller that has changed none of
+    these records: recording), from this process's cache when it resolved every pair at it: no statement."""
     wanted = {(normalize_model(model), normalize_provider(provider)) for model, provider in pairs}
-    held = resolved_prices.entries(book)
+    held = resolved_prices.entries(book, generation)
     if held and _OVERRIDES in held and wanted <= held.keys():
         return {pair: held[pair] for pair in sorted(wanted)}, held[_OVERRIDES]
     resolved, overrides = _resolve(book, wanted, with_overrides=True)
-    resolved_prices.remember(book, {**resolved, _OVERRIDES: overrides})
+    resolved_prices.remember(book, generation, {**resolved, _OVERRIDES: overrides})
     return resolved, overrides
 
 

@@ -17,7 +17,7 @@ from uuid import UUID
 
 from django.db.models import Q
 
-from accounts.book_generations import book_cache
+from accounts.book_generations import Generation, book_cache
 from core.database import prepared_cursor
 from core.scoping import book_sql, owned
 from customers.models import Agent, Customer, Signal
@@ -104,10 +104,10 @@ def _known(book, customer_external_ids: set[str], agent_codes: set[str],
 identities = book_cache()
 
 
-def _cached(book, customer_external_ids: set[str], agent_codes: set[str],
+def _cached(book, generation: Generation | None, customer_external_ids: set[str], agent_codes: set[str],
             signal_keys: set[tuple[str, str]]) -> tuple[dict, dict, dict] | None:
-    """`_known`'s answer from this process's cache when it holds every name, else None."""
-    held = identities.entries(book)
+    """`_known`'s answer from this process's cache when it holds every name at this generation, else None."""
+    held = identities.entries(book, generation)
     if not held:
         return None
     try:
@@ -118,13 +118,16 @@ def _cached(book, customer_external_ids: set[str], agent_codes: set[str],
 
 
 def identities_provision(*, book, customer_external_ids: set[str], agent_codes: set[str],
-                         signal_keys: set[tuple[str, str]], internal_external_ids: set[str]) -> Identities:
+                         signal_keys: set[tuple[str, str]], internal_external_ids: set[str],
+                         generation: Generation | None = None) -> Identities:
     """Every customer, agent and signal the batch names, created when unseen.
 
     `internal_external_ids` are the developers whose records came under the internal coding agent
     (`svc-coding-agent`): their customers are marked internal (never billed, never watch targets).
+    `generation`: the book's generations read with the request's key, for a caller that has changed none of
+    these records in its transaction (recording): names read at it before are answered from this process.
     """
-    cached = _cached(book, customer_external_ids, agent_codes, signal_keys)
+    cached = _cached(book, generation, customer_external_ids, agent_codes, signal_keys)
     known = cached if cached is not None else _known(book, customer_external_ids, agent_codes, signal_keys)
     if known is not None:
         customers, agent_ids, signals = known
@@ -138,7 +141,7 @@ def identities_provision(*, book, customer_external_ids: set[str], agent_codes: 
         agent_ids = {code: row[0] for code, row in agents.items()}
         signals = _signals_ensure(book, agent_ids, signal_keys)
     if cached is None:
-        identities.remember(book, {**{("c", ext): row for ext, row in customers.items()},
+        identities.remember(book, generation, {**{("c", ext): row for ext, row in customers.items()},
                                    **{("a", code): agent_id for code, agent_id in agent_ids.items()},
                                    **{("s", key): ref for key, ref in signals.items()}})
     newly_internal = [row[0] for ext, row in customers.items() if ext in internal_external_ids and not row[1]]

@@ -5,6 +5,7 @@ from billing.recording import usage_record
 from billing.serializers.usage import (USAGE_RECORD_ANSWER_EXAMPLE, USAGE_RECORD_REQUEST_EXAMPLE, UsageRecordBatchIn,
                                        UsageRecordOut)
 from accounts.api import ALL_SCOPES, OrgApiView
+from accounts.book_generations import generation_of
 from core import clock
 
 
@@ -33,7 +34,8 @@ class UsageRecordApi(OrgApiView):
         `stored: false` means nothing was saved: fix the record and send it again. With an `idempotencyKey`, sending a
         record again returns the original event (`replayed: true`) instead of a new one. A request-level problem (no
         `records`, more than 100, shapes mixed in one record) is a 400 and stores nothing."""
-        outcome = usage_record(book=self.book, body=request.data, now=clock.now())
+        outcome = usage_record(book=self.book, body=request.data, now=clock.now(),
+                               generation=generation_of(self.api_key))
         return Response({
             "processed": outcome.processed,
             "successful": len(outcome.success),

@@ -8,9 +8,9 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from accounts import book_generations
-from accounts.book_generations import BookCache, Generation, stamp
+from accounts.book_generations import BookCache, Generation
 from catalog.models import ServiceEntry
-from catalog.resolution import resolved_prices
+from catalog.resolution import resolve_prices, resolved_prices
 from customers.models import Customer, Signal, UsageEvent
 from customers.provisioning import identities, identities_provision
 from tests.factories import ServiceEntryFactory
@@ -110,48 +110,63 @@ def test_what_moves_a_generation(book, llm):
     assert generations(book.pk)[1] > moved[1]
 
 
+def provision(book, name: str, generation=None):
+    return identities_provision(book=book, customer_external_ids={name}, agent_codes={"bot"},
+                                signal_keys={("bot", "answers")}, internal_external_ids=set(), generation=generation)
+
+
 def test_a_rolled_back_insert_never_enters_the_cache(book):
-    stamp(book, Generation(*generations(book.pk)))
+    generation = Generation(*generations(book.pk))
     with pytest.raises(RuntimeError), transaction.atomic():
-        identities_provision(book=book, customer_external_ids={"ghost"}, agent_codes={"bot"},
-                             signal_keys={("bot", "answers")}, internal_external_ids=set())
+        provision(book, "ghost", generation)
         raise RuntimeError("the batch failed after provisioning")
-    assert identities.entries(book) == {}
+    assert identities.entries(book, generation) == {}
     assert not Customer.objects.filter(external_id="ghost").exists()
-    identities_provision(book=book, customer_external_ids={"real"}, agent_codes={"bot"},
-                         signal_keys={("bot", "answers")}, internal_external_ids=set())
-    assert identities.entries(book)["c", "real"][0] == Customer.objects.get(external_id="real").pk
+    provision(book, "real", generation)
+    assert identities.entries(book, generation)["c", "real"][0] == Customer.objects.get(external_id="real").pk
 
 
-def test_a_book_read_without_its_generation_is_never_answered_from_a_cache(book, llm):
-    identities_provision(book=book, customer_external_ids={"c"}, agent_codes={"a"}, signal_keys={("a", "s")},
-                         internal_external_ids=set())
-    assert identities.entries(book) == {} and resolved_prices.entries(book) == {}
+def test_a_lookup_without_a_generation_is_never_answered_from_a_cache(book, llm):
+    generation = Generation(*generations(book.pk))
+    provision(book, "c")
+    resolve_prices(book=book, pairs={("acme-llm-1", "acmeai")})
+    assert identities.entries(book, generation) == {} and resolved_prices.entries(book, generation) == {}
+
+
+def test_a_request_that_maps_a_model_prices_its_waiting_events_from_the_database(api, llm):
+    """The mapping writes an alias and prices the events in the same request: a cache filled at the generation
+    its key was read at still says the model is unknown."""
+    waiting = send(api, model="house-llm", modelProvider="inhouse")
+    assert waiting["code"] == "unknown_model"
+    send(api, model="house-llm", modelProvider="inhouse")  # from the cache: still unknown
+    resp = api.post("/v1/events/map-model", {"model": "house-llm", "modelProvider": "inhouse", "serviceId": str(llm.pk)})
+    assert resp.status_code in (200, 201, 202), resp.json()
+    assert {event.usage_cost for event in UsageEvent.objects.all()} == {D(3)}
 
 
 class _Book:
-    def __init__(self, pk, generation):
+    def __init__(self, pk):
         self.pk = pk
-        stamp(self, generation)
 
 
 def test_a_cache_answers_only_at_the_generation_it_read_and_keeps_the_newer_map():
-    cache = BookCache()
-    cache.remember(_Book(1, Generation(5, 1)), {"x": 1})
-    assert cache.entries(_Book(1, Generation(5, 1))) == {"x": 1}
-    assert cache.entries(_Book(1, Generation(6, 1))) == {}
-    assert cache.entries(_Book(1, Generation(5, 2))) == {}
-    cache.remember(_Book(1, Generation(6, 1)), {"y": 2})
-    cache.remember(_Book(1, Generation(5, 1)), {"x": 1})  # a request that read the older generation, late
-    assert cache.entries(_Book(1, Generation(6, 1))) == {"y": 2}
+    cache, book = BookCache(), _Book(1)
+    cache.remember(book, Generation(5, 1), {"x": 1})
+    assert cache.entries(book, Generation(5, 1)) == {"x": 1}
+    assert cache.entries(book, Generation(6, 1)) == {}
+    assert cache.entries(book, Generation(5, 2)) == {}
+    assert cache.entries(book, None) == {}
+    cache.remember(book, Generation(6, 1), {"y": 2})
+    cache.remember(book, Generation(5, 1), {"x": 1})  # a request that read the older generation, late
+    assert cache.entries(book, Generation(6, 1)) == {"y": 2}
 
 
 def test_a_cache_is_bounded():
-    cache = BookCache(max_books=2, max_entries=3)
-    cache.remember(_Book(1, Generation(1, 1)), {"a": 1, "b": 2})
-    cache.remember(_Book(1, Generation(1, 1)), {"c": 3, "d": 4})  # past 3 entries: starts again
-    assert cache.entries(_Book(1, Generation(1, 1))) == {"c": 3, "d": 4}
-    cache.remember(_Book(2, Generation(1, 1)), {"a": 1})
-    cache.remember(_Book(3, Generation(1, 1)), {"a": 1})  # a third book: starts again
-    assert cache.entries(_Book(1, Generation(1, 1))) == {}
-    assert cache.entries(_Book(3, Generation(1, 1))) == {"a": 1}
+    cache, generation = BookCache(max_books=2, max_entries=3), Generation(1, 1)
+    cache.remember(_Book(1), generation, {"a": 1, "b": 2})
+    cache.remember(_Book(1), generation, {"c": 3, "d": 4})  # past 3 entries: starts again
+    assert cache.entries(_Book(1), generation) == {"c": 3, "d": 4}
+    cache.remember(_Book(2), generation, {"a": 1})
+    cache.remember(_Book(3), generation, {"a": 1})  # a third book: starts again
+    assert cache.entries(_Book(1), generation) == {}
+    assert cache.entries(_Book(3), generation) == {"a": 1}
