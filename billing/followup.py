@@ -34,7 +34,6 @@ from django.utils.module_loading import import_string
 
 from core.background import Coalescer, publish
 from core.redis_client import redis_client
-from customers.rollup import analytics_rollup_backlog_waited
 
 logger = logging.getLogger("billing.followup")
 
@@ -81,23 +80,8 @@ def _run_in_process(book_id: str, customer_ids: set[str]) -> None:
     import_string(FOLLOWUP_TASK)(book_id, sorted(customer_ids))
 
 
-def _run_when_due(book_id: str, customer_ids: set[str]) -> None:
-    """The in-process follow-up as its timer runs it. Each web process coalesces only its own batches, so every
-    process would catch the book's rollup up every DELAY_SECONDS, each run touching nearly every key again (a
-    catch-up costs about one upsert per key, however few events). The catch-up runs only once the book's oldest
-    waiting event has waited a whole delay (within the clock margin): a younger backlog means another process
-    has just caught up, so this run settles its customers' credit pools alone and looks again a delay later."""
-    waited = analytics_rollup_backlog_waited(book_id=book_id, now_ms=int(time.time() * 1000))
-    if waited is not None and waited < DELAY_SECONDS - CLOCK_MARGIN_SECONDS:
-        import_string(FOLLOWUP_TASK)(book_id, sorted(customer_ids), catch_up=False)
-        in_process.add(book_id, ())
-        return
-    _run_in_process(book_id, customer_ids)
-
-
-# Without Redis: the follow-ups of this process's batches, run by a thread of the process (a flush, at exit or
-# in a test, runs them at once, catch-up included).
-in_process = Coalescer("usage-followup", _run_in_process, delay=DELAY_SECONDS, when_due=_run_when_due)
+# Without Redis: the follow-ups of this process's batches, run by a thread of the process.
+in_process = Coalescer("usage-followup", _run_in_process, delay=DELAY_SECONDS)
 
 
 def usage_followup_schedule(*, book_id: str, customer_ids: set[UUID | str]) -> None:

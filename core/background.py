@@ -28,12 +28,8 @@ logger = logging.getLogger("billing.background")
 
 
 class Coalescer:
-    def __init__(self, name: str, run: Callable[[Hashable, set], object], *, delay: float,
-                 when_due: Callable[[Hashable, set], object] | None = None):
-        """`run(key, items)` runs a key's items; `when_due`, when given, is what the timer runs instead (a flush
-        always runs `run`)."""
+    def __init__(self, name: str, run: Callable[[Hashable, set], object], *, delay: float):
         self.name, self._run, self.delay = name, run, delay
-        self._when_due = when_due or run
         self._pid = None  # the process whose thread this is: a forked child starts its own
         atexit.register(self.flush)
 
@@ -80,7 +76,7 @@ class Coalescer:
 
     def _run_one(self, key: Hashable, items: set, *, on_own_thread: bool) -> None:
         try:
-            (self._when_due if on_own_thread else self._run)(key, items)
+            self._run(key, items)
         except Exception:
             logger.exception("%s: the run for %s failed", self.name, key)
         finally:

@@ -51,11 +51,6 @@ def time_ordered_uuids(count: int, unix_ms: int | None = None) -> list[UUID]:
             for start in range(0, 10 * count, 10)]
 
 
-def unix_ms_of(value: UUID) -> int:
-    """When a time-ordered UUID was made, in Unix milliseconds (its first 48 bits)."""
-    return value.int >> 80
-
-
 def random_uuids(count: int) -> list[UUID]:
     """`count` version-4 UUIDs, as `uuid.uuid4()` makes them, with one read of the random source."""
     randomness = os.urandom(16 * count)

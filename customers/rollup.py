@@ -30,7 +30,6 @@ from uuid import UUID
 from django.db import connection, connections, transaction
 
 from catalog.models import ServiceEntry
-from core.ids import unix_ms_of
 from core.jobs import BookFailures
 from core.replica import pin_to_primary, read_database
 from core.scoping import book_sql, owned
@@ -252,13 +251,6 @@ def analytics_rollup_catch_up(*, book_id) -> int:
         ((added,),) = execute(sql, [*book_params, *book_params, *params], group_by_hashing=True,
                               join_by_hashing=True)
     return added
-
-
-def analytics_rollup_backlog_waited(*, book_id, now_ms: int) -> float | None:
-    """Seconds the book's oldest waiting event has waited for a catch-up (its time-ordered id says when it was
-    recorded), None when nothing waits. One probe of the backlog's primary key, in id order."""
-    oldest = owned(RollupBacklog, book_id).order_by("event_id").values_list("event_id", flat=True).first()
-    return None if oldest is None else (now_ms - unix_ms_of(oldest)) / 1000
 
 
 def analytics_rollup_catch_up_all(*, now=None) -> int:

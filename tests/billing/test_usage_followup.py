@@ -133,25 +133,3 @@ def test_without_redis_the_follow_up_leaves_the_request_and_runs_in_the_process(
     without_redis.flush()
     assert not RollupBacklog.objects.filter(book=book).exists()
     assert stored(book) == scanned(book)
-
-
-def test_without_redis_a_timed_follow_up_catches_up_only_a_backlog_that_waited_a_whole_delay(
-        api, book, models, without_redis, django_capture_on_commit_callbacks, monkeypatch):
-    """Each web process has its own timer: a backlog younger than a delay was left by a catch-up of another
-    process moments ago, and catching it up again would touch every key once more."""
-    from billing import followup
-
-    with django_capture_on_commit_callbacks(execute=True):
-        record(api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z"))
-    without_redis._due.clear()
-    recorded = followup.time.time()
-
-    monkeypatch.setattr(followup.time, "time", lambda: recorded + DELAY_SECONDS - CLOCK_MARGIN_SECONDS - 0.5)
-    followup._run_when_due(str(book.pk), set())
-    assert RollupBacklog.objects.filter(book=book).count() == 1  # young: left waiting
-    assert without_redis._due.keys() == {str(book.pk)}  # and looked at again a delay later
-
-    monkeypatch.setattr(followup.time, "time", lambda: recorded + DELAY_SECONDS)
-    followup._run_when_due(str(book.pk), set())
-    assert not RollupBacklog.objects.filter(book=book).exists()
-    assert stored(book) == scanned(book)
