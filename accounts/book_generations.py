@@ -55,8 +55,9 @@ def generation_of(key) -> Generation | None:
 
 
 class BookCache:
-    """One kind of record, for each book a map valid at one generation. Bounded: past `max_books` books or
-    `max_entries` entries of one book it starts that part again empty (a cache, not a store)."""
+    """One kind of record, for each book a map valid at one generation. Bounded: at most `max_books` books and
+    `max_entries` entries in all (a few hundred bytes each); past either it starts again empty (a cache, not a
+    store)."""
 
     def __init__(self, *, max_books: int = 1_000, max_entries: int = 50_000):
         self.max_books = max_books
@@ -79,15 +80,16 @@ class BookCache:
 
     def _add(self, book_id, generation: Generation, entries: dict) -> None:
         held = self._books.get(book_id)
-        if held is None or held[0] != generation:
-            if held is not None and not generation.not_older_than(held[0]):
-                return  # a request that read an older generation finished late: keep the newer map
-            if held is None and len(self._books) >= self.max_books:
-                self._books.clear()
-            held = self._books[book_id] = (generation, {})
-        if len(held[1]) + len(entries) > self.max_entries:
-            held[1].clear()
-        held[1].update(entries)
+        if held is not None and held[0] != generation and not generation.not_older_than(held[0]):
+            return  # a request that read an older generation finished late: keep the newer map
+        current = held[1] if held is not None and held[0] == generation else {}
+        others = sum(len(book_entries) for book, (_, book_entries) in self._books.items() if book != book_id)
+        if ((held is None and len(self._books) >= self.max_books)
+                or others + len(current) + len(entries) > self.max_entries):
+            self._books.clear()
+            current = {}
+        current.update(entries)
+        self._books[book_id] = (generation, current)
 
     def clear(self) -> None:
         self._books.clear()

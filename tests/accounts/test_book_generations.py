@@ -162,11 +162,14 @@ def test_a_cache_answers_only_at_the_generation_it_read_and_keeps_the_newer_map(
 
 
 def test_a_cache_is_bounded():
-    cache, generation = BookCache(max_books=2, max_entries=3), Generation(1, 1)
+    cache, generation = BookCache(max_books=2, max_entries=4), Generation(1, 1)
     cache.remember(_Book(1), generation, {"a": 1, "b": 2})
-    cache.remember(_Book(1), generation, {"c": 3, "d": 4})  # past 3 entries: starts again
-    assert cache.entries(_Book(1), generation) == {"c": 3, "d": 4}
-    cache.remember(_Book(2), generation, {"a": 1})
-    cache.remember(_Book(3), generation, {"a": 1})  # a third book: starts again
+    cache.remember(_Book(1), generation, {"c": 3})
+    assert cache.entries(_Book(1), generation) == {"a": 1, "b": 2, "c": 3}
+    cache.remember(_Book(2), generation, {"a": 1, "b": 2})  # 5 entries in all: starts again
     assert cache.entries(_Book(1), generation) == {}
-    assert cache.entries(_Book(3), generation) == {"a": 1}
+    assert cache.entries(_Book(2), generation) == {"a": 1, "b": 2}
+    cache.remember(_Book(3), generation, {"a": 1})
+    cache.remember(_Book(4), generation, {"a": 1})  # a third book: starts again
+    assert cache.entries(_Book(2), generation) == {} and cache.entries(_Book(3), generation) == {}
+    assert cache.entries(_Book(4), generation) == {"a": 1}
