@@ -3,8 +3,11 @@ models this process already read runs neither lookup, and whatever changes those
 batch. Transactional: the caches fill only after a commit, as in production."""
 from decimal import Decimal as D
 
+import uuid
+
 import pytest
 from django.db import connection, transaction
+from hypothesis import HealthCheck, given, settings, strategies as st
 from django.test.utils import CaptureQueriesContext
 
 from accounts import book_generations
@@ -173,3 +176,34 @@ def test_a_cache_is_bounded():
     cache.remember(_Book(4), generation, {"a": 1})  # a third book: starts again
     assert cache.entries(_Book(2), generation) == {} and cache.entries(_Book(3), generation) == {}
     assert cache.entries(_Book(4), generation) == {"a": 1}
+
+
+# One step of a book's life between batches: record for one of two customers, delete one of them, or change the
+# model's price in the catalog.
+STEPS = st.lists(st.sampled_from(["record 1", "record 2", "delete 1", "delete 2", "price"]), min_size=1, max_size=12)
+RATES = (D("0.000003"), D("0.000004"), D("0.000005"))  # USD per input token: 3, 4 or 5 for a million
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(steps=STEPS)
+def test_every_event_is_recorded_for_the_live_customer_at_the_current_price(api, llm, steps):
+    """Whatever happens between batches, each event names the customer that holds its external id when it is
+    recorded and costs what the catalog says then: the caches never answer with what a change replaced."""
+    names = {n: f"cust-{uuid.uuid4().hex[:8]}-{n}" for n in "12"}  # examples share the database
+    rates = iter(RATES * 5)
+    rate = next(rates)
+    ServiceEntry.objects.filter(pk=llm.pk).update(input_cost=rate)
+    for step in steps:
+        action, _, n = step.partition(" ")
+        live = Customer.objects.filter(external_id=names.get(n), deleted_at__isnull=True).first()
+        if action == "record":
+            entry = send(api, customerExternalId=names[n])
+            event = UsageEvent.objects.get(pk=entry["eventId"])
+            assert event.customer_id == Customer.objects.get(external_id=names[n], deleted_at__isnull=True).pk
+            assert live is None or event.customer_id == live.pk
+            assert event.usage_cost == rate * 1_000_000
+        elif action == "delete" and live is not None:
+            assert api.delete(f"/v1/customers/{live.pk}").status_code in (200, 204)
+        elif action == "price":
+            rate = next(rates)
+            ServiceEntry.objects.filter(pk=llm.pk).update(input_cost=rate)
