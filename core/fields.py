@@ -94,28 +94,29 @@ class DecimalIn(serializers.DecimalField):
         return super().to_internal_value(data)
 
 
-@extend_schema_field(OpenApiTypes.NUMBER)
-class DecimalNumber(serializers.Field):
-    """Output: a Decimal rendered as a JSON number."""
+class _DecimalOut(serializers.Field):
+    """Output only: a Decimal as the subclass's `render` writes it."""
 
     def __init__(self, **kwargs):
         kwargs["read_only"] = True
         super().__init__(**kwargs)
 
     def to_representation(self, value):
-        return decimal_number(value)
+        return self.render(value)
+
+
+@extend_schema_field(OpenApiTypes.NUMBER)
+class DecimalNumber(_DecimalOut):
+    """Output: a Decimal rendered as a JSON number."""
+
+    render = staticmethod(decimal_number)
 
 
 @extend_schema_field({"type": "string", "format": "decimal", "example": "0.00045"})
-class DecimalText(serializers.Field):
+class DecimalText(_DecimalOut):
     """Output: a Decimal rendered as a decimal string ("0.00045")."""
 
-    def __init__(self, **kwargs):
-        kwargs["read_only"] = True
-        super().__init__(**kwargs)
-
-    def to_representation(self, value):
-        return decimal_text(value)
+    render = staticmethod(decimal_text)
 
 
 # --------------------------------------------------------------------------- dates and JSON objects
