@@ -144,7 +144,7 @@ def usage_record(*, book, body, now: datetime, generation: Generation | None = N
             appended = events_append(book=book, rows=rows, now=now)
             outcome.new_events = [a.event for a in appended if not a.replayed]
             # Spec §4: tags and routing rules attach events to matters at record time.
-            matters_attribute_new_events(book=book, events=outcome.new_events)
+            matters_attribute_new_events(book=book, events=outcome.new_events, generation=generation)
         for draft, result in zip(drafts, appended):
             event = result.event
             # UUIDs as they are: the renderer writes their canonical text (core/api_json.py).

@@ -207,3 +207,39 @@ def test_every_event_is_recorded_for_the_live_customer_at_the_current_price(api,
         elif action == "price":
             rate = next(rates)
             ServiceEntry.objects.filter(pk=llm.pk).update(input_cost=rate)
+
+
+MATTER_ROUTING = "matters_matterrule"  # the one statement of `_routing_inputs`
+
+
+def test_a_book_without_matters_skips_routing_until_a_matter_is_created(api, llm):
+    """Seen without matters at the key's generation, a book's batches skip the routing read; a matter created
+    through the API moves the generation, so the very next batch reads the rules and routes by them."""
+    _, sql = statements_of(api)
+    assert any(MATTER_ROUTING in s for s in sql)
+    _, sql = statements_of(api)
+    assert not any(MATTER_ROUTING in s for s in sql), sql
+    resp = api.post("/v1/matters", {"matterNumber": "M-1", "name": "Acme v. Roe", "clientName": "Acme"})
+    assert resp.status_code == 201, resp.json()
+    matter_id = resp.json()["id"]
+    resp = api.post("/v1/matter-rules", {"matterId": matter_id, "agentCode": "bot"})
+    assert resp.status_code == 201, resp.json()
+    routed, sql = statements_of(api)
+    assert any(MATTER_ROUTING in s for s in sql)
+    assert str(UsageEvent.objects.get(pk=routed["eventId"]).matter_attribution.matter_id) == matter_id
+    tagged, sql = statements_of(api, metadata={"matterId": "M-1"})
+    assert any(MATTER_ROUTING in s for s in sql)  # a book with matters reads them every batch
+    assert str(UsageEvent.objects.get(pk=tagged["eventId"]).matter_attribution.matter_id) == matter_id
+
+
+def test_a_matter_created_in_a_transaction_that_rolled_back_leaves_the_skip_in_place(api, book, llm):
+    from matters.models import Matter
+    send(api)
+    send(api)  # remembered: this book has no matters
+    before = generations(book.pk)
+    with transaction.atomic():
+        Matter.objects.create(book=book, matter_number="M-9", name="x", client_name="y")
+        transaction.set_rollback(True)
+    assert generations(book.pk) == before  # the trigger's write rolled back with the matter
+    _, sql = statements_of(api)
+    assert not any(MATTER_ROUTING in s for s in sql), sql

@@ -416,7 +416,8 @@ def test_the_events_recording_hands_on_equal_the_stored_rows(api, llm, search_ap
     handed_on = []
     real = recording.matters_attribute_new_events
     monkeypatch.setattr(recording, "matters_attribute_new_events",
-                        lambda *, book, events: handed_on.extend(events) or real(book=book, events=events))
+                        lambda *, book, events, **rest: handed_on.extend(events) or real(book=book, events=events,
+                                                                                         **rest))
     # Text that JSON escapes, a multi-service event (its parts as JSON) beside single-service ones (SQL NULL),
     # an unpriced event (cost NULL) and a fractional quantity: every value crosses the insert's JSON document.
     odd = 'quote " backslash \\ tab \t newline \n café ✓ 𝄞'
