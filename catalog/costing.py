@@ -43,7 +43,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, time, timezone, tzinfo
 from decimal import Context, Decimal
-from functools import lru_cache
+from typing import NamedTuple
+from functools import cached_property, lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from core.money import ZERO, to_exact
@@ -156,11 +157,19 @@ class Rates:
     def is_token_priced(self) -> bool:
         return self.cost_unit == TOKEN_UNIT
 
+    @cached_property
+    def same_for_every_request(self) -> tuple | None:
+        """The standard rates of every request when no long-context tier or off-peak window can change them (most
+        models), worked out once; None otherwise. Cached on the instance: `Rates` is frozen."""
+        if self.long_context or self.off_peak is not None:
+            return None
+        return _rates_of_request(self, 0, None)
 
-@dataclass(frozen=True)
-class Usage:
+
+class Usage(NamedTuple):
     """What one service did in an event: token counts for an LLM, `quantity` units for anything else, and
-    when (`at`, the event's usageDate; None: never off-peak)."""
+    when (`at`, the event's usageDate; None: never off-peak). A NamedTuple rather than a frozen dataclass:
+    recording builds one for every part of every record (docs/performance.md)."""
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -183,15 +192,23 @@ class Usage:
 
 def _standard_rates(rates: Rates, usage: Usage) -> tuple:
     """(input, output, cache_read, cache_write, cache_write_1h) rates of a standard request: its long-context
-    tier, then its off-peak window. A cache rate the entry does not publish is the input rate in effect:
+    tier, then its off-peak window. Rates without either are the same for every request: worked out once per
+    `Rates` (`Rates.same_for_every_request`). A cache rate the entry does not publish is the input rate in effect:
     providers bill cached tokens as ordinary input when they publish no separate price (and LiteLLM prices them
     so). A 1-hour cache write without a rate of the tier it falls in costs the provider's published multiple of
     the input rate in effect (Anthropic: 2x), else the data's 1-hour rate of the tier below, else a 5-minute
     write's rate."""
+    same = rates.same_for_every_request
+    if same is not None:
+        return same
+    return _rates_of_request(rates, usage.prompt_tokens, usage.at)
+
+
+def _rates_of_request(rates: Rates, prompt: int, at: datetime | None) -> tuple:
+    """`_standard_rates` for a request of `prompt` tokens at `at`."""
     input_rate, output_rate, cache_read_rate, cache_write_rate, cache_write_1h_rate = (
         rates.input, rates.output, rates.cache_read, rates.cache_write, rates.cache_write_1h)
     one_hour_from_level = cache_write_1h_rate is not None
-    prompt = usage.prompt_tokens
     for tier in rates.long_context:
         if prompt > tier.threshold or (rates.threshold_inclusive and prompt == tier.threshold):
             input_rate = input_rate if tier.input is None else tier.input
@@ -201,7 +218,7 @@ def _standard_rates(rates: Rates, usage: Usage) -> tuple:
             one_hour_from_level = tier.cache_write_1h is not None
             cache_write_1h_rate = cache_write_1h_rate if tier.cache_write_1h is None else tier.cache_write_1h
     off_peak = rates.off_peak
-    if off_peak is not None and usage.at is not None and off_peak.is_open(usage.at):
+    if off_peak is not None and at is not None and off_peak.is_open(at):
         input_rate = input_rate if off_peak.input is None else off_peak.input
         output_rate = output_rate if off_peak.output is None else off_peak.output
         cache_read_rate = cache_read_rate if off_peak.cache_read is None else off_peak.cache_read
