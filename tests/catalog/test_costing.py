@@ -196,3 +196,20 @@ def test_several_thresholds_the_highest_crossed_applies_and_unpriced_kinds_keep_
         inclusive, usage, expected):
     rates = Rates(**{**THREE_TIERS.__dict__, "threshold_inclusive": inclusive})
     assert event_cost([(rates, usage)]) == D(expected)
+
+
+def test_rates_the_same_for_every_request_are_worked_out_once_and_only_when_nothing_can_change_them():
+    """Rates without long-context tiers or off-peak windows cost every request at one set of rates, worked out once
+    (`Rates.same_for_every_request`): a 1-hour cache write at the provider's multiple of the input rate, cache kinds
+    without a rate at the input rate. Tiers or windows leave each request to its own rates."""
+    anthropic = Rates("token", input=D("0.000003"), output=D("0.000015"), cache_write_1h_share_of_input=D(2))
+    assert anthropic.same_for_every_request == (D("0.000003"), D("0.000015"), D("0.000003"), D("0.000003"),
+                                                D("0.000006"))
+    assert service_cost(anthropic, Usage(cache_write_1h_tokens=1_000_000, cache_read_tokens=1_000_000)) == D("9")
+    assert GEMINI_PRO.same_for_every_request is None
+    off_peak = Rates("token", input=D("0.000001"), output=D("0.000002"), off_peak=OffPeakRates(
+        windows=(OffPeakWindow(hours=((time(16, 30), time(0, 30)),)),), input=D("0.0000005")))
+    assert off_peak.same_for_every_request is None
+    night, day = datetime(2026, 3, 1, 17, tzinfo=timezone.utc), datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
+    assert service_cost(off_peak, Usage(input_tokens=1_000_000, at=night)) == D("0.5")
+    assert service_cost(off_peak, Usage(input_tokens=1_000_000, at=day)) == D("1")
