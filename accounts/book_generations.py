@@ -5,10 +5,10 @@ model aliases and its price overrides. These change rarely, yet reading them too
 and a fifth of its Python (docs/performance.md). Each web process keeps what it read, for each book, under the
 **generation** it was read at:
 
-- the database moves a book's generation on every UPDATE or DELETE of its customers, agents or signals and
-  every write of its model aliases or price overrides, and the catalog's generation on every write of the
-  catalog and every TRUNCATE of any of these tables (triggers, accounts/migrations/0004 and the customers and
-  catalog migrations that attach them). Inserting an identity moves nothing: a new row changes no entry a
+- the database moves a book's generation on every UPDATE or DELETE of its customers, agents or signals,
+  every write of its model aliases or price overrides and every matter created in it, and the catalog's
+  generation on every write of the catalog and every TRUNCATE of any of these tables (triggers,
+  accounts/migrations/0004 and the customers, catalog and matters migrations that attach them). Inserting an identity moves nothing: a new row changes no entry a
   cache holds, and a name a cache lacks is read from the database;
 - the API key statement, which every request runs, reads both generations with the key (`GENERATION_COLUMNS`)
   and stamps them on the key (`stamp`). Recording a batch, which reads these records before it writes any of

@@ -15,6 +15,7 @@
 #   REDIS_URL   the broker and cache (default: redis://127.0.0.1:6379/3)
 #   SECONDS_EACH, CLIENTS, PORT  (defaults 20, 4, 8765)
 #   SERVICE_ONLY  set: the service alone, no baselines (comparing two builds of the service)
+#   WEB_CONCURRENCY  gunicorn workers (default 3, as `make run`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -n "${ZERO_SETUP:-}" ] && [ -z "${INSIDE_EMBEDDED:-}" ]; then
@@ -74,7 +75,7 @@ if [ -z "${INSIDE_EMBEDDED:-}" ]; then
   .venv/bin/celery -A config worker --loglevel warning > "$logs/worker.log" 2>&1 &
   worker=$!
 fi
-.venv/bin/gunicorn config.wsgi:application --bind 127.0.0.1:"$port" --workers 3 --timeout 120 \
+.venv/bin/gunicorn config.wsgi:application --bind 127.0.0.1:"$port" --workers "${WEB_CONCURRENCY:-3}" --timeout 120 \
   > "$logs/web.log" 2>&1 &
 web=$!
 for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$port/healthz" > /dev/null 2>&1 && break; sleep 0.2; done
