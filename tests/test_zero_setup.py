@@ -305,6 +305,23 @@ def run_the_readme_quickstart(served) -> None:
     assert (newest["customerExternalId"], newest["model"], newest["usageCost"]) == ("cust-7", "gpt-4o", "0.006")
 
 
+def test_the_readme_portal_example_returns_a_link_that_opens(served):
+    """The README's portal block, pasted after its quickstart (which minted `$KEY` and recorded cust-7's event): a
+    201 with the one-time link, and the link opens the customer's portal."""
+    readme = (ROOT / "README.md").read_text()
+    quickstart = readme[readme.index("\n## Quickstart\n"):]
+    portal = readme[readme.index("\n## The customer portal\n"):]
+    (_, first, _), *_ = blocks(quickstart)
+    (language, example, _), *_ = blocks(portal)
+    assert language == "sh" and "/v1/portal-sessions" in example
+    ran = served.bash("set -eo pipefail\n" + served.stand_ins(first) + "\n" + served.stand_ins(example))
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    *_, session = json_values(ran.stdout)
+    assert session["url"].startswith(f"{served.base}/portal/"), session
+    page = urllib.request.urlopen(session["url"], timeout=30)
+    assert page.status == 200 and "cust-7" in page.read().decode()
+
+
 def test_the_readme_quickstart_runs_as_documented_before_the_quickstart(served):
     """Into the organization the docs' quickstart then uses (the same --org): that page must still print what it
     shows (the test below)."""
