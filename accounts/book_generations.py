@@ -8,8 +8,9 @@ and a fifth of its Python (docs/performance.md). Each web process keeps what it 
 - the database moves a book's generation on every UPDATE or DELETE of its customers, agents or signals,
   every write of its model aliases or price overrides and every matter created in it, and the catalog's
   generation on every write of the catalog and every TRUNCATE of any of these tables (triggers,
-  accounts/migrations/0004 and the customers, catalog and matters migrations that attach them). Inserting an identity moves nothing: a new row changes no entry a
-  cache holds, and a name a cache lacks is read from the database;
+  accounts/migrations/0004 and the customers, catalog and matters migrations that attach them). Inserting an
+  identity moves nothing: a new row changes no entry a cache holds, and a name a cache lacks is read from the
+  database;
 - the API key statement, which every request runs, reads both generations with the key (`GENERATION_COLUMNS`)
   and stamps them on the key (`stamp`). Recording a batch, which reads these records before it writes any of
   them, passes the key's generations to its lookups; a cache answers only for exactly those generations, so a

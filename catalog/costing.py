@@ -43,8 +43,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, time, timezone, tzinfo
 from decimal import Context, Decimal
-from typing import NamedTuple
 from functools import cached_property, lru_cache
+from typing import NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from core.money import ZERO, to_exact

@@ -134,16 +134,14 @@ def execute(sql: str, params: Sequence, *, group_by_hashing: bool = False, join_
     A statement outside a transaction is a read, and runs where the request's reads go (a streaming replica for
     analytics, core/replica.py); inside one it runs on the primary with the rest of the transaction."""
     alias = read_database()
+    plans_off = [name for name, off in (("enable_sort", group_by_hashing), ("enable_nestloop", join_by_hashing)) if off]
     with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
         cursor.execute("SET LOCAL jit = off; SET LOCAL work_mem = '64MB'"
-                       + ("; SET LOCAL enable_sort = off" if group_by_hashing else "")
-                       + ("; SET LOCAL enable_nestloop = off" if join_by_hashing else ""))
+                       + "".join(f"; SET LOCAL {name} = off" for name in plans_off))
         cursor.execute(sql, params)
         rows = cursor.fetchall() if cursor.description else []
-        resets = [name for name, set_here in (("enable_sort", group_by_hashing), ("enable_nestloop", join_by_hashing))
-                  if set_here]
-        if resets:  # not for later statements of the caller's transaction
-            cursor.execute("; ".join(f"RESET {name}" for name in resets))
+        if plans_off:  # not for later statements of the caller's transaction
+            cursor.execute("; ".join(f"RESET {name}" for name in plans_off))
         return rows
 
 

@@ -16,6 +16,7 @@ from catalog.models import ServiceEntry
 from catalog.resolution import resolve_prices, resolved_prices
 from customers.models import Customer, Signal, UsageEvent
 from customers.provisioning import identities, identities_provision
+from matters.models import Matter
 from tests.factories import ServiceEntryFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -233,7 +234,6 @@ def test_a_book_without_matters_skips_routing_until_a_matter_is_created(api, llm
 
 
 def test_a_matter_created_in_a_transaction_that_rolled_back_leaves_the_skip_in_place(api, book, llm):
-    from matters.models import Matter
     send(api)
     send(api)  # remembered: this book has no matters
     before = generations(book.pk)
