@@ -107,8 +107,9 @@ def _totals(invoice: Invoice) -> list[tuple[str, str, bool]]:
     if invoice.tax:
         rows.append((f"Tax ({display.percent(invoice.tax_percent)})", money(invoice.tax), False))
     rows.append(("Total", money(invoice.total), True))
-    rows.append(("Paid (net of refunds)", "-" + money(invoice.amount_paid) if invoice.amount_paid else money(0),
-                 False))
+    # What was paid is a positive amount (as a payment provider's invoice shows it); "Amount due" below is the
+    # difference. A minus sign here read as a refund.
+    rows.append(("Amount paid (net of refunds)", money(invoice.amount_paid), False))
     if invoice.status != InvoiceStatus.VOID:  # a void invoice owes nothing
         rows.append(("Amount due", money(invoice.amount_due), True))
     if invoice.amount_overpaid > 0:

@@ -94,7 +94,8 @@ class InvoiceView:
             rows.append((f"Tax ({invoice.tax_percent.normalize():f}%)", money(invoice.tax)))
         rows.append(("Total", money(invoice.total)))
         if invoice.amount_paid:
-            rows += [("Paid", "-" + money(invoice.amount_paid)), ("Amount due", money(invoice.amount_due))]
+            # Positive, as the console's invoice page shows it: a minus sign read as a refund.
+            rows += [("Amount paid", money(invoice.amount_paid)), ("Amount due", money(invoice.amount_due))]
         if invoice.amount_overpaid > 0:
             rows.append(("Overpaid (to refund)", money(invoice.amount_overpaid)))
         return rows

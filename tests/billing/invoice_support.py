@@ -6,6 +6,7 @@ import json
 import re
 import time
 import uuid
+import zlib
 from datetime import datetime
 from decimal import Decimal
 from email import message_from_bytes, policy
@@ -140,3 +141,15 @@ def pay_token(mail_text: str) -> str:
     match = re.search(r"/pay/([A-Za-z0-9_\-]+)", mail_text)
     assert match, "no pay-now link in the email"
     return match.group(1)
+
+
+def pdf_text(pdf: bytes) -> str:
+    """The text a reader sees, from the PDF's content streams (fpdf2 writes each cell as one `(...) Tj`)."""
+    chunks = []
+    for stream in re.findall(rb"stream\r?\n(.*?)\r?\nendstream", pdf, re.S):
+        try:
+            stream = zlib.decompress(stream)
+        except zlib.error:
+            pass
+        chunks += [text.decode("latin-1") for text in re.findall(rb"\(((?:[^()\\]|\\.)*)\)\s*Tj", stream)]
+    return "\n".join(chunk.replace("\\(", "(").replace("\\)", ")").replace("\\\\", "\\") for chunk in chunks)

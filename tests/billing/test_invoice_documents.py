@@ -1,30 +1,17 @@
 """The invoice a finance team sends: the organization's billing profile on the PDF and the email, quantity,
 unit price and amount columns, the signals' display names, payment instructions and the pay link."""
 import re
-import zlib
 
 import pytest
 from PIL import Image
 
 from billing.invoice_documents import InvoiceView, invoice_pdf
 from billing.models import Invoice
-from tests.billing.invoice_support import billing_chain, draft, event, raw_messages, recurring, usage
+from tests.billing.invoice_support import billing_chain, draft, event, pdf_text, raw_messages, recurring, usage
 from tests.billing.support import ok
 from tests.mail import sent_mail
 
 pytestmark = pytest.mark.django_db
-
-
-def pdf_text(pdf: bytes) -> str:
-    """The text a reader sees, from the PDF's content streams (fpdf2 writes each cell as one `(...) Tj`)."""
-    chunks = []
-    for stream in re.findall(rb"stream\r?\n(.*?)\r?\nendstream", pdf, re.S):
-        try:
-            stream = zlib.decompress(stream)
-        except zlib.error:
-            pass
-        chunks += [text.decode("latin-1") for text in re.findall(rb"\(((?:[^()\\]|\\.)*)\)\s*Tj", stream)]
-    return "\n".join(chunk.replace("\\(", "(").replace("\\)", ")").replace("\\\\", "\\") for chunk in chunks)
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ reading (API list and detail, PDF, console, portal), and refunding the surplus p
 import csv
 import io
 import re
-import zlib
 from types import SimpleNamespace
 
 import pytest
@@ -14,7 +13,7 @@ from django.test import Client
 from billing.models import Invoice, Payment
 from accounts.models import User
 from accounts.services import member_ensure
-from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, draft, pay, recurring
+from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, draft, pay, pdf_text, recurring
 from tests.billing.support import ok
 
 pytestmark = pytest.mark.django_db
@@ -54,18 +53,6 @@ def full(api, invoice) -> dict:
 def payment_of(body: dict, provider_payment_id: str) -> dict:
     [payment] = [p for p in body["payments"] if p["providerPaymentId"] == provider_payment_id]
     return payment
-
-
-def pdf_text(content: bytes) -> str:
-    """The text drawn on an fpdf2 document (its page streams are zlib-compressed)."""
-    streams = re.findall(rb"stream\r?\n(.*?)\r?\nendstream", content, re.S)
-    text = []
-    for stream in streams:
-        try:
-            text.append(zlib.decompress(stream).decode("latin-1"))
-        except zlib.error:
-            text.append(stream.decode("latin-1"))
-    return "".join(text)
 
 
 # --------------------------------------------------------------------------- API

@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 
 from billing.models import Invoice, Payment, Refund
-from tests.billing.invoice_support import JAN, WEBHOOK_SECRET, billing_chain, draft, pay, recurring, usage
+from tests.billing.invoice_support import JAN, WEBHOOK_SECRET, billing_chain, draft, pay, pdf_text, recurring, usage
 from tests.billing.support import ok
 from tests.console.conftest import NOW, messages_of
 from tests.console.world import populate
@@ -82,6 +82,13 @@ def test_a_payment_received_is_recorded_once_per_reference(console, api, chain):
     assert messages_of(resp) == [f"{invoice}: payment of $12.50 (WIRE-1) recorded."]
     invoice.refresh_from_db()
     assert (invoice.status, invoice.amount_paid, invoice.amount_due) == ("issued", Decimal("12.50"), Decimal("7.50"))
+    page = resp.content.decode()  # what was paid is a positive amount, what is due the difference
+    assert 'data-total="Amount paid (net of refunds)">$12.50<' in page and 'data-total="Amount due">$7.50<' in page
+    assert "-$12.50" not in page
+    pdf = pdf_text(console.get(f"/admin/billing/invoice/{invoice.pk}/pdf/").content)
+    cells = pdf.splitlines()
+    assert cells[cells.index("Amount paid") + 1] == "$12.50" and cells[cells.index("Amount due") + 1] == "$7.50"
+    assert "-$12.50" not in cells
     again = act(console, invoice, "payment", **{"payment-amount": "12.50", "payment-reference": "WIRE-1"})
     assert messages_of(again) == [f"{invoice}: the payment WIRE-1 was recorded already."]
     rest = act(console, invoice, "payment", **{"payment-amount": "7.50", "payment-reference": "WIRE-2"})
