@@ -230,8 +230,9 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             balance = getattr(request, "pool_balances", {}).get(subscription.pk)
             if balance is None:
                 return display.EMPTY
-            return (f"{display.quantity(balance.remaining_units)} of {display.quantity(balance.pool.size)} left "
-                    f"({display.percent(balance.remaining_percent)})")
+            # Not "x of size left": what is left counts top-ups (the subscription's page says so in words).
+            return (f"{display.quantity(balance.remaining_units)} left ({display.percent(balance.remaining_percent)} "
+                    f"of {display.quantity(balance.pool.size)})")
         credit_pool_left.short_description = "Credit pool"
         return [credit_pool_left if name == "credit_pool_left" else name for name in super().get_list_display(request)]
 
@@ -310,8 +311,11 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         except NotFound:
             return "None: the plan sells no credit pool to this agent."
         paused = " Alert emails are paused." if subscription.pool_alerts_paused else ""
-        return (f"{display.quantity(balance.remaining_units)} of {display.quantity(balance.pool.size)} units left "
-                f"({display.percent(balance.remaining_percent)}), {display.quantity(balance.consumed_units)} used "
+        # What is left counts top-ups, the pool's size is a period's grant (spec: remainingUnits and its percent
+        # of poolSizeUnits), so "left" and "used" need not add up to the size: the wording says why.
+        return (f"{display.quantity(balance.remaining_units)} units left, top-ups included "
+                f"({display.percent(balance.remaining_percent)} of the {display.quantity(balance.pool.size)}-unit "
+                f"pool of a period), {display.quantity(balance.consumed_units)} used "
                 f"this period ({display.period(balance.period_start, balance.period_end, subscription.timezone)})."
                 f"{paused}")
 

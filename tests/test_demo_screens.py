@@ -191,8 +191,9 @@ def test_the_seeded_console_and_portal_show_the_books_figures(demo, screens):
     screens.shot("console-pools")
     rows.get_by_role("link", name=emptiest["subscriptionName"], exact=True).click()
     expect(page.locator(".field-credit_pool .readonly")).to_contain_text(
-        f"{units(emptiest['remainingUnits'])} of {units(emptiest['poolSizeUnits'])} units left "
-        f"({units(emptiest['remainingPercent'])}%), {units(emptiest['consumedUnits'])} used this period")
+        f"{units(emptiest['remainingUnits'])} units left, top-ups included ({units(emptiest['remainingPercent'])}% "
+        f"of the {units(emptiest['poolSizeUnits'])}-unit pool of a period), {units(emptiest['consumedUnits'])} used "
+        "this period")
     expect(page.locator("#credit_grants-group tbody tr").first).to_be_visible()
     screens.shot("console-pool")
 

@@ -200,7 +200,8 @@ def test_the_subscription_page_shows_its_strategies_invoices_and_credit_pool(con
     page = console.get(f"{SUBSCRIPTIONS}{pool_chain.subscription['id']}/change/").content.decode()
     assert "strategy 0" in page  # the plan's strategy for this agent
     assert "INV-000001" in page  # the invoices inline
-    assert "100 of 100 units left (100%), 0 used this period (2025-06-01 to 2025-06-30)." in page
+    assert ("100 units left, top-ups included (100% of the 100-unit pool of a period), 0 used this period "
+            "(2025-06-01 to 2025-06-30).") in page
 
 
 def test_the_nearly_empty_pool_filter_lists_pools_with_20_percent_or_less_left(console, pool_chain, chain):

@@ -101,7 +101,8 @@ def test_every_page_fits_1366_px_and_shows_no_raw_values(console_page, demo, tmp
     check_page(page, change_url("customers/usageevent", records["usage-event"]), "usage-event", tmp_path)
     check_page(page, change_url("customers/usageevent", records["unpriced-event"]), "unpriced-event", tmp_path)
     text = check_page(page, change_url("billing/subscription", pool["subscriptionId"]), "subscription", tmp_path)
-    assert f"{units(pool['remainingUnits'])} of {units(pool['poolSizeUnits'])} units left" in text
+    assert (f"{units(pool['remainingUnits'])} units left, top-ups included ({units(pool['remainingPercent'])}% of "
+            f"the {units(pool['poolSizeUnits'])}-unit pool of a period)") in text
     page.goto(f"/admin/billing/creditgrant/?q={pool['subscriptionName']}")
     with page.expect_navigation():
         page.locator("#result_list tbody tr th a").first.click()
