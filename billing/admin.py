@@ -102,15 +102,31 @@ class SubscriptionChangeInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.Tabu
     ordering = ["-created_at"]
 
 
+@admin.display(description="Consumed units")
+def settled_consumption(grant: CreditGrant) -> str:
+    """What a period grant drew from the ledger, written when its period is settled. Before that a blank read as
+    "nothing used" beside a balance that counts the period's use, so it says why there is no figure yet."""
+    if grant.kind == CreditGrant.Kind.TOPUP:
+        return display.EMPTY  # drawn through the period grants ("top-up units drawn"), never on its own row
+    if grant.settled_at is None:
+        return "not settled yet (the credit pool's balance counts this period's use)"
+    return display.quantity(grant.consumed_units)
+
+
 class CreditGrantInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
     model = CreditGrant
     extra = 0
-    fields = ["created_at", "kind", "units", "grant_period", "consumed_units", "note", "created_by"]
+    fields = ["created_at", "kind", "units", "grant_period", "consumed", "note", "created_by"]
+    readonly_fields = ["consumed"]
     ordering = ["-created_at"]
 
     @admin.display(description="Period")
     def grant_period(self, grant):
         return display.period(grant.period_start, grant.period_end)
+
+    def consumed(self, grant):
+        return settled_consumption(grant)
+    consumed.short_description = settled_consumption.short_description
 
 
 class NearlyEmptyPoolFilter(admin.SimpleListFilter):
@@ -379,7 +395,7 @@ class CreditGrantAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """Written by the API (top-ups) and the scheduled job (period grants and their settlement)."""
 
     # Whether a period is settled is the filter's (and the grant's page); the list keeps to what fits 1,366 px.
-    list_display = ["created_at", "subscription", "kind", "units", "grant_period", "consumed_units",
+    list_display = ["created_at", "subscription", "kind", "units", "grant_period", settled_consumption,
                     "topup_units_drawn", "created_by"]
     list_filter = ["kind", ("settled_at", admin.EmptyFieldListFilter)]
     search_fields = ["subscription__name", "subscription__customer__name", "subscription__customer__external_id",

@@ -1,5 +1,6 @@
 """Console actions: each calls the API's service, changes what the API would change, and reports every row as a
 message; service errors and missing roles are error messages, never a 500."""
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
@@ -202,6 +203,22 @@ def test_the_subscription_page_shows_its_strategies_invoices_and_credit_pool(con
     assert "INV-000001" in page  # the invoices inline
     assert ("100 units left, top-ups included (100% of the 100-unit pool of a period), 0 used this period "
             "(2025-06-01 to 2025-06-30).") in page
+
+
+def test_a_period_grant_says_it_is_not_settled_until_its_period_is_and_then_what_it_drew(console, api, pool_chain):
+    """A blank "consumed" beside a balance that counts the period's use read as nothing used."""
+    subscription = Subscription.objects.get(pk=pool_chain.subscription["id"])
+    subscription_page = f"{SUBSCRIPTIONS}{subscription.pk}/change/"
+    grant = CreditGrant.objects.create(  # as the scheduled job grants a period: settled once the period ends
+        book=subscription.book, subscription=subscription, kind="period", units=100,
+        period_start=datetime(2025, 6, 1, tzinfo=UTC), period_end=datetime(2025, 7, 1, tzinfo=UTC))
+    unsettled = "not settled yet (the credit pool&#x27;s balance counts this period&#x27;s use)"
+    assert unsettled in console.get(subscription_page).content.decode()
+    assert unsettled in console.get("/admin/billing/creditgrant/").content.decode()
+    CreditGrant.objects.filter(pk=grant.pk).update(settled_at=NOW, consumed_units=Decimal("37.5"))
+    for page in (console.get(subscription_page), console.get("/admin/billing/creditgrant/")):
+        text = page.content.decode()
+        assert unsettled not in text and ">37.5<" in text
 
 
 def test_the_nearly_empty_pool_filter_lists_pools_with_20_percent_or_less_left(console, pool_chain, chain):
