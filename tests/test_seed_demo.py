@@ -10,6 +10,7 @@ from django.db import transaction
 from django.test import Client
 
 from accounts.models import ApiKey, Book, User
+from billing.models import Invoice, Payment
 from core import clock
 from console.demo.book import ORGANIZATION, OWNER_EMAIL
 from tests.conftest import KeyClient
@@ -95,6 +96,18 @@ def test_the_invoice_list_has_an_invoice_in_every_state(seeded):
         assert invoices and all(invoice["status"] == state for invoice in invoices), state
     paid = seeded.get("/v1/invoices", {"status": "paid"}).json()["data"][0]
     assert seeded.get(f"/v1/invoices/{paid['id']}").json()["payments"]
+
+
+def test_the_history_is_dated_as_it_happened_payments_on_their_paid_day(seeded):
+    """The console's lists date invoices and payments by when they were created: the backdated history is."""
+    book, now = demo_book(), clock.now()
+    paid = Invoice.objects.filter(book=book, status="paid")
+    assert paid and all(invoice.created_at < invoice.paid_at < now for invoice in paid)
+    for invoice in paid:
+        assert list(Payment.objects.filter(invoice=invoice).values_list("created_at", flat=True)) == [invoice.paid_at]
+    finished = Invoice.objects.filter(book=book).exclude(status="draft")
+    assert all(invoice.period_end <= invoice.created_at <= invoice.issued_at for invoice in finished)
+    assert len({invoice.created_at.date() for invoice in finished}) > 3  # not every one dated the day of seeding
 
 
 def test_the_matter_and_the_spend_caps_have_usage(seeded):

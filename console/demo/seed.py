@@ -14,7 +14,7 @@ from decimal import Decimal
 
 from django.db import transaction
 
-from billing.models import Invoice, InvoiceStatus, PricingPlan, PricingStrategy, Subscription
+from billing.models import Invoice, InvoiceStatus, Payment, PricingPlan, PricingStrategy, Subscription
 from billing.pricing.periods import Period, first_period, next_period
 from billing.recording import usage_record
 from billing.pricing.terms import schedule_of
@@ -251,6 +251,8 @@ class _Seeder:
         invoice, _ = invoice_generate(book=self.book, now=at, customer_id=subscription.customer_id,
                                       subscription_id=subscription.id, billing_period_start=period.start,
                                       billing_period_end=period.end)
+        # The history is backdated, and the console's lists date a record by its creation: as it would have been.
+        owned(Invoice, self.book).filter(pk=invoice.pk).update(created_at=at)
         return invoice
 
     def _bill(self, subscription: Subscription, period: Period, *, age: int, collection: str) -> None:
@@ -278,8 +280,9 @@ class _Seeder:
         with transaction.atomic():
             invoice = owned(Invoice, self.book).select_for_update().get(pk=invoice.pk)
             if invoice.amount_due > 0:
-                payment_record(invoice=invoice, amount=invoice.amount_due, provider=LOCAL,
-                               provider_payment_id=f"local_demo_{invoice.invoice_number}", now=at)
+                payment, _ = payment_record(invoice=invoice, amount=invoice.amount_due, provider=LOCAL,
+                                            provider_payment_id=f"local_demo_{invoice.invoice_number}", now=at)
+                owned(Payment, self.book).filter(pk=payment.pk).update(created_at=at)  # received when it was paid
 
     def watch(self) -> None:
         customer = self.customers[demo.WATCH["customer"]]
