@@ -65,3 +65,11 @@ def test_the_development_and_local_defaults_still_start(env):
     assert result.returncode == 0, result.stderr
     if not env:
         assert result.stdout.strip() == "['localhost', '127.0.0.1', '[::1]']"
+
+
+def test_links_in_emails_point_at_the_port_served_unless_a_public_address_is_set():
+    """README: `PORT=8123 make demo` beside `PORT=8123 make run` writes pay links that open."""
+    show = IMPORT_SETTINGS + "; from django.conf import settings; print(settings.PUBLIC_BASE_URL)"
+    assert run(["-c", show], PORT="8123").stdout.strip() == "http://127.0.0.1:8123"
+    assert run(["-c", show], PORT="8123", PUBLIC_BASE_URL="https://billing.example.com/").stdout.strip() == (
+        "https://billing.example.com")
