@@ -137,6 +137,12 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     # Why an event is unpriced, or why a batch, flex or priority event was priced at standard rates.
     WHY = "Why unpriced"  # also says why a tier was priced at standard; no room for more at 1,366 px
+    MAP_MODEL = "Map the model to a catalog entry and price the waiting events"
+
+    @classmethod
+    def _in_console_terms(cls, reason: str) -> str:
+        """The engine's reason names the API's way to map a model; the console has its own (the action below)."""
+        return reason.replace("(POST /v1/events/map-model)", f'(select it and run "{cls.MAP_MODEL}")')
 
     @admin.display(description=WHY)
     def why_unpriced(self, event):
@@ -144,14 +150,14 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         request by `get_list_display`, with one catalog read per book on the page."""
         if event.usage_cost is not None:
             return "-"
-        return events_unpriced_reasons(book=event.book, events=[event]).get(event.pk, "-")
+        return self._in_console_terms(events_unpriced_reasons(book=event.book, events=[event]).get(event.pk, "-"))
 
     def get_list_display(self, request):
         """`why_unpriced` reads the reasons that `get_changelist_instance` worked out for this request's page."""
         def why_unpriced(event):
             if event.usage_cost is not None and not event.priced_at_standard_tier:
                 return ""
-            return getattr(request, "unpriced_reasons", {}).get(event.pk, "")
+            return self._in_console_terms(getattr(request, "unpriced_reasons", {}).get(event.pk, ""))
         why_unpriced.short_description = self.WHY
         return [why_unpriced if name == "why_unpriced" else name for name in super().get_list_display(request)]
 
@@ -182,7 +188,7 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                                "background; {}.", book, job_link(job))
         act_on_rows(self, request, books, price_in)
 
-    @admin.action(description="Map the model to a catalog entry and price the waiting events")
+    @admin.action(description=MAP_MODEL)
     def map_model(self, request, queryset):
         pairs = set(queryset.filter(usage_cost__isnull=True, model__isnull=False).order_by()
                     .values_list("model", "model_provider").distinct()[:2])

@@ -257,6 +257,11 @@ def test_map_model_prefills_the_unknown_model_maps_it_and_prices_the_waiting_eve
     waiting = UsageEventFactory(book=book, model="house-llm", model_provider="acme", input_tokens=1_000_000,
                                 output_tokens=0, usage_cost=None, event_status=EventStatus.NEEDS_COST_BACKFILL)
     service = ServiceEntry.objects.get(provider="openai", canonical_name="gpt-4o")
+    # Why it waits names the console's way to map it (this action), not the API's.
+    how = "(select it and run &quot;Map the model to a catalog entry and price the waiting events&quot;)"
+    for where in ("/admin/customers/usageevent/", f"/admin/customers/usageevent/{waiting.pk}/change/"):
+        text = console.get(where).content.decode()
+        assert "house-llm" in text and how in text and "/v1/events/map-model" not in text
     page = action(console, "/admin/customers/usageevent/", "map_model", [waiting])
     assert page.context["form"].initial == {"model": "house-llm", "model_provider": "acme"}
     resp = apply_action(console, "/admin/customers/usageevent/", "map_model", [waiting], model="house-llm",
