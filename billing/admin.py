@@ -9,6 +9,7 @@ from decimal import Decimal, InvalidOperation
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.utils import unquote
 from django.contrib import messages
 from django.db.models import Count
 from django.http import HttpResponseRedirect
@@ -22,6 +23,7 @@ from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
 from billing.services.invoices import invoice_generate
+from billing.services.plans import plan_delete, plan_subscriptions
 from billing.services.plan_changes import subscription_change_plan, subscription_plan_change_preview
 from accounts.admin_actions import act_on_rows, action_page, actor, error_text, idempotency_key, submitted
 from accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act,
@@ -81,6 +83,32 @@ class PricingPlanAdmin(BookScopedAdmin):
             instance.save()
         for removed in formset.deleted_objects:
             removed.delete()
+
+    # Deleting a plan: the API's rules (billing.services.plans.plan_delete), one plan at a time from its page.
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    def delete_view(self, request, object_id, extra_context=None):
+        plan = self.get_object(request, unquote(object_id))
+        if plan is not None:
+            live, used = plan_subscriptions(book=plan.book, plan=plan)
+            if used:  # said plainly, not as Django's list of related rows the user "has no permission" to delete
+                why = (f"{live} upcoming or active subscription(s) are billed by it; end them first" if live else
+                       'ended subscriptions keep it for their history and invoices; untick "Is active" to retire it')
+                self.message_user(request, f"{plan} was not deleted: {why}.", messages.ERROR)
+                return HttpResponseRedirect(reverse("admin:billing_pricingplan_change", args=[plan.pk]))
+        return super().delete_view(request, object_id, extra_context)
+
+    def get_deleted_objects(self, objs, request):
+        # Its strategies and agent links go with an unused plan (as through the API); they have no delete of
+        # their own in the console, which Django would otherwise report as a missing permission.
+        deleted, counts, _, protected = super().get_deleted_objects(objs, request)
+        return deleted, counts, set(), protected
+
+    def delete_model(self, request, obj):
+        plan_delete(book=obj.book, plan_id=obj.pk)
 
 
 @admin.register(PricingStrategy)

@@ -70,15 +70,20 @@ def plan_agent_unlink(*, book, plan_id, agent_id) -> None:
 
 
 @transaction.atomic
+def plan_subscriptions(*, book, plan) -> tuple[int, int]:
+    """(upcoming or active, all) subscriptions of the plan: a plan with any of them is not deleted."""
+    subscriptions = owned(Subscription, book).filter(plan=plan)
+    return subscriptions.filter(status__in=LIVE_STATUSES).count(), subscriptions.count()
+
+
 def plan_delete(*, book, plan_id) -> None:
     """Permanent delete, with its strategies and links. Refused (409) while any subscription uses the plan:
     live ones are billed by it, ended ones keep it for their history and invoices (retire it with isActive)."""
     plan = get_owned(PricingPlan, book, plan_id, queryset=owned(PricingPlan, book).select_for_update())
-    subscriptions = owned(Subscription, book).filter(plan=plan)
-    live = subscriptions.filter(status__in=LIVE_STATUSES).count()
+    live, used = plan_subscriptions(book=book, plan=plan)
     if live:
         raise Conflict(f"The plan has {live} upcoming or active subscription(s); end them before deleting it.")
-    if subscriptions.exists():
+    if used:
         raise Conflict("Ended subscriptions keep this plan for their history and invoices; "
                        "set isActive to false to retire it instead.")
     try:

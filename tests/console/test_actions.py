@@ -5,7 +5,8 @@ from decimal import Decimal
 
 import pytest
 
-from billing.models import CreditGrant, Invoice, Payment, Refund, Subscription, SubscriptionChange
+from billing.models import (CreditGrant, Invoice, Payment, PricingPlan, PricingStrategy, Refund, Subscription,
+                            SubscriptionChange)
 from catalog.models import ModelAlias, ServiceEntry
 from accounts.keys import key_digest
 from accounts.models import ApiKey, Membership
@@ -14,9 +15,9 @@ from customers.models import EventStatus
 from matters.models import MatterAttribution
 from tests.billing.invoice_support import (JAN, WEBHOOK_SECRET, billing_chain, credit_pool, draft, pay, recurring,
                                            usage)
-from tests.billing.support import ok
+from tests.billing.support import create_plan, create_strategies, ok
 from tests.console.conftest import NOW, action, apply_action, messages_of
-from tests.factories import MatterFactory, MatterRuleFactory, UsageEventFactory
+from tests.factories import AgentFactory, MatterFactory, MatterRuleFactory, UsageEventFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -314,3 +315,35 @@ def test_only_owners_and_admins_mint_and_revoke_keys(console_for, org, api):
     assert ApiKey.objects.get(pk=api.key.pk).revoked_at == NOW
     assert messages_of(owner_resp) == [f"{api.key} revoked."]
     assert api.get("/v1/verify").status_code == 401
+
+
+PLANS = "/admin/billing/pricingplan/"
+
+
+def test_a_plan_in_use_is_not_deleted_and_the_page_says_why(console, api, chain):
+    """Not Django's "no permission to delete subscription, pricing strategy" (said to a superuser too)."""
+    plan = PricingPlan.objects.get(pk=chain.plan["id"])
+    resp = console.get(f"{PLANS}{plan.pk}/delete/", follow=True)
+    assert messages_of(resp) == [f"{plan} was not deleted: 1 upcoming or active subscription(s) are billed by it; "
+                                 "end them first."]
+    assert "permission" not in resp.content.decode()
+    assert console.post(f"{PLANS}{plan.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert PricingPlan.objects.filter(pk=plan.pk).exists()
+    Subscription.objects.filter(plan=plan).update(status="ended")
+    ended = console.get(f"{PLANS}{plan.pk}/delete/", follow=True)
+    assert messages_of(ended)[-1:] == [f'{plan} was not deleted: ended subscriptions keep it for their history and '
+                                  'invoices; untick "Is active" to retire it.']
+
+
+def test_an_unused_plan_is_deleted_from_its_page_with_its_strategies(console, api, book):
+    agent = AgentFactory(book=book)
+    plan = create_plan(api, agent.id)
+    create_strategies(api, plan["id"], [{"name": "fee", "agentId": str(agent.id), **recurring("20")}])
+    confirm = console.get(f"{PLANS}{plan['id']}/delete/")
+    assert confirm.status_code == 200 and "permission" not in confirm.content.decode()
+    assert "Pricing strategies: 1" in confirm.content.decode()
+    resp = console.post(f"{PLANS}{plan['id']}/delete/", {"post": "yes"}, follow=True)
+    assert resp.status_code == 200 and not PricingPlan.objects.filter(pk=plan["id"]).exists()
+    assert not PricingStrategy.objects.filter(plan_id=plan["id"]).exists()
+    actions = dict(console.get(PLANS).context["action_form"].fields["action"].choices)
+    assert "delete_selected" not in actions  # one plan at a time, from its page
