@@ -7,6 +7,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.admin.widgets import AutocompleteSelect
 from django.http import StreamingHttpResponse
+from django.urls import reverse
 from django.utils.html import format_html
 
 from catalog.models import ServiceEntry
@@ -30,8 +31,18 @@ class CustomerAdmin(BookScopedAdmin):
     search_fields = ["name", "external_id", "email", "billing_contact_email"]
     date_hierarchy = "created_at"
     # The JSON fields are written through the API (their rules are its serializers'); shown here as lines.
-    readonly_fields = ["id", "invoice_email_recipients", "metadata", "created_at", "updated_at", "deleted_at"]
+    readonly_fields = ["usage", "id", "invoice_email_recipients", "metadata", "created_at", "updated_at",
+                       "deleted_at"]
     actions = ["soft_delete_customers"]
+
+    @admin.display(description="Usage")
+    def usage(self, customer) -> str:
+        """Where the customer's events are: the ledger's list, filtered to this customer (the list's searches
+        match an external id whole, never a name)."""
+        if customer.pk is None:
+            return "-"
+        return format_html('<a href="{}?customer__id__exact={}">Usage events of this customer</a>',
+                           reverse("admin:customers_usageevent_changelist"), customer.pk)
 
     def has_delete_permission(self, request, obj=None):
         return False  # customers are soft-deleted through the action, as through the API

@@ -17,7 +17,7 @@ from tests.billing.invoice_support import (JAN, WEBHOOK_SECRET, billing_chain, c
                                            usage)
 from tests.billing.support import create_plan, create_strategies, ok
 from tests.console.conftest import NOW, action, apply_action, messages_of
-from tests.factories import AgentFactory, MatterFactory, MatterRuleFactory, UsageEventFactory
+from tests.factories import AgentFactory, CustomerFactory, MatterFactory, MatterRuleFactory, UsageEventFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -347,3 +347,16 @@ def test_an_unused_plan_is_deleted_from_its_page_with_its_strategies(console, ap
     assert not PricingStrategy.objects.filter(plan_id=plan["id"]).exists()
     actions = dict(console.get(PLANS).context["action_form"].fields["action"].choices)
     assert "delete_selected" not in actions  # one plan at a time, from its page
+
+
+def test_a_customers_page_links_to_its_usage_events(console, book):
+    """The events list searches an external id whole, never a name: the customer's page leads there instead."""
+    customer, other = CustomerFactory(book=book, name="Stark Industries"), CustomerFactory(book=book)
+    priced = {"model": "gpt-4o", "model_provider": "openai", "usage_cost": Decimal("0.01")}
+    mine = UsageEventFactory(book=book, customer=customer, customer_external_id=customer.external_id, **priced)
+    UsageEventFactory(book=book, customer=other, customer_external_id=other.external_id, **priced)
+    page = console.get(f"/admin/customers/customer/{customer.pk}/change/").content.decode()
+    link = f"/admin/customers/usageevent/?customer__id__exact={customer.pk}"
+    assert f'<a href="{link}">Usage events of this customer</a>' in page
+    listed = console.get(link)
+    assert listed.status_code == 200 and [event.pk for event in listed.context["cl"].result_list] == [mine.pk]
