@@ -85,6 +85,12 @@ class InvoiceView:
         return period_days(self.invoice)
 
     @property
+    def line_amounts(self) -> list[tuple[str, str]]:
+        """Each line's description and amount, written as the totals write money (the email and the pay page
+        printed the bare number beside totals that carry the currency)."""
+        return [(line.description, money(line.amount)) for line in self.lines]
+
+    @property
     def totals(self) -> list[tuple[str, str]]:
         invoice = self.invoice
         rows = [("Subtotal", money(invoice.subtotal))]

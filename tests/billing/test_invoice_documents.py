@@ -3,6 +3,7 @@ unit price and amount columns, the signals' display names, payment instructions 
 import re
 
 import pytest
+from django.test import Client
 from PIL import Image
 
 from billing.invoice_documents import InvoiceView, invoice_pdf
@@ -40,7 +41,15 @@ def test_the_pdf_and_email_carry_the_billing_profile_columns_and_how_to_pay(api,
     assert mail.from_email == "Acme Billing <invoices@acme.example.com>"
     assert mail.text.startswith(f"Hello {chain.customer.name},")
     assert "IBAN GB00 ACME" in mail.text and "Tax id: GB123456789" in mail.text
+    # Lines carry the currency as the totals do, in the text and in the HTML part.
+    assert "- strategy 0: 40 Resolved tickets: $10.00" in mail.text and "- strategy 1 (monthly fee): $20.00" in mail.text
+    assert ">$10.00</td>" in mail.html and ">$20.00</td>" in mail.html
     link = re.search(r"https://billing\.example\.com/pay/\S+", mail.text).group(0)
+    # Without online payment the pay page gives the seller's instructions, as the PDF does.
+    pay_page = Client().get(link.replace("https://billing.example.com", "")).content.decode()
+    assert "Online payment is not configured" in pay_page and "How to pay" in pay_page
+    assert "IBAN GB00 ACME 0000 0000 0000 00, reference the invoice number." in pay_page
+    assert '<td class="amount">$10.00</td>' in pay_page and '<td class="amount">$20.00</td>' in pay_page
     [attachment] = list(raw_messages()[0].iter_attachments())
     text = pdf_text(attachment.get_content())
     for expected in ("Acme Agents Ltd", "1 Market Street", "Springfield 12345", "Tax id: GB123456789",
