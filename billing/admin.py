@@ -328,6 +328,10 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                                       messages.SUCCESS)
                     return HttpResponseRedirect(reverse("admin:billing_subscription_change", args=[replacement.pk]))
                 context["sides"] = subscription_plan_change_preview(**choice)
+                # Written as the invoice page writes money (with the currency), not as bare numbers.
+                context["shown_sides"] = [(side, [(description, display.money(amount)) for description, amount
+                                                  in side.lines], display.money(side.total))
+                                          for side in context["sides"]]
                 form.data = form.data.copy()
                 form.data["previewed"] = form.fingerprint()
             except ApiError as problem:

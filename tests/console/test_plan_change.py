@@ -40,6 +40,8 @@ def test_the_preview_shows_both_sides_of_the_split_period_and_keeps_nothing(cons
     assert (old_side.plan_name, old_side.total, new_side.plan_name, new_side.total) == (
         chain.plan["name"], 10, "Pro", 25)
     assert [amount for _, amount in old_side.lines] == [10, 0] and [a for _, a in new_side.lines] == [25]
+    shown = resp.content.decode()  # money as the invoice page writes it
+    assert "<th>total</th><th>$10.00</th>" in shown and "<th>total</th><th>$25.00</th>" in shown
     assert Subscription.objects.filter(customer_id=chain.customer.id).count() == 1
     assert not Invoice.objects.exists()
     assert Subscription.objects.get(pk=chain.subscription["id"]).end_date is None
