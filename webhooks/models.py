@@ -96,6 +96,7 @@ class WebhookDelivery(OrgOwned):
     schedule_start = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
+        verbose_name_plural = "webhook deliveries"
         ordering = ["-created_at", "-id"]
         constraints = [
             models.UniqueConstraint(fields=["endpoint", "event"], name="webhook_delivery_endpoint_event_uniq"),
