@@ -114,7 +114,7 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """The ledger: append-only. Searches match whole values (the table is the largest one)."""
 
     # What fits a 1,366 px window; the agent, the provider and the book are filters, searches and on the event's page.
-    list_display = ["usage_date", "customer_external_id", "signal_name", "quantity", "model", "usage_cost",
+    list_display = ["usage_date", "customer_external_id", "signal_name", "quantity", "models", "usage_cost",
                     "event_status", "why_unpriced"]
     column_labels = {"usage_date": "Date", "customer_external_id": "Customer", "signal_name": "Signal",
                      "usage_cost": "Cost", "event_status": "Status"}
@@ -122,11 +122,11 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_filter = ["event_status", "environment", ("usage_date", admin.DateFieldListFilter)]
     search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]
     ordering = ["-usage_date", "-id"]
-    readonly_fields = ["why_unpriced"]
+    readonly_fields = ["why_unpriced", "models"]
     fieldsets = [
         (None, {"fields": ["usage_date", "customer", "agent", "signal", "quantity", "usage_cost", "event_status",
                            "why_unpriced", "environment"]}),
-        ("Model and tokens", {"fields": ["model", "model_provider", "service", "input_tokens", "output_tokens",
+        ("Model and tokens", {"fields": ["models", "model_provider", "service", "input_tokens", "output_tokens",
                                          "cache_read_tokens", "cache_write_tokens", "services"]}),
         ("As recorded", {"fields": ["customer_external_id", "agent_code", "signal_name", "idempotency_key",
                                     "metadata", "raw_event_id", "id", "book", "created_at", "updated_at"]}),
@@ -154,6 +154,14 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     def _in_console_terms(cls, reason: str) -> str:
         """The engine's reason names the API's way to map a model; the console has its own (the action below)."""
         return reason.replace("(POST /v1/events/map-model)", f'(select it and run "{cls.MAP_MODEL}")')
+
+    @admin.display(description="Model", ordering="model")
+    def models(self, event) -> str:
+        """The event's model, or a multi-service event's models in the order it lists them (its `model` column
+        is empty: each service is priced on its own)."""
+        if event.services:
+            return " + ".join(dict.fromkeys(part.get("model") or "?" for part in event.services))
+        return event.model or "-"
 
     @admin.display(description=WHY)
     def why_unpriced(self, event):

@@ -360,3 +360,16 @@ def test_a_customers_page_links_to_its_usage_events(console, book):
     assert f'<a href="{link}">Usage events of this customer</a>' in page
     listed = console.get(link)
     assert listed.status_code == 200 and [event.pk for event in listed.context["cl"].result_list] == [mine.pk]
+
+
+def test_a_multi_service_event_shows_its_models_where_a_single_one_shows_its_model(console, book):
+    parts = [{"model": "nova-3", "modelProvider": "deepgram", "quantity": "2"},
+             {"model": "gpt-4o-mini", "modelProvider": "openai", "inputTokens": 100, "quantity": "1"}]
+    multi = UsageEventFactory(book=book, model=None, services=parts, usage_cost=Decimal("0.02"))
+    single = UsageEventFactory(book=book, model="gpt-4o", model_provider="openai", usage_cost=Decimal("0.01"))
+    listed = console.get("/admin/customers/usageevent/").content.decode()
+    assert '<td class="field-models">nova-3 + gpt-4o-mini</td>' in listed
+    assert '<td class="field-models">gpt-4o</td>' in listed
+    page = console.get(f"/admin/customers/usageevent/{multi.pk}/change/").content.decode()
+    assert "nova-3 + gpt-4o-mini" in page
+    assert "gpt-4o" in console.get(f"/admin/customers/usageevent/{single.pk}/change/").content.decode()
