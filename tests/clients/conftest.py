@@ -65,8 +65,11 @@ def live_service(django_db_setup, django_db_blocker):
         finally:
             server.stop()
             server._live_server_modified_settings.disable()
+            # The server's request threads may still hold connections (each thread's own, closed only when the
+            # thread is collected): left open, they made dropping the test database at the session's end fail
+            # now and then ("being accessed by other users").
+            _end_other_sessions()
             if own_database:
-                _end_other_sessions()  # the server's request threads may still hold connections
                 teardown_databases(own_database, verbosity=0)
             else:
                 _reset_database()
