@@ -69,13 +69,13 @@ def plan_agent_unlink(*, book, plan_id, agent_id) -> None:
     link.delete()
 
 
-@transaction.atomic
 def plan_subscriptions(*, book, plan) -> tuple[int, int]:
     """(upcoming or active, all) subscriptions of the plan: a plan with any of them is not deleted."""
     subscriptions = owned(Subscription, book).filter(plan=plan)
     return subscriptions.filter(status__in=LIVE_STATUSES).count(), subscriptions.count()
 
 
+@transaction.atomic
 def plan_delete(*, book, plan_id) -> None:
     """Permanent delete, with its strategies and links. Refused (409) while any subscription uses the plan:
     live ones are billed by it, ended ones keep it for their history and invoices (retire it with isActive)."""

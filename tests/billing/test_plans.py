@@ -147,6 +147,7 @@ def test_delete_plan_is_permanent_with_its_strategies_and_links(api, chain):
     assert not PricingStrategy.objects.exists() and not PlanAgent.objects.exists()
 
 
+@pytest.mark.django_db(transaction=True)  # as a request runs: no test transaction around it (select_for_update)
 def test_delete_plan_with_an_active_subscription_is_409_and_keeps_it(api, chain):
     create_subscription(api, chain)
     assert "active" in error(api.delete(f"/v1/pricing-plans/{chain.plan['id']}"), 409)
