@@ -113,8 +113,8 @@ class PricingPlanAdmin(BookScopedAdmin):
 
 @admin.register(PricingStrategy)
 class PricingStrategyAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
-    list_display = ["name", "plan", "agent", "charge_type", "pricing_model", "billing_frequency", "rate", "active",
-                    "deleted_at", "book"]
+    # What fits a 1,366 px window; whether it is deleted is a filter, the book on the strategy's page.
+    list_display = ["name", "plan", "agent", "charge_type", "pricing_model", "billing_frequency", "rate", "active"]
     list_filter = ["charge_type", "pricing_model", "billing_frequency", "active",
                    ("deleted_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "plan__name", "agent__agent_code", "signal__short_name"]

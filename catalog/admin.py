@@ -9,8 +9,10 @@ class ServiceEntryAdmin(OperatorPermissionsMixin, admin.ModelAdmin):
     """The global catalog: every operator reads it; `load_catalog` owns its rates (edits are overwritten on
     the next load, so only superusers may change rows, e.g. to deactivate one)."""
 
+    # What fits a 1,366 px window beside the filters; the other rates, the context window and the source are on
+    # the entry's page.
     list_display = ["canonical_name", "provider", "service_type", "input_cost", "output_cost", "cache_read_cost",
-                    "cache_write_cost", "cost_unit", "context_window", "source", "is_api", "is_active", "updated_at"]
+                    "is_active"]
     list_filter = ["source", "is_api", "is_active", "service_type", "provider"]
     search_fields = ["canonical_name", "display_name", "provider", "external_id"]
     ordering = ["provider", "canonical_name"]

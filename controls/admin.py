@@ -15,8 +15,8 @@ from controls.views import WATCH_ROLES
 
 @admin.register(SpendCap)
 class SpendCapAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
-    list_display = ["sentence", "scope", "scope_value", "amount_usd", "period", "mode", "book", "tripped_at",
-                    "updated_at"]
+    list_display = ["sentence", "scope", "scope_value", "amount_usd", "period", "mode", "tripped_at",
+                    "updated_at"]  # 1,366 px: the book is on the cap's page
     list_filter = ["scope", "period", "mode"]
     search_fields = ["scope_value", "created_by_user_id"]
     date_hierarchy = "created_at"

@@ -83,7 +83,7 @@ class AgentAdmin(BookScopedAdmin):
 
 @admin.register(Signal)
 class SignalAdmin(BookScopedAdmin):
-    list_display = ["short_name", "name", "type", "agent", "cost_category", "book", "created_at"]
+    list_display = ["short_name", "name", "type", "agent", "cost_category", "book"]  # 1,366 px
     list_filter = ["type", "cost_category"]
     search_fields = ["name", "short_name", "agent__name", "agent__agent_code"]
     date_hierarchy = "created_at"
@@ -236,8 +236,9 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """Derived from the ledger and kept exact by customers/rollup.py."""
 
-    list_display = ["day", "grain", "customer", "agent_id", "signal_id", "model", "event_count", "unpriced_count",
-                    "quantity", "cost", "book"]
+    # What fits a 1,366 px window; the signal and the book are on the row's page.
+    list_display = ["day", "grain", "customer", "agent_id", "model", "event_count", "unpriced_count", "quantity",
+                    "cost"]
     list_filter = ["grain"]
     search_fields = ["model", "customer__name", "customer__external_id"]
     date_hierarchy = "day"

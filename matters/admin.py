@@ -119,8 +119,7 @@ class MatterAdmin(BookScopedAdmin):
 @admin.register(MatterRule)
 class MatterRuleAdmin(BookScopedAdmin):
     form = MatterRuleForm
-    list_display = ["matter", "priority", "agent_code", "customer_external_id", "signal_pattern", "book",
-                    "created_at"]
+    list_display = ["matter", "priority", "agent_code", "customer_external_id", "signal_pattern"]  # 1,366 px
     list_select_related = ["matter", "book__organization"]
     search_fields = ["matter__matter_number", "matter__name", "agent_code", "customer_external_id",
                      "signal_pattern"]
@@ -135,7 +134,7 @@ class MatterRuleAdmin(BookScopedAdmin):
 class MatterAttributionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """Attribution changes go through the API (manual assignment) so the history stays exact."""
 
-    list_display = ["event", "matter", "source", "assigned_by", "book", "created_at", "updated_at"]
+    list_display = ["event", "matter", "source", "assigned_by", "updated_at"]  # 1,366 px
     list_select_related = ["event", "matter", "book__organization"]
     search_fields = ["matter__matter_number", "event__id", "=event__customer_external_id", "=event__agent_code"]
     list_filter = ["source"]
