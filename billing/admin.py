@@ -152,9 +152,7 @@ class CreditGrantInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInli
     def grant_period(self, grant):
         return display.period(grant.period_start, grant.period_end)
 
-    def consumed(self, grant):
-        return settled_consumption(grant)
-    consumed.short_description = settled_consumption.short_description
+    consumed = staticmethod(settled_consumption)
 
 
 class NearlyEmptyPoolFilter(admin.SimpleListFilter):

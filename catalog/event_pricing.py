@@ -174,10 +174,8 @@ def price_event(parts: Sequence[ServiceUsage], prices: PriceList, *, at: datetim
         return PricedEvent(tuple(priced), total)
     unknown = [p.usage for p in priced if p.rates is None]
     if unknown:
-        return PricedEvent(tuple(priced), None, UNKNOWN_MODEL, [
-            f"model: {u.model!r} from provider {u.model_provider!r} is not in the catalog"
-            f"{did_you_mean(u.model, u.model_provider)}; the event is stored "
-            f"with cost null until the model is mapped (POST /v1/events/map-model)." for u in unknown])
+        return PricedEvent(tuple(priced), None, UNKNOWN_MODEL,
+                           [_not_in_catalog(usage, MAP_MODEL_BY_API) for usage in unknown])
     return PricedEvent(tuple(priced), None, UNPRICED_USAGE, [
         f"model: {p.usage.model!r} ({_named(p)}) has no {'catalog ' if p.override is None else ''}rate for its "
         f"{' and '.join(missing_rates(p.rates, p.usage.engine_usage(at)))} "
@@ -185,6 +183,16 @@ def price_event(parts: Sequence[ServiceUsage], prices: PriceList, *, at: datetim
         f"null until the catalog publishes it (a catalog refresh prices it then) or the book prices it "
         f"(POST /v1/price-overrides)."
         for p in priced if p.cost is None])
+
+
+# How a model the catalog lacks gets mapped, as the API's answers say it; the console names its own action.
+MAP_MODEL_BY_API = "POST /v1/events/map-model"
+
+
+def _not_in_catalog(usage: ServiceUsage, how_to_map: str) -> str:
+    return (f"model: {usage.model!r} from provider {usage.model_provider!r} is not in the catalog"
+            f"{did_you_mean(usage.model, usage.model_provider)}; the event is stored with cost null until the "
+            f"model is mapped ({how_to_map}).")
 
 
 def _named(part: PricedPart) -> str:
@@ -201,9 +209,11 @@ def standard_tier_reason(priced: PricedEvent) -> str:
         for part in priced.parts if part.priced_at_standard)
 
 
-def unpriced_reason(priced: PricedEvent) -> str:
+def unpriced_reason(priced: PricedEvent, *, how_to_map: str = MAP_MODEL_BY_API) -> str:
     """Why an event stored with cost null is unpriced, priced again now (`price_event` with today's catalog and
-    aliases): the console shows it beside each such event."""
+    aliases): the console shows it beside each such event, a model the catalog lacks with `how_to_map` it."""
     if priced.total is not None:
         return "Priceable now with the current catalog: price it again (catalog refresh or the console action)."
+    if priced.failure_code == UNKNOWN_MODEL:
+        return " ".join(_not_in_catalog(part.usage, how_to_map) for part in priced.parts if part.rates is None)
     return " ".join(priced.failure_message or [])

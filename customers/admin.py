@@ -142,25 +142,22 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         for event in changelist.result_list:
             if event.usage_cost is None or event.priced_at_standard_tier:
                 by_book.setdefault(event.book, []).append(event)
-        request.unpriced_reasons = {event_id: reason for book, events in by_book.items()
-                                    for event_id, reason in events_unpriced_reasons(book=book, events=events).items()}
+        reasons = [events_unpriced_reasons(book=book, events=events, how_to_map=self.HOW_TO_MAP)
+                   for book, events in by_book.items()]
+        request.unpriced_reasons = {event_id: reason for of_book in reasons for event_id, reason in of_book.items()}
         return changelist
 
     # Why an event is unpriced, or why a batch, flex or priority event was priced at standard rates.
     WHY = "Why unpriced"  # also says why a tier was priced at standard; no room for more at 1,366 px
     MAP_MODEL = "Map the model to a catalog entry and price the waiting events"
-
-    @classmethod
-    def _in_console_terms(cls, reason: str) -> str:
-        """The engine's reason names the API's way to map a model; the console has its own (the action below)."""
-        return reason.replace("(POST /v1/events/map-model)", f'(select it and run "{cls.MAP_MODEL}")')
+    HOW_TO_MAP = f'select it and run "{MAP_MODEL}"'  # the console's way, where the API's answers name theirs
 
     @admin.display(description="Model", ordering="model")
     def models(self, event) -> str:
         """The event's model, or a multi-service event's models in the order it lists them (its `model` column
         is empty: each service is priced on its own)."""
         if event.services:
-            return " + ".join(dict.fromkeys(part.get("model") or "?" for part in event.services))
+            return " + ".join(dict.fromkeys(part["model"] for part in event.services))
         return event.model or "-"
 
     @admin.display(description=WHY)
@@ -169,14 +166,14 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         request by `get_list_display`, with one catalog read per book on the page."""
         if event.usage_cost is not None:
             return "-"
-        return self._in_console_terms(events_unpriced_reasons(book=event.book, events=[event]).get(event.pk, "-"))
+        return events_unpriced_reasons(book=event.book, events=[event], how_to_map=self.HOW_TO_MAP).get(event.pk, "-")
 
     def get_list_display(self, request):
         """`why_unpriced` reads the reasons that `get_changelist_instance` worked out for this request's page."""
         def why_unpriced(event):
             if event.usage_cost is not None and not event.priced_at_standard_tier:
                 return ""
-            return self._in_console_terms(getattr(request, "unpriced_reasons", {}).get(event.pk, ""))
+            return getattr(request, "unpriced_reasons", {}).get(event.pk, "")
         why_unpriced.short_description = self.WHY
         return [why_unpriced if name == "why_unpriced" else name for name in super().get_list_display(request)]
 

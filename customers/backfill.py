@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from catalog.event_pricing import PriceList, ServiceUsage, price_event, standard_tier_reason, unpriced_reason
+from catalog.event_pricing import (MAP_MODEL_BY_API, PriceList, ServiceUsage, price_event, standard_tier_reason,
+                                   unpriced_reason)
 from catalog.models import ModelAlias, ServiceEntry
 from catalog.resolution import normalize_model, normalize_provider, resolve_prices, resolve_services
 from core.errors import BadRequest, NotFound
@@ -111,7 +112,7 @@ def books_with_unpriced_events() -> list:
                 .distinct())
 
 
-def events_unpriced_reasons(*, book, events: list[UsageEvent]) -> dict:
+def events_unpriced_reasons(*, book, events: list[UsageEvent], how_to_map: str = MAP_MODEL_BY_API) -> dict:
     """event id -> why it is unpriced (priced again now with the book's aliases, price overrides and today's
     catalog; read only: nothing is saved), or why a batch, flex or priority event was priced at standard rates.
     Other events are left out."""
@@ -123,7 +124,8 @@ def events_unpriced_reasons(*, book, events: list[UsageEvent]) -> dict:
     reasons = {}
     for event in waiting:
         priced = price_event(parts_by_event[event.pk], prices, at=event.usage_date)
-        reasons[event.pk] = unpriced_reason(priced) if event.usage_cost is None else standard_tier_reason(priced)
+        reasons[event.pk] = (unpriced_reason(priced, how_to_map=how_to_map) if event.usage_cost is None
+                             else standard_tier_reason(priced))
     return reasons
 
 

@@ -25,12 +25,11 @@ class Command(BaseCommand):
         result = catalog_load(now=clock.now(), started_jobs=started)
         reviewed = corrected_external_ids()
         updated = {external_id: fields for external_id, fields in result.changes.items() if fields != ["new"]}
-        entries = result.created + result.updated + result.unchanged
         if result.created or result.updated or result.deactivated:
             summary = (f"catalog: {result.created} created, {result.updated} updated, {result.unchanged} unchanged, "
                        f"{result.deactivated} deactivated")
         else:  # the usual run after the first: a line of zeros read as if nothing had loaded
-            summary = f"catalog: already up to date, {entries} entries (none created, updated or deactivated)"
+            summary = f"catalog: already up to date, {result.unchanged} entries (none created, updated or deactivated)"
         summary += f"; {len(reviewed)} reviewed corrections applied"
         if updated and len(updated) <= REPORTED_CHANGES:
             summary += "; changed: " + ", ".join(f"{external_id} ({', '.join(fields)})"
