@@ -16,13 +16,16 @@
 #   SECONDS_EACH, CLIENTS, PORT  (defaults 20, 4, 8765)
 #   SERVICE_ONLY  set: the service alone, no baselines (comparing two builds of the service)
 #   WEB_CONCURRENCY  gunicorn workers (default 3, as `make run`)
+#   VENV  the virtualenv that runs the servers, the load generator and the baselines (default .venv): to
+#         compare interpreters, e.g. one made with another python3 and `pip install -r requirements.txt`
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bin=${VENV:-.venv}/bin
 if [ -n "${ZERO_SETUP:-}" ] && [ -z "${INSIDE_EMBEDDED:-}" ]; then
   data=var/bench-pair/zero-$$
   status=0
   env -u DATABASE_URL -u REDIS_URL INSIDE_EMBEDDED=1 \
-    .venv/bin/python -m config.embedded_database --data "$data" -- bench/ingest_pair.sh "$@" || status=$?
+    $bin/python -m config.embedded_database --data "$data" -- bench/ingest_pair.sh "$@" || status=$?
   rm -rf "$data"
   exit $status
 fi
@@ -46,7 +49,7 @@ web= worker=
 cleanup() {
   [ -n "$web" ] && kill -TERM "$web" 2>/dev/null && wait "$web" 2>/dev/null
   [ -n "$worker" ] && kill -TERM "$worker" 2>/dev/null && wait "$worker" 2>/dev/null
-  .venv/bin/python - "$admin_url" "$database" <<'EOF' || true
+  $bin/python - "$admin_url" "$database" <<'EOF' || true
 import sys, psycopg
 with psycopg.connect(sys.argv[1], autocommit=True) as connection:
     connection.execute(f'DROP DATABASE IF EXISTS "{sys.argv[2]}" WITH (FORCE)')
@@ -54,16 +57,16 @@ EOF
 }
 trap cleanup EXIT
 
-.venv/bin/python - "$admin_url" "$database" <<'EOF'
+$bin/python - "$admin_url" "$database" <<'EOF'
 import sys, psycopg
 with psycopg.connect(sys.argv[1], autocommit=True) as connection:
     connection.execute(f'CREATE DATABASE "{sys.argv[2]}"')
 EOF
-.venv/bin/python manage.py migrate --verbosity 0
-.venv/bin/python manage.py load_catalog > /dev/null
-key=$(.venv/bin/python manage.py create_api_key --org Bench --email bench@example.com --role owner --type secret \
+$bin/python manage.py migrate --verbosity 0
+$bin/python manage.py load_catalog > /dev/null
+key=$($bin/python manage.py create_api_key --org Bench --email bench@example.com --role owner --type secret \
   | grep -o 'svc_sk_[A-Za-z0-9_]*' | head -1)
-postmaster=$(.venv/bin/python - "$database_url" <<'EOF'
+postmaster=$($bin/python - "$database_url" <<'EOF'
 import sys, psycopg
 with psycopg.connect(sys.argv[1]) as connection:
     print(connection.execute("SELECT pid FROM pg_stat_activity WHERE backend_type = 'checkpointer'").fetchone()[0])
@@ -72,17 +75,17 @@ EOF
 postmaster=$(ps -o ppid= -p "$postmaster" | tr -d ' ')
 
 if [ -z "${INSIDE_EMBEDDED:-}" ]; then
-  .venv/bin/celery -A config worker --loglevel warning > "$logs/worker.log" 2>&1 &
+  $bin/celery -A config worker --loglevel warning > "$logs/worker.log" 2>&1 &
   worker=$!
 fi
-.venv/bin/gunicorn config.wsgi:application --bind 127.0.0.1:"$port" --workers "${WEB_CONCURRENCY:-3}" --timeout 120 \
+$bin/gunicorn config.wsgi:application --bind 127.0.0.1:"$port" --workers "${WEB_CONCURRENCY:-3}" --timeout 120 \
   > "$logs/web.log" 2>&1 &
 web=$!
 for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$port/healthz" > /dev/null 2>&1 && break; sleep 0.2; done
 
 pids=(--web-pid "$web" --postgres-pid "$postmaster" ${worker:+--worker-pid "$worker"})
-service() { .venv/bin/python bench/ingest.py --url "http://127.0.0.1:$port" --key "$key" --clients "$clients" --seconds "$1" "${pids[@]}"; }
-baseline() { .venv/bin/python bench/ingest.py --baseline "$1" --database-url "$database_url" --clients "$clients" --seconds "$seconds" "${pids[@]}"; }
+service() { $bin/python bench/ingest.py --url "http://127.0.0.1:$port" --key "$key" --clients "$clients" --seconds "$1" "${pids[@]}"; }
+baseline() { $bin/python bench/ingest.py --baseline "$1" --database-url "$database_url" --clients "$clients" --seconds "$seconds" "${pids[@]}"; }
 
 echo "== warm-up (load average $(cut -d' ' -f1 /proc/loadavg) at the start)"
 service 5 > /dev/null
