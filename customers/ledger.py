@@ -24,8 +24,8 @@ outside the window stays in the default partition.
 """
 import operator
 import re
-from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 from django.db import OperationalError, connection, transaction
 from django.db.models.base import ModelState
@@ -111,8 +111,10 @@ def _insert_sql() -> str:
     )
 
 
-@dataclass(frozen=True)
-class Appended:
+class Appended(NamedTuple):
+    """One row's outcome, in the batch's order. A NamedTuple, as recording's other per-record values: one is
+    built for every event of a batch."""
+
     event: UsageEvent  # the stored event (the original one on a replay)
     replayed: bool
 
@@ -154,7 +156,7 @@ def events_append(*, book, rows: list[dict], now) -> list[Appended]:
     stored = _insert(book.pk, rows, stamp, now)
     alias = connection.alias  # read once: every access to `connection` is a thread-local lookup
     if stored is None or len(stored) == len(rows):  # the usual case: no replay, no further query
-        return [Appended(event=_instance_from_row(row, alias), replayed=False) for row in rows]
+        return [Appended(_instance_from_row(row, alias), False) for row in rows]
     new_events = {row["id"]: _instance_from_row(row, alias) for row in rows if row["id"] in stored}
     holders = {event.idempotency_key: event for event in new_events.values()}
     earlier = {row["idempotency_key"] for row in rows if row["id"] not in stored} - holders.keys()
@@ -164,5 +166,5 @@ def events_append(*, book, rows: list[dict], now) -> list[Appended]:
             # The key's month was archived between the insert and this read (customers/partitions.py
             # releases an archived month's keys): a retry records the event anew. A 503 says retry.
             raise OperationalError("An idempotency key's event was archived meanwhile; retry.")
-    return [Appended(event=new_events[row["id"]], replayed=False) if row["id"] in stored
-            else Appended(event=holders[row["idempotency_key"]], replayed=True) for row in rows]
+    return [Appended(new_events[row["id"]], False) if row["id"] in stored
+            else Appended(holders[row["idempotency_key"]], True) for row in rows]
