@@ -14,6 +14,7 @@ from billing.pricing.periods import cycle_containing, first_uncovered_day, local
 from billing.pricing.terms import (PlanTerms, PricedStrategy, captured_terms, current_terms, effective_end, schedule_of,
                                    subscription_terms)
 from billing.pricing.usage import billed_usage
+from core import display
 from core.money import to_cents
 from core.scoping import owned
 from core.serialization import decimal_text
@@ -65,12 +66,14 @@ def claimed_usage(subscription: Subscription, window: BillingWindow) -> dict:
 
 
 def _description(line: engine.Line, strategy: PricedStrategy | None) -> str:
+    """The line as the customer reads it on the invoice: quantities grouped as everywhere people read them
+    (`3,157 Conversations`, core/display.py); the line's `quantity` keeps the exact value."""
     if line.charge_type == engine.PRORATED:
         text = "Prorated fees for the partial first period"
     elif line.charge_type == ChargeType.USAGE:
-        text = f"{strategy.name}: {decimal_text(line.quantity)} {strategy.signal_name}"
+        text = f"{strategy.name}: {display.quantity(line.quantity)} {strategy.signal_name}"
     elif line.charge_type == ChargeType.SEAT_BASED:
-        text = f"{strategy.name}: {decimal_text(line.quantity)} seats ({strategy.terms.billing_frequency})"
+        text = f"{strategy.name}: {display.quantity(line.quantity)} seats ({strategy.terms.billing_frequency})"
     elif line.charge_type == ChargeType.RECURRING:
         text = f"{strategy.name} ({strategy.terms.billing_frequency} fee)"
     else:

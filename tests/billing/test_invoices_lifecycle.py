@@ -323,6 +323,15 @@ def test_the_full_invoice_has_lines_totals_and_payments(api, january):
     assert (body["subtotal"], body["total"], body["amountDue"], body["payments"]) == (24, 24, 24, [])
 
 
+def test_line_descriptions_group_a_quantity_as_people_read_it_and_the_quantity_stays_exact(api, book, frozen_now):
+    chain = billing_chain(api, book, [usage("0.01")])
+    event(chain, "3156.5", "2025-01-10T12:00:00Z")
+    event(chain, "0.5", "2025-01-11T12:00:00Z")
+    (line,) = draft(api, chain)["lines"]
+    assert line["description"] == f"strategy 0: 3,157 {chain.signal.short_name}"
+    assert (line["quantity"], line["amount"]) == (3157, 31.57)
+
+
 def test_the_pdf_is_a_pdf_document(api, january):
     _, invoice = january
     resp = api.get(f"/v1/invoices/{invoice['id']}/pdf")
