@@ -155,6 +155,14 @@ class CreditGrantInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInli
     consumed = staticmethod(settled_consumption)
 
 
+class RunsForeverFilter(admin.BooleanFieldListFilter):
+    """`isForever` under a title that reads (Django titles a filter by its field's name: "By is forever")."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.title = "runs forever"
+
+
 class NearlyEmptyPoolFilter(admin.SimpleListFilter):
     """Subscriptions whose credit pool has at most a percent left, as GET /v1/credit-balances?belowPercent=."""
 
@@ -233,7 +241,7 @@ class ChangePlanForm(forms.Form):
 class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["name", "customer", "plan", "status", "billing_cycle", "current_period", "credit_pool_left"]
     list_filter = ["status", "billing_cycle", "billing_model", NearlyEmptyPoolFilter, "pool_alerts_paused",
-                   "is_forever"]
+                   ("is_forever", RunsForeverFilter)]
     search_fields = ["name", "customer__name", "customer__external_id", "plan__name", "agent__agent_code"]
     date_hierarchy = "start_date"
     list_select_related = ["customer", "plan", "agent", "book__organization"]

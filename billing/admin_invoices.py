@@ -54,6 +54,21 @@ class OverpaidFilter(admin.SimpleListFilter):
         return queryset
 
 
+class CurrencyFilter(admin.AllValuesFieldListFilter):
+    """The currencies of the invoices listed, written as people read them (`USD`; stored as the API takes them,
+    `usd`)."""
+
+    def choices(self, changelist):
+        for choice in super().choices(changelist):
+            yield {**choice, "display": _upper_code(choice["display"])}
+
+
+def _upper_code(display: str) -> str:
+    # "All" and the empty value's label keep their case; a currency code (with its count when counted) is upper.
+    code, _, count = str(display).partition(" ")
+    return f"{code.upper()} {count}".strip() if len(code) == 3 and code.isalpha() and code.islower() else display
+
+
 class ReadOnlyInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
     extra = 0
 
@@ -124,7 +139,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["invoice_number", "customer", "subscription", "status", "period", "total", "amount_paid",
                     "amount_due", "amount_overpaid", "due_date"]
     column_labels = {"invoice_number": "Invoice", "amount_paid": "Paid"}
-    list_filter = ["status", OverpaidFilter, "currency", ("due_date", admin.DateFieldListFilter)]
+    list_filter = ["status", OverpaidFilter, ("currency", CurrencyFilter), ("due_date", admin.DateFieldListFilter)]
     search_fields = ["invoice_number", "customer__name", "customer__external_id", "subscription__name"]
     date_hierarchy = "created_at"
     list_select_related = ["customer", "subscription", "book__organization"]

@@ -230,6 +230,21 @@ def test_the_nearly_empty_pool_filter_lists_pools_with_20_percent_or_less_left(c
     assert console.get(SUBSCRIPTIONS, {"pool_left": "many"}).status_code == 302  # ?e=1: a bad filter value
 
 
+def test_filters_read_as_titles_and_codes_people_use(console, api, chain):
+    """`isForever` is "By runs forever" (Django would write "By is forever"); currencies are codes in capitals."""
+    issued(api, chain)
+    subscriptions = console.get(SUBSCRIPTIONS).content.decode()
+    assert "By runs forever" in subscriptions and "By is forever" not in subscriptions
+    resp = console.get(INVOICES)
+    (currency,) = [spec for spec in resp.context["cl"].filter_specs if spec.title == "currency"]
+    assert [choice["display"] for choice in currency.choices(resp.context["cl"])] == ["All", "USD"]
+    Subscription.objects.filter(pk=subscription_of(chain).pk).update(is_forever=True, end_date=None)
+    other = billing_chain(api, chain.book, [recurring("5")])
+    listed = {value: [row.pk for row in console.get(SUBSCRIPTIONS, {"is_forever__exact": value}).context["cl"]
+                      .result_list] for value in ("1", "0")}
+    assert listed == {"1": [subscription_of(chain).pk], "0": [subscription_of(other).pk]}
+
+
 # --------------------------------------------------------------------------- matters, models, keys
 
 def test_apply_rules_attributes_the_unassigned_events_of_the_books(console, book):
