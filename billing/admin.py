@@ -4,12 +4,14 @@ Strategies and subscriptions are read-only here: their rules (checks as a whole,
 the API's services. Plans' names and agent links are edited here. The subscription actions generate invoices, top
 up credits and pause pool alerts through the same services as the API.
 """
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import unquote
+from django.core.exceptions import ValidationError
 from django.contrib import messages
 from django.db.models import Count
 from django.http import HttpResponseRedirect
@@ -30,11 +32,12 @@ from accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, ScopedI
                                            organization_id_of)
 from accounts.api import MONEY_ROLES
 from accounts.models import Book
-from core import clock, display
+from core import clock, display, exact_json
 from core.errors import ApiError, NotFound
 from core.money import EXACT_DIGITS, EXACT_PLACES
 from core.scoping import owned
 from customers.admin import CustomerAdmin
+from customers.models import Agent, Customer, Signal
 
 
 class PlanAgentInline(ScopedInlineMixin, admin.TabularInline):
@@ -122,12 +125,57 @@ class PricingStrategyAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_select_related = ["plan", "agent", "book__organization"]
 
 
+# The changelog's fields that name a row of the book, and the model it is a row of.
+CHANGELOG_ROWS = {"planId": PricingPlan, "agentId": Agent, "customerId": Customer, "signalId": Signal,
+                  "strategyId": PricingStrategy, "subscriptionId": Subscription}
+
+
 class SubscriptionChangeInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
+    """The changelog as finance reads it: each change `field: before → after`, a row of the book by its name and an
+    instant in UTC to the minute (the API's changelog keeps ids and ISO 8601)."""
+
     model = SubscriptionChange
     extra = 0
-    fields = ["created_at", "kind", "summary", "changes", "actor"]
+    fields = ["created_at", "kind", "summary", "readable_changes", "actor"]
+    readonly_fields = ["readable_changes"]
     verbose_name_plural = "changelog"
     ordering = ["-created_at"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._names: dict = {}  # (model, id) -> the row's name; an inline is made for each request
+
+    @admin.display(description="Changes")
+    def readable_changes(self, change: SubscriptionChange):
+        lines = [(field, self._shown(change, field, values.get("before")), self._shown(change, field, values.get("after")))
+                 for field, values in change.changes.items() if isinstance(values, dict)]
+        if not lines:
+            return display.EMPTY
+        return format_html_join(format_html("<br>"), "{}: {} → {}", lines)
+
+    def _shown(self, change: SubscriptionChange, field: str, value) -> str:
+        if value is None or value == "":
+            return display.EMPTY
+        if field in CHANGELOG_ROWS and isinstance(value, str):
+            return self._name(change.book_id, CHANGELOG_ROWS[field], value)
+        if isinstance(value, str) and len(value) > 10 and value[4:5] == "-" and value[10:11] == "T":
+            try:
+                return display.moment(datetime.fromisoformat(value.replace("Z", "+00:00")))
+            except ValueError:
+                return value
+        if isinstance(value, (dict, list)):
+            return exact_json.dumps(value).decode()
+        return str(value)
+
+    def _name(self, book_id, model, row_id: str) -> str:
+        key = (model, row_id)
+        if key not in self._names:
+            try:
+                row = owned(model, book_id).filter(pk=row_id).first()
+            except ValidationError:  # not an id (hand-made data): shown as it is
+                row = None
+            self._names[key] = str(row) if row is not None else row_id
+        return self._names[key]
 
 
 @admin.display(description="Consumed units")

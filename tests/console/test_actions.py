@@ -206,6 +206,18 @@ def test_the_subscription_page_shows_its_strategies_invoices_and_credit_pool(con
             "(2025-06-01 to 2025-06-30).") in page
 
 
+def test_the_changelog_names_rows_and_writes_instants_as_people_read_them(console, api, chain):
+    """The API's changelog keeps ids and ISO 8601; the console shows the plan's name and the instant in UTC."""
+    subscription_id = chain.subscription["id"]
+    ok(api.patch(f"/v1/subscriptions/{subscription_id}", {"endDate": "2025-12-31T18:30:00Z"}))
+    page = console.get(f"{SUBSCRIPTIONS}{subscription_id}/change/").content.decode()
+    assert f"planId: - → {chain.plan['name']}" in page
+    assert "&quot;before&quot;" not in page and '"before"' not in page  # not the stored JSON
+    assert f"customerId: - → {chain.customer.name}" in page
+    assert "startDate: - → 2025-01-01 00:00 UTC" in page
+    assert "endDate: - → 2025-12-31 18:30 UTC" in page
+
+
 def test_a_period_grant_says_it_is_not_settled_until_its_period_is_and_then_what_it_drew(console, api, pool_chain):
     """A blank "consumed" beside a balance that counts the period's use read as nothing used."""
     subscription = Subscription.objects.get(pk=pool_chain.subscription["id"])
