@@ -18,6 +18,7 @@ from core import display
 from core.money import CENTS_PLACES
 
 PRICE_SUFFIXES = ("cost", "_usd", "rate", "amount")  # exact decimals that are money per unit or per event
+CREDIT_POOL = "credit_pool"  # the pricing model whose two tiers are a pool and its overage rate
 
 
 def kind_of(field) -> str | None:
@@ -37,7 +38,7 @@ def kind_of(field) -> str | None:
     if isinstance(field, models.DateField):
         return "day"
     if isinstance(field, models.JSONField):
-        return "json"
+        return "tiers" if field.name == "tiers" else "json"  # a strategy's tiered prices
     return None
 
 
@@ -73,6 +74,8 @@ def format_value(kind: str, value, row=None) -> str:
         return format_html('<span class="console-nowrap">{}</span>', display.moment(value))
     if kind == "day":
         return format_html('<span class="console-nowrap">{}</span>', display.day(value))
+    if kind == "tiers":
+        return display.tiers(value, pool=getattr(row, "pricing_model", None) == CREDIT_POOL)
     return readable(value)
 
 

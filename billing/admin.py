@@ -20,8 +20,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from billing.admin_invoices import InvoiceInline, ReadOnlyInline
-from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan, PricingStrategy, Subscription,
-                            SubscriptionChange)
+from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingModel, PricingPlan, PricingStrategy,
+                            Subscription, SubscriptionChange)
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
 from billing.services.invoices import invoice_generate
@@ -402,7 +402,9 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             (reverse("admin:billing_pricingstrategy_change", args=[strategy.pk]), strategy.name,
              strategy.get_charge_type_display(),
              f", {strategy.get_pricing_model_display()}" if strategy.pricing_model else "",
-             f", {display.price(strategy.rate)}" if strategy.rate is not None else "",
+             f", {display.price(strategy.rate)}" if strategy.rate is not None else
+             f", {display.tiers(strategy.tiers, pool=strategy.pricing_model == PricingModel.CREDIT_POOL)}"
+             if strategy.tiers else "",
              "" if strategy.active else " (inactive)") for strategy in strategies))
         return format_html("<ul>{}</ul>", rows) if rows else "None for this agent."
 

@@ -218,6 +218,16 @@ def test_the_changelog_names_rows_and_writes_instants_as_people_read_them(consol
     assert "endDate: - → 2025-12-31 18:30 UTC" in page
 
 
+def test_tiered_prices_read_as_spans_on_the_subscription_and_strategy_pages(console, api, pool_chain):
+    pool = "a pool of 100 units for $50.00; $0.75 each beyond"
+    page = console.get(f"{SUBSCRIPTIONS}{pool_chain.subscription['id']}/change/").content.decode()
+    assert f"Usage, Credit Pool, {pool}" in page
+    strategy = pool_chain.strategies[0]["id"]
+    assert pool in console.get(f"/admin/billing/pricingstrategy/{strategy}/change/").content.decode()
+    plan = console.get(f"/admin/billing/pricingplan/{pool_chain.plan['id']}/change/").content.decode()
+    assert pool in plan and "&quot;lower&quot;" not in plan
+
+
 def test_a_period_grant_says_it_is_not_settled_until_its_period_is_and_then_what_it_drew(console, api, pool_chain):
     """A blank "consumed" beside a balance that counts the period's use read as nothing used."""
     subscription = Subscription.objects.get(pk=pool_chain.subscription["id"])

@@ -51,3 +51,15 @@ def test_days_and_instants():
     assert display.moment(datetime(2026, 10, 1, 14, 5, 59, tzinfo=timezone.utc)) == "2026-10-01 14:05 UTC"
     assert display.percent(D("12.50")) == "12.5%"
     assert display.moment(None) == display.day(None) == display.percent(None) == "-"
+
+
+@pytest.mark.parametrize("tiers, pool, expected", [
+    ([{"lower": 0, "upper": 1000, "rate": "2"}, {"lower": 1000, "upper": None, "rate": "0.015"}], False,
+     "0 to 1,000: $2.00 each; 1,000 and up: $0.015 each"),
+    ([{"lower": 0, "upper": 1000, "rate": 50}, {"lower": 1000, "upper": None, "rate": "0.06"}], True,
+     "a pool of 1,000 units for $50.00; $0.06 each beyond"),
+    ([], False, "-"),
+    ([{"price": 1}], False, "[{'price': 1}]"),  # made by hand: as stored, never an error page
+])
+def test_tiers_read_as_spans_and_prices(tiers, pool, expected):
+    assert display.tiers(tiers, pool=pool) == expected
