@@ -49,9 +49,18 @@ def _names_model(event: UsageEvent, model: str, provider: str) -> bool:
     return any(part.get("model") == model and part.get("modelProvider") == provider for part in event.services)
 
 
+# Why an event that names neither a model nor services is unpriced: recording never stores one (a record takes
+# one of the two shapes), so it was written outside the API, and nothing can price it.
+NAMES_NOTHING = ("The event names neither a model nor services (it was written outside the API): nothing can "
+                 "price it.")
+
+
 def _event_parts(event: UsageEvent) -> list[ServiceUsage]:
+    """What the event used, part by part; empty for an event that names neither a model nor services."""
     if event.services is not None:
         return [ServiceUsage.from_json(part) for part in event.services]
+    if event.model is None or event.model_provider is None:
+        return []
     return [ServiceUsage(event.model, event.model_provider, event.input_tokens, event.output_tokens,
                          event.cache_read_tokens, event.cache_write_tokens, event.quantity,
                          event.cache_write_1h_tokens, event.service_tier)]
@@ -123,6 +132,9 @@ def events_unpriced_reasons(*, book, events: list[UsageEvent], how_to_map: str =
     prices = _price_list(book, parts_by_event)
     reasons = {}
     for event in waiting:
+        if not parts_by_event[event.pk]:
+            reasons[event.pk] = NAMES_NOTHING
+            continue
         priced = price_event(parts_by_event[event.pk], prices, at=event.usage_date)
         reasons[event.pk] = (unpriced_reason(priced, how_to_map=how_to_map) if event.usage_cost is None
                              else standard_tier_reason(priced))
@@ -139,6 +151,8 @@ def _price_and_save(book, events: list[UsageEvent], *, unprice: bool = False) ->
     prices = _price_list(book, parts_by_event)
     changed = []
     for event in events:
+        if not parts_by_event[event.pk]:
+            continue  # names nothing to price (NAMES_NOTHING): its cost stays as it is
         priced = price_event(parts_by_event[event.pk], prices, at=event.usage_date)
         if priced.total is None and not (unprice and priced.storable):
             continue

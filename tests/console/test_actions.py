@@ -269,6 +269,20 @@ def test_filters_read_as_titles_and_codes_people_use(console, api, chain):
 
 # --------------------------------------------------------------------------- matters, models, keys
 
+def test_an_event_naming_no_model_says_why_and_pricing_again_leaves_it_unpriced(console, book):
+    """Recording never stores one; an event written outside the API must not take the events pages down."""
+    from customers.backfill import NAMES_NOTHING
+    event = UsageEventFactory(book=book, model=None, model_provider=None, services=None, usage_cost=None,
+                              event_status=EventStatus.NEEDS_COST_BACKFILL)
+    events = "/admin/customers/usageevent/"
+    assert NAMES_NOTHING in console.get(events).content.decode()
+    assert NAMES_NOTHING in console.get(f"{events}{event.pk}/change/").content.decode()
+    resp = action(console, events, "price_again", [event])
+    assert resp.status_code == 200 and messages_of(resp)
+    event.refresh_from_db()
+    assert (event.usage_cost, event.event_status) == (None, EventStatus.NEEDS_COST_BACKFILL)
+
+
 def test_apply_rules_attributes_the_unassigned_events_of_the_books(console, book):
     matter = MatterFactory(book=book, matter_number="M-42")
     MatterRuleFactory(matter=matter, agent_code="contracts-bot")
