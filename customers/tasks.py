@@ -6,6 +6,7 @@ from accounts.models import Book
 from core import clock
 from jobs.services import job_run
 from customers.backfill import backfill_work, reprice_work
+from customers.ledger import settle_asked_take
 from customers.partitions import ledger_partitions_settle
 from customers.price_overrides import Target, override_reprice_work
 
@@ -45,4 +46,5 @@ def ledger_partitions_settle_task() -> list[str]:
     """Give the months of the settle window with rows waiting in the ledger's default partition their
     partitions (after a batch landed some there; safe to run twice: a settled default partition is one
     empty read)."""
+    settle_asked_take()  # before reading: a batch committed from now on asks for a run of its own
     return ledger_partitions_settle(now=clock.now())

@@ -135,6 +135,32 @@ def test_a_batch_is_answered_and_kept_when_giving_its_month_a_partition_fails(
     assert partition_of(body["results"]["success"][0]["eventId"]) == DEFAULT  # the hourly job settles it
 
 
+def test_a_back_fill_asks_for_one_settle_run_while_one_waits_and_anew_once_it_starts(
+        api, llm, monkeypatch, django_capture_on_commit_callbacks):
+    asked = []
+    monkeypatch.setattr(ledger.settle_runner, "dispatch", lambda task_path, task_args=(): asked.append(task_path))
+    for day in ("2029-10-01", "2029-10-02", "2029-11-03"):
+        with django_capture_on_commit_callbacks(execute=True):
+            record(api, rec(llm, f"{day}T00:00:00Z"))
+    assert asked == ["customers.tasks.ledger_partitions_settle_task"]  # three batches, one run waiting
+    ledger.settle_asked_take()  # the run starts: it reads what was committed before
+    with django_capture_on_commit_callbacks(execute=True):
+        record(api, rec(llm, "2029-12-04T00:00:00Z"))
+    assert len(asked) == 2  # committed after the run started: asks for its own
+
+
+def test_the_settle_task_takes_the_mark_before_it_reads(monkeypatch):
+    from core.redis_client import redis_client
+    import customers.tasks
+
+    marks = []
+    monkeypatch.setattr(customers.tasks, "ledger_partitions_settle",
+                        lambda now: marks.append(redis_client().exists(ledger.SETTLE_ASKED_KEY)) or [])
+    redis_client().set(ledger.SETTLE_ASKED_KEY, 1, ex=60)
+    customers.tasks.ledger_partitions_settle_task()
+    assert marks == [0]
+
+
 @pytest.fixture
 def without_redis(monkeypatch):
     """The zero-setup `make run`: no Redis, so no broker and no worker. Yields the in-process runner of the
