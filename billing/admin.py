@@ -20,19 +20,20 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from billing.admin_invoices import InvoiceInline, ReadOnlyInline
-from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingModel, PricingPlan, PricingStrategy,
-                            Subscription, SubscriptionChange)
+from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan, PricingStrategy, Subscription,
+                            SubscriptionChange)
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
 from billing.services.invoices import invoice_generate
 from billing.services.plans import plan_delete, plan_subscriptions
 from billing.services.plan_changes import subscription_change_plan, subscription_plan_change_preview
+from accounts.admin_display import format_value, readable
 from accounts.admin_actions import act_on_rows, action_page, actor, error_text, idempotency_key, submitted
 from accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act,
                                            organization_id_of)
 from accounts.api import MONEY_ROLES
 from accounts.models import Book
-from core import clock, display, exact_json
+from core import clock, display
 from core.errors import ApiError, NotFound
 from core.money import EXACT_DIGITS, EXACT_PLACES
 from core.scoping import owned
@@ -147,25 +148,21 @@ class SubscriptionChangeInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.Tabu
 
     @admin.display(description="Changes")
     def readable_changes(self, change: SubscriptionChange):
-        lines = [(field, self._shown(change, field, values.get("before")), self._shown(change, field, values.get("after")))
-                 for field, values in change.changes.items() if isinstance(values, dict)]
-        if not lines:
-            return display.EMPTY
-        return format_html_join(format_html("<br>"), "{}: {} → {}", lines)
+        """The console's way with a change (`readable`), each value a row's name or an instant where it is one."""
+        return readable({field: {side: self._shown(change, field, values.get(side)) for side in ("before", "after")}
+                         if isinstance(values, dict) else values for field, values in change.changes.items()})
 
-    def _shown(self, change: SubscriptionChange, field: str, value) -> str:
-        if value is None or value == "":
-            return display.EMPTY
-        if field in CHANGELOG_ROWS and isinstance(value, str):
+    def _shown(self, change: SubscriptionChange, field: str, value):
+        if not isinstance(value, str) or not value:
+            return value
+        if field in CHANGELOG_ROWS:
             return self._name(change.book_id, CHANGELOG_ROWS[field], value)
-        if isinstance(value, str) and len(value) > 10 and value[4:5] == "-" and value[10:11] == "T":
+        if len(value) > 10 and value[4:5] == "-" and value[10:11] == "T":  # an instant as the API writes it
             try:
                 return display.moment(datetime.fromisoformat(value.replace("Z", "+00:00")))
             except ValueError:
                 return value
-        if isinstance(value, (dict, list)):
-            return exact_json.dumps(value).decode()
-        return str(value)
+        return value
 
     def _name(self, book_id, model, row_id: str) -> str:
         key = (model, row_id)
@@ -403,8 +400,7 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
              strategy.get_charge_type_display(),
              f", {strategy.get_pricing_model_display()}" if strategy.pricing_model else "",
              f", {display.price(strategy.rate)}" if strategy.rate is not None else
-             f", {display.tiers(strategy.tiers, pool=strategy.pricing_model == PricingModel.CREDIT_POOL)}"
-             if strategy.tiers else "",
+             f", {format_value('tiers', strategy.tiers, strategy)}" if strategy.tiers else "",
              "" if strategy.active else " (inactive)") for strategy in strategies))
         return format_html("<ul>{}</ul>", rows) if rows else "None for this agent."
 

@@ -24,6 +24,12 @@ OUT_OF_RANGE = "out_of_range"
 MAX_EVENT_COST = Decimal(10**6)
 
 
+# Why an event that names neither a model nor services is unpriced: recording never stores one (a record takes
+# one of the two shapes), so it was written outside the API, and nothing can price it.
+NAMES_NOTHING = ("The event names neither a model nor services (it was written outside the API): nothing can "
+                 "price it.")
+
+
 class ServiceUsage(NamedTuple):
     """One priced part of an event: a model or API service (normalized names) and how much was used."""
 
@@ -161,7 +167,9 @@ def _price_part(usage: ServiceUsage, prices: PriceList, at: datetime | None) -> 
 
 def price_event(parts: Sequence[ServiceUsage], prices: PriceList, *, at: datetime | None = None) -> PricedEvent:
     """Cost of an event used at `at` (its usageDate) whose (model, provider) pairs were resolved once for the
-    batch."""
+    batch. An event of no parts is unpriced (`NAMES_NOTHING`), never free."""
+    if not parts:
+        return PricedEvent((), None, UNPRICED_USAGE, [NAMES_NOTHING])
     priced = [_price_part(usage, prices, at) for usage in parts]
     total = event_total(part.cost for part in priced)
     costly = [part for part in priced if part.cost is not None and part.cost > MAX_EVENT_COST]

@@ -89,18 +89,47 @@ class TaskRunner:
     (REDIS_URL) `task.delay(...)`; without one (the zero-setup `make run`), where `delay` would run the task
     inline, inside the request that asked for it, a thread of this process runs it after the response (calls
     one after another; the same call asked for again while pending runs once). Only for tasks that something
-    else redoes if the process dies first (a scheduled job)."""
+    else redoes if the process dies first (a scheduled job).
 
-    def __init__(self, name: str):
+    `once_while_waiting`: with a broker too, the same call asked for again while one waits is published once.
+    A mark in Redis (`SET NX`) says a call is waiting; the task calls `taken` before it reads, so it sees what
+    every caller committed before then, and a caller after that asks anew. A task lost with its worker leaves the
+    mark to expire after `MARK_SECONDS` (the scheduled job does the work meanwhile). For tasks asked by many
+    requests in a row for the same work (the ledger's settle task during a back-fill)."""
+
+    MARK_SECONDS = 60
+
+    def __init__(self, name: str, *, once_while_waiting: bool = False):
+        self.name = name
+        self.once_while_waiting = once_while_waiting
         self.in_process = Coalescer(name, self._run_in_process, delay=0)
 
     def dispatch(self, task_path: str, task_args: Iterable = ()) -> None:
         """Run the Celery task at `task_path` (its dotted path) with `task_args` outside this request."""
-        if redis_client() is None:
-            call = (task_path, tuple(task_args))
+        call = (task_path, tuple(task_args))
+        client = redis_client()
+        if client is None:
             self.in_process.add(call, [call])
-        else:
-            publish(task_path, tuple(task_args))
+            return
+        if self.once_while_waiting:
+            try:
+                if not client.set(self._mark(call), 1, nx=True, ex=self.MARK_SECONDS):
+                    return  # the waiting call has not started: it takes this caller's work too
+            except redis.RedisError:
+                pass  # published regardless: a run too many redoes work that is already done
+        publish(*call)
+
+    def taken(self, task_path: str, task_args: Iterable = ()) -> None:
+        """Called by a `once_while_waiting` task before it reads: a caller from now on asks for another run."""
+        client = redis_client()
+        if client is not None:
+            try:
+                client.delete(self._mark((task_path, tuple(task_args))))
+            except redis.RedisError:
+                pass  # the mark expires on its own; the scheduled job does the work meanwhile
+
+    def _mark(self, call: tuple) -> str:
+        return f"task-waiting:{self.name}:{call[0]}:{call[1]!r}"
 
     @staticmethod
     def _run_in_process(key, calls: set) -> None:

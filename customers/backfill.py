@@ -49,12 +49,6 @@ def _names_model(event: UsageEvent, model: str, provider: str) -> bool:
     return any(part.get("model") == model and part.get("modelProvider") == provider for part in event.services)
 
 
-# Why an event that names neither a model nor services is unpriced: recording never stores one (a record takes
-# one of the two shapes), so it was written outside the API, and nothing can price it.
-NAMES_NOTHING = ("The event names neither a model nor services (it was written outside the API): nothing can "
-                 "price it.")
-
-
 def _event_parts(event: UsageEvent) -> list[ServiceUsage]:
     """What the event used, part by part; empty for an event that names neither a model nor services."""
     if event.services is not None:
@@ -132,9 +126,6 @@ def events_unpriced_reasons(*, book, events: list[UsageEvent], how_to_map: str =
     prices = _price_list(book, parts_by_event)
     reasons = {}
     for event in waiting:
-        if not parts_by_event[event.pk]:
-            reasons[event.pk] = NAMES_NOTHING
-            continue
         priced = price_event(parts_by_event[event.pk], prices, at=event.usage_date)
         reasons[event.pk] = (unpriced_reason(priced, how_to_map=how_to_map) if event.usage_cost is None
                              else standard_tier_reason(priced))
@@ -151,13 +142,11 @@ def _price_and_save(book, events: list[UsageEvent], *, unprice: bool = False) ->
     prices = _price_list(book, parts_by_event)
     changed = []
     for event in events:
-        if not parts_by_event[event.pk]:
-            continue  # names nothing to price (NAMES_NOTHING): its cost stays as it is
         priced = price_event(parts_by_event[event.pk], prices, at=event.usage_date)
         if priced.total is None and not (unprice and priced.storable):
             continue
         services = priced.services_json() if event.services is not None else None
-        service = priced.parts[0].service if event.services is None else event.service
+        service = priced.parts[0].service if event.services is None and priced.parts else event.service
         if (priced.total == event.usage_cost and services == event.services and service == event.service
                 and priced.priced_at_standard == event.priced_at_standard_tier):
             continue

@@ -27,14 +27,12 @@ import re
 from functools import cache
 from typing import NamedTuple
 
-import redis
 from django.db import OperationalError, connection, transaction
 from django.db.models.base import ModelState
 
 from core import exact_json
 from core.background import TaskRunner
 from core.database import prepared_cursor
-from core.redis_client import redis_client
 from core.scoping import owned
 from customers.models import RollupBacklog, UsageEvent, UsageEventKey
 from customers.partitions import DEFAULT, settle_window
@@ -134,39 +132,21 @@ def _insert(book_id, rows: list[dict], stamp: dict, now) -> set | None:
 
 
 # The settle task leaves the request: DDL and row moves have no place in a client's recording request, also
-# without a broker (CELERY_TASK_ALWAYS_EAGER), where `delay` would run them inline.
-settle_runner = TaskRunner("ledger-partitions-settle")
-
-
-# Asked once while a settle task waits: every batch of a back-fill into a month without its partition lands in the
-# default partition, and a task per batch read the default partition again each time (160 runs for one attach
-# in a benchmark's first seconds, docs/performance.md). A batch that finds the task asked and not yet started
-# leaves it: the task disarms before it reads (`settle_asked_take`), so it sees every batch committed before
-# then, and a batch after that asks anew. A task lost with its worker leaves the mark to expire; the hourly job
-# settles meanwhile.
-SETTLE_ASKED_KEY = "ledger-partitions-settle:asked"
-SETTLE_ASKED_SECONDS = 60
+# without a broker (CELERY_TASK_ALWAYS_EAGER), where `delay` would run them inline. Every batch of a back-fill
+# into a month without its partition lands in the default partition and asks for it: one run is asked while one
+# waits (a task per batch read the default partition again each time, 160 runs for one attach in a benchmark's
+# first seconds, docs/performance.md).
+settle_runner = TaskRunner("ledger-partitions-settle", once_while_waiting=True)
+SETTLE_TASK = "customers.tasks.ledger_partitions_settle_task"
 
 
 def _settle_partitions() -> None:
-    client = redis_client()
-    if client is not None:
-        try:
-            if not client.set(SETTLE_ASKED_KEY, 1, nx=True, ex=SETTLE_ASKED_SECONDS):
-                return  # the asked task has not started: it takes this batch's rows too
-        except redis.RedisError:
-            pass  # asked regardless: a task too many costs one read of the default partition
-    settle_runner.dispatch("customers.tasks.ledger_partitions_settle_task")
+    settle_runner.dispatch(SETTLE_TASK)
 
 
 def settle_asked_take() -> None:
     """Called by the settle task before it reads: a batch committed from now on asks for another run."""
-    client = redis_client()
-    if client is not None:
-        try:
-            client.delete(SETTLE_ASKED_KEY)
-        except redis.RedisError:
-            pass  # the mark expires on its own; the hourly job settles what waits meanwhile
+    settle_runner.taken(SETTLE_TASK)
 
 
 def _holders(book, keys: set) -> dict:

@@ -271,7 +271,7 @@ def test_filters_read_as_titles_and_codes_people_use(console, api, chain):
 
 def test_an_event_naming_no_model_says_why_and_pricing_again_leaves_it_unpriced(console, book):
     """Recording never stores one; an event written outside the API must not take the events pages down."""
-    from customers.backfill import NAMES_NOTHING
+    from catalog.event_pricing import NAMES_NOTHING
     event = UsageEventFactory(book=book, model=None, model_provider=None, services=None, usage_cost=None,
                               event_status=EventStatus.NEEDS_COST_BACKFILL)
     events = "/admin/customers/usageevent/"

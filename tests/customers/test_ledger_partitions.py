@@ -137,8 +137,10 @@ def test_a_batch_is_answered_and_kept_when_giving_its_month_a_partition_fails(
 
 def test_a_back_fill_asks_for_one_settle_run_while_one_waits_and_anew_once_it_starts(
         api, llm, monkeypatch, django_capture_on_commit_callbacks):
+    import core.background
+
     asked = []
-    monkeypatch.setattr(ledger.settle_runner, "dispatch", lambda task_path, task_args=(): asked.append(task_path))
+    monkeypatch.setattr(core.background, "publish", lambda task_path, task_args=(): asked.append(task_path))
     for day in ("2029-10-01", "2029-10-02", "2029-11-03"):
         with django_capture_on_commit_callbacks(execute=True):
             record(api, rec(llm, f"{day}T00:00:00Z"))
@@ -154,11 +156,45 @@ def test_the_settle_task_takes_the_mark_before_it_reads(monkeypatch):
     import customers.tasks
 
     marks = []
+    mark = ledger.settle_runner._mark((ledger.SETTLE_TASK, ()))
     monkeypatch.setattr(customers.tasks, "ledger_partitions_settle",
-                        lambda now: marks.append(redis_client().exists(ledger.SETTLE_ASKED_KEY)) or [])
-    redis_client().set(ledger.SETTLE_ASKED_KEY, 1, ex=60)
+                        lambda now: marks.append(redis_client().exists(mark)) or [])
+    redis_client().set(mark, 1, ex=60)
     customers.tasks.ledger_partitions_settle_task()
     assert marks == [0]
+
+
+def test_with_redis_failing_a_batch_still_asks_for_its_run(api, llm, monkeypatch, django_capture_on_commit_callbacks):
+    import core.background
+    import redis
+
+    class Down:
+        def set(self, *args, **kwargs):
+            raise redis.ConnectionError("Redis is stopped")
+
+    asked = []
+    monkeypatch.setattr(core.background, "redis_client", lambda: Down())
+    monkeypatch.setattr(core.background, "publish", lambda task_path, task_args=(): asked.append(task_path))
+    for day in ("2029-10-01", "2029-10-02"):
+        with django_capture_on_commit_callbacks(execute=True):
+            body = record(api, rec(llm, f"{day}T00:00:00Z"))
+        assert body["results"]["success"]  # the batch is answered as stored
+    assert asked == [ledger.SETTLE_TASK] * 2  # without the mark every batch asks: a run too many, never none
+
+
+def test_a_mark_left_by_a_lost_run_delays_nothing_the_hourly_job_settles(
+        api, llm, monkeypatch, django_capture_on_commit_callbacks):
+    import core.background
+    from core.redis_client import redis_client
+
+    monkeypatch.setattr(core.background, "publish", lambda task_path, task_args=(): None)  # the run is lost
+    with django_capture_on_commit_callbacks(execute=True):
+        body = record(api, rec(llm, "2029-10-05T00:00:00Z"))
+    event_id = body["results"]["success"][0]["eventId"]
+    assert redis_client().exists(ledger.settle_runner._mark((ledger.SETTLE_TASK, ())))
+    assert partition_of(event_id) == DEFAULT
+    ledger_partitions_maintain(now=clock.now())  # the hourly job
+    assert partition_of(event_id) == partition_name(month(2029, 10))
 
 
 @pytest.fixture
