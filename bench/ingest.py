@@ -211,6 +211,17 @@ def tree_cpu_seconds(pid: int) -> float:
     return total + sum(tree_cpu_seconds(child) for child in _children(pid))
 
 
+def await_exited_reaped(pid: int | None, earlier: set[int]) -> None:
+    """Wait (up to 5 s) until the children pid has now but did not have before a run have exited and been reaped:
+    a baseline's backends exit when its clients close their connections, and an exited backend's CPU moves into
+    the postmaster's cutime only once it is reaped; a snapshot taken before that counts none of it."""
+    if not pid:
+        return
+    deadline = time.time() + 5
+    while set(_children(pid)) - earlier and time.time() < deadline:
+        time.sleep(0.05)
+
+
 def cpu_snapshot(args) -> dict[str, float]:
     return {name: tree_cpu_seconds(pid) for name, pid in (("web", args.web_pid), ("postgres", args.postgres_pid),
                                                           ("worker", args.worker_pid)) if pid}
@@ -238,6 +249,7 @@ def main():
     target = baseline_client if args.baseline else http_client
     if args.baseline:
         prepare_baseline(args.database_url, minimal=args.baseline == "minimal")
+    postgres_children_before = set(_children(args.postgres_pid)) if args.postgres_pid else set()
     cpu_before = cpu_snapshot(args)
     queue = multiprocessing.Queue()
     deadline = time.time() + args.seconds
@@ -249,6 +261,7 @@ def main():
     for worker in workers:
         worker.join()
     elapsed = time.time() - started
+    await_exited_reaped(args.postgres_pid, postgres_children_before)
     cpu = {name: tree_cpu_seconds_after - cpu_before[name]
            for name, tree_cpu_seconds_after in cpu_snapshot(args).items()}
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
