@@ -137,17 +137,37 @@ class TaskRunner:
             import_string(task_path)(*task_args)
 
 
+# After the broker failed to take a task, this process hands it none for this long: each attempt costs the
+# caller the publish retries (about 0.2 s against a refused connection, seconds against one that does not
+# answer), and one request may publish thousands (a webhook replay) or every batch one (a follow-up). Skipping is
+# safe for the reason `publish` may fail at all: every task it hands over has a sweep that does its work.
+BROKER_PAUSE_SECONDS = 10
+_broker_paused_until = 0.0  # time.monotonic() before which `publish` does not try the broker
+
+
 def publish(task_path: str, args: tuple = (), *, countdown: float | None = None) -> bool:
     """Hand the Celery task at `task_path` (its dotted path) to the broker; False, logged, when the broker cannot
-    take it. Never raises: it runs after a commit (a request whose writes committed never answers 5xx,
-    docs/decisions/reliability.md), and every task published this way has a scheduled job that finds its work
-    undone and does it (config/schedule.py). Tasks are named, not imported: a task module imports the services
-    it runs, so a service that imported its task would close a circle (.importlinter, tasks-at-the-edge)."""
+    take it, and without trying for `BROKER_PAUSE_SECONDS` after it could not. Never raises: it runs after a
+    commit (a request whose writes committed never answers 5xx, docs/decisions/reliability.md), and every task
+    published this way has a scheduled job that finds its work undone and does it (config/schedule.py). Tasks are
+    named, not imported: a task module imports the services it runs, so a service that imported its task would
+    close a circle (.importlinter, tasks-at-the-edge)."""
+    global _broker_paused_until
     task = import_string(task_path)
+    if time.monotonic() < _broker_paused_until:
+        logger.info("task %s not published (the broker failed moments ago); its scheduled sweep does it", task.name)
+        return False
     try:
         task.apply_async(args, countdown=countdown)
     except (kombu.exceptions.OperationalError, redis.RedisError, OSError):  # the broker did not take it
-        logger.warning("task %s not published (the broker is unavailable); its scheduled sweep does it", task.name,
-                       exc_info=True)
+        _broker_paused_until = time.monotonic() + BROKER_PAUSE_SECONDS
+        logger.warning("task %s not published (the broker is unavailable); its scheduled sweep does it, and this "
+                       "process tries the broker again in %s s", task.name, BROKER_PAUSE_SECONDS, exc_info=True)
         return False
     return True
+
+
+def broker_pause_end() -> None:
+    """Try the broker at the next `publish` (a test that brings its broker back)."""
+    global _broker_paused_until
+    _broker_paused_until = 0.0

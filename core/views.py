@@ -36,7 +36,10 @@ def healthz(request):
 
 
 def readyz(request):
-    """Ready to serve: the database answers and, when configured, Redis answers."""
+    """Ready to serve: the database answers. Redis, when configured, is reported but does not decide: without it
+    the service still records, bills and answers (its cache misses, its tasks wait for their sweeps,
+    docs/decisions/reliability.md), so a Redis outage must not take every instance out of the load balancer at
+    once. It answers "degraded" then."""
     checks = {}
     try:
         with connection.cursor() as cursor:
@@ -50,8 +53,10 @@ def readyz(request):
             checks["redis"] = "ok" if cache.get("readyz") == "1" else "unavailable"
         except Exception:
             checks["redis"] = "unavailable"
-    ready = all(value == "ok" for value in checks.values())
-    return JsonResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)
+    if checks["database"] != "ok":
+        return JsonResponse({"status": "unavailable", "checks": checks}, status=503)
+    return JsonResponse({"status": "ok" if all(value == "ok" for value in checks.values()) else "degraded",
+                         "checks": checks})
 
 
 @csrf_exempt  # an unknown URL is a JSON 404 for every method, never a CSRF page

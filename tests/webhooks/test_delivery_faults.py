@@ -8,7 +8,7 @@ import pytest
 from django.db import transaction
 from kombu.exceptions import OperationalError
 
-from core import clock
+from core import background, clock
 from webhooks import tasks
 from webhooks.delivery import RETRY_DELAYS
 from webhooks.events import emit
@@ -109,8 +109,35 @@ def test_a_broker_that_does_not_answer_never_fails_the_request(api, endpoint, re
         resp = api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test")
     assert resp.status_code == 202 and receiver.requests == []
     monkeypatch.undo()
+    background.broker_pause_end()  # the broker is back and the pause after its failure is over
     sweep(clock.now())
     assert len(receiver.requests) == 1 and only_delivery(api, endpoint)["status"] == "delivered"
+
+
+def test_a_replay_while_the_broker_is_down_tries_it_once_and_leaves_the_rest_to_the_sweep(
+        api, receiver, book, monkeypatch, django_capture_on_commit_callbacks):
+    """Each failed hand-over costs the request the publish retries; a replay of thousands of events must not pay
+    them for each one (it would outlast the web worker's timeout and end in a 502 after its commit)."""
+    with transaction.atomic():
+        for number in range(30):
+            emit(book, "invoice.created", {"id": f"inv_{number}"}, now=clock.now() - timedelta(minutes=30 - number))
+    endpoint = create_endpoint(api, receiver.url)
+    tried = []
+
+    def broker_down(*args, **kwargs):
+        tried.append(args)
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+    monkeypatch.setattr(tasks.webhook_delivery_attempt_task, "apply_async", broker_down)
+    since = (clock.now() - timedelta(hours=1)).isoformat()
+    with django_capture_on_commit_callbacks(execute=True):
+        answer = ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/replay", {"since": since}), 202)
+    assert answer == {"replayed": 30}
+    assert len(tried) == 1 and receiver.requests == []
+    monkeypatch.undo()
+    background.broker_pause_end()
+    sweep(clock.now())
+    assert sorted(request.verified(endpoint["secret"])["data"]["id"] for request in receiver.requests) == sorted(
+        f"inv_{number}" for number in range(30))
 
 
 def test_a_change_rolled_back_sends_nothing(api, endpoint, receiver, book, django_capture_on_commit_callbacks):
