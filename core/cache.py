@@ -41,6 +41,11 @@ class ResilientRedisCache(RedisCache):
             _unavailable("get_many")
             return {}
 
+    def get_many_or_raise(self, keys, version=None):
+        """`get_many` that raises while Redis does not answer, for a caller to whom "nothing cached" and "could not
+        ask" must differ (core/replica.py: a caller that may have written reads the primary)."""
+        return super().get_many(keys, version)
+
     def set(self, key, value, timeout=DEFAULT_TIMEOUT, version=None):
         try:
             return super().set(key, value, timeout, version)

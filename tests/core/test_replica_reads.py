@@ -206,3 +206,19 @@ def test_a_replica_needs_redis_to_share_who_wrote():
                                             REDIS_URL=""))
     assert loaded.returncode != 0
     assert "DATABASE_REPLICA_URL needs REDIS_URL" in loaded.stderr
+
+
+def test_a_caller_whose_writes_cannot_be_looked_up_reads_the_primary(monkeypatch):
+    """Redis down: the shared cache's reads miss (core/cache.py), which must not read as "this caller wrote
+    nothing" and send a caller who just recorded usage to a replica that lacks it."""
+    from django.test import RequestFactory
+
+    import core.replica
+    from core.cache import ResilientRedisCache
+    from tests.live_servers import free_port
+
+    unreachable = ResilientRedisCache(f"redis://127.0.0.1:{free_port()}/0", {"OPTIONS": {"socket_connect_timeout": 1}})
+    monkeypatch.setattr(core.replica, "cache", unreachable)
+    request = RequestFactory().get("/v1/analytics/usage", HTTP_X_API_KEY="svc_sk_test_a_writer")
+    assert unreachable.get_many(["anything"]) == {}  # a miss, as every other reader of the cache wants it
+    assert core.replica._wrote_recently(request) is True
