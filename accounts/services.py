@@ -1,5 +1,6 @@
 """Writes for organizations, members and keys."""
 import hmac
+import logging
 import secrets
 from datetime import datetime, timedelta
 
@@ -12,7 +13,9 @@ from accounts.keys import display_prefix, generate_raw_key, key_digest
 from accounts.models import (ApiKey, Book, Environment, Invitation, KeyScope, KeyType, Membership,
                                    Organization, User)
 from core.database import WholeRows, prepared_cursor
-from core.errors import BadRequest, NotFound
+from core.errors import BadRequest, EmailNotSent, NotFound
+
+logger = logging.getLogger("billing.accounts")
 
 
 @transaction.atomic
@@ -114,19 +117,28 @@ INVITATION_LIFETIME_DAYS = 7
 @transaction.atomic
 def invitation_create(*, organization: Organization, email: str, role: str, invited_by: User,
                       now: datetime) -> tuple[Invitation, str]:
-    """Invite someone by email; returns the invitation and the raw token (emailed, never stored)."""
+    """Invite someone by email; returns the invitation and the raw token (emailed, never stored).
+
+    The email is sent before the invitation commits: its token exists nowhere else, so an invitation whose email
+    the mail server did not take could never be accepted. Such a request answers 502 `email_not_sent` and
+    stores nothing (invite again)."""
     raw_token = secrets.token_urlsafe(32)
     invitation = Invitation.objects.create(
         organization=organization, email=email.strip().lower(), role=role, invited_by=invited_by,
         digest=key_digest(raw_token), expires_at=now + timedelta(days=INVITATION_LIFETIME_DAYS),
     )
     accept_url = f"{settings.PUBLIC_BASE_URL}/v1/invitations/accept/{raw_token}"
-    transaction.on_commit(lambda: send_mail(
-        subject=f"You are invited to {organization.display_name}",
-        message=(f"{invited_by.email} invited you to join {organization.display_name} as {role}.\n\n"
-                 f"Sign in, then accept with POST {accept_url} (valid {INVITATION_LIFETIME_DAYS} days)."),
-        from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=[invitation.email],
-    ))
+    try:
+        send_mail(
+            subject=f"You are invited to {organization.display_name}",
+            message=(f"{invited_by.email} invited you to join {organization.display_name} as {role}.\n\n"
+                     f"Sign in, then accept with POST {accept_url} (valid {INVITATION_LIFETIME_DAYS} days)."),
+            from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=[invitation.email],
+        )
+    except Exception:
+        logger.exception("invitation email failed", extra={"organization_id": str(organization.pk)})
+        raise EmailNotSent(f"The invitation email to {invitation.email} could not be sent; nothing was saved. "
+                           f"Invite again.")
     return invitation, raw_token
 
 

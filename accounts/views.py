@@ -1,4 +1,4 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,6 +12,7 @@ from accounts.serializers import (
 from accounts.services import invitation_accept, invitation_create
 from core import clock
 from core.errors import Forbidden, NotFound, Unauthorized
+from core.openapi import ErrorOut
 from core.serialization import parse
 
 
@@ -60,7 +61,10 @@ class UserMeApi(SessionApiView):
 
 
 class InvitationCreateApi(SessionApiView):
-    @extend_schema(summary="Invite a member", request=InvitationCreateIn, responses={201: InvitationOut},
+    @extend_schema(summary="Invite a member", request=InvitationCreateIn,
+                   responses={201: InvitationOut, 502: OpenApiResponse(
+                       ErrorOut, description="The mail server refused the invitation email (`code: email_not_sent`); "
+                                             "nothing was saved (invite again).")},
                    description="Invites a person into an organization; the signed-in user must be its "
                                "owner or admin. Needs a dashboard session.")
     def post(self, request):

@@ -84,6 +84,12 @@ class AuthUnavailable(ApiError):
     status, code, code_shown = 503, "auth_unavailable", True
 
 
+class EmailNotSent(ApiError):
+    """An email the request exists to send was not taken by the mail server (an invoice, an invitation)."""
+
+    status, code, code_shown = 502, "email_not_sent", True
+
+
 def error_body(message, code=None) -> dict:
     body = {"message": message}
     if code:

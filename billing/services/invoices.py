@@ -25,7 +25,7 @@ from billing.pricing.lines import billing_window, invoice_terms, priced_lines, t
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
 from billing.pricing.periods import local_date, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, schedule_of
-from core.errors import ApiError, BadRequest, Conflict, NotFound, Unprocessable
+from core.errors import BadRequest, Conflict, EmailNotSent, NotFound, Unprocessable
 from core.jobs import BookFailures
 from core.money import CENTS_DIGITS, CENTS_PLACES, EXACT_DIGITS, EXACT_PLACES
 from core.scoping import get_owned, owned
@@ -39,10 +39,6 @@ CENTS_LIMIT = Decimal(10) ** (CENTS_DIGITS - CENTS_PLACES)
 Status = InvoiceStatus
 UNSENDABLE = (Status.PAID, Status.VOID, Status.REFUNDED)
 SETTINGS_FIELDS = ("discount_percent", "discount_fixed", "tax_percent")
-
-
-class EmailNotSent(ApiError):
-    status, code, code_shown = 502, "email_not_sent", True
 
 
 def _pay_token(invoice: Invoice) -> str:

@@ -64,3 +64,36 @@ def test_signed_in_user_reads_their_profile_and_accepts_an_invitation(org, anony
     assert accepted.status_code == 201
     assert Membership.objects.get(organization=org, user=invitee).role == "finance"
     assert client.post(f"/v1/invitations/accept/{token}").status_code == 404  # single use
+
+
+class _RefusingMailServer:
+    """An email backend whose server refuses every message."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def send_messages(self, messages):
+        raise ConnectionRefusedError("smtp down")
+
+
+def test_an_invitation_whose_email_is_refused_answers_502_and_stores_nothing(org, settings):
+    """Its token exists only in the email: an invitation committed without it could never be accepted."""
+    from rest_framework.test import APIClient
+
+    from accounts.models import Invitation
+    from tests.mail import mail_to
+
+    owner = UserFactory(email="boss@acme.example")
+    Membership.objects.create(organization=org, user=owner, role="owner")
+    client = APIClient()
+    client.force_login(owner)
+    body = {"organizationId": str(org.id), "email": "new@acme.example", "role": "finance"}
+    settings.EMAIL_BACKEND = f"{__name__}._RefusingMailServer"
+    refused = client.post("/v1/invitations", body, format="json")
+    assert refused.status_code == 502
+    assert refused.json()["code"] == "email_not_sent" and "new@acme.example" in refused.json()["message"]
+    assert not Invitation.objects.exists()
+    settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    assert client.post("/v1/invitations", body, format="json").status_code == 201
+    [email] = mail_to("new@acme.example")
+    assert "/v1/invitations/accept/" in email.text and Invitation.objects.count() == 1
