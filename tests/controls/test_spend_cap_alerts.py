@@ -143,9 +143,38 @@ def test_recording_coding_agent_usage_evaluates_caps_right_after_ingestion(api, 
         "Acme Agents: AI tool spend for the whole team reached 50% of $10.00 per month"]
 
 
+def test_without_a_broker_caps_are_evaluated_after_the_answer_not_inside_the_request(
+        api, book, django_capture_on_commit_callbacks, monkeypatch):
+    """The zero-setup `make run`: no Redis, so a published task would run inline in the usage request."""
+    from decimal import Decimal
+
+    from controls import hooks
+    from core import background
+    from core.background import Coalescer, TaskRunner
+    from tests.factories import ServiceEntryFactory
+
+    monkeypatch.setattr(background, "redis_client", lambda: None)
+    runner = TaskRunner("spend-caps-test")
+    runner.in_process = Coalescer("spend-caps-test", runner._run_in_process, delay=3600)  # flushed by the test
+    monkeypatch.setattr(hooks, "spend_caps_runner", runner)
+    ServiceEntryFactory(canonical_name="hook-llm", provider="hookai", input_cost=Decimal("0.001"),
+                        output_cost=Decimal("0"))
+    create_cap(api, amountUsd=10, alertThresholds=[50])
+    record = {"customerExternalId": ALICE, "agentCode": "svc-coding-agent", "signalName": "session",
+              "model": "hook-llm", "modelProvider": "hookai", "inputTokens": 6000, "outputTokens": 0}
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.post("/v1/usage/record", {"records": [record]}).status_code == 200
+    assert sent_mail() == []
+    assert list(runner.in_process._due) == [("controls.tasks.evaluate_spend_caps_task", (str(book.pk),))]
+    with django_capture_on_commit_callbacks(execute=True):
+        runner.in_process.flush()  # what the process's thread does after the answer
+    assert [mail.subject for mail in sent_mail()] == [
+        "Acme Agents: AI tool spend for the whole team reached 50% of $10.00 per month"]
+
+
 def test_customer_usage_does_not_trigger_cap_evaluation(api, django_capture_on_commit_callbacks, monkeypatch):
     calls = []
-    monkeypatch.setattr(evaluate_spend_caps_task, "delay", lambda *args: calls.append(args))
+    monkeypatch.setattr(evaluate_spend_caps_task, "apply_async", lambda *args, **kwargs: calls.append(args))
     record = {"customerExternalId": "cust", "agentCode": "support-bot", "signalName": "tickets",
               "model": "nope", "modelProvider": "nobody"}
     with django_capture_on_commit_callbacks(execute=True):
