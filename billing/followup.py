@@ -32,7 +32,7 @@ import redis
 from celery import current_app
 from django.utils.module_loading import import_string
 
-from core.background import Coalescer, publish
+from core.background import Coalescer, broker_pause_end, publish
 from core.redis_client import redis_client
 
 logger = logging.getLogger("billing.followup")
@@ -105,6 +105,7 @@ def usage_followup_schedule(*, book_id: str, customer_ids: set[UUID | str]) -> N
         logger.warning("usage follow-up not coalesced: Redis unavailable", exc_info=True)
         publish(FOLLOWUP_TASK, (book_id, sorted(map(str, customer_ids))), countdown=DELAY_SECONDS)
         return
+    broker_pause_end()  # Redis answered: the broker (the same server) takes the task even right after an outage
     if armed_due is None and not publish(FOLLOWUP_TASK, (book_id,), countdown=DELAY_SECONDS):
         return  # not armed for anyone: the scheduled catch-up and pool jobs do this batch's follow-up
     if not current_app.conf.task_always_eager:  # an eager task has already taken them

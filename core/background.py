@@ -115,6 +115,7 @@ class TaskRunner:
             try:
                 if not client.set(self._mark(call), 1, nx=True, ex=self.MARK_SECONDS):
                     return  # the waiting call has not started: it takes this caller's work too
+                broker_pause_end()
             except redis.RedisError:
                 pass  # published regardless: a run too many redoes work that is already done
         publish(*call)
@@ -168,6 +169,8 @@ def publish(task_path: str, args: tuple = (), *, countdown: float | None = None)
 
 
 def broker_pause_end() -> None:
-    """Try the broker at the next `publish` (a test that brings its broker back)."""
+    """Try the broker at the next `publish`: Redis, which is the broker, has just answered a command (or a test
+    brought its broker back). A task asked for after an outage is then handed over at once, not left to its
+    sweep for the rest of the pause."""
     global _broker_paused_until
     _broker_paused_until = 0.0

@@ -10,6 +10,8 @@ import redis
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.redis import RedisCache
 
+from core.redis_client import fail_fast_connection_class
+
 logger = logging.getLogger("billing.cache")
 _WARN_EVERY_SECONDS = 60
 _last_warning = 0.0
@@ -25,7 +27,15 @@ def _unavailable(operation: str) -> None:
 
 class ResilientRedisCache(RedisCache):
     """Django's Redis cache whose reads miss and whose writes are skipped while Redis is unreachable. `incr`
-    still raises (a counter has no sensible default; its callers decide, accounts/throttling.py)."""
+    still raises (a counter has no sensible default; its callers decide, accounts/throttling.py). It connects
+    through a fail-fast connection (core/redis_client.py): after a failure it does not wait on Redis again for a
+    few seconds."""
+
+    def __init__(self, server, params):
+        options = dict(params.get("OPTIONS") or {})
+        first = server[0] if isinstance(server, (list, tuple)) else server.split(",")[0]
+        options.setdefault("connection_class", fail_fast_connection_class(first.strip()))
+        super().__init__(server, {**params, "OPTIONS": options})
 
     def get(self, key, default=None, version=None):
         try:

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from pytest_django.fixtures import validate_django_db
 
 from accounts import book_generations
-from core import background
+from core import background, redis_client
 from accounts.services import api_key_mint, member_ensure
 from tests.factories import OrganizationFactory, book_of
 
@@ -65,7 +65,8 @@ def _isolated_state(settings, tmp_path):
     settings.API_REQUEST_LOG_FLUSH_SECONDS = 0
     settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
     settings.EMAIL_FILE_PATH = str(tmp_path / "mail")
-    background.broker_pause_end()  # a broker that failed in the test before is not this test's
+    background.broker_pause_end()  # a broker or a Redis that failed in the test before is not this test's
+    redis_client.reachable_again()
     yield
     cache.clear()
     book_generations.clear_all()

@@ -24,6 +24,24 @@ def test_batches_of_a_book_arm_one_follow_up_until_the_task_takes_their_customer
     assert usage_followup_take(book_id=str(other_book.pk)) == ["x"]
 
 
+def test_the_first_batch_after_a_broker_outage_hands_its_follow_up_over_at_once(book, monkeypatch):
+    """A failed publish pauses publishing in the process (core/background.py); Redis, the broker, answering the
+    batch's arming ends the pause, or the follow-up it armed would wait for the scheduled sweep."""
+    from kombu.exceptions import OperationalError
+
+    published = []
+
+    def broker_down(args, countdown):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+    monkeypatch.setattr(usage_followup_task, "apply_async", broker_down)
+    usage_followup_schedule(book_id=str(book.pk), customer_ids=["c1"])  # armed, not published: the pause starts
+    redis_client().delete(f"usage-followup:{book.pk}:armed")  # the outage lost the key with everything else
+    monkeypatch.setattr(usage_followup_task, "apply_async", lambda args, countdown: published.append(args))
+    usage_followup_schedule(book_id=str(book.pk), customer_ids=["c2"])
+    assert published == [(str(book.pk),)]
+    assert usage_followup_take(book_id=str(book.pk)) == ["c1", "c2"]
+
+
 def test_a_committed_batch_is_in_the_rollup_once_its_follow_up_ran(api, book, models, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):  # Celery is eager in the suite: the task runs here
         record(api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z"),
