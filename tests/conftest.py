@@ -68,6 +68,7 @@ def _isolated_state(settings, tmp_path):
     background.broker_pause_end()  # a broker or a Redis that failed in the test before is not this test's
     redis_client.reachable_again()
     yield
+    redis_client.reachable_again()  # a test that pointed a cache at a Redis that is down leaves the real one usable
     cache.clear()
     book_generations.clear_all()
 
