@@ -128,9 +128,14 @@ def test_the_celery_task_of_a_vanished_book_does_nothing(db):
     assert evaluate_spend_caps_task.delay("00000000-0000-4000-8000-000000000000").get() == 0
 
 
-def test_recording_coding_agent_usage_evaluates_caps_right_after_ingestion(api, django_capture_on_commit_callbacks):
-    from tests.factories import ServiceEntryFactory
+HALF_OF_TEN = "Acme Agents: AI tool spend for the whole team reached 50% of $10.00 per month"
+
+
+def record_coding_usage_past_half_a_cap(api, django_capture_on_commit_callbacks) -> None:
+    """A $10 cap alerting at 50%, and one coding-agent record costing $6 recorded through the API."""
     from decimal import Decimal
+
+    from tests.factories import ServiceEntryFactory
 
     ServiceEntryFactory(canonical_name="hook-llm", provider="hookai", input_cost=Decimal("0.001"),
                         output_cost=Decimal("0"))
@@ -139,37 +144,30 @@ def test_recording_coding_agent_usage_evaluates_caps_right_after_ingestion(api, 
               "model": "hook-llm", "modelProvider": "hookai", "inputTokens": 6000, "outputTokens": 0}
     with django_capture_on_commit_callbacks(execute=True):
         assert api.post("/v1/usage/record", {"records": [record]}).status_code == 200
-    assert [mail.subject for mail in sent_mail()] == [
-        "Acme Agents: AI tool spend for the whole team reached 50% of $10.00 per month"]
+
+
+def test_recording_coding_agent_usage_evaluates_caps_right_after_ingestion(api, django_capture_on_commit_callbacks):
+    record_coding_usage_past_half_a_cap(api, django_capture_on_commit_callbacks)
+    assert [mail.subject for mail in sent_mail()] == [HALF_OF_TEN]
 
 
 def test_without_a_broker_caps_are_evaluated_after_the_answer_not_inside_the_request(
         api, book, django_capture_on_commit_callbacks, monkeypatch):
     """The zero-setup `make run`: no Redis, so a published task would run inline in the usage request."""
-    from decimal import Decimal
-
     from controls import hooks
     from core import background
     from core.background import Coalescer, TaskRunner
-    from tests.factories import ServiceEntryFactory
 
     monkeypatch.setattr(background, "redis_client", lambda: None)
     runner = TaskRunner("spend-caps-test")
     runner.in_process = Coalescer("spend-caps-test", runner._run_in_process, delay=3600)  # flushed by the test
     monkeypatch.setattr(hooks, "spend_caps_runner", runner)
-    ServiceEntryFactory(canonical_name="hook-llm", provider="hookai", input_cost=Decimal("0.001"),
-                        output_cost=Decimal("0"))
-    create_cap(api, amountUsd=10, alertThresholds=[50])
-    record = {"customerExternalId": ALICE, "agentCode": "svc-coding-agent", "signalName": "session",
-              "model": "hook-llm", "modelProvider": "hookai", "inputTokens": 6000, "outputTokens": 0}
-    with django_capture_on_commit_callbacks(execute=True):
-        assert api.post("/v1/usage/record", {"records": [record]}).status_code == 200
+    record_coding_usage_past_half_a_cap(api, django_capture_on_commit_callbacks)
     assert sent_mail() == []
     assert list(runner.in_process._due) == [("controls.tasks.evaluate_spend_caps_task", (str(book.pk),))]
     with django_capture_on_commit_callbacks(execute=True):
         runner.in_process.flush()  # what the process's thread does after the answer
-    assert [mail.subject for mail in sent_mail()] == [
-        "Acme Agents: AI tool spend for the whole team reached 50% of $10.00 per month"]
+    assert [mail.subject for mail in sent_mail()] == [HALF_OF_TEN]
 
 
 def test_customer_usage_does_not_trigger_cap_evaluation(api, django_capture_on_commit_callbacks, monkeypatch):
