@@ -156,7 +156,8 @@ def publish(task_path: str, args: tuple = (), *, countdown: float | None = None)
     global _broker_paused_until
     task = import_string(task_path)
     if time.monotonic() < _broker_paused_until:
-        logger.info("task %s not published (the broker failed moments ago); its scheduled sweep does it", task.name)
+        # debug: one request may skip thousands (a webhook replay); the failure that started the pause is a warning
+        logger.debug("task %s not published (the broker failed moments ago); its scheduled sweep does it", task.name)
         return False
     try:
         task.apply_async(args, countdown=countdown)

@@ -179,10 +179,9 @@ def _wrote_recently(request) -> bool:
     if not marks:
         return False
     # The shared cache's reads miss while Redis is down (core/cache.py); here that would send a caller who just
-    # wrote to the replica, so ask in the way that raises.
-    ask = getattr(cache, "get_many_or_raise", cache.get_many)
+    # wrote to the replica, so ask in the way that raises (a replica needs REDIS_URL: the cache is always Redis's).
     try:
-        return bool(ask(marks))
+        return bool(cache.get_many_or_raise(marks))
     except Exception:  # the cache (Redis) is down: the caller may have written, so read the primary
         logger.warning("replica reads: the cache could not be asked whether the caller wrote", exc_info=True)
         return True
