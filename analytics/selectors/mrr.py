@@ -123,9 +123,8 @@ def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscr
 
 def _run_rate_usage(*, book, subscriptions: list[Subscription], now: datetime) -> dict[tuple, Decimal]:
     """(subscription id, signal id) -> what the subscription bills of `[now - 30 days, now)`, its claims
-    settled against every subscription of its customer and agent (`billing.pricing.attribution`)."""
-    pairs = owned(Subscription, book).filter(customer_id__in={s.customer_id for s in subscriptions},
-                                             agent_id__in={s.agent_id for s in subscriptions})
+    settled against every subscription of its customer (`billing.pricing.attribution`)."""
+    pairs = owned(Subscription, book).filter(customer_id__in={s.customer_id for s in subscriptions})
     claims = billing_claims(terms_timelines(book=book, subscriptions=pairs))
     billed = [((claim.subscription_id, claim.signal_id), claim.customer_id, claim.agent_id, claim.start,
                claim.end, claim.signal_id) for s in subscriptions for claim in claims.get(s.pk, ())]

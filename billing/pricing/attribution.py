@@ -3,7 +3,8 @@
 Billing (contract: "One subscription bills an event"): an event is billed at most once, by the
 earliest-started subscription of its customer and agent that runs at its `usageDate` and whose plan has
 an active usage strategy on its signal (ties: lowest id). "Has" is read with the terms in force at that
-instant (`terms.py`): an invoiced period's captured terms, the current strategies elsewhere. Invoices,
+instant (`terms.py`): an invoiced period's captured terms, the current strategies elsewhere; the agent is
+the one those terms were written for (an invoice keeps the agent it priced after a PATCH of agentId). Invoices,
 revenue labels, MRR and credit pools all sum the claims this module computes, so no event is billed by
 two subscriptions and no report gives it to another one than its invoice does.
 
@@ -73,17 +74,26 @@ def _by_pair(subscriptions: Iterable[Subscription]) -> dict:
 
 def billing_claims(timelines: dict[UUID, TermsTimeline]) -> dict[UUID, list[Claim]]:
     """Subscription id -> the events it bills, for timelines given with every other subscription of the
-    same customer and agent (so overlaps are settled)."""
+    same customer (so overlaps are settled).
+
+    A piece of a timeline bills the agent its terms were written for: the subscription's agent for current
+    terms, the agent it had when an invoice captured them for that invoice's period (a subscription whose
+    agentId changed keeps billing the old agent's usage in the periods its invoices priced that way)."""
+    by_customer = defaultdict(list)
+    for timeline in timelines.values():
+        by_customer[timeline.subscription.customer_id].append(timeline.subscription)
     claims: dict[UUID, list[Claim]] = {}
-    for (customer_id, agent_id), group in _by_pair(t.subscription for t in timelines.values()).items():
-        covered: dict[UUID, list] = defaultdict(list)
-        for subscription in group:
+    for customer_id, group in by_customer.items():
+        covered: dict[tuple, list] = defaultdict(list)  # (agent id, signal id) -> intervals already claimed
+        for subscription in sorted(group, key=priority):
             found = claims.setdefault(subscription.pk, [])
             for piece in timelines[subscription.pk].pieces:
-                for signal_id in sorted(piece.terms.billed_signals, key=str):
-                    pieces = uncovered(piece.start, piece.end, covered[signal_id])
-                    found.extend(Claim(subscription.pk, customer_id, agent_id, signal_id, lo, hi) for lo, hi in pieces)
-                    covered[signal_id] = sorted([*covered[signal_id], *pieces], key=lambda interval: interval[0])
+                billed = piece.terms.billed_agents
+                for signal_id in sorted(billed, key=str):
+                    key = (billed[signal_id], signal_id)
+                    pieces = uncovered(piece.start, piece.end, covered[key])
+                    found.extend(Claim(subscription.pk, customer_id, key[0], signal_id, lo, hi) for lo, hi in pieces)
+                    covered[key] = sorted([*covered[key], *pieces], key=lambda interval: interval[0])
     return claims
 
 

@@ -94,7 +94,13 @@ class PlanTerms:
     @property
     def billed_signals(self) -> frozenset:
         """The signals this subscription bills usage of (an active usage strategy on them)."""
-        return frozenset(s.signal_id for s in self.strategies if s.is_usage and s.signal_id is not None)
+        return frozenset(self.billed_agents)
+
+    @property
+    def billed_agents(self) -> dict:
+        """Signal id -> the agent whose events on it these terms bill: the agent the strategy was written for,
+        which for captured terms is the agent the subscription had when they were captured."""
+        return {s.signal_id: s.agent_id for s in self.strategies if s.is_usage and s.signal_id is not None}
 
     def document(self) -> dict:
         return {"strategies": [strategy.document() for strategy in self.strategies],

@@ -48,12 +48,11 @@ def claimed_quantities(*, book, claims: Iterable[Claim], start: datetime, end: d
 def billed_usage(*, book, windows: dict[Subscription, tuple]) -> dict[tuple, Decimal]:
     """(subscription id, signal id) -> what each subscription bills of the ledger in its own window
     (`windows`: subscription -> (start, end)), its claims settled against every other subscription of its
-    customer and agent. Four reads whatever the number of subscriptions."""
+    customer. Four reads whatever the number of subscriptions."""
     if not windows:
         return {}
     subscriptions = list(windows)
-    pairs = owned(Subscription, book).filter(customer_id__in={s.customer_id for s in subscriptions},
-                                             agent_id__in={s.agent_id for s in subscriptions})
+    pairs = owned(Subscription, book).filter(customer_id__in={s.customer_id for s in subscriptions})
     claims = billing_claims(terms_timelines(book=book, subscriptions=pairs))
     clipped = []
     for subscription, (start, end) in windows.items():

@@ -7,8 +7,8 @@ import pytest
 from billing.models import Invoice
 from tests.billing.invoice_support import (FEB, JAN, amounts, billing_chain, credit_pool, draft, event,
                                            generate, onetime, recurring, seats, tiered, usage)
-from tests.billing.support import error, ok
-from tests.factories import CustomerFactory, book_of
+from tests.billing.support import create_strategies, error, ok
+from tests.factories import AgentFactory, CustomerFactory, SignalFactory, book_of
 
 pytestmark = pytest.mark.django_db
 
@@ -257,6 +257,28 @@ def test_pricing_changes_never_reprice_an_issued_invoice(api, book):
     after = ok(api.get(f"/v1/invoices/{invoice['id']}"))
     assert after["total"] == 4
     assert after["lines"][0]["terms"]["rate"] == "1"  # the terms it was priced with, as exact decimal text
+
+
+def test_a_new_agent_bills_the_periods_not_yet_invoiced_and_a_draft_keeps_the_agent_it_was_priced_for(api, book):
+    """PATCH agentId applies to every period not yet invoiced; a draft keeps its captured terms, which name
+    the agent whose usage they price (docs/decisions/invoices.md: Invoices keep what was reviewed)."""
+    chain = billing_chain(api, book, [usage("1")])
+    event(chain, 4, "2025-01-10T12:00:00Z")
+    january = draft(api, chain)
+    other = AgentFactory(book=book)
+    other_signal = SignalFactory(book=book, agent=other)
+    ok(api.post(f"/v1/pricing-plans/{chain.plan['id']}/agents", {"agentId": str(other.id)}), 201)
+    create_strategies(api, chain.plan["id"], [{"name": "other usage", "agentId": str(other.id),
+                                               "signalId": str(other_signal.id), **usage("2")}])
+    ok(api.patch(f"/v1/subscriptions/{chain.subscription['id']}", {"agentId": str(other.id)}))
+    event(chain, 3, "2025-01-20T12:00:00Z")
+    event(chain, 7, "2025-02-10T12:00:00Z")  # the first agent's usage after the change: no longer billed
+    event(chain, 5, "2025-02-11T12:00:00Z", signal=other_signal)
+    refreshed = ok(generate(api, chain), 200)
+    assert (refreshed["id"], refreshed["total"]) == (january["id"], 7)
+    assert [line["quantity"] for line in refreshed["lines"]] == [7]
+    february = draft(api, chain, FEB)
+    assert (amounts(february), february["lines"][0]["signalId"]) == ([("usage", 10)], str(other_signal.id))
 
 
 # --------------------------------------------------------------------------- errors and access
