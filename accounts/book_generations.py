@@ -24,25 +24,51 @@ and a fifth of its Python (docs/performance.md). Each web process keeps what it 
 
 A lookup without a generation (every caller but recording: the portal, the console, jobs, re-pricing) reads
 the database. Nothing is cached across processes.
+
+**Prices in force.** A batch is priced before its transaction, from a cache or a read; a price change (an
+override, a model alias, the catalog) re-prices the events it touches once it has committed. A batch priced
+before the change and committed after that re-pricing read the ledger would keep the old cost. So each book's row
+also holds `prices`, which only those writes move, under an exclusive advisory lock on what they changed (the
+book, the catalog) held until they commit (accounts/migrations/0005_prices_in_force.py). The statement that
+stores a batch first calls `accounts_prices_in_force`, which takes both locks shared and reads the prices in
+force, and stores nothing unless they are the ones the batch was priced at (customers/ledger.py). Either the
+batch reads a change that committed before it (and is priced again: recording retries with what it read), or the
+change waits for the batch to commit, and its re-pricing reads the batch's events.
 """
 from typing import NamedTuple
 
-from django.db import transaction
+from django.db import connection, transaction
 
 TABLE = "accounts_book_generation"
 # The catalog's own generation, a row that no book has: the catalog is shared by every book.
 CATALOG_ROW = "00000000-0000-0000-0000-000000000000"
 # The two generations for a statement that has the book's id in `k.book_id` (the API key statement).
-GENERATION_COLUMNS = (f"coalesce((SELECT generation FROM {TABLE} WHERE book_id = k.book_id), 0), "
-                      f"coalesce((SELECT generation FROM {TABLE} WHERE book_id = '{CATALOG_ROW}'::uuid), 0)")
+GENERATION_COLUMNS = ", ".join(f"coalesce((SELECT {column} FROM {TABLE} WHERE book_id = {row}), 0)"
+                               for column in ("generation", "prices") for row in ("k.book_id", f"'{CATALOG_ROW}'::uuid"))
 
 
 class Generation(NamedTuple):
+    """The book's and the catalog's generations, and their prices (what a batch priced at them must find in
+    force when it is stored)."""
+
     book: int
     catalog: int
+    book_prices: int
+    catalog_prices: int
+
+    @property
+    def prices(self) -> list[int]:
+        return [self.book_prices, self.catalog_prices]
 
     def not_older_than(self, other: "Generation") -> bool:
         return self.book >= other.book and self.catalog >= other.catalog
+
+
+def generation_now(book) -> Generation:
+    """The book's generations as they are now (for a caller that has no key's: recording outside a request)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {GENERATION_COLUMNS} FROM (SELECT %s::uuid AS book_id) k", [str(book.pk)])
+        return Generation(*cursor.fetchone())
 
 
 def stamp(key, generation: Generation) -> None:

@@ -15,7 +15,7 @@ from datetime import datetime
 
 from django.db import transaction
 
-from accounts.book_generations import Generation
+from accounts.book_generations import Generation, generation_now
 from billing.record_validation import (
     InvalidRecord,
     RecordDraft,
@@ -25,11 +25,12 @@ from billing.record_validation import (
 from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_prices
+from core.errors import ServiceUnavailable
 from core.hooks import Hooks
 from core.ids import random_uuids, time_ordered_uuids
 from core.scoping import owned
 from core.serialization import decimal_text
-from customers.ledger import events_append
+from customers.ledger import PricesMoved, events_append
 from customers.models import CODING_AGENT_CODE, EventStatus, Signal, UsageEvent
 from customers.provisioning import identities_provision
 from matters.ingestion import matters_attribute_new_events
@@ -102,14 +103,32 @@ def _sort_signals_into_cost_categories(book, drafts: list[RecordDraft], identiti
         owned(Signal, book).filter(pk__in=signal_ids, cost_category__isnull=True).update(cost_category=category)
 
 
+# A batch is priced again when prices change between its pricing and its storing (customers.ledger.PricesMoved).
+# Each attempt reads what committed before it; more than a few in a row would mean prices changing without pause.
+PRICING_ATTEMPTS = 5
+
+
 def usage_record(*, book, body, now: datetime, generation: Generation | None = None) -> RecordingOutcome:
     """Record a batch; a malformed request (size, shape) is a 400 before anything is stored. `generation`: the
     book's generations read with the request's API key (accounts/book_generations.py), so that the batch's
-    identities and prices come from this process's caches where they hold them."""
+    identities and prices come from this process's caches where they hold them; without one, they are read now."""
     records = check_request_shape(body)
     checked = [validate_record(index, record, now=now) for index, record in enumerate(records)]
+    generation = generation or generation_now(book)
+    for _ in range(PRICING_ATTEMPTS):
+        try:
+            return _record(book, checked, now=now, generation=generation, processed=len(records))
+        except PricesMoved as moved:
+            generation = moved.generation
+    raise ServiceUnavailable("Prices kept changing while the batch was priced; nothing was stored. Retry.",
+                             code="prices_changing", headers={"Retry-After": "1"})
+
+
+def _record(book, checked: list, *, now: datetime, generation: Generation, processed: int) -> RecordingOutcome:
+    """One attempt at recording the validated batch at `generation`: PricesMoved, with nothing stored, when other
+    prices were in force by the time it was stored."""
     drafts = [item for item in checked if isinstance(item, RecordDraft)]
-    outcome = RecordingOutcome(processed=len(records))
+    outcome = RecordingOutcome(processed=processed)
     failures_by_index: dict[int, dict] = {
         item.index: {"index": item.index, **item.echo, "code": item.code,
                      "message": item.errors, "stored": False}
@@ -141,7 +160,7 @@ def usage_record(*, book, body, now: datetime, generation: Generation | None = N
             rows = [_event_row(d, identities, priced_by_index[d.index], event_id, raw_event_id)
                     for d, event_id, raw_event_id in zip(drafts, time_ordered_uuids(len(drafts)),
                                                          random_uuids(len(drafts)))]
-            appended = events_append(book=book, rows=rows, now=now)
+            appended = events_append(book=book, rows=rows, now=now, generation=generation)
             outcome.new_events = [a.event for a in appended if not a.replayed]
             # Spec §4: tags and routing rules attach events to matters at record time.
             matters_attribute_new_events(book=book, events=outcome.new_events, generation=generation)

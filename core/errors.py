@@ -84,6 +84,12 @@ class AuthUnavailable(ApiError):
     status, code, code_shown = 503, "auth_unavailable", True
 
 
+class ServiceUnavailable(ApiError):
+    """A request that could not be carried out now, with nothing stored; the same request may succeed later."""
+
+    status, code, code_shown = 503, "service_unavailable", True
+
+
 class EmailNotSent(ApiError):
     """An email the request exists to send was not taken by the mail server (an invoice, an invitation)."""
 

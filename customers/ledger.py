@@ -30,6 +30,7 @@ from typing import NamedTuple
 from django.db import OperationalError, connection, transaction
 from django.db.models.base import ModelState
 
+from accounts.book_generations import Generation
 from core import exact_json
 from core.background import TaskRunner
 from core.database import prepared_cursor
@@ -85,29 +86,34 @@ def _sent_value(column: str, position: int) -> str:
 
 @cache
 def _insert_sql() -> str:
-    """The statement, built on first use (the column types are PostgreSQL's). Parameters: the rows' JSON
-    document, the book (for the keys), the `STAMPED_COLUMNS`, the number of rows, the settle window's start
-    and end. It answers (NULL when it stored every row, the usual case, else the ids it stored; whether any
-    row dated in the settle window landed in the default partition)."""
+    """The statement, built on first use (the column types are PostgreSQL's). Parameters: the book (for the
+    prices in force), the prices the batch was priced at, the rows' JSON document, the book (for the keys), the
+    `STAMPED_COLUMNS`, the number of rows, the settle window's start and end. It answers (NULL when it stored
+    every row, the usual case, else the ids it stored; whether any row dated in the settle window landed in the
+    default partition; the generations in force, accounts/book_generations.py). It stores nothing when other
+    prices are in force."""
     values = ", ".join(f"{_sent_value(column, position)} AS {column}" for position, column in enumerate(SENT_COLUMNS))
     sent = ", ".join(SENT_COLUMNS)
     return (
-        f"WITH batch AS MATERIALIZED ("
+        f"WITH prices AS MATERIALIZED (SELECT accounts_prices_in_force(%s::uuid) AS in_force), "
+        f"passed AS MATERIALIZED (SELECT in_force[3:4] = %s::bigint[] AS ok FROM prices), "
+        f"batch AS MATERIALIZED ("
         f"SELECT {values}, n FROM jsonb_array_elements(%s::jsonb) WITH ORDINALITY AS e(r, n)), "
         f"claimed AS ("
         f"INSERT INTO {UsageEventKey._meta.db_table} (book_id, idempotency_key, event_id, usage_date) "
-        f"SELECT %s, idempotency_key, id, usage_date FROM batch WHERE idempotency_key IS NOT NULL ORDER BY n "
+        f"SELECT %s, idempotency_key, id, usage_date FROM batch "
+        f"WHERE idempotency_key IS NOT NULL AND (SELECT ok FROM passed) ORDER BY n "
         f"ON CONFLICT DO NOTHING RETURNING event_id), "
         f"stored AS ("
         f"INSERT INTO {UsageEvent._meta.db_table} ({', '.join(STAMPED_COLUMNS)}, {sent}) "
         f"SELECT {', '.join(['%s'] * len(STAMPED_COLUMNS))}, {sent} FROM batch "
-        f"WHERE idempotency_key IS NULL OR id IN (SELECT event_id FROM claimed) "
+        f"WHERE (SELECT ok FROM passed) AND (idempotency_key IS NULL OR id IN (SELECT event_id FROM claimed)) "
         f"RETURNING id, book_id, usage_date, tableoid), "
         f"pending AS (INSERT INTO {RollupBacklog._meta.db_table} (event_id, book_id, usage_date) "
         f"SELECT id, book_id, usage_date FROM stored) "
         f"SELECT CASE WHEN count(*) = %s THEN NULL ELSE coalesce(array_agg(id), '{{}}') END, "
-        f"coalesce(bool_or(tableoid = '{DEFAULT}'::regclass AND usage_date >= %s AND usage_date < %s), false) "
-        f"FROM stored"
+        f"coalesce(bool_or(tableoid = '{DEFAULT}'::regclass AND usage_date >= %s AND usage_date < %s), false), "
+        f"(SELECT in_force FROM prices) FROM stored"
     )
 
 
@@ -119,12 +125,24 @@ class Appended(NamedTuple):
     replayed: bool
 
 
-def _insert(book_id, rows: list[dict], stamp: dict, now) -> set | None:
+class PricesMoved(Exception):
+    """The batch was priced at other prices than those in force when it was to be stored: nothing was stored.
+    `generation`: the generations in force then, to price the batch again at."""
+
+    def __init__(self, generation: Generation):
+        super().__init__("Prices changed while the batch was priced.")
+        self.generation = generation
+
+
+def _insert(book_id, rows: list[dict], stamp: dict, now, generation: Generation) -> set | None:
     """Insert; returns None when the database stored every row, else the ids it stored (a keyed event it
     skipped is a replay). `stamp` holds the `STAMPED_COLUMNS` in their order."""
     with prepared_cursor() as cursor:  # the document travels as a parameter, not quoted into the text
-        cursor.execute(_insert_sql(), [_document(rows), book_id, *stamp.values(), len(rows), *settle_window(now)])
-        stored_ids, in_default = cursor.fetchone()
+        cursor.execute(_insert_sql(), [book_id, generation.prices, _document(rows), book_id, *stamp.values(),
+                                       len(rows), *settle_window(now)])
+        stored_ids, in_default, in_force = cursor.fetchone()
+    if in_force[2:] != generation.prices:
+        raise PricesMoved(Generation(*in_force))
     if in_default:  # a month of the settle window without its partition yet: one once this batch is committed
         # Robust: the batch is stored whatever happens to this (the hourly job settles what it could not).
         transaction.on_commit(_settle_partitions, robust=True)
@@ -156,13 +174,15 @@ def _holders(book, keys: set) -> dict:
     return {event.idempotency_key: event for event in owned(UsageEvent, book).filter(id__in=holder_ids)}
 
 
-def events_append(*, book, rows: list[dict], now) -> list[Appended]:
+def events_append(*, book, rows: list[dict], now, generation: Generation) -> list[Appended]:
     """Insert new events given as rows (every column by attname but the `STAMPED_COLUMNS`, ids assigned);
-    results in the same order. The ledger stamps each row with the book and `now`, the append's instant."""
+    results in the same order. The ledger stamps each row with the book and `now`, the append's instant.
+    `generation`: what the rows were priced at; PricesMoved, with nothing stored, when other prices are in
+    force (accounts/book_generations.py: "Prices in force")."""
     stamp = dict(zip(STAMPED_COLUMNS, (book.pk, now, now)))
     for row in rows:
         row.update(stamp)
-    stored = _insert(book.pk, rows, stamp, now)
+    stored = _insert(book.pk, rows, stamp, now, generation)
     alias = connection.alias  # read once: every access to `connection` is a thread-local lookup
     if stored is None or len(stored) == len(rows):  # the usual case: no replay, no further query
         return [Appended(_instance_from_row(row, alias), False) for row in rows]

@@ -1,9 +1,10 @@
 """Per-process caches of a book's identities and prices (accounts/book_generations.py): a batch whose names and
 models this process already read runs neither lookup, and whatever changes those records is seen by the next
 batch. Transactional: the caches fill only after a commit, as in production."""
-from decimal import Decimal as D
-
+import threading
 import uuid
+from datetime import datetime, timezone
+from decimal import Decimal as D
 
 import pytest
 from django.db import connection, transaction
@@ -12,7 +13,8 @@ from django.test.utils import CaptureQueriesContext
 
 from accounts import book_generations
 from accounts.book_generations import BookCache, Generation
-from catalog.models import ServiceEntry
+from billing import recording
+from catalog.models import PriceOverride, ServiceEntry
 from catalog.resolution import resolve_prices, resolved_prices
 from customers.models import Customer, Signal, UsageEvent
 from customers.provisioning import identities, identities_provision
@@ -50,10 +52,8 @@ def statements_of(api, **fields) -> tuple[dict, list[str]]:
     return entry, [query["sql"] for query in captured.captured_queries]
 
 
-def generations(book_id) -> tuple[int, int]:
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {book_generations.GENERATION_COLUMNS.replace('k.book_id', '%s')}", [book_id])
-        return cursor.fetchone()
+def generations(book_id) -> Generation:
+    return book_generations.generation_now(_Book(book_id))
 
 
 def test_a_batch_of_names_and_models_already_read_runs_neither_lookup(api, llm):
@@ -94,6 +94,73 @@ def test_a_catalog_price_changed_between_batches_prices_the_next(api, llm):
     assert send(api)["totalCostUsd"] == "4"
 
 
+# --------------------------------------------------------------------------- a price change racing a batch
+
+OVERRIDE = {"modelProvider": "acmeai", "discountPercent": 20, "effectiveFrom": "2020-01-01T00:00:00Z"}
+
+
+def pause_storing(monkeypatch, *, before: bool):
+    """The next batch stops once priced (`before`: before its statement that stores it; else after it, inside
+    its transaction) until `go` is set; `reached` says it got there."""
+    reached, go, calls = threading.Event(), threading.Event(), []
+    real = recording.events_append
+
+    def append(**kwargs):
+        calls.append(kwargs["generation"])
+        if before and len(calls) == 1:
+            reached.set()
+            assert go.wait(30)
+        appended = real(**kwargs)
+        if not before:
+            reached.set()
+            assert go.wait(30)
+        return appended
+    monkeypatch.setattr(recording, "events_append", append)
+    return reached, go, calls
+
+
+def in_thread(call) -> tuple[threading.Thread, list]:
+    answers = []
+
+    def run():
+        try:
+            answers.append(call())
+        finally:
+            connection.close()
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, answers
+
+
+def test_a_batch_priced_before_an_override_committed_is_priced_again_when_stored(api, client_for, llm, monkeypatch):
+    send(api)  # the caches hold the prices before the override
+    reached, go, calls = pause_storing(monkeypatch, before=True)
+    batch, answers = in_thread(lambda: send(api))
+    assert reached.wait(30)
+    resp = client_for().post("/v1/price-overrides", OVERRIDE)  # commits and re-prices what is stored
+    assert resp.status_code == 201, resp.json()
+    go.set()
+    batch.join(30)
+    assert answers[0]["totalCostUsd"] == "2.4"
+    assert UsageEvent.objects.get(pk=answers[0]["eventId"]).usage_cost == D("2.4")
+    assert len(calls) == 2 and calls[1].book_prices > calls[0].book_prices
+
+
+def test_an_override_waits_for_a_batch_being_stored_and_prices_it_again(api, client_for, llm, monkeypatch):
+    send(api)
+    reached, go, _ = pause_storing(monkeypatch, before=False)
+    batch, answers = in_thread(lambda: send(api))
+    assert reached.wait(30)  # stored at the old price, not committed yet
+    overrider, created = in_thread(lambda: client_for().post("/v1/price-overrides", OVERRIDE))
+    overrider.join(1)
+    assert overrider.is_alive()  # the override's write waits for the batch's transaction
+    go.set()
+    batch.join(30)
+    overrider.join(30)
+    assert answers[0]["totalCostUsd"] == "3" and created[0].status_code == 201
+    assert UsageEvent.objects.get(pk=answers[0]["eventId"]).usage_cost == D("2.4")  # its re-pricing saw the batch
+
+
 def test_a_signal_renamed_between_batches_is_looked_up_again(api, llm):
     send(api)
     Signal.objects.filter(name="answers").update(name="replies", short_name="replies")
@@ -107,11 +174,17 @@ def test_what_moves_a_generation(book, llm):
     assert generations(book.pk) == start  # an insert changes nothing a cache holds
     Customer.objects.filter(book=book).update(name="renamed")
     moved = generations(book.pk)
-    assert moved[0] > start[0] and moved[1] == start[1]
+    assert moved.book > start.book and moved[1:] == start[1:]  # identities move no prices
     Customer.objects.filter(book=book, name="nobody").update(name="x")  # no row changed
     assert generations(book.pk) == moved
     ServiceEntry.objects.filter(pk=llm.pk).update(input_cost=D("0.000005"))
-    assert generations(book.pk)[1] > moved[1]
+    repriced = generations(book.pk)
+    assert repriced.catalog > moved.catalog and repriced.catalog_prices == repriced.catalog
+    assert (repriced.book, repriced.book_prices) == (moved.book, moved.book_prices)
+    PriceOverride.objects.create(book=book, model_provider="acmeai", discount_percent=D(10),
+                                 effective_from=datetime(2026, 1, 1, tzinfo=timezone.utc))
+    overridden = generations(book.pk)
+    assert overridden.book_prices == overridden.book > repriced.book and overridden.catalog == repriced.catalog
 
 
 def provision(book, name: str, generation=None):
@@ -155,18 +228,18 @@ class _Book:
 
 def test_a_cache_answers_only_at_the_generation_it_read_and_keeps_the_newer_map():
     cache, book = BookCache(), _Book(1)
-    cache.remember(book, Generation(5, 1), {"x": 1})
-    assert cache.entries(book, Generation(5, 1)) == {"x": 1}
-    assert cache.entries(book, Generation(6, 1)) == {}
-    assert cache.entries(book, Generation(5, 2)) == {}
+    cache.remember(book, Generation(5, 1, 0, 0), {"x": 1})
+    assert cache.entries(book, Generation(5, 1, 0, 0)) == {"x": 1}
+    assert cache.entries(book, Generation(6, 1, 0, 0)) == {}
+    assert cache.entries(book, Generation(5, 2, 0, 0)) == {}
     assert cache.entries(book, None) == {}
-    cache.remember(book, Generation(6, 1), {"y": 2})
-    cache.remember(book, Generation(5, 1), {"x": 1})  # a request that read the older generation, late
-    assert cache.entries(book, Generation(6, 1)) == {"y": 2}
+    cache.remember(book, Generation(6, 1, 0, 0), {"y": 2})
+    cache.remember(book, Generation(5, 1, 0, 0), {"x": 1})  # a request that read the older generation, late
+    assert cache.entries(book, Generation(6, 1, 0, 0)) == {"y": 2}
 
 
 def test_a_cache_is_bounded():
-    cache, generation = BookCache(max_books=2, max_entries=4), Generation(1, 1)
+    cache, generation = BookCache(max_books=2, max_entries=4), Generation(1, 1, 0, 0)
     cache.remember(_Book(1), generation, {"a": 1, "b": 2})
     cache.remember(_Book(1), generation, {"c": 3})
     assert cache.entries(_Book(1), generation) == {"a": 1, "b": 2, "c": 3}
