@@ -4,9 +4,12 @@ figures billing wrote down from the ledger.
 - Draft invoices (not issued yet): each draft's lines against the lines its captured terms give over the ledger
   now. A draft generated before events of its period were recorded is stale, not drifted (it is refreshed on
   regenerate and before the end-of-period job issues it): a draft counts as drift only when no event of its
-  customer was stored after its last refresh. Repair refreshes the draft (as generating it again does).
+  customer dated in its period was stored after its last refresh (events of other periods say nothing of it). Repair refreshes the draft (as generating it again does).
 - Credit pools: each settled period's `consumed_units` against what the subscription bills of the ledger in that
   period. Repair settles that period and the later ones again (their top-up draws follow from it).
+
+Neither compares a period that shares a day with a month archived out of the ledger (`ArchivedMonth`): its
+events are no longer there to compare with.
 
 Issued invoices are documents: what they billed stays, whatever the ledger learns later (contract: invoices
 keep what was reviewed), so they are not compared."""
@@ -22,6 +25,7 @@ from billing.services.credit_pools import credit_pool_sync
 from billing.services.invoices import invoice_generate
 from core.scoping import owned
 from customers.models import UsageEvent
+from customers.partitions import archived_spans, overlaps_archive
 from customers.verification import Finding
 
 
@@ -37,7 +41,10 @@ def _line_figures(lines) -> list[tuple]:
 def draft_invoice_differences(*, book, now: datetime, repair: bool = False) -> list[Finding]:
     findings = []
     drafts = owned(Invoice, book).filter(status=InvoiceStatus.DRAFT).select_related("subscription", "customer")
+    archived = archived_spans()
     for invoice in drafts.order_by("period_start", "invoice_number"):
+        if overlaps_archive(invoice.period_start, invoice.period_end, archived):
+            continue  # its period's events left the ledger: the ledger no longer says what it bills
         subscription = invoice.subscription
         expected = _line_figures(priced_lines(subscription, billing_window(subscription, invoice.period_start,
                                                                             invoice.period_end),
@@ -45,8 +52,10 @@ def draft_invoice_differences(*, book, now: datetime, repair: bool = False) -> l
         stored = _line_figures(invoice.lines.order_by("position"))
         if expected == stored:
             continue
-        if owned(UsageEvent, book).filter(customer_id=invoice.customer_id, created_at__gt=invoice.updated_at).exists():
-            continue  # stale: events arrived after its last refresh
+        if owned(UsageEvent, book).filter(customer_id=invoice.customer_id, usage_date__gte=invoice.period_start,
+                                          usage_date__lt=invoice.period_end,
+                                          created_at__gt=invoice.updated_at).exists():
+            continue  # stale: events of its period arrived after its last refresh
         findings.append(Finding(
             f"draft invoice {invoice.invoice_number} ({invoice.period_start:%Y-%m-%d} to {invoice.period_end:%Y-%m-%d})",
             "; ".join(f"line {p} {c}: {q} for {a}" for p, c, q, a in expected),
@@ -62,7 +71,10 @@ def credit_pool_differences(*, book, now: datetime, repair: bool = False) -> lis
     grants = (owned(CreditGrant, book).filter(kind=PERIOD, settled_at__isnull=False)
               .select_related("subscription").order_by("subscription_id", "period_start"))
     drifted: dict = {}
+    archived = archived_spans()
     for grant in grants:
+        if overlaps_archive(grant.period_start, grant.period_end, archived):
+            continue  # its period's events left the ledger: reading them as none would settle it again at 0
         pool = pool_for(grant.subscription)
         if pool is None:
             continue

@@ -241,6 +241,21 @@ class RollupBacklog(models.Model):
         return f"pending {self.event_id}"
 
 
+class ArchivedMonth(models.Model):
+    """A UTC month whose events left the ledger (customers/partitions.py `ledger_partition_detach`): what is
+    computed from the ledger no longer sees them, so the verifier compares no figure of such a month (a credit
+    pool's settled use, a draft's lines) and prunes no matter attribution while one exists. Kept after the
+    archive's table is dropped: its events are gone for good then."""
+
+    month = models.DateTimeField(unique=True)  # the month's first instant
+    archive = models.CharField(max_length=63)  # the table it became
+    rows = models.BigIntegerField()
+    detached_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.month:%Y-%m} -> {self.archive}"
+
+
 class RollupGrain(models.IntegerChoices):
     """What a rollup row sums away, as bits: 1 the model, 2 the signal, 4 the customer, 8 the days of a
     month (the row's `day` is then the month's first day). Reads take the smallest grain that still has

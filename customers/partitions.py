@@ -41,7 +41,7 @@ from django.db import OperationalError, connection, transaction
 
 from core.clock import MIN_YEAR
 from core.hooks import Hooks
-from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
+from customers.models import ArchivedMonth, RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
 
 LEDGER = UsageEvent._meta.db_table
 KEYS = UsageEventKey._meta.db_table
@@ -254,6 +254,17 @@ def archived_months(table: str = LEDGER) -> list[str]:
         return [name for (name,) in cursor.fetchall()]
 
 
+def archived_spans() -> list[tuple[datetime, datetime]]:
+    """`[start, end)` of each month whose events left the ledger (`ArchivedMonth`), oldest first."""
+    return [(month, next_month(month)) for month in ArchivedMonth.objects.order_by("month")
+            .values_list("month", flat=True)]
+
+
+def overlaps_archive(start: datetime, end: datetime, spans: list[tuple[datetime, datetime]]) -> bool:
+    """Whether `[start, end)` shares an instant with an archived month of `spans`."""
+    return any(lo < end and start < hi for lo, hi in spans)
+
+
 # Asked before a month leaves the ledger, with `start` and `end`, the month's bounds: a higher app's function
 # raises ValueError, saying why, when the month must stay (config/hooks.py registers billing's: a month that
 # draft invoices or active subscriptions' current billing periods still read).
@@ -312,4 +323,7 @@ def ledger_partition_detach(month: datetime, *, now: datetime, table: str = LEDG
                            [month.date(), end.date()])
         cursor.execute(f"ALTER TABLE {table} DETACH PARTITION {partition.name}")
         cursor.execute(f"ALTER TABLE {partition.name} RENAME TO {archive}")
+        if table == LEDGER:
+            ArchivedMonth.objects.update_or_create(month=month, defaults={"archive": archive, "rows": rows,
+                                                                          "detached_at": now})
     return Detached(month=month, archive=archive, rows=rows, keys_released=released)

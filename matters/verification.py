@@ -3,11 +3,12 @@
 A matter's cost, event count and event list are not stored: every read joins the attributions with the ledger
 (matters/selectors.py), so they cannot drift from it. What is stored is one attribution row per event; a row
 whose event is in no month of the ledger is drift (its matter would count it in `eventCount` and never in
-`actualCost`), unless the database holds archived months, whose events keep their attributions by design
-(docs/decisions/ledger-partitions.md): then the check is left to the operator, and says so. Repair deletes the
-orphans (never with archives present)."""
+`actualCost`), unless months were archived (`ArchivedMonth`, whether their tables are still in the database or
+dropped), whose events keep their attributions by design (docs/decisions/ledger-partitions.md): then the check is
+left to the operator, and says so. Repair deletes the orphans (never once a month was archived)."""
 from core.scoping import owned
 from customers.models import UsageEvent
+from customers.models import ArchivedMonth
 from customers.partitions import archived_months
 from customers.verification import Finding
 from matters.models import MatterAttribution
@@ -21,8 +22,8 @@ def attribution_orphans(*, book, repair: bool = False) -> list[Finding]:
                 for row in orphans[:1000]]
     if not findings:
         return []
-    if archived_months():
-        return []  # the orphans may be archived months' events (module docstring)
+    if archived_months() or ArchivedMonth.objects.exists():
+        return []  # the orphans may be archived months' events, kept or dropped (module docstring)
     if repair:
         orphans.delete()
     return findings

@@ -141,6 +141,11 @@ def test_a_draft_invoice_whose_lines_differ_from_its_claims_is_drift_and_repair_
     assert generated.status_code == 201, generated.json()
     assert ledger_verify(now=NOW, book=book, checks=("draft_invoices",))[0].drift == 0
     InvoiceLine.objects.filter(charge_type="usage").update(quantity=0, amount=0)  # a draft that billed 0 units
+    later = api.post("/v1/usage/record", {"records": [{  # November's usage says nothing of October's draft
+        "customerExternalId": chain.customer.external_id, "agentCode": chain.agent.agent_code,
+        "signalName": chain.signal.name, "quantity": "1", "usageDate": "2026-11-05T10:00:00Z",
+        "services": [{"model": "none-api", "modelProvider": "none", "quantity": 1}]}]})
+    assert [entry["stored"] for entry in later.json()["results"]["failed"]] == [True]  # no price needed: stored
     [report] = ledger_verify(now=NOW, book=book, checks=("draft_invoices",))
     [finding] = report.findings["draft_invoices"]
     assert "usage: 409.45 for 818.90" in finding.ledger and "usage: 0 for 0.00" in finding.derived
@@ -148,7 +153,8 @@ def test_a_draft_invoice_whose_lines_differ_from_its_claims_is_drift_and_repair_
     assert InvoiceLine.objects.get(charge_type="usage").amount == D("818.90")
 
 
-def test_a_settled_credit_pool_period_that_differs_from_the_ledger_is_drift_and_repaired(api, book, monkeypatch):
+def settled_june_pool(api, book, monkeypatch) -> CreditGrant:
+    """A pool subscription from June 2025 with 30 units used in June, its June period settled."""
     from core import clock
 
     from tests.billing.pools import pool_strategy, pool_subscription, run_jobs, use
@@ -160,19 +166,37 @@ def test_a_settled_credit_pool_period_that_differs_from_the_ledger_is_drift_and_
     chain = SimpleNamespace(agent=agent, signal=SignalFactory(book=book, agent=agent),
                             customer=CustomerFactory(book=book), plan=create_plan(api, agent.id))
     monkeypatch.setattr(clock, "now", lambda: datetime(2025, 6, 10, 12, tzinfo=UTC))
-    subscription = pool_subscription(api, chain, start="2025-06-01T00:00:00Z", strategy=pool_strategy(chain))
+    pool_subscription(api, chain, start="2025-06-01T00:00:00Z", strategy=pool_strategy(chain))
     use(chain, 30, at=datetime(2025, 6, 5, tzinfo=UTC))
     run_jobs("2025-06-10T12:00:00Z")  # June's grant
     run_jobs("2025-07-01T00:00:00Z")  # June ends and is settled
     grant = CreditGrant.objects.get(kind="period", period_start=datetime(2025, 6, 1, tzinfo=UTC))
     assert grant.consumed_units == 30
+    return grant
+
+
+def test_a_settled_credit_pool_period_that_differs_from_the_ledger_is_drift_and_repaired(api, book, monkeypatch):
+    grant = settled_june_pool(api, book, monkeypatch)
     assert ledger_verify(now=NOW, book=book, checks=("credit_pools",))[0].drift == 0
     CreditGrant.objects.filter(pk=grant.pk).update(consumed_units=12)
     [finding] = ledger_verify(now=NOW, book=book, checks=("credit_pools",))[0].findings["credit_pools"]
     assert finding.ledger == "30 units used" and finding.derived == "12 settled"
     ledger_verify(now=NOW, book=book, checks=("credit_pools",), repair=True)
     assert CreditGrant.objects.get(pk=grant.pk).consumed_units == 30
-    assert subscription["id"]
+
+
+def test_a_credit_pool_period_of_an_archived_month_is_neither_drift_nor_settled_again(api, book, monkeypatch):
+    from customers.partitions import ledger_partition_detach, ledger_partitions_ensure
+
+    grant = settled_june_pool(api, book, monkeypatch)
+    june = datetime(2025, 6, 1, tzinfo=UTC)
+    ledger_partitions_ensure(months=[june])
+    assert ledger_partition_detach(june, now=NOW).rows == 1
+    with connection.cursor() as cursor:  # the operator dumps and drops the archive: the events are gone for good
+        cursor.execute("DROP TABLE customers_usageevent_archived_2025_06")
+    report = ledger_verify(now=NOW, book=book, checks=("credit_pools", "matter_attributions"), repair=True)[0]
+    assert report.drift == 0
+    assert CreditGrant.objects.get(pk=grant.pk).consumed_units == 30  # not settled again as if nothing was used
 
 
 def test_the_scheduled_job_logs_drift_as_an_error_shows_it_on_the_dashboard_and_forgets_it_once_repaired(
