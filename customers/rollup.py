@@ -33,7 +33,7 @@ from catalog.models import ServiceEntry
 from core.jobs import BookFailures
 from core.replica import pin_to_primary, read_database
 from core.scoping import book_sql, owned
-from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent
+from customers.models import Agent, RollupBacklog, Signal, UsageDailyRollup, UsageEvent
 
 EVENTS = UsageEvent._meta.db_table
 CATALOG = ServiceEntry._meta.db_table
@@ -305,6 +305,16 @@ def analytics_rollup_rebuild(*, book) -> int:
 # --------------------------------------------------------------------------- verification against the ledger
 
 _KEY_LIST = ", ".join(KEY_COLUMNS)
+# A deleted agent's or signal's id stays in the rollup, where reads take it for null, as the ledger's SET_NULL
+# made it (customers/models.py): the comparison reads the rollup's ids the same way.
+_IDENTITY_TABLES = {"agent_id": Agent._meta.db_table, "signal_id": Signal._meta.db_table}
+
+
+def _folded(column: str, alias: str = "r") -> str:
+    """The rollup's `column` as reads take it: an agent or signal id that no longer exists is null."""
+    if column not in _IDENTITY_TABLES:
+        return f"{alias}.{column}"
+    return f"CASE WHEN {alias}.{column} IN (SELECT id FROM {_IDENTITY_TABLES[column]}) THEN {alias}.{column} END"
 
 
 def _differences_sql(book_id) -> tuple[str, list]:
@@ -321,7 +331,7 @@ def _differences_sql(book_id) -> tuple[str, list]:
                           f"coalesce(sum({measure}) FILTER (WHERE side = 'rollup'), 0)" for measure in MEASURES)
     sql = (f"SELECT {_KEY_LIST}, {sides} FROM ("
            f"SELECT 'ledger' AS side, g.* FROM ({expected}) AS g "
-           f"UNION ALL SELECT 'rollup', {', '.join('r.' + c for c in (*KEY_COLUMNS, *MEASURES))} "
+           f"UNION ALL SELECT 'rollup', {', '.join(_folded(c) for c in (*KEY_COLUMNS, *MEASURES))} "
            f"FROM {ROLLUP} r WHERE {rollup_in_book}) AS both_sides "
            f"GROUP BY {_KEY_LIST} HAVING {differs} ORDER BY grain, day, customer_id, agent_id, signal_id, model")
     return sql, [*params, *rollup_params]
@@ -355,8 +365,9 @@ def _set_to_ledger(book_id, differences: list[dict]) -> None:
     with connection.cursor() as cursor:
         for difference in differences:
             key = difference["key"]
-            # The row's whole key, its book included: NULL parts (a grain's summed-away columns) match NULL.
-            condition = " AND ".join(f"{column} IS NOT DISTINCT FROM %s" for column in KEY_COLUMNS)
+            # The row's whole key as the comparison read it, its book included: NULL parts (a grain's summed-away
+            # columns, a deleted agent's or signal's id) match NULL.
+            condition = " AND ".join(f"{_folded(column, ROLLUP)} IS NOT DISTINCT FROM %s" for column in KEY_COLUMNS)
             cursor.execute(f"DELETE FROM {ROLLUP} WHERE {condition}", [key[column] for column in KEY_COLUMNS])
             if any(difference["ledger"][measure] for measure in MEASURES):
                 kept.append(difference)

@@ -91,6 +91,26 @@ def test_a_rollup_row_that_differs_is_reported_with_both_figures_and_repaired_wi
     assert ledger_digest() == before
 
 
+def test_a_deleted_signal_and_agent_are_no_drift_and_a_repair_of_their_rows_counts_each_event_once(api, book, llm):
+    """The ledger forgets a deleted signal's or agent's id (SET_NULL); the rollup keeps it and reads fold it to
+    null (customers/models.py): the two say the same."""
+    from customers.models import Agent, Signal
+
+    record(api, llm)
+    analytics_rollup_catch_up(book_id=book.pk)
+    signal = Signal.objects.get(name="calls")
+    assert api.delete(f"/v1/signals/{signal.pk}").status_code in (200, 204)
+    assert UsageEvent.objects.filter(signal_id__isnull=True).count() == 3
+    assert ledger_verify(now=NOW, book=book, checks=("rollup",))[0].drift == 0
+    Agent.objects.filter(agent_code="bot").delete()
+    assert ledger_verify(now=NOW, book=book, checks=("rollup",))[0].drift == 0
+    month_row = UsageDailyRollup.objects.get(grain=8)
+    UsageDailyRollup.objects.filter(pk=month_row.pk).update(event_count=7)
+    [difference] = ledger_verify(now=NOW, book=book, checks=("rollup",), repair=True)[0].findings["rollup"]
+    assert ledger_verify(now=NOW, book=book, checks=("rollup",))[0].drift == 0
+    assert sum(row.event_count for row in UsageDailyRollup.objects.filter(grain=8)) == 3
+
+
 def test_a_missing_rollup_row_and_a_backlog_row_without_its_event_are_found_and_repaired(api, book, llm):
     body = record(api, llm)
     analytics_rollup_catch_up(book_id=book.pk)
