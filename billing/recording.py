@@ -32,7 +32,7 @@ from core.scoping import owned
 from core.serialization import decimal_text
 from customers.ledger import PricesMoved, events_append
 from customers.models import CODING_AGENT_CODE, EventStatus, Signal, UsageEvent
-from customers.provisioning import identities_provision
+from customers.provisioning import identities_mark_internal, identities_provision
 from matters.ingestion import matters_attribute_new_events
 
 # Run on commit of a batch that stored new events, with `book` and `events` (the new UsageEvent rows): the
@@ -121,7 +121,7 @@ def usage_record(*, book, body, now: datetime, generation: Generation | None = N
         except PricesMoved as moved:
             generation = moved.generation
     raise ServiceUnavailable("Prices kept changing while the batch was priced; nothing was stored. Retry.",
-                             code="prices_changing", headers={"Retry-After": "1"})
+                             headers={"Retry-After": "1"})
 
 
 def _record(book, checked: list, *, now: datetime, generation: Generation, processed: int) -> RecordingOutcome:
@@ -156,11 +156,14 @@ def _record(book, checked: list, *, now: datetime, generation: Generation, proce
                 internal_external_ids={d.customer_external_id for d in drafts if d.agent_code == CODING_AGENT_CODE},
                 generation=generation,
             )
-            _sort_signals_into_cost_categories(book, drafts, identities)
             rows = [_event_row(d, identities, priced_by_index[d.index], event_id, raw_event_id)
                     for d, event_id, raw_event_id in zip(drafts, time_ordered_uuids(len(drafts)),
                                                          random_uuids(len(drafts)))]
             appended = events_append(book=book, rows=rows, now=now, generation=generation)
+            # Updates of identities come after the events: they write the book's generation row, which a batch
+            # may write only once it holds its price lock (customers.provisioning.identities_mark_internal).
+            identities_mark_internal(book=book, identities=identities)
+            _sort_signals_into_cost_categories(book, drafts, identities)
             outcome.new_events = [a.event for a in appended if not a.replayed]
             # Spec §4: tags and routing rules attach events to matters at record time.
             matters_attribute_new_events(book=book, events=outcome.new_events, generation=generation)

@@ -73,7 +73,7 @@ def events_backfill_cost(*, book, model: str, model_provider: str, progress: Pro
     progress.expect(single.count() + len(multi_ids))
     priced_count = _price_in_chunks(book, single, progress)
     with transaction.atomic():
-        candidates = [event for event in multi.filter(pk__in=multi_ids).select_for_update(skip_locked=True)
+        candidates = [event for event in multi.filter(pk__in=multi_ids).select_for_update()
                       if _names_model(event, model, model_provider)]
         priced_count += _price_and_save(book, candidates)
         if multi_ids:
@@ -84,22 +84,25 @@ def events_backfill_cost(*, book, model: str, model_provider: str, progress: Pro
 def events_reprice_unpriced(*, book, progress: Progress = NO_PROGRESS) -> int:
     """Price every unpriced event of the book that the catalog (with the book's aliases) can price now, in
     chunks by id; returns how many got a cost. Events it still cannot price are left as they are. Safe to run
-    twice and beside recording: priced events are never touched, locked ones are skipped."""
+    twice and beside recording: priced events are never touched."""
     unpriced = owned(UsageEvent, book).filter(usage_cost__isnull=True)
     progress.expect(unpriced.count())
     return _price_in_chunks(book, unpriced, progress)
 
 
 def _price_in_chunks(book, events, progress: Progress = NO_PROGRESS) -> int:
-    """Price `events` in chunks by id, one transaction each (locked rows skipped); how many got a cost. Each
-    chunk reports its size to `progress` inside its transaction, so a job's count moves with the work."""
+    """Price `events` in chunks by id, one transaction each; how many got a cost. Each chunk reports its size to
+    `progress` inside its transaction, so a job's count moves with the work. A row another job holds (a
+    re-pricing for an override) is waited for, not skipped: that job may have read the prices before this
+    mapping or catalog load committed, and a skipped row would keep its null cost for good; once it is
+    released, a row that job priced no longer matches and is left out."""
     priced_count, last_pk = 0, None
     while True:
         with transaction.atomic():
             chunk_query = events.order_by("pk")
             if last_pk is not None:
                 chunk_query = chunk_query.filter(pk__gt=last_pk)
-            chunk = list(chunk_query.select_for_update(skip_locked=True)[:BACKFILL_CHUNK])
+            chunk = list(chunk_query.select_for_update()[:BACKFILL_CHUNK])
             if not chunk:
                 break
             last_pk = chunk[-1].pk

@@ -60,6 +60,7 @@ class Identities:
     customer_ids: dict[str, UUID]  # by external id
     agent_ids: dict[str, UUID]  # by agent code
     signals: dict[tuple[str, str], SignalRef]  # by (agent code, signal name)
+    newly_internal: tuple = ()  # ids of existing customers the batch names under the internal coding agent
 
 
 def _ensure(book, model, field: str, wanted: set[str], build, extra=Q(), columns=("id",)) -> dict:
@@ -144,11 +145,19 @@ def identities_provision(*, book, customer_external_ids: set[str], agent_codes: 
         identities.remember(book, generation, {**{("c", ext): row for ext, row in customers.items()},
                                    **{("a", code): agent_id for code, agent_id in agent_ids.items()},
                                    **{("s", key): ref for key, ref in signals.items()}})
-    newly_internal = [row[0] for ext, row in customers.items() if ext in internal_external_ids and not row[1]]
-    if newly_internal:  # moves the book's generation: what was just remembered is not read again
-        owned(Customer, book).filter(pk__in=newly_internal).update(is_internal=True)
+    newly_internal = tuple(row[0] for ext, row in customers.items() if ext in internal_external_ids and not row[1])
     return Identities(customer_ids={ext: row[0] for ext, row in customers.items()}, agent_ids=agent_ids,
-                      signals=signals)
+                      signals=signals, newly_internal=newly_internal)
+
+
+def identities_mark_internal(*, book, identities: Identities) -> None:
+    """Mark internal the existing customers the batch named under the internal coding agent. It moves the
+    book's generation (what `identities_provision` just remembered is not read again), so recording calls it
+    once its events are stored: the statement storing them takes the book's price lock shared, and a price
+    change takes that lock before it writes the generation's row (accounts/book_generations.py), so a batch
+    that wrote the row first would wait for the change while the change waits for the row."""
+    if identities.newly_internal:
+        owned(Customer, book).filter(pk__in=identities.newly_internal).update(is_internal=True)
 
 
 def _signals_ensure(book, agent_ids: dict[str, UUID], signal_keys: set[tuple[str, str]]) -> dict:

@@ -6,7 +6,9 @@ and of the catalog (the catalog's row); identities and matters move `generation`
 exclusive transaction-level advisory lock on what it changed (the book's key, the catalog's key); a batch takes
 both keys shared, then reads the two `prices` in force, in `accounts_prices_in_force`. So a batch priced before a
 price change either stores nothing (it reads the new `prices`, since it reads after the change committed) or is
-committed before the change's transaction is: a re-pricing run after that commit sees its events."""
+committed before the change's transaction is: a re-pricing run after that commit sees its events. A price change
+takes its lock before it writes the generation's row, so a batch writes that row (identity updates) only after
+its statement took the locks (billing/recording.py), never before: the two would wait for each other."""
 from django.db import migrations
 
 LOCKS = 7302  # the advisory-lock namespace; the second key: 0 for the catalog, hashtext(book id) for a book
@@ -19,7 +21,9 @@ CREATE FUNCTION accounts_book_prices_move() RETURNS trigger LANGUAGE plpgsql AS 
 DECLARE
     changed uuid;
 BEGIN
-    FOR changed IN SELECT DISTINCT book_id FROM changed_rows ORDER BY book_id LOOP
+    -- In the order of the keys (two writers of several books take them in one order).
+    FOR changed IN SELECT book_id FROM (SELECT DISTINCT book_id FROM changed_rows) AS books
+                   ORDER BY hashtext(book_id::text), book_id LOOP
         PERFORM pg_advisory_xact_lock({LOCKS}, hashtext(changed::text));
     END LOOP;
     WITH moved AS MATERIALIZED (

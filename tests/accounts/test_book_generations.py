@@ -146,6 +146,27 @@ def test_a_batch_priced_before_an_override_committed_is_priced_again_when_stored
     assert len(calls) == 2 and calls[1].book_prices > calls[0].book_prices
 
 
+def test_a_batch_that_sorts_its_signal_and_an_override_made_meanwhile_both_go_through(api, client_for, llm,
+                                                                                      monkeypatch):
+    """Sorting a signal into a cost category and marking a developer internal write the book's generation row,
+    which a price change writes after taking its lock: the batch does so only after its own statement took the
+    lock shared, so neither waits for the other (the override and the batch would otherwise deadlock)."""
+    send(api)
+    send(api, customerExternalId="dev@example.com")  # an existing customer, about to be marked internal
+    reached, go, _ = pause_storing(monkeypatch, before=True)
+    batch, answers = in_thread(lambda: send(api, signalName="fresh", environment="production",
+                                            agentCode="svc-coding-agent", customerExternalId="dev@example.com"))
+    assert reached.wait(30)
+    overrider, created = in_thread(lambda: client_for().post("/v1/price-overrides", OVERRIDE))
+    overrider.join(30)
+    assert created[0].status_code == 201, created[0].json()
+    go.set()
+    batch.join(30)
+    assert answers[0]["totalCostUsd"] == "2.4"
+    assert Signal.objects.get(name="fresh").cost_category == "production"
+    assert Customer.objects.get(external_id="dev@example.com").is_internal
+
+
 def test_an_override_waits_for_a_batch_being_stored_and_prices_it_again(api, client_for, llm, monkeypatch):
     send(api)
     reached, go, _ = pause_storing(monkeypatch, before=False)
