@@ -13,6 +13,7 @@ from django.db import migrations
 
 LOCKS = 7302  # the advisory-lock namespace; the second key: 0 for the catalog, hashtext(book id) for a book
 CATALOG_ROW = "00000000-0000-0000-0000-000000000000"
+LOCK_TIMEOUT = "10s"  # how long a batch waits for a price change to commit
 
 SQL = f"""
 ALTER TABLE accounts_book_generation ADD COLUMN prices bigint NOT NULL DEFAULT 0;
@@ -50,7 +51,11 @@ END $$;
 -- The book's and the catalog's generations and prices, read after taking both keys shared (held until the
 -- transaction ends): {{book generation, catalog generation, book prices, catalog prices}}. Each statement of a
 -- volatile function reads with a snapshot of its own, so these read whatever committed before the locks.
-CREATE FUNCTION accounts_prices_in_force(book uuid) RETURNS bigint[] LANGUAGE plpgsql VOLATILE AS $$
+-- A price change that does not commit within the lock timeout (a session left open in a transaction) makes the
+-- batch fail with lock_not_available, answered 503 with Retry-After and nothing stored, rather than hold its web
+-- worker until the request times out.
+CREATE FUNCTION accounts_prices_in_force(book uuid) RETURNS bigint[] LANGUAGE plpgsql VOLATILE
+SET lock_timeout = '{LOCK_TIMEOUT}' AS $$
 DECLARE
     found bigint[];
 BEGIN

@@ -182,6 +182,32 @@ def test_an_override_waits_for_a_batch_being_stored_and_prices_it_again(api, cli
     assert UsageEvent.objects.get(pk=answers[0]["eventId"]).usage_cost == D("2.4")  # its re-pricing saw the batch
 
 
+def test_a_price_change_left_uncommitted_makes_a_batch_answer_503_with_nothing_stored(api, book, llm):
+    send(api)
+    held, go = threading.Event(), threading.Event()
+
+    def override_left_open():
+        with transaction.atomic():
+            PriceOverride.objects.create(book=book, model_provider="acmeai", discount_percent=D(20),
+                                         effective_from=datetime(2020, 1, 1, tzinfo=timezone.utc))
+            held.set()
+            assert go.wait(30)
+    writer, _ = in_thread(override_left_open)
+    assert held.wait(30)
+    with connection.cursor() as cursor:  # the migration's 10 s, shortened for the test
+        cursor.execute("ALTER FUNCTION accounts_prices_in_force(uuid) SET lock_timeout = '300ms'")
+    try:
+        resp = api.post("/v1/usage/record", {"records": [record()]})
+        assert resp.status_code == 503 and resp.headers["Retry-After"], resp.content
+        assert UsageEvent.objects.count() == 1
+    finally:
+        go.set()
+        writer.join(30)
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER FUNCTION accounts_prices_in_force(uuid) SET lock_timeout = '10s'")
+    assert send(api)["totalCostUsd"] == "2.4"
+
+
 def test_a_signal_renamed_between_batches_is_looked_up_again(api, llm):
     send(api)
     Signal.objects.filter(name="answers").update(name="replies", short_name="replies")
