@@ -89,7 +89,10 @@ def credit_pool_differences(*, book, now: datetime, repair: bool = False) -> lis
     if repair:
         for subscription, (start, pool) in drifted.items():
             with transaction.atomic():
-                owned(CreditGrant, book).filter(subscription=subscription, kind=PERIOD,
-                                                period_start__gte=start).update(settled_at=None)
+                later = owned(CreditGrant, book).filter(subscription=subscription, kind=PERIOD, period_start__gte=start)
+                # A period of an archived month keeps its settlement: its events are no longer there to settle it.
+                later = [grant.pk for grant in later if not overlaps_archive(grant.period_start, grant.period_end,
+                                                                              archived)]
+                owned(CreditGrant, book).filter(pk__in=later).update(settled_at=None)
                 credit_pool_sync(subscription=subscription, pool=pool, now=now)
     return findings

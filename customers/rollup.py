@@ -329,8 +329,11 @@ def _differences_sql(book_id) -> tuple[str, list]:
                       f"sum({measure}) FILTER (WHERE side = 'rollup') AS rollup_{measure}" for measure in MEASURES)
     differs = " OR ".join(f"coalesce(sum({measure}) FILTER (WHERE side = 'ledger'), 0) <> "
                           f"coalesce(sum({measure}) FILTER (WHERE side = 'rollup'), 0)" for measure in MEASURES)
+    # Both sides folded alike: a batch that named a signal being deleted stored its id, which reads take for null.
+    ledger_columns = ", ".join(_folded(column, "g") + f" AS {column}" for column in (*KEY_COLUMNS, *MEASURES))
     sql = (f"SELECT {_KEY_LIST}, {sides} FROM ("
-           f"SELECT 'ledger' AS side, g.* FROM ({expected}) AS g "
+           f"SELECT 'ledger' AS side, {ledger_columns} "
+           f"FROM ({expected}) AS g "
            f"UNION ALL SELECT 'rollup', {', '.join(_folded(c) for c in (*KEY_COLUMNS, *MEASURES))} "
            f"FROM {ROLLUP} r WHERE {rollup_in_book}) AS both_sides "
            f"GROUP BY {_KEY_LIST} HAVING {differs} ORDER BY grain, day, customer_id, agent_id, signal_id, model")
