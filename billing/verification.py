@@ -6,7 +6,7 @@ figures billing wrote down from the ledger.
   regenerate and before the end-of-period job issues it): a draft counts as drift only when no event of its
   customer dated in its period was stored after its last refresh (events of other periods say nothing of it). Repair refreshes the draft (as generating it again does).
 - Credit pools: each settled period's `consumed_units` against what the subscription bills of the ledger in that
-  period. Repair settles that period and the later ones again (their top-up draws follow from it).
+  period, on the signal of the pool in force for it (its invoice's captured pool, else the plan's). Repair settles that period and the later ones again (their top-up draws follow from it).
 
 Neither compares a period that shares a day with a month archived out of the ledger (`ArchivedMonth`): its
 events are no longer there to compare with.
@@ -20,7 +20,7 @@ from django.db import transaction
 from billing.models import CreditGrant, Invoice, InvoiceStatus
 from billing.pricing.lines import billing_window, invoice_terms, priced_lines
 from billing.pricing.usage import billed_usage
-from billing.selectors.credit_pools import PERIOD, pool_for
+from billing.selectors.credit_pools import PERIOD, period_pool, pool_for, timeline_of
 from billing.services.credit_pools import credit_pool_sync
 from billing.services.invoices import invoice_generate
 from core.scoping import owned
@@ -71,13 +71,17 @@ def credit_pool_differences(*, book, now: datetime, repair: bool = False) -> lis
     grants = (owned(CreditGrant, book).filter(kind=PERIOD, settled_at__isnull=False)
               .select_related("subscription").order_by("subscription_id", "period_start"))
     drifted: dict = {}
+    timelines: dict = {}
     archived = archived_spans()
     for grant in grants:
         if overlaps_archive(grant.period_start, grant.period_end, archived):
             continue  # its period's events left the ledger: reading them as none would settle it again at 0
-        pool = pool_for(grant.subscription)
-        if pool is None:
+        plan_pool = pool_for(grant.subscription)
+        if plan_pool is None:
             continue
+        if grant.subscription_id not in timelines:
+            timelines[grant.subscription_id] = timeline_of(grant.subscription)
+        pool = period_pool(timelines[grant.subscription_id], grant.period_start, plan_pool)
         consumed = billed_usage(book=book.pk, windows={grant.subscription: (grant.period_start, grant.period_end)}
                                 ).get((grant.subscription_id, pool.signal_id), 0)
         if consumed != grant.consumed_units:
@@ -85,7 +89,7 @@ def credit_pool_differences(*, book, now: datetime, repair: bool = False) -> lis
                 f"credit pool of subscription {grant.subscription_id}, period {grant.period_start:%Y-%m-%d}",
                 f"{_plain(consumed)} units used", f"{_plain(grant.consumed_units)} settled",
                 grant.period_start))
-            drifted.setdefault(grant.subscription, (grant.period_start, pool))
+            drifted.setdefault(grant.subscription, (grant.period_start, plan_pool))
     if repair:
         for subscription, (start, pool) in drifted.items():
             with transaction.atomic():

@@ -11,12 +11,13 @@ from datetime import datetime
 from decimal import Decimal
 from functools import reduce
 from operator import or_
+from uuid import UUID
 
 from django.db.models import Q
 
 from billing.models import Subscription
 from billing.pricing.attribution import Claim, billing_claims
-from billing.pricing.terms import terms_timelines
+from billing.pricing.terms import TermsTimeline, terms_timelines
 from core.scoping import owned
 from customers.models import UsageEvent
 from customers.usage_sums import labelled_event_sums
@@ -45,15 +46,24 @@ def claimed_quantities(*, book, claims: Iterable[Claim], start: datetime, end: d
     return {row.key[0]: row.quantity for row in labelled_event_sums(events, labels, measures=("quantity",))}
 
 
-def billed_usage(*, book, windows: dict[Subscription, tuple]) -> dict[tuple, Decimal]:
+def customer_timelines(*, book, subscriptions) -> dict[UUID, TermsTimeline]:
+    """The terms timelines of every subscription of these subscriptions' customers: what settling their claims
+    needs. Three reads."""
+    pairs = owned(Subscription, book).filter(customer_id__in={s.customer_id for s in subscriptions})
+    return terms_timelines(book=book, subscriptions=pairs)
+
+
+def billed_usage(*, book, windows: dict[Subscription, tuple],
+                 timelines: dict[UUID, TermsTimeline] | None = None) -> dict[tuple, Decimal]:
     """(subscription id, signal id) -> what each subscription bills of the ledger in its own window
     (`windows`: subscription -> (start, end)), its claims settled against every other subscription of its
-    customer. Four reads whatever the number of subscriptions."""
+    customer (`timelines`: their `customer_timelines`, when the caller read them already). Four reads whatever
+    the number of subscriptions."""
     if not windows:
         return {}
-    subscriptions = list(windows)
-    pairs = owned(Subscription, book).filter(customer_id__in={s.customer_id for s in subscriptions})
-    claims = billing_claims(terms_timelines(book=book, subscriptions=pairs))
+    if timelines is None:
+        timelines = customer_timelines(book=book, subscriptions=list(windows))
+    claims = billing_claims(timelines)
     clipped = []
     for subscription, (start, end) in windows.items():
         for claim in claims.get(subscription.pk, ()):

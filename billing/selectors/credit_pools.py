@@ -1,6 +1,7 @@
 """Credit pools: the live countdown of every subscription whose plan sells a pool (spec §2 "Credit balance row").
 
-A pool is the plan's active credit-pool strategy for the subscription's agent (the oldest if there are several).
+A pool is the plan's active credit-pool strategy for the subscription's agent (the oldest if there are several);
+a period whose invoice captured its terms has the pool those terms sell (`period_pool`), as its invoice bills it.
 Each billing period (the subscription's stored current period) refills it with `poolSizeUnits`. Usage of the
 strategy's signal draws from it: the current period's grant first, then top-ups, which never expire.
 
@@ -28,8 +29,8 @@ from billing.models import ChargeType, CreditGrant, PricingModel, PricingStrateg
 from billing.pricing.engine import StrategyTerms, billed_quantity
 from billing.pricing.lines import pool_units
 from billing.pricing.periods import next_period, period_containing
-from billing.pricing.terms import priced_strategy, schedule_of
-from billing.pricing.usage import billed_usage
+from billing.pricing.terms import PlanTerms, TermsTimeline, priced_strategy, schedule_of, terms_timelines
+from billing.pricing.usage import billed_usage, customer_timelines
 from core.errors import NotFound
 from core.money import ZERO, ExactField, decimal_or_none, quantized
 from core.scoping import not_found, owned
@@ -89,6 +90,30 @@ def pool_for(subscription: Subscription) -> Pool | None:
     return pool_of(strategy) if strategy is not None else None
 
 
+def pool_in(terms: PlanTerms) -> Pool | None:
+    """The pool these terms sell: their oldest credit-pool usage strategy (terms keep the plan's order)."""
+    for strategy in terms.strategies:
+        if strategy.is_usage and strategy.pricing_model == PricingModel.CREDIT_POOL and strategy.priced_terms:
+            tiers = strategy.priced_terms.tiers
+            return Pool(strategy.id, strategy.signal_id, tiers[0].upper, tiers[1].rate, strategy.priced_terms)
+    return None
+
+
+def period_pool(timeline: TermsTimeline, start: datetime, plan_pool: Pool) -> Pool:
+    """The pool of the subscription's period that starts at `start`: the one its invoice captured, so that what
+    the period drew agrees with the overage that invoice bills (an invoice keeps what was reviewed, also after
+    a PATCH of agentId or a new pool size), else the plan's pool as it is now (`plan_pool`), as a period with
+    no invoice yet is priced."""
+    for piece in timeline.pieces:
+        if piece.invoice_id is not None and piece.start <= start and (piece.end is None or start < piece.end):
+            return pool_in(piece.terms) or plan_pool
+    return plan_pool
+
+
+def timeline_of(subscription: Subscription) -> TermsTimeline:
+    return terms_timelines(book=subscription.book_id, subscriptions=[subscription])[subscription.pk]
+
+
 def pool_subscription_ids(*, book, customer_ids) -> list[str]:
     """Ids of these customers' subscriptions whose plan sells a pool: what usage recording asks the alert task
     (`billing.evaluate_credit_pool_alerts`) to evaluate after a batch."""
@@ -146,8 +171,9 @@ def _ungranted_periods(subscription: Subscription, now: datetime) -> list[tuple[
     return missing
 
 
-def pending_settlements(subscription: Subscription, pool: Pool, now: datetime) -> list[Settlement]:
-    """Every ended period not settled yet, oldest first, with what it draws from top-ups."""
+def pending_settlements(subscription: Subscription, plan_pool: Pool, now: datetime) -> list[Settlement]:
+    """Every ended period not settled yet, oldest first, with what it draws from top-ups (each period measured
+    against its own pool: `period_pool`)."""
     grants = _period_grants(subscription)
     drawn = grants.filter(settled_at__isnull=False, period_end__lte=now).aggregate(
         total=Sum("topup_units_drawn"))["total"] or ZERO
@@ -157,7 +183,9 @@ def pending_settlements(subscription: Subscription, pool: Pool, now: datetime) -
     topups = list(owned(CreditGrant, subscription.book_id).filter(subscription=subscription, kind=TOPUP)
                   .values_list("granted_at", "units"))
     settlements = []
+    timeline = timeline_of(subscription) if periods else None
     for start, end, grant_id in sorted(periods, key=lambda period: period[0]):
+        pool = period_pool(timeline, start, plan_pool)
         consumed = billed_usage(book=subscription.book_id, windows={subscription: (start, end)}).get(
             (subscription.pk, pool.signal_id), ZERO)
         available = sum((units for granted_at, units in topups if granted_at < end), ZERO) - drawn
@@ -173,7 +201,8 @@ def pending_settlements(subscription: Subscription, pool: Pool, now: datetime) -
 @dataclass(frozen=True)
 class CreditBalance:
     subscription: Subscription
-    pool: Pool
+    pool: Pool  # the running period's pool, its size the period's share (`pool_units`)
+    plan_pool: Pool  # the pool the plan sells today, whole: what a sync of the subscription starts from
     period_start: datetime | None
     period_end: datetime | None
     consumed_units: Decimal
@@ -222,7 +251,9 @@ def _needs_settling(subscription: Subscription, now: datetime) -> bool:
     return subscription.unsettled_ended or skipped or stored_ended
 
 
-def _balance(subscription: Subscription, pool: Pool, now: datetime, period_consumed: Decimal) -> CreditBalance:
+def _balance(subscription: Subscription, plan_pool: Pool, pool: Pool, now: datetime,
+             period_consumed: Decimal) -> CreditBalance:
+    """`pool`: the running period's pool (`period_pool`)."""
     active = has_active_period(subscription, now)
     if active:  # a period a plan change splits grants each side its share of the pool
         pool = replace(pool, size=pool_units(subscription, subscription.current_period_start,
@@ -230,11 +261,11 @@ def _balance(subscription: Subscription, pool: Pool, now: datetime, period_consu
     topup_balance = subscription.topup_units - subscription.settled_topup_draw
     needs_settling = _needs_settling(subscription, now)
     if subscription.topup_units > 0 and needs_settling:
-        topup_balance -= sum((s.topup_drawn for s in pending_settlements(subscription, pool, now)), ZERO)
+        topup_balance -= sum((s.topup_drawn for s in pending_settlements(subscription, plan_pool, now)), ZERO)
     consumed = period_consumed if active else ZERO
     remaining = pool.size + topup_balance - consumed
     return CreditBalance(
-        subscription=subscription, pool=pool,
+        subscription=subscription, pool=pool, plan_pool=plan_pool,
         period_start=subscription.current_period_start if active else None,
         period_end=subscription.current_period_end if active else None,
         consumed_units=consumed, remaining_units=remaining,
@@ -249,10 +280,18 @@ def _balances(book, subscriptions: QuerySet, now: datetime) -> list[CreditBalanc
     strategies = PricingStrategy.objects.select_related("signal").in_bulk({row.pool_strategy_id for row in rows})
     pools = {pk: pool_of(strategy) for pk, strategy in strategies.items()}
     rows = [row for row in rows if pools[row.pool_strategy_id]]
+    running = [row for row in rows if has_active_period(row, now)]
+    timelines = customer_timelines(book=book, subscriptions=running) if running else {}
+    running_pools = {row.pk: period_pool(timelines[row.pk], row.current_period_start, pools[row.pool_strategy_id])
+                     for row in running}
     consumed = billed_usage(book=book, windows={row: (row.current_period_start, row.current_period_end)
-                                                for row in rows if has_active_period(row, now)})
-    return [_balance(row, pools[row.pool_strategy_id], now,
-                     consumed.get((row.pk, pools[row.pool_strategy_id].signal_id), ZERO)) for row in rows]
+                                                for row in running}, timelines=timelines)
+    balances = []
+    for row in rows:
+        plan_pool = pools[row.pool_strategy_id]
+        pool = running_pools.get(row.pk, plan_pool)
+        balances.append(_balance(row, plan_pool, pool, now, consumed.get((row.pk, pool.signal_id), ZERO)))
+    return balances
 
 
 def credit_balance_list(*, book, now: datetime, customer_id: UUID | None = None, agent_id: UUID | None = None,

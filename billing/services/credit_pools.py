@@ -17,7 +17,8 @@ from billing.events import credit_pool_threshold_crossed
 from billing.models import CreditGrant, CreditPoolAlert, Subscription
 from billing.pricing.lines import pool_units
 from billing.selectors.credit_pools import (HUNDRED, PERIOD, TOPUP, CreditBalance, Pool, balance_cache_refresh,
-                                            credit_balance_get, credit_balance_list, pending_settlements, pool_for)
+                                            credit_balance_get, credit_balance_list, pending_settlements, period_pool,
+                                            pool_for, timeline_of)
 from billing.services.changelog import Kind, changelog_add
 from accounts.models import Book
 from accounts.selectors import billing_recipients
@@ -41,12 +42,15 @@ def _require_pool(subscription: Subscription) -> Pool:
 @transaction.atomic
 def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime) -> CreditGrant | None:
     """Create the grant of the stored current period (refreshed to the pool's size while the period runs) and
-    settle every ended period, skipped ones included. Locks that grant: syncs of one subscription run one at a
-    time, without holding the subscription row the period rollover needs. Idempotent."""
+    settle every ended period, skipped ones included. `pool`: the pool the plan sells today, whole; a period
+    an invoice captured is measured against that invoice's pool (`period_pool`). Locks that grant: syncs of one
+    subscription run one at a time, without holding the subscription row the period rollover needs.
+    Idempotent."""
     start, end = subscription.current_period_start, subscription.current_period_end
     if start is None or end is None:
         return None
-    units = pool_units(subscription, start, end, pool.size)  # a plan change's split period grants a share
+    running = period_pool(timeline_of(subscription), start, pool)
+    units = pool_units(subscription, start, end, running.size)  # a plan change's split period grants a share
     CreditGrant.objects.bulk_create([CreditGrant(book_id=subscription.book_id, subscription=subscription,
                                                  kind=PERIOD, units=units, period_start=start, period_end=end)],
                                     ignore_conflicts=True)
@@ -216,7 +220,7 @@ def credit_pool_alerts_evaluate(*, book: Book, now: datetime, subscription_ids=N
         stages = stages_passed(remaining=balance.remaining_units, pool_size=balance.pool.size)
         new_stages = set(stages) - recorded[balance.subscription.pk, balance.period_start]
         if new_stages or balance.implicit_full_pool or balance.needs_settling:
-            sent += _evaluate_one(book=book, subscription=balance.subscription, pool=balance.pool, now=now)
+            sent += _evaluate_one(book=book, subscription=balance.subscription, pool=balance.plan_pool, now=now)
     return sent
 
 
