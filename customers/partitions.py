@@ -17,7 +17,7 @@ customers/tasks.py). A row dated outside the window stays in the default partiti
 multiply the partitions, each created under a lock that holds back every tenant's writes. An operator
 creates any month by naming it (`manage.py ledger_partitions ensure YYYY-MM`). `ledger_partition_detach`
 takes a past month out of the ledger for archiving (`manage.py ledger_partitions detach YYYY-MM`,
-docs/operations.md).
+docs/operations.md) and `ledger_partition_restore` brings its table back (`restore YYYY-MM`).
 
 Moves and readers: a partition is created, and a month's rows moved out of the default partition into it,
 under an ACCESS EXCLUSIVE lock of the ledger taken first and held to the commit, so no read or write of the
@@ -41,7 +41,7 @@ from django.db import OperationalError, connection, transaction
 
 from core.clock import MIN_YEAR
 from core.hooks import Hooks
-from customers.models import ArchivedMonth, RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
+from customers.models import ArchivedMonth, EventStatus, RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
 
 LEDGER = UsageEvent._meta.db_table
 KEYS = UsageEventKey._meta.db_table
@@ -237,6 +237,15 @@ class Detached:
     keys_released: int
 
 
+@dataclass(frozen=True)
+class Restored:
+    month: datetime
+    archive: str  # the archive's table, dropped once its events are back
+    rows: int  # events back in the ledger
+    left_out: int  # archived events whose key a later event holds (recorded again since), or already back
+    unpriced_books: list  # ids of the books whose restored events wait for a price (a reprice job each)
+
+
 def key_sync_name(table: str = LEDGER) -> str:
     """The trigger (and its function) that copies keys during a conversion (customers/partition_conversion.py)."""
     return f"{table}_keys_sync"
@@ -263,6 +272,52 @@ def archived_spans() -> list[tuple[datetime, datetime]]:
 def overlaps_archive(start: datetime, end: datetime, spans: list[tuple[datetime, datetime]]) -> bool:
     """Whether `[start, end)` shares an instant with an archived month of `spans`."""
     return any(lo < end and start < hi for lo, hi in spans)
+
+
+def ledger_partition_restore(month: datetime, *, table: str = LEDGER) -> Restored:
+    """Bring an archived month back: the events of its table (`archive_name(month)`, as the detach left it or
+    restored from its dump) are inserted into the ledger with their idempotency keys, each waiting for the
+    analytics rollup as a recorded event does, the month's `ArchivedMonth` row goes (the verifier compares its
+    figures again) and the table is dropped, all in one transaction. The rows go in as a batch's do, under no
+    lock beyond theirs: recording and reads go on.
+
+    An archived event whose key another event took since (its replay, recorded anew after the detach released
+    the key) stays out, so no event is counted twice; so does an event already in the ledger. Columns the
+    ledger gained after the archive was made take their defaults. Events restored unpriced are left to the
+    book's reprice job (`Restored.unpriced_books`). ValueError, changing nothing, when the table is missing."""
+    month = month_start(month)
+    archive = archive_name(month, table)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [archive])
+        if not cursor.fetchone()[0]:
+            raise ValueError(f"{archive} does not exist: restore it from its dump first (pg_restore "
+                             f"--table={archive} ...), then run this again.")
+        cursor.execute("SELECT column_name FROM information_schema.columns WHERE table_name = %s", [archive])
+        archived = {name for (name,) in cursor.fetchall()}
+        columns = ", ".join(f'"{field.column}"' for field in UsageEvent._meta.concrete_fields
+                            if field.column in archived)
+        cursor.execute(f"SELECT count(*) FROM {archive}")
+        archived_rows = cursor.fetchone()[0]
+        cursor.execute(f"INSERT INTO {KEYS} (book_id, idempotency_key, event_id, usage_date) "
+                       f"SELECT book_id, idempotency_key, id, usage_date FROM {archive} "
+                       f"WHERE idempotency_key IS NOT NULL ON CONFLICT DO NOTHING")
+        # An event goes back when its key is its own (or it has none) and it is not in the ledger already.
+        cursor.execute(
+            f"WITH restored AS (INSERT INTO {table} ({columns}) SELECT {columns} FROM {archive} a "
+            f"WHERE (a.idempotency_key IS NULL OR EXISTS (SELECT 1 FROM {KEYS} k WHERE k.book_id = a.book_id "
+            f"AND k.idempotency_key = a.idempotency_key AND k.event_id = a.id)) "
+            f"AND NOT EXISTS (SELECT 1 FROM {table} e WHERE e.id = a.id AND e.usage_date = a.usage_date) "
+            f"RETURNING id, book_id, usage_date, event_status), "
+            f"waiting AS (INSERT INTO {RollupBacklog._meta.db_table} (event_id, book_id, usage_date) "
+            f"SELECT id, book_id, usage_date FROM restored ON CONFLICT DO NOTHING) "
+            f"SELECT count(*), array_agg(DISTINCT book_id) FILTER (WHERE event_status = %s) FROM restored",
+            [EventStatus.NEEDS_COST_BACKFILL])
+        rows, unpriced = cursor.fetchone()
+        cursor.execute(f"DROP TABLE {archive}")
+        if table == LEDGER:
+            ArchivedMonth.objects.filter(month=month).delete()
+    return Restored(month=month, archive=archive, rows=rows, left_out=archived_rows - rows,
+                    unpriced_books=list(unpriced or []))
 
 
 # Asked before a month leaves the ledger, with `start` and `end`, the month's bounds: a higher app's function

@@ -2,6 +2,7 @@
 customers/partition_conversion.py, docs/decisions/ledger-partitions.md), on the real PostgreSQL."""
 import threading
 from datetime import UTC, datetime
+from uuid import UUID
 from decimal import Decimal
 from io import StringIO
 
@@ -10,16 +11,19 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from core import clock
+from jobs.models import Job, JobKind
 from core.background import Coalescer, TaskRunner
 from config.schedule import job_named
 from customers import ledger
-from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
+from customers.models import ArchivedMonth, RollupBacklog, RollupGrain, UsageDailyRollup, UsageEvent, UsageEventKey
 from customers.partition_conversion import convert_ledger, unconvert_ledger
 from customers.partitions import (
     DEFAULT,
     LEDGER,
     archive_name,
+    archived_months,
     ledger_partition_detach,
+    ledger_partition_restore,
     ledger_partitions,
     ledger_partitions_ensure,
     ledger_partitions_maintain,
@@ -397,6 +401,77 @@ def test_a_detached_month_leaves_every_read_and_its_keys(api, llm):
     assert partition_of(again["eventId"]) == DEFAULT
     kept = record(api, rec(llm, "2012-05-01T00:00:00Z", idempotencyKey="kept-1"))["results"]["success"][0]
     assert kept["replayed"] is True and kept["eventId"] == may["eventId"]
+
+
+def rollup_quantity(book_id, start: str, end: str) -> Decimal:
+    analytics_rollup_catch_up(book_id=book_id)
+    rows = UsageDailyRollup.objects.filter(book_id=book_id, grain=RollupGrain.FULL, day__gte=start, day__lt=end)
+    return sum((row.quantity for row in rows), D(0))
+
+
+def test_a_restored_month_is_back_in_every_read_and_an_event_recorded_again_meanwhile_stays_once(api, llm):
+    ledger_partitions_ensure(months=[month(2012, 4)])
+    april = record(api, rec(llm, "2012-04-03T00:00:00Z", idempotencyKey="old-1", quantity=2),
+                   rec(llm, "2012-04-28T00:00:00Z", quantity=3),
+                   rec(llm, "2012-04-29T00:00:00Z", model="no-such-model", quantity=5))
+    first, second = (entry["eventId"] for entry in april["results"]["success"])
+    unpriced = april["results"]["failed"][0]["eventId"]  # stored, waiting for a price
+    book_id = UsageEvent.objects.get(pk=first).book_id
+    assert rollup_quantity(book_id, "2012-04-01", "2012-05-01") == 10
+    ledger_partition_detach(month(2012, 4), now=NOW)
+    assert ArchivedMonth.objects.filter(month=month(2012, 4)).exists()
+    again = record(api, rec(llm, "2012-04-03T00:00:00Z", idempotencyKey="old-1", quantity=2))  # its key is free
+    again_id = again["results"]["success"][0]["eventId"]
+    assert rollup_quantity(book_id, "2012-04-01", "2012-05-01") == 2
+
+    out = StringIO()
+    call_command("ledger_partitions", "restore", "2012-04", stdout=out)
+
+    assert "restored 2012-04: 2 events back in the ledger" in out.getvalue()
+    assert "1 left out (their idempotency key was recorded again" in out.getvalue()
+    # The archived twin of the event recorded again stays out: the key's event is counted once.
+    assert set(UsageEvent.objects.filter(usage_date__gte=month(2012, 4), usage_date__lt=month(2012, 5))
+               .values_list("pk", flat=True)) == {UUID(again_id), UUID(second), UUID(unpriced)}
+    assert UsageEventKey.objects.get(idempotency_key="old-1").event_id == UUID(again_id)
+    assert rollup_quantity(book_id, "2012-04-01", "2012-05-01") == 10
+    assert {second, unpriced} <= listed_event_ids(api)
+    assert not ArchivedMonth.objects.filter(month=month(2012, 4)).exists()
+    assert archive_name(month(2012, 4)) not in archived_months()
+    assert Job.objects.filter(book_id=book_id, kind=JobKind.COST_REPRICE).exists()  # the unpriced one's price
+    with pytest.raises(CommandError, match=f"{archive_name(month(2012, 4))} does not exist: restore it from its dump"):
+        call_command("ledger_partitions", "restore", "2012-04")
+
+
+def test_a_restored_archive_made_before_the_ledger_gained_a_column_takes_its_default(api, llm):
+    ledger_partitions_ensure(months=[month(2012, 6)])
+    event_id = record(api, rec(llm, "2012-06-03T00:00:00Z", serviceTier="batch"))["results"]["success"][0]["eventId"]
+    detached = ledger_partition_detach(month(2012, 6), now=NOW)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE {detached.archive} DROP COLUMN service_tier")
+    assert ledger_partition_restore(month(2012, 6)).rows == 1
+    assert UsageEvent.objects.get(pk=event_id).service_tier is None  # the column's default
+
+
+def test_an_archive_table_of_a_month_detached_before_archived_months_were_recorded_is_recorded(db):
+    from importlib import import_module
+    from types import SimpleNamespace
+
+    from django.apps import apps
+
+    migration = import_module("customers.migrations.0016_archived_months_of_earlier_detaches")
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE TABLE {archive_name(month(2010, 3))} (LIKE {LEDGER})")
+        cursor.execute(f"CREATE TABLE {LEDGER}_archived_notes (LIKE {LEDGER})")  # not a month's: ignored
+    ArchivedMonth.objects.create(month=month(2010, 4), archive="kept", rows=7, detached_at=NOW)
+    migration.record_archived_tables(apps, SimpleNamespace(connection=connection))
+    migration.record_archived_tables(apps, SimpleNamespace(connection=connection))  # once only
+    assert sorted(ArchivedMonth.objects.values_list("month", "archive", "rows")) == [
+        (month(2010, 3), archive_name(month(2010, 3)), 0), (month(2010, 4), "kept", 7)]
+    # A month whose table was dropped before: recorded by hand.
+    out = StringIO()
+    call_command("ledger_partitions", "mark-archived", "2009-11", stdout=out)
+    assert "2009-11 recorded as archived" in out.getvalue()
+    assert ArchivedMonth.objects.filter(month=month(2009, 11)).exists()
 
 
 def test_detach_refuses_a_month_without_its_own_partition(db):

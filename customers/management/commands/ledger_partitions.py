@@ -1,9 +1,14 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import OperationalError
 
+from accounts.models import Book
 from core import clock
+from customers.backfill import events_reprice_start
+from customers.models import ArchivedMonth
 from customers.partitions import (
+    archive_name,
     ledger_partition_detach,
+    ledger_partition_restore,
     ledger_partitions,
     ledger_partitions_ensure,
     ledger_partitions_maintain,
@@ -16,7 +21,7 @@ class Command(BaseCommand):
             "the scheduled job does (this month and the next ones partitioned, rows of the settle window "
             "waiting in the default partition moved to their months) and `ensure YYYY-MM ...` also partitions "
             "the months named, whatever their date; `detach YYYY-MM` takes a past month out of the ledger as "
-            "a table of its own, to dump and drop.")
+            "a table of its own, to dump and drop; `restore YYYY-MM` brings that table's events back.")
 
     def add_arguments(self, parser):
         commands = parser.add_subparsers(dest="action", required=True)
@@ -26,6 +31,11 @@ class Command(BaseCommand):
                                                       "date: their rows leave the default partition.")
         detach = commands.add_parser("detach", help="Detach one month for archiving.")
         detach.add_argument("month", help="The UTC month, YYYY-MM.")
+        restore = commands.add_parser("restore", help="Bring a detached month's table back into the ledger.")
+        restore.add_argument("month", help="The UTC month, YYYY-MM.")
+        mark = commands.add_parser("mark-archived", help="Record a month whose events left the ledger before "
+                                                         "detaches were recorded, its table dropped since.")
+        mark.add_argument("month", help="The UTC month, YYYY-MM.")
 
     def handle(self, *args, **options):
         action = options["action"]
@@ -45,6 +55,17 @@ class Command(BaseCommand):
                 raise CommandError(str(error)) from error
             created = ledger_partitions_maintain(now=clock.now()) + len(ledger_partitions_ensure(months=named))
             self.stdout.write(f"partitions created: {created}")
+        elif action == "restore":
+            self._restore(options["month"])
+        elif action == "mark-archived":
+            try:
+                month = parse_month(options["month"])
+            except ValueError as error:
+                raise CommandError(str(error)) from error
+            _, created = ArchivedMonth.objects.get_or_create(month=month, defaults={
+                "archive": archive_name(month), "rows": 0, "detached_at": clock.now()})
+            self.stdout.write(f"{month:%Y-%m} {'recorded' if created else 'was recorded already'} as archived: "
+                              f"the ledger verifier compares no figure of it.")
         else:
             try:
                 month = parse_month(options["month"])
@@ -62,3 +83,16 @@ class Command(BaseCommand):
                 f"Archive it, then drop it:\n"
                 f"  pg_dump --table={detached.archive} --format=custom --file={detached.archive}.dump \"$DATABASE_URL\"\n"
                 f"  psql \"$DATABASE_URL\" -c 'DROP TABLE {detached.archive}'")
+
+    def _restore(self, text: str) -> None:
+        try:
+            restored = ledger_partition_restore(parse_month(text))
+        except ValueError as error:
+            raise CommandError(str(error)) from error
+        for book in Book.objects.filter(pk__in=restored.unpriced_books):
+            events_reprice_start(book=book, created_by="ledger_partitions restore")
+        left_out = (f"; {restored.left_out} left out (their idempotency key was recorded again after the detach, "
+                    f"or they were back already)" if restored.left_out else "")
+        self.stdout.write(f"restored {restored.month:%Y-%m}: {restored.rows} events back in the ledger with their "
+                          f"idempotency keys, waiting for the analytics rollup{left_out}; table {restored.archive} "
+                          f"dropped.")
