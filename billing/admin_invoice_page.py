@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from billing.invoice_documents import Seller, period_label, unit_price
 from billing.models import Invoice, InvoiceLine, InvoiceStatus, Payment
+from billing.selectors.invoices import usage_recorded_since_issued
 from billing.services.payments import PAYABLE
 from accounts.admin_scoping import may_act
 from accounts.api import MONEY_ROLES
@@ -61,6 +62,7 @@ class InvoicePage:
     money_role: bool  # the operator may void, record payments and refund here (owner, admin, finance)
     amount_due: str
     overpaid: str | None
+    usage_since_issued: list[str] = field(default_factory=list)  # usage of the period the invoice does not bill
 
 
 def _tiers(tiers: list, currency: str) -> str:
@@ -155,4 +157,7 @@ def invoice_page(invoice: Invoice, user) -> InvoicePage:
         amount_due=(display.EMPTY if invoice.status == InvoiceStatus.VOID
                     else display.money(invoice.amount_due, currency)),
         overpaid=display.money(invoice.amount_overpaid, currency) if invoice.amount_overpaid > 0 else None,
+        usage_since_issued=[f"{display.quantity(late.recorded - late.billed)} {late.signal_name} (billed "
+                            f"{display.quantity(late.billed)}, recorded for the period now "
+                            f"{display.quantity(late.recorded)})" for late in usage_recorded_since_issued(invoice)],
     )

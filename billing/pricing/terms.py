@@ -155,6 +155,7 @@ class TermsPiece:
     end: datetime | None
     terms: PlanTerms
     invoice_id: UUID | None = None
+    final: bool = False  # its invoice is final (issued or later): the events it billed stay billed there
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,7 @@ class TermsTimeline:
             lo = max(piece.start, start)
             hi = piece.end if end is None else (end if piece.end is None else min(piece.end, end))
             if hi is None or lo < hi:
-                clipped.append(TermsPiece(lo, hi, piece.terms, piece.invoice_id))
+                clipped.append(TermsPiece(lo, hi, piece.terms, piece.invoice_id, piece.final))
         return clipped
 
 
@@ -223,13 +224,13 @@ def life_of(subscription: Subscription) -> tuple[datetime, datetime | None]:
 def _timeline(subscription: Subscription, current: PlanTerms, invoiced: list[tuple]) -> TermsTimeline:
     start, end = life_of(subscription)
     pieces, cursor = [], start
-    for period_start, period_end, terms, invoice_id in sorted(invoiced, key=lambda row: row[0]):
+    for period_start, period_end, terms, invoice_id, final in sorted(invoiced, key=lambda row: row[0]):
         period_start, period_end = max(period_start, start), period_end if end is None else min(period_end, end)
         if period_end <= period_start:
             continue
         if cursor < period_start:
             pieces.append(TermsPiece(cursor, period_start, current))
-        pieces.append(TermsPiece(max(cursor, period_start), period_end, terms, invoice_id))
+        pieces.append(TermsPiece(max(cursor, period_start), period_end, terms, invoice_id, final))
         cursor = max(cursor, period_end)
     if end is None or cursor < end:
         pieces.append(TermsPiece(cursor, end, current))
@@ -249,10 +250,10 @@ def terms_timelines(*, book, subscriptions) -> dict[UUID, TermsTimeline]:
     invoiced = defaultdict(list)
     invoices = (owned(Invoice, book).filter(subscription_id__in=[s.pk for s in subscriptions])
                 .exclude(status=InvoiceStatus.VOID).only("id", "subscription_id", "period_start", "period_end",
-                                                        "pricing_terms"))
+                                                        "pricing_terms", "status"))
     current = {s.pk: current_terms(s, strategies) for s in subscriptions}
     for invoice in invoices:
         invoiced[invoice.subscription_id].append(
             (invoice.period_start, invoice.period_end, captured_terms(invoice, current[invoice.subscription_id]),
-             invoice.pk))
+             invoice.pk, invoice.status != InvoiceStatus.DRAFT))
     return {s.pk: _timeline(s, current[s.pk], invoiced[s.pk]) for s in subscriptions}

@@ -1,13 +1,14 @@
 """POST /v1/invoices/generate over HTTP: totals computed by hand (spec sections 2-4; contract Decisions:
 Periods, Tiers, Rounding, Proration, Internal coding-agent usage; docs/decisions/invoices.md)."""
 from datetime import datetime, timezone
+from types import SimpleNamespace
 
 import pytest
 
 from billing.models import Invoice
 from tests.billing.invoice_support import (FEB, JAN, amounts, billing_chain, credit_pool, draft, event,
                                            generate, onetime, recurring, seats, tiered, usage)
-from tests.billing.support import create_strategies, error, ok
+from tests.billing.support import create_plan, create_strategies, error, ok
 from tests.factories import AgentFactory, CustomerFactory, SignalFactory, book_of
 
 pytestmark = pytest.mark.django_db
@@ -279,6 +280,30 @@ def test_a_new_agent_bills_the_periods_not_yet_invoiced_and_a_draft_keeps_the_ag
     assert [line["quantity"] for line in refreshed["lines"]] == [7]
     february = draft(api, chain, FEB)
     assert (amounts(february), february["lines"][0]["signalId"]) == ([("usage", 10)], str(other_signal.id))
+
+
+def test_a_backdated_subscription_leaves_the_events_an_issued_invoice_billed_where_they_are(api, book):
+    """An event is billed at most once: a subscription created after January was invoiced, starting before it,
+    bills none of the events January's issued invoice billed (it would bill them a second time), while a draft
+    gives way to it as the earliest-started subscription."""
+    chain = billing_chain(api, book, [usage("1")])
+    event(chain, 10, "2025-01-10T12:00:00Z")
+    event(chain, 3, "2025-02-10T12:00:00Z")
+    january = draft(api, chain)
+    ok(api.post(f"/v1/invoices/{january['id']}/send", {}))
+    february = draft(api, chain, FEB)
+    assert (january["total"], february["total"]) == (10, 3)
+    other_plan = create_plan(api, chain.agent.id, name="Premium")
+    create_strategies(api, other_plan["id"], [{"name": "premium usage", "agentId": str(chain.agent.id),
+                                                "signalId": str(chain.signal.id), **usage("2")}])
+    backdated = ok(api.post("/v1/subscriptions", {
+        "name": "Premium", "planId": other_plan["id"], "agentId": str(chain.agent.id),
+        "customerId": str(chain.customer.id), "startDate": "2024-12-15T00:00:00Z", "status": "active"}), 201)
+    later = SimpleNamespace(**{**vars(chain), "subscription": backdated})
+    assert [line["quantity"] for line in draft(api, later)["lines"]] == [0]  # January's 10 stay on its invoice
+    assert [line["quantity"] for line in draft(api, later, FEB)["lines"]] == [3]  # February had only a draft
+    refreshed = ok(generate(api, chain, FEB), 200)
+    assert (refreshed["id"], [line["quantity"] for line in refreshed["lines"]]) == (february["id"], [0])
 
 
 # --------------------------------------------------------------------------- errors and access

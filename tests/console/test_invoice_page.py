@@ -6,7 +6,8 @@ from decimal import Decimal
 import pytest
 
 from billing.models import Invoice, Payment, Refund
-from tests.billing.invoice_support import JAN, WEBHOOK_SECRET, billing_chain, draft, pay, pdf_text, recurring, usage
+from tests.billing.invoice_support import (JAN, WEBHOOK_SECRET, billing_chain, draft, event, pay, pdf_text, recurring,
+                                           usage)
 from tests.billing.support import ok
 from tests.console.conftest import NOW, messages_of
 from tests.console.world import populate
@@ -56,6 +57,20 @@ def test_the_page_reads_like_the_document_without_secrets_or_raw_values(console,
     assert "Record payment" in page and "Void invoice" in page and "Send again" in page
     pdf = console.get(f"/admin/billing/invoice/{invoice.pk}/pdf/")
     assert pdf.status_code == 200 and pdf["Content-Type"] == "application/pdf" and pdf.content.startswith(b"%PDF")
+
+
+def test_usage_recorded_for_the_period_after_issue_is_named_on_the_page(console, api, chain):
+    event(chain, 8, "2025-01-10T12:00:00Z")
+    invoice = issued(api, chain)
+    assert "recorded for this period after the invoice was issued" not in console.get(page_of(invoice)).content.decode()
+    event(chain, 4, "2025-01-20T12:00:00Z")  # a late batch, after the invoice went out
+    event(chain, 5, "2025-02-02T12:00:00Z")  # February's: nothing to do with January's invoice
+    page = console.get(page_of(invoice)).content.decode()
+    assert "Usage recorded for this period after the invoice was issued is not on it" in page
+    assert f"<li>4 {chain.signal.name} (billed 8, recorded for the period now 12)</li>" in page
+    assert Invoice.objects.get(pk=invoice.pk).total == Decimal("22.00")  # 20 + 8 x 0.25: the invoice is unchanged
+    ok(api.post(f"/v1/invoices/{invoice.pk}/void", {}))
+    assert "after the invoice was issued" not in console.get(page_of(invoice)).content.decode()
 
 
 def test_send_from_the_page_finalizes_and_emails_the_draft(console, api, chain):
