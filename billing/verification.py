@@ -6,13 +6,16 @@ figures billing wrote down from the ledger.
   regenerate and before the end-of-period job issues it): a draft counts as drift only when no event of its
   customer dated in its period was stored after its last refresh (events of other periods say nothing of it). Repair refreshes the draft (as generating it again does).
 - Credit pools: each settled period's `consumed_units` against what the subscription bills of the ledger in that
-  period, on the signal of the pool in force for it (its invoice's captured pool, else the plan's). Repair settles that period and the later ones again (their top-up draws follow from it).
+  period, on the signal of the pool in force for it (its invoice's captured pool, else the plan's), counting the
+  events recorded by the moment it was settled: a settlement is final, so usage recorded for the period later
+  is no drift. Repair settles that period and the later ones again (their top-up draws follow from it).
 
 Neither compares a period that shares a day with a month archived out of the ledger (`ArchivedMonth`): its
 events are no longer there to compare with.
 
 Issued invoices are documents: what they billed stays, whatever the ledger learns later (contract: invoices
 keep what was reviewed), so they are not compared."""
+import logging
 from datetime import datetime
 
 from django.db import transaction
@@ -23,10 +26,13 @@ from billing.pricing.usage import billed_usage
 from billing.selectors.credit_pools import PERIOD, period_pool, pool_for, timeline_of
 from billing.services.credit_pools import credit_pool_sync
 from billing.services.invoices import invoice_generate
+from core.errors import BadRequest, NotFound
 from core.scoping import owned
 from customers.models import UsageEvent
 from customers.partitions import archived_spans, overlaps_archive
 from customers.verification import Finding
+
+logger = logging.getLogger("billing.verification")
 
 
 def _plain(number) -> str:
@@ -61,8 +67,11 @@ def draft_invoice_differences(*, book, now: datetime, repair: bool = False) -> l
             "; ".join(f"line {p} {c}: {q} for {a}" for p, c, q, a in expected),
             "; ".join(f"line {p} {c}: {q} for {a}" for p, c, q, a in stored), invoice.period_start))
         if repair:
-            invoice_generate(book=book, now=now, customer_id=invoice.customer_id, subscription_id=subscription.pk,
-                             billing_period_start=invoice.period_start, billing_period_end=invoice.period_end)
+            try:
+                invoice_generate(book=book, now=now, customer_id=invoice.customer_id, subscription_id=subscription.pk,
+                                 billing_period_start=invoice.period_start, billing_period_end=invoice.period_end)
+            except (BadRequest, NotFound) as refused:  # a customer deleted or internal since: void the draft
+                logger.warning("draft invoice %s not refreshed by the repair: %s", invoice.invoice_number, refused)
     return findings
 
 
@@ -76,27 +85,32 @@ def credit_pool_differences(*, book, now: datetime, repair: bool = False) -> lis
     for grant in grants:
         if overlaps_archive(grant.period_start, grant.period_end, archived):
             continue  # its period's events left the ledger: reading them as none would settle it again at 0
-        plan_pool = pool_for(grant.subscription)
-        if plan_pool is None:
-            continue
         if grant.subscription_id not in timelines:
             timelines[grant.subscription_id] = timeline_of(grant.subscription)
+        plan_pool = pool_for(grant.subscription)  # None once the plan sells no pool: the invoice's may still say
         pool = period_pool(timelines[grant.subscription_id], grant.period_start, plan_pool)
-        consumed = billed_usage(book=book.pk, windows={grant.subscription: (grant.period_start, grant.period_end)}
-                                ).get((grant.subscription_id, pool.signal_id), 0)
+        if pool is None:
+            continue
+        # What the settlement read: the events recorded by the moment it was written. Usage recorded for the period
+        # later does not move a settled period (docs/decisions/credit-pools.md), so it is no drift.
+        consumed = billed_usage(book=book.pk, windows={grant.subscription: (grant.period_start, grant.period_end)},
+                                recorded_by=grant.settled_at).get((grant.subscription_id, pool.signal_id), 0)
         if consumed != grant.consumed_units:
             findings.append(Finding(
                 f"credit pool of subscription {grant.subscription_id}, period {grant.period_start:%Y-%m-%d}",
                 f"{_plain(consumed)} units used", f"{_plain(grant.consumed_units)} settled",
                 grant.period_start))
-            drifted.setdefault(grant.subscription, (grant.period_start, plan_pool))
+            if plan_pool is not None:  # settling again needs the pool the plan sells now
+                drifted.setdefault(grant.subscription, (grant.period_start, plan_pool))
     if repair:
         for subscription, (start, pool) in drifted.items():
             with transaction.atomic():
                 later = owned(CreditGrant, book).filter(subscription=subscription, kind=PERIOD, period_start__gte=start)
                 # A period of an archived month keeps its settlement: its events are no longer there to settle it.
-                later = [grant.pk for grant in later if not overlaps_archive(grant.period_start, grant.period_end,
-                                                                              archived)]
-                owned(CreditGrant, book).filter(pk__in=later).update(settled_at=None)
-                credit_pool_sync(subscription=subscription, pool=pool, now=now)
+                later = [grant for grant in later if not overlaps_archive(grant.period_start, grant.period_end,
+                                                                           archived)]
+                # Each period is settled again with the events recorded by its first settlement, as it read them.
+                recorded_by = {grant.period_start: grant.settled_at for grant in later if grant.settled_at}
+                owned(CreditGrant, book).filter(pk__in=[grant.pk for grant in later]).update(settled_at=None)
+                credit_pool_sync(subscription=subscription, pool=pool, now=now, recorded_by=recorded_by)
     return findings

@@ -31,8 +31,10 @@ def _matching(claim: Claim, start: datetime, end: datetime) -> Q | None:
              usage_date__gte=window[0], usage_date__lt=window[1])
 
 
-def claimed_quantities(*, book, claims: Iterable[Claim], start: datetime, end: datetime) -> dict[tuple, Decimal]:
-    """(subscription id, signal id) -> the quantity of the claimed events in `[start, end)` (missing: 0)."""
+def claimed_quantities(*, book, claims: Iterable[Claim], start: datetime, end: datetime,
+                       recorded_by: datetime | None = None) -> dict[tuple, Decimal]:
+    """(subscription id, signal id) -> the quantity of the claimed events in `[start, end)` (missing: 0); with
+    `recorded_by`, of those recorded by then only (what a settlement written at that instant read)."""
     by_key: dict[tuple, list[Q]] = {}
     for claim in claims:
         condition = _matching(claim, start, end)
@@ -43,6 +45,8 @@ def claimed_quantities(*, book, claims: Iterable[Claim], start: datetime, end: d
     # One label per (subscription, signal): a subscription's claims on one signal in several windows add up.
     labels = {key: reduce(or_, conditions) for key, conditions in by_key.items()}
     events = owned(UsageEvent, book).filter(reduce(or_, labels.values()))
+    if recorded_by is not None:
+        events = events.filter(created_at__lte=recorded_by)
     return {row.key[0]: row.quantity for row in labelled_event_sums(events, labels, measures=("quantity",))}
 
 
@@ -54,11 +58,12 @@ def customer_timelines(*, book, subscriptions) -> dict[UUID, TermsTimeline]:
 
 
 def billed_usage(*, book, windows: dict[Subscription, tuple],
-                 timelines: dict[UUID, TermsTimeline] | None = None) -> dict[tuple, Decimal]:
+                 timelines: dict[UUID, TermsTimeline] | None = None,
+                 recorded_by: datetime | None = None) -> dict[tuple, Decimal]:
     """(subscription id, signal id) -> what each subscription bills of the ledger in its own window
     (`windows`: subscription -> (start, end)), its claims settled against every other subscription of its
-    customer (`timelines`: their `customer_timelines`, when the caller read them already). Four reads whatever
-    the number of subscriptions."""
+    customer (`timelines`: their `customer_timelines`, when the caller read them already); with `recorded_by`,
+    of the events recorded by then only. Four reads whatever the number of subscriptions."""
     if not windows:
         return {}
     if timelines is None:
@@ -74,4 +79,4 @@ def billed_usage(*, book, windows: dict[Subscription, tuple],
     if not clipped:
         return {}
     return claimed_quantities(book=book, claims=clipped, start=min(claim.start for claim in clipped),
-                              end=max(claim.end for claim in clipped))
+                              end=max(claim.end for claim in clipped), recorded_by=recorded_by)

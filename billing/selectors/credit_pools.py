@@ -99,7 +99,7 @@ def pool_in(terms: PlanTerms) -> Pool | None:
     return None
 
 
-def period_pool(timeline: TermsTimeline, start: datetime, plan_pool: Pool) -> Pool:
+def period_pool(timeline: TermsTimeline, start: datetime, plan_pool: Pool | None) -> Pool | None:
     """The pool of the subscription's period that starts at `start`: the one its invoice captured, so that what
     the period drew agrees with the overage that invoice bills (an invoice keeps what was reviewed, also after
     a PATCH of agentId or a new pool size), else the plan's pool as it is now (`plan_pool`), as a period with
@@ -171,9 +171,12 @@ def _ungranted_periods(subscription: Subscription, now: datetime) -> list[tuple[
     return missing
 
 
-def pending_settlements(subscription: Subscription, plan_pool: Pool, now: datetime) -> list[Settlement]:
+def pending_settlements(subscription: Subscription, plan_pool: Pool, now: datetime,
+                        recorded_by: dict | None = None) -> list[Settlement]:
     """Every ended period not settled yet, oldest first, with what it draws from top-ups (each period measured
-    against its own pool: `period_pool`)."""
+    against its own pool: `period_pool`). `recorded_by`: period start -> the instant a period was settled at
+    before, when the verifier settles it again; it counts the events recorded by then, as that settlement did
+    (a settlement is final: usage recorded for the period later does not move it)."""
     grants = _period_grants(subscription)
     drawn = grants.filter(settled_at__isnull=False, period_end__lte=now).aggregate(
         total=Sum("topup_units_drawn"))["total"] or ZERO
@@ -186,8 +189,9 @@ def pending_settlements(subscription: Subscription, plan_pool: Pool, now: dateti
     timeline = timeline_of(subscription) if periods else None
     for start, end, grant_id in sorted(periods, key=lambda period: period[0]):
         pool = period_pool(timeline, start, plan_pool)
-        consumed = billed_usage(book=subscription.book_id, windows={subscription: (start, end)}).get(
-            (subscription.pk, pool.signal_id), ZERO)
+        consumed = billed_usage(book=subscription.book_id, windows={subscription: (start, end)},
+                                recorded_by=(recorded_by or {}).get(start)).get((subscription.pk, pool.signal_id),
+                                                                                 ZERO)
         available = sum((units for granted_at, units in topups if granted_at < end), ZERO) - drawn
         size = pool_units(subscription, start, end, pool.size)
         taken = topup_draw(consumed=consumed, pool_size=size, available=available)

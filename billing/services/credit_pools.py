@@ -40,12 +40,13 @@ def _require_pool(subscription: Subscription) -> Pool:
 
 
 @transaction.atomic
-def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime) -> CreditGrant | None:
+def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
+                     recorded_by: dict | None = None) -> CreditGrant | None:
     """Create the grant of the stored current period (refreshed to the pool's size while the period runs) and
     settle every ended period, skipped ones included. `pool`: the pool the plan sells today, whole; a period
     an invoice captured is measured against that invoice's pool (`period_pool`). Locks that grant: syncs of one
     subscription run one at a time, without holding the subscription row the period rollover needs.
-    Idempotent."""
+    `recorded_by`: as `pending_settlements` takes it. Idempotent."""
     start, end = subscription.current_period_start, subscription.current_period_end
     if start is None or end is None:
         return None
@@ -64,7 +65,7 @@ def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime) -
         grant.save(update_fields=["period_end", "units", "consumed_units", "topup_units_drawn", "settled_at",
                                   "updated_at"])
     skipped = []
-    for settled in pending_settlements(subscription, pool, now):
+    for settled in pending_settlements(subscription, pool, now, recorded_by):
         values = {"units": settled.pool_size, "consumed_units": settled.consumed,
                   "topup_units_drawn": settled.topup_drawn, "settled_at": now}
         if settled.grant_id is None:

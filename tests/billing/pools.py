@@ -7,6 +7,9 @@ from types import SimpleNamespace
 
 from django.core.management import call_command
 
+from core import clock
+from customers.models import UsageEvent
+
 from tests.billing.conftest import NOW
 from tests.billing.support import create_plan, create_strategies, create_subscription, ok, tiered
 from tests.factories import AgentFactory, CustomerFactory, SignalFactory, UsageEventFactory
@@ -31,10 +34,13 @@ def pool_subscription(api, chain, start="2025-06-01T00:00:00Z", strategy=None, *
 
 
 def use(chain, quantity, at: datetime = NOW, **fields):
-    """One ledger row of the chain's customer, agent and signal."""
+    """One ledger row of the chain's customer, agent and signal, stamped as recorded at the service's clock (as
+    recording stamps it: a settlement counts the events recorded by its own instant)."""
     fields.setdefault("customer", chain.customer)
     fields.setdefault("signal", chain.signal)
-    return UsageEventFactory(book=chain.customer.book, quantity=Decimal(str(quantity)), usage_date=at, **fields)
+    event = UsageEventFactory(book=chain.customer.book, quantity=Decimal(str(quantity)), usage_date=at, **fields)
+    UsageEvent.objects.filter(pk=event.pk).update(created_at=clock.now())
+    return event
 
 
 def balance(api, subscription) -> dict:

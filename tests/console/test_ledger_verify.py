@@ -192,6 +192,7 @@ def settled_june_pool(api, book, monkeypatch) -> CreditGrant:
     run_jobs("2025-07-01T00:00:00Z")  # June ends and is settled
     grant = CreditGrant.objects.get(kind="period", period_start=datetime(2025, 6, 1, tzinfo=UTC))
     assert grant.consumed_units == 30
+    grant.chain = chain
     return grant
 
 
@@ -203,6 +204,40 @@ def test_a_settled_credit_pool_period_that_differs_from_the_ledger_is_drift_and_
     assert finding.ledger == "30 units used" and finding.derived == "12 settled"
     ledger_verify(now=NOW, book=book, checks=("credit_pools",), repair=True)
     assert CreditGrant.objects.get(pk=grant.pk).consumed_units == 30
+
+
+def test_usage_recorded_for_a_settled_period_after_its_settlement_is_no_drift_and_no_repair_counts_it(
+        api, book, monkeypatch):
+    """A settlement is final (docs/decisions/credit-pools.md): a batch dated June 30 that arrives two minutes
+    after June was settled moves neither the settlement nor, through a repair, the top-up balance."""
+    from core import clock
+    from tests.billing.pools import use
+
+    grant = settled_june_pool(api, book, monkeypatch)
+    monkeypatch.setattr(clock, "now", lambda: datetime(2025, 7, 1, 0, 2, tzinfo=UTC))
+    use(grant.chain, 25, at=datetime(2025, 6, 30, 23, 59, tzinfo=UTC))
+    assert ledger_verify(now=NOW, book=book, checks=("credit_pools",))[0].drift == 0
+    CreditGrant.objects.filter(pk=grant.pk).update(consumed_units=12)  # real drift beside the late batch
+    [finding] = ledger_verify(now=NOW, book=book, checks=("credit_pools",))[0].findings["credit_pools"]
+    assert finding.ledger == "30 units used" and finding.derived == "12 settled"
+    ledger_verify(now=NOW, book=book, checks=("credit_pools",), repair=True)
+    assert CreditGrant.objects.get(pk=grant.pk).consumed_units == 30  # as settled: the late 25 do not count
+
+
+def test_a_repair_of_a_draft_whose_customer_was_deleted_since_reports_it_and_goes_on(api, book, monkeypatch):
+    from billing.models import Invoice
+    from tests.billing.invoice_support import billing_chain, draft, event, recurring, usage
+
+    chain = billing_chain(api, book, [recurring("10"), usage("1")], start="2025-01-01T00:00:00Z",
+                          endDate="2025-02-01T00:00:00Z")
+    event(chain, 4, "2025-01-10T12:00:00Z")
+    invoice = draft(api, chain)
+    InvoiceLine.objects.filter(invoice_id=invoice["id"], charge_type="usage").update(quantity=D("1"))
+    chain.customer.deleted_at = NOW
+    chain.customer.save(update_fields=["deleted_at"])
+    report = ledger_verify(now=NOW, book=book, checks=("draft_invoices", "rollup"), repair=True)[0]
+    assert len(report.findings["draft_invoices"]) == 1 and "rollup" in report.findings
+    assert Invoice.objects.get(pk=invoice["id"]).status == "draft"
 
 
 def test_a_credit_pool_period_of_an_archived_month_is_neither_drift_nor_settled_again(api, book, monkeypatch):
