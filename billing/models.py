@@ -220,6 +220,9 @@ class Invoice(OrgOwned):
     # The plan's strategies, seats and proratedAmount as they were at the first generation
     # (billing.pricing.terms.PlanTerms.document): what every later pricing of this invoice uses.
     pricing_terms = ExactJSONField(null=True, blank=True)
+    # When the lines last read the ledger (generation and every refresh; not a PATCH of a discount or memo, which
+    # re-totals the lines as they are): the ledger verifier tells a stale draft from a drifted one by it.
+    usage_read_at = models.DateTimeField(null=True, blank=True)
     subtotal = CentsField(default=0)
     discount = CentsField(default=0)
     tax = CentsField(default=0)

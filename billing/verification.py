@@ -4,7 +4,8 @@ figures billing wrote down from the ledger.
 - Draft invoices (not issued yet): each draft's lines against the lines its captured terms give over the ledger
   now. A draft generated before events of its period were recorded is stale, not drifted (it is refreshed on
   regenerate and before the end-of-period job issues it): a draft counts as drift only when no event of its
-  customer dated in its period was stored after its last refresh (events of other periods say nothing of it). Repair refreshes the draft (as generating it again does).
+  customer dated in its period was stored after its lines last read the ledger (`usage_read_at`: a PATCH of its
+  discount or memo re-totals the lines without reading; events of other periods say nothing of it). Repair refreshes the draft (as generating it again does).
 - Credit pools: each settled period's `consumed_units` against what the subscription bills of the ledger in that
   period, on the signal of the pool in force for it (its invoice's captured pool, else the plan's), counting the
   events recorded by the moment it was settled: a settlement is final, so usage recorded for the period later
@@ -60,7 +61,7 @@ def draft_invoice_differences(*, book, now: datetime, repair: bool = False) -> l
             continue
         if owned(UsageEvent, book).filter(customer_id=invoice.customer_id, usage_date__gte=invoice.period_start,
                                           usage_date__lt=invoice.period_end,
-                                          created_at__gt=invoice.updated_at).exists():
+                                          created_at__gt=invoice.usage_read_at or invoice.updated_at).exists():
             continue  # stale: events of its period arrived after its last refresh
         findings.append(Finding(
             f"draft invoice {invoice.invoice_number} ({invoice.period_start:%Y-%m-%d} to {invoice.period_end:%Y-%m-%d})",

@@ -17,6 +17,7 @@ from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import F, Q
+from django.utils import timezone
 
 from billing.events import invoice_event
 from billing.invoice_documents import InvoiceEmail, InvoiceView, send_invoice_email
@@ -115,6 +116,7 @@ def _refresh(invoice: Invoice, subscription: Subscription) -> None:
     for line in lines:
         line.invoice = invoice
     InvoiceLine.objects.bulk_create(lines)
+    invoice.usage_read_at = timezone.now()  # the clock of updated_at, which the verifier read before this field
     invoice.save()
 
 

@@ -224,6 +224,23 @@ def test_usage_recorded_for_a_settled_period_after_its_settlement_is_no_drift_an
     assert CreditGrant.objects.get(pk=grant.pk).consumed_units == 30  # as settled: the late 25 do not count
 
 
+def test_a_draft_whose_discount_changed_after_its_period_got_usage_is_stale_not_drift(api, book):
+    """A PATCH of a draft's discount re-totals its lines as they are: it reads no usage, so usage recorded before
+    it still makes the draft stale (refreshed before it is issued), not drifted."""
+    chain = billing_chain(api, book, [{"chargeType": "usage", "pricingModel": "flat", "rate": "2"}],
+                          start="2026-10-01T00:00:00Z")
+    generated = api.post("/v1/invoices/generate", {"customerId": str(chain.customer.id),
+                                                   "subscriptionId": chain.subscription["id"],
+                                                   "billingPeriodStart": "2026-10-01T00:00:00Z",
+                                                   "billingPeriodEnd": "2026-11-01T00:00:00Z"}).json()
+    api.post("/v1/usage/record", {"records": [{
+        "customerExternalId": chain.customer.external_id, "agentCode": chain.agent.agent_code,
+        "signalName": chain.signal.name, "quantity": "5", "usageDate": "2026-10-05T10:00:00Z",
+        "services": [{"model": "none-api", "modelProvider": "none", "quantity": 1}]}]})
+    assert api.patch(f"/v1/invoices/{generated['id']}", {"discountPercent": 10}).status_code == 200
+    assert ledger_verify(now=NOW, book=book, checks=("draft_invoices",))[0].drift == 0
+
+
 def test_a_repair_of_a_draft_whose_customer_was_deleted_since_reports_it_and_goes_on(api, book, monkeypatch):
     from billing.models import Invoice
     from tests.billing.invoice_support import billing_chain, draft, event, recurring, usage
