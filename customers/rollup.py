@@ -370,8 +370,11 @@ def _set_to_ledger(book_id, differences: list[dict]) -> None:
             key = difference["key"]
             # The row's whole key as the comparison read it, its book included: NULL parts (a grain's summed-away
             # columns, a deleted agent's or signal's id) match NULL.
+            # The book, grain and day are never NULL: compared plainly, they reach the rows through the unique
+            # index's leading columns instead of scanning every book's rollup per difference.
             condition = " AND ".join(f"{_folded(column, ROLLUP)} IS NOT DISTINCT FROM %s" for column in KEY_COLUMNS)
-            cursor.execute(f"DELETE FROM {ROLLUP} WHERE {condition}", [key[column] for column in KEY_COLUMNS])
+            cursor.execute(f"DELETE FROM {ROLLUP} WHERE book_id = %s AND grain = %s AND day = %s AND {condition}",
+                           [key["book_id"], key["grain"], key["day"], *(key[column] for column in KEY_COLUMNS)])
             if any(difference["ledger"][measure] for measure in MEASURES):
                 kept.append(difference)
         columns = ", ".join((*KEY_COLUMNS, *MEASURES))
