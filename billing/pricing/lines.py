@@ -93,6 +93,9 @@ def priced_lines(subscription: Subscription, window: BillingWindow, terms: PlanT
                    .values_list("pk", flat=True))
     priced_subscription = replace(subscription_terms(subscription), seats_count=terms.seats_count,
                                   prorated_amount=terms.prorated_amount)
+    # A line of no strategy (a proratedAmount) names the agent the terms were written for, as the usage lines do
+    # (after a PATCH of agentId an invoice's captured terms keep the old agent).
+    terms_agent = next((strategy.agent_id for strategy in terms.strategies), subscription.agent_id)
     lines = []
     for position, line in enumerate(engine.period_lines([s.terms for s in terms.strategies],
                                                         subscription=priced_subscription, period=window.fee_period,
@@ -101,7 +104,7 @@ def priced_lines(subscription: Subscription, window: BillingWindow, terms: PlanT
         lines.append(InvoiceLine(
             book_id=subscription.book_id, position=position, charge_type=line.charge_type,
             strategy_id=strategy.id if strategy is not None and strategy.id in existing else None,
-            agent_id=strategy.agent_id if strategy else subscription.agent_id,
+            agent_id=strategy.agent_id if strategy else terms_agent,
             signal_id=strategy.signal_id if strategy else None,
             description=_description(line, strategy), quantity=line.quantity,
             used_quantity=usage.get(line.strategy_id) if line.charge_type == ChargeType.USAGE else None,

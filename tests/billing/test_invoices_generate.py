@@ -126,6 +126,19 @@ def test_prorated_amount_replaces_the_prorated_fees_of_the_first_period(api, boo
     assert amounts(draft(api, chain, FEB)) == [("recurring", 49), ("seat_based", 50), ("usage", 0)]
 
 
+def test_a_refreshed_draft_names_the_agent_of_its_terms_on_every_line_after_a_patch_of_agent_id(api, book):
+    chain = billing_chain(api, book, [recurring("49"), usage("1")], start="2025-01-22T00:00:00Z", billingDay=1,
+                          proratedAmount="30")
+    event(chain, 4, "2025-01-25T12:00:00Z")
+    assert amounts(draft(api, chain, JAN)) == [("prorated", 30), ("usage", 4)]
+    other = AgentFactory(book=book)
+    ok(api.post(f"/v1/pricing-plans/{chain.plan['id']}/agents", {"agentId": str(other.id)}), 201)
+    ok(api.patch(f"/v1/subscriptions/{chain.subscription['id']}", {"agentId": str(other.id)}))
+    refreshed = ok(generate(api, chain), 200)
+    assert [line["agentId"] for line in refreshed["lines"]] == [str(chain.agent.id)] * 2
+    assert [(entry["agentId"], entry["amount"]) for entry in refreshed["agentBreakdown"]] == [(str(chain.agent.id), 34)]
+
+
 def test_default_period_in_a_non_utc_time_zone_runs_local_midnight_to_local_midnight(api, book, frozen_now):
     """Paris, start January 22 (a bare date is local midnight), billing day 1, now January 25: the current period is
     [Jan 22 00:00 Paris, Feb 1 00:00 Paris) and 62 is prorated 10/31; usage at Feb 1 00:30 Paris is February's."""
