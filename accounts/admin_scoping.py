@@ -243,8 +243,16 @@ class ScopedAdminMixin(OperatorPermissionsMixin):
         """Money, quantities, dates and JSON through the console's one formatter (accounts/admin_display.py)."""
         return shown_all(self.model, super().get_list_display(request), self.column_labels)
 
+    # A stored record never moves to another book or organization: its events, invoices and keys stay where they
+    # are, so a move would split it from them (and hand a customer to another organization).
+    OWNER_FIELDS = ("book", "organization")
+
     def get_readonly_fields(self, request, obj=None):
-        return shown_all(self.model, super().get_readonly_fields(request, obj))
+        names = list(super().get_readonly_fields(request, obj))
+        if obj is not None:
+            fields = {field.name for field in self.model._meta.fields}
+            names += [name for name in self.OWNER_FIELDS if name in fields and name not in names]
+        return shown_all(self.model, names)
 
     def get_exclude(self, request, obj=None):
         """A field shown through a display function is not also a form field."""

@@ -9,6 +9,7 @@ from django.urls import reverse
 from billing.models import Invoice, PlanAgent, PricingPlan
 from catalog.models import ServiceEntry
 from accounts.models import User
+from customers.models import Customer
 from matters.models import Matter, MatterRule
 from tests.console.conftest import action
 from tests.console.world import populate
@@ -125,6 +126,25 @@ def test_form_choices_of_every_add_and_change_page_are_visible_rows_only(console
                 failures += [f"{page} {name}" for name, field in choices.items()
                              if field.queryset.filter(pk__in=foreign).exists()]
     assert failures == []
+
+
+def test_no_change_page_moves_a_record_to_another_book_or_organization(console, worlds, book, other_org):
+    """A customer moved to another organization's book left its events and invoices behind and answered 404 to
+    its own organization: on a change page the book and the organization are shown, never edited."""
+    mine, _ = worlds
+    editable = []
+    for model in SCOPED:
+        resp = console.get(url(model, "change", mine[model].pk))
+        if resp.status_code == 200 and "adminform" in resp.context:
+            editable += [f"{model._meta.label}.{name}" for name in ("book", "organization")
+                         if name in resp.context["adminform"].form.fields]
+    assert editable == []
+    customer = mine[Customer]
+    other_book = book_of(other_org, "test")
+    console.post(url(Customer, "change", customer.pk), {"book": str(other_book.pk), "name": customer.name,
+                                                        "external_id": customer.external_id})
+    customer.refresh_from_db()
+    assert customer.book_id == book.pk
 
 
 def test_a_foreign_id_posted_in_a_form_is_refused(console, worlds, book):
