@@ -223,6 +223,10 @@ class Invoice(OrgOwned):
     # When the lines last read the ledger (generation and every refresh; not a PATCH of a discount or memo, which
     # re-totals the lines as they are): the ledger verifier tells a stale draft from a drifted one by it.
     usage_read_at = models.DateTimeField(null=True, blank=True)
+    # What its usage lines counted, as claims (billing.pricing.lines.claims_document): which agent's events on which
+    # signal in which instants, written with the lines. Once the invoice is final, those events stay its own, whatever
+    # subscription is created or strategy added later (billing.pricing.attribution). Null: stored before this field.
+    billed_claims = models.JSONField(null=True, blank=True)
     subtotal = CentsField(default=0)
     discount = CentsField(default=0)
     tax = CentsField(default=0)

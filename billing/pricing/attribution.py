@@ -2,9 +2,10 @@
 
 Billing (contract: "One subscription bills an event"): an event is billed at most once, by the
 earliest-started subscription of its customer and agent that runs at its `usageDate` and whose plan has
-an active usage strategy on its signal (ties: lowest id), except that an event a final invoice billed stays
-with that invoice's subscription (contract: "Invoices keep what was reviewed"; a subscription created later
-with an earlier start would otherwise bill it again). "Has" is read with the terms in force at that
+an active usage strategy on its signal (ties: lowest id), except that the events a final invoice billed stay
+with that invoice's subscription, as it stored them (`Invoice.billed_claims`; contract: "Invoices keep what was
+reviewed": a subscription created later with an earlier start, or a strategy added later, would otherwise bill
+them again). "Has" is read with the terms in force at that
 instant (`terms.py`): an invoiced period's captured terms, the current strategies elsewhere; the agent is
 the one those terms were written for (an invoice keeps the agent it priced after a PATCH of agentId). Invoices,
 revenue labels, MRR and credit pools all sum the claims this module computes, so no event is billed by
@@ -87,23 +88,33 @@ def billing_claims(timelines: dict[UUID, TermsTimeline]) -> dict[UUID, list[Clai
     claims: dict[UUID, list[Claim]] = {}
     for customer_id, group in by_customer.items():
         covered: dict[tuple, list] = defaultdict(list)  # (agent id, signal id) -> intervals already claimed
-        # Pieces a final invoice billed claim first: an event on an issued invoice stays billed there, also when a
-        # subscription created later starts earlier (a backdated one), which would otherwise bill it a second time.
         ordered = sorted(group, key=priority)
-        passes = [(subscription, piece) for final in (True, False) for subscription in ordered
-                  for piece in timelines[subscription.pk].pieces if piece.final == final]
+
+        def claim(subscription, agent_id, signal_id, start, end):
+            key = (agent_id, signal_id)
+            pieces = uncovered(start, end, covered[key])
+            claims[subscription.pk].extend(Claim(subscription.pk, customer_id, agent_id, signal_id, lo, hi)
+                                           for lo, hi in pieces)
+            covered[key] = sorted([*covered[key], *pieces], key=lambda interval: interval[0])
+
         for subscription in ordered:
-            claims.setdefault(subscription.pk, [])
-        for subscription, piece in passes:
-            billed = piece.terms.billed_agents
-            for signal_id in sorted(billed, key=str):
-                key = (billed[signal_id], signal_id)
-                pieces = uncovered(piece.start, piece.end, covered[key])
-                claims[subscription.pk].extend(Claim(subscription.pk, customer_id, key[0], signal_id, lo, hi)
-                                               for lo, hi in pieces)
-                covered[key] = sorted([*covered[key], *pieces], key=lambda interval: interval[0])
+            claims[subscription.pk] = []
+        # First what final invoices billed, as they stored it: those events stay theirs, also when a subscription
+        # created later starts earlier (a backdated one) or a strategy is added later, either of which would
+        # otherwise bill them a second time. A final invoice claims nothing beyond what it billed.
         for subscription in ordered:
-            claims[subscription.pk].sort(key=lambda claim: claim.start)
+            for piece in timelines[subscription.pk].pieces:
+                for agent_id, signal_id, start, end in piece.billed or ():
+                    claim(subscription, agent_id, signal_id, start, end)
+        for subscription in ordered:
+            for piece in timelines[subscription.pk].pieces:
+                if piece.billed is not None:
+                    continue
+                billed = piece.terms.billed_agents
+                for signal_id in sorted(billed, key=str):
+                    claim(subscription, billed[signal_id], signal_id, piece.start, piece.end)
+        for subscription in ordered:
+            claims[subscription.pk].sort(key=lambda found: found.start)
     return claims
 
 

@@ -10,10 +10,11 @@ from decimal import Decimal
 
 from billing.models import ChargeType, Invoice, InvoiceLine, PricingStrategy, Subscription
 from billing.pricing import engine
+from billing.pricing.attribution import Claim
 from billing.pricing.periods import cycle_containing, first_uncovered_day, local_date
 from billing.pricing.terms import (PlanTerms, PricedStrategy, captured_terms, current_terms, effective_end, schedule_of,
                                    subscription_terms)
-from billing.pricing.usage import billed_usage
+from billing.pricing.usage import claims_usage, window_claims
 from core import display
 from core.money import to_cents
 from core.scoping import owned
@@ -58,11 +59,16 @@ def invoice_terms(invoice: Invoice) -> PlanTerms:
     return captured_terms(invoice, current_terms(invoice.subscription))
 
 
-def claimed_usage(subscription: Subscription, window: BillingWindow) -> dict:
-    """signal id -> the quantity the subscription bills in the window: the events it claims (attribution.py)
-    among those of its customer and agent, settled against every other subscription of the pair."""
-    quantities = billed_usage(book=subscription.book_id, windows={subscription: (window.start, window.end)})
-    return {signal_id: quantity for (_, signal_id), quantity in quantities.items()}
+def period_claims(subscription: Subscription, window: BillingWindow) -> list[Claim]:
+    """What the subscription bills in the window: its claims (attribution.py) among the events of its customer,
+    settled against every other subscription of the customer, clipped to the window."""
+    return window_claims(book=subscription.book_id, windows={subscription: (window.start, window.end)})
+
+
+def claims_document(claims: list[Claim]) -> list[dict]:
+    """Claims as an invoice keeps them (`Invoice.billed_claims`): agent, signal and the instants, as text."""
+    return [{"agentId": str(claim.agent_id), "signalId": str(claim.signal_id), "start": claim.start.isoformat(),
+             "end": claim.end.isoformat()} for claim in claims]
 
 
 def _description(line: engine.Line, strategy: PricedStrategy | None) -> str:
@@ -83,10 +89,15 @@ def _description(line: engine.Line, strategy: PricedStrategy | None) -> str:
     return text[:500]
 
 
-def priced_lines(subscription: Subscription, window: BillingWindow, terms: PlanTerms) -> list[InvoiceLine]:
+def priced_lines(subscription: Subscription, window: BillingWindow, terms: PlanTerms,
+                 claims: list[Claim] | None = None) -> list[InvoiceLine]:
     """The invoice lines of one period under `terms` (unsaved, without invoice), each amount rounded once to
-    cents. Usage lines bill what the subscription claims of the ledger in the window."""
-    usage_by_signal = claimed_usage(subscription, window)
+    cents. Usage lines bill what the subscription claims of the ledger in the window (`claims`: its
+    `period_claims`, when the caller read them already)."""
+    if claims is None:
+        claims = period_claims(subscription, window)
+    usage_by_signal = {signal_id: quantity for (_, signal_id), quantity in
+                       claims_usage(book=subscription.book_id, claims=claims).items()}
     usage = {str(s.id): usage_by_signal.get(s.signal_id, Decimal(0)) for s in terms.strategies if s.is_usage}
     by_id = {str(strategy.id): strategy for strategy in terms.strategies}
     existing = set(owned(PricingStrategy, subscription.book_id).filter(pk__in=[s.id for s in terms.strategies])

@@ -155,7 +155,9 @@ class TermsPiece:
     end: datetime | None
     terms: PlanTerms
     invoice_id: UUID | None = None
-    final: bool = False  # its invoice is final (issued or later): the events it billed stay billed there
+    # What a final invoice (issued or later) billed, as it stored it: ((agent id, signal id, start, end), ...); those
+    # events stay its own. None: a draft, current terms, or a final invoice stored before it kept its claims.
+    billed: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,7 @@ class TermsTimeline:
             lo = max(piece.start, start)
             hi = piece.end if end is None else (end if piece.end is None else min(piece.end, end))
             if hi is None or lo < hi:
-                clipped.append(TermsPiece(lo, hi, piece.terms, piece.invoice_id, piece.final))
+                clipped.append(TermsPiece(lo, hi, piece.terms, piece.invoice_id, piece.billed))
         return clipped
 
 
@@ -224,13 +226,13 @@ def life_of(subscription: Subscription) -> tuple[datetime, datetime | None]:
 def _timeline(subscription: Subscription, current: PlanTerms, invoiced: list[tuple]) -> TermsTimeline:
     start, end = life_of(subscription)
     pieces, cursor = [], start
-    for period_start, period_end, terms, invoice_id, final in sorted(invoiced, key=lambda row: row[0]):
+    for period_start, period_end, terms, invoice_id, billed in sorted(invoiced, key=lambda row: row[0]):
         period_start, period_end = max(period_start, start), period_end if end is None else min(period_end, end)
         if period_end <= period_start:
             continue
         if cursor < period_start:
             pieces.append(TermsPiece(cursor, period_start, current))
-        pieces.append(TermsPiece(max(cursor, period_start), period_end, terms, invoice_id, final))
+        pieces.append(TermsPiece(max(cursor, period_start), period_end, terms, invoice_id, billed))
         cursor = max(cursor, period_end)
     if end is None or cursor < end:
         pieces.append(TermsPiece(cursor, end, current))
@@ -243,6 +245,15 @@ def captured_terms(invoice: Invoice, current: PlanTerms) -> PlanTerms:
     return current if not invoice.pricing_terms else PlanTerms.from_document(invoice.pricing_terms)
 
 
+def billed_claims(invoice: Invoice) -> tuple | None:
+    """What a final invoice billed, as it stored it (`Invoice.billed_claims`); None for a draft, whose claims move
+    with the ledger until it is issued, and for a final invoice stored before it kept them."""
+    if invoice.status == InvoiceStatus.DRAFT or invoice.billed_claims is None:
+        return None
+    return tuple((UUID(claim["agentId"]), UUID(claim["signalId"]), datetime.fromisoformat(claim["start"]),
+                  datetime.fromisoformat(claim["end"])) for claim in invoice.billed_claims)
+
+
 def terms_timelines(*, book, subscriptions) -> dict[UUID, TermsTimeline]:
     """Subscription id -> its timeline, for these subscriptions (two reads: strategies and live invoices)."""
     subscriptions = list(subscriptions)
@@ -250,10 +261,10 @@ def terms_timelines(*, book, subscriptions) -> dict[UUID, TermsTimeline]:
     invoiced = defaultdict(list)
     invoices = (owned(Invoice, book).filter(subscription_id__in=[s.pk for s in subscriptions])
                 .exclude(status=InvoiceStatus.VOID).only("id", "subscription_id", "period_start", "period_end",
-                                                        "pricing_terms", "status"))
+                                                        "pricing_terms", "status", "billed_claims"))
     current = {s.pk: current_terms(s, strategies) for s in subscriptions}
     for invoice in invoices:
         invoiced[invoice.subscription_id].append(
             (invoice.period_start, invoice.period_end, captured_terms(invoice, current[invoice.subscription_id]),
-             invoice.pk, invoice.status != InvoiceStatus.DRAFT))
+             invoice.pk, billed_claims(invoice)))
     return {s.pk: _timeline(s, current[s.pk], invoiced[s.pk]) for s in subscriptions}

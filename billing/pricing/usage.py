@@ -66,6 +66,14 @@ def billed_usage(*, book, windows: dict[Subscription, tuple],
     of the events recorded by then only. Four reads whatever the number of subscriptions."""
     if not windows:
         return {}
+    return claims_usage(book=book, claims=window_claims(book=book, windows=windows, timelines=timelines),
+                        recorded_by=recorded_by)
+
+
+def window_claims(*, book, windows: dict[Subscription, tuple],
+                  timelines: dict[UUID, TermsTimeline] | None = None) -> list[Claim]:
+    """The claims of each subscription clipped to its own window (`windows`: subscription -> (start, end)), settled
+    against every other subscription of its customer. Three reads."""
     if timelines is None:
         timelines = customer_timelines(book=book, subscriptions=list(windows))
     claims = billing_claims(timelines)
@@ -76,7 +84,12 @@ def billed_usage(*, book, windows: dict[Subscription, tuple],
             if window is not None:
                 clipped.append(Claim(claim.subscription_id, claim.customer_id, claim.agent_id, claim.signal_id,
                                      *window))
-    if not clipped:
+    return clipped
+
+
+def claims_usage(*, book, claims: list[Claim], recorded_by: datetime | None = None) -> dict[tuple, Decimal]:
+    """(subscription id, signal id) -> the quantity of the events of these (clipped) claims. One read."""
+    if not claims:
         return {}
-    return claimed_quantities(book=book, claims=clipped, start=min(claim.start for claim in clipped),
-                              end=max(claim.end for claim in clipped), recorded_by=recorded_by)
+    return claimed_quantities(book=book, claims=claims, start=min(claim.start for claim in claims),
+                              end=max(claim.end for claim in claims), recorded_by=recorded_by)

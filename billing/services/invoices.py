@@ -22,7 +22,8 @@ from django.utils import timezone
 from billing.events import invoice_event
 from billing.invoice_documents import InvoiceEmail, InvoiceView, send_invoice_email
 from billing.pay_links import live_pay_token, pay_token_digest, pay_token_of, pay_url
-from billing.pricing.lines import billing_window, invoice_terms, priced_lines, totals
+from billing.pricing.lines import (billing_window, claims_document, invoice_terms, period_claims, priced_lines,
+                                   totals)
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
 from billing.pricing.periods import local_date, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, schedule_of
@@ -109,7 +110,10 @@ def _refresh(invoice: Invoice, subscription: Subscription) -> None:
     terms = invoice_terms(invoice)
     if invoice.pricing_terms is None:
         invoice.pricing_terms = terms.document()
-    lines = priced_lines(subscription, billing_window(subscription, invoice.period_start, invoice.period_end), terms)
+    window = billing_window(subscription, invoice.period_start, invoice.period_end)
+    claims = period_claims(subscription, window)
+    lines = priced_lines(subscription, window, terms, claims)
+    invoice.billed_claims = claims_document(claims)
     _apply_totals(invoice, [line.amount for line in lines])
     _refuse_unstorable(invoice, lines)
     owned(InvoiceLine, invoice.book_id).filter(invoice=invoice).delete()

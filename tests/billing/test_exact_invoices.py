@@ -301,6 +301,49 @@ def test_every_event_is_billed_once_and_revenue_over_invoiced_periods_equals_the
     assert billed_total == sum(expected.values(), D(0))
 
 
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+@given(plans=plans_strategy, start_days=st.lists(st.integers(0, 50), min_size=3, max_size=3),
+       issued=st.lists(st.sets(st.integers(0, 2)), min_size=3, max_size=3), raw_events=events_strategy)
+def test_an_event_is_billed_once_whatever_order_subscriptions_are_created_and_periods_issued_in(
+        client_for, plans, start_days, issued, raw_events):
+    """The usage first; then the subscriptions are created one by one (a later one may start earlier: a backdated
+    subscription), each issuing some of its months right after it is created. At the end every other month is
+    generated: across all the invoices, final and draft, each event that some subscription bills is billed once,
+    and no issued invoice changed."""
+    org = OrganizationFactory()
+    acme = Book(client_for(organization=org), book_of(org, "test"))
+    events = []
+    for signal, quantity, day, hour in raw_events:
+        when = datetime.fromordinal(datetime(2025, 1, 1).toordinal() + day).replace(hour=hour, tzinfo=UTC)
+        events.append((signal, quantity, when.isoformat().replace("+00:00", "Z")))
+    if events:
+        acme.record(*events)
+    subscriptions, finals = [], {}
+    for index, plan in enumerate(plans):
+        created, _ = acme.plan(*((signal, rate) for signal, rate in plan.items()))
+        start = datetime.fromordinal(datetime(2025, 1, 1).toordinal() + start_days[index]).replace(tzinfo=UTC)
+        subscription = acme.subscribe(created, start.isoformat().replace("+00:00", "Z"))
+        subscriptions.append((subscription, start, set(plan)))
+        runs = {month for month, (_, end) in enumerate(MONTHS)
+                if datetime.fromisoformat(end.replace("Z", "+00:00")) > start}
+        issued[index] &= runs
+        for month in sorted(issued[index]):
+            invoice = acme.generate(subscription, MONTHS[month])
+            ok(acme.api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+            finals[invoice["id"]] = acme.invoice(invoice["id"])
+    billed = sum((used(invoice) for invoice in finals.values()), D(0))
+    for index, (subscription, start, _) in enumerate(subscriptions):
+        for month, (_, end) in enumerate(MONTHS):
+            if month not in issued[index] and datetime.fromisoformat(end.replace("Z", "+00:00")) > start:
+                billed += used(acme.generate(subscription, MONTHS[month]))
+    billable = sum((D(quantity) for signal, quantity, when in events
+                    if any(start <= datetime.fromisoformat(when.replace("Z", "+00:00")) and signal in signals
+                           for _, start, signals in subscriptions)), D(0))
+    assert billed == billable, (plans, start_days, issued, events)
+    for invoice_id, invoice in finals.items():
+        assert acme.invoice(invoice_id)["lines"] == invoice["lines"]
+
+
 PRICING_CHANGES = ("rate", "deactivate", "delete", "add", "seats", "tiers")
 
 

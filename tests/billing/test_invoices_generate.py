@@ -319,6 +319,30 @@ def test_a_backdated_subscription_leaves_the_events_an_issued_invoice_billed_whe
     assert (refreshed["id"], [line["quantity"] for line in refreshed["lines"]]) == (february["id"], [0])
 
 
+def test_a_strategy_added_later_does_not_take_the_events_another_subscriptions_issued_invoice_billed(api, book):
+    """The earlier subscription bills no calls in January, so the later one's issued January invoice billed them;
+    a calls strategy added to the earlier one's plan afterwards takes the calls of periods no final invoice
+    billed, never those."""
+    chain = billing_chain(api, book, [usage("1")])  # tickets only, from January 1
+    calls = SignalFactory(book=book, agent=chain.agent, name="calls")
+    event(chain, 6, "2025-01-20T12:00:00Z", signal=calls)
+    event(chain, 2, "2025-02-20T12:00:00Z", signal=calls)
+    other_plan = create_plan(api, chain.agent.id, name="Calls")
+    create_strategies(api, other_plan["id"], [{"name": "calls", "agentId": str(chain.agent.id),
+                                                "signalId": str(calls.id), **usage("3")}])
+    later = SimpleNamespace(**{**vars(chain), "subscription": ok(api.post("/v1/subscriptions", {
+        "name": "Calls", "planId": other_plan["id"], "agentId": str(chain.agent.id),
+        "customerId": str(chain.customer.id), "startDate": "2025-01-10T00:00:00Z", "status": "active"}), 201)})
+    january = draft(api, later)
+    ok(api.post(f"/v1/invoices/{january['id']}/send", {}))
+    assert january["total"] == 18
+    create_strategies(api, chain.plan["id"], [{"name": "calls too", "agentId": str(chain.agent.id),
+                                               "signalId": str(calls.id), **usage("5")}])
+    assert [(line["signalId"], line["quantity"]) for line in draft(api, chain)["lines"]] == [
+        (str(chain.signal.id), 0), (str(calls.id), 0)]  # January's calls stay on the issued invoice
+    assert [line["quantity"] for line in draft(api, chain, FEB)["lines"]] == [0, 2]  # February's: the earlier one's
+
+
 # --------------------------------------------------------------------------- errors and access
 
 def test_internal_coding_agent_customers_are_never_invoiced(api, book):
