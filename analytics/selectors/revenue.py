@@ -28,7 +28,7 @@ from billing.models import Subscription
 from billing.pricing.attribution import Claim, billing_claims
 from billing.pricing.engine import DaySpan, charge_of, fee_for_period, side_terms
 from billing.pricing.periods import cycle_containing, local_date, local_midnight
-from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, schedule_of, subscription_terms,
+from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, life_of, schedule_of, subscription_terms,
                                    terms_timelines)
 from billing.selectors.subscriptions import subscription_get
 from core.money import ZERO
@@ -145,6 +145,14 @@ def _covered_span(subscription: Subscription, window: Window) -> Window | None:
                        None if terms.end is None else local_midnight(terms.end, timezone))
 
 
+def _meets(subscription: Subscription, window: Window) -> bool:
+    """Whether the subscription reports in the window: its life (instants: where its usage is billed) or the local
+    days it covers (where its fees are recognized) meets it. A subscription a plan change ends at 14:00 covers no
+    day of the change (the new side has it) yet bills that day's usage until 14:00."""
+    start, end = life_of(subscription)
+    return (start < window.end and (end is None or window.start < end)) or _covered_span(subscription, window) is not None
+
+
 def _terms_at(timeline: TermsTimeline, moment: datetime) -> PlanTerms:
     """The terms in force at `moment` (before the life: the first piece's; after it: the last one's)."""
     pieces = timeline.pieces
@@ -238,7 +246,7 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
                 _add(figures, charge.figure, fee)
                 row(strategy).revenue += fee
     counted_units = {}
-    for terms, days, recognized in _fee_shares(timeline, span):
+    for terms, days, recognized in _fee_shares(timeline, span) if span is not None else ():
         for strategy in terms.strategies:
             charge = charge_of(strategy.charge_type)
             fee = charge.periodic_fee(strategy.terms, seats=terms.seats_count)
@@ -272,7 +280,7 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
     timelines = terms_timelines(book=book, subscriptions=scoped)
     claims = billing_claims(timelines)
     subscriptions = [s for s in (t.subscription for t in timelines.values())
-                     if (subscription is None or s.pk == subscription.pk) and _covered_span(s, window) is not None]
+                     if (subscription is None or s.pk == subscription.pk) and _meets(s, window)]
     segments = book_segments(book=book, customer_id=customer_id)
     # Cost and events: each subscription's cost segments.
     cost_rows = rollup_sums(book=book, window=window, scope=Scope(external_only=True),

@@ -125,6 +125,22 @@ def test_an_upgrade_on_the_17th_of_a_30_day_month_splits_fees_seats_usage_and_th
     assert new_log[0]["actor"] == old_log[0]["actor"]
 
 
+def test_revenue_of_a_window_that_starts_on_the_day_of_a_change_keeps_the_old_sides_usage_of_that_morning(acme):
+    """The old side covers no day of the change (the new side has the 17th), yet it bills the usage recorded
+    before 12:00 on it, as its invoice does: a window from the 17th reports it (it read 0)."""
+    starter, _ = acme.plan(fee("30"), ("tickets", "1"))
+    pro, _ = acme.plan(fee("90"), ("tickets", "2"))
+    old = subscribe(acme, starter, "2025-05-01T00:00:00Z")
+    acme.record(("tickets", 10, "2025-06-17T08:00:00Z"), ("tickets", 3, "2025-06-18T08:00:00Z"))
+    new = ok(change(acme.api, old, pro, effectiveAt="2025-06-17T12:00:00Z"), 201)
+    body = ok(acme.api.get("/v1/analytics/revenue", {"startDate": "2025-06-17", "endDate": "2025-06-30"}))
+    assert D(str(body["agentEarned"])) == 10 + 3 * 2
+    by_subscription = {row["subscriptionId"]: D(str(row["agentEarned"])) for row in body["bySubscription"]}
+    assert by_subscription == {old["id"]: 10, new["id"]: 6}
+    old_side = acme.revenue(old, "2025-06-17", "2025-06-30")
+    assert (D(str(old_side["agentEarned"])), D(str(old_side["breakdown"]["recurring"]))) == (10, 0)
+
+
 def test_a_downgrade_at_the_next_period_start_bills_both_periods_whole(acme, frozen_now):
     pro, _ = acme.plan(fee("90"), seat("9"), pool(1500, "240", "0.30", acme.signals["calls"]))
     starter, _ = acme.plan(fee("30"), seat("6"), pool(300, "60", "0.50", acme.signals["calls"]), setup_fee("100"))
