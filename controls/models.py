@@ -84,7 +84,9 @@ class SpendCapAlert(OrgOwned):
     class Meta:
         ordering = ["-created_at"]
         constraints = [
-            models.UniqueConstraint(fields=["cap", "window_start", "threshold_percent"],
+            # The window's end too: a cap moved from a day to a month on the 1st has a new window from the same
+            # instant, whose ladder is its own.
+            models.UniqueConstraint(fields=["cap", "window_start", "window_end", "threshold_percent"],
                                     name="spend_cap_alert_once_per_window"),
         ]
 

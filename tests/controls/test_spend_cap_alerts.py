@@ -49,6 +49,20 @@ def test_each_threshold_crossed_sends_one_email_once_per_window(run_jobs, api, c
     assert SpendCapAlert.objects.count() == 3
 
 
+def test_a_cap_moved_from_a_day_to_a_month_on_the_1st_alerts_its_new_window(run_jobs, api, coding_usage, frozen_now):
+    """The day's window and the month's begin at the same instant on the 1st; the month's ladder is its own."""
+    first = datetime(2025, 3, 1, 10, tzinfo=timezone.utc)
+    frozen_now.moment = first
+    cap = create_cap(api, amountUsd=20, period="day", alertThresholds=[100])
+    coding_usage(ALICE, "20", at=first)
+    run_jobs(first)
+    assert subjects() == ["Acme Agents: AI tool spend for the whole team reached 100% of $20.00 per day"]
+    assert api.patch(f"{CAPS}/{cap['id']}", {"amountUsd": 400, "period": "month"}).status_code == 200
+    coding_usage(ALICE, "380", at=first)
+    run_jobs(first)
+    assert subjects()[1:] == ["Acme Agents: AI tool spend for the whole team reached 100% of $400.00 per month"]
+
+
 def test_alert_goes_to_owners_and_finance_members_as_text_and_html(run_jobs, api, coding_usage, member, settings):
     member("finance", "money@acme.example.com")
     member("admin", "boss@acme.example.com")
