@@ -122,7 +122,9 @@ def customer_usage(*, book, customer: Customer, start: datetime, end: datetime, 
     daily = {row.key[0]: row for row in event_sums(events.annotate(day=TruncDate("usage_date", tzinfo=UTC)),
                                                    by=("day",), measures=measures)}
     days = []
-    for offset in range(max((until - day_start(first)).days, 0)):
+    # Every UTC day the window touches, the last one too when the period ends inside it (a period in Berlin ends
+    # at 22:00 UTC): its events are counted in the totals per signal, so the days must hold them as well.
+    for offset in range(max(-(-(until - day_start(first)) // timedelta(days=1)), 0)):
         day = first + timedelta(days=offset)
         row = daily.get(day)
         days.append(UsageDay(day, row.event_count, row.quantity) if row else UsageDay(day, 0, ZERO))

@@ -251,6 +251,21 @@ def test_the_page_charts_the_current_periods_usage_of_this_customer_only(book, c
     assert "<script" not in page and "https://" not in page.split("</head>")[0]
 
 
+def test_a_period_that_ends_inside_a_utc_day_charts_that_days_events_too(book, customer):
+    """A Berlin period [Jun 30 22:00Z, Jul 31 22:00Z) read on its last day: July 31's events are drawn and in
+    the headline as they are in the totals per signal (the partial last day was left out)."""
+    from portal.selectors import customer_usage
+
+    signal = SignalFactory(book=book, agent=AgentFactory(book=book), name="calls", short_name="calls")
+    for hour in (8, 14):
+        UsageEventFactory(book=book, customer=customer, signal=signal, quantity=Decimal(2),
+                          usage_date=instant(f"2025-07-31T{hour:02d}:00:00Z"))
+    usage = customer_usage(book=book, customer=customer, start=instant("2025-06-30T22:00:00Z"),
+                           end=instant("2025-07-31T22:00:00Z"), now=instant("2025-07-31T15:00:00Z"))
+    assert (usage.days[0].day.isoformat(), usage.days[-1].day.isoformat()) == ("2025-06-30", "2025-07-31")
+    assert usage.events == sum(total.events for total in usage.by_signal) == 2
+
+
 def test_the_usage_table_names_each_signal_as_the_customer_reads_it(book, customer, create_session, clock_at):
     agent = AgentFactory(book=book)
     minutes = SignalFactory(book=book, agent=agent, name="Call minutes", short_name="call_minutes")
