@@ -13,7 +13,8 @@ from billing.invoice_documents import money, period_days
 from billing.models import Invoice, Subscription, SubscriptionStatus
 from billing.pricing.periods import local_date
 from billing.selectors.credit_pools import credit_balance_list
-from billing.services.payments import PAYABLE
+from billing import stripe_gateway
+from billing.services.payments import PAYABLE, local_checkout_enabled
 from customers.models import Customer
 from customers.serializers import CustomerWriteIn
 from portal import selectors
@@ -33,9 +34,12 @@ class InvoiceRow:
     due_date: date | None
     pdf_url: str
     pay_url: str | None  # unpaid and payable: the pay-now button
+    pay_label: str = ""  # "Pay $12.00", or "How to pay $12.00" where no online payment is configured
 
 
 def invoice_rows(invoices: list[Invoice]) -> list[InvoiceRow]:
+    # Without online payment the button leads to the seller's payment instructions: it says so.
+    verb = "Pay" if stripe_gateway.is_configured() or local_checkout_enabled() else "How to pay"
     rows = []
     for invoice in invoices:
         payable = invoice.status in PAYABLE and invoice.amount_due > 0
@@ -44,7 +48,8 @@ def invoice_rows(invoices: list[Invoice]) -> list[InvoiceRow]:
             money(invoice.amount_due, invoice.currency),
             money(invoice.amount_overpaid, invoice.currency) if invoice.amount_overpaid > 0 else None, invoice.due_date,
             reverse("portal-invoice-pdf", args=[invoice.pk]),
-            reverse("portal-invoice-pay", args=[invoice.pk]) if payable else None))
+            reverse("portal-invoice-pay", args=[invoice.pk]) if payable else None,
+            f"{verb} {money(invoice.amount_due, invoice.currency)}"))
     return rows
 
 

@@ -16,8 +16,8 @@ BILLING_PROFILE = {
     "address": "500 Market Street, Suite 200\nSan Francisco, CA 94105\nUnited States",
     "tax_id": "US 12-3456789",
     "sender_name": "Demo Agents Billing",
-    "payment_instructions": "Pay online with the link on this invoice, or by bank transfer to Demo Agents Inc., "
-                            "account 000123456789, routing 110000000; put the invoice number in the reference.",
+    "payment_instructions": "By bank transfer to Demo Agents Inc., account 000123456789, routing 110000000; put the "
+                            "invoice number in the reference.",
 }
 
 

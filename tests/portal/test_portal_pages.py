@@ -205,6 +205,7 @@ def test_the_page_lists_the_customers_finalized_invoices_only(billed, customer, 
     assert mine.invoiceNumber in page and "$24.00" in page and "issued" in page
     assert "2025-01-01 to 2025-01-31" in page and mine.dueDate in page
     assert f"/portal/s/invoices/{mine.id}/pdf" in page and f"/portal/s/invoices/{mine.id}/pay" in page
+    assert ">How to pay $24.00<" in page  # no online payment here: the button leads to the seller's instructions
     assert billed.draft.invoice_number not in page  # drafts still change
     assert billed.theirs.invoiceNumber not in page and "Initech" not in page
 
