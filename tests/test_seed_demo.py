@@ -88,6 +88,10 @@ def test_the_credit_balances_show_a_pool_near_empty(seeded):
     emptiest = balances[0]
     assert emptiest["customerExternalId"] == "stark-industries"
     assert 0 < emptiest["remainingPercent"] <= 20 and not emptiest["implicitFullPool"]
+    # It starts on its billing day: no stub period billed at the pool's whole price.
+    subscription = seeded.get(f"/v1/subscriptions/{emptiest['subscriptionId']}").json()
+    start_day, billing_day = int(subscription["startDate"][8:10]), subscription["billingDay"]
+    assert start_day == billing_day or billing_day > 28 and start_day >= 28  # a short month ends before it
 
 
 def test_the_invoice_list_has_an_invoice_in_every_state(seeded):

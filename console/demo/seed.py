@@ -7,6 +7,7 @@ Idempotent: the whole book is written in one transaction, and only into a test b
 run again, it writes nothing. Every run mints a new secret test key (keys are stored as digests only, so an
 earlier key cannot be shown again).
 """
+import calendar
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -177,6 +178,10 @@ class _Seeder:
                     "isForever": True}
             if spec.customer == demo.NEAR_EMPTY_POOL:
                 body["billingDay"] = (self.now + POOL_PERIOD_LEFT).day
+                # It starts on its billing day: a start on the 1st made a first period of a day or so, which a pool
+                # bills at its whole price (contract: a pool bills its price for every period it covers).
+                last_day = calendar.monthrange(start.year, start.month)[1]
+                body["startDate"] = start.replace(day=min(body["billingDay"], last_day)).isoformat()
             self.subscriptions[spec.customer] = subscription_create(
                 book=self.book, now=self.now, actor=self.actor, **parse(SubscriptionCreateIn, body))
 
