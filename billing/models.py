@@ -226,7 +226,7 @@ class Invoice(OrgOwned):
     # What its usage lines counted, as claims (billing.pricing.lines.claims_document): which agent's events on which
     # signal in which instants, written with the lines. Once the invoice is final, those events stay its own, whatever
     # subscription is created or strategy added later (billing.pricing.attribution). Null: stored before this field.
-    billed_claims = models.JSONField(null=True, blank=True)
+    billed_claims = ExactJSONField(null=True, blank=True)
     subtotal = CentsField(default=0)
     discount = CentsField(default=0)
     tax = CentsField(default=0)

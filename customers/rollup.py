@@ -372,9 +372,10 @@ def _set_to_ledger(book_id, differences: list[dict]) -> None:
             # columns, a deleted agent's or signal's id) match NULL.
             # The book, grain and day are never NULL: compared plainly, they reach the rows through the unique
             # index's leading columns instead of scanning every book's rollup per difference.
+            in_book, book_params = book_sql(key["book_id"], f"{ROLLUP}.book_id")
             condition = " AND ".join(f"{_folded(column, ROLLUP)} IS NOT DISTINCT FROM %s" for column in KEY_COLUMNS)
-            cursor.execute(f"DELETE FROM {ROLLUP} WHERE book_id = %s AND grain = %s AND day = %s AND {condition}",
-                           [key["book_id"], key["grain"], key["day"], *(key[column] for column in KEY_COLUMNS)])
+            cursor.execute(f"DELETE FROM {ROLLUP} WHERE {in_book} AND grain = %s AND day = %s AND {condition}",
+                           [*book_params, key["grain"], key["day"], *(key[column] for column in KEY_COLUMNS)])
             if any(difference["ledger"][measure] for measure in MEASURES):
                 kept.append(difference)
         columns = ", ".join((*KEY_COLUMNS, *MEASURES))

@@ -23,7 +23,7 @@ from core.money import to_cents
 from core.scoping import get_owned, owned
 from controls.events import customer_alert_triggered
 from controls.metrics import customer_metric_value
-from controls.models import CustomerAlert, CustomerAlertFiring, Notification, WindowMode
+from controls.models import AlertMetric, CustomerAlert, CustomerAlertFiring, Notification, WindowMode
 from controls.sentences import usd
 from customers.models import Customer
 
@@ -197,8 +197,12 @@ def customer_alert_evaluate(*, book: Book, alert: CustomerAlert, now: datetime) 
     window = current_window(alert, now)
     if window is None:
         return False
+    # Revenue recognizes fees by the day (and a one-time fee at its subscription's start): over the whole month it
+    # would count the days still to come, and a watch would fire on the 1st for a month's fee not yet earned.
+    # Judged up to now; cost is what events recorded, whatever their date.
+    end = min(window.end, now) if alert.metric == AlertMetric.REVENUE else window.end
     value = customer_metric_value(book=book, customer=alert.customer, metric=alert.metric, start=window.start,
-                                  end=window.end)
+                                  end=end)
     if value >= alert.threshold_usd:
         with transaction.atomic():
             return _fire(book=book, alert=alert, window=window, value=value, now=now)

@@ -260,11 +260,26 @@ def test_revenue_watch_fires_on_billings_revenue_total_for_its_window(create_wat
     revenue_double.value = Decimal("499.99")
     run_jobs()
     assert alert_mail() == []
-    assert revenue_double.calls == [(book, customer, utc(2025, 3, 1), utc(2025, 4, 1))]
+    assert revenue_double.calls == [(book, customer, utc(2025, 3, 1), NOW)]  # the month so far
     revenue_double.value = Decimal("500")
     run_jobs()
     [mail] = alert_mail()
     assert mail.subject == "Acme Agents: Globex's revenue reached $500.00"
+
+
+def test_a_revenue_watch_counts_the_fees_earned_so_far_not_the_months_still_to_come(api, book, create_watch, customer,
+                                                                                     run_jobs):
+    """A 1,200.00 monthly fee is recognized by the day: on March 1 at 00:05 the month has earned cents of it, not
+    the 1,200.00 its whole window holds; by March 28 it has earned 27/31 of it, 1,045.16."""
+    from tests.billing.invoice_support import billing_chain, recurring
+
+    billing_chain(api, book, [recurring("1200")], customer=customer, start="2025-03-01T00:00:00Z")
+    create_watch(metric="revenue", thresholdUsd=1000)
+    run_jobs(utc(2025, 3, 1, 0, 5))
+    assert alert_mail() == []
+    run_jobs(utc(2025, 3, 28))
+    [mail] = alert_mail()
+    assert mail.subject == "Acme Agents: Globex's revenue reached $1,045.16"
 
 
 def test_revenue_watch_fires_once_per_window_like_cost(create_watch, run_jobs, revenue_double):
