@@ -253,6 +253,17 @@ def _model_usage(subscriptions, plans, events) -> dict:
     return billed
 
 
+def record_drawn(acme: Book, raw_events) -> list[tuple]:
+    """Record the drawn (signal, quantity, day of 2025, hour) events; returns them as (signal, quantity, ISO)."""
+    events = []
+    for signal, quantity, day, hour in raw_events:
+        when = datetime.fromordinal(datetime(2025, 1, 1).toordinal() + day).replace(hour=hour, tzinfo=UTC)
+        events.append((signal, quantity, when.isoformat().replace("+00:00", "Z")))
+    if events:
+        acme.record(*events)
+    return events
+
+
 plans_strategy = st.lists(st.dictionaries(st.sampled_from(["tickets", "calls"]),
                                           st.sampled_from(["0.25", "1", "1.5", "2.75"]), min_size=1),
                           min_size=1, max_size=3)
@@ -276,12 +287,7 @@ def test_every_event_is_billed_once_and_revenue_over_invoiced_periods_equals_the
         subscription = acme.subscribe(created_plans[plan_index], start.isoformat().replace("+00:00", "Z"))
         subscriptions.append(subscription)
         model_subscriptions.append((plan_index, start, subscription["id"]))
-    events = []
-    for signal, quantity, day, hour in raw_events:
-        when = datetime.fromordinal(datetime(2025, 1, 1).toordinal() + day).replace(hour=hour, tzinfo=UTC)
-        events.append((signal, quantity, when.isoformat().replace("+00:00", "Z")))
-    if events:
-        acme.record(*events)
+    events = record_drawn(acme, raw_events)
     expected = _model_usage(model_subscriptions, plans, events)
     billed_total = D(0)
     for index, subscription in enumerate(subscriptions):
@@ -312,12 +318,7 @@ def test_an_event_is_billed_once_whatever_order_subscriptions_are_created_and_pe
     and no issued invoice changed."""
     org = OrganizationFactory()
     acme = Book(client_for(organization=org), book_of(org, "test"))
-    events = []
-    for signal, quantity, day, hour in raw_events:
-        when = datetime.fromordinal(datetime(2025, 1, 1).toordinal() + day).replace(hour=hour, tzinfo=UTC)
-        events.append((signal, quantity, when.isoformat().replace("+00:00", "Z")))
-    if events:
-        acme.record(*events)
+    events = record_drawn(acme, raw_events)
     subscriptions, finals = [], {}
     for index, plan in enumerate(plans):
         created, _ = acme.plan(*((signal, rate) for signal, rate in plan.items()))
