@@ -244,15 +244,21 @@ class ScopedAdminMixin(OperatorPermissionsMixin):
         return shown_all(self.model, super().get_list_display(request), self.column_labels)
 
     # A stored record never moves to another book or organization: its events, invoices and keys stay where they
-    # are, so a move would split it from them (and hand a customer to another organization).
+    # are, so a move would split it from them (and hand a customer to another organization). The field stays in
+    # the form, disabled (the posted value is ignored), so the unique checks that include it still run: a read-only
+    # field would leave the form and with it those checks (a taken external id would reach the database).
     OWNER_FIELDS = ("book", "organization")
 
-    def get_readonly_fields(self, request, obj=None):
-        names = list(super().get_readonly_fields(request, obj))
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
         if obj is not None:
-            fields = {field.name for field in self.model._meta.fields}
-            names += [name for name in self.OWNER_FIELDS if name in fields and name not in names]
-        return shown_all(self.model, names)
+            for name in self.OWNER_FIELDS:
+                if name in form.base_fields:
+                    form.base_fields[name].disabled = True
+        return form
+
+    def get_readonly_fields(self, request, obj=None):
+        return shown_all(self.model, super().get_readonly_fields(request, obj))
 
     def get_exclude(self, request, obj=None):
         """A field shown through a display function is not also a form field."""

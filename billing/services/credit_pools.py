@@ -66,8 +66,10 @@ def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
                                   "updated_at"])
     skipped = []
     for settled in pending_settlements(subscription, pool, now, recorded_by):
+        # Settled again by the verifier, a period keeps the instant its first settlement read the ledger at: the
+        # next verification compares it with the same events.
         values = {"units": settled.pool_size, "consumed_units": settled.consumed,
-                  "topup_units_drawn": settled.topup_drawn, "settled_at": now}
+                  "topup_units_drawn": settled.topup_drawn, "settled_at": (recorded_by or {}).get(settled.start, now)}
         if settled.grant_id is None:
             skipped.append(CreditGrant(book_id=subscription.book_id, subscription=subscription, kind=PERIOD,
                                        period_start=settled.start, period_end=settled.end, **values))

@@ -222,6 +222,7 @@ def test_usage_recorded_for_a_settled_period_after_its_settlement_is_no_drift_an
     assert finding.ledger == "30 units used" and finding.derived == "12 settled"
     ledger_verify(now=NOW, book=book, checks=("credit_pools",), repair=True)
     assert CreditGrant.objects.get(pk=grant.pk).consumed_units == 30  # as settled: the late 25 do not count
+    assert ledger_verify(now=NOW, book=book, checks=("credit_pools",))[0].drift == 0  # and the repair holds
 
 
 def test_a_draft_whose_discount_changed_after_its_period_got_usage_is_stale_not_drift(api, book):
