@@ -27,7 +27,7 @@ from billing.pricing.usage import billed_usage
 from billing.selectors.credit_pools import PERIOD, period_pool, pool_for, timeline_of
 from billing.services.credit_pools import credit_pool_sync
 from billing.services.invoices import invoice_generate
-from core.errors import BadRequest, NotFound
+from core.errors import ApiError
 from core.scoping import owned
 from customers.models import UsageEvent
 from customers.partitions import archived_spans, overlaps_archive
@@ -71,8 +71,9 @@ def draft_invoice_differences(*, book, now: datetime, repair: bool = False) -> l
             try:
                 invoice_generate(book=book, now=now, customer_id=invoice.customer_id, subscription_id=subscription.pk,
                                  billing_period_start=invoice.period_start, billing_period_end=invoice.period_end)
-            except (BadRequest, NotFound) as refused:  # a customer deleted or internal since: void the draft
-                logger.warning("draft invoice %s not refreshed by the repair: %s", invoice.invoice_number, refused)
+            except ApiError as refused:  # a customer deleted or internal since, a period past the subscription's end
+                logger.warning("draft invoice %s not refreshed by the repair, left for the operator to void: %s",
+                               invoice.invoice_number, refused)
     return findings
 
 
