@@ -29,7 +29,8 @@ from billing.models import ChargeType, CreditGrant, PricingModel, PricingStrateg
 from billing.pricing.engine import StrategyTerms, billed_quantity
 from billing.pricing.lines import pool_units
 from billing.pricing.periods import next_period, period_containing
-from billing.pricing.terms import PlanTerms, TermsTimeline, priced_strategy, schedule_of, terms_timelines
+from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, priced_strategy, schedule_of,
+                                   terms_timelines)
 from billing.pricing.usage import billed_usage, customer_timelines
 from core.errors import NotFound
 from core.money import ZERO, ExactField, decimal_or_none, quantized
@@ -65,11 +66,16 @@ def _tier_value(tiers, index: int, key: str) -> Decimal | None:
     return decimal_or_none(tiers[index].get(key))
 
 
+def _priced_pool(strategy: PricedStrategy) -> Pool:
+    terms = strategy.priced_terms
+    return Pool(strategy.id, strategy.signal_id, terms.tiers[0].upper, terms.tiers[1].rate, terms)
+
+
 def pool_of(strategy: PricingStrategy) -> Pool | None:
     """The pool a credit-pool strategy sells; None when its tiers do not even give a positive pool size."""
-    terms = priced_strategy(strategy).priced_terms  # None: tiers stored by an older rule or by hand
-    if terms is not None:
-        return Pool(strategy.pk, strategy.signal_id, terms.tiers[0].upper, terms.tiers[1].rate, terms)
+    priced = priced_strategy(strategy)
+    if priced.priced_terms is not None:  # None: tiers stored by an older rule or by hand
+        return _priced_pool(priced)
     size = _tier_value(strategy.tiers, 0, "upper")
     if size is None or size <= 0:
         return None
@@ -94,8 +100,7 @@ def pool_in(terms: PlanTerms) -> Pool | None:
     """The pool these terms sell: their oldest credit-pool usage strategy (terms keep the plan's order)."""
     for strategy in terms.strategies:
         if strategy.is_usage and strategy.pricing_model == PricingModel.CREDIT_POOL and strategy.priced_terms:
-            tiers = strategy.priced_terms.tiers
-            return Pool(strategy.id, strategy.signal_id, tiers[0].upper, tiers[1].rate, strategy.priced_terms)
+            return _priced_pool(strategy)
     return None
 
 
@@ -186,10 +191,11 @@ def pending_settlements(subscription: Subscription, plan_pool: Pool, now: dateti
     topups = list(owned(CreditGrant, subscription.book_id).filter(subscription=subscription, kind=TOPUP)
                   .values_list("granted_at", "units"))
     settlements = []
-    timeline = timeline_of(subscription) if periods else None
+    # Read once for every period: the pools in force and the claims of the customer's subscriptions.
+    timelines = customer_timelines(book=subscription.book_id, subscriptions=[subscription]) if periods else {}
     for start, end, grant_id in sorted(periods, key=lambda period: period[0]):
-        pool = period_pool(timeline, start, plan_pool)
-        consumed = billed_usage(book=subscription.book_id, windows={subscription: (start, end)},
+        pool = period_pool(timelines[subscription.pk], start, plan_pool)
+        consumed = billed_usage(book=subscription.book_id, windows={subscription: (start, end)}, timelines=timelines,
                                 recorded_by=(recorded_by or {}).get(start)).get((subscription.pk, pool.signal_id),
                                                                                  ZERO)
         available = sum((units for granted_at, units in topups if granted_at < end), ZERO) - drawn
