@@ -332,3 +332,29 @@ def invoices_mark_overdue(*, now: datetime) -> str:
         for invoice in overdue:
             invoice_event(invoice, EventType.INVOICE_OVERDUE, now=now)
     return f"{len(overdue)} overdue"
+
+
+def final_invoices_keep_claims() -> int:
+    """Store the claims of final invoices made final before invoices kept them (`billed_claims` null), every book;
+    the number stored. Each is what its period's claims are now: what its lines counted, unless a subscription
+    was created or a strategy added since it was issued (the rule that let such a change take them back is the
+    one this ends). Run after every `migrate` (billing/apps.py): once the column exists, a later subscription
+    can no longer bill those events a second time. Idempotent; earliest periods first, so each is settled against
+    the claims already stored, as the invoices were against one another."""
+    legacy = list(Invoice.objects.filter(billed_claims__isnull=True).exclude(status__in=[Status.DRAFT, Status.VOID])
+                  .order_by("period_start", "pk").values_list("pk", "book_id"))
+    stored = 0
+    for pk, book_id in legacy:
+        with transaction.atomic():
+            invoice = (owned(Invoice, book_id).select_for_update(of=("self",)).select_related("subscription")
+                       .filter(pk=pk, billed_claims__isnull=True).exclude(status__in=[Status.DRAFT, Status.VOID])
+                       .first())
+            if invoice is None:
+                continue
+            window = billing_window(invoice.subscription, invoice.period_start, invoice.period_end)
+            claims = claims_document(period_claims(invoice.subscription, window))
+            owned(Invoice, book_id).filter(pk=pk).update(billed_claims=claims)
+            stored += 1
+    if stored:
+        logger.info("Stored the billed claims of %s final invoices made final before invoices kept them", stored)
+    return stored

@@ -4,8 +4,10 @@ from datetime import datetime, timezone
 from types import SimpleNamespace
 
 import pytest
+from django.core.management import call_command
 
 from billing.models import Invoice
+from billing.services.invoices import final_invoices_keep_claims
 from tests.billing.invoice_support import (FEB, JAN, amounts, billing_chain, credit_pool, draft, event,
                                            generate, onetime, recurring, seats, tiered, usage)
 from tests.billing.support import create_plan, create_strategies, error, ok
@@ -317,6 +319,29 @@ def test_a_backdated_subscription_leaves_the_events_an_issued_invoice_billed_whe
     assert [line["quantity"] for line in draft(api, later, FEB)["lines"]] == [3]  # February had only a draft
     refreshed = ok(generate(api, chain, FEB), 200)
     assert (refreshed["id"], [line["quantity"] for line in refreshed["lines"]]) == (february["id"], [0])
+
+
+def test_an_invoice_made_final_before_invoices_kept_their_claims_stores_them_at_migrate(api, book):
+    """A January invoice issued before invoices stored their claims (billed_claims null) stores them the next time
+    the database is migrated: a subscription backdated afterwards leaves its 10 units where they are. Without
+    them the earliest-started rule gave them to the backdated subscription, a second bill."""
+    chain = billing_chain(api, book, [usage("1")])
+    event(chain, 10, "2025-01-10T12:00:00Z")
+    january = draft(api, chain)
+    ok(api.post(f"/v1/invoices/{january['id']}/send", {}))
+    Invoice.objects.filter(pk=january["id"]).update(billed_claims=None)  # as stored before the field
+    call_command("migrate", verbosity=0)
+    kept = Invoice.objects.get(pk=january["id"]).billed_claims
+    assert [(claim["agentId"], claim["signalId"]) for claim in kept] == [(str(chain.agent.id), str(chain.signal.id))]
+    other_plan = create_plan(api, chain.agent.id, name="Premium")
+    create_strategies(api, other_plan["id"], [{"name": "premium usage", "agentId": str(chain.agent.id),
+                                                "signalId": str(chain.signal.id), **usage("2")}])
+    backdated = ok(api.post("/v1/subscriptions", {
+        "name": "Premium", "planId": other_plan["id"], "agentId": str(chain.agent.id),
+        "customerId": str(chain.customer.id), "startDate": "2024-12-15T00:00:00Z", "status": "active"}), 201)
+    later = SimpleNamespace(**{**vars(chain), "subscription": backdated})
+    assert [line["quantity"] for line in draft(api, later)["lines"]] == [0]
+    assert final_invoices_keep_claims() == 0  # nothing left to store
 
 
 def test_a_strategy_added_later_does_not_take_the_events_another_subscriptions_issued_invoice_billed(api, book):
