@@ -15,7 +15,8 @@ from jobs.models import Job, JobKind
 from core.background import Coalescer, TaskRunner
 from config.schedule import job_named
 from customers import ledger
-from customers.models import ArchivedMonth, RollupBacklog, RollupGrain, UsageDailyRollup, UsageEvent, UsageEventKey
+from customers.models import (ArchivedMonth, RollupBacklog, RollupGrain, Signal, UsageDailyRollup, UsageEvent,
+                              UsageEventKey)
 from customers.partition_conversion import convert_ledger, unconvert_ledger
 from customers.partitions import (
     DEFAULT,
@@ -765,3 +766,122 @@ def test_concurrent_batches_with_one_key_in_different_months_store_one_event(
     assert UsageEvent.objects.filter(idempotency_key="race").count() == 1
     stored = UsageEvent.objects.get(idempotency_key="race")
     assert partition_of(stored.id) == partition_name(month_start(stored.usage_date))  # settled after its commit
+
+
+# --------------------------------------------------------------------------- a restore racing a replay
+
+def _held(statement: str, params: list, release: threading.Event) -> threading.Thread:
+    """A thread whose transaction runs `statement` (a lock) and keeps it until `release` is set."""
+    from django.db import connection as thread_connection, transaction
+
+    def hold():
+        try:
+            with transaction.atomic(), thread_connection.cursor() as cursor:
+                cursor.execute(statement, params)
+                release.wait(30)
+        finally:
+            thread_connection.close()
+
+    thread = threading.Thread(target=hold)
+    thread.start()
+    return thread
+
+
+def _waiting_on_locks(count: int) -> None:
+    """Until `count` backends of this database wait for a lock (a statement blocked where the test means it to)."""
+    import time
+
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND wait_event_type = 'Lock'")
+            if cursor.fetchone()[0] >= count:
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"fewer than {count} statements waiting for a lock")
+
+
+def _in_thread(target) -> tuple[threading.Thread, list]:
+    from django.db import connection as thread_connection
+
+    outcome = []
+
+    def run():
+        try:
+            outcome.append(target())
+        except Exception as exc:  # noqa: BLE001 (handed to the test, which fails on it)
+            outcome.append(exc)
+        finally:
+            thread_connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
+def _send(live_server, api, record_body) -> dict:
+    import json
+    import urllib.request
+
+    request = urllib.request.Request(
+        f"{live_server.url}/v1/usage/record", method="POST", data=json.dumps({"records": [record_body]}).encode(),
+        headers={"x-api-key": api.raw_key, "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())["results"]["success"][0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_restore_holding_an_archived_key_makes_its_concurrent_replay_a_replay_of_the_restored_event(
+        live_server, api, llm, partitions_dropped_after):
+    """The restore has inserted the archived event's key and not yet committed when a batch sends that key again:
+    the batch waits for it and answers the restored event (replayed); one event holds the key."""
+    ledger_partitions_ensure(months=[month(2012, 4)])
+    archived = record(api, rec(llm, "2012-04-03T00:00:00Z", idempotencyKey="race-restore"))["results"]["success"][0]
+    ledger_partition_detach(month(2012, 4), now=NOW)
+    release = threading.Event()
+    # The restore stops at its second statement (the events and their backlog rows), its keys inserted.
+    holder = _held(f"LOCK TABLE {RollupBacklog._meta.db_table} IN SHARE MODE", [], release)
+    _waiting_on_locks(0)
+    restore, restored = _in_thread(lambda: ledger_partition_restore(month(2012, 4)))
+    _waiting_on_locks(1)
+    replay, answers = _in_thread(lambda: _send(live_server, api, rec(llm, "2012-04-03T00:00:00Z",
+                                                                        idempotencyKey="race-restore")))
+    _waiting_on_locks(2)
+    release.set()
+    for thread in (holder, restore, replay):
+        thread.join(30)
+    assert restored[0].rows == 1 and answers[0]["replayed"] is True
+    assert answers[0]["eventId"] == archived["eventId"]
+    assert list(UsageEvent.objects.filter(idempotency_key="race-restore").values_list("pk", flat=True)) == [
+        UUID(archived["eventId"])]
+    assert UsageEventKey.objects.get(idempotency_key="race-restore").event_id == UUID(archived["eventId"])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_replay_holding_an_archived_key_keeps_it_from_a_concurrent_restore_which_leaves_its_twin_out(
+        live_server, api, llm, partitions_dropped_after):
+    """A batch has stored a new event under an archived key (the detach released it) and not yet committed when
+    the restore inserts the archive's keys: the restore waits for it and leaves the archived twin out."""
+    ledger_partitions_ensure(months=[month(2012, 4)])
+    archived = record(api, rec(llm, "2012-04-03T00:00:00Z", idempotencyKey="race-replay"))["results"]["success"][0]
+    signal_id = UsageEvent.objects.get(pk=archived["eventId"]).signal_id
+    ledger_partition_detach(month(2012, 4), now=NOW)
+    release = threading.Event()
+    # The batch stops after its recording statement: its first `environment` sorts the signal, whose row is held.
+    holder = _held(f"SELECT 1 FROM {Signal._meta.db_table} WHERE id = %s FOR UPDATE", [signal_id], release)
+    _waiting_on_locks(0)
+    replay, answers = _in_thread(lambda: _send(live_server, api, rec(llm, "2012-04-03T00:00:00Z",
+                                                                        idempotencyKey="race-replay",
+                                                                        environment="production")))
+    _waiting_on_locks(1)
+    restore, restored = _in_thread(lambda: ledger_partition_restore(month(2012, 4)))
+    _waiting_on_locks(2)
+    release.set()
+    for thread in (holder, replay, restore):
+        thread.join(30)
+    assert "replayed" not in answers[0] and answers[0]["eventId"] != archived["eventId"]
+    assert (restored[0].rows, restored[0].left_out) == (0, 1)
+    assert list(UsageEvent.objects.filter(idempotency_key="race-replay").values_list("pk", flat=True)) == [
+        UUID(answers[0]["eventId"])]
+    assert UsageEventKey.objects.get(idempotency_key="race-replay").event_id == UUID(answers[0]["eventId"])
