@@ -16,7 +16,7 @@ from decimal import Decimal
 
 import pytest
 
-from analytics.dashboard import book_figures
+from analytics.dashboard import BookFigures, book_figures
 from billing.services.invoices import invoices_mark_overdue
 from tests.analytics.support import record
 from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, credit_pool, generate, pay, recurring, usage
@@ -86,6 +86,16 @@ def test_the_figures_match_the_hand_computed_book(june, book):
     assert [(cost.day.day, cost.cost) for cost in figures.daily_costs if cost.cost] == [
         (2, D("1")), (3, D("0.75")), (5, D("2.5")), (9, D("0.4"))]
     assert len(figures.daily_costs) == 10
+
+
+def test_the_margin_shown_is_the_difference_of_the_revenue_and_cost_shown():
+    """Revenue 10.004 shows $10.00 and cost 0.005 shows $0.01: the margin shows $9.99, not the exact 9.999
+    rounded on its own ($10.00), which would not add up on the page."""
+    from types import SimpleNamespace
+
+    figures = BookFigures(book=None, window=None, revenue=SimpleNamespace(revenue=D("10.004"), cost=D("0.005")),
+                          cost=None, mrr=None, overdue=None, pools_near_empty=[], unpriced_events=0)
+    assert figures.margin_shown == D("9.99")
 
 
 def test_the_index_page_shows_the_figures_and_links_to_the_filtered_lists(june, book, console):
