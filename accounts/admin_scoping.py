@@ -298,6 +298,15 @@ class BookScopedAdmin(ScopedAdminMixin, admin.ModelAdmin):
 
     list_select_related = ("book__organization",)
 
+    def get_list_display(self, request):
+        """An operator of several organizations (or a superuser) sees whose each row is, unless the list is
+        filtered to one book: the rows of two organizations are otherwise told apart by nothing on the page."""
+        columns = super().get_list_display(request)
+        if "book" in columns or request.GET.get(BookListFilter.parameter_name):
+            return columns
+        organizations = visible_organization_ids(request.user)
+        return columns if organizations is not None and len(organizations) <= 1 else [*columns, "book"]
+
 
 class ScopedInlineMixin(ScopedAdminMixin):
     """Inline rows: scoped like their parent's admin (they belong to the same book); tables without each row's

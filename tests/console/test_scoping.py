@@ -193,3 +193,18 @@ def test_a_staff_user_without_a_membership_sees_nothing(client, worlds):
     assert client.get(url(Invoice, "changelist")).status_code == 403
     page = client.get("/admin/", {"environment": "test"}).content.decode()
     assert "No organization to show" in page and MINE not in page and THEIRS not in page
+
+
+def test_an_operator_of_several_organizations_sees_whose_each_row_is(console_for, worlds, org, other_org, book):
+    """Lists name each row's book for an operator of two organizations (unless filtered to one book); an operator
+    of one organization, whose rows are all its own, keeps the narrower list."""
+    email = "both@example.com"
+    both = console_for(org, email=email)
+    assert "book" not in both.get(url(Customer, "changelist")).context["cl"].list_display
+    console_for(other_org, email=email)  # a member of the second organization too
+    listed = both.get(url(Customer, "changelist"))
+    assert listed.context["cl"].list_display[-1] == "book"
+    assert f"{org.name} (test)" in listed.content.decode() and f"{other_org.name} (test)" in listed.content.decode()
+    filtered = both.get(url(Customer, "changelist"), {"book": str(book.pk)})
+    assert "book" not in filtered.context["cl"].list_display
+    assert console_for(superuser=True).get(url(Invoice, "changelist")).context["cl"].list_display[-1] == "book"
