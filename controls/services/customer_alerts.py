@@ -166,6 +166,28 @@ def current_window(alert: CustomerAlert, now: datetime) -> Window | None:
     return None
 
 
+# How long after a month or custom window ends it is judged once more, over the whole window: the job runs every few
+# minutes, so what the window's last minutes recorded (and a revenue watch set at a month's whole fee, reached
+# only at its end) would otherwise never be judged. Longer than the job's interval, so a late run still sees it.
+ENDED_WINDOW_GRACE = timedelta(hours=1)
+
+
+def just_ended_window(alert: CustomerAlert, now: datetime) -> Window | None:
+    """The month or custom window that ended within ENDED_WINDOW_GRACE before `now`; None otherwise (a rolling
+    window never ends)."""
+    if alert.window_mode == WindowMode.MONTH:
+        start, end = clock.month_window(clock.month_window(now)[0] - timedelta(microseconds=1))
+        window = Window(f"month:{start:%Y-%m}", start, end)
+    elif alert.window_mode == WindowMode.CUSTOM and alert.custom_end <= now:
+        window = Window(f"custom:{alert.custom_start.isoformat()}/{alert.custom_end.isoformat()}",
+                        alert.custom_start, alert.custom_end)
+    else:
+        return None
+    if now - window.end > ENDED_WINDOW_GRACE:
+        return None
+    return window
+
+
 def _fire(*, book: Book, alert: CustomerAlert, window: Window, value: Decimal, now: datetime) -> bool:
     """Insert the permanent firing of this window (False when it already exists), add the in-app notification
     and email the recipient on commit if they still hold a money role."""
@@ -193,10 +215,19 @@ def _fire(*, book: Book, alert: CustomerAlert, window: Window, value: Decimal, n
 
 
 def customer_alert_evaluate(*, book: Book, alert: CustomerAlert, now: datetime) -> bool:
-    """Judge one watch now; True when it fired."""
+    """Judge one watch now (its current window, and a window that has just ended, once more over its whole span);
+    True when it fired."""
+    fired = False
+    ended = just_ended_window(alert, now)
+    if ended is not None and not alert.firings.filter(window_key=ended.key).exists():
+        fired = _judge(book=book, alert=alert, window=ended, now=now)
     window = current_window(alert, now)
     if window is None:
-        return False
+        return fired
+    return _judge(book=book, alert=alert, window=window, now=now) or fired
+
+
+def _judge(*, book: Book, alert: CustomerAlert, window: Window, now: datetime) -> bool:
     # Revenue recognizes fees by the day (and a one-time fee at its subscription's start): over the whole month it
     # would count the days still to come, and a watch would fire on the 1st for a month's fee not yet earned.
     # Judged up to now; cost is what events recorded, whatever their date.

@@ -159,8 +159,44 @@ def test_a_custom_watch_fires_at_most_once_within_its_range(create_watch, custom
 def test_a_custom_watch_expires_at_its_range_end(create_watch, customer, customer_usage, run_jobs):
     create_watch(windowMode="custom", customStartDate="2025-03-01", customEndDate="2025-03-10")
     customer_usage(customer, "50", at=utc(2025, 3, 9))
-    run_jobs(utc(2025, 3, 11))
+    run_jobs(utc(2025, 3, 11, 1, 0, 1))  # the range ended (March 11, 00:00) over an hour ago
     assert alert_mail() == [] and not CustomerAlertFiring.objects.exists()
+
+
+def test_the_last_minutes_of_a_custom_range_are_judged_once_just_after_it_ends(create_watch, customer,
+                                                                             customer_usage, run_jobs):
+    """The job runs every few minutes: usage recorded in the range's last minutes, after its last run inside the
+    range, is judged by the first run after the end, over the whole range, and fires its window once."""
+    create_watch(windowMode="custom", customStartDate="2025-03-01", customEndDate="2025-03-10")
+    customer_usage(customer, "6", at=utc(2025, 3, 9))
+    run_jobs(utc(2025, 3, 10, 23, 55))
+    customer_usage(customer, "6", at=utc(2025, 3, 10, 23, 58))
+    run_jobs(utc(2025, 3, 11, 0, 0, 30))
+    run_jobs(utc(2025, 3, 11, 0, 5, 30))
+    assert len(alert_mail()) == 1
+    assert CustomerAlertFiring.objects.get().window_key == \
+        "custom:2025-03-01T00:00:00+00:00/2025-03-11T00:00:00+00:00"
+
+
+def test_a_revenue_watch_at_a_months_whole_fee_fires_once_the_month_is_over(create_watch, customer, run_jobs,
+                                                                           monkeypatch):
+    """Revenue is judged up to now (fees recognized by the day), so a watch set at the month's whole fee is
+    reached only as the month ends: the first run of the next month judges March over all of it, once."""
+    judged = []
+
+    def revenue(*, book, customer, metric, start, end):
+        judged.append((start, end))
+        return Decimal(1200) * Decimal((end - start) / timedelta(days=31))  # 1,200.00 over March, by the day
+    monkeypatch.setattr("controls.services.customer_alerts.customer_metric_value", revenue)
+    create_watch(metric="revenue", thresholdUsd=1200)
+    run_jobs(utc(2025, 3, 31, 23, 55))
+    assert alert_mail() == []
+    run_jobs(utc(2025, 4, 1, 0, 1))
+    run_jobs(utc(2025, 4, 1, 0, 6))
+    assert len(alert_mail()) == 1
+    firing = CustomerAlertFiring.objects.get()
+    assert (firing.window_key, firing.value_usd) == ("month:2025-03", Decimal(1200))
+    assert (utc(2025, 3, 1), utc(2025, 4, 1)) in judged
 
 
 def test_a_custom_watch_does_not_fire_before_its_range_starts(create_watch, customer, customer_usage, run_jobs):
