@@ -149,7 +149,10 @@ def invoice_pdf(view: InvoiceView) -> bytes:
     pdf.line_text(heading, size=14, bold=True)
     pdf.ln(2)
     first, last = view.period
-    facts = [f"Status: {invoice.status}", f"Billing period: {first} to {last}"]
+    # Pending is an issued invoice whose email is on its way: the PDF that email attaches says issued, as every
+    # later copy of it does (the customer never sees a status "pending").
+    status = InvoiceStatus.ISSUED if invoice.status == InvoiceStatus.PENDING else invoice.status
+    facts = [f"Status: {status}", f"Billing period: {first} to {last}"]
     if invoice.issued_at:
         facts.append(f"Issued: {local_date(invoice.issued_at, invoice.subscription.timezone).isoformat()}")
     if invoice.due_date:
