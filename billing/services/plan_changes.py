@@ -60,10 +60,16 @@ def _refuse_invoiced(book, subscription: Subscription, effective_at: datetime) -
     invoice = (owned(Invoice, book).filter(subscription=subscription, period_end__gt=effective_at)
                .exclude(status__in=(InvoiceStatus.DRAFT, InvoiceStatus.VOID)).order_by("period_start").first())
     if invoice is not None:
+        if invoice.status in (InvoiceStatus.PAID, InvoiceStatus.REFUNDED):  # never voided (invoice_void)
+            remedy = f"a paid invoice stays as it is: change the plan from {json_value(invoice.period_end)} on"
+        elif invoice.amount_paid > 0:
+            remedy = (f"refund its payments and void it first, or change the plan from "
+                      f"{json_value(invoice.period_end)} on")
+        else:
+            remedy = f"void it first or change the plan from {json_value(invoice.period_end)} on"
         raise Conflict(f"Invoice {invoice.invoice_number} ({invoice.id}, {invoice.status}) already bills "
                        f"{json_value(invoice.period_start)} to {json_value(invoice.period_end)}, which the change at "
-                       f"{json_value(effective_at)} would split; void it first or change the plan from "
-                       f"{json_value(invoice.period_end)} on.", code="period_invoiced")
+                       f"{json_value(effective_at)} would split; {remedy}.", code="period_invoiced")
 
 
 def _scheduled_successor(book, subscription: Subscription, *, now: datetime) -> Subscription | None:

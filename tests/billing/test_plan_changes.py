@@ -251,6 +251,19 @@ def test_a_change_into_a_period_a_finalized_invoice_bills_is_a_409_naming_it(acm
     message = error(change(acme.api, old, other, effectiveAt="2025-05-20T00:00:00Z"), 409)
     assert may["invoiceNumber"] in message and "void it first" in message
     assert ok(acme.api.get(f"/v1/subscriptions/{old['id']}"))["nextSubscriptionId"] is None
+    # Money received: voiding needs a refund first; paid in full: never voided, so the remedy is a later change.
+    from billing.models import Invoice
+    from billing.services.payments import payment_record_received
+
+    book = Invoice.objects.get(pk=may["id"]).book
+    payment_record_received(book=book, invoice_id=may["id"], amount=Decimal(10), reference="wire-1",
+                            now=datetime(2025, 6, 2, tzinfo=timezone.utc))
+    message = error(change(acme.api, old, other, effectiveAt="2025-05-20T00:00:00Z"), 409)
+    assert "refund its payments and void it first" in message
+    payment_record_received(book=book, invoice_id=may["id"], amount=Decimal(20), reference="wire-2",
+                            now=datetime(2025, 6, 3, tzinfo=timezone.utc))
+    message = error(change(acme.api, old, other, effectiveAt="2025-05-20T00:00:00Z"), 409)
+    assert "a paid invoice stays as it is: change the plan from 2025-06-01T00:00:00Z on" in message
     # A draft does not block: it is cut at the change and re-priced (same number): June 1-15, 15 of 30 days.
     june = acme.generate(old, JUNE)
     ok(change(acme.api, old, other, effectiveAt="2025-06-16T00:00:00Z"), 201)
