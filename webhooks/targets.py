@@ -50,6 +50,11 @@ def url_problems(url: str, *, livemode: bool) -> list[str]:
         return ["Must not have a #fragment."]
     if livemode and parts.scheme != "https":
         return ["Must be https for a live book."]
+    hostname = parts.hostname.rstrip(".").lower()
+    if (hostname == "localhost" or hostname.endswith(".localhost")) and not settings.WEBHOOKS_ALLOW_PRIVATE_URLS:
+        # Always the loopback interface (RFC 6761): refused now, as 127.0.0.1 is, not at every attempt.
+        return [f"{parts.hostname} is this machine (a loopback name); webhook endpoints must be public "
+                "(WEBHOOKS_ALLOW_PRIVATE_URLS=1 allows such targets in development)."]
     try:
         address = ipaddress.ip_address(parts.hostname)
     except ValueError:
@@ -93,7 +98,7 @@ def resolve_checked(host: str, port: int) -> str:
     for text in addresses:
         problem = address_problem(ipaddress.ip_address(text.split("%")[0]))
         if problem:
-            raise TargetRefused(f"{host} resolves to {problem}" if text != host else problem)
+            raise TargetRefused(f"{host} resolves to {text}: {problem}" if text != host else problem)
     if not addresses:
         raise TargetRefused(f"{host} does not resolve.")
     return addresses[0]

@@ -43,15 +43,33 @@ def test_a_url_changed_to_a_private_address_is_refused(api, settings):
                                            {"url": "http://169.254.169.254/latest/meta-data"}), 400)
 
 
-def test_a_name_resolving_to_loopback_is_refused_at_the_attempt(api, quiet_receiver,
+@pytest.mark.parametrize("host", ["localhost", "LOCALHOST.", "hooks.localhost"])
+def test_a_loopback_name_is_refused_at_create_naming_the_setting(api, settings, host):
+    """`localhost` is this machine whatever DNS says (RFC 6761): refused as 127.0.0.1 is, not accepted and then
+    failing at every attempt."""
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    message = error(api.post("/v1/webhook-endpoints", {"url": f"http://{host}:8080/hooks"}), 400)
+    assert "loopback" in message and "WEBHOOKS_ALLOW_PRIVATE_URLS=1" in message
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
+    assert ok(api.post("/v1/webhook-endpoints", {"url": f"http://{host}:8080/hooks"}), 201)
+
+
+def test_a_name_resolving_to_loopback_is_refused_at_the_attempt(api, quiet_receiver, monkeypatch,
                                                                  django_capture_on_commit_callbacks):
-    endpoint = create_endpoint(api, f"http://localhost:{quiet_receiver.port}/hooks")  # a name: judged when resolved
+    import socket
+
+    from webhooks import targets
+
+    resolve = socket.getaddrinfo
+    monkeypatch.setattr(targets.socket, "getaddrinfo", lambda host, *args, **kwargs: resolve(
+        "127.0.0.1" if host == "hooks.rebound.example" else host, *args, **kwargs))
+    endpoint = create_endpoint(api, f"http://hooks.rebound.example:{quiet_receiver.port}/hooks")  # judged when resolved
     with django_capture_on_commit_callbacks(execute=True):
         ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"), 202)
     [delivery] = deliveries(api, endpoint["id"])
     assert delivery["status"] == "pending"
-    assert "localhost resolves to" in delivery["attemptLog"][0]["error"]
-    assert "loopback" in delivery["attemptLog"][0]["error"]
+    assert "hooks.rebound.example resolves to 127.0.0.1: 127.0.0.1 is a loopback address" in \
+        delivery["attemptLog"][0]["error"]
     assert quiet_receiver.requests == []
 
 
