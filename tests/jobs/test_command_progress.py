@@ -21,7 +21,7 @@ from customers.models import UsageEvent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-LABEL = "Pricing unpriced events of 1 book(s)"
+LABEL = "Checking unpriced events of 1 book(s)"
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_on_a_terminal_the_bar_is_redrawn_in_place_per_chunk(unpriced_events):
         f"{LABEL} [##############################] 100% 5/5",  # the last chunk
         f"{LABEL} [##############################] 100% 5/5",  # the job succeeded
         f"{LABEL} [##############################] 100% 5/5",  # read back from its row
-        f"{LABEL} [##############################] 100% 5/5\nunpriced events: 5 priced",  # finish ends the line
+        f"{LABEL} [##############################] 100% 5/5\nunpriced events: 5 of 5 priced",  # finish ends the line
     ]
     assert not UsageEvent.objects.filter(usage_cost__isnull=True).exists()
     assert Job.objects.get().status == "succeeded"
@@ -89,7 +89,7 @@ def test_elsewhere_it_prints_a_plain_line_per_tenth(unpriced_events):
     assert "\r" not in stdout.getvalue()
     assert lines[0].startswith("catalog: 0 created, 1 updated, ")
     assert lines[1:] == [f"{LABEL}: 0/5 (0%)", f"{LABEL}: 2/5 (40%)", f"{LABEL}: 4/5 (80%)", f"{LABEL}: 5/5 (100%)",
-                         "unpriced events: 5 priced"]
+                         "unpriced events: 5 of 5 priced"]
 
 
 def test_no_wait_leaves_the_jobs_to_the_workers(unpriced_events):

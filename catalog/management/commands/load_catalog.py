@@ -47,7 +47,7 @@ class Command(BaseCommand):
             self.stdout.write(f"pricing unpriced events of {len(started)} book(s) in the background: jobs "
                               f"{', '.join(str(job.pk) for job in started)}")
             return
-        bar = ProgressBar(self.stdout, f"Pricing unpriced events of {len(started)} book(s)")
+        bar = ProgressBar(self.stdout, f"Checking unpriced events of {len(started)} book(s)")
 
         def show(jobs):
             totals = [job.total for job in jobs]
@@ -55,7 +55,13 @@ class Command(BaseCommand):
         jobs = jobs_run_or_follow([job.pk for job in started], on_update=show)
         bar.finish()
         priced = sum((job.result or {}).get("eventsPriced", 0) for job in jobs)
+        checked = sum(job.total or 0 for job in jobs)
         failed = [job for job in jobs if job.status == JobStatus.FAILED]
-        self.stdout.write(f"unpriced events: {priced} priced")
+        line = f"unpriced events: {priced:,} of {checked:,} priced"
+        if priced < checked and not failed:
+            # The bar counts the events checked; those left name models the catalog does not price.
+            line += ("; the others name models the catalog does not price: map them to catalog entries "
+                     "(POST /v1/events/map-model, or the console's usage events)")
+        self.stdout.write(line)
         if failed:
             raise CommandError("; ".join(f"job {job.pk} (book {job.book_id}) failed: {job.error}" for job in failed))
