@@ -8,6 +8,8 @@ from core.clock import parse_instant, parse_window_end
 class InvoiceFilter(django_filters.FilterSet):
     customerExternalId = django_filters.CharFilter(field_name="customer__external_id",
                                                    help_text="the customer's externalId")
+    customerId = django_filters.UUIDFilter(field_name="customer_id", help_text="the customer's id")
+    subscriptionId = django_filters.UUIDFilter(field_name="subscription_id", help_text="the subscription's id")
     status = django_filters.ChoiceFilter(field_name="status", choices=InvoiceStatus.choices)
     startDate = django_filters.CharFilter(method="period_ends_after",
                                           help_text="invoices whose period ends after this instant (ISO 8601)")

@@ -300,7 +300,20 @@ def test_list_filters_by_status_and_period_window(api, listed, customer):
     assert ids(endDate="2025-01-31") == {january["id"]}
 
 
+def test_list_filters_by_customer_and_subscription_id(api, listed, customer):
+    chain, january, february, march = listed
+
+    def ids(**params):
+        return {row["id"] for row in ok(api.get("/v1/invoices", params))["data"]}
+    assert ids(customerId=str(customer.id)) == {january["id"], february["id"], march["id"]}
+    assert ids(subscriptionId=chain.subscription["id"]) == {january["id"], february["id"], march["id"]}
+    assert len(ids()) == 4  # the other customer's draft too
+    assert ids(subscriptionId="00000000-0000-4000-8000-000000000000") == set()
+
+
 @pytest.mark.parametrize("params, field", [({"status": "late"}, "status"), ({"startDate": "soon"}, "startDate"),
+                                           ({"customerId": "acme"}, "customerId"),
+                                           ({"subscriptionId": "12"}, "subscriptionId"),
                                            ({"endDate": "2025-13-01"}, "endDate"), ({"limit": 0}, "limit"),
                                            ({"offset": -1}, "offset")])
 def test_bad_list_parameters_are_400(api, params, field):
