@@ -110,6 +110,12 @@ def _cell(value) -> str:
     return spreadsheet_safe(strip_tags(str(value)))
 
 
+def _heading(label: str) -> str:
+    """A column's heading as the fields' names read (`amount due` beside `invoice number`: a display function's
+    description is capitalized, a field's verbose name is not); an acronym (`MRR`) stays as it is."""
+    return label[:1].lower() + label[1:] if label[1:2].islower() else label
+
+
 @admin.action(description="Export selected rows as CSV")
 def export_csv(modeladmin, request, queryset):
     """The list's own columns (plus the row id), one line per selected row, streamed (a whole filtered list when
@@ -118,7 +124,7 @@ def export_csv(modeladmin, request, queryset):
     # `csv_value` when it has one.
     columns = [getattr(name, "raw_field", name) for name in modeladmin.get_list_display(request)
                if name != "action_checkbox"]
-    header = ["id", *[str(label_for_field(name, modeladmin.model, modeladmin)) for name in columns]]
+    header = ["id", *[_heading(str(label_for_field(name, modeladmin.model, modeladmin))) for name in columns]]
     raw = {name: getattr(getattr(modeladmin, name, None) if isinstance(name, str) else name, "csv_value", None)
            for name in columns}
 

@@ -21,7 +21,7 @@ from accounts.admin_display import figure
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from accounts.api import MONEY_ROLES
 from core import clock, display
-from core.money import CENTS_DIGITS, CENTS_PLACES
+from core.money import CENTS_DIGITS, CENTS_PLACES, to_cents
 from core.scoping import owned
 
 
@@ -162,7 +162,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     def amount_overpaid(self, invoice):
         """To refund: the surplus payment(s), with the payments' refund action (a dash when none)."""
         return figure(overpaid(invoice))
-    amount_overpaid.csv_value = lambda invoice: invoice.amount_overpaid if invoice.amount_overpaid > 0 else None
+    amount_overpaid.csv_value = lambda invoice: to_cents(invoice.amount_overpaid)  # 0.00 when none, as amounts are
 
     def get_urls(self):
         """The invoice page's own actions and its PDF, before the admin's catch-all `<id>/` route."""

@@ -60,3 +60,13 @@ def test_computed_columns_are_exported_as_shown(console, book):
     header, line = rows_of(action(console, "/admin/matters/matter/", "export_csv", [matter], follow=False))
     assert {"matter number": "M-7", "name": "Smith v. Jones", "rules": "2", "events": "0"}.items() <= \
         dict(zip(header, line)).items()
+
+
+def test_the_invoice_export_heads_every_column_alike_and_writes_every_amount_as_a_decimal(console, book):
+    from billing.models import Invoice
+
+    invoice = populate(book, "export")[Invoice]
+    header, line = rows_of(action(console, "/admin/billing/invoice/", "export_csv", [invoice], follow=False))
+    assert header == ["id", "invoice number", "customer", "subscription", "status", "period", "total", "amount paid",
+                      "amount due", "overpaid", "due date"]
+    assert dict(zip(header, line))["overpaid"] == "0.00"  # nothing overpaid: 0.00, not an empty cell
