@@ -52,6 +52,10 @@ def test_the_preview_shows_both_sides_of_the_split_period_and_keeps_nothing(cons
     assert (new.plan_id.hex, new.start_date.isoformat()) == (chain.pro["id"].replace("-", ""),
                                                              "2025-06-16T00:00:00+00:00")
     assert any("moves to plan 'Pro'" in message for message in messages_of(confirmed))
+    # The old subscription's page says the change is scheduled and that a new one replaces it.
+    again = console.get(page(chain)).content.decode()
+    assert "A change is already scheduled: from\n  2025-06-16 00:00 UTC" in again and "A new change replaces it" in again
+    assert "current period 2025-06-01 00:00 to 2025-06-16 00:00 UTC" in again
 
 
 def test_a_confirm_without_a_preview_of_the_same_choice_previews_first(console, chain):
