@@ -1,7 +1,9 @@
 """What a customer reads: the invoice as a PDF and as an email (HTML and text). Rendering only; the invoice
 services decide when and to whom."""
 from dataclasses import dataclass, replace
+from datetime import datetime
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
@@ -19,8 +21,20 @@ from core.display import money
 
 
 def period_days(invoice: Invoice) -> tuple[str, str]:
-    """The period as inclusive local days of the subscription (its end is exclusive)."""
-    return display.period_days(invoice.period_start, invoice.period_end, invoice.subscription.timezone)
+    """The period as inclusive local days of the subscription (its end is exclusive). A bound that is not a local
+    midnight (a plan change at 21:43) is written with its local time, `2026-11-28 21:43 PST`: the two invoices of
+    a change then read as the parts of that day each holds, not both as the whole day."""
+    first, last = display.period_days(invoice.period_start, invoice.period_end, invoice.subscription.timezone)
+    return (_with_time(invoice.period_start, invoice.subscription.timezone) or first,
+            _with_time(invoice.period_end, invoice.subscription.timezone) or last)
+
+
+def _with_time(bound: datetime, timezone: str) -> str | None:
+    """The bound as local day and time when it is not a local midnight; None when it is."""
+    local = bound.astimezone(ZoneInfo(timezone))
+    if local.hour == local.minute == local.second == local.microsecond == 0:
+        return None
+    return f"{local:%Y-%m-%d %H:%M} {local:%Z}"
 
 
 def period_label(invoice: Invoice) -> str:

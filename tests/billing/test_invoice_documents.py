@@ -77,3 +77,21 @@ def ok_pdf(api, invoice) -> bytes:
     resp = api.get(f"/v1/invoices/{invoice['id']}/pdf")
     assert resp.status_code == 200 and resp["Content-Type"] == "application/pdf"
     return resp.content
+
+
+def test_a_period_cut_inside_a_day_is_written_with_the_time_of_the_cut():
+    """A plan change at 21:43 in Los Angeles: the old side's invoice ends and the new side's starts at that time,
+    each written with it (both read "2026-11-28" before, as if each held the whole day)."""
+    from datetime import datetime, timezone
+    from types import SimpleNamespace
+
+    from billing.invoice_documents import period_label
+
+    def invoice(start, end):
+        return SimpleNamespace(period_start=start, period_end=end,
+                               subscription=SimpleNamespace(timezone="America/Los_Angeles"))
+    change = datetime(2026, 11, 29, 5, 43, tzinfo=timezone.utc)  # 21:43 on the 28th in Los Angeles
+    november, december = (datetime(2026, 11, 1, 7, tzinfo=timezone.utc), datetime(2026, 12, 1, 8, tzinfo=timezone.utc))
+    assert period_label(invoice(november, change)) == "2026-11-01 to 2026-11-28 21:43 PST"
+    assert period_label(invoice(change, december)) == "2026-11-28 21:43 PST to 2026-11-30"
+    assert period_label(invoice(november, december)) == "2026-11-01 to 2026-11-30"
