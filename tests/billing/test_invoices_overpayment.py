@@ -181,7 +181,7 @@ def test_the_console_exports_the_overpaid_column(operator, overpaid):
     resp = operator.post("/admin/billing/invoice/", {"action": "export_csv", "_selected_action": [overpaid.id],
                                                      "index": "0"})
     header, row = csv.reader(io.StringIO(b"".join(resp.streaming_content).decode()))
-    assert row[header.index("Overpaid")] == "10.00"
+    assert row[header.index("overpaid")] == "10.00"
 
 
 def test_the_console_refund_action_refunds_the_surplus_payment(operator, overpaid):
