@@ -298,6 +298,7 @@ def test_credit_balances_show_only_where_the_plan_sells_a_pool(api, book, custom
                       usage_date=instant("2025-06-05T10:00:00Z"))
     credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
     assert "Translation pool" in credits and "30 of 100 units used" in credits and ">70<" in credits
+    assert 'title="70% left"' in credits and ">70%</span>" in credits  # as the console writes a percent
 
 
 def test_the_page_links_back_to_the_return_url_when_set(customer, create_session):
