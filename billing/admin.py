@@ -471,6 +471,7 @@ class SubscriptionChangeAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_filter = ["kind"]
     search_fields = ["summary", "actor", "subscription__name"]
     date_hierarchy = "created_at"
+    ordering = ["-created_at", "-id"]  # newest first, as every other console list (the API lists them in order)
     list_select_related = ["subscription", "book__organization"]
 
 

@@ -274,6 +274,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_filter = ["status", "provider"]
     search_fields = ["provider_payment_id", "invoice__invoice_number", "invoice__customer__name"]
     date_hierarchy = "created_at"
+    ordering = ["-created_at", "-id"]  # newest first, as every other console list (the API lists them in order)
     list_select_related = ["invoice", "book__organization"]
     inlines = [RefundInline]
     actions = ["refund_payments"]
@@ -297,4 +298,5 @@ class RefundAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_filter = ["payment__provider", ("provider_refund_id", admin.EmptyFieldListFilter)]
     search_fields = ["provider_refund_id", "payment__provider_payment_id", "payment__invoice__invoice_number"]
     date_hierarchy = "created_at"
+    ordering = ["-created_at", "-id"]  # newest first, as every other console list (the API lists them in order)
     list_select_related = ["payment", "book__organization"]

@@ -208,3 +208,14 @@ def test_an_operator_of_several_organizations_sees_whose_each_row_is(console_for
     filtered = both.get(url(Customer, "changelist"), {"book": str(book.pk)})
     assert "book" not in filtered.context["cl"].list_display
     assert console_for(superuser=True).get(url(Invoice, "changelist")).context["cl"].list_display[-1] == "book"
+
+
+
+def test_logs_of_payments_refunds_and_subscription_changes_open_newest_first(console, worlds):
+    """Read as logs, they open as the invoice list does, newest first (their API answers keep the order of events)."""
+    from billing.models import Payment, Refund, SubscriptionChange
+
+    for model in (Payment, Refund, SubscriptionChange):
+        resp = console.get(url(model, "changelist"))
+        ordering = resp.context["cl"].get_ordering(resp.wsgi_request, resp.context["cl"].queryset)
+        assert ordering[0] == "-created_at", (model._meta.label, ordering)
