@@ -77,7 +77,9 @@ def _description(line: engine.Line, strategy: PricedStrategy | None) -> str:
     if line.charge_type == engine.PRORATED:
         text = "Prorated fees for the partial first period"
     elif line.charge_type == ChargeType.USAGE:
-        text = f"{strategy.name}: {display.quantity(line.quantity)} {strategy.signal_name}"
+        text = f"{strategy.name}: {display.quantity(line.quantity)}"
+        if strategy.signal_name.casefold() != strategy.name.casefold():  # not "Resolved tickets: 246 Resolved tickets"
+            text += f" {strategy.signal_name}"
     elif line.charge_type == ChargeType.SEAT_BASED:
         text = f"{strategy.name}: {display.quantity(line.quantity)} seats ({strategy.terms.billing_frequency})"
     elif line.charge_type == ChargeType.RECURRING:

@@ -345,6 +345,15 @@ def test_line_descriptions_group_a_quantity_as_people_read_it_and_the_quantity_s
     assert (line["quantity"], line["amount"]) == (3157, 31.57)
 
 
+def test_a_usage_line_names_its_signal_once_when_the_strategy_is_named_after_it(api, book, frozen_now):
+    chain = billing_chain(api, book, [usage("2")])
+    chain.signal.name = "Strategy 0"  # the strategy's name, other case
+    chain.signal.save()
+    event(chain, 246, "2025-01-10T12:00:00Z")
+    (line,) = draft(api, chain)["lines"]
+    assert line["description"] == "strategy 0: 246"
+
+
 def test_the_pdf_is_a_pdf_document(api, january):
     _, invoice = january
     resp = api.get(f"/v1/invoices/{invoice['id']}/pdf")
