@@ -13,7 +13,7 @@ from billing.pricing import engine
 from billing.pricing.attribution import Claim
 from billing.pricing.periods import cycle_containing, first_uncovered_day, local_date
 from billing.pricing.terms import (PlanTerms, PricedStrategy, captured_terms, current_terms, effective_end, schedule_of,
-                                   subscription_terms)
+                                   subscription_terms, terms_timelines)
 from billing.pricing.usage import claims_usage, window_claims
 from core import display
 from core.money import to_cents
@@ -63,6 +63,20 @@ def period_claims(subscription: Subscription, window: BillingWindow) -> list[Cla
     """What the subscription bills in the window: its claims (attribution.py) among the events of its customer,
     settled against every other subscription of the customer, clipped to the window."""
     return window_claims(book=subscription.book_id, windows={subscription: (window.start, window.end)})
+
+
+def claims_counted_by(invoice: Invoice, moment: datetime) -> list[Claim]:
+    """The claims the invoice's lines counted when they last read the ledger at `moment`: its period's claims
+    settled among the subscriptions of its customer that existed then (one created since, even backdated, took
+    none of them). For an invoice that did not store them with its lines (`Invoice.billed_claims` null)."""
+    subscription = invoice.subscription
+    window = billing_window(subscription, invoice.period_start, invoice.period_end)
+    existing = owned(Subscription, subscription.book_id).filter(customer_id=subscription.customer_id,
+                                                                created_at__lte=moment)
+    timelines = terms_timelines(book=subscription.book_id, subscriptions=[*existing.exclude(pk=subscription.pk),
+                                                                         subscription])
+    return window_claims(book=subscription.book_id, windows={subscription: (window.start, window.end)},
+                         timelines=timelines)
 
 
 def claims_document(claims: list[Claim]) -> list[dict]:

@@ -22,8 +22,8 @@ from django.utils import timezone
 from billing.events import invoice_event
 from billing.invoice_documents import InvoiceEmail, InvoiceView, send_invoice_email
 from billing.pay_links import live_pay_token, pay_token_digest, pay_token_of, pay_url
-from billing.pricing.lines import (billing_window, claims_document, invoice_terms, period_claims, priced_lines,
-                                   totals)
+from billing.pricing.lines import (billing_window, claims_counted_by, claims_document, invoice_terms, period_claims,
+                                   priced_lines, totals)
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
 from billing.pricing.periods import local_date, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, schedule_of
@@ -214,9 +214,12 @@ def invoice_update(*, book, invoice_id, **changes) -> Invoice:
 
 def _finalize(invoice: Invoice, *, now: datetime, status: str) -> None:
     """Freeze the draft as it is: issue date now, due date the issue day plus the subscription's netTerms
-    (days in its time zone), overdue from the first instant after the due date."""
+    (days in its time zone), overdue from the first instant after the due date. A draft whose lines last read the
+    ledger before invoices stored their claims stores them now, as its lines counted them."""
     subscription = invoice.subscription
     timezone = subscription.timezone
+    if invoice.billed_claims is None:
+        invoice.billed_claims = claims_document(claims_counted_by(invoice, invoice.usage_read_at or now))
     invoice.status, invoice.issued_at = status, now
     invoice.due_date = local_date(now, timezone) + timedelta(days=subscription.net_terms)
     invoice.overdue_at = local_midnight(invoice.due_date + timedelta(days=1), timezone)
@@ -336,25 +339,30 @@ def invoices_mark_overdue(*, now: datetime) -> str:
 
 def final_invoices_keep_claims() -> int:
     """Store the claims of final invoices made final before invoices kept them (`billed_claims` null), every book;
-    the number stored. Each is what its period's claims are now: what its lines counted, unless a subscription
-    was created or a strategy added since it was issued (the rule that let such a change take them back is the
-    one this ends). Run after every `migrate` (billing/apps.py): once the column exists, a later subscription
-    can no longer bill those events a second time. Idempotent; earliest periods first, so each is settled against
-    the claims already stored, as the invoices were against one another."""
+    the number stored. Each is its period's claims settled among the subscriptions that existed when its lines last
+    read the ledger (`claims_counted_by`): what they counted, so a subscription created since, even backdated,
+    takes none of its events (a strategy added since to another plan is the one change this cannot see). Run after
+    every `migrate` (billing/apps.py). Idempotent; earliest periods first, so each is settled against the claims
+    already stored, as the invoices were against one another; an invoice that cannot be priced is logged and left
+    for the next run."""
     legacy = list(Invoice.objects.filter(billed_claims__isnull=True).exclude(status__in=[Status.DRAFT, Status.VOID])
                   .order_by("period_start", "pk").values_list("pk", "book_id"))
     stored = 0
     for pk, book_id in legacy:
-        with transaction.atomic():
-            invoice = (owned(Invoice, book_id).select_for_update(of=("self",)).select_related("subscription")
-                       .filter(pk=pk, billed_claims__isnull=True).exclude(status__in=[Status.DRAFT, Status.VOID])
-                       .first())
-            if invoice is None:
-                continue
-            window = billing_window(invoice.subscription, invoice.period_start, invoice.period_end)
-            claims = claims_document(period_claims(invoice.subscription, window))
-            owned(Invoice, book_id).filter(pk=pk).update(billed_claims=claims)
-            stored += 1
+        try:
+            with transaction.atomic():
+                invoice = (owned(Invoice, book_id).select_for_update(of=("self",)).select_related("subscription")
+                           .filter(pk=pk, billed_claims__isnull=True).exclude(status__in=[Status.DRAFT, Status.VOID])
+                           .first())
+                if invoice is None:
+                    continue
+                # As its lines counted them: among the subscriptions that existed when they last read the ledger.
+                counted_at = invoice.usage_read_at or invoice.issued_at or invoice.updated_at
+                claims = claims_document(claims_counted_by(invoice, counted_at))
+                owned(Invoice, book_id).filter(pk=pk).update(billed_claims=claims)
+                stored += 1
+        except Exception:  # one invoice the service cannot price (its plan broken since) never blocks a migrate
+            logger.exception("Could not store the billed claims of invoice %s; the next migrate tries again", pk)
     if stored:
         logger.info("Stored the billed claims of %s final invoices made final before invoices kept them", stored)
     return stored

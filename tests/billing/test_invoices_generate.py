@@ -322,17 +322,39 @@ def test_a_backdated_subscription_leaves_the_events_an_issued_invoice_billed_whe
 
 
 def test_an_invoice_made_final_before_invoices_kept_their_claims_stores_them_at_migrate(api, book):
-    """A January invoice issued before invoices stored their claims (billed_claims null) stores them the next time
-    the database is migrated: a subscription backdated afterwards leaves its 10 units where they are. Without
-    them the earliest-started rule gave them to the backdated subscription, a second bill."""
+    """A January invoice issued before invoices stored their claims (billed_claims null), and a subscription
+    created afterwards with an earlier start, before the upgrade: the next migrate stores the claims January's lines
+    counted, among the subscriptions that existed when they read the ledger, so the backdated one bills none of its
+    10 units. By the earliest-started rule alone it would have billed them a second time."""
     chain = billing_chain(api, book, [usage("1")])
     event(chain, 10, "2025-01-10T12:00:00Z")
     january = draft(api, chain)
     ok(api.post(f"/v1/invoices/{january['id']}/send", {}))
     Invoice.objects.filter(pk=january["id"]).update(billed_claims=None)  # as stored before the field
+    other_plan = create_plan(api, chain.agent.id, name="Premium")
+    create_strategies(api, other_plan["id"], [{"name": "premium usage", "agentId": str(chain.agent.id),
+                                                "signalId": str(chain.signal.id), **usage("2")}])
+    backdated = ok(api.post("/v1/subscriptions", {
+        "name": "Premium", "planId": other_plan["id"], "agentId": str(chain.agent.id),
+        "customerId": str(chain.customer.id), "startDate": "2024-12-15T00:00:00Z", "status": "active"}), 201)
+    later = SimpleNamespace(**{**vars(chain), "subscription": backdated})
+    assert [line["quantity"] for line in draft(api, later)["lines"]] == [10]  # the earliest-started rule alone
     call_command("migrate", verbosity=0)
     kept = Invoice.objects.get(pk=january["id"]).billed_claims
     assert [(claim["agentId"], claim["signalId"]) for claim in kept] == [(str(chain.agent.id), str(chain.signal.id))]
+    assert [line["quantity"] for line in ok(generate(api, later), 200)["lines"]] == [0]  # refreshed: they stay put
+    assert final_invoices_keep_claims() == 0  # nothing left to store
+
+
+def test_a_draft_priced_before_invoices_kept_their_claims_stores_them_when_sent(api, book):
+    """A draft whose lines read the ledger before invoices stored their claims, sent after the upgrade without a
+    refresh: sending stores the claims its lines counted, so a later backdated subscription bills none of them."""
+    chain = billing_chain(api, book, [usage("1")])
+    event(chain, 10, "2025-01-10T12:00:00Z")
+    january = draft(api, chain)
+    Invoice.objects.filter(pk=january["id"]).update(billed_claims=None)  # as stored before the field
+    ok(api.post(f"/v1/invoices/{january['id']}/send", {}))
+    assert Invoice.objects.get(pk=january["id"]).billed_claims[0]["signalId"] == str(chain.signal.id)
     other_plan = create_plan(api, chain.agent.id, name="Premium")
     create_strategies(api, other_plan["id"], [{"name": "premium usage", "agentId": str(chain.agent.id),
                                                 "signalId": str(chain.signal.id), **usage("2")}])
@@ -341,7 +363,6 @@ def test_an_invoice_made_final_before_invoices_kept_their_claims_stores_them_at_
         "customerId": str(chain.customer.id), "startDate": "2024-12-15T00:00:00Z", "status": "active"}), 201)
     later = SimpleNamespace(**{**vars(chain), "subscription": backdated})
     assert [line["quantity"] for line in draft(api, later)["lines"]] == [0]
-    assert final_invoices_keep_claims() == 0  # nothing left to store
 
 
 def test_a_strategy_added_later_does_not_take_the_events_another_subscriptions_issued_invoice_billed(api, book):
