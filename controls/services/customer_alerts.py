@@ -173,8 +173,9 @@ ENDED_WINDOW_GRACE = timedelta(hours=1)
 
 
 def just_ended_window(alert: CustomerAlert, now: datetime) -> Window | None:
-    """The month or custom window that ended within ENDED_WINDOW_GRACE before `now`; None otherwise (a rolling
-    window never ends)."""
+    """The month or custom window that ended within ENDED_WINDOW_GRACE before `now`, if the watch was as it is now
+    before that window ended (created or last changed after it, it never watched that window: a month watch created
+    on April 1 says nothing of March); None otherwise (a rolling window never ends)."""
     if alert.window_mode == WindowMode.MONTH:
         start, end = clock.month_window(clock.month_window(now)[0] - timedelta(microseconds=1))
         window = Window(f"month:{start:%Y-%m}", start, end)
@@ -183,7 +184,7 @@ def just_ended_window(alert: CustomerAlert, now: datetime) -> Window | None:
                         alert.custom_start, alert.custom_end)
     else:
         return None
-    if now - window.end > ENDED_WINDOW_GRACE:
+    if now - window.end > ENDED_WINDOW_GRACE or alert.updated_at >= window.end:
         return None
     return window
 
@@ -214,17 +215,17 @@ def _fire(*, book: Book, alert: CustomerAlert, window: Window, value: Decimal, n
     return True
 
 
-def customer_alert_evaluate(*, book: Book, alert: CustomerAlert, now: datetime) -> bool:
+def customer_alert_evaluate(*, book: Book, alert: CustomerAlert, now: datetime) -> int:
     """Judge one watch now (its current window, and a window that has just ended, once more over its whole span);
-    True when it fired."""
-    fired = False
+    how many windows fired (0 to 2)."""
+    fired = 0
     ended = just_ended_window(alert, now)
     if ended is not None and not alert.firings.filter(window_key=ended.key).exists():
-        fired = _judge(book=book, alert=alert, window=ended, now=now)
+        fired += _judge(book=book, alert=alert, window=ended, now=now)
     window = current_window(alert, now)
-    if window is None:
-        return fired
-    return _judge(book=book, alert=alert, window=window, now=now) or fired
+    if window is not None:
+        fired += _judge(book=book, alert=alert, window=window, now=now)
+    return fired
 
 
 def _judge(*, book: Book, alert: CustomerAlert, window: Window, now: datetime) -> bool:

@@ -167,7 +167,8 @@ def test_the_last_minutes_of_a_custom_range_are_judged_once_just_after_it_ends(c
                                                                              customer_usage, run_jobs):
     """The job runs every few minutes: usage recorded in the range's last minutes, after its last run inside the
     range, is judged by the first run after the end, over the whole range, and fires its window once."""
-    create_watch(windowMode="custom", customStartDate="2025-03-01", customEndDate="2025-03-10")
+    watched_since(create_watch(windowMode="custom", customStartDate="2025-03-01", customEndDate="2025-03-10"),
+                  utc(2025, 2, 20))
     customer_usage(customer, "6", at=utc(2025, 3, 9))
     run_jobs(utc(2025, 3, 10, 23, 55))
     customer_usage(customer, "6", at=utc(2025, 3, 10, 23, 58))
@@ -176,6 +177,24 @@ def test_the_last_minutes_of_a_custom_range_are_judged_once_just_after_it_ends(c
     assert len(alert_mail()) == 1
     assert CustomerAlertFiring.objects.get().window_key == \
         "custom:2025-03-01T00:00:00+00:00/2025-03-11T00:00:00+00:00"
+
+
+def watched_since(alert_id, moment):
+    """The watch as created and last changed at `moment` (the model stamps the real time, not the test's clock)."""
+    CustomerAlert.objects.filter(pk=alert_id).update(created_at=moment, updated_at=moment)
+
+
+def test_a_watch_created_or_changed_after_a_window_ended_never_judges_it(create_watch, customer, customer_usage,
+                                                                         run_jobs, api):
+    """Created on April 1 at 00:10, a month watch says nothing of March; a custom range set to one that ended ten
+    minutes ago stays expired."""
+    customer_usage(customer, "50", at=utc(2025, 3, 20))
+    watched_since(create_watch(), utc(2025, 4, 1, 0, 10))
+    custom = create_watch(windowMode="custom", customStartDate="2025-03-01", customEndDate="2025-03-31",
+                          thresholdUsd=11)
+    watched_since(custom, utc(2025, 4, 1, 0, 10))
+    run_jobs(utc(2025, 4, 1, 0, 20))
+    assert alert_mail() == [] and not CustomerAlertFiring.objects.exists()
 
 
 def test_a_revenue_watch_at_a_months_whole_fee_fires_once_the_month_is_over(create_watch, customer, run_jobs,
@@ -188,7 +207,7 @@ def test_a_revenue_watch_at_a_months_whole_fee_fires_once_the_month_is_over(crea
         judged.append((start, end))
         return Decimal(1200) * Decimal((end - start) / timedelta(days=31))  # 1,200.00 over March, by the day
     monkeypatch.setattr("controls.services.customer_alerts.customer_metric_value", revenue)
-    create_watch(metric="revenue", thresholdUsd=1200)
+    watched_since(create_watch(metric="revenue", thresholdUsd=1200), utc(2025, 3, 1))
     run_jobs(utc(2025, 3, 31, 23, 55))
     assert alert_mail() == []
     run_jobs(utc(2025, 4, 1, 0, 1))
