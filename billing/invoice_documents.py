@@ -15,7 +15,7 @@ from fpdf.enums import XPos, YPos
 
 from billing.models import Invoice, InvoiceLine, InvoiceStatus
 from billing.pay_links import live_pay_token, pay_url
-from billing.pricing.periods import local_date
+from billing.pricing.periods import local_date, local_midnight
 from core import display
 from core.display import money
 
@@ -30,10 +30,11 @@ def period_days(invoice: Invoice) -> tuple[str, str]:
 
 
 def _with_time(bound: datetime, timezone: str) -> str | None:
-    """The bound as local day and time when it is not a local midnight; None when it is."""
-    local = bound.astimezone(ZoneInfo(timezone))
-    if local.hour == local.minute == local.second == local.microsecond == 0:
+    """The bound as local day and time when it is not the start of its local day; None when it is (where a clock
+    change skips midnight, the day starts at 01:00: that is still a day's start, as periods turn there)."""
+    if bound == local_midnight(local_date(bound, timezone), timezone):
         return None
+    local = bound.astimezone(ZoneInfo(timezone))
     return f"{local:%Y-%m-%d %H:%M} {local:%Z}"
 
 

@@ -95,3 +95,8 @@ def test_a_period_cut_inside_a_day_is_written_with_the_time_of_the_cut():
     assert period_label(invoice(november, change)) == "2026-11-01 to 2026-11-28 21:43 PST"
     assert period_label(invoice(change, december)) == "2026-11-28 21:43 PST to 2026-11-30"
     assert period_label(invoice(november, december)) == "2026-11-01 to 2026-11-30"
+    # Santiago skips midnight on 2026-09-06 (clocks go from 00:00 to 01:00): its day, and a period, start at 01:00.
+    santiago = SimpleNamespace(period_start=datetime(2026, 8, 6, 4, tzinfo=timezone.utc),
+                               period_end=datetime(2026, 9, 6, 4, tzinfo=timezone.utc),
+                               subscription=SimpleNamespace(timezone="America/Santiago"))
+    assert period_label(santiago) == "2026-08-06 to 2026-09-05"
