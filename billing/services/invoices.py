@@ -55,6 +55,16 @@ def _pay_token(invoice: Invoice) -> str:
     return token
 
 
+def void_first(invoice: Invoice) -> str:
+    """How to take a finalized invoice out of the way, as a refusal says it: void it, once its payments are
+    refunded; a paid invoice is never voided (invoice_void)."""
+    if invoice.status in (Status.PAID, Status.REFUNDED):
+        return "a paid invoice is never voided"
+    if invoice.amount_paid > 0:
+        return "refund its payments and void it first"
+    return "void it first"
+
+
 def _invoice_locked(book, invoice_id) -> Invoice:
     return get_owned(Invoice, book, invoice_id, queryset=owned(Invoice, book).select_for_update(of=("self",))
                      .select_related("subscription", "customer"))
@@ -167,7 +177,8 @@ def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billi
         if overlapping is not None:
             raise Conflict(f"Invoice {overlapping.invoice_number} ({overlapping.status}) already bills "
                            f"{overlapping.period_start.isoformat()} to {overlapping.period_end.isoformat()}, which "
-                           "overlaps this period; void it first or pick a period that does not overlap.")
+                           f"overlaps this period; {void_first(overlapping)} or pick a period that does not "
+                           "overlap.")
         invoice = Invoice(book=book, customer=customer, subscription=subscription, period_start=start,
                           period_end=end, memo=subscription.invoice_memo, invoice_number=_take_number(book),
                           **invoice_settings)
@@ -203,8 +214,10 @@ def invoice_update(*, book, invoice_id, **changes) -> Invoice:
     """Discount, tax and memo of a draft; finalized invoices never change (409)."""
     invoice = _invoice_locked(book, invoice_id)
     if invoice.status != Status.DRAFT:
-        raise Conflict(f"Invoice {invoice.invoice_number} is {invoice.status}: only drafts change. Void it and "
-                       "generate a new one to bill the period differently.", code="invoice_immutable")
+        remedy = ("A paid invoice is never voided: it stays as it is" if invoice.status in (Status.PAID, Status.REFUNDED)
+                  else f"To bill the period differently, {void_first(invoice)}, then generate it again")
+        raise Conflict(f"Invoice {invoice.invoice_number} is {invoice.status}: only drafts change. {remedy}.",
+                       code="invoice_immutable")
     for field, value in changes.items():
         setattr(invoice, field, value)
     _apply_totals(invoice, owned(InvoiceLine, book).filter(invoice=invoice).values_list("amount", flat=True))

@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 import pytest
 from django.core.mail.backends.base import BaseEmailBackend
 from django.core.management import call_command
+from django.db.models import F
 
 from billing.models import Invoice
 from tests.billing.invoice_support import (FEB, JAN, billing_chain, draft, event, generate, pay, raw_messages,
@@ -160,7 +161,11 @@ def test_a_finalized_invoice_is_immutable(api, january):
     send(api, invoice)
     resp = api.patch(f"/v1/invoices/{invoice['id']}", {"taxRate": 10})
     assert resp.status_code == 409 and resp.json()["code"] == "invoice_immutable"
+    assert "To bill the period differently, void it first, then generate it again" in resp.json()["message"]
     assert get(api, invoice)["taxTotal"] == 0
+    Invoice.objects.filter(pk=invoice["id"]).update(status="paid", amount_paid=F("total"))
+    paid = api.patch(f"/v1/invoices/{invoice['id']}", {"taxRate": 10}).json()["message"]
+    assert "A paid invoice is never voided: it stays as it is" in paid
 
 
 # --------------------------------------------------------------------------- due date, overdue, finalization jobs
