@@ -56,6 +56,12 @@ class BookFigures:
         return to_cents(self.revenue.revenue) - to_cents(self.revenue.cost)
 
     @property
+    def margin_percent_shown(self) -> Decimal | None:
+        """The shown margin as a percent of the shown revenue; None without revenue."""
+        revenue = to_cents(self.revenue.revenue)
+        return None if not revenue else self.margin_shown * 100 / revenue
+
+    @property
     def average_daily_revenue(self) -> Decimal:
         return self.revenue.revenue / self.days
 

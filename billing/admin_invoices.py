@@ -156,7 +156,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     @admin.display(description="Amount due")
     def amount_due(self, invoice):
         return figure(amount_due(invoice))
-    amount_due.csv_value = lambda invoice: None if invoice.status == InvoiceStatus.VOID else invoice.amount_due
+    amount_due.csv_value = lambda invoice: None if invoice.status == InvoiceStatus.VOID else to_cents(invoice.amount_due)
 
     @admin.display(description="Overpaid")
     def amount_overpaid(self, invoice):

@@ -96,6 +96,7 @@ def test_the_margin_shown_is_the_difference_of_the_revenue_and_cost_shown():
     figures = BookFigures(book=None, window=None, revenue=SimpleNamespace(revenue=D("10.004"), cost=D("0.005")),
                           cost=None, mrr=None, overdue=None, pools_near_empty=[], unpriced_events=0)
     assert figures.margin_shown == D("9.99")
+    assert round(figures.margin_percent_shown, 2) == D("99.90")  # of the revenue shown, $10.00
 
 
 def test_the_index_page_shows_the_figures_and_links_to_the_filtered_lists(june, book, console):

@@ -771,19 +771,25 @@ def test_concurrent_batches_with_one_key_in_different_months_store_one_event(
 # --------------------------------------------------------------------------- a restore racing a replay
 
 def _held(statement: str, params: list, release: threading.Event) -> threading.Thread:
-    """A thread whose transaction runs `statement` (a lock) and keeps it until `release` is set."""
+    """A thread whose transaction runs `statement` (a lock) and keeps it until `release` is set; returned once the
+    lock is held."""
     from django.db import connection as thread_connection, transaction
+
+    taken = threading.Event()
 
     def hold():
         try:
             with transaction.atomic(), thread_connection.cursor() as cursor:
                 cursor.execute(statement, params)
+                taken.set()
                 release.wait(30)
         finally:
+            taken.set()
             thread_connection.close()
 
     thread = threading.Thread(target=hold)
     thread.start()
+    assert taken.wait(20), "the lock was not taken"
     return thread
 
 
@@ -842,7 +848,6 @@ def test_a_restore_holding_an_archived_key_makes_its_concurrent_replay_a_replay_
     release = threading.Event()
     # The restore stops at its second statement (the events and their backlog rows), its keys inserted.
     holder = _held(f"LOCK TABLE {RollupBacklog._meta.db_table} IN SHARE MODE", [], release)
-    _waiting_on_locks(0)
     restore, restored = _in_thread(lambda: ledger_partition_restore(month(2012, 4)))
     _waiting_on_locks(1)
     replay, answers = _in_thread(lambda: _send(live_server, api, rec(llm, "2012-04-03T00:00:00Z",
@@ -870,7 +875,6 @@ def test_a_replay_holding_an_archived_key_keeps_it_from_a_concurrent_restore_whi
     release = threading.Event()
     # The batch stops after its recording statement: its first `environment` sorts the signal, whose row is held.
     holder = _held(f"SELECT 1 FROM {Signal._meta.db_table} WHERE id = %s FOR UPDATE", [signal_id], release)
-    _waiting_on_locks(0)
     replay, answers = _in_thread(lambda: _send(live_server, api, rec(llm, "2012-04-03T00:00:00Z",
                                                                         idempotencyKey="race-replay",
                                                                         environment="production")))

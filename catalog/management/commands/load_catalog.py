@@ -55,7 +55,7 @@ class Command(BaseCommand):
         jobs = jobs_run_or_follow([job.pk for job in started], on_update=show)
         bar.finish()
         priced = sum((job.result or {}).get("eventsPriced", 0) for job in jobs)
-        checked = sum(job.total or 0 for job in jobs)
+        checked = sum(job.done or 0 for job in jobs)
         failed = [job for job in jobs if job.status == JobStatus.FAILED]
         line = f"unpriced events: {priced:,} of {checked:,} priced"
         if priced < checked and not failed:
