@@ -289,8 +289,21 @@ class ScopedAdminMixin(OperatorPermissionsMixin):
         return [scope_filter, *filters] if scope_filter else filters
 
 
+def _sees_several_organizations(request) -> bool:
+    organizations = visible_organization_ids(request.user)
+    return organizations is None or len(organizations) > 1
+
+
 class OrganizationScopedAdmin(ScopedAdminMixin, admin.ModelAdmin):
     """Rows of an organization itself (members, keys, the request log)."""
+
+    def get_list_display(self, request):
+        """An operator of several organizations sees whose each row is, unless the list is filtered to one."""
+        columns = super().get_list_display(request)
+        if ("organization" in columns or "organization" not in {field.name for field in self.model._meta.fields}
+                or request.GET.get(OrganizationListFilter.parameter_name) or not _sees_several_organizations(request)):
+            return columns
+        return [*columns, "organization"]
 
 
 class BookScopedAdmin(ScopedAdminMixin, admin.ModelAdmin):
@@ -302,10 +315,9 @@ class BookScopedAdmin(ScopedAdminMixin, admin.ModelAdmin):
         """An operator of several organizations (or a superuser) sees whose each row is, unless the list is
         filtered to one book: the rows of two organizations are otherwise told apart by nothing on the page."""
         columns = super().get_list_display(request)
-        if "book" in columns or request.GET.get(BookListFilter.parameter_name):
+        if "book" in columns or request.GET.get(BookListFilter.parameter_name) or not _sees_several_organizations(request):
             return columns
-        organizations = visible_organization_ids(request.user)
-        return columns if organizations is not None and len(organizations) <= 1 else [*columns, "book"]
+        return [*columns, "book"]
 
 
 class ScopedInlineMixin(ScopedAdminMixin):

@@ -208,6 +208,9 @@ def test_an_operator_of_several_organizations_sees_whose_each_row_is(console_for
     filtered = both.get(url(Customer, "changelist"), {"book": str(book.pk)})
     assert "book" not in filtered.context["cl"].list_display
     assert console_for(superuser=True).get(url(Invoice, "changelist")).context["cl"].list_display[-1] == "book"
+    from accounts.models import ApiKey
+
+    assert both.get(url(ApiKey, "changelist")).context["cl"].list_display[-1] == "organization"
 
 
 
