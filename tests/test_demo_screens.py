@@ -149,7 +149,7 @@ def test_the_seeded_console_and_portal_show_the_books_figures(demo, screens):
     emptiest = pools[0]
     assert emptiest["customerExternalId"] == POOL_CUSTOMER
     expect(book.locator(".console-pools")).to_contain_text(
-        f"{emptiest['subscriptionName']} ({emptiest['customerName']}): {emptiest['remainingPercent']:.2f}% left")
+        f"{emptiest['subscriptionName']} ({emptiest['customerName']}): {units(emptiest['remainingPercent'])}% left")
     chart = book.locator("figure.console-chart svg")
     expect(chart.locator("rect.bar")).to_have_count(today.day)  # every day of the month so far
     cost_by_day = demo.get("/v1/analytics/cost", {**month, "endDate": today.isoformat()})

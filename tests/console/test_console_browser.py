@@ -107,7 +107,7 @@ def test_the_dashboard_shows_the_months_figures_and_links_to_the_lists(page, tmp
     expect(book.locator("[data-figure=overdue] .value")).to_have_text("1")
     expect(book.locator("[data-figure=pools] .value")).to_have_text("1")
     expect(book.locator("[data-figure=unpriced] .value")).to_have_text("3")
-    expect(book.locator(".console-pools")).to_contain_text("Translation pool (Initech): 13.00% left")
+    expect(book.locator(".console-pools")).to_contain_text("Translation pool (Initech): 13% left")
     expect(book.locator("svg rect.bar")).to_have_count(24)
     screenshot = tmp_path / "console.png"
     page.screenshot(path=str(screenshot), full_page=True)
