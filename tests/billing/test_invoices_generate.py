@@ -297,6 +297,18 @@ def test_a_new_agent_bills_the_periods_not_yet_invoiced_and_a_draft_keeps_the_ag
     assert (amounts(february), february["lines"][0]["signalId"]) == ([("usage", 10)], str(other_signal.id))
 
 
+def backdated_premium(api, chain) -> SimpleNamespace:
+    """The chain as billed by a second subscription of its customer and agent, on a Premium plan (2.00 a unit of the
+    same signal), created now and started December 15, 2024: earlier than the chain's."""
+    other_plan = create_plan(api, chain.agent.id, name="Premium")
+    create_strategies(api, other_plan["id"], [{"name": "premium usage", "agentId": str(chain.agent.id),
+                                                "signalId": str(chain.signal.id), **usage("2")}])
+    backdated = ok(api.post("/v1/subscriptions", {
+        "name": "Premium", "planId": other_plan["id"], "agentId": str(chain.agent.id),
+        "customerId": str(chain.customer.id), "startDate": "2024-12-15T00:00:00Z", "status": "active"}), 201)
+    return SimpleNamespace(**{**vars(chain), "subscription": backdated})
+
+
 def test_a_backdated_subscription_leaves_the_events_an_issued_invoice_billed_where_they_are(api, book):
     """An event is billed at most once: a subscription created after January was invoiced, starting before it,
     bills none of the events January's issued invoice billed (it would bill them a second time), while a draft
@@ -308,13 +320,7 @@ def test_a_backdated_subscription_leaves_the_events_an_issued_invoice_billed_whe
     ok(api.post(f"/v1/invoices/{january['id']}/send", {}))
     february = draft(api, chain, FEB)
     assert (january["total"], february["total"]) == (10, 3)
-    other_plan = create_plan(api, chain.agent.id, name="Premium")
-    create_strategies(api, other_plan["id"], [{"name": "premium usage", "agentId": str(chain.agent.id),
-                                                "signalId": str(chain.signal.id), **usage("2")}])
-    backdated = ok(api.post("/v1/subscriptions", {
-        "name": "Premium", "planId": other_plan["id"], "agentId": str(chain.agent.id),
-        "customerId": str(chain.customer.id), "startDate": "2024-12-15T00:00:00Z", "status": "active"}), 201)
-    later = SimpleNamespace(**{**vars(chain), "subscription": backdated})
+    later = backdated_premium(api, chain)
     assert [line["quantity"] for line in draft(api, later)["lines"]] == [0]  # January's 10 stay on its invoice
     assert [line["quantity"] for line in draft(api, later, FEB)["lines"]] == [3]  # February had only a draft
     refreshed = ok(generate(api, chain, FEB), 200)
@@ -331,13 +337,7 @@ def test_an_invoice_made_final_before_invoices_kept_their_claims_stores_them_at_
     january = draft(api, chain)
     ok(api.post(f"/v1/invoices/{january['id']}/send", {}))
     Invoice.objects.filter(pk=january["id"]).update(billed_claims=None)  # as stored before the field
-    other_plan = create_plan(api, chain.agent.id, name="Premium")
-    create_strategies(api, other_plan["id"], [{"name": "premium usage", "agentId": str(chain.agent.id),
-                                                "signalId": str(chain.signal.id), **usage("2")}])
-    backdated = ok(api.post("/v1/subscriptions", {
-        "name": "Premium", "planId": other_plan["id"], "agentId": str(chain.agent.id),
-        "customerId": str(chain.customer.id), "startDate": "2024-12-15T00:00:00Z", "status": "active"}), 201)
-    later = SimpleNamespace(**{**vars(chain), "subscription": backdated})
+    later = backdated_premium(api, chain)
     assert [line["quantity"] for line in draft(api, later)["lines"]] == [10]  # the earliest-started rule alone
     call_command("migrate", verbosity=0)
     kept = Invoice.objects.get(pk=january["id"]).billed_claims
@@ -355,13 +355,7 @@ def test_a_draft_priced_before_invoices_kept_their_claims_stores_them_when_sent(
     Invoice.objects.filter(pk=january["id"]).update(billed_claims=None)  # as stored before the field
     ok(api.post(f"/v1/invoices/{january['id']}/send", {}))
     assert Invoice.objects.get(pk=january["id"]).billed_claims[0]["signalId"] == str(chain.signal.id)
-    other_plan = create_plan(api, chain.agent.id, name="Premium")
-    create_strategies(api, other_plan["id"], [{"name": "premium usage", "agentId": str(chain.agent.id),
-                                                "signalId": str(chain.signal.id), **usage("2")}])
-    backdated = ok(api.post("/v1/subscriptions", {
-        "name": "Premium", "planId": other_plan["id"], "agentId": str(chain.agent.id),
-        "customerId": str(chain.customer.id), "startDate": "2024-12-15T00:00:00Z", "status": "active"}), 201)
-    later = SimpleNamespace(**{**vars(chain), "subscription": backdated})
+    later = backdated_premium(api, chain)
     assert [line["quantity"] for line in draft(api, later)["lines"]] == [0]
 
 
