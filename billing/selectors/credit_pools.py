@@ -179,9 +179,10 @@ def _ungranted_periods(subscription: Subscription, now: datetime) -> list[tuple[
 def pending_settlements(subscription: Subscription, plan_pool: Pool, now: datetime,
                         recorded_by: dict | None = None) -> list[Settlement]:
     """Every ended period not settled yet, oldest first, with what it draws from top-ups (each period measured
-    against its own pool: `period_pool`). `recorded_by`: period start -> the instant a period was settled at
-    before, when the verifier settles it again; it counts the events recorded by then, as that settlement did
-    (a settlement is final: usage recorded for the period later does not move it)."""
+    against its own pool: `period_pool`), counting the events recorded by `now`, the instant a settlement is
+    stamped with. `recorded_by`: period start -> the instant a period was settled at before, when the verifier
+    settles it again; it counts the events recorded by then, as that settlement did (a settlement is final: usage
+    recorded for the period later does not move it)."""
     grants = _period_grants(subscription)
     drawn = grants.filter(settled_at__isnull=False, period_end__lte=now).aggregate(
         total=Sum("topup_units_drawn"))["total"] or ZERO
@@ -195,9 +196,12 @@ def pending_settlements(subscription: Subscription, plan_pool: Pool, now: dateti
     timelines = customer_timelines(book=subscription.book_id, subscriptions=[subscription]) if periods else {}
     for start, end, grant_id in sorted(periods, key=lambda period: period[0]):
         pool = period_pool(timelines[subscription.pk], start, plan_pool)
+        # Counted as recorded by the instant the settlement is stamped with (`now` for a first one), which is what
+        # the verifier compares it with: a batch recorded after the job's clock read, committed before its read of
+        # the ledger, is late usage for it as for the verifier.
         consumed = billed_usage(book=subscription.book_id, windows={subscription: (start, end)}, timelines=timelines,
-                                recorded_by=(recorded_by or {}).get(start)).get((subscription.pk, pool.signal_id),
-                                                                                 ZERO)
+                                recorded_by=(recorded_by or {}).get(start, now)).get((subscription.pk, pool.signal_id),
+                                                                                      ZERO)
         available = sum((units for granted_at, units in topups if granted_at < end), ZERO) - drawn
         size = pool_units(subscription, start, end, pool.size)
         taken = topup_draw(consumed=consumed, pool_size=size, available=available)

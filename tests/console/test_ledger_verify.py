@@ -225,6 +225,32 @@ def test_usage_recorded_for_a_settled_period_after_its_settlement_is_no_drift_an
     assert ledger_verify(now=NOW, book=book, checks=("credit_pools",))[0].drift == 0  # and the repair holds
 
 
+def test_a_settlement_counts_the_usage_recorded_by_the_instant_it_is_stamped_with(api, book, monkeypatch):
+    """The settle job's clock reads July 1 00:00:00; a batch dated June 30 is recorded five seconds later and
+    committed before the job reads the ledger. The settlement is stamped 00:00:00 and counts what was recorded by
+    then, as the verifier does: not the late batch (it counted it, and every verification reported drift)."""
+    from core import clock
+
+    from tests.billing.pools import pool_strategy, pool_subscription, run_jobs, use
+    from tests.factories import AgentFactory, CustomerFactory, SignalFactory
+    from tests.billing.support import create_plan
+    from types import SimpleNamespace
+
+    agent = AgentFactory(book=book)
+    chain = SimpleNamespace(agent=agent, signal=SignalFactory(book=book, agent=agent),
+                            customer=CustomerFactory(book=book), plan=create_plan(api, agent.id))
+    monkeypatch.setattr(clock, "now", lambda: datetime(2025, 6, 10, 12, tzinfo=UTC))
+    pool_subscription(api, chain, start="2025-06-01T00:00:00Z", strategy=pool_strategy(chain))
+    use(chain, 30, at=datetime(2025, 6, 5, tzinfo=UTC))
+    run_jobs("2025-06-10T12:00:00Z")  # June's grant
+    monkeypatch.setattr(clock, "now", lambda: datetime(2025, 7, 1, 0, 0, 5, tzinfo=UTC))
+    use(chain, 25, at=datetime(2025, 6, 30, 23, 59, tzinfo=UTC))
+    run_jobs("2025-07-01T00:00:00Z")  # June ends and is settled
+    grant = CreditGrant.objects.get(kind="period", period_start=datetime(2025, 6, 1, tzinfo=UTC))
+    assert (grant.consumed_units, grant.settled_at) == (30, datetime(2025, 7, 1, tzinfo=UTC))
+    assert ledger_verify(now=NOW, book=book, checks=("credit_pools",))[0].drift == 0
+
+
 def test_a_draft_whose_discount_changed_after_its_period_got_usage_is_stale_not_drift(api, book):
     """A PATCH of a draft's discount re-totals its lines as they are: it reads no usage, so usage recorded before
     it still makes the draft stale (refreshed before it is issued), not drifted."""
