@@ -173,8 +173,8 @@ def test_a_draft_invoice_whose_lines_differ_from_its_claims_is_drift_and_repair_
     assert InvoiceLine.objects.get(charge_type="usage").amount == D("818.90")
 
 
-def settled_june_pool(api, book, monkeypatch) -> CreditGrant:
-    """A pool subscription from June 2025 with 30 units used in June, its June period settled."""
+def june_pool(api, book, monkeypatch):
+    """A pool subscription from June 2025 with 30 units used in June and June's grant, the clock on June 10."""
     from core import clock
 
     from tests.billing.pools import pool_strategy, pool_subscription, run_jobs, use
@@ -189,6 +189,14 @@ def settled_june_pool(api, book, monkeypatch) -> CreditGrant:
     pool_subscription(api, chain, start="2025-06-01T00:00:00Z", strategy=pool_strategy(chain))
     use(chain, 30, at=datetime(2025, 6, 5, tzinfo=UTC))
     run_jobs("2025-06-10T12:00:00Z")  # June's grant
+    return chain
+
+
+def settled_june_pool(api, book, monkeypatch) -> CreditGrant:
+    """A pool subscription from June 2025 with 30 units used in June, its June period settled."""
+    from tests.billing.pools import run_jobs
+
+    chain = june_pool(api, book, monkeypatch)
     run_jobs("2025-07-01T00:00:00Z")  # June ends and is settled
     grant = CreditGrant.objects.get(kind="period", period_start=datetime(2025, 6, 1, tzinfo=UTC))
     assert grant.consumed_units == 30
@@ -231,18 +239,9 @@ def test_a_settlement_counts_the_usage_recorded_by_the_instant_it_is_stamped_wit
     then, as the verifier does: not the late batch (it counted it, and every verification reported drift)."""
     from core import clock
 
-    from tests.billing.pools import pool_strategy, pool_subscription, run_jobs, use
-    from tests.factories import AgentFactory, CustomerFactory, SignalFactory
-    from tests.billing.support import create_plan
-    from types import SimpleNamespace
+    from tests.billing.pools import run_jobs, use
 
-    agent = AgentFactory(book=book)
-    chain = SimpleNamespace(agent=agent, signal=SignalFactory(book=book, agent=agent),
-                            customer=CustomerFactory(book=book), plan=create_plan(api, agent.id))
-    monkeypatch.setattr(clock, "now", lambda: datetime(2025, 6, 10, 12, tzinfo=UTC))
-    pool_subscription(api, chain, start="2025-06-01T00:00:00Z", strategy=pool_strategy(chain))
-    use(chain, 30, at=datetime(2025, 6, 5, tzinfo=UTC))
-    run_jobs("2025-06-10T12:00:00Z")  # June's grant
+    chain = june_pool(api, book, monkeypatch)
     monkeypatch.setattr(clock, "now", lambda: datetime(2025, 7, 1, 0, 0, 5, tzinfo=UTC))
     use(chain, 25, at=datetime(2025, 6, 30, 23, 59, tzinfo=UTC))
     run_jobs("2025-07-01T00:00:00Z")  # June ends and is settled
