@@ -289,35 +289,33 @@ class ScopedAdminMixin(OperatorPermissionsMixin):
         return [scope_filter, *filters] if scope_filter else filters
 
 
-def _sees_several_organizations(request) -> bool:
-    organizations = visible_organization_ids(request.user)
-    return organizations is None or len(organizations) > 1
+class OwnerColumnMixin:
+    """An operator of several organizations (or a superuser) sees whose each row is, as a last column naming its
+    `owner_field`, unless the list is filtered to one (the scope filter's parameter is the field's name): the rows
+    of two organizations are otherwise told apart by nothing on the page."""
+
+    owner_field = ""
+
+    def get_list_display(self, request):
+        columns = super().get_list_display(request)
+        organizations = visible_organization_ids(request.user)
+        if (self.owner_field in columns or self.owner_field not in {field.name for field in self.model._meta.fields}
+                or request.GET.get(self.owner_field) or (organizations is not None and len(organizations) <= 1)):
+            return columns
+        return [*columns, self.owner_field]
 
 
-class OrganizationScopedAdmin(ScopedAdminMixin, admin.ModelAdmin):
+class OrganizationScopedAdmin(OwnerColumnMixin, ScopedAdminMixin, admin.ModelAdmin):
     """Rows of an organization itself (members, keys, the request log)."""
 
-    def get_list_display(self, request):
-        """An operator of several organizations sees whose each row is, unless the list is filtered to one."""
-        columns = super().get_list_display(request)
-        if ("organization" in columns or "organization" not in {field.name for field in self.model._meta.fields}
-                or request.GET.get(OrganizationListFilter.parameter_name) or not _sees_several_organizations(request)):
-            return columns
-        return [*columns, "organization"]
+    owner_field = OrganizationListFilter.parameter_name
 
 
-class BookScopedAdmin(ScopedAdminMixin, admin.ModelAdmin):
+class BookScopedAdmin(OwnerColumnMixin, ScopedAdminMixin, admin.ModelAdmin):
     """Rows of one organization's test or live books."""
 
+    owner_field = BookListFilter.parameter_name
     list_select_related = ("book__organization",)
-
-    def get_list_display(self, request):
-        """An operator of several organizations (or a superuser) sees whose each row is, unless the list is
-        filtered to one book: the rows of two organizations are otherwise told apart by nothing on the page."""
-        columns = super().get_list_display(request)
-        if "book" in columns or request.GET.get(BookListFilter.parameter_name) or not _sees_several_organizations(request):
-            return columns
-        return [*columns, "book"]
 
 
 class ScopedInlineMixin(ScopedAdminMixin):

@@ -65,10 +65,12 @@ def period_claims(subscription: Subscription, window: BillingWindow) -> list[Cla
     return window_claims(book=subscription.book_id, windows={subscription: (window.start, window.end)})
 
 
-def claims_counted_by(invoice: Invoice, moment: datetime) -> list[Claim]:
-    """The claims the invoice's lines counted when they last read the ledger at `moment`: its period's claims
-    settled among the subscriptions of its customer that existed then (one created since, even backdated, took
-    none of them). For an invoice that did not store them with its lines (`Invoice.billed_claims` null)."""
+def claims_counted_by(invoice: Invoice) -> list[Claim]:
+    """The claims the invoice's lines counted when they last read the ledger (`usage_read_at`; before that field,
+    when it was issued or last saved): its period's claims settled among the subscriptions of its customer that
+    existed then (one created since, even backdated, took none of them). For an invoice that did not store them
+    with its lines (`Invoice.billed_claims` null)."""
+    moment = invoice.usage_read_at or invoice.issued_at or invoice.updated_at
     subscription = invoice.subscription
     window = billing_window(subscription, invoice.period_start, invoice.period_end)
     existing = owned(Subscription, subscription.book_id).filter(customer_id=subscription.customer_id,

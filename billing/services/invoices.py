@@ -55,10 +55,14 @@ def _pay_token(invoice: Invoice) -> str:
     return token
 
 
+# Never voided: its payments are refunded instead (invoice_void).
+NEVER_VOIDED = (Status.PAID, Status.REFUNDED)
+
+
 def void_first(invoice: Invoice) -> str:
     """How to take a finalized invoice out of the way, as a refusal says it: void it, once its payments are
     refunded; a paid invoice is never voided (invoice_void)."""
-    if invoice.status in (Status.PAID, Status.REFUNDED):
+    if invoice.status in NEVER_VOIDED:
         return "a paid invoice is never voided"
     if invoice.amount_paid > 0:
         return "refund its payments and void it first"
@@ -214,7 +218,7 @@ def invoice_update(*, book, invoice_id, **changes) -> Invoice:
     """Discount, tax and memo of a draft; finalized invoices never change (409)."""
     invoice = _invoice_locked(book, invoice_id)
     if invoice.status != Status.DRAFT:
-        remedy = ("A paid invoice is never voided: it stays as it is" if invoice.status in (Status.PAID, Status.REFUNDED)
+        remedy = ("A paid invoice is never voided: it stays as it is" if invoice.status in NEVER_VOIDED
                   else f"To bill the period differently, {void_first(invoice)}, then generate it again")
         raise Conflict(f"Invoice {invoice.invoice_number} is {invoice.status}: only drafts change. {remedy}.",
                        code="invoice_immutable")
@@ -232,7 +236,7 @@ def _finalize(invoice: Invoice, *, now: datetime, status: str) -> None:
     subscription = invoice.subscription
     timezone = subscription.timezone
     if invoice.billed_claims is None:
-        invoice.billed_claims = claims_document(claims_counted_by(invoice, invoice.usage_read_at or now))
+        invoice.billed_claims = claims_document(claims_counted_by(invoice))
     invoice.status, invoice.issued_at = status, now
     invoice.due_date = local_date(now, timezone) + timedelta(days=subscription.net_terms)
     invoice.overdue_at = local_midnight(invoice.due_date + timedelta(days=1), timezone)
@@ -301,7 +305,7 @@ def invoice_void(*, book, invoice_id, now: datetime, reason: str = "") -> Invoic
     invoice = _invoice_locked(book, invoice_id)
     if invoice.status == Status.VOID:
         return invoice
-    if invoice.status in (Status.PAID, Status.REFUNDED):
+    if invoice.status in NEVER_VOIDED:
         raise BadRequest(f"Invoice {invoice.invoice_number} is {invoice.status}; a paid invoice is not voided, "
                          "its payments are refunded.")
     if invoice.amount_paid > 0:
@@ -369,9 +373,7 @@ def final_invoices_keep_claims() -> int:
                            .first())
                 if invoice is None:
                     continue
-                # As its lines counted them: among the subscriptions that existed when they last read the ledger.
-                counted_at = invoice.usage_read_at or invoice.issued_at or invoice.updated_at
-                claims = claims_document(claims_counted_by(invoice, counted_at))
+                claims = claims_document(claims_counted_by(invoice))
                 owned(Invoice, book_id).filter(pk=pk).update(billed_claims=claims)
                 stored += 1
         except Exception:  # one invoice the service cannot price (its plan broken since) never blocks a migrate

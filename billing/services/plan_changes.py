@@ -21,7 +21,7 @@ from billing.pricing.terms import effective_end, schedule_of
 from billing.events import subscription_event
 from billing.services.changelog import Kind, changelog_add, json_value
 from webhooks.models import EventType
-from billing.services.invoices import invoice_generate, invoices_fit_to_end, void_first
+from billing.services.invoices import NEVER_VOIDED, invoice_generate, invoices_fit_to_end, void_first
 from billing.services.subscriptions import (_customer_locked_quietly, _fit_period_to_end, _local_instant,
                                             _refuse_overlap, _set_period)
 from core.errors import Conflict, NotFound, Unprocessable
@@ -61,8 +61,8 @@ def _refuse_invoiced(book, subscription: Subscription, effective_at: datetime) -
                .exclude(status__in=(InvoiceStatus.DRAFT, InvoiceStatus.VOID)).order_by("period_start").first())
     if invoice is not None:
         later = f"change the plan from {json_value(invoice.period_end)} on"
-        remedy = (f"a paid invoice stays as it is: {later}" if invoice.status in (InvoiceStatus.PAID, InvoiceStatus.REFUNDED)
-                  else f"{void_first(invoice)} or {later}")
+        remedy = f"a paid invoice stays as it is: {later}" if invoice.status in NEVER_VOIDED else \
+            f"{void_first(invoice)} or {later}"
         raise Conflict(f"Invoice {invoice.invoice_number} ({invoice.id}, {invoice.status}) already bills "
                        f"{json_value(invoice.period_start)} to {json_value(invoice.period_end)}, which the change at "
                        f"{json_value(effective_at)} would split; {remedy}.", code="period_invoiced")

@@ -153,16 +153,24 @@ class Window:
     end: datetime
 
 
+def _month(moment: datetime) -> Window:
+    start, end = clock.month_window(moment)
+    return Window(f"month:{start:%Y-%m}", start, end)
+
+
+def _custom(alert: CustomerAlert) -> Window:
+    return Window(f"custom:{alert.custom_start.isoformat()}/{alert.custom_end.isoformat()}", alert.custom_start,
+                  alert.custom_end)
+
+
 def current_window(alert: CustomerAlert, now: datetime) -> Window | None:
     """The window a watch judges now; None for a custom range not started yet or already over."""
     if alert.window_mode == WindowMode.MONTH:
-        start, end = clock.month_window(now)
-        return Window(f"month:{start:%Y-%m}", start, end)
+        return _month(now)
     if alert.window_mode == WindowMode.ROLLING:
         return Window(f"rolling:{alert.rolling_armed_at.isoformat()}", now - ROLLING_WINDOW, now)
     if alert.custom_start <= now < alert.custom_end:
-        return Window(f"custom:{alert.custom_start.isoformat()}/{alert.custom_end.isoformat()}",
-                      alert.custom_start, alert.custom_end)
+        return _custom(alert)
     return None
 
 
@@ -177,11 +185,9 @@ def just_ended_window(alert: CustomerAlert, now: datetime) -> Window | None:
     before that window ended (created or last changed after it, it never watched that window: a month watch created
     on April 1 says nothing of March); None otherwise (a rolling window never ends)."""
     if alert.window_mode == WindowMode.MONTH:
-        start, end = clock.month_window(clock.month_window(now)[0] - timedelta(microseconds=1))
-        window = Window(f"month:{start:%Y-%m}", start, end)
+        window = _month(_month(now).start - timedelta(microseconds=1))
     elif alert.window_mode == WindowMode.CUSTOM and alert.custom_end <= now:
-        window = Window(f"custom:{alert.custom_start.isoformat()}/{alert.custom_end.isoformat()}",
-                        alert.custom_start, alert.custom_end)
+        window = _custom(alert)
     else:
         return None
     if now - window.end > ENDED_WINDOW_GRACE or alert.updated_at >= window.end:
