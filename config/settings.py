@@ -218,6 +218,10 @@ if REDIS_URL:
                                       "socket_timeout": REDIS_TIMEOUT_SECONDS}}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "billing"}}
+# Whether every web process reads the same cache. A per-process cache must not keep answers that another
+# process's write changes (credit balances: a top-up served by one process left the others answering the
+# balance before it for 30 seconds, and two reads in a row could go back in time).
+CACHE_SHARED = bool(REDIS_URL)
 
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None

@@ -21,6 +21,7 @@ from datetime import datetime
 from decimal import Decimal
 from uuid import UUID, uuid4
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Exists, OuterRef, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
@@ -352,7 +353,12 @@ def balance_cache_refresh(*, book) -> None:
 
 
 def cached_read(*, book, what: str, compute):
-    """`compute()` (a JSON-ready answer) kept in the shared cache for 30 seconds per book and query."""
+    """`compute()` (a JSON-ready answer) kept in the shared cache for 30 seconds per book and query. Without
+    one (no `REDIS_URL`: each web process has a cache of its own) every read computes: a top-up or a pause
+    change made through another process shows at once, and reads never go back in time from one process to
+    the next."""
+    if not settings.CACHE_SHARED:
+        return compute()
     digest = hashlib.sha256(what.encode()).hexdigest()
     key = f"credit-balances:{book.pk}:{cache.get(_generation_key(book), '0')}:{digest}"
     answer = cache.get(key)

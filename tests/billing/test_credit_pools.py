@@ -231,6 +231,21 @@ def test_balance_reads_are_private_and_cached_for_30_seconds(api, chain, frozen_
     assert balances(api)["balances"][0]["remainingUnits"] == 85
 
 
+def test_without_a_shared_cache_every_read_computes(api, chain, frozen_now, settings):
+    # No REDIS_URL: each web process has a cache of its own, so an answer kept in one would outlive a top-up
+    # or usage seen through another (reads flipping between the balance before and after the top-up).
+    settings.CACHE_SHARED = False
+    subscription = pool_subscription(api, chain)
+    use(chain, 10)
+    single = api.get(f"/v1/subscriptions/{subscription['id']}/credit-balance")
+    assert single.json()["consumedUnits"] == 10
+    assert single["Cache-Control"] == "private, max-age=30"  # the client may still keep it (contract)
+    assert balances(api)["balances"][0]["consumedUnits"] == 10
+    use(chain, 10)
+    assert balance(api, subscription)["consumedUnits"] == 20
+    assert balances(api)["balances"][0]["consumedUnits"] == 20
+
+
 def test_reads_are_cached_per_query(api, book, chain, frozen_now):
     pool_subscription(api, chain)
     assert len(balances(api)["balances"]) == 1
