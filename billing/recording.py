@@ -25,6 +25,7 @@ from billing.record_validation import (
 from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_prices
+from core import clock
 from core.errors import ServiceUnavailable
 from core.hooks import Hooks
 from core.ids import random_uuids, time_ordered_uuids
@@ -167,12 +168,12 @@ def _record(book, checked: list, *, now: datetime, generation: Generation, proce
             outcome.new_events = [a.event for a in appended if not a.replayed]
             # Spec §4: tags and routing rules attach events to matters at record time.
             matters_attribute_new_events(book=book, events=outcome.new_events, generation=generation)
-        for draft, result in zip(drafts, appended):
+        timestamps = clock.instants_text([result.event.usage_date for result in appended])
+        for draft, result, timestamp in zip(drafts, appended, timestamps):
             event = result.event
             # UUIDs as they are: the renderer writes their canonical text (core/api_json.py).
             entry = {"index": draft.index, **_echo(draft), "eventId": event.id, "rawEventId": event.raw_event_id,
-                     "totalCostUsd": decimal_text(event.usage_cost),
-                     "timestamp": event.usage_date.isoformat().replace("+00:00", "Z")}
+                     "totalCostUsd": decimal_text(event.usage_cost), "timestamp": timestamp}
             if result.replayed:
                 entry["replayed"] = True
             if event.usage_cost is None:

@@ -3,6 +3,7 @@ from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import orjson
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 
@@ -28,6 +29,13 @@ def is_valid_timezone(name) -> bool:
 
 def now() -> datetime:
     return timezone.now()
+
+
+def instants_text(instants: list[datetime]) -> list[str]:
+    """Aware instants as the API writes them (ISO 8601 as `isoformat` writes it, `Z` for UTC, as DRF's encoder),
+    many at once: orjson formats a list of them in C, where `isoformat` costs a few microseconds each (a usage
+    batch's answer holds a hundred; docs/performance.md)."""
+    return orjson.loads(orjson.dumps(instants, option=orjson.OPT_UTC_Z))
 
 
 def parse_instant(value: str, *, field: str = "date") -> datetime:
