@@ -4,7 +4,7 @@ Every read takes the session's book and customer (portal/selectors.py), so the p
 rows only.
 """
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.urls import reverse
@@ -111,6 +111,21 @@ class PoolRow:
     remaining_percent: Decimal
     bar_percent: Decimal  # remaining_percent clamped to 0-100 for the gauge
     period: tuple[str, str] | None
+    # Set for a subscription outside its periods (not started, or ended): its pool cannot be drawn on now, so
+    # the page says when it starts or ended instead of a full gauge the customer would read as credit to use.
+    not_current: str | None = None
+    starts_later: bool = False  # not started yet: its pool and top-ups are there from its start
+
+
+def _not_current(balance, now: datetime) -> str | None:
+    if not balance.no_active_period:
+        return None
+    subscription = balance.subscription
+    if subscription.start_date > now:
+        return f"Starts {display.day(subscription.start_date, subscription.timezone)}"
+    if subscription.end_date is not None and subscription.end_date <= now:
+        return f"Ended {display.day(subscription.end_date - timedelta(microseconds=1), subscription.timezone)}"
+    return "No current period"
 
 
 def pool_rows(*, book, customer: Customer, now: datetime) -> list[PoolRow]:
@@ -123,7 +138,8 @@ def pool_rows(*, book, customer: Customer, now: datetime) -> list[PoolRow]:
         rows.append(PoolRow(subscription.name, subscription.plan.name, display.quantity(balance.pool.size),
                             display.quantity(balance.consumed_units), display.quantity(balance.remaining_units),
                             balance.remaining_percent, min(max(balance.remaining_percent, Decimal(0)), Decimal(100)),
-                            period))
+                            period, _not_current(balance, now),
+                            balance.no_active_period and balance.subscription.start_date > now))
     return rows
 
 

@@ -301,6 +301,27 @@ def test_credit_balances_show_only_where_the_plan_sells_a_pool(api, book, custom
     assert 'title="70% left"' in credits and ">70%</span>" in credits  # as the console writes a percent
 
 
+def test_a_pool_outside_its_subscriptions_periods_says_when_it_starts_or_ended(api, book, customer, create_session,
+                                                                              clock_at):
+    # A full gauge for an ended subscription read as 100 units still to use.
+    agent = AgentFactory(book=book)
+    chain = SimpleNamespace(agent=agent, signal=SignalFactory(book=book, agent=agent), customer=customer,
+                            plan=create_plan(api, agent.id, name="Translation pool"))
+    create_strategies(api, chain.plan["id"], [pool_strategy(chain, size=100)])
+    create_subscription(api, chain, startDate="2025-06-01T00:00:00Z", endDate="2025-07-01T00:00:00Z")
+    client = opened(create_session(customer))
+    clock_at(instant("2025-05-20T12:00:00Z"))
+    credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
+    assert "Starts 2025-06-01" in credits and ">100<" in credits and "gauge" not in credits
+    clock_at(instant("2025-06-10T12:00:00Z"))
+    credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
+    assert "0 of 100 units used" in credits and "gauge" in credits
+    clock_at(instant("2025-07-03T12:00:00Z"))
+    credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
+    assert "Ended 2025-06-30" in credits and "100 units a period" in credits and "gauge" not in credits
+    assert ">100<" not in credits and "100%" not in credits
+
+
 def test_the_page_links_back_to_the_return_url_when_set(customer, create_session):
     with_return = html(opened(create_session(customer, returnUrl="https://app.example.com/account")).get(
         "/portal/s/"))
