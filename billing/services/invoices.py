@@ -209,6 +209,7 @@ def invoices_fit_to_end(*, book, subscription: Subscription, now: datetime, reas
             invoice.status, invoice.voided_at, invoice.void_reason = Status.VOID, now, reason[:500]
             invoice.pay_token_digest, invoice.pay_token_nonce = None, ""
             invoice.save()
+            invoice_event(invoice, EventType.INVOICE_VOIDED, now=now)  # as a void asked for (invoice_void)
 
 
 # --------------------------------------------------------------------------- drafts

@@ -57,12 +57,17 @@ def _plan_for_agent(book, plan_id, subscription: Subscription) -> PricingPlan:
 def _refuse_invoiced(book, subscription: Subscription, effective_at: datetime) -> None:
     """409 when a finalized invoice (any status but draft or void) bills the subscription at or after the
     change: its period would be split after it was issued."""
-    invoice = (owned(Invoice, book).filter(subscription=subscription, period_end__gt=effective_at)
-               .exclude(status__in=(InvoiceStatus.DRAFT, InvoiceStatus.VOID)).order_by("period_start").first())
-    if invoice is not None:
-        later = f"change the plan from {json_value(invoice.period_end)} on"
+    blocking = list(owned(Invoice, book).filter(subscription=subscription, period_end__gt=effective_at)
+                    .exclude(status__in=(InvoiceStatus.DRAFT, InvoiceStatus.VOID)).order_by("period_start"))
+    if blocking:
+        invoice = blocking[0]
+        # The first instant no finalized invoice bills: a change from an earlier one is refused again by a later
+        # invoice (the advice named the end of the first one, whatever came after it).
+        later = f"change the plan from {json_value(max(row.period_end for row in blocking))} on"
+        others = (f" (and {len(blocking) - 1} later finalized invoice{'s' if len(blocking) > 2 else ''}: "
+                  f"{', '.join(row.invoice_number for row in blocking[1:])})" if len(blocking) > 1 else "")
         remedy = f"a paid invoice stays as it is: {later}" if invoice.status in NEVER_VOIDED else \
-            f"{void_first(invoice)} or {later}"
+            f"{void_first(invoice)}{others} or {later}"
         raise Conflict(f"Invoice {invoice.invoice_number} ({invoice.id}, {invoice.status}) already bills "
                        f"{json_value(invoice.period_start)} to {json_value(invoice.period_end)}, which the change at "
                        f"{json_value(effective_at)} would split; {remedy}.", code="period_invoiced")

@@ -273,6 +273,18 @@ def test_a_change_into_a_period_a_finalized_invoice_bills_is_a_409_naming_it(acm
     assert lines(cut) == [("recurring", 1, 15.0)]  # 30 x 15/30
 
 
+def test_the_409_names_the_end_of_the_last_finalized_invoice_the_change_would_meet(acme):
+    # Naming the first one's end sent the caller to a change the next finalized invoice refused again.
+    plan, _ = acme.plan(fee("30"))
+    other, _ = acme.plan(fee("60"))
+    old = subscribe(acme, plan, "2025-05-01T00:00:00Z")
+    for period in (("2025-05-01T00:00:00Z", "2025-06-01T00:00:00Z"), JUNE):
+        ok(acme.api.post(f"/v1/invoices/{acme.generate(old, period)['id']}/send", {}))
+    message = error(change(acme.api, old, other, effectiveAt="2025-05-20T00:00:00Z"), 409)
+    assert "change the plan from 2025-07-01T00:00:00Z on" in message and "and 1 later finalized invoice" in message
+    ok(change(acme.api, old, other, effectiveAt="2025-07-01T00:00:00Z"), 201)  # the advice, followed, is taken
+
+
 def test_a_plan_of_another_agent_is_a_422_and_an_unknown_plan_a_404(acme, api):
     plan, _ = acme.plan(fee("30"))
     old = subscribe(acme, plan, "2025-05-01T00:00:00Z")

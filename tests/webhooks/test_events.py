@@ -164,6 +164,20 @@ def test_a_plan_change_reports_plan_changed_with_the_new_subscription_and_the_ol
     assert ended["data"]["nextSubscriptionId"] == new_id
 
 
+def test_a_plan_change_voiding_a_draft_past_it_reports_invoice_voided(api, hooked, book):
+    from tests.billing.invoice_support import FEB
+    from tests.billing.support import create_plan
+    chain = hooked.call(billing_chain, api, book, [recurring("20")])
+    february = hooked.call(draft, api, chain, FEB)
+    other_plan = create_plan(api, chain.agent.id, name="Pro")
+    replacement = hooked.call(api.post, f"/v1/subscriptions/{chain.subscription['id']}/change-plan",
+                              {"planId": other_plan["id"], "effectiveAt": "2025-01-17T00:00:00Z"})
+    assert replacement.status_code == 201, replacement.content
+    voided = only(hooked, "invoice.voided")
+    assert voided["data"] == as_json(api.get(f"/v1/invoices/{february['id']}"))
+    assert voided["data"]["status"] == "void" and "Plan changed" in voided["data"]["voidReason"]
+
+
 def test_plan_changed_is_emitted_by_the_function_the_plan_change_calls(api, hooked, book):
     chain = hooked.call(billing_chain, api, book, [recurring("20")])
     subscription = as_json(api.get(f"/v1/subscriptions/{chain.subscription['id']}"))
