@@ -5,6 +5,7 @@ Actions are edges like views: they parse (a form), call the same service functio
 operator's role in each row's organization must be one the API accepts for the same operation.
 """
 import csv
+import html
 import uuid
 from collections.abc import Callable, Iterable
 from datetime import date, datetime
@@ -18,6 +19,7 @@ from django.db import models
 from django.http import StreamingHttpResponse
 from django.template.response import TemplateResponse
 from django.utils.html import strip_tags
+from django.utils.safestring import SafeString
 
 from accounts.admin_scoping import may_act, organization_id_of
 from accounts.models import Role
@@ -101,13 +103,18 @@ def _cell(value) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, Decimal)):
+    if isinstance(value, int):
         return str(value)
+    if isinstance(value, Decimal):
+        return format(value, "f")  # the stored digits, never an exponent (`2.0E-7`)
     if isinstance(value, (datetime, date)):
         return value.isoformat()
     if isinstance(value, models.Model):
         value = str(value)
-    return spreadsheet_safe(strip_tags(str(value)))
+    if isinstance(value, SafeString):  # a column the console renders as HTML: its text
+        value = html.unescape(strip_tags(value))
+    # Text as stored: a customer named `R&D <Labs>` stays so (stripping tags from it dropped `<Labs>`).
+    return spreadsheet_safe(str(value))
 
 
 def _heading(label: str) -> str:

@@ -196,6 +196,7 @@ class CreditGrantInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInli
     @admin.display(description="Period")
     def grant_period(self, grant):
         return display.period(grant.period_start, grant.period_end)
+    grant_period.csv_value = lambda grant: display.iso_interval(grant.period_start, grant.period_end)
 
     consumed = staticmethod(settled_consumption)
 
@@ -306,6 +307,8 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     def current_period(self, subscription):
         return display.period(subscription.current_period_start, subscription.current_period_end,
                               subscription.timezone)
+    current_period.csv_value = lambda subscription: display.iso_interval(subscription.current_period_start,
+                                                                 subscription.current_period_end)
 
     @admin.display(description="Credit pool")
     def credit_pool_left(self, subscription):
@@ -329,6 +332,9 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             return (f"{display.quantity(balance.remaining_units)} left ({display.percent(balance.remaining_percent)} "
                     f"of {display.quantity(balance.pool.size)})")
         credit_pool_left.short_description = "Credit pool"
+        # The export writes what is left, in units (top-ups counted), as the API's `remainingUnits`.
+        credit_pool_left.csv_value = lambda subscription: getattr(
+            getattr(request, "pool_balances", {}).get(subscription.pk), "remaining_units", None)
         return [credit_pool_left if name == "credit_pool_left" else name for name in super().get_list_display(request)]
 
     def get_urls(self):

@@ -152,6 +152,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     @admin.display(description="Period", ordering="period_start")
     def period(self, invoice):
         return period_label(invoice)
+    period.csv_value = lambda invoice: display.iso_interval(invoice.period_start, invoice.period_end)
 
     @admin.display(description="Amount due")
     def amount_due(self, invoice):

@@ -100,6 +100,14 @@ def days(first: date | str, last: date | str) -> str:
     return f"{first} to {last}"
 
 
+def iso_interval(start: datetime | None, end: datetime | None) -> str | None:
+    """A half-open period as an ISO 8601 interval of its two instants (`2026-10-01T07:00:00+00:00/...`): what an
+    export writes where a page writes local days."""
+    if start is None or end is None:
+        return None
+    return f"{start.isoformat()}/{end.isoformat()}"
+
+
 def period_days(start: datetime, end: datetime, timezone: str = "UTC") -> tuple[str, str]:
     """A half-open period [start, end) as its first and last local day in `timezone`."""
     return day(start, timezone), day(end - timedelta(microseconds=1), timezone)

@@ -74,3 +74,19 @@ def test_the_invoice_export_heads_every_column_alike_and_writes_every_amount_as_
     invoice.save()
     header, line = rows_of(action(console, "/admin/billing/invoice/", "export_csv", [invoice], follow=False))
     assert (dict(zip(header, line))["amount due"], dict(zip(header, line))["overpaid"]) == ("0.00", "5.00")
+
+
+def test_text_is_exported_as_stored_and_periods_and_decimals_as_raw_values(console, book):
+    from decimal import Decimal
+
+    from billing.models import Invoice
+    from accounts.admin_actions import _cell
+
+    customer = CustomerFactory(book=book, name='R&D <Labs> "Big", Inc.')
+    header, line = rows_of(action(console, "/admin/customers/customer/", "export_csv", [customer], follow=False))
+    assert dict(zip(header, line))["name"] == 'R&D <Labs> "Big", Inc.'  # no tag stripped from a name
+    invoice = populate(book, "export")[Invoice]
+    header, line = rows_of(action(console, "/admin/billing/invoice/", "export_csv", [invoice], follow=False))
+    assert dict(zip(header, line))["period"] == f"{invoice.period_start.isoformat()}/{invoice.period_end.isoformat()}"
+    # A rate stored to 30 places: its digits, never Python's exponent form (`2.00...0E-7`).
+    assert _cell(Decimal("2.00000000000000000000000E-7")) == "0.000000200000000000000000000000"
