@@ -27,6 +27,9 @@ from core.redis_client import redis_client
 logger = logging.getLogger("billing.background")
 
 
+FLUSH_WAIT_SECONDS = 120  # at most this for a run in progress on the thread (a webhook attempt times out sooner)
+
+
 class Coalescer:
     def __init__(self, name: str, run: Callable[[Hashable, set], object], *, delay: float):
         self.name, self._run, self.delay = name, run, delay
@@ -38,6 +41,7 @@ class Coalescer:
         self._condition = threading.Condition()
         self._pending: dict[Hashable, set] = {}
         self._due: dict[Hashable, float] = {}  # monotonic time at which the key's run starts
+        self._running = False  # the thread is running a key it took: flush waits for it
         self._thread = threading.Thread(target=self._loop, name=self.name, daemon=True)
         self._thread.start()
 
@@ -60,6 +64,10 @@ class Coalescer:
             self._due.clear()
         for key, items in work:
             self._run_one(key, items, on_own_thread=False)
+        # A key the thread took just before is run by it, not here: a process exiting (a cron run of
+        # run_scheduled_jobs) waits for it, or the daemon thread dies with the process and its work is lost.
+        with self._condition:
+            self._condition.wait_for(lambda: not self._running, timeout=FLUSH_WAIT_SECONDS)
 
     def _loop(self) -> None:
         while True:
@@ -72,7 +80,13 @@ class Coalescer:
                     self._condition.wait(min(self._due.values()) - now if self._due else None)
                 del self._due[ready]
                 items = self._pending.pop(ready, set())
-            self._run_one(ready, items, on_own_thread=True)
+                self._running = True
+            try:
+                self._run_one(ready, items, on_own_thread=True)
+            finally:
+                with self._condition:
+                    self._running = False
+                    self._condition.notify_all()
 
     def _run_one(self, key: Hashable, items: set, *, on_own_thread: bool) -> None:
         try:

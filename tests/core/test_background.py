@@ -1,5 +1,6 @@
 """The in-process runner of work that follows a request when there is no worker (core/background.py)."""
 import threading
+import time
 
 from core.background import Coalescer
 
@@ -44,3 +45,20 @@ def test_flush_runs_what_is_pending_now_in_the_calling_thread():
     assert runs == [("book-1", {"a"})]
     coalescer.flush()
     assert runs == [("book-1", {"a"})]  # taken once
+
+
+def test_flush_waits_for_the_run_the_thread_has_already_taken():
+    # run_scheduled_jobs without Redis hands webhook retries to the thread and exits: the thread had taken the key,
+    # flush found nothing pending, and the daemon thread died with the process before it sent anything.
+    started, finished = threading.Event(), []
+
+    def slow(key, items):
+        started.set()
+        time.sleep(0.3)
+        finished.append(key)
+
+    coalescer = Coalescer("test-slow", slow, delay=0)
+    coalescer.add("retry", {1})
+    assert started.wait(5)  # the thread has the key
+    coalescer.flush()
+    assert finished == ["retry"]
