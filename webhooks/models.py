@@ -24,6 +24,8 @@ class EventType(models.TextChoices):
     SUBSCRIPTION_CREATED = "subscription.created", "A subscription was created"
     SUBSCRIPTION_ENDED = "subscription.ended", "A subscription ended"
     SUBSCRIPTION_PLAN_CHANGED = "subscription.plan_changed", "A subscription moved to another plan"
+    SUBSCRIPTION_DELETED = "subscription.deleted", ("A subscription that had not started was deleted (its scheduled "
+                                                    "plan change was replaced or withdrawn)")
     JOB_SUCCEEDED = "job.succeeded", "A long job finished"
     JOB_FAILED = "job.failed", "A long job failed"
     ENDPOINT_TEST = "webhook.test", "A test send asked for from the API or the console"

@@ -36,6 +36,7 @@ DATA_SCHEMAS = {
     EventType.SUBSCRIPTION_CREATED: _ref("SubscriptionOut"),
     EventType.SUBSCRIPTION_ENDED: _ref("SubscriptionOut"),
     EventType.SUBSCRIPTION_PLAN_CHANGED: _ref("SubscriptionOut"),
+    EventType.SUBSCRIPTION_DELETED: _ref("SubscriptionOut"),
     EventType.JOB_SUCCEEDED: _ref("JobOut"),
     EventType.JOB_FAILED: _ref("JobOut"),
     EventType.ENDPOINT_TEST: _object({"endpointId": {"type": "string", "format": "uuid"}, "url": {"type": "string"},

@@ -90,7 +90,8 @@ def _scheduled_successor(book, subscription: Subscription, *, now: datetime) -> 
     return successor
 
 
-def _withdraw(subscription: Subscription, successor: Subscription, *, actor: str, reason: str) -> None:
+def _withdraw(subscription: Subscription, successor: Subscription, *, actor: str, reason: str,
+              now: datetime) -> None:
     """Undo a scheduled change: the old subscription runs on for the term the successor had taken over."""
     previous_end = effective_end(subscription)
     before = {"endDate": json_value(subscription.end_date), "isForever": subscription.is_forever,
@@ -105,6 +106,8 @@ def _withdraw(subscription: Subscription, successor: Subscription, *, actor: str
                   changes={"endDate": {"before": before["endDate"], "after": json_value(subscription.end_date)},
                            "isForever": {"before": before["isForever"], "after": subscription.is_forever},
                            "nextSubscriptionId": {"before": before["nextSubscriptionId"], "after": None}})
+    # A receiver told of the successor (`subscription.created`, `plan_changed`) learns it is gone, as it last was.
+    subscription_event(successor, EventType.SUBSCRIPTION_DELETED, now=now)
     successor.delete()
 
 
@@ -136,7 +139,7 @@ def subscription_change_plan(*, book, subscription_id, now: datetime, actor: str
     effective_at = _local_instant(effective_at, subscription.timezone) or now
     successor = _scheduled_successor(book, subscription, now=now)
     if successor is not None:
-        _withdraw(subscription, successor, actor=actor, reason="Scheduled plan change replaced")
+        _withdraw(subscription, successor, actor=actor, reason="Scheduled plan change replaced", now=now)
     if subscription.status == Status.ENDED:
         raise Unprocessable(["The subscription has ended; its plan no longer changes."])
     if effective_at <= subscription.start_date:
@@ -202,7 +205,7 @@ def subscription_plan_change_withdraw(*, book, subscription_id, now: datetime, a
     successor = _scheduled_successor(book, subscription, now=now)
     if successor is None:
         raise NotFound("This subscription has no scheduled plan change.")
-    _withdraw(subscription, successor, actor=actor, reason="Scheduled plan change withdrawn")
+    _withdraw(subscription, successor, actor=actor, reason="Scheduled plan change withdrawn", now=now)
     return subscription
 
 

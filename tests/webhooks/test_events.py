@@ -178,6 +178,23 @@ def test_a_plan_change_voiding_a_draft_past_it_reports_invoice_voided(api, hooke
     assert voided["data"]["status"] == "void" and "Plan changed" in voided["data"]["voidReason"]
 
 
+def test_a_scheduled_change_replaced_or_withdrawn_reports_its_subscription_deleted(api, hooked, book, frozen_now):
+    # The receiver was told of each scheduled successor (created, plan_changed); without this it kept two
+    # subscriptions that answer 404.
+    from tests.billing.support import create_plan
+    chain = hooked.call(billing_chain, api, book, [recurring("20")])
+    pro, team = create_plan(api, chain.agent.id, name="Pro"), create_plan(api, chain.agent.id, name="Team")
+    path = f"/v1/subscriptions/{chain.subscription['id']}/change-plan"
+    first = hooked.call(api.post, path, {"planId": pro["id"], "effectiveAt": "2099-01-01T00:00:00Z"}).json()
+    seen = as_json(api.get(f"/v1/subscriptions/{first['id']}"))
+    second = hooked.call(api.post, path, {"planId": team["id"], "effectiveAt": "2099-02-01T00:00:00Z"}).json()
+    [deleted] = hooked.events("subscription.deleted")
+    assert deleted["data"] == seen and deleted["data"]["status"] == "upcoming"
+    assert hooked.call(api.delete, path).status_code == 200
+    assert [body["data"]["id"] for body in hooked.events("subscription.deleted")] == [first["id"], second["id"]]
+    assert api.get(f"/v1/subscriptions/{second['id']}").status_code == 404
+
+
 def test_plan_changed_is_emitted_by_the_function_the_plan_change_calls(api, hooked, book):
     chain = hooked.call(billing_chain, api, book, [recurring("20")])
     subscription = as_json(api.get(f"/v1/subscriptions/{chain.subscription['id']}"))

@@ -29,7 +29,7 @@ EVENT_TYPES = (
     "invoice.created", "invoice.issued", "invoice.sent", "invoice.paid", "invoice.overdue", "invoice.voided",
     "invoice.refunded", "payment.succeeded", "payment.refunded", "credit_pool.threshold_crossed",
     "spend_cap.threshold_crossed", "customer_alert.triggered", "subscription.created", "subscription.ended",
-    "subscription.plan_changed", "job.succeeded", "job.failed", "webhook.test",
+    "subscription.plan_changed", "subscription.deleted", "job.succeeded", "job.failed", "webhook.test",
 )
 
 
