@@ -192,3 +192,15 @@ def test_the_console_exports_every_matching_event_of_its_list(operator, api, oth
             else [json.loads(line) for line in text.splitlines()])
     assert [row["customerExternalId"] for row in rows] == ["c-1", "c-1"]
     assert rows[0]["quantity"] == "0.30000000000000004"
+
+
+def test_the_decision_record_lists_the_csv_columns_in_their_order():
+    # Code reading an export by position goes by this list; it had fallen three columns behind.
+    import re
+    from pathlib import Path
+
+    from customers.export import COLUMNS
+
+    text = (Path(__file__).resolve().parents[2] / "docs/decisions/usage-recording.md").read_text()
+    listed = text.split("one line per event with the columns", 1)[1].split(". Null", 1)[0]
+    assert re.findall(r"`(\w+)`", listed) == [name for name, *_ in COLUMNS]
