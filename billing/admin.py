@@ -196,7 +196,6 @@ class CreditGrantInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInli
     @admin.display(description="Period")
     def grant_period(self, grant):
         return display.period(grant.period_start, grant.period_end)
-    grant_period.csv_value = lambda grant: display.iso_interval(grant.period_start, grant.period_end)
 
     consumed = staticmethod(settled_consumption)
 
@@ -321,6 +320,7 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         now, books = clock.now(), {row.book for row in changelist.result_list}
         request.pool_balances = {balance.subscription.pk: balance for book in books
                                  for balance in credit_balance_list(book=book, now=now)}
+        request.pool_books = {book.pk for book in books}
         return changelist
 
     def get_list_display(self, request):
@@ -332,9 +332,18 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             return (f"{display.quantity(balance.remaining_units)} left ({display.percent(balance.remaining_percent)} "
                     f"of {display.quantity(balance.pool.size)})")
         credit_pool_left.short_description = "Credit pool"
-        # The export writes what is left, in units (top-ups counted), as the API's `remainingUnits`.
-        credit_pool_left.csv_value = lambda subscription: getattr(
-            getattr(request, "pool_balances", {}).get(subscription.pk), "remaining_units", None)
+        def remaining_units(subscription):
+            """The export's cell: what is left in units (top-ups counted), as the API's `remainingUnits`; a book
+            not on the page ("Select all") is read when the export meets it."""
+            balances = request.__dict__.setdefault("pool_balances", {})
+            read = request.__dict__.setdefault("pool_books", set())
+            if subscription.book_id not in read:
+                read.add(subscription.book_id)
+                balances.update({balance.subscription.pk: balance
+                                 for balance in credit_balance_list(book=subscription.book, now=clock.now())})
+            balance = balances.get(subscription.pk)
+            return balance.remaining_units if balance is not None else None
+        credit_pool_left.csv_value = remaining_units
         return [credit_pool_left if name == "credit_pool_left" else name for name in super().get_list_display(request)]
 
     def get_urls(self):
@@ -497,6 +506,7 @@ class CreditGrantAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     @admin.display(description="Period", ordering="period_start")
     def grant_period(self, grant):
         return display.period(grant.period_start, grant.period_end)
+    grant_period.csv_value = lambda grant: display.iso_interval(grant.period_start, grant.period_end)
 
 
 @admin.register(CreditPoolAlert)
@@ -511,6 +521,7 @@ class CreditPoolAlertAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     @admin.display(description="Period", ordering="period_start")
     def alert_period(self, alert):
         return display.period(alert.period_start, alert.period_end, alert.subscription.timezone)
+    alert_period.csv_value = lambda alert: display.iso_interval(alert.period_start, alert.period_end)
 
 
 class CustomerSubscriptionInline(ReadOnlyInline):

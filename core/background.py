@@ -28,6 +28,14 @@ logger = logging.getLogger("billing.background")
 
 
 FLUSH_WAIT_SECONDS = 120  # at most this for a run in progress on the thread (a webhook attempt times out sooner)
+_coalescers: list["Coalescer"] = []
+
+
+def background_work_finish() -> None:
+    """Run what this process's background threads still hold and wait for what they are running: for a
+    command about to exit (run_scheduled_jobs without a broker hands due webhook retries and jobs to them)."""
+    for coalescer in _coalescers:
+        coalescer.flush(wait_for_running=True)
 
 
 class Coalescer:
@@ -35,6 +43,7 @@ class Coalescer:
         self.name, self._run, self.delay = name, run, delay
         self._pid = None  # the process whose thread this is: a forked child starts its own
         atexit.register(self.flush)
+        _coalescers.append(self)
 
     def _reset_for_this_process(self) -> None:
         self._pid = os.getpid()
@@ -55,8 +64,10 @@ class Coalescer:
                 self._due[key] = time.monotonic() + self.delay
                 self._condition.notify()
 
-    def flush(self) -> None:
-        """Run every pending key now, in the calling thread (and its database connection)."""
+    def flush(self, *, wait_for_running: bool = False) -> None:
+        """Run every pending key now, in the calling thread (and its database connection). `wait_for_running`:
+        then wait for the run the thread has already taken (a command that exits once its work is done; never
+        at a web worker's exit, where a graceful stop has seconds and other buffers to write)."""
         if self._pid != os.getpid():
             return
         with self._condition:
@@ -64,10 +75,11 @@ class Coalescer:
             self._due.clear()
         for key, items in work:
             self._run_one(key, items, on_own_thread=False)
-        # A key the thread took just before is run by it, not here: a process exiting (a cron run of
-        # run_scheduled_jobs) waits for it, or the daemon thread dies with the process and its work is lost.
-        with self._condition:
-            self._condition.wait_for(lambda: not self._running, timeout=FLUSH_WAIT_SECONDS)
+        if wait_for_running:
+            # A key the thread took just before is run by it, not here: a command exiting (a cron run of
+            # run_scheduled_jobs) waits for it, or the daemon thread dies with the process and its work is lost.
+            with self._condition:
+                self._condition.wait_for(lambda: not self._running, timeout=FLUSH_WAIT_SECONDS)
 
     def _loop(self) -> None:
         while True:

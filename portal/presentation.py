@@ -114,7 +114,6 @@ class PoolRow:
     # Set for a subscription outside its periods (not started, or ended): its pool cannot be drawn on now, so
     # the page says when it starts or ended instead of a full gauge the customer would read as credit to use.
     not_current: str | None = None
-    starts_later: bool = False  # not started yet: its pool and top-ups are there from its start
 
 
 def _not_current(balance, now: datetime) -> str | None:
@@ -125,7 +124,7 @@ def _not_current(balance, now: datetime) -> str | None:
         return f"Starts {display.day(subscription.start_date, subscription.timezone)}"
     if subscription.end_date is not None and subscription.end_date <= now:
         return f"Ended {display.day(subscription.end_date - timedelta(microseconds=1), subscription.timezone)}"
-    return "No current period"
+    return None  # running, its next period not rolled over yet: the pool it starts with, as the API says
 
 
 def pool_rows(*, book, customer: Customer, now: datetime) -> list[PoolRow]:
@@ -138,8 +137,7 @@ def pool_rows(*, book, customer: Customer, now: datetime) -> list[PoolRow]:
         rows.append(PoolRow(subscription.name, subscription.plan.name, display.quantity(balance.pool.size),
                             display.quantity(balance.consumed_units), display.quantity(balance.remaining_units),
                             balance.remaining_percent, min(max(balance.remaining_percent, Decimal(0)), Decimal(100)),
-                            period, _not_current(balance, now),
-                            balance.no_active_period and balance.subscription.start_date > now))
+                            period, _not_current(balance, now)))
     return rows
 
 

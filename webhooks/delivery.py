@@ -133,10 +133,7 @@ def _record(delivery: WebhookDelivery, *, now: datetime, answer: targets.Answer 
         if delay is None:
             pending.update(status=DeliveryStatus.FAILED, next_attempt_at=None, updated_at=clock.now())
         else:
-            # The wait runs from the failure, not from the attempt's start: an attempt that timed out after 10 s
-            # was otherwise due again before it was on record (its nextAttemptAt earlier than its attemptedAt).
-            failed_at = clock.now()
-            pending.update(next_attempt_at=max(now, failed_at) + delay, updated_at=failed_at)
+            pending.update(next_attempt_at=now + delay, updated_at=clock.now())
         if endpoint.enabled:
             WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
                 failing_since=Coalesce("failing_since", now), last_failure_at=now)

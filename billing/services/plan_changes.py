@@ -62,12 +62,18 @@ def _refuse_invoiced(book, subscription: Subscription, effective_at: datetime) -
     if blocking:
         invoice = blocking[0]
         # The first instant no finalized invoice bills: a change from an earlier one is refused again by a later
-        # invoice (the advice named the end of the first one, whatever came after it).
-        later = f"change the plan from {json_value(max(row.period_end for row in blocking))} on"
-        others = (f" (and {len(blocking) - 1} later finalized invoice{'s' if len(blocking) > 2 else ''}: "
-                  f"{', '.join(row.invoice_number for row in blocking[1:])})" if len(blocking) > 1 else "")
-        remedy = f"a paid invoice stays as it is: {later}" if invoice.status in NEVER_VOIDED else \
-            f"{void_first(invoice)}{others} or {later}"
+        # invoice (the advice named the end of the first one, whatever came after it); none when the last of
+        # them reaches the subscription's end.
+        free_from, term_end = max(row.period_end for row in blocking), effective_end(subscription)
+        later = (f"change the plan from {json_value(free_from)} on" if term_end is None or free_from < term_end
+                 else "")
+        others = (f" ({len(blocking) - 1} later finalized invoice{'s' if len(blocking) > 2 else ''} "
+                  f"{', '.join(row.invoice_number for row in blocking[1:])} bill{'' if len(blocking) > 2 else 's'} "
+                  f"the subscription after it too)" if len(blocking) > 1 else "")
+        if invoice.status in NEVER_VOIDED:
+            remedy = f"a paid invoice stays as it is{others}" + (f": {later}" if later else "")
+        else:
+            remedy = f"{void_first(invoice)}{others}" + (f", or {later}" if later else "")
         raise Conflict(f"Invoice {invoice.invoice_number} ({invoice.id}, {invoice.status}) already bills "
                        f"{json_value(invoice.period_start)} to {json_value(invoice.period_end)}, which the change at "
                        f"{json_value(effective_at)} would split; {remedy}.", code="period_invoiced")

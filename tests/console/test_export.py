@@ -90,3 +90,12 @@ def test_text_is_exported_as_stored_and_periods_and_decimals_as_raw_values(conso
     assert dict(zip(header, line))["period"] == f"{invoice.period_start.isoformat()}/{invoice.period_end.isoformat()}"
     # A rate stored to 30 places: its digits, never Python's exponent form (`2.00...0E-7`).
     assert _cell(Decimal("2.00000000000000000000000E-7")) == "0.000000200000000000000000000000"
+
+
+def test_every_period_column_exports_its_two_instants(console, book):
+    # The credit-grant and pool-alert lists wrote their local-day text; the export writes the interval.
+    from billing.models import CreditPoolAlert
+
+    alert = populate(book, "export")[CreditPoolAlert]
+    header, line = rows_of(action(console, "/admin/billing/creditpoolalert/", "export_csv", [alert], follow=False))
+    assert dict(zip(header, line))["period"] == f"{alert.period_start.isoformat()}/{alert.period_end.isoformat()}"

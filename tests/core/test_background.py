@@ -47,7 +47,7 @@ def test_flush_runs_what_is_pending_now_in_the_calling_thread():
     assert runs == [("book-1", {"a"})]  # taken once
 
 
-def test_flush_waits_for_the_run_the_thread_has_already_taken():
+def test_a_command_exiting_waits_for_the_run_the_thread_has_already_taken():
     # run_scheduled_jobs without Redis hands webhook retries to the thread and exits: the thread had taken the key,
     # flush found nothing pending, and the daemon thread died with the process before it sent anything.
     started, finished = threading.Event(), []
@@ -60,5 +60,7 @@ def test_flush_waits_for_the_run_the_thread_has_already_taken():
     coalescer = Coalescer("test-slow", slow, delay=0)
     coalescer.add("retry", {1})
     assert started.wait(5)  # the thread has the key
-    coalescer.flush()
+    coalescer.flush()  # at a web worker's exit: no wait (its graceful stop has other buffers to write)
+    assert finished == []
+    coalescer.flush(wait_for_running=True)  # a command about to exit (run_scheduled_jobs)
     assert finished == ["retry"]

@@ -312,7 +312,7 @@ def test_a_pool_outside_its_subscriptions_periods_says_when_it_starts_or_ended(a
     client = opened(create_session(customer))
     clock_at(instant("2025-05-20T12:00:00Z"))
     credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
-    assert "Starts 2025-06-01" in credits and ">100<" in credits and "gauge" not in credits
+    assert "Starts 2025-06-01" in credits and "100 units a period" in credits and "gauge" not in credits
     clock_at(instant("2025-06-10T12:00:00Z"))
     credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
     assert "0 of 100 units used" in credits and "gauge" in credits

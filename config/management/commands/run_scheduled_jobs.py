@@ -3,6 +3,7 @@ import logging
 from django.core.management.base import BaseCommand, CommandError
 
 from core import clock
+from core.background import background_work_finish
 from core.errors import ApiError
 from core.jobs import BooksFailed
 from config.schedule import SCHEDULED_JOBS
@@ -37,6 +38,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"{job.name}: FAILED")
                 continue
             self.stdout.write(f"{job.name}: {result if result is not None else 'done'}")
+        # Without a broker the jobs hand work (webhook retries, long jobs) to this process's threads: done before
+        # the command exits, or the threads die with it.
+        background_work_finish()
         if failed:
             raise CommandError(f"{len(failed)} scheduled job(s) failed (see the log; the rest ran): "
                                f"{'; '.join(failed)}")
