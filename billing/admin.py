@@ -314,36 +314,28 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         """Replaced per request by `get_list_display` (this one serves the admin's checks and other callers)."""
         return display.EMPTY
 
-    def get_changelist_instance(self, request):
-        """The page, with the credit balance of each subscription on it that has a pool (one read per book)."""
-        changelist = super().get_changelist_instance(request)
-        now, books = clock.now(), {row.book for row in changelist.result_list}
-        request.pool_balances = {balance.subscription.pk: balance for book in books
-                                 for balance in credit_balance_list(book=book, now=now)}
-        request.pool_books = {book.pk for book in books}
-        return changelist
+    @staticmethod
+    def _pool_balance(request, subscription):
+        """The subscription's credit balance, None without a pool: the balances of its book, read once a request
+        when the list (or its export, "Select all" reaching books not on the page) first meets the book."""
+        by_book = request.__dict__.setdefault("pool_balances", {})
+        if subscription.book_id not in by_book:
+            by_book[subscription.book_id] = {balance.subscription.pk: balance for balance in
+                                             credit_balance_list(book=subscription.book, now=clock.now())}
+        return by_book[subscription.book_id].get(subscription.pk)
 
     def get_list_display(self, request):
         def credit_pool_left(subscription):
-            balance = getattr(request, "pool_balances", {}).get(subscription.pk)
+            balance = self._pool_balance(request, subscription)
             if balance is None:
                 return display.EMPTY
             # Not "x of size left": what is left counts top-ups (the subscription's page says so in words).
             return (f"{display.quantity(balance.remaining_units)} left ({display.percent(balance.remaining_percent)} "
                     f"of {display.quantity(balance.pool.size)})")
         credit_pool_left.short_description = "Credit pool"
-        def remaining_units(subscription):
-            """The export's cell: what is left in units (top-ups counted), as the API's `remainingUnits`; a book
-            not on the page ("Select all") is read when the export meets it."""
-            balances = request.__dict__.setdefault("pool_balances", {})
-            read = request.__dict__.setdefault("pool_books", set())
-            if subscription.book_id not in read:
-                read.add(subscription.book_id)
-                balances.update({balance.subscription.pk: balance
-                                 for balance in credit_balance_list(book=subscription.book, now=clock.now())})
-            balance = balances.get(subscription.pk)
-            return balance.remaining_units if balance is not None else None
-        credit_pool_left.csv_value = remaining_units
+        # The export's cell: what is left in units (top-ups counted), as the API's `remainingUnits`.
+        credit_pool_left.csv_value = lambda subscription: getattr(self._pool_balance(request, subscription),
+                                                                  "remaining_units", None)
         return [credit_pool_left if name == "credit_pool_left" else name for name in super().get_list_display(request)]
 
     def get_urls(self):
