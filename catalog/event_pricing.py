@@ -4,7 +4,7 @@ cost engine, shared by recording (billing) and cost backfill (customers).
 Its value types are NamedTuples rather than frozen dataclasses: as immutable, and quicker to build, which
 counts when recording builds a few of them for every record (docs/performance.md)."""
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import NamedTuple
 
@@ -112,11 +112,13 @@ class PriceList:
         self.services = resolved
         self.rates = {pair: rates_for(entry) for pair, entry in resolved.items() if entry is not None}
         self.overrides: dict[tuple, list[PriceOverride]] = {}
-        for override in sorted(overrides, key=lambda o: o.effective_from, reverse=True):
+        # Latest first; one without `effective_from` (every date) last, in effect where no dated one is.
+        for override in sorted(overrides, key=_since, reverse=True):
             self.overrides.setdefault(override_key(override), []).append(override)
 
     def _in_effect(self, key: tuple, at: datetime | None) -> PriceOverride | None:
-        return next((o for o in self.overrides.get(key, ()) if at is not None and o.effective_from <= at), None)
+        return next((o for o in self.overrides.get(key, ())
+                     if o.effective_from is None or (at is not None and o.effective_from <= at)), None)
 
     def part_rates(self, usage: ServiceUsage, at: datetime | None) -> tuple:
         """(service, rates, override, discount percent) for one part of an event dated `at`."""
@@ -133,6 +135,10 @@ class PriceList:
             if discount is not None:
                 return service, rates, discount, discount.discount_percent
         return service, rates, None, None
+
+
+def _since(override: PriceOverride) -> datetime:
+    return override.effective_from or datetime.min.replace(tzinfo=timezone.utc)
 
 
 def override_key(override: PriceOverride) -> tuple:

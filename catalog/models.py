@@ -127,7 +127,7 @@ class PriceOverride(OrgOwned):
     """A book's own price for what it uses (contract.md "Price overrides"): its rates for a catalog service
     (`service`), rates for a model the catalog lacks (`model`, `model_provider`), or a percentage off a
     provider's list prices (`model_provider`, `discount_percent`), for events dated at or after
-    `effective_from`. Cost only: invoices never change because of one."""
+    `effective_from`, or for every event when it has none. Cost only: invoices never change because of one."""
 
     service = models.ForeignKey(ServiceEntry, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     model = models.CharField(max_length=255, null=True, blank=True, help_text="Lowercase, trimmed, as events send it.")
@@ -139,12 +139,14 @@ class PriceOverride(OrgOwned):
     cache_write_cost = RateField(null=True, blank=True)
     cache_write_1h_cost = RateField(null=True, blank=True)
     unit_cost = RateField(null=True, blank=True)
-    effective_from = models.DateTimeField()
+    # Null: in effect for every event, whatever its date (the contract lists `effectiveFrom` among the fields an
+    # override may have); a dated override of the same target takes over from its instant.
+    effective_from = models.DateTimeField(null=True, blank=True)
     note = models.TextField(blank=True, default="")
     created_by = models.CharField(max_length=64, blank=True)
 
     class Meta:
-        ordering = ["-effective_from", "-created_at"]
+        ordering = [models.F("effective_from").desc(nulls_last=True), "-created_at"]
         constraints = [
             # Exactly one target: a service, a model with its provider, or a provider with a discount.
             models.CheckConstraint(name="price_override_one_target", condition=(
@@ -154,16 +156,17 @@ class PriceOverride(OrgOwned):
                 | models.Q(service__isnull=True, model__isnull=True, model_provider__isnull=False,
                            discount_percent__isnull=False))),
             models.UniqueConstraint(fields=["book", "service", "effective_from"], condition=models.Q(
-                service__isnull=False), name="price_override_service_uniq"),
+                service__isnull=False), name="price_override_service_uniq", nulls_distinct=False),
             models.UniqueConstraint(fields=["book", "model_provider", "model", "effective_from"], condition=models.Q(
-                model__isnull=False), name="price_override_model_uniq"),
+                model__isnull=False), name="price_override_model_uniq", nulls_distinct=False),
             models.UniqueConstraint(fields=["book", "model_provider", "effective_from"], condition=models.Q(
-                discount_percent__isnull=False), name="price_override_discount_uniq"),
+                discount_percent__isnull=False), name="price_override_discount_uniq", nulls_distinct=False),
         ]
 
     def __str__(self):
+        since = f"from {self.effective_from:%Y-%m-%d}" if self.effective_from else "for every date"
         if self.service_id:
-            return f"{self.service} from {self.effective_from:%Y-%m-%d}"
+            return f"{self.service} {since}"
         if self.model:
-            return f"{self.model_provider}/{self.model} from {self.effective_from:%Y-%m-%d}"
-        return f"{display.percent(self.discount_percent)} off {self.model_provider} from {self.effective_from:%Y-%m-%d}"
+            return f"{self.model_provider}/{self.model} {since}"
+        return f"{display.percent(self.discount_percent)} off {self.model_provider} {since}"

@@ -249,7 +249,7 @@ class PriceOverrideAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     same service as the API, which prices the events it priced again (a job)."""
 
     list_display = ["target", "discount_percent", "input_cost", "output_cost", "cache_read_cost", "cache_write_cost",
-                    "cache_write_1h_cost", "unit_cost", "effective_from", "note", "created_by", "created_at", "book"]
+                    "cache_write_1h_cost", "unit_cost", "since", "note", "created_by", "created_at", "book"]
     list_filter = ["model_provider"]
     search_fields = ["=model", "=model_provider", "service__canonical_name", "note"]
     date_hierarchy = "created_at"
@@ -263,6 +263,10 @@ class PriceOverrideAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         if override.model:
             return f"{override.model_provider}/{override.model} (not in the catalog)"
         return f"every {override.model_provider} model"
+
+    @admin.display(description="Effective from", ordering="effective_from")
+    def since(self, override):
+        return override.effective_from or "every date"
 
     @admin.action(description="Delete the selected overrides and price their events again")
     def delete_and_reprice(self, request, queryset):

@@ -100,10 +100,12 @@ def _checked(*, service_id, model, model_provider, discount_percent, rates: dict
     return {**target, **rates}
 
 
-def _affected(book, target: Target, effective_from: datetime):
-    """The events an override of `target` from `effective_from` may price (a superset for a provider discount:
-    pricing an event again that it does not touch changes nothing)."""
-    events = owned(UsageEvent, book).filter(usage_date__gte=effective_from)
+def _affected(book, target: Target, effective_from: datetime | None):
+    """The events an override of `target` from `effective_from` (None: of every date) may price (a superset for a
+    provider discount: pricing an event again that it does not touch changes nothing)."""
+    events = owned(UsageEvent, book)
+    if effective_from is not None:
+        events = events.filter(usage_date__gte=effective_from)
     if target.kind == "service":
         return events.filter(Q(service_id=target.first) | Q(services__contains=[{"serviceId": target.first}]))
     if target.kind == "model":
@@ -113,7 +115,7 @@ def _affected(book, target: Target, effective_from: datetime):
     return events.filter(Q(service_id__in=services) | Q(services__isnull=False))
 
 
-def events_reprice_for_override(*, book, target: Target, effective_from: datetime,
+def events_reprice_for_override(*, book, target: Target, effective_from: datetime | None,
                                 progress: Progress = NO_PROGRESS) -> int:
     """Price the events an override touches again, in chunks by id (one transaction each, rows locked), writing
     those whose cost changed; returns how many changed. Safe to run twice."""
@@ -134,7 +136,7 @@ def events_reprice_for_override(*, book, target: Target, effective_from: datetim
     return repriced
 
 
-def override_reprice_work(book, target: Target, effective_from: datetime):
+def override_reprice_work(book, target: Target, effective_from: datetime | None):
     def work(progress: Progress) -> dict:
         return {"eventsRepriced": events_reprice_for_override(book=book, target=target,
                                                               effective_from=effective_from, progress=progress)}
@@ -146,7 +148,7 @@ def _reprice(book, override: PriceOverride, created_by: str) -> OverrideChange:
     affected = _affected(book, target, override.effective_from).count()
     scheduled = affected > settings.MAP_MODEL_INLINE_BACKFILL_LIMIT
     job = job_create(book=book, kind=JobKind.COST_OVERRIDE_REPRICE, task_path="customers.tasks.reprice_for_price_override_task",
-                     task_args=(book.pk, target.kind, target.first, target.second, override.effective_from.isoformat()),
+                     task_args=(book.pk, target.kind, target.first, target.second, override.effective_from and override.effective_from.isoformat()),
                      created_by=created_by, total=affected,
                      status=JobStatus.QUEUED if scheduled else JobStatus.RUNNING)
     if scheduled:
@@ -164,11 +166,11 @@ def price_override_create(*, book, data: dict, created_by: str = "") -> Override
                       rates=rates)
     try:
         with transaction.atomic():
-            override = PriceOverride.objects.create(book=book, effective_from=data["effective_from"],
+            override = PriceOverride.objects.create(book=book, effective_from=data.get("effective_from"),
                                                     note=data.get("note") or "", created_by=created_by[:64], **fields)
     except IntegrityError:
         raise Conflict(["effectiveFrom: The book already has an override of this service, model or provider from "
-                        "this instant; delete it first."])
+                        "this instant (or, without effectiveFrom, one for every date); delete it first."])
     return _reprice(book, override, created_by)
 
 

@@ -249,8 +249,9 @@ class PriceOverrideIn(serializers.Serializer):
     cacheWriteCost = _rate("cache_write_cost", "USD per 5-minute cache-write token")
     cacheWrite1hCost = _rate("cache_write_1h_cost", "USD per 1-hour cache-write token")
     unitCost = _rate("unit_cost", "USD per unit of the event's quantity (instead of token rates)")
-    effectiveFrom = serializers.DateTimeField(source="effective_from",
-                                              help_text="events dated at or after it are priced with the override")
+    effectiveFrom = serializers.DateTimeField(source="effective_from", required=False, allow_null=True, default=None,
+                                              help_text="events dated at or after it are priced with the override; "
+                                                        "omitted or null: events of every date")
     note = Text(max_length=2000, required=False, allow_blank=True, default="")
 
 
@@ -267,7 +268,8 @@ class PriceOverrideOut(serializers.Serializer):
     cacheWriteCost = DecimalText(source="cache_write_cost", allow_null=True)
     cacheWrite1hCost = DecimalText(source="cache_write_1h_cost", allow_null=True)
     unitCost = DecimalText(source="unit_cost", allow_null=True)
-    effectiveFrom = serializers.DateTimeField(source="effective_from")
+    effectiveFrom = serializers.DateTimeField(source="effective_from", allow_null=True,
+                                              help_text="null: in effect for events of every date")
     note = serializers.CharField()
     createdBy = serializers.CharField(source="created_by")
     createdAt = serializers.DateTimeField(source="created_at")

@@ -31,12 +31,14 @@ def reprice_unpriced_events_task(book_id: str, job_id: str | None = None) -> int
 
 
 @shared_task(name="customers.reprice_for_price_override", acks_late=True)
-def reprice_for_price_override_task(book_id: str, kind: str, first: str, second: str, effective_from: str,
+def reprice_for_price_override_task(book_id: str, kind: str, first: str, second: str, effective_from: str | None,
                                     job_id: str | None = None) -> int:
     """Price again the events a created or deleted price override touches, as the job `job_id`; returns how many
-    changed cost (safe to run twice: an event whose cost is already right is not written)."""
+    changed cost (safe to run twice: an event whose cost is already right is not written). `effective_from`: the
+    override's, ISO 8601, or None for an override of every date."""
     book = Book.objects.filter(pk=book_id).first()
-    work = override_reprice_work(book, Target(kind, first, second), datetime.fromisoformat(effective_from))
+    since = datetime.fromisoformat(effective_from) if effective_from else None
+    work = override_reprice_work(book, Target(kind, first, second), since)
     result = job_run(job_id, work) if book is not None else None
     return result["eventsRepriced"] if result else 0
 

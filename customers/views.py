@@ -342,7 +342,7 @@ class PriceOverrideListApi(OrgApiView):
     def get(self, request):
         """List price overrides.
 
-        The book's own prices, newest `effectiveFrom` first, with who set each and when. A bare array of one window
+        The book's own prices, newest `effectiveFrom` first (those of every date last), with who set each and when. A bare array of one window
         (`limit`, `offset`); the total is in the `X-Total-Count` header."""
         return array_response(price_override_list(book=self.book), request.query_params, PriceOverrideOut)
 
@@ -353,10 +353,11 @@ class PriceOverrideListApi(OrgApiView):
 
         The book's own rates for a catalog service (`serviceId`), rates for a model the catalog lacks (`model`,
         `modelProvider`), or a percentage off a provider's list prices (`modelProvider`, `discountPercent`). Events
-        dated at or after `effectiveFrom` are priced with it (the most specific wins: service, then model, then
-        provider discount); the events it touches are priced again as a job (`jobId`): inline when few, otherwise in
-        the background. Cost only: invoices never change. A second override of the same target from the same
-        instant is a 409."""
+        dated at or after `effectiveFrom` are priced with it, events of every date when it is left out (the most
+        specific wins: service, then model, then provider discount; of one target, the latest in effect); the events
+        it touches are priced again as a job (`jobId`): inline when few, otherwise in the background. Cost only:
+        invoices never change. A second override of the same target from the same instant (or a second one without
+        `effectiveFrom`) is a 409."""
         data = parse(PriceOverrideIn, request.data)
         return _change_answer(price_override_create(book=self.book, data=data, created_by=self.created_by), 201)
 

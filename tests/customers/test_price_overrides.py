@@ -83,6 +83,28 @@ def test_the_latest_override_in_effect_at_the_events_date_prices_it(api):
     assert send(api, **GPT_4O, usageDate="2025-12-31T23:59:59Z")["totalCostUsd"] == "3.5"  # list price
 
 
+def test_an_override_without_effective_from_prices_events_of_every_date_until_a_dated_one_takes_over(api):
+    old = send(api, **GPT_4O, usageDate="2019-06-01T00:00:00Z")  # list price 3.5 until the override exists
+    assert old["totalCostUsd"] == "3.5"
+    service = str(gpt_4o().id)
+    undated = create(api, serviceId=service, inputCost="0.000002", note="our contract, whatever the date")
+    assert (undated["effectiveFrom"], undated["eventsAffected"], undated["eventsRepriced"]) == (None, 1, 1)
+    assert event_cost(old) == D("3")  # $2 negotiated input + the catalog's $1 output
+    assert send(api, **GPT_4O, usageDate="2026-03-15T00:00:00Z")["totalCostUsd"] == "3"
+    # A dated override of the same target takes over from its instant; the undated one keeps what is before it.
+    create(api, serviceId=service, inputCost="0.000001", effectiveFrom="2026-03-01T00:00:00Z")
+    assert send(api, **GPT_4O, usageDate="2026-03-15T00:00:00Z")["totalCostUsd"] == "2"
+    assert send(api, **GPT_4O, usageDate="2026-02-28T23:59:59Z")["totalCostUsd"] == "3"
+    # null says the same as omitting it, and one undated override a target is all it can have
+    create(api, 409, serviceId=service, inputCost="0.000003", effectiveFrom=None)
+    rows = api.get("/v1/price-overrides").json()
+    assert [row["effectiveFrom"] for row in rows] == ["2026-03-01T00:00:00Z", None]  # undated last
+    assert api.get(f"/v1/price-overrides/{undated['id']}").json()["effectiveFrom"] is None
+    resp = api.delete(f"/v1/price-overrides/{undated['id']}")
+    assert resp.status_code == 200 and resp.json()["eventsRepriced"] >= 2
+    assert event_cost(old) == D("3.5")  # back to the list price
+
+
 def test_a_model_the_catalog_lacks_is_priced_by_its_override_and_unpriced_again_when_it_goes(api):
     waiting = send(api, model="acme-llm-2", modelProvider="acme", inputTokens=1_000_000, outputTokens=500_000,
                    usageDate="2026-03-02T10:00:00Z")
