@@ -17,6 +17,7 @@ from billing.models import Invoice, InvoiceLine, InvoiceStatus
 from billing.pay_links import live_pay_token, pay_url
 from billing.pricing.periods import local_date, local_midnight
 from core import display
+from core.money import ZERO
 from core.display import money
 
 
@@ -114,7 +115,12 @@ class InvoiceView:
         if invoice.tax:
             rows.append((f"Tax ({invoice.tax_percent.normalize():f}%)", money(invoice.tax)))
         rows.append(("Total", money(invoice.total)))
-        if invoice.amount_paid:
+        refunded = sum((payment.refunded_amount for payment in invoice.payments.all()), ZERO)
+        if refunded:
+            # What was given back, and what stays collected: nothing of it is due again (`Invoice.amount_due`).
+            rows += [("Refunded", money(refunded)), ("Amount paid (net of refunds)", money(invoice.amount_paid)),
+                     ("Amount due", money(invoice.amount_due))]
+        elif invoice.amount_paid:
             # Positive, as the console's invoice page shows it: a minus sign read as a refund.
             rows += [("Amount paid", money(invoice.amount_paid)), ("Amount due", money(invoice.amount_due))]
         if invoice.amount_overpaid > 0:

@@ -191,6 +191,10 @@ class InvoiceStatus(models.TextChoices):
     REFUNDED = "refunded"
 
 
+# Statuses with nothing left to collect (`Invoice.amount_due` is 0).
+SETTLED = (InvoiceStatus.PAID, InvoiceStatus.REFUNDED, InvoiceStatus.VOID)
+
+
 class InvoiceCounter(OrgOwned):
     """The last invoice number handed out in a book; locked while the next one is taken."""
 
@@ -275,7 +279,12 @@ class Invoice(OrgOwned):
 
     @property
     def amount_due(self):
-        """What is still to collect; never below zero (Decimal ZERO, not the int 0 the API cannot render)."""
+        """What is still to collect; never below zero (Decimal ZERO, not the int 0 the API cannot render). Nothing
+        once the invoice is paid, refunded or void: a refund gives money back, it does not make the customer owe it
+        again (a partly refunded invoice stays `paid`, its net collected reduced; a wholly refunded one counts as
+        neither billed nor collected)."""
+        if self.status in SETTLED:
+            return ZERO
         return max(self.total - self.amount_paid, ZERO)
 
     @property

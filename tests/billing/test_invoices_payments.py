@@ -13,7 +13,7 @@ from django.test import Client
 from billing.models import Invoice, Payment, Refund
 from billing.services.payments import LocalCheckoutDisabled, invoice_pay_locally
 from core import clock
-from tests.billing.invoice_support import (WEBHOOK_SECRET, billing_chain, draft, event, pay, post_webhook,
+from tests.billing.invoice_support import (WEBHOOK_SECRET, billing_chain, draft, event, pay, pdf_text, post_webhook,
                                            recurring, stripe_event, stripe_signature, usage)
 from tests.billing.support import error, ok
 from tests.mail import sent_mail
@@ -285,10 +285,15 @@ def test_a_full_refund_moves_the_paid_invoice_to_refunded_and_keeps_the_records(
 def test_a_partial_refund_keeps_the_invoice_paid_with_less_collected(api, paid):
     ok(api.post(refund_path(paid), {"amount": "4.50", "reason": "goodwill"}), 201)
     after = full(api, paid)
-    assert (after["status"], after["amountPaid"]) == ("paid", 19.5)
+    # Money given back is not money owed again: nothing is due on the paid invoice (spec: "net collected amount
+    # reduced"), so no pay link or pay-now block offers to collect the refund a second time.
+    assert (after["status"], after["amountPaid"], after["amountDue"]) == ("paid", 19.5, 0)
     assert (after["payments"][0]["refundedAmount"], after["payments"][0]["status"]) == (4.5, "partially_refunded")
+    text = pdf_text(api.get(f"/v1/invoices/{paid.id}/pdf").content)
+    assert re.search(r"Refunded\s+\$4\.50", text) and re.search(r"Amount due\s+\$0\.00", text), text
     ok(api.post(refund_path(paid), {}), 201)  # the rest
-    assert full(api, paid)["status"] == "refunded"
+    after = full(api, paid)
+    assert (after["status"], after["amountPaid"], after["amountDue"]) == ("refunded", 0, 0)
 
 
 @pytest.mark.parametrize("amount", ["24.01", "0", "-1", "1.005"])

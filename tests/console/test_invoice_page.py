@@ -145,7 +145,10 @@ def test_refund_from_the_page_refunds_the_chosen_payment(console, api, chain, cl
     refund = Refund.objects.get(payment=payment)
     assert (refund.amount, refund.reason) == (Decimal("5.00"), "goodwill")
     page = resp.content.decode()
-    assert "Refund: goodwill" in page and 'data-total="Amount due">$5.00<' in page
+    # The $5.00 given back is not owed again: it is shown as refunded, and nothing is due.
+    assert "Refund: goodwill" in page
+    assert f'data-total="Amount paid (net of refunds)">${invoice.total - 5:.2f}<' in page
+    assert 'data-total="Amount due">$0.00<' in page
 
 
 def test_money_actions_on_the_page_need_the_apis_roles(console_for, api, chain):
