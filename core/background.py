@@ -22,7 +22,7 @@ import redis
 from django.db import connections
 from django.utils.module_loading import import_string
 
-from core.redis_client import redis_client
+from core.redis_client import redis_client, unreachable
 
 logger = logging.getLogger("billing.background")
 
@@ -181,7 +181,9 @@ def publish(task_path: str, args: tuple = (), *, countdown: float | None = None)
     close a circle (.importlinter, tasks-at-the-edge)."""
     global _broker_paused_until
     task = import_string(task_path)
-    if time.monotonic() < _broker_paused_until:
+    # Redis is the broker: when it has just failed to answer the raw client or the cache (a request's rate count,
+    # its follow-up), publishing would wait for it again.
+    if time.monotonic() < _broker_paused_until or unreachable():
         # debug: one request may skip thousands (a webhook replay); the failure that started the pause is a warning
         logger.debug("task %s not published (the broker failed moments ago); its scheduled sweep does it", task.name)
         return False

@@ -24,6 +24,11 @@ def _failed() -> None:
     _unreachable_until = time.monotonic() + UNREACHABLE_PAUSE_SECONDS
 
 
+def unreachable() -> bool:
+    """Redis failed to connect or to answer moments ago (within `UNREACHABLE_PAUSE_SECONDS`)."""
+    return time.monotonic() < _unreachable_until
+
+
 def reachable_again() -> None:
     """Connect at the next command (a test that brings its Redis back)."""
     global _unreachable_until

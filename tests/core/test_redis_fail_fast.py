@@ -86,3 +86,56 @@ def test_the_shared_cache_misses_without_waiting_again(silent):
 def test_the_connection_keeps_the_urls_transport(url, expected):
     assert module.fail_fast_connection_class(url) is expected
     assert issubclass(expected, redis.SSLConnection) is url.startswith("rediss")
+
+
+STALLED_BROKER_SCRIPT = """
+import os, sys, time
+import django
+django.setup()
+from core.background import publish
+from billing.followup import usage_followup_schedule
+started = time.monotonic()
+usage_followup_schedule(book_id="00000000-0000-4000-8000-000000000001", customer_ids={"00000000-0000-4000-8000-000000000002"})
+followup = time.monotonic() - started
+started = time.monotonic()
+published = publish("billing.tasks.usage_followup_task", ("b",))
+print(f"{followup:.2f} {time.monotonic() - started:.2f} {published}")
+"""
+
+
+def test_a_stalled_broker_costs_a_batch_one_bounded_wait_not_one_per_call(silent, tmp_path):
+    """A Redis that stops answering (SIGSTOP, a partition): the follow-up waits for it once (2 s), and the task it
+    would publish instead is left to its sweep at once; a publish of its own waits 2 s, not the 10 s socket
+    timeout the broker had, nor once per retry."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{silent.port}/0", "DJANGO_SETTINGS_MODULE": "config.settings",
+           "PYTHONPATH": str(root), "CELERY_TASK_ALWAYS_EAGER": "0"}
+    run = subprocess.run([sys.executable, "-c", STALLED_BROKER_SCRIPT], cwd=root, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    followup, publish, published = run.stdout.split()[-3:]
+    assert 1.5 < float(followup) < 4, run.stdout  # the raw client's one wait, the publish skipped
+    assert published == "False"
+    assert float(publish) < 0.5  # Redis failed moments ago: not asked again
+
+
+def test_a_publish_to_a_stalled_broker_waits_the_redis_timeout_once(silent):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = ("import time, django; django.setup(); from core.background import publish; t = time.monotonic(); "
+              "ok = publish('billing.tasks.usage_followup_task', ('b',)); print(f'{time.monotonic() - t:.2f} {ok}')")
+    env = {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{silent.port}/0", "DJANGO_SETTINGS_MODULE": "config.settings",
+           "PYTHONPATH": str(root), "CELERY_TASK_ALWAYS_EAGER": "0"}
+    run = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    waited, published = run.stdout.split()[-2:]
+    assert published == "False" and 1.5 < float(waited) < 4, run.stdout  # 2 s (REDIS_TIMEOUT_SECONDS), once
