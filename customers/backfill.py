@@ -178,6 +178,13 @@ def model_map(*, book, model: str, model_provider: str, service_id, created_by: 
     if known is not None:
         raise BadRequest([f"model: {model!r} from {model_provider!r} is already in the catalog "
                           f"({known.provider}/{known.canonical_name}); mapping only redirects unknown names."])
+    # One transaction for the alias and its backfill job (and the backfill itself when it runs inline): an alias
+    # stored without its job would leave the events waiting for it unpriced until someone maps the model again.
+    with transaction.atomic():
+        return _map_and_backfill(book, model, model_provider, service, created_by)
+
+
+def _map_and_backfill(book, model: str, model_provider: str, service: ServiceEntry, created_by: str) -> Mapping:
     with transaction.atomic():
         alias = owned(ModelAlias, book).select_for_update().filter(model=model, model_provider=model_provider).first()
         created = alias is None

@@ -164,23 +164,28 @@ def price_override_create(*, book, data: dict, created_by: str = "") -> Override
     fields = _checked(service_id=data.get("service_id"), model=data.get("model"),
                       model_provider=data.get("model_provider"), discount_percent=data.get("discount_percent"),
                       rates=rates)
-    try:
-        with transaction.atomic():
-            override = PriceOverride.objects.create(book=book, effective_from=data.get("effective_from"),
-                                                    note=data.get("note") or "", created_by=created_by[:64], **fields)
-    except IntegrityError:
-        raise Conflict(["effectiveFrom: The book already has an override of this service, model or provider from "
-                        "this instant (or, without effectiveFrom, one for every date); delete it first."])
-    return _reprice(book, override, created_by)
+    # One transaction for the override and its repricing job (and the repricing itself when it runs inline): an
+    # override stored without its job would leave the events it touches at their old cost for good.
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                override = PriceOverride.objects.create(book=book, effective_from=data.get("effective_from"),
+                                                        note=data.get("note") or "", created_by=created_by[:64],
+                                                        **fields)
+        except IntegrityError:
+            raise Conflict(["effectiveFrom: The book already has an override of this service, model or provider "
+                            "from this instant (or, without effectiveFrom, one for every date); delete it first."])
+        return _reprice(book, override, created_by)
 
 
 def price_override_delete(*, book, override_id, created_by: str = "") -> OverrideChange:
     """Delete an override, then price the events it priced again without it (a job)."""
-    override = get_owned(PriceOverride, book, override_id)
-    deleted_id = override.pk
-    override.delete()
-    override.pk = deleted_id  # the answer names the override it deleted (Django clears the id)
-    return _reprice(book, override, created_by)
+    with transaction.atomic():  # the deletion with its repricing job, as for a new override
+        override = get_owned(PriceOverride, book, override_id)
+        deleted_id = override.pk
+        override.delete()
+        override.pk = deleted_id  # the answer names the override it deleted (Django clears the id)
+        return _reprice(book, override, created_by)
 
 
 def price_override_list(*, book):

@@ -109,3 +109,25 @@ def test_map_model_needs_a_full_secret_key(client_for, llm):
     body = {"model": "x", "modelProvider": "y", "serviceId": str(llm.id)}
     assert client_for(scope="ingest").post("/v1/events/map-model", body).status_code == 403
     assert client_for(key_type="publishable").post("/v1/events/map-model", body).status_code == 403
+
+
+def test_a_mapping_is_stored_only_with_its_backfill_job(api, llm, monkeypatch):
+    """The connection lost between the alias and its job: nothing stays, and the retry creates the mapping (201)
+    and prices the waiting event, instead of an alias whose waiting events nothing prices."""
+    import customers.backfill as backfill
+    from django.db import OperationalError
+
+    failed = record(api)["failed"][0]
+    real_job_create = backfill.job_create
+
+    def lost(**kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(backfill, "job_create", lost)
+    body = {"model": "house-model-v2", "modelProvider": "inhouse", "serviceId": str(llm.id)}
+    assert api.post("/v1/events/map-model", body).status_code == 503
+    assert not ModelAlias.objects.exists()
+    monkeypatch.setattr(backfill, "job_create", real_job_create)
+    resp = api.post("/v1/events/map-model", body)
+    assert resp.status_code == 201 and resp.json()["backfill"]["eventsPriced"] == 1, resp.json()
+    assert UsageEvent.objects.get(pk=failed["eventId"]).usage_cost == Decimal("0.003")

@@ -233,3 +233,33 @@ def test_the_console_lists_overrides_with_who_set_them_and_deletes_them_with_rep
     assert resp.status_code == 200
     assert not PriceOverride.objects.exists()
     assert event_cost(event) == D("3.5")
+
+
+@pytest.mark.parametrize("step", ["create", "delete"])
+def test_an_override_is_stored_or_deleted_only_with_its_repricing_job(api, monkeypatch, step):
+    """The connection lost between the override and its job (a PostgreSQL restart): nothing of the change stays,
+    so the client's retry makes it whole, instead of a 409 or 404 over events left at their old cost."""
+    import customers.price_overrides as overrides
+    from django.db import OperationalError
+
+    event = send(api, **GPT_4O, usageDate="2026-03-02T10:00:00Z")  # 3.5 at list price
+    body = {"serviceId": str(gpt_4o().id), "inputCost": "0.000002", "effectiveFrom": "2026-01-01T00:00:00Z"}
+    created = create(api, **body) if step == "delete" else None
+    real_job_create = overrides.job_create
+
+    def lost(**kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(overrides, "job_create", lost)
+    resp = (api.post("/v1/price-overrides", body) if step == "create"
+            else api.delete(f"/v1/price-overrides/{created['id']}"))
+    assert resp.status_code == 503, resp.content
+    assert PriceOverride.objects.count() == (0 if step == "create" else 1)  # as before the request
+    assert event_cost(event) == (D("3.5") if step == "create" else D("3"))
+    monkeypatch.setattr(overrides, "job_create", real_job_create)
+    if step == "create":
+        assert create(api, **body)["eventsRepriced"] == 1  # the retry: 201, not a 409
+        assert event_cost(event) == D("3")
+    else:
+        assert api.delete(f"/v1/price-overrides/{created['id']}").status_code == 200  # the retry: not a 404
+        assert event_cost(event) == D("3.5")

@@ -344,3 +344,48 @@ def test_every_page_answers_503_with_a_clear_body_while_the_database_is_unreacha
     database_behind_proxy.restore()
     assert fetch_page(f"{live_server.url}/admin/", cookie=cookie)[0] == 200
     assert fetch_page(f"{live_server.url}/portal/{token}")[0] in (404, 410)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("committed", [True, False], ids=["committed", "rolled-back"])
+def test_a_batch_whose_commit_lost_its_answer_answers_what_postgresql_did(api, book, monkeypatch, committed):
+    """The connection dies while the batch commits (a crash, a restart, a failover): the commit may have happened.
+    A committed batch answers 200 with its events (a 503 would make the client send it again, and without keys
+    store it twice); one that was not answers 503 with nothing stored. PostgreSQL is asked on a new connection
+    once the backend that ran the batch is gone."""
+    from django.db import OperationalError
+    from billing import recording
+
+    ServiceEntryFactory(canonical_name="cut-llm", provider="acme", input_cost=D("0.001"))
+    records = [{key: value for key, value in fresh_record(index).items() if key != "idempotencyKey"}
+               for index in range(6)]  # no keys: a retry would store them again
+    wrapper = connections["default"]
+    real_commit, real_append, appended = wrapper._commit, recording.events_append, []
+
+    def append(**kwargs):
+        appended.append(True)
+        return real_append(**kwargs)
+
+    def commit_then_lose_the_answer():
+        if not appended or len(appended) > 1:
+            return real_commit()
+        appended.append(True)
+        if committed:
+            real_commit()
+        else:
+            wrapper.connection.rollback()
+        wrapper.connection.close()  # the connection is gone, and the commit's answer with it
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(recording, "events_append", append)
+    monkeypatch.setattr(wrapper, "_commit", commit_then_lose_the_answer)
+    resp = api.post("/v1/usage/record", {"records": records})
+    stored = UsageEvent.objects.filter(book=book)
+    if committed:
+        assert resp.status_code == 200, resp.content
+        assert resp.json()["successful"] == 6
+        assert sorted(str(entry["eventId"]) for entry in resp.json()["results"]["success"]) == \
+            sorted(str(pk) for pk in stored.values_list("pk", flat=True))
+    else:
+        assert resp.status_code == 503, resp.content
+        assert not stored.exists()
