@@ -46,3 +46,28 @@ def prepared_cursor():
     connection.ensure_connection()
     with connection._prepare_cursor(PreparedCursor(connection.connection)) as cursor:
         yield cursor
+
+
+# How long a write that must follow something already done outside the database (an email sent) waits for
+# PostgreSQL to come back (a restart takes seconds).
+RECONNECT_SECONDS = 5
+
+
+def retry_while_reconnecting(write, *, seconds: float = RECONNECT_SECONDS):
+    """Run `write()` (its own transaction, safe to run again) and return its result; when the connection fails
+    (a restart, a failover: OperationalError or InterfaceError outside any transaction), open a new one and run it
+    again, for up to `seconds`, then raise as before. For the step after an effect the database cannot undo: a
+    503 then would leave the record behind what happened."""
+    import time
+
+    from django.db import InterfaceError, OperationalError
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return write()
+        except (OperationalError, InterfaceError):
+            if connection.in_atomic_block or time.monotonic() >= deadline:
+                raise
+            connection.close()
+            time.sleep(0.2)

@@ -27,6 +27,7 @@ from billing.pricing.lines import (billing_window, claims_counted_by, claims_doc
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
 from billing.pricing.periods import local_date, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, schedule_of
+from core.database import retry_while_reconnecting
 from core.errors import BadRequest, Conflict, EmailNotSent, NotFound, Unprocessable
 from core.jobs import BookFailures
 from core.money import CENTS_DIGITS, CENTS_PLACES, EXACT_DIGITS, EXACT_PLACES
@@ -286,15 +287,23 @@ def invoice_send(*, book, invoice_id, now: datetime, recipient_email: str | None
         logger.exception("invoice email failed", extra={"invoice_id": str(invoice.pk)})
         raise EmailNotSent(f"The email for invoice {invoice.invoice_number} could not be sent; the invoice stays "
                            f"{invoice.status}. Send it again.")
-    with transaction.atomic():
-        issued = owned(Invoice, book).filter(pk=invoice.pk, status=Status.PENDING).update(status=Status.ISSUED,
-                                                                                           updated_at=now)
-        owned(Invoice, book).filter(pk=invoice.pk).update(last_sent_at=now)
-        invoice.refresh_from_db()
-        if issued:
-            invoice_event(invoice, EventType.INVOICE_ISSUED, now=now)
-        invoice_event(invoice, EventType.INVOICE_SENT, now=now)
+    # The email is out: the invoice must not stay pending because the connection failed now (a PostgreSQL
+    # restart), or it is never counted as billed nor becomes overdue, and a 503 invites a second email.
+    retry_while_reconnecting(lambda: _mark_sent(book, invoice, now=now))
     return Delivery(invoice, email_id, to)
+
+
+@transaction.atomic
+def _mark_sent(book, invoice: Invoice, *, now: datetime) -> None:
+    """Issue a pending invoice whose email went out, and note the send (idempotent but for its webhook events,
+    written in the same transaction)."""
+    issued = owned(Invoice, book).filter(pk=invoice.pk, status=Status.PENDING).update(status=Status.ISSUED,
+                                                                                       updated_at=now)
+    owned(Invoice, book).filter(pk=invoice.pk).update(last_sent_at=now)
+    invoice.refresh_from_db()
+    if issued:
+        invoice_event(invoice, EventType.INVOICE_ISSUED, now=now)
+    invoice_event(invoice, EventType.INVOICE_SENT, now=now)
 
 
 # --------------------------------------------------------------------------- void

@@ -389,3 +389,49 @@ def test_a_batch_whose_commit_lost_its_answer_answers_what_postgresql_did(api, b
     else:
         assert resp.status_code == 503, resp.content
         assert not stored.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_invoice_whose_email_went_out_is_issued_though_the_connection_failed_right_after(api, book, monkeypatch):
+    """The email is sent, then the connection to PostgreSQL fails (a restart) before the invoice is marked issued:
+    the send waits for a new connection and issues it (200, one email), instead of a 503 that left it `pending`
+    for good (never billed, never overdue) and invited a second email."""
+    from django.db import OperationalError
+    from billing.models import Invoice
+    from billing.services import invoices
+    from tests.billing.invoice_support import billing_chain, draft, recurring
+
+    chain = billing_chain(api, book, [recurring("40")])
+    invoice = draft(api, chain)
+    real_mark_sent, failures = invoices._mark_sent, []
+
+    def lost_then_real(*args, **kwargs):
+        if not failures:
+            failures.append(True)
+            connections["default"].connection.close()  # the server went away after the email was accepted
+            raise OperationalError("server closed the connection unexpectedly")
+        return real_mark_sent(*args, **kwargs)
+
+    monkeypatch.setattr(invoices, "_mark_sent", lost_then_real)
+    resp = api.post(f"/v1/invoices/{invoice['id']}/send", {})
+    assert resp.status_code == 200, resp.content
+    assert failures and Invoice.objects.get(pk=invoice["id"]).status == "issued"
+    assert len(sent_mail()) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_first_request_after_postgresql_dropped_the_idle_connection_is_answered(api):
+    """A restart closes every web process's kept connection while it idles: the next request's key lookup finds
+    it dead and reads on a new connection instead of answering 503 (one per process, before)."""
+    import psycopg
+
+    assert api.get("/v1/verify").status_code == 200  # the connection is kept (CONN_MAX_AGE)
+    wrapper = connections["default"]
+    backend_pid = wrapper.connection.info.backend_pid
+    settings_dict = wrapper.get_connection_params()
+    with psycopg.connect(**{k: v for k, v in settings_dict.items() if k in ("dbname", "user", "password", "host",
+                                                                             "port")}, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [backend_pid])
+    resp = api.get("/v1/verify")
+    assert resp.status_code == 200, resp.content
+    assert wrapper.connection.info.backend_pid != backend_pid
