@@ -5,7 +5,7 @@ as the portal and the PDF format them. Nothing secret is read: the pay link's to
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from billing.invoice_documents import Seller, period_label, unit_price
+from billing.invoice_documents import Seller, line_note, period_label, unit_price
 from billing.models import Invoice, InvoiceLine, InvoiceStatus, Payment
 from billing.selectors.invoices import usage_recorded_since_issued
 from billing.services.payments import PAYABLE
@@ -63,34 +63,6 @@ class InvoicePage:
     amount_due: str
     overpaid: str | None
     usage_since_issued: list[str] = field(default_factory=list)  # usage of the period the invoice does not bill
-
-
-def _tiers(tiers: list, currency: str) -> str:
-    parts = []
-    for tier in tiers:
-        lower = display.quantity(Decimal(str(tier.get("lower") or 0)))
-        upper = tier.get("upper")
-        span = f"{lower} to {display.quantity(Decimal(str(upper)))}" if upper is not None else f"from {lower}"
-        parts.append(f"{span} at {display.price(Decimal(str(tier['rate'])), currency)}")
-    return "; ".join(parts)
-
-
-def line_note(line: InvoiceLine, currency: str) -> str:
-    """How the line was priced, in words: the pricing model and its tiers, a minimum, the usage counted when the
-    minimum lifted it, and the days of a prorated charge."""
-    terms = line.terms or {}
-    parts = []
-    model = terms.get("pricingModel")
-    if terms.get("tiers"):
-        parts.append(f"{str(model or 'tiered').replace('_', ' ')}: {_tiers(terms['tiers'], currency)}")
-    minimum = Decimal(str(terms.get("minimumCommitment") or 0))
-    if minimum > 0:
-        parts.append(f"minimum {display.quantity(minimum)}")
-    if line.used_quantity is not None and line.used_quantity != line.quantity:
-        parts.append(f"used {display.quantity(line.used_quantity)}")
-    if line.prorated_days is not None and line.period_days:
-        parts.append(f"prorated {line.prorated_days} of {line.period_days} days")
-    return " · ".join(parts)
 
 
 def _customer_lines(customer) -> list[str]:

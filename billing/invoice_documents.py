@@ -56,6 +56,27 @@ def unit_price(line: InvoiceLine) -> str:
     return "tiered" if terms.get("tiers") else ""
 
 
+def line_note(line: InvoiceLine, currency: str) -> str:
+    """How the line was priced, in words: the pricing model and its tiers, a minimum, the usage counted when the
+    minimum lifted it, and the days of a prorated charge."""
+    terms = line.terms or {}
+    parts = []
+    model = terms.get("pricingModel")
+    if terms.get("tiers"):
+        # As the plan's strategies are written (docs/console.md): a credit pool as its pool and overage rate.
+        pool = model == "credit_pool"
+        written = display.tiers(terms["tiers"], pool=pool, currency=currency)
+        parts.append(written if pool else f"{str(model or 'tiered').replace('_', ' ')}: {written}")
+    minimum = Decimal(str(terms.get("minimumCommitment") or 0))
+    if minimum > 0:
+        parts.append(f"minimum {display.quantity(minimum)}")
+    if line.used_quantity is not None and line.used_quantity != line.quantity:
+        parts.append(f"used {display.quantity(line.used_quantity)}")
+    if line.prorated_days is not None and line.period_days:
+        parts.append(f"prorated {line.prorated_days} of {line.period_days} days")
+    return " · ".join(parts)
+
+
 @dataclass(frozen=True)
 class Seller:
     """The organization's billing profile, as invoices print it."""
@@ -196,6 +217,8 @@ def invoice_pdf(view: InvoiceView) -> bytes:
     for line in view.lines:
         pdf.row([(line.description[:56], 95, "L"), (display.quantity(line.quantity), 30, "R"),
                  (unit_price(line), 30, "R"), (money(line.amount, invoice.currency), 35, "R")])
+        if (line.terms or {}).get("tiers"):  # no single unit price: how the line was priced, under it
+            pdf.line_text(f"  {line_note(line, invoice.currency)}"[:110], size=8)
     pdf.ln(2)
     for label, value in view.totals:
         pdf.row([("", 90, "L"), (label, 60, "R"), (value, 40, "R")], bold=label in ("Total", "Amount due"))

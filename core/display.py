@@ -56,7 +56,7 @@ def quantity(value: Decimal | int | None) -> str:
     return _grouped(Decimal(value))
 
 
-def tiers(rows: list[dict] | None, *, pool: bool = False) -> str:
+def tiers(rows: list[dict] | None, *, pool: bool = False, currency: str | None = DEFAULT_CURRENCY) -> str:
     """A tiered price: `0 to 10: $2.00 each; 10 and up: $1.50 each`; a credit pool's two tiers as `a pool of
     1,000 units for $50.00; $0.06 each beyond`. Tiers that are not rows of lower, upper and rate (data made by
     hand) are written as stored."""
@@ -68,9 +68,10 @@ def tiers(rows: list[dict] | None, *, pool: bool = False) -> str:
     except (ArithmeticError, KeyError, TypeError, ValueError):
         return str(rows)
     if pool and len(spans) == 2 and spans[0][1] is not None:
-        return f"a pool of {quantity(spans[0][1])} units for {price(spans[0][2])}; {price(spans[1][2])} each beyond"
-    return "; ".join(f"{quantity(lower)} {'and up' if upper is None else f'to {quantity(upper)}'}: {price(rate)} each"
-                     for lower, upper, rate in spans)
+        return (f"a pool of {quantity(spans[0][1])} units for {price(spans[0][2], currency)}; "
+                f"{price(spans[1][2], currency)} each beyond")
+    return "; ".join(f"{quantity(lower)} {'and up' if upper is None else f'to {quantity(upper)}'}: "
+                     f"{price(rate, currency)} each" for lower, upper, rate in spans)
 
 
 def percent(value: Decimal | None) -> str:

@@ -100,3 +100,16 @@ def test_a_period_cut_inside_a_day_is_written_with_the_time_of_the_cut():
                                period_end=datetime(2026, 9, 6, 4, tzinfo=timezone.utc),
                                subscription=SimpleNamespace(timezone="America/Santiago"))
     assert period_label(santiago) == "2026-08-06 to 2026-09-05"
+
+
+def test_a_tiered_line_of_the_pdf_says_how_it_was_priced(api, book):
+    """A credit pool or tiered line has no single unit price: the PDF writes its terms under it, a pool as its pool
+    (1,000 units for $50.00) and overage rate, never as if the pool price were a price per unit."""
+    from tests.billing.invoice_support import credit_pool
+
+    chain = billing_chain(api, book, [credit_pool(1000, "50", "0.06")])
+    event(chain, 1200, "2025-01-10T00:00:00Z")  # 200 beyond the pool: $50.00 + $12.00
+    invoice = draft(api, chain)
+    text = pdf_text(api.get(f"/v1/invoices/{invoice['id']}/pdf").content)
+    assert "a pool of 1,000 units for $50.00; $0.06 each beyond" in text, text
+    assert "$62.00" in text

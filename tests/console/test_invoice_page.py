@@ -171,3 +171,17 @@ def test_another_organizations_invoice_is_neither_shown_nor_acted_on(console, ot
         assert any("doesn’t exist" in message or "does not exist" in message for message in messages_of(resp))
     assert Invoice.objects.get(pk=foreign.pk).status == "issued"
     assert console.get(f"/admin/billing/invoice/{foreign.pk}/act/send/").status_code == 405
+
+
+def test_a_lines_note_writes_its_tiers_as_the_plan_does_and_a_credit_pool_as_its_pool():
+    """docs/console.md: tiers as `0 to 1,000: $2.00 each; 1,000 and up: $0.015 each`, a pool as `a pool of 1,000
+    units for $50.00; $0.06 each beyond` (a pool's first tier is a price for the whole pool, never per unit)."""
+    from billing.admin_invoice_page import line_note
+    from billing.models import InvoiceLine
+
+    pool = InvoiceLine(terms={"pricingModel": "credit_pool", "tiers": [
+        {"lower": 0, "upper": 2000, "rate": "300"}, {"lower": 2000, "upper": None, "rate": "0.2"}]})
+    assert line_note(pool, "usd") == "a pool of 2,000 units for $300.00; $0.20 each beyond"
+    graduated = InvoiceLine(terms={"pricingModel": "graduated", "tiers": [
+        {"lower": 0, "upper": 1000, "rate": "2"}, {"lower": 1000, "upper": None, "rate": "0.015"}]})
+    assert line_note(graduated, "usd") == "graduated: 0 to 1,000: $2.00 each; 1,000 and up: $0.015 each"
