@@ -54,15 +54,21 @@ def portal_session_live(*, session_id, now: datetime) -> PortalSession | None:
                     customer__deleted_at__isnull=True).first())
 
 
+def _shown(invoices):
+    """Invoices the customer was ever given: finalized ones. Drafts still change, and a draft voided before it was
+    finalized (no issue date) was never the customer's."""
+    return invoices.exclude(status=InvoiceStatus.DRAFT).exclude(status=InvoiceStatus.VOID, issued_at__isnull=True)
+
+
 def customer_invoices(*, book, customer: Customer) -> list[Invoice]:
-    """The customer's finalized invoices, newest first (drafts still change, so the customer never sees them)."""
-    return list(owned(Invoice, book).filter(customer=customer).exclude(status=InvoiceStatus.DRAFT)
+    """The customer's finalized invoices, newest first."""
+    return list(_shown(owned(Invoice, book).filter(customer=customer))
                 .select_related("subscription").order_by("-created_at", "-id")[:PORTAL_INVOICE_LIMIT])
 
 
 def customer_invoice(*, book, customer: Customer, invoice_id) -> Invoice:
     """One finalized invoice of this customer, with what its PDF reads; any other id is a 404."""
-    queryset = invoice_documents(book=book).filter(customer=customer).exclude(status=InvoiceStatus.DRAFT)
+    queryset = _shown(invoice_documents(book=book).filter(customer=customer))
     return get_owned(Invoice, book, invoice_id, queryset=queryset)
 
 

@@ -337,6 +337,18 @@ def test_the_return_url_is_escaped_in_the_page(customer, create_session):
 
 # --------------------------------------------------------------------------- invoice PDFs and pay-now
 
+def test_a_draft_voided_before_it_was_finalized_is_not_the_customers(api, billed, customer, create_session):
+    """Voided as a draft, it was never issued to the customer: the portal neither lists it nor serves its PDF. A
+    voided issued invoice stays listed (the customer holds it)."""
+    ok(api.post(f"/v1/invoices/{billed.draft.id}/void", {"reason": "made by mistake"}))
+    ok(api.post(f"/v1/invoices/{billed.mine.id}/void", {"reason": "billed twice"}))
+    client = opened(create_session(customer))
+    page = html(client.get("/portal/s/"))
+    assert billed.draft.invoice_number not in page
+    assert billed.mine.invoiceNumber in page  # issued, then voided: listed as void
+    assert client.get(f"/portal/s/invoices/{billed.draft.id}/pdf").status_code == 404
+
+
 def test_the_customer_downloads_their_invoice_pdf(billed, customer, create_session):
     resp = opened(create_session(customer)).get(f"/portal/s/invoices/{billed.mine.id}/pdf")
     assert resp.status_code == 200 and resp["Content-Type"] == "application/pdf"
