@@ -28,7 +28,7 @@ class WebhookEndpointAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     search_fields = ["url", "description"]
     date_hierarchy = "created_at"
     list_select_related = ["book__organization"]
-    exclude = ["secret", "previous_secret"]
+    exclude = ["secret", "previous_secret", "event_types"]  # shown as `event_types_text` (empty: every type)
     actions = ["send_test", "enable", "disable"]
 
     @admin.display(description="Health")
