@@ -178,13 +178,18 @@ def model_map(*, book, model: str, model_provider: str, service_id, created_by: 
     if known is not None:
         raise BadRequest([f"model: {model!r} from {model_provider!r} is already in the catalog "
                           f"({known.provider}/{known.canonical_name}); mapping only redirects unknown names."])
-    # One transaction for the alias and its backfill job (and the backfill itself when it runs inline): an alias
-    # stored without its job would leave the events waiting for it unpriced until someone maps the model again.
+    # The alias and its backfill job in one transaction: an alias stored without its job would leave the events
+    # waiting for it unpriced until someone maps the model again. An inline backfill runs after the commit (a run
+    # cut short leaves the job running, and jobs housekeeping takes it up again).
     with transaction.atomic():
-        return _map_and_backfill(book, model, model_provider, service, created_by)
+        alias, created, waiting, scheduled, job = _map_with_job(book, model, model_provider, service, created_by)
+    if scheduled:
+        return Mapping(alias, created, waiting, 0, scheduled=True, job=job)
+    result = job_run(job, backfill_work(book, model, model_provider), reraise=True)
+    return Mapping(alias, created, waiting, result["eventsPriced"], scheduled=False, job=job)
 
 
-def _map_and_backfill(book, model: str, model_provider: str, service: ServiceEntry, created_by: str) -> Mapping:
+def _map_with_job(book, model: str, model_provider: str, service: ServiceEntry, created_by: str):
     with transaction.atomic():
         alias = owned(ModelAlias, book).select_for_update().filter(model=model, model_provider=model_provider).first()
         created = alias is None
@@ -207,9 +212,7 @@ def _map_and_backfill(book, model: str, model_provider: str, service: ServiceEnt
                      status=JobStatus.QUEUED if scheduled else JobStatus.RUNNING)
     if scheduled:
         job_start(job)
-        return Mapping(alias, created, waiting, 0, scheduled=True, job=job)
-    result = job_run(job, backfill_work(book, model, model_provider), reraise=True)
-    return Mapping(alias, created, waiting, result["eventsPriced"], scheduled=False, job=job)
+    return alias, created, waiting, scheduled, job
 
 
 def backfill_work(book, model: str, model_provider: str):

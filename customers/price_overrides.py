@@ -143,18 +143,30 @@ def override_reprice_work(book, target: Target, effective_from: datetime | None)
     return work
 
 
-def _reprice(book, override: PriceOverride, created_by: str) -> OverrideChange:
+def _repricing_job(book, override: PriceOverride, created_by: str):
+    """The job that prices again the events the override touches (queued when many, else to run inline), created
+    in the caller's transaction: the override is never stored or deleted without it."""
     target = Target.of(override)
-    affected = _affected(book, target, override.effective_from).count()
+    since = override.effective_from
+    affected = _affected(book, target, since).count()
     scheduled = affected > settings.MAP_MODEL_INLINE_BACKFILL_LIMIT
-    job = job_create(book=book, kind=JobKind.COST_OVERRIDE_REPRICE, task_path="customers.tasks.reprice_for_price_override_task",
-                     task_args=(book.pk, target.kind, target.first, target.second, override.effective_from and override.effective_from.isoformat()),
+    job = job_create(book=book, kind=JobKind.COST_OVERRIDE_REPRICE,
+                     task_path="customers.tasks.reprice_for_price_override_task",
+                     task_args=(book.pk, target.kind, target.first, target.second, since and since.isoformat()),
                      created_by=created_by, total=affected,
                      status=JobStatus.QUEUED if scheduled else JobStatus.RUNNING)
     if scheduled:
         job_start(job)
+    return job, affected, scheduled
+
+
+def _reprice(book, override: PriceOverride, job, affected: int, scheduled: bool) -> OverrideChange:
+    """After the commit: the answer, running the job first when it is inline (a run cut short leaves it running,
+    and jobs housekeeping takes it up again)."""
+    if scheduled:
         return OverrideChange(override, affected, 0, scheduled=True, job=job)
-    result = job_run(job, override_reprice_work(book, target, override.effective_from), reraise=True)
+    work = override_reprice_work(book, Target.of(override), override.effective_from)
+    result = job_run(job, work, reraise=True)
     return OverrideChange(override, affected, result["eventsRepriced"], scheduled=False, job=job)
 
 
@@ -164,8 +176,8 @@ def price_override_create(*, book, data: dict, created_by: str = "") -> Override
     fields = _checked(service_id=data.get("service_id"), model=data.get("model"),
                       model_provider=data.get("model_provider"), discount_percent=data.get("discount_percent"),
                       rates=rates)
-    # One transaction for the override and its repricing job (and the repricing itself when it runs inline): an
-    # override stored without its job would leave the events it touches at their old cost for good.
+    # The override and its repricing job in one transaction: an override stored without its job would leave the
+    # events it touches at their old cost for good.
     with transaction.atomic():
         try:
             with transaction.atomic():
@@ -175,7 +187,8 @@ def price_override_create(*, book, data: dict, created_by: str = "") -> Override
         except IntegrityError:
             raise Conflict(["effectiveFrom: The book already has an override of this service, model or provider "
                             "from this instant (or, without effectiveFrom, one for every date); delete it first."])
-        return _reprice(book, override, created_by)
+        job = _repricing_job(book, override, created_by)
+    return _reprice(book, override, *job)
 
 
 def price_override_delete(*, book, override_id, created_by: str = "") -> OverrideChange:
@@ -185,7 +198,8 @@ def price_override_delete(*, book, override_id, created_by: str = "") -> Overrid
         deleted_id = override.pk
         override.delete()
         override.pk = deleted_id  # the answer names the override it deleted (Django clears the id)
-        return _reprice(book, override, created_by)
+        job = _repricing_job(book, override, created_by)
+    return _reprice(book, override, *job)
 
 
 def price_override_list(*, book):
