@@ -7,6 +7,10 @@ EXACT_DIGITS, EXACT_PLACES = 28, 12
 CENTS_DIGITS, CENTS_PLACES = 14, 2
 CENT = Decimal("0.01")
 ZERO = Decimal(0)
+# Sums of quantities and costs read from the ledger, added in Python: every digit kept (a quantity has up to 30
+# decimal places and 16 integer digits summed; Decimal's default context rounds to 28 significant digits, which
+# moved a volume of 100.000000000000000000000000001 onto the tier of exactly 100).
+SUMS = Context(prec=200)
 _EXACT_QUANTUM = Decimal(1).scaleb(-EXACT_PLACES)
 
 

@@ -38,7 +38,7 @@ from django.db.models import Count, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from core.clock import day_start
-from core.money import ZERO, ExactField
+from core.money import SUMS, ZERO, ExactField
 from core.scoping import book_sql
 from customers.models import MONTHLY, Customer, RollupGrain
 from customers.rollup import MEASURES, ROLLUP, analytics_rollup_catch_up, contributions_sql, execute
@@ -184,6 +184,11 @@ def orphaned(rows: list[Sums], position: int, known) -> list[Sums]:
                                            for index, value in enumerate(row.key)))
 
 
+def _plus(a, b):
+    """Counts as integers, quantities and costs with every digit (core/money.py SUMS)."""
+    return SUMS.add(a, b) if isinstance(a, Decimal) else a + b
+
+
 def regroup(rows: list[Sums], key) -> list[Sums]:
     """Rows merged under `key(row)` (e.g. after mapping deleted agents' ids to null)."""
     merged: dict = {}
@@ -191,7 +196,7 @@ def regroup(rows: list[Sums], key) -> list[Sums]:
         new_key = key(row)
         found = merged.get(new_key)
         merged[new_key] = Sums(new_key, *(
-            getattr(row, name) + (getattr(found, name) if found else 0) for name in MEASURES))
+            _plus(getattr(row, name), getattr(found, name) if found else 0) for name in MEASURES))
     return list(merged.values())
 
 

@@ -5,7 +5,7 @@ from collections.abc import Iterable
 
 from billing.models import Subscription
 from billing.pricing.attribution import cost_intervals
-from core.money import ZERO
+from core.money import SUMS, ZERO
 from core.scoping import owned
 from customers.usage_sums import Scope, Segment, Window, rollup_sums
 
@@ -45,5 +45,5 @@ def signal_quantities(*, book, window: Window, billed: Iterable[tuple], scope: S
     quantities: dict = {}
     for row in rows:
         for key in keys.get((row.key[0], row.key[1]), ()):  # signal ids are UUIDs on both sides
-            quantities[key] = quantities.get(key, ZERO) + row.quantity
+            quantities[key] = SUMS.add(quantities.get(key, ZERO), row.quantity)
     return quantities

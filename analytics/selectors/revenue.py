@@ -31,7 +31,7 @@ from billing.pricing.periods import cycle_containing, local_date, local_midnight
 from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, life_of, schedule_of, subscription_terms,
                                    terms_timelines)
 from billing.selectors.subscriptions import subscription_get
-from core.money import ZERO
+from core.money import SUMS, ZERO
 from core.scoping import owned
 from customers.models import Customer
 from customers.selectors import customer_get
@@ -233,7 +233,7 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
             earned = charge.earned(quantity, side_terms(strategy.terms, subscription=side, period=period))
             _add(figures, charge.figure, earned)
             line = row(strategy)
-            line.quantity = (line.quantity or ZERO) + quantity
+            line.quantity = SUMS.add(line.quantity or ZERO, quantity)
             line.agent_earned += earned
             line.revenue += earned
     span = _covered_span(subscription, window)
@@ -261,7 +261,7 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
             _add(figures, charge.figure, amount)
     for strategy, units in counted_units.values():
         line = row(strategy)
-        line.quantity = (line.quantity or ZERO) + units
+        line.quantity = SUMS.add(line.quantity or ZERO, units)
 
 
 def _add(figures: SubscriptionRevenue, figure: str, amount: Decimal) -> None:

@@ -25,7 +25,7 @@ from billing.pay_links import live_pay_token, pay_token_digest, pay_token_of, pa
 from billing.pricing.lines import (billing_window, claims_counted_by, claims_document, invoice_terms, period_claims,
                                    priced_lines, totals)
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
-from billing.pricing.periods import local_date, local_midnight, period_as_of
+from billing.pricing.periods import cycle_containing, local_date, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, schedule_of
 from core.database import retry_while_reconnecting
 from core.errors import BadRequest, Conflict, EmailNotSent, NotFound, Unprocessable
@@ -193,11 +193,22 @@ def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billi
     return invoice, True
 
 
-def invoices_fit_to_end(*, book, subscription: Subscription, now: datetime, reason: str) -> None:
-    """After the subscription's end moved earlier (a plan change): a draft reaching past the end is cut there and
-    re-priced (same id and number), a draft wholly after it is voided. Finalized invoices are the caller's to
-    refuse."""
+def invoices_fit_to_end(*, book, subscription: Subscription, now: datetime, reason: str,
+                        previous_end: datetime | None = None) -> None:
+    """After the subscription's end moved (a plan change, its withdrawal, a new endDate): a draft reaching past
+    an earlier end is cut there and re-priced (same id and number), a draft wholly after it is voided; a draft that
+    `previous_end` had cut grows back to its cycle's end (or the new end, when earlier) and is re-priced, so the
+    usage of the days it gets back is billed. Finalized invoices are the caller's to refuse."""
     end = effective_end(subscription)
+    if previous_end is not None and (end is None or end > previous_end):
+        cut = owned(Invoice, book).select_for_update().filter(subscription=subscription, status=Status.DRAFT,
+                                                              period_end=previous_end).order_by("pk")
+        for invoice in cut:
+            cycle_end = cycle_containing(schedule_of(subscription), invoice.period_start)[1]
+            grown = cycle_end if end is None else min(cycle_end, end)
+            if grown > invoice.period_end:
+                invoice.period_end = grown
+                _refresh(invoice, subscription)
     if end is None:
         return
     drafts = (owned(Invoice, book).select_for_update().filter(subscription=subscription, status=Status.DRAFT,
@@ -247,6 +258,27 @@ def _finalize(invoice: Invoice, *, now: datetime, status: str) -> None:
 
 # --------------------------------------------------------------------------- send
 
+def _claim_keys(document: list[dict]) -> set[tuple]:
+    return {(claim["agentId"], claim["signalId"], claim["start"], claim["end"]) for claim in document}
+
+
+def _refuse_out_of_date(invoice: Invoice) -> None:
+    """A draft is sent as it is (contract: send issues exactly the lines the draft shows), so one whose claims no
+    longer hold is refused (409) instead: since it was generated, another subscription of the customer, or another
+    strategy, took usage it counts (an event is billed at most once), or gave some back. Events recorded since
+    within its claims do not make it out of date: the reviewed draft is what is sent."""
+    if invoice.billed_claims is None:
+        return
+    subscription = invoice.subscription
+    window = billing_window(subscription, invoice.period_start, invoice.period_end)
+    if _claim_keys(claims_document(period_claims(subscription, window))) != _claim_keys(invoice.billed_claims):
+        raise Conflict(f"Draft {invoice.invoice_number} is out of date: since it was generated, which of its "
+                       "customer's subscriptions bills the usage of its period changed (a strategy, a subscription "
+                       "or a plan change), and sending it would bill usage another invoice bills, or leave some "
+                       "unbilled. Generate it again (POST /v1/invoices/generate for its period refreshes it, same "
+                       "number), review it, then send it.", code="invoice_out_of_date")
+
+
 @dataclass(frozen=True)
 class Delivery:
     invoice: Invoice
@@ -276,6 +308,7 @@ def invoice_send(*, book, invoice_id, now: datetime, recipient_email: str | None
             raise BadRequest(f"Invoice {invoice.invoice_number} is {invoice.status} and cannot be sent.")
         to, cc = _recipients(invoice.customer, recipient_email)
         if invoice.status == Status.DRAFT:
+            _refuse_out_of_date(invoice)
             _finalize(invoice, now=now, status=Status.PENDING)
         link = pay_url(_pay_token(invoice))
     view = InvoiceView.of(invoice)

@@ -106,6 +106,8 @@ def _withdraw(subscription: Subscription, successor: Subscription, *, actor: str
     subscription.next_subscription = None
     _fit_period_to_end(subscription, previous_end)
     subscription.save()
+    invoices_fit_to_end(book=subscription.book_id, subscription=subscription, now=now, reason=reason,
+                        previous_end=previous_end)  # a draft the change had cut grows back
     changelog_add(subscription=subscription, kind=Kind.PLAN_CHANGE, actor=actor,
                   summary=f"{reason}: the change to plan '{successor.plan.name}' at "
                           f"{json_value(successor.start_date)} (subscription {successor.id}) is withdrawn",

@@ -11,6 +11,7 @@ from billing.models import BillingCycle, PlanAgent, PricingPlan, Subscription, S
 from billing.pricing.periods import Period, cycle_containing, is_valid_timezone, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, schedule_of
 from billing.services.changelog import SYSTEM_ACTOR, Kind, changelog_add, diff, json_value
+from billing.services.invoices import invoices_fit_to_end
 from core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from core.jobs import BookFailures
 from core.scoping import get_owned, owned
@@ -229,16 +230,17 @@ def _customer_locked_quietly(book, customer_id) -> None:
     list(owned(Customer, book).select_for_update().filter(pk=customer_id).values_list("pk", flat=True))
 
 
-def _change_schedule(subscription: Subscription, changes: dict) -> None:
+def _change_schedule(subscription: Subscription, changes: dict) -> tuple[bool, datetime | None]:
     """endDate, isForever, billingDay, timezone. Values equal to the stored ones are no change (a client may
-    send the whole record back); an ended subscription's dates are final."""
+    send the whole record back); an ended subscription's dates are final. Returns whether the end moved, and the
+    end before."""
     timezone = changes.get("timezone", subscription.timezone)
     wanted = {field: changes[field] for field in ("is_forever", "billing_day", "timezone") if field in changes}
     if "end_date" in changes:
         wanted["end_date"] = _local_instant(changes["end_date"], timezone)
     wanted = {field: value for field, value in wanted.items() if getattr(subscription, field) != value}
     if not wanted:
-        return
+        return False, None
     if subscription.status == Status.ENDED:
         raise Unprocessable(["The subscription has ended; its dates no longer change."])
     if {"end_date", "is_forever"} & set(wanted):
@@ -254,6 +256,7 @@ def _change_schedule(subscription: Subscription, changes: dict) -> None:
     if errors:
         raise Unprocessable(errors)
     _fit_period_to_end(subscription, previous_end)
+    return end != previous_end, previous_end
 
 
 @transaction.atomic
@@ -278,8 +281,9 @@ def subscription_update(*, book, subscription_id, now: datetime, actor: str, **c
             raise Unprocessable(["planId: The plan is inactive; activate it or choose another plan."])
         subscription.plan, subscription.agent = plan, agent
         names["plan"][1], names["agent"][1] = plan.name, agent.name
+    end_moved, previous_end = False, None
     if any(field in changes for field in SCHEDULE_FIELDS):
-        _change_schedule(subscription, changes)
+        end_moved, previous_end = _change_schedule(subscription, changes)
     if "status" in changes and changes["status"] != subscription.status:
         _change_status(subscription, changes["status"], now=now)
     for field in PLAIN_FIELDS:
@@ -287,6 +291,9 @@ def subscription_update(*, book, subscription_id, now: datetime, actor: str, **c
             setattr(subscription, field, changes[field])
     _refuse_overlap(book, subscription)
     subscription.save()
+    if end_moved:  # its drafts follow the new end, as after a plan change (cut, voided or grown back)
+        invoices_fit_to_end(book=book, subscription=subscription, now=now, previous_end=previous_end,
+                            reason=f"Subscription endDate changed to {json_value(effective_end(subscription))}")
     _log_changes(subscription, before, snapshot(subscription), actor=actor, names=names)
     if before["planId"] != str(subscription.plan_id):
         subscription_event(subscription, EventType.SUBSCRIPTION_PLAN_CHANGED, now=now)
