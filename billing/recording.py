@@ -37,7 +37,7 @@ from core.serialization import decimal_text
 from customers.ledger import PricesMoved, events_append
 from customers.models import CODING_AGENT_CODE, EventStatus, Signal, UsageEvent
 from customers.provisioning import identities_mark_internal, identities_provision
-from matters.ingestion import matters_attribute_new_events
+from matters.ingestion import MattersMoved, matters_attribute_new_events
 
 # Run on commit of a batch that stored new events, with `book` and `events` (the new UsageEvent rows): the
 # post-ingestion work of apps above billing (spend caps), registered in config/hooks.py, so billing never
@@ -196,6 +196,8 @@ def usage_record(*, book, body, now: datetime, generation: Generation | None = N
             return _record(book, checked, now=now, generation=generation, processed=len(records))
         except PricesMoved as moved:
             generation = moved.generation
+        except MattersMoved:  # a matter it routed to was deleted meanwhile: routed again, nothing stored
+            pass
     raise ServiceUnavailable("Prices kept changing while the batch was priced; nothing was stored. Retry.",
                              headers={"Retry-After": "1"})
 

@@ -96,7 +96,27 @@ def matters_attribute_new_events(*, book, events: list[UsageEvent], generation: 
                                      matter_ids_by_number=matter_ids_by_number)
         if decision is not None:
             decisions.append((event.pk, decision.matter_id, decision.source))
+    _hold_matters(book, {matter_id for _, matter_id, _ in decisions})
     attributions_insert_if_absent(book=book, decisions=decisions)
+
+
+class MattersMoved(Exception):
+    """A matter the batch routes to was deleted after its routing was read: the batch is routed again."""
+
+
+def _hold_matters(book, matter_ids: set) -> None:
+    """Lock the matters the batch attributes to against deletion until it commits (`FOR KEY SHARE`, which only a
+    delete or a key change waits for): a matter deleted meanwhile would fail the attributions' foreign key at
+    commit, losing the batch with a 500. A matter already gone is MattersMoved."""
+    if not matter_ids:
+        return
+    in_book, params = book_sql(book)
+    with connection.cursor() as cursor:  # Django's select_for_update has no KEY SHARE
+        cursor.execute(f"SELECT id FROM {Matter._meta.db_table} WHERE {in_book} AND id = ANY(%s) FOR KEY SHARE",
+                       [*params, list(matter_ids)])
+        held = {row[0] for row in cursor.fetchall()}
+    if held != matter_ids:
+        raise MattersMoved()
 
 
 ATTRIBUTION_COLUMNS = ("id", "created_at", "updated_at", "book", "event", "matter", "source", "assigned_by")

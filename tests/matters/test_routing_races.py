@@ -80,3 +80,39 @@ def test_batches_racing_a_new_matter_are_routed_once_it_exists_and_its_figures_e
     assert matter["eventCount"] == events.count() == len(attributed)
     assert D(str(matter["actualCost"])) == sum(event.usage_cost for event in events)
     assert attribution_orphans(book=book) == []
+
+
+def test_a_batch_routed_to_a_matter_deleted_before_it_commits_is_routed_again_not_a_500(client_for, book,
+                                                                                     monkeypatch):
+    """The matter is deleted (and committed) after the batch read its routing and before it wrote its
+    attributions: the batch locks the matters it attributes to, finds this one gone, and is routed again, so it
+    is stored with its event unassigned (a 200), instead of failing the attributions' foreign key at commit (a
+    500 that lost the batch)."""
+    from matters import ingestion
+
+    ServiceEntryFactory(canonical_name="acme-llm-1", provider="acmeai", input_cost=D("0.000003"),
+                        output_cost=D("0.000015"))
+    api = client_for(email="writer@example.com")
+    matter = api.post("/v1/matters", {"matterNumber": "M-9", "name": "Doe v. Acme", "clientName": "Acme"}).json()
+    real_inputs, deleted = ingestion._routing_inputs, []
+    other = client_for(email="deleter@example.com")
+
+    def inputs_then_deleted_elsewhere(**kwargs):
+        found = real_inputs(**kwargs)
+        if not deleted:  # another request deletes the matter now, and commits
+            deleted.append(True)
+            worker = threading.Thread(target=lambda: (deleted.append(other.delete(f"/v1/matters/{matter['id']}")),
+                                                      connections.close_all()))
+            worker.start()
+            worker.join(timeout=30)
+        return found
+
+    monkeypatch.setattr(ingestion, "_routing_inputs", inputs_then_deleted_elsewhere)
+    record = {"customerExternalId": "cust-9", "agentCode": "bot", "signalName": "answers", "model": "acme-llm-1",
+              "modelProvider": "acmeai", "inputTokens": 1000, "outputTokens": 10, "metadata": {"matterId": "M-9"}}
+    resp = api.post("/v1/usage/record", {"records": [record]})
+    assert deleted[1].status_code in (200, 204), deleted[1].content
+    assert resp.status_code == 200, resp.content
+    [entry] = resp.json()["results"]["success"]
+    assert UsageEvent.objects.filter(pk=entry["eventId"]).exists()
+    assert not MatterAttribution.objects.filter(event_id=entry["eventId"], matter__isnull=False).exists()
