@@ -29,6 +29,7 @@ from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_prices
 from core import clock
+from core.database import backend_alive
 from core.errors import ServiceUnavailable
 from core.hooks import Hooks
 from core.ids import random_uuids, time_ordered_uuids
@@ -164,7 +165,7 @@ def _committed_after_all(book, new_events: list, backend_pid: int) -> bool:
     deadline = time.monotonic() + COMMIT_PROBE_SECONDS
     while True:
         try:
-            if settings.DB_TRANSACTION_POOLING or not _backend_alive(backend_pid):
+            if settings.DB_TRANSACTION_POOLING or not backend_alive(backend_pid):
                 return owned(UsageEvent, book).filter(pk=probe.pk, usage_date=probe.usage_date).exists()
         except (OperationalError, InterfaceError):
             connection.close()
@@ -172,11 +173,6 @@ def _committed_after_all(book, new_events: list, backend_pid: int) -> bool:
             return False
         time.sleep(0.2)
 
-
-def _backend_alive(pid: int) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s)", [pid])
-        return cursor.fetchone()[0]
 
 
 # A batch is priced again when prices change between its pricing and its storing (customers.ledger.PricesMoved).

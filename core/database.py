@@ -71,3 +71,10 @@ def retry_while_reconnecting(write, *, seconds: float = RECONNECT_SECONDS):
                 raise
             connection.close()
             time.sleep(0.2)
+
+
+def backend_alive(pid: int) -> bool:
+    """Whether the PostgreSQL backend `pid` still runs (a connection that failed may still be committing)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s)", [pid])
+        return cursor.fetchone()[0]

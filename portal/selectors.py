@@ -103,7 +103,8 @@ class CustomerUsage:
 
     @property
     def events(self) -> int:
-        return sum(day.events for day in self.days)
+        """Every event of the period, those dated after today included (the days stop at today)."""
+        return sum(total.events for total in self.by_signal)
 
 
 def current_usage_window(subscriptions: list[Subscription], now: datetime) -> tuple[datetime, datetime]:
@@ -119,11 +120,13 @@ def current_usage_window(subscriptions: list[Subscription], now: datetime) -> tu
 
 def customer_usage(*, book, customer: Customer, start: datetime, end: datetime, now: datetime) -> CustomerUsage:
     """Daily events and quantity of the customer's usage from the period's start through today (UTC days;
-    events dated later in the period are not drawn yet), and the same events' totals per signal, by the
-    signal name each event recorded (`event_sums`: one customer's period, and names the rollup does not keep)."""
+    events dated later in the period are not drawn yet), and the totals per signal of the whole period, those
+    events included (a pool row beside it counts them too), by the signal name each event recorded
+    (`event_sums`: one customer's period, and names the rollup does not keep)."""
     first = start.astimezone(UTC).date()
     until = min(end, day_start(now.astimezone(UTC).date()) + timedelta(days=1))
-    events = owned(UsageEvent, book).filter(customer=customer, usage_date__gte=start, usage_date__lt=until)
+    period = owned(UsageEvent, book).filter(customer=customer, usage_date__gte=start, usage_date__lt=end)
+    events = period.filter(usage_date__lt=until)
     measures = ("event_count", "quantity")
     daily = {row.key[0]: row for row in event_sums(events.annotate(day=TruncDate("usage_date", tzinfo=UTC)),
                                                    by=("day",), measures=measures)}
@@ -134,7 +137,7 @@ def customer_usage(*, book, customer: Customer, start: datetime, end: datetime, 
         day = first + timedelta(days=offset)
         row = daily.get(day)
         days.append(UsageDay(day, row.event_count, row.quantity) if row else UsageDay(day, 0, ZERO))
-    return CustomerUsage(start, end, days, _usage_by_signal(book, events, measures))
+    return CustomerUsage(start, end, days, _usage_by_signal(book, period, measures))
 
 
 def _usage_by_signal(book, events, measures) -> list[UsageTotal]:

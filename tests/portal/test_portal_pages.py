@@ -267,6 +267,22 @@ def test_a_period_that_ends_inside_a_utc_day_charts_that_days_events_too(book, c
     assert usage.events == sum(total.events for total in usage.by_signal) == 2
 
 
+def test_events_dated_later_in_the_period_count_in_its_totals_though_their_days_are_not_drawn(book, customer):
+    """decisions/portal.md: the period's events and quantity per signal; only days after today are not drawn. A
+    credit-pool row beside it counts those events, so the usage heading must too."""
+    from portal.selectors import customer_usage
+
+    signal = SignalFactory(book=book, agent=AgentFactory(book=book), name="credits", short_name="credits")
+    for day, quantity in ((10, 150), (30, 10)):  # the 30th is after today
+        UsageEventFactory(book=book, customer=customer, signal=signal, quantity=Decimal(quantity),
+                          usage_date=instant(f"2025-06-{day}T10:00:00Z"))
+    usage = customer_usage(book=book, customer=customer, start=instant("2025-06-01T00:00:00Z"),
+                           end=instant("2025-07-01T00:00:00Z"), now=instant("2025-06-15T12:00:00Z"))
+    assert usage.days[-1].day.isoformat() == "2025-06-15"  # drawn through today
+    assert usage.events == 2
+    assert [(total.events, total.quantity) for total in usage.by_signal] == [(2, Decimal(160))]
+
+
 def test_the_usage_table_names_each_signal_as_the_customer_reads_it(book, customer, create_session, clock_at):
     agent = AgentFactory(book=book)
     minutes = SignalFactory(book=book, agent=agent, name="Call minutes", short_name="call_minutes")
