@@ -279,7 +279,10 @@ def test_seam_costs_the_same_queries_for_1_and_100_events(book):
     routed = [usage_event(book, agent=f"agent-{n % 3}") for n in range(30)]
     unmatched = [usage_event(book, agent="nobody", tag="NOPE") for _ in range(20)]
     small, large = seam_queries(book, one), seam_queries(book, tagged + routed + unmatched)
-    assert len(small) == len(large) == 2  # one read of rules and tagged matters, one bulk insert
+    # one read of rules and tagged matters, one lock of the matters attributed to (a deletion waits for the batch),
+    # one bulk insert
+    assert len(small) == len(large) == 3
+    assert "FOR KEY SHARE" in small[1] and "FOR KEY SHARE" in large[1]
     assert MatterAttribution.objects.filter(event__in=tagged, source="tag").count() == 50
     assert MatterAttribution.objects.filter(event__in=routed, source="rule").count() == 30
     assert not MatterAttribution.objects.filter(event__in=unmatched).exists()
