@@ -13,7 +13,7 @@ import ipaddress
 import logging
 
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError, connection
+from django.db import DatabaseError
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.views import APIView
 
@@ -24,6 +24,7 @@ from accounts.request_log import LogEntry, buffer, loggable_path
 from accounts.services import api_key_find
 from accounts.throttling import admit_key, record_auth_failure
 from core import clock
+from core.database import retry_while_reconnecting
 from core.errors import AuthUnavailable, Forbidden, KeyRevoked, Unauthorized
 
 logger = logging.getLogger("billing.auth")
@@ -74,19 +75,6 @@ def _role_phrase(roles) -> str:
     return ", ".join(ordered[:-1]) + " or " + ordered[-1]
 
 
-def _api_key_find_reconnecting(raw_key: str) -> ApiKey | None:
-    """`api_key_find`, once more on a new connection when the kept one fails: the first statement of a request
-    finds out that PostgreSQL dropped the process's idle connection (a restart, a failover) and should not answer
-    503 for it. A server still down fails the second attempt at once."""
-    try:
-        return api_key_find(raw_key)
-    except (OperationalError, InterfaceError):
-        if connection.in_atomic_block:
-            raise
-        connection.close()
-        return api_key_find(raw_key)
-
-
 def authenticate_api_key(request) -> ApiKey:
     """The caller's key from `x-api-key`; 401 when missing, malformed, unknown, revoked or of an
     environment this deployment does not accept; 429 after too many failures from one network."""
@@ -99,7 +87,9 @@ def authenticate_api_key(request) -> ApiKey:
         record_auth_failure(ip)
         raise Unauthorized("Malformed API key: keys look like svc_sk_test_... or svc_pk_live_....")
     try:
-        key = _api_key_find_reconnecting(raw_key)
+        # Once more on a new connection when the kept one fails: PostgreSQL dropped the process's idle connection
+        # (a restart, a failover), which is no reason for a 503; a server still down fails the retry at once.
+        key = retry_while_reconnecting(lambda: api_key_find(raw_key), seconds=0)
     except DatabaseError:
         logger.warning("API key lookup failed", exc_info=True)
         raise AuthUnavailable("The API key could not be checked because of a fault on our side; retry later.",

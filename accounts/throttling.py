@@ -7,21 +7,13 @@ from django.conf import settings
 from django.core.cache import cache
 
 from core.errors import RateLimited
+from core.logs import WarnedOncePer
 from core.redis_client import redis_client
 
 logger = logging.getLogger("billing.throttling")
 
 # While Redis is down every request skips its count: one warning a minute, not a traceback per request.
-_WARN_EVERY_SECONDS = 60
-_last_warning = 0.0
-
-
-def _warn_unavailable() -> None:
-    global _last_warning
-    now = time.monotonic()
-    if now - _last_warning >= _WARN_EVERY_SECONDS:
-        _last_warning = now
-        logger.warning("rate limiter unavailable (Redis): requests are not counted meanwhile", exc_info=True)
+_unavailable_warning = WarnedOncePer(logger)
 
 
 def _count(key: str, ttl: int) -> int:
@@ -60,7 +52,7 @@ def admit_key(key_id, ip: str | None) -> None:
                 pipeline.incr(rate_key)
             used = pipeline.execute()[-1] if limit > 0 else 0
     except Exception:  # the limiter must never take the API down with it
-        _warn_unavailable()
+        _unavailable_warning.warning("rate limiter unavailable (Redis): requests are not counted meanwhile")
         return
     if limit > 0 and used > limit:
         raise RateLimited(f"Request rate exceeded ({limit} per minute for this key); retry later.",

@@ -10,10 +10,9 @@ For a batch of up to 100 records, in one transaction:
    coalesced follow-up, billing/followup.py, and the `usage_ingested` hooks of the apps above billing).
 No query depends on the number of records.
 """
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
-
-import time
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
@@ -172,7 +171,6 @@ def _committed_after_all(book, new_events: list, backend_pid: int) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.2)
-
 
 
 # A batch is priced again when prices change between its pricing and its storing (customers.ledger.PricesMoved).

@@ -4,25 +4,20 @@ miss and a write is skipped, logged once a minute, never an error. Every value k
 already have committed its own writes: a request whose writes committed never answers 5xx because Redis went
 away (docs/decisions/reliability.md)."""
 import logging
-import time
 
 import redis
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.redis import RedisCache
 
+from core.logs import WarnedOncePer
 from core.redis_client import fail_fast_connection_class
 
 logger = logging.getLogger("billing.cache")
-_WARN_EVERY_SECONDS = 60
-_last_warning = 0.0
+_unavailable_warning = WarnedOncePer(logger)
 
 
 def _unavailable(operation: str) -> None:
-    global _last_warning
-    now = time.monotonic()
-    if now - _last_warning >= _WARN_EVERY_SECONDS:
-        _last_warning = now
-        logger.warning("shared cache unavailable (Redis): %s skipped", operation, exc_info=True)
+    _unavailable_warning.warning("shared cache unavailable (Redis): %s skipped", operation)
 
 
 class ResilientRedisCache(RedisCache):

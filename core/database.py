@@ -54,23 +54,27 @@ RECONNECT_SECONDS = 5
 
 
 def retry_while_reconnecting(write, *, seconds: float = RECONNECT_SECONDS):
-    """Run `write()` (its own transaction, safe to run again) and return its result; when the connection fails
-    (a restart, a failover: OperationalError or InterfaceError outside any transaction), open a new one and run it
-    again, for up to `seconds`, then raise as before. For the step after an effect the database cannot undo: a
-    503 then would leave the record behind what happened."""
+    """Run `write()` (its own transaction or a read, safe to run again) and return its result; when the connection
+    fails (a restart, a failover: OperationalError or InterfaceError outside any transaction), run it again at once on
+    a new connection, then every 0.2 s until `seconds` have passed, and raise as before. For a kept connection the
+    server dropped while it idled (`seconds=0`: one retry), and for the step after an effect the database cannot
+    undo (an email sent), where a 503 would leave the record behind what happened."""
     import time
 
     from django.db import InterfaceError, OperationalError
 
     deadline = time.monotonic() + seconds
+    retried = False
     while True:
         try:
             return write()
         except (OperationalError, InterfaceError):
-            if connection.in_atomic_block or time.monotonic() >= deadline:
+            if connection.in_atomic_block or (retried and time.monotonic() >= deadline):
                 raise
             connection.close()
-            time.sleep(0.2)
+            if retried:
+                time.sleep(0.2)
+            retried = True
 
 
 def backend_alive(pid: int) -> bool:

@@ -8,6 +8,7 @@ import contextvars
 import json
 import logging
 import re
+import time
 from datetime import datetime, timezone
 
 current_request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
@@ -53,3 +54,17 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exception"] = redact(self.formatException(record.exc_info))
         return json.dumps(entry, default=str)
+
+
+class WarnedOncePer:
+    """A warning logged at most once every `seconds` (with the traceback of the failure that triggered it): for a
+    dependency that is down, where every request would otherwise log the same failure."""
+
+    def __init__(self, logger: logging.Logger, seconds: float = 60):
+        self.logger, self.seconds, self._last = logger, seconds, float("-inf")
+
+    def warning(self, message: str, *args) -> None:
+        now = time.monotonic()
+        if now - self._last >= self.seconds:
+            self._last = now
+            self.logger.warning(message, *args, exc_info=True)

@@ -88,8 +88,8 @@ def test_the_connection_keeps_the_urls_transport(url, expected):
     assert issubclass(expected, redis.SSLConnection) is url.startswith("rediss")
 
 
-STALLED_BROKER_SCRIPT = """
-import os, sys, time
+FOLLOWUP_THEN_PUBLISH = """
+import time
 import django
 django.setup()
 from core.background import publish
@@ -101,12 +101,19 @@ started = time.monotonic()
 published = publish("billing.tasks.usage_followup_task", ("b",))
 print(f"{followup:.2f} {time.monotonic() - started:.2f} {published}")
 """
+PUBLISH = """
+import time
+import django
+django.setup()
+from core.background import publish
+started = time.monotonic()
+published = publish("billing.tasks.usage_followup_task", ("b",))
+print(f"{time.monotonic() - started:.2f} {published}")
+"""
 
 
-def test_a_stalled_broker_costs_a_batch_one_bounded_wait_not_one_per_call(silent, tmp_path):
-    """A Redis that stops answering (SIGSTOP, a partition): the follow-up waits for it once (2 s), and the task it
-    would publish instead is left to its sweep at once; a publish of its own waits 2 s, not the 10 s socket
-    timeout the broker had, nor once per retry."""
+def run_with_redis_at(silent, script: str) -> list[str]:
+    """`script` in a new process whose REDIS_URL (broker and cache) is the silent server; its last line, split."""
     import os
     import subprocess
     import sys
@@ -115,27 +122,22 @@ def test_a_stalled_broker_costs_a_batch_one_bounded_wait_not_one_per_call(silent
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{silent.port}/0", "DJANGO_SETTINGS_MODULE": "config.settings",
            "PYTHONPATH": str(root), "CELERY_TASK_ALWAYS_EAGER": "0"}
-    run = subprocess.run([sys.executable, "-c", STALLED_BROKER_SCRIPT], cwd=root, env=env, capture_output=True,
-                         text=True, timeout=120)
+    run = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=120)
     assert run.returncode == 0, run.stderr
-    followup, publish, published = run.stdout.split()[-3:]
-    assert 1.5 < float(followup) < 4, run.stdout  # the raw client's one wait, the publish skipped
+    return run.stdout.splitlines()[-1].split()
+
+
+def test_a_stalled_broker_costs_a_batch_one_bounded_wait_not_one_per_call(silent):
+    """A Redis that stops answering (SIGSTOP, a partition): the follow-up waits for it once (2 s), and the task it
+    would publish instead is left to its sweep at once; a publish of its own waits 2 s, not the 10 s socket
+    timeout the broker had, nor once per retry."""
+    followup, publish, published = run_with_redis_at(silent, FOLLOWUP_THEN_PUBLISH)
+    assert 1.5 < float(followup) < 4  # the raw client's one wait, the publish skipped
     assert published == "False"
     assert float(publish) < 0.5  # Redis failed moments ago: not asked again
 
 
 def test_a_publish_to_a_stalled_broker_waits_the_redis_timeout_once(silent):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    script = ("import time, django; django.setup(); from core.background import publish; t = time.monotonic(); "
-              "ok = publish('billing.tasks.usage_followup_task', ('b',)); print(f'{time.monotonic() - t:.2f} {ok}')")
-    env = {**os.environ, "REDIS_URL": f"redis://127.0.0.1:{silent.port}/0", "DJANGO_SETTINGS_MODULE": "config.settings",
-           "PYTHONPATH": str(root), "CELERY_TASK_ALWAYS_EAGER": "0"}
-    run = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr
-    waited, published = run.stdout.split()[-2:]
-    assert published == "False" and 1.5 < float(waited) < 4, run.stdout  # 2 s (REDIS_TIMEOUT_SECONDS), once
+    waited, published = run_with_redis_at(silent, PUBLISH)
+    assert published == "False" and 1.5 < float(waited) < 4  # 2 s (REDIS_TIMEOUT_SECONDS), once
