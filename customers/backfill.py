@@ -181,29 +181,29 @@ def model_map(*, book, model: str, model_provider: str, service_id, created_by: 
     # The alias and its backfill job in one transaction: an alias stored without its job would leave the events
     # waiting for it unpriced until someone maps the model again. An inline backfill runs after the commit (a run
     # cut short leaves the job running, and jobs housekeeping takes it up again).
-    with transaction.atomic():
-        alias, created, waiting, scheduled, job = _map_with_job(book, model, model_provider, service, created_by)
+    alias, created, waiting, scheduled, job = _map_with_job(book, model, model_provider, service, created_by)
     if scheduled:
         return Mapping(alias, created, waiting, 0, scheduled=True, job=job)
     result = job_run(job, backfill_work(book, model, model_provider), reraise=True)
     return Mapping(alias, created, waiting, result["eventsPriced"], scheduled=False, job=job)
 
 
+@transaction.atomic
 def _map_with_job(book, model: str, model_provider: str, service: ServiceEntry, created_by: str):
-    with transaction.atomic():
-        alias = owned(ModelAlias, book).select_for_update().filter(model=model, model_provider=model_provider).first()
-        created = alias is None
-        if created:
-            try:
-                with transaction.atomic():
-                    alias = ModelAlias.objects.create(book=book, model=model, model_provider=model_provider,
-                                                      service=service)
-            except IntegrityError:  # a concurrent request mapped it first: remap that alias
-                alias = owned(ModelAlias, book).select_for_update().get(model=model, model_provider=model_provider)
-                created = False
-        if not created:
-            alias.service = service
-            alias.save(update_fields=["service", "updated_at"])
+    """The alias (created, or pointed at `service`) and its backfill job, in one transaction."""
+    alias = owned(ModelAlias, book).select_for_update().filter(model=model, model_provider=model_provider).first()
+    created = alias is None
+    if created:
+        try:
+            with transaction.atomic():
+                alias = ModelAlias.objects.create(book=book, model=model, model_provider=model_provider,
+                                                  service=service)
+        except IntegrityError:  # a concurrent request mapped it first: remap that alias
+            alias = owned(ModelAlias, book).select_for_update().get(model=model, model_provider=model_provider)
+            created = False
+    if not created:
+        alias.service = service
+        alias.save(update_fields=["service", "updated_at"])
     single, multi = _waiting_events(book, model, model_provider)
     waiting = single.count() + sum(1 for event in multi if _names_model(event, model, model_provider))
     scheduled = waiting > settings.MAP_MODEL_INLINE_BACKFILL_LIMIT

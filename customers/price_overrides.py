@@ -180,11 +180,9 @@ def price_override_create(*, book, data: dict, created_by: str = "") -> Override
     # events it touches at their old cost for good.
     with transaction.atomic():
         try:
-            with transaction.atomic():
-                override = PriceOverride.objects.create(book=book, effective_from=data.get("effective_from"),
-                                                        note=data.get("note") or "", created_by=created_by[:64],
-                                                        **fields)
-        except IntegrityError:
+            override = PriceOverride.objects.create(book=book, effective_from=data.get("effective_from"),
+                                                    note=data.get("note") or "", created_by=created_by[:64], **fields)
+        except IntegrityError:  # raised on: the transaction rolls back whole
             raise Conflict(["effectiveFrom: The book already has an override of this service, model or provider "
                             "from this instant (or, without effectiveFrom, one for every date); delete it first."])
         job = _repricing_job(book, override, created_by)

@@ -3,8 +3,8 @@
 `matters_attribute_new_events` is the ingestion seam: recording calls it inside its transaction, right after
 a batch's events are inserted. Its three statements are raw SQL, each scoped to the book by `book_sql`: the
 read of the book's rules with the matters the batch's tags name, the lock of the matters it attributes to, and
-the attributions' insert, which the rules sweep (matters/services.py) writes through too. Everything else of matters goes through the ORM and
-`owned()`.
+the attributions' insert, which the rules sweep (matters/services.py) writes through too. Everything else of
+matters goes through the ORM and `owned()`.
 
 Most books have no matters. A web process that has read a book's rules and found it has no matter at all
 remembers that under the book's generation (`without_matters`, accounts/book_generations.py); creating a matter
