@@ -23,7 +23,7 @@ from uuid import UUID
 
 from billing.models import ChargeType, Invoice, InvoiceStatus, PricingStrategy, Subscription
 from billing.pricing.engine import StrategyTerms, SubscriptionTerms
-from billing.pricing.periods import Schedule, first_uncovered_day, local_date
+from billing.pricing.periods import Schedule, cycle_containing, first_uncovered_day, local_date
 from core.errors import Unprocessable
 from core.money import ZERO
 from core.scoping import owned
@@ -184,6 +184,14 @@ class TermsTimeline:
 def effective_end(subscription: Subscription):
     """The exclusive end of the subscription's life; None while it runs on (isForever ignores endDate)."""
     return None if subscription.is_forever else subscription.end_date
+
+
+def period_end_grown_back(subscription: Subscription, period_start: datetime) -> datetime:
+    """Where a period starting at `period_start` that an earlier end had cut ends now that the subscription's end
+    moved later: its cycle's end, or the subscription's new end when that comes first."""
+    cycle_end = cycle_containing(schedule_of(subscription), period_start)[1]
+    end = effective_end(subscription)
+    return cycle_end if end is None else min(cycle_end, end)
 
 
 def schedule_of(subscription: Subscription) -> Schedule:

@@ -25,8 +25,8 @@ from billing.pay_links import live_pay_token, pay_token_digest, pay_token_of, pa
 from billing.pricing.lines import (billing_window, claims_counted_by, claims_document, invoice_terms, period_claims,
                                    priced_lines, totals)
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
-from billing.pricing.periods import cycle_containing, local_date, local_midnight, period_as_of
-from billing.pricing.terms import effective_end, schedule_of
+from billing.pricing.periods import local_date, local_midnight, period_as_of
+from billing.pricing.terms import effective_end, period_end_grown_back, schedule_of
 from core.database import retry_while_reconnecting
 from core.errors import BadRequest, Conflict, EmailNotSent, NotFound, Unprocessable
 from core.jobs import BookFailures
@@ -204,8 +204,7 @@ def invoices_fit_to_end(*, book, subscription: Subscription, now: datetime, reas
         cut = owned(Invoice, book).select_for_update().filter(subscription=subscription, status=Status.DRAFT,
                                                               period_end=previous_end).order_by("pk")
         for invoice in cut:
-            cycle_end = cycle_containing(schedule_of(subscription), invoice.period_start)[1]
-            grown = cycle_end if end is None else min(cycle_end, end)
+            grown = period_end_grown_back(subscription, invoice.period_start)
             if grown > invoice.period_end:
                 invoice.period_end = grown
                 _refresh(invoice, subscription)

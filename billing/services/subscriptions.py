@@ -8,8 +8,8 @@ from django.db.models import Q
 
 from billing.events import subscription_event
 from billing.models import BillingCycle, PlanAgent, PricingPlan, Subscription, SubscriptionStatus
-from billing.pricing.periods import Period, cycle_containing, is_valid_timezone, local_midnight, period_as_of
-from billing.pricing.terms import effective_end, schedule_of
+from billing.pricing.periods import Period, is_valid_timezone, local_midnight, period_as_of
+from billing.pricing.terms import effective_end, period_end_grown_back, schedule_of
 from billing.services.changelog import SYSTEM_ACTOR, Kind, changelog_add, diff, json_value
 from billing.services.invoices import invoices_fit_to_end
 from core.errors import BadRequest, Conflict, NotFound, Unprocessable
@@ -195,8 +195,8 @@ def _fit_period_to_end(subscription: Subscription, previous_end: datetime | None
         subscription.current_period_end = end
     elif (previous_end is not None and subscription.current_period_end == previous_end
           and (end is None or end > previous_end)):
-        cycle_end = cycle_containing(schedule_of(subscription), subscription.current_period_start)[1]
-        subscription.current_period_end = max(previous_end, cycle_end if end is None else min(cycle_end, end))
+        subscription.current_period_end = max(previous_end,
+                                              period_end_grown_back(subscription, subscription.current_period_start))
 
 
 def _summary(kind: str, fields: dict, *, names: dict) -> str:
