@@ -26,7 +26,9 @@ def _refuse_constant(name: str):
     raise ValueError(f"{name} is not a number JSON allows.")
 
 
-def _exact_number(text: str) -> Decimal:
+def exact_number(text: str) -> Decimal:
+    """A JSON number with a fraction or an exponent as the Decimal it spells (the usage batch's fast decoder reads
+    numbers through it too, billing/record_decoding.py)."""
     try:
         return Decimal(text)
     except InvalidOperation:  # an exponent beyond what Decimal represents (1e99999999999999999999)
@@ -45,7 +47,7 @@ def _object_without_duplicate_keys(pairs: list) -> dict:
     return obj
 
 
-_reader = json.JSONDecoder(parse_float=_exact_number, parse_constant=_refuse_constant,
+_reader = json.JSONDecoder(parse_float=exact_number, parse_constant=_refuse_constant,
                            object_pairs_hook=_object_without_duplicate_keys)
 
 

@@ -1,6 +1,7 @@
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.response import Response
 
+from billing.record_decoding import UsageBatchParser
 from billing.recording import usage_record
 from billing.serializers.usage import (USAGE_RECORD_ANSWER_EXAMPLE, USAGE_RECORD_REQUEST_EXAMPLE, UsageRecordBatchIn,
                                        UsageRecordOut)
@@ -14,6 +15,8 @@ class UsageRecordApi(OrgApiView):
     # A record holding what PostgreSQL cannot store fails alone (billing/record_validation.py), its neighbours
     # are recorded: the parser leaves that check of the values to the records' validation.
     checks_stored_values_per_record = True
+    # The usual batch is decoded and validated in one pass in C (billing/record_decoding.py), the rules unchanged.
+    parser_classes = [UsageBatchParser]
 
     @extend_schema(operation_id="usage_record", request=UsageRecordBatchIn, responses=UsageRecordOut, examples=[
         OpenApiExample("One record of each shape", value=USAGE_RECORD_REQUEST_EXAMPLE, request_only=True,
