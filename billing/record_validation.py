@@ -13,7 +13,9 @@ quantity is an unbounded `numeric`); only one with more than `QUANTITY_PLACES` d
 never rounded.
 
 Plain Python rather than one DRF serializer per record: a batch of 100 records is validated in well
-under a millisecond, and the error strings keep the `field: message` form of the rest of the API.
+under a millisecond, and the error strings keep the `field: message` form of the rest of the API. The usual batch
+(every record valid) is read by billing/record_decoding.py instead, which builds the very drafts this module
+builds in one pass in C and hands every other batch to this module: the rules live here.
 """
 import difflib
 from dataclasses import dataclass

@@ -9,7 +9,8 @@ The renderer is orjson, faster than DRF's for the answers of the ingestion hot p
 entries). What orjson does not know itself goes through DRF's encoder, so the bytes mean what
 DRF's renderer wrote: instants, dates and times as DRF formats them (`...Z`, milliseconds), lazy strings,
 querysets. The parser is the standard library's: orjson's is faster but reads integers beyond 64 bits as
-floats, and metadata must be stored as sent (docs/performance.md).
+floats, and metadata must be stored as sent (docs/performance.md). `POST /v1/usage/record` tries msgspec first
+for the usual batch and falls back on this parser for anything else (billing/record_decoding.py).
 """
 from decimal import Decimal
 

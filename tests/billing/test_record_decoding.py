@@ -14,10 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from rest_framework.exceptions import ParseError
 
-from billing.record_decoding import UsageBatchParser, batch_decoded, drafts_decoded
-from billing.record_validation import RECORD_FIELDS, InvalidRecord, check_request_shape, validate_record
+from billing.record_decoding import UsageBatchParser, _Record, _Service, batch_decoded, drafts_decoded
+from billing.record_validation import (RECORD_FIELDS, SERVICE_FIELDS, InvalidRecord, check_request_shape,
+                                       validate_record)
 from core import exact_json
 from core.errors import ApiError
+from customers.models import UsageEvent
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -287,3 +289,20 @@ def test_the_parser_hands_over_what_the_full_parser_reads_when_it_gives_up():
                  '"modelProvider":"p"}]}'.encode("latin-1")
     parsed = UsageBatchParser().parse(io.BytesIO(in_latin_1), "application/json", {"encoding": "latin-1"})
     assert isinstance(parsed, dict)
+
+
+def test_the_structs_know_the_fields_the_rules_take():
+    """A field the rules start to take is taken by the structs too (else every record that sends it is read the slow
+    way), and the structs take nothing the rules refuse."""
+    assert set(_Record.__struct_fields__) == RECORD_FIELDS
+    assert set(_Service.__struct_fields__) == SERVICE_FIELDS
+
+
+@pytest.mark.django_db
+def test_through_the_api_a_record_with_a_key_given_twice_is_a_400_and_nothing_is_stored(api):
+    raw = (b'{"records":[{"customerExternalId":"a","customerExternalId":"b","agentCode":"x","signalName":"s",'
+           b'"model":"gpt-4o","modelProvider":"openai"}]}')
+    answer = api.generic("POST", "/v1/usage/record", raw, content_type="application/json")
+    assert answer.status_code == 400
+    assert 'The key \\"customerExternalId\\" appears twice in one object.' in answer.content.decode()
+    assert not UsageEvent.objects.exists()
