@@ -166,7 +166,7 @@ def bodies(draw):
     return _write(batch, colon=colon, comma=comma, ensure_ascii=ensure_ascii).encode("utf-8", "surrogatepass")
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(bodies())
 def test_the_fast_path_gives_the_full_paths_drafts_or_gives_up(raw):
     _assert_fast_agrees(raw)
