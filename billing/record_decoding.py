@@ -31,13 +31,16 @@ import msgspec
 from django.conf import settings
 
 from billing.record_validation import (
+    CACHE_WRITE_1H_FIELD,
     ENVIRONMENTS,
     MAX_NAME_LENGTH,
     MAX_QUANTITY,
     MAX_RECORDS,
     MAX_TOKENS,
     QUANTITY_PLACES,
+    SERVICE_TIER_FIELD,
     SERVICE_TIERS,
+    TOKEN_FIELDS,
     RecordDraft,
 )
 from catalog.event_pricing import ServiceUsage
@@ -60,40 +63,24 @@ _Tier = Literal[SERVICE_TIERS]
 _Environment = Literal[tuple(sorted(ENVIRONMENTS))]
 
 
-class _Service(msgspec.Struct, forbid_unknown_fields=True):
-    # Field order is the order of the unpacking in `_service`.
-    model: _Name
-    modelProvider: _Name
-    inputTokens: _Tokens | None | _Unset = _UNSET
-    outputTokens: _Tokens | None | _Unset = _UNSET
-    cacheReadTokens: _Tokens | None | _Unset = _UNSET
-    cacheWriteTokens: _Tokens | None | _Unset = _UNSET
-    cacheWrite1hTokens: _Tokens | None | _Unset = _UNSET
-    serviceTier: _Tier | None | _Unset = _UNSET
-    # Any: an integer arrives as an `int`, any other number as the `Decimal` it spells (the decoder's float hook),
-    # anything else as itself, which the full rules read (a string as a number) or refuse.
-    quantity: Any = _UNSET
+def _optional(kind) -> tuple:
+    return kind | None | _Unset, _UNSET
 
 
-class _Record(msgspec.Struct, forbid_unknown_fields=True):
-    # Field order is the order of the unpacking in `_draft`.
-    customerExternalId: _Name
-    agentCode: _Name
-    signalName: _Name
-    model: _Name | None | _Unset = _UNSET
-    modelProvider: _Name | None | _Unset = _UNSET
-    inputTokens: _Tokens | None | _Unset = _UNSET
-    outputTokens: _Tokens | None | _Unset = _UNSET
-    cacheReadTokens: _Tokens | None | _Unset = _UNSET
-    cacheWriteTokens: _Tokens | None | _Unset = _UNSET
-    cacheWrite1hTokens: _Tokens | None | _Unset = _UNSET
-    serviceTier: _Tier | None | _Unset = _UNSET
-    quantity: Any = _UNSET
-    usageDate: str | None | _Unset = _UNSET
-    environment: _Environment | None | _Unset = _UNSET
-    idempotencyKey: _Name | None | _Unset = _UNSET
-    metadata: dict[str, Any] | None | _Unset = _UNSET
-    services: list[_Service] | None | _Unset = _UNSET
+# A service's usage, in both shapes: its token counts, its tier, and its quantity (Any: an integer arrives as an
+# `int`, any other number as the `Decimal` it spells, the decoder's float hook, anything else as itself, which the
+# full rules read, a string as a number, or refuse).
+_USAGE = [*((name, *_optional(_Tokens)) for name in (*TOKEN_FIELDS, CACHE_WRITE_1H_FIELD)),
+          (SERVICE_TIER_FIELD, *_optional(_Tier)), ("quantity", Any, _UNSET)]
+# Field order is the order of the unpacking in `_service` and `_draft`.
+_Service = msgspec.defstruct("_Service", [("model", _Name), ("modelProvider", _Name), *_USAGE],
+                             forbid_unknown_fields=True)
+_Record = msgspec.defstruct("_Record", [
+    ("customerExternalId", _Name), ("agentCode", _Name), ("signalName", _Name), ("model", *_optional(_Name)),
+    ("modelProvider", *_optional(_Name)), *_USAGE, ("usageDate", *_optional(str)),
+    ("environment", *_optional(_Environment)), ("idempotencyKey", *_optional(_Name)),
+    ("metadata", *_optional(dict[str, Any])), ("services", *_optional(list[_Service])),
+], forbid_unknown_fields=True)
 
 
 class _Batch(msgspec.Struct, forbid_unknown_fields=True):
@@ -103,6 +90,7 @@ class _Batch(msgspec.Struct, forbid_unknown_fields=True):
 _decoder = msgspec.json.Decoder(_Batch, float_hook=exact_number)
 _RECORD_FIELD_COUNT = len(_Record.__struct_fields__)
 _SERVICE_FIELD_COUNT = len(_Service.__struct_fields__)
+_METADATA, _SERVICES = _Record.__struct_fields__.index("metadata"), _Record.__struct_fields__.index("services")
 _KEY_BEFORE_SPACED_COLON = re.compile(rb'"[ \t\r\n]+:')
 _astuple = msgspec.structs.astuple
 
@@ -143,7 +131,7 @@ def batch_decoded(raw: bytes, parsed_fully: Callable[[], Any]) -> DecodedBatch |
     for record in records:
         values = _astuple(record)
         keys += _RECORD_FIELD_COUNT - values.count(_UNSET)
-        metadata, services = values[15], values[16]
+        metadata, services = values[_METADATA], values[_SERVICES]
         if metadata:
             keys += len(metadata) + _nested_keys(metadata)
         if services:
@@ -152,6 +140,9 @@ def batch_decoded(raw: bytes, parsed_fully: Callable[[], Any]) -> DecodedBatch |
     if keys != raw.count(b'":'):
         return None
     return DecodedBatch(records, parsed_fully)
+
+
+_FAILED = object()
 
 
 def _quantity(value):
@@ -164,9 +155,6 @@ def _quantity(value):
             return value
         return _FAILED
     return None if value is None or value is _UNSET else _FAILED
-
-
-_FAILED = object()
 
 
 def _service(part: _Service) -> ServiceUsage | None:
