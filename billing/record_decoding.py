@@ -41,7 +41,10 @@ from billing.record_validation import (
     SERVICE_TIER_FIELD,
     SERVICE_TIERS,
     TOKEN_FIELDS,
+    InvalidRecord,
     RecordDraft,
+    check_request_shape,
+    validate_record,
 )
 from catalog.event_pricing import ServiceUsage
 from catalog.resolution import normalize_model, normalize_provider
@@ -72,7 +75,7 @@ def _optional(kind) -> tuple:
 # full rules read, a string as a number, or refuse).
 _USAGE = [*((name, *_optional(_Tokens)) for name in (*TOKEN_FIELDS, CACHE_WRITE_1H_FIELD)),
           (SERVICE_TIER_FIELD, *_optional(_Tier)), ("quantity", Any, _UNSET)]
-# Field order is the order of the unpacking in `_service` and `_draft`.
+# Field order is the order of `_service_usage`'s parameters and of the unpacking in `_draft`.
 _Service = msgspec.defstruct("_Service", [("model", _Name), ("modelProvider", _Name), *_USAGE],
                              forbid_unknown_fields=True)
 _Record = msgspec.defstruct("_Record", [
@@ -96,10 +99,11 @@ _astuple = msgspec.structs.astuple
 
 
 class DecodedBatch(NamedTuple):
-    """A body the fast path decoded: its records as structs; `parsed_fully()` is the body as the standard parser
-    reads it (or its 400), for the full validation."""
+    """A body the fast path decoded: each record's values in `_Record`'s field order (read once, for counting its
+    keys, and kept for its draft); `parsed_fully()` is the body as the standard parser reads it (or its 400), for
+    the full validation."""
 
-    records: list
+    records: list[tuple]
     parsed_fully: Callable[[], Any]
 
 
@@ -128,8 +132,8 @@ def batch_decoded(raw: bytes, parsed_fully: Callable[[], Any]) -> DecodedBatch |
     if not 1 <= len(records) <= MAX_RECORDS:
         return None
     keys = 1  # `records`
-    for record in records:
-        values = _astuple(record)
+    records = [_astuple(record) for record in records]
+    for values in records:
         keys += _RECORD_FIELD_COUNT - values.count(_UNSET)
         metadata, services = values[_METADATA], values[_SERVICES]
         if metadata:
@@ -157,12 +161,9 @@ def _quantity(value):
     return None if value is None or value is _UNSET else _FAILED
 
 
-def _service(part: _Service) -> ServiceUsage | None:
-    model, provider, input_tokens, output_tokens, cache_read, cache_write, cache_write_1h, tier, quantity = (
-        _astuple(part))
-    quantity = _quantity(quantity)
-    if model.strip() is not model or provider.strip() is not provider or quantity is _FAILED:
-        return None
+def _service_usage(model: str, provider: str, input_tokens, output_tokens, cache_read, cache_write, cache_write_1h,
+                   tier, quantity) -> ServiceUsage:
+    """A service's usage from its decoded values (a `_USAGE` field not given is None, as the full rules read it)."""
     return ServiceUsage(
         normalize_model(model), normalize_provider(provider), None if input_tokens is _UNSET else input_tokens,
         None if output_tokens is _UNSET else output_tokens, None if cache_read is _UNSET else cache_read,
@@ -171,9 +172,17 @@ def _service(part: _Service) -> ServiceUsage | None:
         service_tier=None if tier is None or tier is _UNSET or tier == "standard" else tier)
 
 
-def _draft(index: int, record: _Record, now) -> RecordDraft | None:
+def _service(part: _Service) -> ServiceUsage | None:
+    values = _astuple(part)
+    model, provider, quantity = values[0], values[1], _quantity(values[-1])
+    if model.strip() is not model or provider.strip() is not provider or quantity is _FAILED:
+        return None
+    return _service_usage(*values[:-1], quantity)
+
+
+def _draft(index: int, values: tuple, now) -> RecordDraft | None:
     (customer, agent, signal, model, provider, input_tokens, output_tokens, cache_read, cache_write, cache_write_1h,
-     tier, quantity, usage_date, environment, idempotency_key, metadata, services) = _astuple(record)
+     tier, quantity, usage_date, environment, idempotency_key, metadata, services) = values
     # `str.strip` answers the string itself when there is nothing to strip: a name the full rules take as it is.
     if customer.strip() is not customer or agent.strip() is not agent or signal.strip() is not signal:
         return None
@@ -202,12 +211,8 @@ def _draft(index: int, record: _Record, now) -> RecordDraft | None:
         if (model is None or model is _UNSET or provider is None or provider is _UNSET
                 or model.strip() is not model or provider.strip() is not provider):
             return None
-        parts = (ServiceUsage(
-            normalize_model(model), normalize_provider(provider), None if input_tokens is _UNSET else input_tokens,
-            None if output_tokens is _UNSET else output_tokens, None if cache_read is _UNSET else cache_read,
-            None if cache_write is _UNSET else cache_write, quantity=quantity if quantity is not None else Decimal(1),
-            cache_write_1h_tokens=None if cache_write_1h is _UNSET else cache_write_1h,
-            service_tier=None if tier is None or tier is _UNSET or tier == "standard" else tier),)
+        parts = (_service_usage(model, provider, input_tokens, output_tokens, cache_read, cache_write, cache_write_1h,
+                                tier, quantity if quantity is not None else Decimal(1)),)
         multi = False
     else:
         # The multi-service shape: a non-empty list, and none of the single shape's fields beside it.
@@ -226,12 +231,24 @@ def drafts_decoded(batch: DecodedBatch, *, now) -> list[RecordDraft] | None:
     """Every record's draft, as `validate_record` makes it, when every record is valid; None when any is not (the
     full path then says which, and why)."""
     drafts = []
-    for index, record in enumerate(batch.records):
-        draft = _draft(index, record, now)
+    for index, values in enumerate(batch.records):
+        draft = _draft(index, values, now)
         if draft is None:
             return None
         drafts.append(draft)
     return drafts
+
+
+def records_checked(body, *, now) -> list[RecordDraft | InvalidRecord]:
+    """Each record of a request body, in order, as its draft or its failure: by the fast path when it takes the batch,
+    else by the full rules (a malformed request, a 400, raised by `check_request_shape` or the standard parser).
+    `body`: what `UsageBatchParser` gives, a `DecodedBatch` or the parsed JSON."""
+    if isinstance(body, DecodedBatch):
+        drafts = drafts_decoded(body, now=now)
+        if drafts is not None:
+            return drafts
+        body = body.parsed_fully()
+    return [validate_record(index, record, now=now) for index, record in enumerate(check_request_shape(body))]
 
 
 class UsageBatchParser(JSONParser):

@@ -18,13 +18,8 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 
 from accounts.book_generations import Generation, generation_now
-from billing.record_decoding import DecodedBatch, drafts_decoded
-from billing.record_validation import (
-    InvalidRecord,
-    RecordDraft,
-    check_request_shape,
-    validate_record,
-)
+from billing.record_decoding import records_checked
+from billing.record_validation import InvalidRecord, RecordDraft
 from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_prices
@@ -183,14 +178,8 @@ def usage_record(*, book, body, now: datetime, generation: Generation | None = N
     """Record a batch; a malformed request (size, shape) is a 400 before anything is stored. `generation`: the
     book's generations read with the request's API key (accounts/book_generations.py), so that the batch's
     identities and prices come from this process's caches where they hold them; without one, they are read now.
-    `body`: the parsed JSON, or a batch the fast path decoded (billing/record_decoding.py), whose drafts are those
-    of the full validation when every record is valid; when one is not, the body is parsed and validated in full."""
-    checked = drafts_decoded(body, now=now) if isinstance(body, DecodedBatch) else None
-    if checked is None:
-        if isinstance(body, DecodedBatch):
-            body = body.parsed_fully()
-        records = check_request_shape(body)
-        checked = [validate_record(index, record, now=now) for index, record in enumerate(records)]
+    `body`: as the view's parser gives it (billing/record_decoding.py)."""
+    checked = records_checked(body, now=now)
     generation = generation or generation_now(book)
     for _ in range(PRICING_ATTEMPTS):
         try:

@@ -61,7 +61,7 @@ class WarnedOncePer:
     dependency that is down, where every request would otherwise log the same failure."""
 
     def __init__(self, logger: logging.Logger, seconds: float = 60):
-        self.logger, self.seconds, self._last = logger, seconds, float("-inf")
+        self.logger, self.seconds, self._last = logger, seconds, float("-inf")  # not money: a monotonic instant
 
     def warning(self, message: str, *args) -> None:
         now = time.monotonic()
