@@ -146,7 +146,10 @@ def pay_token(mail_text: str) -> str:
 def pdf_text(pdf: bytes) -> str:
     """The text a reader sees, from the PDF's content streams (fpdf2 writes each cell as one `(...) Tj`)."""
     chunks = []
-    for stream in re.findall(rb"stream\r?\n(.*?)\r?\nendstream", pdf, re.S):
+    # Each stream is cut at its declared /Length: a compressed stream can itself end in a carriage return,
+    # which a search for the `endstream` keyword would cut off (and the text with it).
+    for match in re.finditer(rb"/Length (\d+)\s*>>\s*stream\r?\n", pdf):
+        stream = pdf[match.end():match.end() + int(match.group(1))]
         try:
             stream = zlib.decompress(stream)
         except zlib.error:
