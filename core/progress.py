@@ -5,27 +5,52 @@ is left, then `progress.advance(count)` after each chunk (never per row: a repor
 `NO_PROGRESS` ignores both. A job (jobs) writes them to its row; a command draws them with
 `ProgressBar`.
 
+A loop that walks its items in id order also says, at each chunk, the last id it walked and how many items it
+changed (`advance(count, through=..., changed=...)`); `progress.resumed` gives both back to a run of the same
+work taken up again (a job whose runner was lost), which goes on after that id and adds to that count. A work
+that walked everything again would count its first items twice (`done` past the real total) and answer only
+its own run's changes.
+
 `ProgressBar` redraws one line in place on a terminal and prints plain lines otherwise (a log file or a CI
 job gets a line per tenth of the way, not a stream of carriage returns)."""
 import time
+from dataclasses import dataclass
 from typing import Protocol
+from uuid import UUID
 
 from django.core.management.base import OutputWrapper
 
 
+@dataclass(frozen=True)
+class Resumed:
+    """Where earlier runs of a work stopped: the last id they walked (None: start from the first) and how many
+    items they changed."""
+    after: UUID | None = None
+    changed: int = 0
+
+
+FROM_THE_START = Resumed()
+
+
 class Progress(Protocol):
+    @property
+    def resumed(self) -> Resumed:
+        """Where earlier runs of this work stopped (`FROM_THE_START` for a first run), as when this run began."""
+
     def expect(self, remaining: int) -> None:
         """`remaining` more items are to come (the total is what is done plus this)."""
 
-    def advance(self, count: int) -> None:
-        """`count` more items are done."""
+    def advance(self, count: int, *, through: UUID | None = None, changed: int = 0) -> None:
+        """`count` more items are done, the last of them `through` (in id order), `changed` of them changed."""
 
 
 class _NoProgress:
+    resumed = FROM_THE_START
+
     def expect(self, remaining: int) -> None:
         pass
 
-    def advance(self, count: int) -> None:
+    def advance(self, count: int, *, through: UUID | None = None, changed: int = 0) -> None:
         pass
 
 

@@ -118,10 +118,11 @@ def _affected(book, target: Target, effective_from: datetime | None):
 def events_reprice_for_override(*, book, target: Target, effective_from: datetime | None,
                                 progress: Progress = NO_PROGRESS) -> int:
     """Price the events an override touches again, in chunks by id (one transaction each, rows locked), writing
-    those whose cost changed; returns how many changed. Safe to run twice."""
+    those whose cost changed; returns how many changed. Safe to run twice. A run taken up again goes on after
+    the last event an earlier run walked (every affected event is walked: none drops out once priced)."""
     events = _affected(book, target, effective_from)
-    progress.expect(events.count())
-    repriced, last_pk = 0, None
+    repriced, last_pk = progress.resumed.changed, progress.resumed.after
+    progress.expect((events if last_pk is None else events.filter(pk__gt=last_pk)).count())
     while True:
         with transaction.atomic():
             query = events.order_by("pk")
@@ -131,8 +132,9 @@ def events_reprice_for_override(*, book, target: Target, effective_from: datetim
             if not chunk:
                 break
             last_pk = chunk[-1].pk
-            repriced += _price_and_save(book, chunk, unprice=True)
-            progress.advance(len(chunk))
+            changed = _price_and_save(book, chunk, unprice=True)
+            repriced += changed
+            progress.advance(len(chunk), through=last_pk, changed=changed)
     return repriced
 
 

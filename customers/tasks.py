@@ -37,7 +37,8 @@ def reprice_for_price_override_task(book_id: str, kind: str, first: str, second:
     changed cost (safe to run twice: an event whose cost is already right is not written). `effective_from`: the
     override's, ISO 8601, or None for an override of every date."""
     book = Book.objects.filter(pk=book_id).first()
-    since = datetime.fromisoformat(effective_from) if effective_from else None
+    # "None": the text a job made before None was kept as such stored for an override of every date.
+    since = datetime.fromisoformat(effective_from) if effective_from not in (None, "", "None") else None
     work = override_reprice_work(book, Target(kind, first, second), since)
     result = job_run(job_id, work) if book is not None else None
     return result["eventsRepriced"] if result else 0

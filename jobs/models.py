@@ -37,6 +37,10 @@ class Job(OrgOwned):
     task_path = models.CharField(max_length=200, blank=True)
     task_args = ExactJSONField(default=list, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0, help_text="Times a runner took it up.")
+    # Where a run taken up again goes on (core/progress.py): the last id walked and the items changed so far,
+    # written with each chunk in the chunk's transaction.
+    resume_after = models.UUIDField(null=True, blank=True, help_text="The last item walked, in id order.")
+    changed = models.BigIntegerField(default=0, help_text="Items the work changed so far.")
     created_by = models.CharField(max_length=64, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

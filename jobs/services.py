@@ -16,7 +16,8 @@ or a task delivered twice, repeats nothing; a finished job is left alone.
 
 Progress: the work's chunked loop calls `progress.expect(remaining)` then `progress.advance(count)` per chunk
 (core/progress.py); each writes `done` and `total` to the job's row (`total` is what is done plus what
-remains, so a job taken up again goes on from where it was) and tells the watchers of this process
+remains), with the last id walked and the items changed, so a job taken up again goes on from where it was and
+answers the changes of all its runs; each report also tells the watchers of this process
 (`watching`), through which a management command draws its bar.
 """
 import logging
@@ -36,7 +37,7 @@ from django.utils.module_loading import import_string
 from core import clock
 from core.background import TaskRunner
 from core.errors import ApiError
-from core.progress import NO_PROGRESS, Progress
+from core.progress import NO_PROGRESS, Progress, Resumed
 from jobs.models import FINISHED, Job, JobStatus
 from jobs.serializers import JobOut
 from webhooks.events import emit
@@ -53,7 +54,8 @@ def job_create(*, book, kind: str, task_path: str, task_args: Iterable = (), cre
     job = Job(book=book, kind=kind, status=status, total=total, created_by=created_by[:64], task_path=task_path)
     if status == JobStatus.RUNNING:
         job.started_at, job.attempts = clock.now(), 1
-    job.task_args = [*map(str, task_args), str(job.pk)]
+    # Each argument as text (ids, Decimals), None kept as None: an override of every date has no `effective_from`.
+    job.task_args = [*(None if arg is None else str(arg) for arg in task_args), str(job.pk)]
     job.save(force_insert=True)
     return job
 
@@ -81,20 +83,25 @@ class JobProgress:
 
     def __init__(self, job: Job):
         self.job = job
+        self.resumed = Resumed(job.resume_after, job.changed)  # as the job was when this run took it up
 
     def expect(self, remaining: int) -> None:
         self.job.total = self.job.done + max(0, remaining)
         self._save()
 
-    def advance(self, count: int) -> None:
+    def advance(self, count: int, *, through: UUID | None = None, changed: int = 0) -> None:
         self.job.done += count
         if self.job.total is not None and self.job.done > self.job.total:
             self.job.total = self.job.done  # items that arrived since the count
+        if through is not None:
+            self.job.resume_after = through
+        self.job.changed += changed
         self._save()
 
     def _save(self) -> None:
         self.job.updated_at = clock.now()
         Job.objects.filter(pk=self.job.pk).update(done=self.job.done, total=self.job.total,
+                                                  resume_after=self.job.resume_after, changed=self.job.changed,
                                                   updated_at=self.job.updated_at)
         _tell_watchers(self.job)
 

@@ -200,7 +200,7 @@ def _apply_rules_to_chunk(*, book, after_id: UUID | None, size: int,
                 decisions.append((event_id, rule.matter_id, AttributionSource.RULE))
         assigned = attributions_insert_if_absent(book=book, decisions=decisions)
         if chunk:
-            progress.advance(len(chunk))
+            progress.advance(len(chunk), through=chunk[-1][0], changed=assigned)
         return assigned, [event_id for event_id, *_ in chunk]
 
 
@@ -223,7 +223,9 @@ def _sweep(*, book, events_per_call: int | None = None, time_budget_seconds: flo
     budget = settings.MATTERS_APPLY_TIME_BUDGET_SECONDS if time_budget_seconds is None else time_budget_seconds
     # Elapsed time of this call, not a point in time: a monotonic timer rather than the wall clock.
     started = time.monotonic()
-    assigned, examined, after_id = 0, 0, None
+    # A job's background run goes on after the last event its earlier runs (the request's bounded part, a run
+    # whose runner was lost) examined; its answer counts only what this call assigns.
+    assigned, examined, after_id = 0, 0, progress.resumed.after
     while examined < events_per_call:
         size = min(settings.MATTERS_APPLY_CHUNK_SIZE, events_per_call - examined)
         chunk_assigned, examined_ids = _apply_rules_to_chunk(book=book, after_id=after_id, size=size,
@@ -252,18 +254,21 @@ def matter_rules_apply_start(*, book, created_by: str = "") -> tuple[int, Job]:
     if finished:
         job_succeed(job, {"assigned": assigned})
     else:
-        # The background run adds what it assigns to this call's count.
-        job.task_args = [str(book.pk), str(job.pk), assigned]
-        Job.objects.filter(pk=job.pk).update(task_args=job.task_args)
+        # The background run goes on after the last event this call examined and adds to what it assigned
+        # (both written to the job with each chunk: `resume_after`, `changed`).
         job_hand_over(job)
     return assigned, job
 
 
 def matter_rules_apply_rest(*, book, assigned_before: int = 0):
-    """The background part of a rules sweep as a job's work: every remaining candidate, with no bound."""
+    """The background part of a rules sweep as a job's work: every remaining candidate, with no bound.
+    `assigned_before`: what the request assigned, for a job handed over before jobs kept that count."""
     def work(progress: Progress) -> dict:
         ordered_rules = _rules_in_order(book)
-        progress.expect(_sweep_candidates(book, ordered_rules).count() if ordered_rules else 0)
+        candidates = _sweep_candidates(book, ordered_rules) if ordered_rules else None
+        if candidates is not None and progress.resumed.after is not None:
+            candidates = candidates.filter(id__gt=progress.resumed.after)
+        progress.expect(candidates.count() if candidates is not None else 0)
         assigned, _ = _sweep(book=book, events_per_call=2**62, time_budget_seconds=float("inf"), progress=progress)
-        return {"assigned": assigned_before + assigned}
+        return {"assigned": assigned_before + progress.resumed.changed + assigned}
     return work

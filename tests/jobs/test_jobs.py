@@ -5,13 +5,16 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.conf import settings
 
 from billing.followup import in_process as usage_followup
 from core import clock
 from core.redis_client import redis_client
 from jobs.models import Job
-from jobs.services import jobs_housekeeping, watching
-from customers import backfill
+from catalog.models import PriceOverride
+from jobs.services import JobProgress, job_take, jobs_housekeeping, watching
+from customers import backfill, price_overrides
+from matters import services as matter_services
 from customers.models import UsageEvent
 from matters.models import MatterAttribution
 from tests.factories import ServiceEntryFactory
@@ -196,3 +199,112 @@ def test_housekeeping_restarts_a_job_whose_runner_was_lost_and_deletes_old_finis
     assert job_of(api, recent.pk)["status"] == "running"  # it moved lately: its runner is at work
     assert not Job.objects.filter(pk=old.pk).exists()
     assert jobs_housekeeping(now=now) == {"restarted": 0, "failed": 0, "deleted": 0}
+
+
+# --------------------------------------------------------------------------- a job taken up again
+
+
+class RunnerLost(Exception):
+    """The worker died in a chunk: its transaction rolled back, the chunks before it committed."""
+
+
+def run_until_the_runner_is_lost(monkeypatch, module, function: str, job_id, work, *, lost_at_call: int):
+    """Take the job up and run `work` as its runner would, losing the runner at the `lost_at_call`th call of
+    `module.function` (one call a chunk); the job is left running, its last move long ago."""
+    real, calls = getattr(module, function), []
+
+    def lost_in_a_chunk(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == lost_at_call:
+            raise RunnerLost()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, function, lost_in_a_chunk)
+    with pytest.raises(RunnerLost):
+        work(JobProgress(job_take(job_id)))
+    monkeypatch.setattr(module, function, real)
+    stale = clock.now() - timedelta(seconds=settings.JOBS_STALE_SECONDS + 1)
+    Job.objects.filter(pk=job_id).update(updated_at=stale)
+
+
+def test_a_repricing_for_an_override_taken_up_again_goes_on_where_it_stopped(api, book, settings, monkeypatch):
+    settings.MAP_MODEL_INLINE_BACKFILL_LIMIT = 1
+    monkeypatch.setattr(price_overrides, "BACKFILL_CHUNK", 1)
+    records = [{"customerExternalId": "c", "agentCode": "a", "signalName": "s", "model": "gpt-4o",
+                "modelProvider": "openai", "inputTokens": 1_000_000, "outputTokens": 100_000}] * 3  # 3.50 each
+    assert api.post("/v1/usage/record", {"records": records}).status_code == 200
+    resp = api.post("/v1/price-overrides", {"modelProvider": "openai", "discountPercent": 50})
+    assert resp.status_code == 201 and resp.json()["scheduled"], resp.json()  # its task never sent here
+    job_id, override = resp.json()["jobId"], PriceOverride.objects.get()
+    work = price_overrides.override_reprice_work(book, price_overrides.Target.of(override), None)
+    run_until_the_runner_is_lost(monkeypatch, price_overrides, "_price_and_save", job_id, work, lost_at_call=2)
+    lost = Job.objects.get(pk=job_id)
+    assert (lost.status, lost.done, lost.total, lost.changed) == ("running", 1, 3, 1)
+
+    assert jobs_housekeeping(now=clock.now())["restarted"] == 1
+    job = job_of(api, job_id)
+    # Every affected event is walked (none drops out once repriced): walked again from the start, the job
+    # read 4 of 3 and answered the 2 events of its second run.
+    assert (job["status"], job["done"], job["total"], job["result"]) == ("succeeded", 3, 3, {"eventsRepriced": 3})
+    assert Job.objects.get(pk=job_id).attempts == 2
+    assert sorted(UsageEvent.objects.values_list("usage_cost", flat=True)) == [Decimal("1.75")] * 3
+
+
+def test_a_catalog_repricing_taken_up_again_does_not_count_what_it_could_not_price_twice(api, book, monkeypatch):
+    monkeypatch.setattr(backfill, "BACKFILL_CHUNK", 1)
+    record_unknown(api, 3)  # a model nothing prices: they stay unpriced
+    later = {"customerExternalId": "c", "agentCode": "a", "signalName": "s", "model": "later-llm",
+             "modelProvider": "mapai", "inputTokens": 1000, "outputTokens": 100}
+    assert api.post("/v1/usage/record", {"records": [later]}).status_code == 200
+    ServiceEntryFactory(canonical_name="later-llm", provider="mapai", input_cost=Decimal("0.000002"),
+                        output_cost=Decimal("0.00001"))  # the catalog learns it: 0.003 USD
+    job_id = backfill.events_reprice_start(book=book).pk  # its task is never sent here (the commit never comes)
+    run_until_the_runner_is_lost(monkeypatch, backfill, "_price_and_save", job_id, backfill.reprice_work(book),
+                                 lost_at_call=3)
+    assert Job.objects.get(pk=job_id).done == 2
+
+    assert jobs_housekeeping(now=clock.now())["restarted"] == 1
+    job = job_of(api, job_id)
+    # Counted again from the unpriced events, the first two walked (still unpriced, or the priced one) made a
+    # total of 5 or 6.
+    assert (job["status"], job["done"], job["total"], job["result"]) == ("succeeded", 4, 4, {"eventsPriced": 1})
+    assert UsageEvent.objects.get(model="later-llm").usage_cost == Decimal("0.003")
+
+
+def test_a_rules_sweep_taken_up_again_answers_everything_it_assigned(api, book, settings, monkeypatch):
+    settings.MATTERS_APPLY_EVENTS_PER_CALL = 2
+    settings.MATTERS_APPLY_CHUNK_SIZE = 2
+    records = [{"customerExternalId": "c", "agentCode": "drafter" if n < 5 else "other", "signalName": "memo",
+                "model": "gpt-4o", "modelProvider": "openai", "inputTokens": 10} for n in range(7)]
+    assert api.post("/v1/usage/record", {"records": records}).status_code == 200
+    matter = api.post("/v1/matters", {"matterNumber": "2025-001", "name": "Smith v Jones",
+                                      "clientName": "Smith & Co"}).json()
+    assert api.post("/v1/matter-rules", {"matterId": matter["id"], "agentCode": "drafter"}).status_code == 201
+    resp = api.post("/v1/matter-rules/apply")  # 2 in the request; the rest handed over, never sent here
+    assert resp.status_code == 201 and resp.json()["assigned"] == 2
+    job_id = resp.json()["jobId"]
+    run_until_the_runner_is_lost(monkeypatch, matter_services, "attributions_insert_if_absent", job_id,
+                                 matter_services.matter_rules_apply_rest(book=book), lost_at_call=2)
+    assert Job.objects.get(pk=job_id).done == 4
+
+    assert jobs_housekeeping(now=clock.now())["restarted"] == 1
+    job = job_of(api, job_id)
+    # The request's 2 and the lost run's 2 are counted: the answer was the last run's 1 and the request's 2.
+    assert (job["status"], job["done"], job["total"], job["result"]) == ("succeeded", 5, 5, {"assigned": 5})
+    assert MatterAttribution.objects.filter(matter_id=matter["id"], source="rule").count() == 5
+
+
+def test_an_override_job_stored_with_none_as_text_for_every_date_still_runs(api, book, settings):
+    """Jobs made before None was kept as None hold "None" for an override of every date."""
+    settings.MAP_MODEL_INLINE_BACKFILL_LIMIT = 0
+    record = {"customerExternalId": "c", "agentCode": "a", "signalName": "s", "model": "gpt-4o",
+              "modelProvider": "openai", "inputTokens": 1_000_000, "outputTokens": 100_000}
+    assert api.post("/v1/usage/record", {"records": [record]}).status_code == 200
+    job_id = api.post("/v1/price-overrides", {"modelProvider": "openai", "discountPercent": 50}).json()["jobId"]
+    job = Job.objects.get(pk=job_id)
+    assert job.task_args[4] is None
+    stale = clock.now() - timedelta(seconds=settings.JOBS_STALE_SECONDS + 1)
+    Job.objects.filter(pk=job_id).update(task_args=[*job.task_args[:4], "None", job_id], updated_at=stale)
+    assert jobs_housekeeping(now=clock.now())["restarted"] == 1
+    assert job_of(api, job_id)["result"] == {"eventsRepriced": 1}
+    assert UsageEvent.objects.get().usage_cost == Decimal("1.75")
