@@ -14,7 +14,9 @@ from decimal import Decimal
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.utils import label_for_field, lookup_field
+from django.contrib.contenttypes.models import ContentType
 from django.db import models
 from django.http import StreamingHttpResponse
 from django.template.response import TemplateResponse
@@ -46,23 +48,37 @@ def role_refusal(roles) -> str:
     return f"This needs the {phrase} role in its organization."
 
 
-def act_on_rows(modeladmin, request, rows: Iterable, act: Callable[[object], str], *, roles=None) -> int:
+def act_on_rows(modeladmin, request, rows: Iterable, act: Callable[[object], str], *, roles=None,
+                history_of: Callable[[object], models.Model] | None = None) -> int:
     """Call `act(row)` (one service call, returning the success message) for each row on its own; a row of an
     organization where the operator lacks one of `roles`, and a service error (ApiError), become error messages
-    naming the row. Returns how many rows succeeded."""
+    naming the row. Each success is written to the console's history of the row (or of `history_of(row)`: a
+    refund to its invoice's), with the operator and the message. Returns how many rows succeeded."""
     done = 0
     for row in rows:
         if not may_act(request.user, organization_id_of(row), roles):
             modeladmin.message_user(request, f"{row}: {role_refusal(roles)}", messages.ERROR)
             continue
+        logged = history_of(row) if history_of else row
+        # Read before the act: a row the act deletes has no primary key after it.
+        logged_id, logged_text = logged.pk, str(logged)
         try:
             message = act(row)
         except ApiError as error:
             modeladmin.message_user(request, f"{row}: {error_text(error)}", messages.ERROR)
             continue
         done += 1
+        _log_in_history(request, logged, logged_id, logged_text, message)
         modeladmin.message_user(request, message, messages.SUCCESS)
     return done
+
+
+def _log_in_history(request, logged: models.Model, object_id, text: str, message: str) -> None:
+    """Who did what to which row, in the console's history (Django's `LogEntry`: the row's History page): the
+    actions call services rather than saving a form, which Django would have logged itself."""
+    LogEntry.objects.create(user_id=request.user.pk, content_type=ContentType.objects.get_for_model(logged),
+                            object_id=str(object_id), object_repr=text[:200], action_flag=CHANGE,
+                            change_message=message)
 
 
 def submitted(request, form_class, **kwargs) -> forms.Form:

@@ -231,7 +231,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                 self.message_user(request, f"{invoice}: choose one of its payments to refund.", messages.ERROR)
                 return back
             act_on_rows(self, request, [payment], lambda row: _refund(row, now, data["amount"], data["reason"]),
-                        roles=MONEY_ROLES)
+                        roles=MONEY_ROLES, history_of=_invoice_of)
         return back
 
     @admin.action(description="Send the selected invoices (finalizing drafts) to their customers")
@@ -259,6 +259,11 @@ def _send(invoice, now) -> str:
 def _void(invoice, now, reason: str) -> str:
     invoice_void(book=invoice.book, invoice_id=invoice.pk, now=now, reason=reason)
     return f"{invoice} voided."
+
+
+def _invoice_of(payment):
+    """A refund is written to its invoice's history, beside the payment it gives back."""
+    return payment.invoice
 
 
 def _refund(payment, now, amount, reason: str) -> str:
@@ -290,7 +295,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         now, amount, reason = clock.now(), form.cleaned_data["amount"], form.cleaned_data["reason"]
 
         act_on_rows(self, request, queryset.order_by("created_at", "pk"),
-                    lambda payment: _refund(payment, now, amount, reason), roles=MONEY_ROLES)
+                    lambda payment: _refund(payment, now, amount, reason), roles=MONEY_ROLES, history_of=_invoice_of)
 
 
 @admin.register(Refund)

@@ -4,6 +4,7 @@ refund) through the same services as the API, reported as messages on the page."
 from decimal import Decimal
 
 import pytest
+from django.contrib.admin.models import LogEntry
 
 from billing.models import Invoice, Payment, Refund
 from tests.billing.invoice_support import (JAN, WEBHOOK_SECRET, billing_chain, draft, event, pay, pdf_text, recurring,
@@ -149,6 +150,26 @@ def test_refund_from_the_page_refunds_the_chosen_payment(console, api, chain, cl
     assert "Refund: goodwill" in page
     assert f'data-total="Amount paid (net of refunds)">${invoice.total - 5:.2f}<' in page
     assert 'data-total="Amount due">$0.00<' in page
+
+
+def test_the_invoices_history_says_who_recorded_refunded_and_voided_what(console_for, console, api, chain, client):
+    invoice = issued(api, chain)
+    act(console, invoice, "payment", **{"payment-amount": "12.50", "payment-reference": "WIRE-1"})
+    payment = Payment.objects.get(invoice=invoice)
+    act(console, invoice, "refund", payment=str(payment.pk), **{"refund-amount": "2.50", "refund-reason": "goodwill"})
+    member = console_for(role="member", email="member@acme.example.com")
+    act(member, invoice, "void", **{"void-reason": "typo"})  # refused: not in the history
+    second = issued(api, chain, FEB)
+    act(console, second, "void", **{"void-reason": "sent twice"})
+    owner = console.get("/admin/").wsgi_request.user
+    assert [(entry.user, entry.change_message) for entry in LogEntry.objects.filter(object_id=str(invoice.pk))
+            .order_by("action_time", "id")] == [(owner, f"{invoice}: payment of $12.50 (WIRE-1) recorded."),
+                                                (owner, f"Refunded $2.50 of payment WIRE-1 ({invoice}).")]
+    history = console.get(f"/admin/billing/invoice/{invoice.pk}/history/").content.decode()
+    assert "payment of $12.50 (WIRE-1) recorded." in history and "Refunded $2.50 of payment WIRE-1" in history
+    assert owner.email in history or owner.get_username() in history
+    voided = LogEntry.objects.get(object_id=str(second.pk))
+    assert (voided.user, voided.change_message) == (owner, f"{second} voided.")
 
 
 def test_money_actions_on_the_page_need_the_apis_roles(console_for, api, chain):
