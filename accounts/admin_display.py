@@ -14,11 +14,13 @@ from django.db import models
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 
+from accounts.actors import actor_name
 from core import display
 from core.money import CENTS_PLACES
 
 PRICE_SUFFIXES = ("cost", "_usd", "rate", "amount")  # exact decimals that are money per unit or per event
 CREDIT_POOL = "credit_pool"  # the pricing model whose two tiers are a pool and its overage rate
+ACTOR_FIELDS = ("actor", "created_by")  # who made a record, kept as `api-key:<id>` or `user:<id>`
 
 
 def kind_of(field) -> str | None:
@@ -92,6 +94,8 @@ def _stand_in(model, name: str, label: str | None):
         field = model._meta.get_field(name)
     except FieldDoesNotExist:
         return name
+    if name in ACTOR_FIELDS and not field.is_relation:
+        return _author(name, label or field.verbose_name)
     kind = kind_of(field) if field.concrete and not field.is_relation else None
     if kind is None and (label is None or field.is_relation):
         return name
@@ -107,6 +111,19 @@ def _stand_in(model, name: str, label: str | None):
     value_of.raw_field = name
     value_of.empty_value_display = display.EMPTY
     return value_of
+
+
+def _author(name: str, label: str):
+    """A record's author (`api-key:<id>`, `user:<id>`) by the key's name or the user's email (accounts/actors.py)."""
+    def author(row):
+        value = getattr(row, name)
+        return actor_name(getattr(row, "book_id", None), value) if value else display.EMPTY
+    author.__name__ = name
+    author.short_description = label
+    author.admin_order_field = name
+    author.raw_field = name  # the CSV export keeps the id: a name can change
+    author.empty_value_display = display.EMPTY
+    return author
 
 
 def shown_all(model, names, labels: dict | None = None) -> list:

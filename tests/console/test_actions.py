@@ -168,6 +168,27 @@ def test_top_up_adds_units_once_per_submitted_form(console, pool_chain):
     assert messages_of(replay) == ["Main: 25 units were already added by this form; 125 units left."]
 
 
+def test_the_console_names_who_topped_up_by_email_and_by_key_name_and_the_csv_keeps_their_ids(console, api,
+                                                                                               pool_chain):
+    subscription = subscription_of(pool_chain)
+    apply_action(console, SUBSCRIPTIONS, "top_up_credits", [subscription], units="25", note="goodwill",
+                 idempotency_key="console-1")
+    ApiKey.objects.filter(pk=api.key.pk).update(name="Backend")
+    assert api.post(f"/v1/subscriptions/{subscription.pk}/credit-topup",
+                    {"units": 5, "idempotencyKey": "api-1"}).status_code == 201
+    operator = Membership.objects.get(organization=subscription.book.organization, role="owner",
+                                      user__is_staff=True).user
+    listing = console.get("/admin/billing/creditgrant/").content.decode()
+    assert f'field-created_by">{operator.email}<' in listing
+    assert f'field-created_by">Backend ({api.key.prefix}…)<' in listing
+    assert f"user:{operator.pk}" not in listing and f"api-key:{api.key.pk}" not in listing
+    grant = CreditGrant.objects.get(idempotency_key="api-1")
+    assert f"Backend ({api.key.prefix}…)" in console.get(f"/admin/billing/creditgrant/{grant.pk}/change/").content.decode()
+    csv_lines = action(console, "/admin/billing/creditgrant/", "export_csv", CreditGrant.objects.filter(kind="topup"))
+    exported = b"".join(csv_lines.streaming_content).decode()
+    assert f"user:{operator.pk}" in exported and f"api-key:{api.key.pk}" in exported
+
+
 def test_top_up_of_a_subscription_without_a_pool_is_an_error_message(console, chain):
     resp = apply_action(console, SUBSCRIPTIONS, "top_up_credits", [subscription_of(chain)], units="5",
                         idempotency_key="console-x")

@@ -227,7 +227,9 @@ def test_the_console_lists_overrides_with_who_set_them_and_deletes_them_with_rep
     body = create(api, modelProvider="openai", discountPercent=20, effectiveFrom="2026-03-01T00:00:00Z",
                   note="Enterprise agreement")
     page = operator.get("/admin/catalog/priceoverride/").content.decode()
-    assert "every openai model" in page and "Enterprise agreement" in page and body["createdBy"] in page
+    # Who set it: the API key by its prefix (it has no name), not the id the API answers.
+    assert "every openai model" in page and "Enterprise agreement" in page
+    assert f"API key {api.key.prefix}…" in page and body["createdBy"] not in page
     resp = operator.post("/admin/catalog/priceoverride/", {"action": "delete_and_reprice",
                                                            "_selected_action": [body["id"]]}, follow=True)
     assert resp.status_code == 200
