@@ -141,12 +141,16 @@ def _heading(label: str) -> str:
 
 @admin.action(description="Export selected rows as CSV")
 def export_csv(modeladmin, request, queryset):
-    """The list's own columns (plus the row id), one line per selected row, streamed (a whole filtered list when
-    "select all" is used). Text cells that a spreadsheet would run as a formula are quoted."""
+    """The list's own columns (plus the row id, and the currency of rows that have one), one line per selected row,
+    streamed (a whole filtered list when "select all" is used). Text cells that a spreadsheet would run as a formula
+    are quoted."""
     # Raw values: a column the console formats (money, dates) is read from its field, a computed one through its
     # `csv_value` when it has one.
     columns = [getattr(name, "raw_field", name) for name in modeladmin.get_list_display(request)
                if name != "action_checkbox"]
+    # Amounts are written without their currency symbol: the currency goes beside them (a book may bill in several).
+    if "currency" not in columns and any(field.name == "currency" for field in modeladmin.model._meta.fields):
+        columns.append("currency")
     header = ["id", *[_heading(str(label_for_field(name, modeladmin.model, modeladmin))) for name in columns]]
     raw = {name: getattr(getattr(modeladmin, name, None) if isinstance(name, str) else name, "csv_value", None)
            for name in columns}
