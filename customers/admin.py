@@ -14,7 +14,8 @@ from catalog.models import ServiceEntry
 from accounts.admin_actions import act_on_rows, action_page, actor, submitted
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from accounts.models import Book
-from core import clock
+from core import clock, display
+from core.scoping import owned
 from jobs.admin import job_link
 from customers.backfill import events_reprice_start, events_unpriced_reasons, model_map
 from customers.export import EXPORT_TYPES, events_pages, export_bytes
@@ -234,13 +235,65 @@ class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """Derived from the ledger and kept exact by customers/rollup.py."""
 
     # What fits a 1,366 px window; the signal and the book are on the row's page.
-    list_display = ["day", "grain", "customer", "agent_id", "model", "event_count", "unpriced_count", "quantity",
+    list_display = ["day", "grain", "customer", "agent", "model", "event_count", "unpriced_count", "quantity",
                     "cost"]
     list_filter = ["grain"]
     search_fields = ["model", "customer__name", "customer__external_id"]
     date_hierarchy = "day"
     list_select_related = ["customer", "book__organization"]
     show_full_result_count = False
+    # The row keeps plain ids (a deleted agent or signal leaves its id): the pages name them.
+    exclude = ["agent_id", "signal_id"]
+    readonly_fields = ["agent", "signal"]
+
+    def get_changelist_instance(self, request):
+        """The page, with the names of the agents its rows count (one read per book on the page)."""
+        changelist = super().get_changelist_instance(request)
+        request.rollup_names = _names_of_ids([(row.book_id, row.agent_id, None) for row in changelist.result_list])
+        return changelist
+
+    def get_list_display(self, request):
+        """`agent` reads the names that `get_changelist_instance` read for this request's page."""
+        def agent(row):
+            return _named(row, row.agent_id, getattr(request, "rollup_names", None))
+        agent.short_description = "Agent"
+        agent.admin_order_field = "agent_id"
+        agent.raw_field = "agent_id"  # the CSV export writes the id
+        return [agent if name == "agent" else name for name in super().get_list_display(request)]
+
+    @admin.display(description="Agent")
+    def agent(self, row):
+        return _named(row, row.agent_id)
+
+    @admin.display(description="Signal")
+    def signal(self, row):
+        return _named(row, row.signal_id)
+
+
+def _named(row, row_id, names: dict | None = None) -> str:
+    """An agent's or signal's name from a rollup row's id: a dash for a grain that sums them all, the id and
+    "(deleted)" for one that no longer exists."""
+    if row_id is None:
+        return display.EMPTY
+    if names is None or row_id not in names:
+        names = _names_of_ids([(row.book_id, row_id, row_id)])
+    return names.get(row_id, f"{row_id} (deleted)")
+
+
+def _names_of_ids(rows) -> dict:
+    """Agent and signal ids of rollup rows (book, agent id, signal id) -> their names, read in each row's book."""
+    agents, signals = {}, {}
+    for book_id, agent_id, signal_id in rows:
+        if agent_id is not None:
+            agents.setdefault(book_id, set()).add(agent_id)
+        if signal_id is not None:
+            signals.setdefault(book_id, set()).add(signal_id)
+    names = {}
+    for book_id, ids in agents.items():
+        names.update(owned(Agent, book_id).filter(pk__in=ids).values_list("pk", "name"))
+    for book_id, ids in signals.items():
+        names.update(owned(Signal, book_id).filter(pk__in=ids).values_list("pk", "name"))
+    return names
 
 
 @admin.register(PriceOverride)
