@@ -64,6 +64,15 @@ def figure(text: str) -> str:
     return format_html('<span class="console-number">{}</span>', text)
 
 
+def period_cell(text: str) -> str:
+    """A period as a list shows it (`2026-10-01 to 2026-10-31`): a list short of room breaks it at " to ", never
+    inside a date (browsers break after a hyphen)."""
+    first, to, last = text.partition(" to ")
+    if not to:
+        return format_html('<span class="console-nowrap">{}</span>', text)
+    return format_html('<span class="console-nowrap">{}</span> to <span class="console-nowrap">{}</span>', first, last)
+
+
 def format_value(kind: str, value, row=None) -> str:
     """`value` as the console shows it; figures and dates in a span that keeps them on one line (and lists
     right-align the figures)."""
@@ -73,7 +82,12 @@ def format_value(kind: str, value, row=None) -> str:
     if kind in figures:
         return figure(figures[kind]())
     if kind == "moment":
-        return format_html('<span class="console-nowrap">{}</span>', display.moment(value))
+        # The day and the time each kept whole: a list short of room breaks between them rather than overflow.
+        day_text, _, time_text = display.moment(value).partition(" ")
+        if not time_text:
+            return format_html('<span class="console-nowrap">{}</span>', day_text)
+        return format_html('<span class="console-nowrap">{}</span> <span class="console-nowrap">{}</span>',
+                           day_text, time_text)
     if kind == "day":
         return format_html('<span class="console-nowrap">{}</span>', display.day(value))
     if kind == "tiers":

@@ -27,7 +27,7 @@ from billing.services.credit_pools import credit_alerts_pause, credit_topup
 from billing.services.invoices import invoice_generate
 from billing.services.plans import plan_delete, plan_subscriptions
 from billing.services.plan_changes import subscription_change_plan, subscription_plan_change_preview
-from accounts.admin_display import format_value, readable
+from accounts.admin_display import format_value, period_cell, readable
 from accounts.admin_actions import act_on_rows, action_page, actor, error_text, idempotency_key, submitted
 from accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act,
                                            organization_id_of)
@@ -195,7 +195,7 @@ class CreditGrantInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInli
 
     @admin.display(description="Period")
     def grant_period(self, grant):
-        return display.period(grant.period_start, grant.period_end)
+        return period_cell(display.period(grant.period_start, grant.period_end))
 
     consumed = staticmethod(settled_consumption)
 
@@ -304,8 +304,8 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Current period", ordering="current_period_start")
     def current_period(self, subscription):
-        return display.period(subscription.current_period_start, subscription.current_period_end,
-                              subscription.timezone)
+        return period_cell(display.period(subscription.current_period_start, subscription.current_period_end,
+                                          subscription.timezone))
     current_period.csv_value = lambda subscription: display.iso_interval(subscription.current_period_start,
                                                                  subscription.current_period_end)
 
@@ -497,7 +497,7 @@ class CreditGrantAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Period", ordering="period_start")
     def grant_period(self, grant):
-        return display.period(grant.period_start, grant.period_end)
+        return period_cell(display.period(grant.period_start, grant.period_end))
     grant_period.csv_value = lambda grant: display.iso_interval(grant.period_start, grant.period_end)
 
 
@@ -512,7 +512,7 @@ class CreditPoolAlertAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Period", ordering="period_start")
     def alert_period(self, alert):
-        return display.period(alert.period_start, alert.period_end, alert.subscription.timezone)
+        return period_cell(display.period(alert.period_start, alert.period_end, alert.subscription.timezone))
     alert_period.csv_value = lambda alert: display.iso_interval(alert.period_start, alert.period_end)
 
 
@@ -524,8 +524,8 @@ class CustomerSubscriptionInline(ReadOnlyInline):
 
     @admin.display(description="Current period")
     def current_period(self, subscription):
-        return display.period(subscription.current_period_start, subscription.current_period_end,
-                              subscription.timezone)
+        return period_cell(display.period(subscription.current_period_start, subscription.current_period_end,
+                                          subscription.timezone))
 
 
 class CustomerInvoiceInline(InvoiceInline):

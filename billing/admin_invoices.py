@@ -17,7 +17,7 @@ from billing.models import Invoice, InvoiceStatus, Payment, Refund
 from billing.services.invoices import invoice_send, invoice_void
 from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
 from accounts.admin_actions import act_on_rows, action_page, submitted
-from accounts.admin_display import figure
+from accounts.admin_display import figure, period_cell
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from accounts.api import MONEY_ROLES
 from core import clock, display
@@ -88,7 +88,7 @@ class InvoiceInline(ReadOnlyInline):
 
     @admin.display(description="Period")
     def period(self, invoice):
-        return period_label(invoice)
+        return period_cell(period_label(invoice))
 
     @admin.display(description="Amount overpaid")
     def amount_overpaid(self, invoice):
@@ -151,7 +151,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Period", ordering="period_start")
     def period(self, invoice):
-        return period_label(invoice)
+        return period_cell(period_label(invoice))
     period.csv_value = lambda invoice: display.iso_interval(invoice.period_start, invoice.period_end)
 
     @admin.display(description="Amount due")

@@ -195,6 +195,7 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+FORMAT_MODULE_PATH = ["config.formats"]  # days and instants as the console writes them (config/formats)
 USE_I18N = True
 USE_TZ = True
 

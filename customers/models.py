@@ -324,4 +324,4 @@ class UsageDailyRollup(OrgOwned):
         indexes = [models.Index(fields=["book", "grain", "customer", "day"], name="usage_rollup_customer_day")]
 
     def __str__(self):
-        return f"{self.day} {self.get_grain_display()}: {self.event_count} events"
+        return f"{self.day} {self.get_grain_display()}: {self.event_count:,} event{'' if self.event_count == 1 else 's'}"

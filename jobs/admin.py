@@ -22,7 +22,7 @@ class JobAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_filter = ["status", "kind"]
     date_hierarchy = "created_at"
     list_select_related = ["book__organization"]
-    exclude = ["task_path", "task_args"]
+    exclude = ["task_path", "task_args", "resume_after", "changed"]  # the runner's own bookkeeping
     change_form_template = "admin/jobs/job/change_form.html"
 
     @admin.display(description="Progress")

@@ -1,6 +1,7 @@
 """The console's invoice page: the document (seller, customer, period, lines, totals, payments) with values written
 as the portal writes them, nothing secret on it, and its actions (PDF, send, void, record a payment received,
 refund) through the same services as the API, reported as messages on the page."""
+import re
 from decimal import Decimal
 
 import pytest
@@ -168,6 +169,8 @@ def test_the_invoices_history_says_who_recorded_refunded_and_voided_what(console
     history = console.get(f"/admin/billing/invoice/{invoice.pk}/history/").content.decode()
     assert "payment of $12.50 (WIRE-1) recorded." in history and "Refunded $2.50 of payment WIRE-1" in history
     assert owner.email in history or owner.get_username() in history
+    # When, as the console writes instants (not Django's "Nov. 29, 2026, 5:12 p.m.").
+    assert re.search(r"<th scope=\"row\">\d{4}-\d\d-\d\d \d\d:\d\d UTC</th>", history), history
     voided = LogEntry.objects.get(object_id=str(second.pk))
     assert (voided.user, voided.change_message) == (owner, f"{second} voided.")
 
