@@ -115,10 +115,11 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """The ledger: append-only. Searches match whole values (the table is the largest one)."""
 
     # What fits a 1,366 px window; the agent, the provider and the book are filters, searches and on the event's page.
-    list_display = ["usage_date", "customer_external_id", "signal_name", "quantity", "models", "usage_cost",
+    # The customer by name, as every other page names it (its external id is on the event's page and searchable).
+    list_display = ["usage_date", "customer", "signal_name", "quantity", "models", "usage_cost",
                     "event_status", "why_unpriced"]
-    column_labels = {"usage_date": "Date", "customer_external_id": "Customer", "signal_name": "Signal",
-                     "usage_cost": "Cost", "event_status": "Status"}
+    list_select_related = ["customer", "book__organization"]
+    column_labels = {"usage_date": "Date", "signal_name": "Signal", "usage_cost": "Cost", "event_status": "Status"}
     # A date filter rather than a date hierarchy: the hierarchy reads the distinct dates of the whole ledger.
     list_filter = ["event_status", "environment", ("usage_date", admin.DateFieldListFilter)]
     search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]

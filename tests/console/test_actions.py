@@ -432,6 +432,7 @@ def test_a_customers_page_links_to_its_usage_events(console, book):
     assert f'<a href="{link}">Usage events of this customer</a>' in page
     listed = console.get(link)
     assert listed.status_code == 200 and [event.pk for event in listed.context["cl"].result_list] == [mine.pk]
+    assert 'field-customer nowrap">Stark Industries<' in listed.content.decode()  # by name, as other pages
 
 
 def test_a_multi_service_event_shows_its_models_where_a_single_one_shows_its_model(console, book):
