@@ -12,6 +12,7 @@ from django.utils.html import format_html
 
 from catalog.models import ServiceEntry
 from accounts.admin_actions import act_on_rows, action_page, actor, submitted
+from accounts.admin_display import figure
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from accounts.models import Book
 from core import clock, display
@@ -20,7 +21,7 @@ from jobs.admin import job_link
 from customers.backfill import events_reprice_start, events_unpriced_reasons, model_map
 from customers.export import EXPORT_TYPES, events_pages, export_bytes
 from catalog.models import PriceOverride
-from customers.models import Agent, Customer, Signal, UsageDailyRollup, UsageEvent
+from customers.models import Agent, Customer, RollupGrain, Signal, UsageDailyRollup, UsageEvent
 from customers.price_overrides import price_override_delete
 from customers.services import customer_delete
 
@@ -235,9 +236,9 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """Derived from the ledger and kept exact by customers/rollup.py."""
 
-    # What fits a 1,366 px window; the signal and the book are on the row's page.
-    list_display = ["day", "grain", "customer", "agent", "model", "event_count", "unpriced_count", "quantity",
-                    "cost"]
+    # What fits a 1,366 px window; the signal, the unpriced events, the quantity and the book are on the row's page.
+    list_display = ["day", "grain", "customer", "agent", "model", "event_count", "cost", "model_events",
+                    "cost_of_model"]
     list_filter = ["grain"]
     search_fields = ["model", "customer__name", "customer__external_id"]
     date_hierarchy = "day"
@@ -266,9 +267,25 @@ class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     def agent(self, row):
         return _named(row, row.agent_id)
 
+    # A multi-service event's figures go to the row of its first part's model; each model it names gets its events
+    # and its parts' cost here (grains that keep the model only), so a second model's row does not read as unused.
+    @admin.display(description="Events with the model", ordering="model_event_count")
+    def model_events(self, row):
+        return figure(display.quantity(row.model_event_count)) if _keeps_model(row) else display.EMPTY
+    model_events.raw_field = "model_event_count"
+
+    @admin.display(description="Cost of the model", ordering="model_cost")
+    def cost_of_model(self, row):
+        return figure(display.price(row.model_cost)) if _keeps_model(row) else display.EMPTY
+    cost_of_model.raw_field = "model_cost"
+
     @admin.display(description="Signal")
     def signal(self, row):
         return _named(row, row.signal_id)
+
+
+def _keeps_model(row) -> bool:
+    return not row.grain & RollupGrain.NO_MODEL  # the grain's bit 1 sums the model away
 
 
 def _named(row, row_id, names: dict | None = None) -> str:

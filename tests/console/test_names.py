@@ -35,3 +35,27 @@ def test_rollup_rows_name_their_agent_and_signal_and_the_csv_keeps_the_ids(conso
     assert "names agent" in page and "names-signal" in page and str(signal.pk) not in page
     export = action(console, "/admin/customers/usagedailyrollup/", "export_csv", [row], follow=False)
     assert str(agent.pk) in b"".join(export.streaming_content).decode()
+
+
+def test_a_second_models_rollup_row_shows_its_events_and_cost(console, api, book):
+    """A multi-service event's figures go to its first model's row; the second model's row shows what it used."""
+    import re
+
+    from core import display
+    from customers.models import UsageDailyRollup
+    from customers.rollup import analytics_rollup_catch_up
+
+    record = {"customerExternalId": "c", "agentCode": "voice", "signalName": "calls", "usageDate": "2025-06-10T12:00:00Z",
+              "services": [{"model": "nova-3", "modelProvider": "deepgram", "quantity": 2},
+                           {"model": "gpt-4o-mini", "modelProvider": "openai", "inputTokens": 1_000_000}]}
+    resp = api.post("/v1/usage/record", {"records": [record]})
+    assert resp.status_code == 200 and resp.json()["results"]["success"], resp.json()
+    analytics_rollup_catch_up(book_id=book.pk)
+    second = UsageDailyRollup.objects.get(book=book, grain=0, model="gpt-4o-mini")
+    assert (second.event_count, second.cost, second.model_event_count) == (0, 0, 1) and second.model_cost > 0
+    listing = console.get("/admin/customers/usagedailyrollup/?grain__exact=0").content.decode()
+    row = next(row for row in listing.split("<tr") if "gpt-4o-mini" in row)
+    assert re.search(r'field-model_events"><span class="console-number">1<', row), row
+    assert f'field-cost_of_model"><span class="console-number">{display.price(second.model_cost)}<' in row, row
+    no_model = console.get("/admin/customers/usagedailyrollup/?grain__exact=1").content.decode()
+    assert 'field-cost_of_model">-<' in no_model  # a grain that sums the models away has no model's figures
