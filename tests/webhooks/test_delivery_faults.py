@@ -264,7 +264,7 @@ def test_without_a_broker_a_thread_of_the_web_process_delivers_after_the_answer(
             assert time.monotonic() < deadline
             time.sleep(0.05)
         assert receiver.requests[0].verified(endpoint["secret"])["id"] == sent["eventId"]
-        runner.in_process.flush()
+        runner.in_process.flush(wait_for_running=True)  # the thread may still be writing the outcome
         assert only_delivery(api, endpoint)["status"] == "delivered"
     finally:
         redis_client.cache_clear()
