@@ -64,13 +64,19 @@ def figure(text: str) -> str:
     return format_html('<span class="console-number">{}</span>', text)
 
 
-def period_cell(text: str) -> str:
-    """A period as a list shows it (`2026-10-01 to 2026-10-31`): a list short of room breaks it at " to ", never
+def _whole_parts(text: str, separator: str) -> str:
+    """`text` that a list short of room may break at its first `separator` only, each part kept on one line: never
     inside a date (browsers break after a hyphen)."""
-    first, to, last = text.partition(" to ")
-    if not to:
+    first, found, rest = text.partition(separator)
+    if not found:
         return format_html('<span class="console-nowrap">{}</span>', text)
-    return format_html('<span class="console-nowrap">{}</span> to <span class="console-nowrap">{}</span>', first, last)
+    return format_html('<span class="console-nowrap">{}</span>{}<span class="console-nowrap">{}</span>',
+                       first, separator, rest)
+
+
+def period_cell(text: str) -> str:
+    """A period as a list shows it (`2026-10-01 to 2026-10-31`), broken at " to " when a list is short of room."""
+    return _whole_parts(text, " to ")
 
 
 def format_value(kind: str, value, row=None) -> str:
@@ -82,12 +88,7 @@ def format_value(kind: str, value, row=None) -> str:
     if kind in figures:
         return figure(figures[kind]())
     if kind == "moment":
-        # The day and the time each kept whole: a list short of room breaks between them rather than overflow.
-        day_text, _, time_text = display.moment(value).partition(" ")
-        if not time_text:
-            return format_html('<span class="console-nowrap">{}</span>', day_text)
-        return format_html('<span class="console-nowrap">{}</span> <span class="console-nowrap">{}</span>',
-                           day_text, time_text)
+        return _whole_parts(display.moment(value), " ")  # the day, then the time: a narrow list breaks between
     if kind == "day":
         return format_html('<span class="console-nowrap">{}</span>', display.day(value))
     if kind == "tiers":

@@ -28,6 +28,10 @@ class Resumed:
     after: UUID | None = None
     changed: int = 0
 
+    def rest(self, items):
+        """The items (a queryset walked in primary-key order) a run taken up here has still to walk."""
+        return items if self.after is None else items.filter(pk__gt=self.after)
+
 
 FROM_THE_START = Resumed()
 

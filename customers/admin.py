@@ -251,13 +251,13 @@ class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     def get_changelist_instance(self, request):
         """The page, with the names of the agents its rows count (one read per book on the page)."""
         changelist = super().get_changelist_instance(request)
-        request.rollup_names = _names_of_ids([(row.book_id, row.agent_id, None) for row in changelist.result_list])
+        request.rollup_agents = _names(Agent, [(row.book_id, row.agent_id) for row in changelist.result_list])
         return changelist
 
     def get_list_display(self, request):
         """`agent` reads the names that `get_changelist_instance` read for this request's page."""
         def agent(row):
-            return _named(row, row.agent_id, getattr(request, "rollup_names", None))
+            return _name_of(row.agent_id, getattr(request, "rollup_agents", {}))
         agent.short_description = "Agent"
         agent.admin_order_field = "agent_id"
         agent.raw_field = "agent_id"  # the CSV export writes the id
@@ -265,7 +265,7 @@ class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Agent")
     def agent(self, row):
-        return _named(row, row.agent_id)
+        return _name_of(row.agent_id, _names(Agent, [(row.book_id, row.agent_id)]))
 
     # A multi-service event's figures go to the row of its first part's model; each model it names gets its events
     # and its parts' cost here (grains that keep the model only), so a second model's row does not read as unused.
@@ -281,37 +281,29 @@ class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Signal")
     def signal(self, row):
-        return _named(row, row.signal_id)
+        return _name_of(row.signal_id, _names(Signal, [(row.book_id, row.signal_id)]))
 
 
 def _keeps_model(row) -> bool:
     return not row.grain & RollupGrain.NO_MODEL  # the grain's bit 1 sums the model away
 
 
-def _named(row, row_id, names: dict | None = None) -> str:
+def _name_of(row_id, names: dict) -> str:
     """An agent's or signal's name from a rollup row's id: a dash for a grain that sums them all, the id and
     "(deleted)" for one that no longer exists."""
     if row_id is None:
         return display.EMPTY
-    if names is None or row_id not in names:
-        names = _names_of_ids([(row.book_id, row_id, row_id)])
     return names.get(row_id, f"{row_id} (deleted)")
 
 
-def _names_of_ids(rows) -> dict:
-    """Agent and signal ids of rollup rows (book, agent id, signal id) -> their names, read in each row's book."""
-    agents, signals = {}, {}
-    for book_id, agent_id, signal_id in rows:
-        if agent_id is not None:
-            agents.setdefault(book_id, set()).add(agent_id)
-        if signal_id is not None:
-            signals.setdefault(book_id, set()).add(signal_id)
-    names = {}
-    for book_id, ids in agents.items():
-        names.update(owned(Agent, book_id).filter(pk__in=ids).values_list("pk", "name"))
-    for book_id, ids in signals.items():
-        names.update(owned(Signal, book_id).filter(pk__in=ids).values_list("pk", "name"))
-    return names
+def _names(model, book_ids: list[tuple]) -> dict:
+    """(book, id) pairs of `model` (agents or signals) -> their names, read once per book."""
+    by_book: dict = {}
+    for book_id, row_id in book_ids:
+        if row_id is not None:
+            by_book.setdefault(book_id, set()).add(row_id)
+    return {pk: name for book_id, ids in by_book.items()
+            for pk, name in owned(model, book_id).filter(pk__in=ids).values_list("pk", "name")}
 
 
 @admin.register(PriceOverride)

@@ -70,8 +70,8 @@ def events_backfill_cost(*, book, model: str, model_provider: str, progress: Pro
     model, model_provider = normalize_model(model), normalize_provider(model_provider)
     single, multi = _waiting_events(book, model, model_provider)
     multi_ids = [event.pk for event in multi.only("pk", "services") if _names_model(event, model, model_provider)]
-    progress.expect(_after(single, progress).count() + len(multi_ids))
-    priced_count = _price_in_chunks(book, single, progress)
+    progress.expect(progress.resumed.rest(single).count() + len(multi_ids))
+    priced_count = events_price_in_chunks(book, single, progress)
     with transaction.atomic():
         candidates = [event for event in multi.filter(pk__in=multi_ids).select_for_update()
                       if _names_model(event, model, model_provider)]
@@ -82,28 +82,23 @@ def events_backfill_cost(*, book, model: str, model_provider: str, progress: Pro
     return priced_count
 
 
-def _after(events, progress: Progress):
-    """The events a run taken up again has still to walk: those after the last one an earlier run walked (an
-    event it could not price stays unpriced, so `events` alone would count it again)."""
-    return events if progress.resumed.after is None else events.filter(pk__gt=progress.resumed.after)
-
-
 def events_reprice_unpriced(*, book, progress: Progress = NO_PROGRESS) -> int:
     """Price every unpriced event of the book that the catalog (with the book's aliases) can price now, in
     chunks by id; returns how many got a cost. Events it still cannot price are left as they are. Safe to run
     twice and beside recording: priced events are never touched."""
     unpriced = owned(UsageEvent, book).filter(usage_cost__isnull=True)
-    progress.expect(_after(unpriced, progress).count())
-    return _price_in_chunks(book, unpriced, progress)
+    # An event it cannot price stays unpriced: counted from the start, a run taken up again would count it twice.
+    progress.expect(progress.resumed.rest(unpriced).count())
+    return events_price_in_chunks(book, unpriced, progress)
 
 
-def _price_in_chunks(book, events, progress: Progress = NO_PROGRESS) -> int:
-    """Price `events` in chunks by id, one transaction each; how many got a cost. Each chunk reports its size to
-    `progress` inside its transaction, so a job's count moves with the work. A row another job holds (a
-    re-pricing for an override) is waited for, not skipped: that job may have read the prices before this
-    mapping or catalog load committed, and a skipped row would keep its null cost for good; once it is
-    released, a row that job priced no longer matches and is left out. Goes on where an earlier run of the same
-    work stopped (`progress.resumed`), and counts what that run priced."""
+def events_price_in_chunks(book, events, progress: Progress = NO_PROGRESS, *, unprice: bool = False) -> int:
+    """Price `events` in chunks by id, one transaction each (rows locked); how many changed cost (`unprice`: as
+    `_price_and_save`). Each chunk reports its size to `progress` inside its transaction, so a job's count moves
+    with the work. A row another job holds (a re-pricing for an override) is waited for, not skipped: that job
+    may have read the prices before this mapping or catalog load committed, and a skipped row would keep its null
+    cost for good; once it is released, a row that job priced no longer matches and is left out. Goes on where an
+    earlier run of the same work stopped (`progress.resumed`), and counts what that run changed."""
     priced_count, last_pk = progress.resumed.changed, progress.resumed.after
     while True:
         with transaction.atomic():
@@ -114,7 +109,7 @@ def _price_in_chunks(book, events, progress: Progress = NO_PROGRESS) -> int:
             if not chunk:
                 break
             last_pk = chunk[-1].pk
-            priced = _price_and_save(book, chunk)
+            priced = _price_and_save(book, chunk, unprice=unprice)
             priced_count += priced
             progress.advance(len(chunk), through=last_pk, changed=priced)
     return priced_count

@@ -20,7 +20,7 @@ from core.progress import NO_PROGRESS, Progress
 from core.scoping import get_owned, owned
 from jobs.models import Job, JobKind, JobStatus
 from jobs.services import job_create, job_run, job_start
-from customers.backfill import BACKFILL_CHUNK, _price_and_save
+from customers.backfill import events_price_in_chunks
 from customers.models import UsageEvent
 
 RATE_FIELDS = ("input_cost", "output_cost", "cache_read_cost", "cache_write_cost", "cache_write_1h_cost", "unit_cost")
@@ -121,21 +121,8 @@ def events_reprice_for_override(*, book, target: Target, effective_from: datetim
     those whose cost changed; returns how many changed. Safe to run twice. A run taken up again goes on after
     the last event an earlier run walked (every affected event is walked: none drops out once priced)."""
     events = _affected(book, target, effective_from)
-    repriced, last_pk = progress.resumed.changed, progress.resumed.after
-    progress.expect((events if last_pk is None else events.filter(pk__gt=last_pk)).count())
-    while True:
-        with transaction.atomic():
-            query = events.order_by("pk")
-            if last_pk is not None:
-                query = query.filter(pk__gt=last_pk)
-            chunk = list(query.select_for_update()[:BACKFILL_CHUNK])
-            if not chunk:
-                break
-            last_pk = chunk[-1].pk
-            changed = _price_and_save(book, chunk, unprice=True)
-            repriced += changed
-            progress.advance(len(chunk), through=last_pk, changed=changed)
-    return repriced
+    progress.expect(progress.resumed.rest(events).count())
+    return events_price_in_chunks(book, events, progress, unprice=True)
 
 
 def override_reprice_work(book, target: Target, effective_from: datetime | None):

@@ -265,10 +265,7 @@ def matter_rules_apply_rest(*, book, assigned_before: int = 0):
     `assigned_before`: what the request assigned, for a job handed over before jobs kept that count."""
     def work(progress: Progress) -> dict:
         ordered_rules = _rules_in_order(book)
-        candidates = _sweep_candidates(book, ordered_rules) if ordered_rules else None
-        if candidates is not None and progress.resumed.after is not None:
-            candidates = candidates.filter(id__gt=progress.resumed.after)
-        progress.expect(candidates.count() if candidates is not None else 0)
+        progress.expect(progress.resumed.rest(_sweep_candidates(book, ordered_rules)).count() if ordered_rules else 0)
         assigned, _ = _sweep(book=book, events_per_call=2**62, time_budget_seconds=float("inf"), progress=progress)
         return {"assigned": assigned_before + progress.resumed.changed + assigned}
     return work

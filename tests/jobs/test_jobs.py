@@ -91,11 +91,11 @@ def test_a_failed_job_says_failed_with_its_error_and_keeps_what_it_did(api, llm,
     record_unknown(api, 5)
     price_and_save, calls = backfill._price_and_save, []
 
-    def second_chunk_breaks(book, events):
+    def second_chunk_breaks(book, events, **options):
         calls.append(len(events))
         if len(calls) == 2:
             raise RuntimeError("the disk is full")
-        return price_and_save(book, events)
+        return price_and_save(book, events, **options)
     monkeypatch.setattr(backfill, "_price_and_save", second_chunk_breaks)
     with django_capture_on_commit_callbacks(execute=True):
         body = map_model(api, llm)
@@ -229,7 +229,7 @@ def run_until_the_runner_is_lost(monkeypatch, module, function: str, job_id, wor
 
 def test_a_repricing_for_an_override_taken_up_again_goes_on_where_it_stopped(api, book, settings, monkeypatch):
     settings.MAP_MODEL_INLINE_BACKFILL_LIMIT = 1
-    monkeypatch.setattr(price_overrides, "BACKFILL_CHUNK", 1)
+    monkeypatch.setattr(backfill, "BACKFILL_CHUNK", 1)  # the chunk loop of every repricing
     records = [{"customerExternalId": "c", "agentCode": "a", "signalName": "s", "model": "gpt-4o",
                 "modelProvider": "openai", "inputTokens": 1_000_000, "outputTokens": 100_000}] * 3  # 3.50 each
     assert api.post("/v1/usage/record", {"records": records}).status_code == 200
@@ -237,7 +237,7 @@ def test_a_repricing_for_an_override_taken_up_again_goes_on_where_it_stopped(api
     assert resp.status_code == 201 and resp.json()["scheduled"], resp.json()  # its task never sent here
     job_id, override = resp.json()["jobId"], PriceOverride.objects.get()
     work = price_overrides.override_reprice_work(book, price_overrides.Target.of(override), None)
-    run_until_the_runner_is_lost(monkeypatch, price_overrides, "_price_and_save", job_id, work, lost_at_call=2)
+    run_until_the_runner_is_lost(monkeypatch, backfill, "_price_and_save", job_id, work, lost_at_call=2)
     lost = Job.objects.get(pk=job_id)
     assert (lost.status, lost.done, lost.total, lost.changed) == ("running", 1, 3, 1)
 

@@ -251,8 +251,8 @@ def test_backfill_task_that_crashes_half_way_prices_each_event_once_when_run_aga
     monkeypatch.setattr(backfill, "BACKFILL_CHUNK", 3)
     priced_ids = []
 
-    def price_and_save(book, chunk):
-        priced = real_price_and_save(book, chunk)
+    def price_and_save(book, chunk, **options):
+        priced = real_price_and_save(book, chunk, **options)
         priced_ids.extend(event.pk for event in chunk)  # only chunks that got through
         return priced
 

@@ -259,7 +259,7 @@ def test_jobs_report_succeeded_and_failed(api, hooked, book, monkeypatch):
     assert succeeded == as_json(api.get(f"/v1/jobs/{body['jobId']}"))
     assert (succeeded["status"], succeeded["result"]) == ("succeeded", {"eventsPriced": 2})
 
-    def breaks(book, events):
+    def breaks(book, events, **options):
         raise RuntimeError("the disk is full")
     monkeypatch.setattr(backfill, "_price_and_save", breaks)
     api.post("/v1/usage/record", {"records": [{"customerExternalId": "c", "agentCode": "a", "signalName": "s",
