@@ -60,29 +60,40 @@ def _echo(draft: RecordDraft) -> dict:
             "modelProvider": single.model_provider if single else None}
 
 
+# Read once: on Python 3.11 each access to an enum member goes through the enum's descriptor, once a record here.
+_PROCESSED, _NEEDS_COST_BACKFILL = EventStatus.PROCESSED.value, EventStatus.NEEDS_COST_BACKFILL.value
+
+
 def _event_row(draft: RecordDraft, identities, priced, event_id, raw_event_id) -> dict:
     """The new event as the ledger takes it: every column by attname but those the ledger stamps (the book
-    and the instant, customers.ledger.events_append)."""
-    single = None if draft.is_multi_service else draft.services[0]
+    and the instant, customers.ledger.events_append). A single-service event keeps its one part's usage in
+    columns, a multi-service event its parts in `services`."""
+    if draft.is_multi_service:
+        model = provider = service_id = tier = None
+        input_tokens = output_tokens = cache_read = cache_write = cache_write_1h = None
+        services = priced.services_json()
+    else:
+        usage = draft.services[0]
+        model, provider, tier = usage.model, usage.model_provider, usage.service_tier
+        input_tokens, output_tokens = usage.input_tokens, usage.output_tokens
+        cache_read, cache_write, cache_write_1h = (usage.cache_read_tokens, usage.cache_write_tokens,
+                                                   usage.cache_write_1h_tokens)
+        service = priced.parts[0].service
+        service_id = service.id if service is not None else None
+        services = None
+    agent_code = draft.agent_code
     return {
         "id": event_id, "raw_event_id": raw_event_id,
         "customer_id": identities.customer_ids[draft.customer_external_id],
-        "agent_id": identities.agent_ids[draft.agent_code],
-        "signal_id": identities.signals[(draft.agent_code, draft.signal_name)].id,
-        "customer_external_id": draft.customer_external_id, "agent_code": draft.agent_code,
-        "signal_name": draft.signal_name,
-        "model": single.model if single else None, "model_provider": single.model_provider if single else None,
-        "service_id": priced.parts[0].service.pk if single and priced.parts[0].service else None,
-        "input_tokens": single.input_tokens if single else None,
-        "output_tokens": single.output_tokens if single else None,
-        "cache_read_tokens": single.cache_read_tokens if single else None,
-        "cache_write_tokens": single.cache_write_tokens if single else None,
-        "cache_write_1h_tokens": single.cache_write_1h_tokens if single else None,
-        "service_tier": single.service_tier if single else None,
-        "priced_at_standard_tier": priced.priced_at_standard,
-        "services": priced.services_json() if draft.is_multi_service else None,
+        "agent_id": identities.agent_ids[agent_code],
+        "signal_id": identities.signals[(agent_code, draft.signal_name)].id,
+        "customer_external_id": draft.customer_external_id, "agent_code": agent_code,
+        "signal_name": draft.signal_name, "model": model, "model_provider": provider, "service_id": service_id,
+        "input_tokens": input_tokens, "output_tokens": output_tokens, "cache_read_tokens": cache_read,
+        "cache_write_tokens": cache_write, "cache_write_1h_tokens": cache_write_1h, "service_tier": tier,
+        "priced_at_standard_tier": priced.priced_at_standard, "services": services,
         "quantity": draft.quantity, "usage_cost": priced.total,
-        "event_status": EventStatus.PROCESSED if priced.total is not None else EventStatus.NEEDS_COST_BACKFILL,
+        "event_status": _PROCESSED if priced.total is not None else _NEEDS_COST_BACKFILL,
         "usage_date": draft.usage_date, "environment": draft.environment, "idempotency_key": draft.idempotency_key,
         "metadata": draft.metadata,
     }

@@ -88,7 +88,10 @@ class PricedEvent(NamedTuple):
 
     @property
     def priced_at_standard(self) -> bool:
-        return any(part.priced_at_standard for part in self.parts)
+        for part in self.parts:  # a loop rather than any(): no generator for each recorded event
+            if part.priced_at_standard:
+                return True
+        return False
 
     @property
     def storable(self) -> bool:

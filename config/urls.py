@@ -5,6 +5,7 @@ from drf_spectacular.views import (
     SpectacularJSONAPIView, SpectacularRedocView, SpectacularSwaggerView, SpectacularYAMLAPIView,
 )
 
+from billing.urls import recording_patterns
 from core import views as core_views
 
 # The API reference: the OpenAPI schema and two readers of it, open to anyone (no API key).
@@ -17,6 +18,7 @@ docs_patterns = [
 ]
 
 api_patterns = [
+    *recording_patterns,
     *docs_patterns,
     path("", include("accounts.urls")),
     path("", include("jobs.urls")),
@@ -32,8 +34,8 @@ api_patterns = [
 
 # /healthz and /readyz are answered by core.middleware.HealthProbeMiddleware.
 urlpatterns = [
-    path("admin/", admin.site.urls),
     path("v1/", include(api_patterns)),
+    path("admin/", admin.site.urls),
     path("", core_views.home, name="home"),
     path("favicon.ico", core_views.favicon, name="favicon"),
     path("", include("portal.page_urls")),
