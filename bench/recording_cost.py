@@ -5,7 +5,8 @@ The WSGI application (as gunicorn loads it) is called with the ingestion benchma
 100 records over 500 customers, 3 models, 5 signals), against a migrated database with the catalog loaded and
 a secret key (`bench/ingest_pair.sh` shows how to make both). Two measures:
 
-  # the thread's CPU a batch, best of --rounds rounds of --batches batches
+  # the thread's CPU a batch, best of --rounds rounds of --batches batches, and its PostgreSQL backend's (read
+  # from /proc: the server on this host; clock ticks, so use rounds of a few hundred batches)
   bench/recording_cost.py --database-url postgres://... --key svc_sk_test_...
 
   # the instructions a batch, counted by callgrind (valgrind): the same at any machine load, so two builds
@@ -50,14 +51,27 @@ def measure(args) -> list[float]:
 
     billing.followup.DELAY_SECONDS = billing.followup.ARMED_SECONDS = 3600
     numbered = iter(range(10**9))
+    backend_ms: list[float] = []
 
     def batches(count: int) -> list[bytes]:
         built = max(count, args.build)  # bodies built whatever `count` is: a fixed cost under callgrind
         return [orjson.dumps({"records": make_records(0, next(numbered), args.customers)[:args.records]})
                 for _ in range(built)][:count]
 
+    def backend_cpu() -> float:
+        """CPU seconds of this process's PostgreSQL backend so far (same host; 0 when it cannot be read)."""
+        from django.db import connection
+
+        connection.ensure_connection()
+        try:
+            fields = Path(f"/proc/{connection.connection.info.backend_pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def run(bodies: list[bytes]) -> float:
         statuses = []
+        backend_started = backend_cpu()
         started = time.thread_time()
         for body in bodies:
             environ = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/usage/record", "SERVER_NAME": "127.0.0.1",
@@ -72,6 +86,7 @@ def measure(args) -> list[float]:
         elapsed = time.thread_time() - started
         if not all(status.startswith("200") for status in statuses):
             sys.exit(f"a batch was not recorded: {statuses[:3]}")
+        backend_ms.append((backend_cpu() - backend_started) * 1000 / max(len(bodies), 1))
         return elapsed * 1000 / max(len(bodies), 1)
 
     from customers.tasks import ledger_partitions_settle_task
@@ -81,7 +96,8 @@ def measure(args) -> list[float]:
     # then each batch asks for it, which a live run pays only in its first seconds).
     ledger_partitions_settle_task()
     run(batches(5))
-    return [run(batches(args.batches)) for _ in range(args.rounds)]
+    rounds = [run(batches(args.batches)) for _ in range(args.rounds)]
+    return rounds, backend_ms[-args.rounds:]
 
 
 def instructions(args) -> int:
@@ -118,8 +134,10 @@ def main():
     if args.instructions:
         print(f"instructions a batch: {instructions(args):,} ({args.records} records)")
         return
-    rounds = measure(args)
+    rounds, backend = measure(args)
     print("CPU ms a batch:", " ".join(f"{value:.3f}" for value in rounds), f"(best {min(rounds):.3f})")
+    print("PostgreSQL backend CPU ms a batch:", " ".join(f"{value:.2f}" for value in backend),
+          f"(best {min(backend):.2f})")
 
 
 if __name__ == "__main__":

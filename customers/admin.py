@@ -126,6 +126,16 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]
     ordering = ["-usage_date", "-id"]
     readonly_fields = ["why_unpriced", "models"]
+
+    def get_search_results(self, request, queryset, search_term):
+        """The search fields' whole values, or the events of the customer whose whole name the search is: the list
+        names each event's customer, and names have spaces ("Stark Industries"), which the admin's search would
+        take as two words."""
+        found, may_have_duplicates = super().get_search_results(request, queryset, search_term)
+        name = search_term.strip().strip('"')
+        if name:
+            found = found | queryset.filter(customer__name__iexact=name)
+        return found, may_have_duplicates
     fieldsets = [
         (None, {"fields": ["usage_date", "customer", "agent", "signal", "quantity", "usage_cost", "event_status",
                            "why_unpriced", "environment"]}),

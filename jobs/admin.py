@@ -20,6 +20,8 @@ class JobAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["created_at", "kind", "status", "progress", "done", "total", "error", "started_at", "finished_at",
                     "book"]
     list_filter = ["status", "kind"]
+    # A job's id (as an API answer or a console message names it), its failure, who started it.
+    search_fields = ["id", "error", "created_by"]
     date_hierarchy = "created_at"
     list_select_related = ["book__organization"]
     exclude = ["task_path", "task_args", "resume_after", "changed"]  # the runner's own bookkeeping

@@ -118,5 +118,8 @@ class WebhookDeliveryAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 class WebhookEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["created_at", "type", "id", "book"]
     list_filter = ["type"]
+    # The event's id (as a delivery's headers name it) or anything its object holds: an invoice number, a customer's
+    # external id.
+    search_fields = ["id", "data_json"]
     date_hierarchy = "created_at"
     list_select_related = ["book__organization"]

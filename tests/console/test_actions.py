@@ -422,7 +422,8 @@ def test_an_unused_plan_is_deleted_from_its_page_with_its_strategies(console, ap
 
 
 def test_a_customers_page_links_to_its_usage_events(console, book):
-    """The events list searches an external id whole, never a name: the customer's page leads there instead."""
+    """The customer's page leads to its events; the events list also finds them by the customer's whole name or
+    external id (whole values: the ledger is the largest table)."""
     customer, other = CustomerFactory(book=book, name="Stark Industries"), CustomerFactory(book=book)
     priced = {"model": "gpt-4o", "model_provider": "openai", "usage_cost": Decimal("0.01")}
     mine = UsageEventFactory(book=book, customer=customer, customer_external_id=customer.external_id, **priced)
@@ -433,6 +434,10 @@ def test_a_customers_page_links_to_its_usage_events(console, book):
     listed = console.get(link)
     assert listed.status_code == 200 and [event.pk for event in listed.context["cl"].result_list] == [mine.pk]
     assert 'field-customer nowrap">Stark Industries<' in listed.content.decode()  # by name, as other pages
+    for term in ("stark industries", customer.external_id):
+        found = console.get("/admin/customers/usageevent/", {"q": term})
+        assert [event.pk for event in found.context["cl"].result_list] == [mine.pk], term
+    assert list(console.get("/admin/customers/usageevent/", {"q": "Stark"}).context["cl"].result_list) == []
 
 
 def test_a_multi_service_event_shows_its_models_where_a_single_one_shows_its_model(console, book):

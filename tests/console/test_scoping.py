@@ -36,6 +36,20 @@ def test_every_registered_model_has_a_row_in_the_test_world(worlds):
     assert [model._meta.label for model in SCOPED if model not in mine or model not in theirs] == []
 
 
+def test_every_list_has_a_search_that_finds_nothing_of_another_organization(console, worlds):
+    """docs/console.md: every list has search; searching for what only the other organization's rows hold
+    answers an empty list, never their rows, never an error."""
+    assert [model._meta.label for model, model_admin in admin.site._registry.items()
+            if not model_admin.search_fields] == []
+    _, theirs = worlds
+    failures = []
+    for model in SCOPED:
+        resp = console.get(url(model, "changelist"), {"q": THEIRS})
+        if resp.status_code != 200 or {row.pk for row in resp.context["cl"].result_list} & {theirs[model].pk}:
+            failures.append(model._meta.label)
+    assert failures == []
+
+
 def test_an_operator_opens_their_own_records_by_url(console, worlds):
     mine, _ = worlds
     failures = [(model._meta.label, status) for model in SCOPED

@@ -42,3 +42,12 @@ def test_a_sweep_the_action_leaves_to_the_background_links_to_its_job(console, b
         f'<a href="/admin/jobs/job/{job.pk}/change/">follow the job (applying the matter routing rules)</a>.')]
     assert (job.status, job.done, job.total, job.result) == ("succeeded", 3, 3, {"assigned": 3})
     assert MatterAttribution.objects.filter(matter=matter).count() == 3
+
+
+def test_jobs_are_found_by_id_and_by_their_error(console, book):
+    failed = Job.objects.create(book=book, kind="matter_rules_apply", status="failed", error="Matter not found")
+    other = Job.objects.create(book=book, kind="cost_backfill", status="succeeded")
+    by_id = console.get(f"/admin/jobs/job/?q={failed.pk}").content.decode()
+    assert f"/admin/jobs/job/{failed.pk}/change/" in by_id and f"/admin/jobs/job/{other.pk}/change/" not in by_id
+    by_error = console.get("/admin/jobs/job/?q=not+found").content.decode()
+    assert f"/admin/jobs/job/{failed.pk}/change/" in by_error and f"/admin/jobs/job/{other.pk}/change/" not in by_error

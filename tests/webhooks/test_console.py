@@ -51,3 +51,14 @@ def test_disable_and_enable_need_a_money_role(console_for, api, receiver):
     assert WebhookEndpoint.objects.get().enabled is False
     action(owner, ENDPOINTS, "enable", [endpoint["id"]])
     assert WebhookEndpoint.objects.get().enabled is True
+
+
+def test_webhook_events_are_found_by_id_and_by_what_their_object_holds(console, book):
+    from webhooks.models import WebhookEvent
+
+    paid = WebhookEvent.objects.create(book=book, type="invoice.paid", data_json='{"invoiceNumber": "INV-0042"}')
+    other = WebhookEvent.objects.create(book=book, type="invoice.paid", data_json='{"invoiceNumber": "INV-0043"}')
+    events = "/admin/webhooks/webhookevent/"
+    for term in ("INV-0042", paid.pk):
+        page = console.get(events, {"q": term}).content.decode()
+        assert f"{events}{paid.pk}/change/" in page and f"{events}{other.pk}/change/" not in page, term
