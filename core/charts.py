@@ -76,10 +76,15 @@ def _labelled_indexes(count: int) -> set[int]:
 
 
 def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 640, height: int = 200,
-              reference: Decimal | None = None) -> BarChart:
+              reference: Decimal | None = None, unit_of_one: str | None = None) -> BarChart:
     """One bar per (label, value), scaled to a rounded maximum with three grid lines (0, half, max); at most
     MAX_X_LABELS labels under the bars, the first and the last always among them. A `reference` value is drawn
-    as a horizontal line on the same scale (the scale grows to hold it)."""
+    as a horizontal line on the same scale (the scale grows to hold it). `unit_of_one`: the unit after a value of
+    exactly 1 ("1 event"), when it is not `unit`."""
+
+    def amount(value: Decimal) -> str:
+        return f"{number_label(value)} {unit_of_one if unit_of_one is not None and value == 1 else unit}"
+
     plot_width, plot_height = Decimal(width) - LEFT - RIGHT, Decimal(height) - TOP - BOTTOM
     highest = max((Decimal(value) for _, value in points), default=Decimal(0))
     top = nice_ceiling(highest if reference is None else max(highest, reference))
@@ -92,13 +97,13 @@ def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 
         bar_height = plot_height * value / top
         left = LEFT + slot * index
         bars.append(Bar(_px(left + (slot - bar_width) / 2), _px(TOP + plot_height - bar_height), _px(bar_width),
-                        _px(bar_height), f"{label}: {number_label(value)} {unit}"))
+                        _px(bar_height), f"{label}: {amount(value)}"))
         if index in labelled:
             x_labels.append(Tick(_px(left + slot / 2), label))
     y_ticks = [Tick(_px(TOP + plot_height * (1 - Decimal(share) / 2)), number_label(top * Decimal(share) / 2))
                for share in (0, 1, 2)]
     total = sum((Decimal(value) for _, value in points), Decimal(0))
-    description = (f"{number_label(total)} {unit} from {points[0][0]} to {points[-1][0]}" if points
+    description = (f"{amount(total)} from {points[0][0]} to {points[-1][0]}" if points
                    else f"no {unit}")
     reference_y = None if reference is None else _px(TOP + plot_height - plot_height * max(reference, 0) / top)
     return BarChart(width, height, bars, y_ticks, x_labels, _px(TOP + plot_height), LEFT,

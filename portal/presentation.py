@@ -152,7 +152,8 @@ class UsageSection:
 def usage_section(*, book, customer: Customer, subscriptions: list[Subscription], now: datetime) -> UsageSection:
     start, end = selectors.current_usage_window(subscriptions, now)
     usage = selectors.customer_usage(book=book, customer=customer, start=start, end=end, now=now)
-    chart = bar_chart([(day.day.strftime("%b %-d"), Decimal(day.events)) for day in usage.days], unit="events")
+    chart = bar_chart([(day.day.strftime("%b %-d"), Decimal(day.events)) for day in usage.days], unit="events",
+                      unit_of_one="event")
     return UsageSection(_local_days(start, end, "UTC"), usage.events, chart,
                         [(total.signal_name, total.events, display.quantity(total.quantity)) for total in usage.by_signal])
 

@@ -247,7 +247,8 @@ def test_the_page_charts_the_current_periods_usage_of_this_customer_only(book, c
     assert "2025-06-01 to 2025-06-30" in usage_section and "3 events" in usage_section
     svg = re.search(r"<svg class=\"chart\".*?</svg>", usage_section, re.S).group(0)
     assert svg.count("<rect") == 10  # June 1 to 10
-    assert "Jun 2: 2 events" in svg and "Jun 5: 1 events" in svg and "Jun 3: 0 events" in svg
+    assert "Jun 2: 2 events" in svg and "Jun 5: 1 event<" in svg and "Jun 3: 0 events" in svg
+    assert "Events per day (UTC days)</figcaption>" in usage_section  # the y axis's unit, in words
     assert "pages translated" in usage_section and ">17<" in usage_section  # the period's quantity
     assert "<script" not in page and "https://" not in page.split("</head>")[0]
 
