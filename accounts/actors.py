@@ -1,9 +1,12 @@
 """Who did something, in words for the console. Records keep their author as text: `api-key:<id>` (a change made
 through the API), `user:<id>` (an operator in the console) or `system` (a scheduled job); the console shows a key
 by its name and prefix and a user by their email, looked up in the record's own book (a key of another book, or a
-user who is not a member of its organization, is shown as the record keeps it)."""
+user who is neither a member of its organization nor a superuser, is shown as the record keeps it). A superuser acts
+on every organization's books from the console without being a member: named by email all the same."""
 import time
 import uuid
+
+from django.db.models import Q
 
 from accounts.models import ApiKey, User
 from core.scoping import owned
@@ -41,7 +44,7 @@ def _looked_up(book_id, actor: str) -> str:
         name, prefix = found
         return f"{name} ({prefix}…)" if name else f"API key {prefix}…"
     if kind == "user":
-        email = (User.objects.filter(pk=ident, memberships__organization__books=book_id)
+        email = (User.objects.filter(Q(memberships__organization__books=book_id) | Q(is_superuser=True), pk=ident)
                  .values_list("email", flat=True).first())
         return email or actor
     return actor

@@ -17,6 +17,7 @@ from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.models import CHANGE, LogEntry
 from django.contrib.admin.utils import label_for_field, lookup_field
 from django.contrib.contenttypes.models import ContentType
+from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.http import StreamingHttpResponse
 from django.template.response import TemplateResponse
@@ -25,7 +26,7 @@ from django.utils.safestring import SafeString
 
 from accounts.admin_scoping import may_act, organization_id_of
 from accounts.models import Role
-from core import clock
+from core import clock, display
 from core.errors import ApiError
 from core.spreadsheet import spreadsheet_safe
 
@@ -114,6 +115,19 @@ class _Echo:
         return value
 
 
+def _column(modeladmin, name):
+    """A list column as its callable: a name of the admin's own method (`"model_events"`) is looked up on it."""
+    return getattr(modeladmin, name, None) if isinstance(name, str) else name
+
+
+def _numbered_choices(model, name: str) -> bool:
+    try:
+        field = model._meta.get_field(name)
+    except FieldDoesNotExist:
+        return False
+    return bool(field.choices) and not isinstance(field.choices[0][0], str)
+
+
 def _cell(value) -> str:
     if value is None:
         return ""
@@ -146,17 +160,26 @@ def export_csv(modeladmin, request, queryset):
     are quoted."""
     # Raw values: a column the console formats (money, dates) is read from its field, a computed one through its
     # `csv_value` when it has one.
-    columns = [getattr(name, "raw_field", name) for name in modeladmin.get_list_display(request)
+    columns = [getattr(_column(modeladmin, name), "raw_field", name) for name in modeladmin.get_list_display(request)
                if name != "action_checkbox"]
     # Amounts are written without their currency symbol: the currency goes beside them (a book may bill in several).
     if "currency" not in columns and any(field.name == "currency" for field in modeladmin.model._meta.fields):
         columns.append("currency")
     header = ["id", *[_heading(str(label_for_field(name, modeladmin.model, modeladmin))) for name in columns]]
-    raw = {name: getattr(getattr(modeladmin, name, None) if isinstance(name, str) else name, "csv_value", None)
-           for name in columns}
+    raw = {name: getattr(_column(modeladmin, name), "csv_value", None) for name in columns}
+    # A field whose stored values are numbers standing for words (a rollup row's grain, 11) is written as its words.
+    labelled = {name for name in columns if isinstance(name, str) and _numbered_choices(modeladmin.model, name)}
+
+    computed = {name for name in columns if _column(modeladmin, name) is not None}
 
     def value(name, row):
-        return raw[name](row) if raw[name] else lookup_field(name, row, modeladmin)[2]
+        if raw[name]:
+            return raw[name](row)
+        if name in labelled:
+            return getattr(row, f"get_{name}_display")()
+        shown = lookup_field(name, row, modeladmin)[2]
+        # A computed column's stand-in for "nothing here" (a dash) is an empty cell, never the text "-".
+        return None if name in computed and shown == display.EMPTY else shown
 
     def lines():
         writer = csv.writer(_Echo(), lineterminator="\r\n")

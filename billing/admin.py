@@ -186,6 +186,11 @@ def settled_consumption(grant: CreditGrant) -> str:
     return display.quantity(grant.consumed_units)
 
 
+# In a CSV, the figure or an empty cell: a spreadsheet sums the column.
+settled_consumption.csv_value = lambda grant: (
+    grant.consumed_units if grant.kind != CreditGrant.Kind.TOPUP and grant.settled_at is not None else None)
+
+
 class CreditGrantInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
     model = CreditGrant
     extra = 0

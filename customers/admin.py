@@ -282,12 +282,12 @@ class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     @admin.display(description="Events with the model", ordering="model_event_count")
     def model_events(self, row):
         return figure(display.quantity(row.model_event_count)) if _keeps_model(row) else display.EMPTY
-    model_events.raw_field = "model_event_count"
+    model_events.csv_value = lambda row: row.model_event_count if _keeps_model(row) else None
 
     @admin.display(description="Cost of the model", ordering="model_cost")
     def cost_of_model(self, row):
         return figure(display.price(row.model_cost)) if _keeps_model(row) else display.EMPTY
-    cost_of_model.raw_field = "model_cost"
+    cost_of_model.csv_value = lambda row: row.model_cost if _keeps_model(row) else None
 
     @admin.display(description="Signal")
     def signal(self, row):

@@ -189,6 +189,18 @@ def test_the_console_names_who_topped_up_by_email_and_by_key_name_and_the_csv_ke
     assert f"user:{operator.pk}" in exported and f"api-key:{api.key.pk}" in exported
 
 
+def test_a_superuser_who_is_no_member_is_named_by_email_too(console_for, pool_chain, other_org):
+    """The README's first operator is a superuser, a member of no organization."""
+    subscription = subscription_of(pool_chain)
+    root = console_for(other_org, superuser=True, email="root@operator.example.com")
+    resp = apply_action(root, SUBSCRIPTIONS, "top_up_credits", [subscription], units="25", note="goodwill",
+                        idempotency_key="console-root")
+    assert messages_of(resp) == ["Main: 25 units added; 125 units left."]
+    grant = CreditGrant.objects.get(kind="topup")
+    assert grant.created_by.startswith("user:")
+    assert 'field-created_by">root@operator.example.com<' in root.get("/admin/billing/creditgrant/").content.decode()
+
+
 def test_top_up_of_a_subscription_without_a_pool_is_an_error_message(console, chain):
     resp = apply_action(console, SUBSCRIPTIONS, "top_up_credits", [subscription_of(chain)], units="5",
                         idempotency_key="console-x")

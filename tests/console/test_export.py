@@ -100,3 +100,42 @@ def test_every_period_column_exports_its_two_instants(console, book):
     alert = populate(book, "export")[CreditPoolAlert]
     header, line = rows_of(action(console, "/admin/billing/creditpoolalert/", "export_csv", [alert], follow=False))
     assert dict(zip(header, line))["period"] == f"{alert.period_start.isoformat()}/{alert.period_end.isoformat()}"
+
+
+def test_cells_without_a_figure_are_empty_and_numbered_codes_are_written_as_words(console, api, book):
+    """A spreadsheet sums a column: a rollup row of a grain without the model, a top-up's consumption or a period
+    not settled yet leave an empty cell (the console's dash, its sentence), and a grain reads as its words."""
+    from decimal import Decimal
+
+    from billing.models import CreditGrant
+    from customers.models import UsageDailyRollup
+    from customers.rollup import analytics_rollup_catch_up
+
+    record = {"customerExternalId": "c", "agentCode": "a", "signalName": "s", "model": "gpt-4o-mini",
+              "modelProvider": "openai", "inputTokens": 1000, "usageDate": "2025-06-10T12:00:00Z"}
+    assert api.post("/v1/usage/record", {"records": [record]}).status_code == 200
+    analytics_rollup_catch_up(book_id=book.pk)
+    keeping = UsageDailyRollup.objects.get(book=book, grain=0)
+    summing = UsageDailyRollup.objects.get(book=book, grain=3)
+    header, *lines = rows_of(action(console, "/admin/customers/usagedailyrollup/", "export_csv", [keeping, summing],
+                                    follow=False))
+    by_id = {line[0]: dict(zip(header, line)) for line in lines}
+    assert by_id[str(keeping.pk)]["grain"] == "day: customer, agent, signal, model"
+    assert (by_id[str(keeping.pk)]["events with the model"], by_id[str(keeping.pk)]["cost of the model"]) == (
+        "1", format(keeping.model_cost, "f"))
+    assert by_id[str(summing.pk)]["grain"] == "day: customer, agent"
+    assert (by_id[str(summing.pk)]["events with the model"], by_id[str(summing.pk)]["cost of the model"]) == ("", "")
+
+    from datetime import datetime, timezone
+
+    topup = populate(book, "export")[CreditGrant]  # a top-up: drawn through the period grants, no figure of its own
+    may, june, july = (datetime(2025, month, 1, tzinfo=timezone.utc) for month in (5, 6, 7))
+    settled = CreditGrant.objects.create(book=book, subscription=topup.subscription, kind="period", units=10,
+                                         period_start=may, period_end=june, settled_at=june,
+                                         consumed_units=Decimal("7.5"))
+    open_period = CreditGrant.objects.create(book=book, subscription=topup.subscription, kind="period", units=10,
+                                             period_start=june, period_end=july)
+    header, *lines = rows_of(action(console, "/admin/billing/creditgrant/", "export_csv",
+                                    [topup, settled, open_period], follow=False))
+    consumed = {line[0]: dict(zip(header, line))["consumed units"] for line in lines}
+    assert consumed == {str(topup.pk): "", str(settled.pk): "7.5", str(open_period.pk): ""}
