@@ -249,6 +249,15 @@ class InvoiceEmail:
     pay_url: str | None
 
 
+def _owed(invoice) -> str:
+    """The email's first figure: the total, and what is still due when part of it was paid (an invoice sent again
+    after a partial payment must not read as asking for the whole total)."""
+    total = money(invoice.total, invoice.currency)
+    if invoice.amount_paid > 0 and invoice.amount_due > 0:
+        return f"{total}, of which {money(invoice.amount_due, invoice.currency)} is still due"
+    return total
+
+
 def send_invoice_email(view: InvoiceView, email: InvoiceEmail) -> str:
     """Send the invoice email with its PDF attached; returns its Message-ID. The backend's errors propagate."""
     invoice = view.invoice
@@ -258,7 +267,7 @@ def send_invoice_email(view: InvoiceView, email: InvoiceEmail) -> str:
                "customer_name": invoice.customer.name, "seller": view.seller,
                "pay_url": email.pay_url, "period_first": first, "period_last": last,
                "total": money(invoice.total, invoice.currency), "amount_due": money(invoice.amount_due),
-               "issued_day": issued_day}
+               "issued_day": issued_day, "owed": _owed(invoice), "overdue": invoice.status == InvoiceStatus.OVERDUE}
     message_id = make_msgid(domain=str(DNS_NAME))
     message = EmailMultiAlternatives(
         subject=email.subject, body=render_to_string("billing/email/invoice.txt", context),

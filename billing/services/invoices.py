@@ -311,8 +311,10 @@ def invoice_send(*, book, invoice_id, now: datetime, recipient_email: str | None
             _finalize(invoice, now=now, status=Status.PENDING)
         link = pay_url(_pay_token(invoice))
     view = InvoiceView.of(invoice)
-    email = InvoiceEmail(to=to, cc=cc, subject=subject or f"Invoice {invoice.invoice_number} from {view.business_name}",
-                         message=message, pay_url=link)
+    default_subject = f"Invoice {invoice.invoice_number} from {view.business_name}"
+    if invoice.status == Status.OVERDUE:  # sent again as a reminder: the subject says so
+        default_subject = f"Overdue: {default_subject}"
+    email = InvoiceEmail(to=to, cc=cc, subject=subject or default_subject, message=message, pay_url=link)
     try:
         email_id = send_invoice_email(view, email)
     except Exception:
