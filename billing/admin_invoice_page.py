@@ -5,13 +5,13 @@ as the portal and the PDF format them. Nothing secret is read: the pay link's to
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from billing.invoice_documents import Seller, line_note, period_label, unit_price
+from billing.invoice_documents import Seller, line_note, period_days, period_label, unit_price
 from billing.models import Invoice, InvoiceLine, InvoiceStatus, Payment
 from billing.selectors.invoices import usage_recorded_since_issued
 from billing.services.payments import PAYABLE
 from accounts.admin_scoping import may_act
 from accounts.api import MONEY_ROLES
-from core import display
+from core import clock, display
 
 SENDABLE = (InvoiceStatus.DRAFT, *PAYABLE)
 
@@ -63,6 +63,9 @@ class InvoicePage:
     amount_due: str
     overpaid: str | None
     usage_since_issued: list[str] = field(default_factory=list)  # usage of the period the invoice does not bill
+    # A draft whose billing period has not ended: sending it now bills the usage recorded so far, and what comes after
+    # is on no invoice (contract: "Invoices keep what was reviewed"). The day the period ends, else empty.
+    period_ends: str = ""
 
 
 def _customer_lines(customer) -> list[str]:
@@ -129,6 +132,8 @@ def invoice_page(invoice: Invoice, user) -> InvoicePage:
         amount_due=(display.EMPTY if invoice.status == InvoiceStatus.VOID
                     else display.money(invoice.amount_due, currency)),
         overpaid=display.money(invoice.amount_overpaid, currency) if invoice.amount_overpaid > 0 else None,
+        period_ends=(period_days(invoice)[1]
+                     if invoice.status == InvoiceStatus.DRAFT and invoice.period_end > clock.now() else ""),
         usage_since_issued=[f"{display.quantity(late.recorded - late.billed)} {late.signal_name} (billed "
                             f"{display.quantity(late.billed)}, recorded for the period now "
                             f"{display.quantity(late.recorded)})" for late in usage_recorded_since_issued(invoice)],

@@ -88,6 +88,16 @@ def test_send_from_the_page_finalizes_and_emails_the_draft(console, api, chain):
     assert messages_of(resp) == [f"{invoice} sent to billing@client.example.com (issued)."]
 
 
+def test_a_draft_of_a_period_not_ended_says_so_beside_the_send_button(console, api, chain):
+    """Sent now, it bills the usage recorded so far; what comes later is on no invoice."""
+    ended = Invoice.objects.get(pk=draft(api, chain)["id"])
+    assert "console-warning" not in console.get(page_of(ended)).content.decode()
+    running = Invoice.objects.get(pk=draft(api, chain, ("2025-06-01T00:00:00Z", "2025-06-30T23:59:59Z"))["id"])
+    page = console.get(page_of(running)).content.decode()
+    assert ("The billing period runs until 2025-06-30: usage recorded after the invoice is sent will not be on it."
+            in page)
+
+
 def test_void_from_the_page_keeps_the_reason(console, api, chain):
     invoice = issued(api, chain)
     resp = act(console, invoice, "void", **{"void-reason": "billed twice"})
