@@ -51,7 +51,7 @@ def _changelist(name: str, **params) -> str:
 def book_panel(figures: BookFigures) -> BookPanel:
     book = figures.book.pk
     chart = bar_chart([(day.day.strftime("%b %-d"), quantized(day.cost, CHART_PLACES)) for day in figures.daily_costs],
-                      unit="USD", reference=quantized(figures.average_daily_revenue, CHART_PLACES))
+                      unit="USD", reference=quantized(figures.average_daily_revenue, CHART_PLACES), tick_prefix="$")
     return BookPanel(
         figures, chart,
         overdue_url=_changelist("billing_invoice", book=book, status__exact="overdue"),

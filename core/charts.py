@@ -76,11 +76,12 @@ def _labelled_indexes(count: int) -> set[int]:
 
 
 def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 640, height: int = 200,
-              reference: Decimal | None = None, unit_of_one: str | None = None) -> BarChart:
+              reference: Decimal | None = None, unit_of_one: str | None = None, tick_prefix: str = "") -> BarChart:
     """One bar per (label, value), scaled to a rounded maximum with three grid lines (0, half, max); at most
     MAX_X_LABELS labels under the bars, the first and the last always among them. A `reference` value is drawn
     as a horizontal line on the same scale (the scale grows to hold it). `unit_of_one`: the unit after a value of
-    exactly 1 ("1 event"), when it is not `unit`."""
+    exactly 1 ("1 event"), when it is not `unit`. `tick_prefix`: written before each number of the y axis ("$"), so
+    that the axis says what it counts."""
 
     def amount(value: Decimal) -> str:
         return f"{number_label(value)} {unit_of_one if unit_of_one is not None and value == 1 else unit}"
@@ -100,7 +101,8 @@ def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 
                         _px(bar_height), f"{label}: {amount(value)}"))
         if index in labelled:
             x_labels.append(Tick(_px(left + slot / 2), label))
-    y_ticks = [Tick(_px(TOP + plot_height * (1 - Decimal(share) / 2)), number_label(top * Decimal(share) / 2))
+    y_ticks = [Tick(_px(TOP + plot_height * (1 - Decimal(share) / 2)),
+                    tick_prefix + number_label(top * Decimal(share) / 2))
                for share in (0, 1, 2)]
     total = sum((Decimal(value) for _, value in points), Decimal(0))
     description = (f"{amount(total)} from {points[0][0]} to {points[-1][0]}" if points

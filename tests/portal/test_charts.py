@@ -27,6 +27,8 @@ def test_bars_are_as_tall_as_their_share_of_the_scale_and_stand_on_the_baseline(
     assert all(bar.y + bar.height == chart.baseline for bar in chart.bars)
     assert [bar.title for bar in chart.bars] == ["Jun 1: 3 events", "Jun 2: 0 events", "Jun 3: 10 events"]
     assert [tick.label for tick in chart.y_ticks] == ["0", "5", "10"]
+    money = bar_chart([("Jun 1", D(3)), ("Jun 2", D(1))], unit="USD", tick_prefix="$", unit_of_one="USD")
+    assert [tick.label for tick in money.y_ticks] == ["$0", "$2.5", "$5"]  # the scale rounded up to 5
     assert chart.description == "13 events from Jun 1 to Jun 3"
 
 
