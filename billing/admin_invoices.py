@@ -223,7 +223,8 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                                                            reference=data["reference"], now=now)
                 shown = display.money(payment.amount, row.currency)
                 return (f"{row}: payment of {shown} ({payment.provider_payment_id}) recorded." if created else
-                        f"{row}: the payment {payment.provider_payment_id} was recorded already.")
+                        f"{row}: the payment {payment.provider_payment_id} was recorded already, for {shown} "
+                        f"on {display.day(payment.created_at)}; nothing new was recorded.")
             act_on_rows(self, request, [invoice], record, roles=MONEY_ROLES)
         else:
             payment = owned(Payment, invoice.book_id).filter(invoice=invoice, pk=request.POST.get("payment")).first()

@@ -93,7 +93,8 @@ def payment_record_received(*, book, invoice_id, amount: Decimal, reference: str
         if created:
             return recorded, True
     if recorded.invoice_id != invoice.pk:
-        raise Conflict(f"The reference {reference} is already recorded as a payment of another invoice.")
+        raise Conflict(f"The reference {reference} is already recorded as a payment of invoice "
+                       f"{recorded.invoice.invoice_number}.")
     return recorded, False
 
 

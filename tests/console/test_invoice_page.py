@@ -120,8 +120,10 @@ def test_a_payment_received_is_recorded_once_per_reference(console, api, chain):
     cells = pdf.splitlines()
     assert cells[cells.index("Amount paid") + 1] == "$12.50" and cells[cells.index("Amount due") + 1] == "$7.50"
     assert "-$12.50" not in cells
-    again = act(console, invoice, "payment", **{"payment-amount": "12.50", "payment-reference": "WIRE-1"})
-    assert messages_of(again) == [f"{invoice}: the payment WIRE-1 was recorded already."]
+    again = act(console, invoice, "payment", **{"payment-amount": "10.00", "payment-reference": "WIRE-1"})
+    recorded_on = Payment.objects.get(provider_payment_id="WIRE-1").created_at.date().isoformat()
+    assert messages_of(again) == [f"{invoice}: the payment WIRE-1 was recorded already, for $12.50 on {recorded_on}; "
+                                  "nothing new was recorded."]
     rest = act(console, invoice, "payment", **{"payment-amount": "7.50", "payment-reference": "WIRE-2"})
     invoice.refresh_from_db()
     assert (invoice.status, invoice.amount_paid, invoice.paid_at) == ("paid", Decimal("20.00"), NOW)
@@ -136,8 +138,8 @@ def test_a_payment_is_refused_on_a_draft_and_a_reference_of_another_invoice(cons
     act(console, first, "payment", **{"payment-amount": "5.00", "payment-reference": "WIRE-7"})
     second = issued(api, chain, FEB)
     resp = act(console, second, "payment", **{"payment-amount": "5.00", "payment-reference": "WIRE-7"})
-    assert messages_of(resp) == [f"{second}: The reference WIRE-7 is already recorded as a payment of another "
-                                 "invoice."]
+    assert messages_of(resp) == [f"{second}: The reference WIRE-7 is already recorded as a payment of invoice "
+                                 f"{first.invoice_number}."]
     open_draft = Invoice.objects.get(pk=draft(api, chain, ("2025-03-01T00:00:00Z", "2025-03-31T23:59:59Z"))["id"])
     refused = act(console, open_draft, "payment", **{"payment-amount": "5.00", "payment-reference": "WIRE-8"})
     assert messages_of(refused) == [f"{open_draft}: Invoice {open_draft} is draft: payments are recorded against "
