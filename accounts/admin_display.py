@@ -7,11 +7,14 @@ locale's long form (`Oct. 1, 2026, midnight`), a JSON field as raw JSON and an e
 place (same column label, same sorting, the same `field-<name>` CSS class); the CSV export reads the raw value
 through `raw_field`.
 """
+from datetime import timedelta
 from functools import lru_cache
 
+from django.contrib import admin
 from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import gettext
 from django.utils.safestring import mark_safe
 
 from accounts.actors import actor_name
@@ -144,3 +147,19 @@ def _author(name: str, label: str):
 def shown_all(model, names, labels: dict | None = None) -> list:
     labels = labels or {}
     return [shown(model, name, labels.get(name)) if isinstance(name, str) else name for name in names]
+
+
+class MonthsDateFilter(admin.DateFieldListFilter):
+    """Django's date filter (any date, today, past 7 days, this month, this year) with last month after this
+    month: what a month's close asks of every dated list (last month's usage, last month's invoices)."""
+
+    def __init__(self, field, request, params, model, model_admin, field_path):
+        super().__init__(field, request, params, model, model_admin, field_path)
+        links = list(self.links)
+        # After Django's own "This month" (its label in the operator's language): the month before ends where it starts.
+        position, this_month = next((index, params[self.lookup_kwarg_since]) for index, (label, params)
+                                    in enumerate(links) if str(label) == gettext("This month"))
+        last_month = (this_month - timedelta(days=1)).replace(day=1)
+        links.insert(position + 1, ("Last month", {self.lookup_kwarg_since: last_month,
+                                                   self.lookup_kwarg_until: this_month}))
+        self.links = tuple(links)

@@ -17,7 +17,7 @@ from billing.models import Invoice, InvoiceStatus, Payment, Refund
 from billing.services.invoices import invoice_send, invoice_void
 from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
 from accounts.admin_actions import act_on_rows, action_page, submitted
-from accounts.admin_display import figure, period_cell
+from accounts.admin_display import MonthsDateFilter, figure, period_cell
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from accounts.api import MONEY_ROLES
 from core import clock, display
@@ -139,7 +139,8 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["invoice_number", "customer", "subscription", "status", "period", "total", "amount_paid",
                     "amount_due", "amount_overpaid", "due_date"]
     column_labels = {"invoice_number": "Invoice", "amount_paid": "Paid"}
-    list_filter = ["status", OverpaidFilter, ("currency", CurrencyFilter), ("due_date", admin.DateFieldListFilter)]
+    list_filter = ["status", OverpaidFilter, ("currency", CurrencyFilter), ("period_start", MonthsDateFilter),
+                   ("due_date", MonthsDateFilter)]
     search_fields = ["invoice_number", "customer__name", "customer__external_id", "subscription__name"]
     date_hierarchy = "created_at"
     list_select_related = ["customer", "subscription", "book__organization"]

@@ -12,7 +12,7 @@ from django.utils.html import format_html
 
 from catalog.models import ServiceEntry
 from accounts.admin_actions import act_on_rows, action_page, actor, submitted
-from accounts.admin_display import figure
+from accounts.admin_display import MonthsDateFilter, figure
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from accounts.models import Book
 from core import clock, display
@@ -122,7 +122,7 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_select_related = ["customer", "book__organization"]
     column_labels = {"usage_date": "Date", "signal_name": "Signal", "usage_cost": "Cost", "event_status": "Status"}
     # A date filter rather than a date hierarchy: the hierarchy reads the distinct dates of the whole ledger.
-    list_filter = ["event_status", "environment", ("usage_date", admin.DateFieldListFilter)]
+    list_filter = ["event_status", "environment", ("usage_date", MonthsDateFilter)]
     search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]
     ordering = ["-usage_date", "-id"]
     readonly_fields = ["why_unpriced", "models"]

@@ -463,3 +463,26 @@ def test_a_multi_service_event_shows_its_models_where_a_single_one_shows_its_mod
     page = console.get(f"/admin/customers/usageevent/{multi.pk}/change/").content.decode()
     assert "nova-3 + gpt-4o-mini" in page
     assert "gpt-4o" in console.get(f"/admin/customers/usageevent/{single.pk}/change/").content.decode()
+
+
+def test_dated_lists_filter_last_month(console, book):
+    """A month's close: last month's usage events (and invoices by period or due date) are one click away."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    now = timezone.now()  # the filter's clock (Django's), not the service's
+    this_month = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    last_month = (this_month - timedelta(days=1)).replace(day=1)
+    priced = {"model": "gpt-4o", "model_provider": "openai", "usage_cost": Decimal("0.01")}
+    inside = UsageEventFactory(book=book, usage_date=last_month + timedelta(days=3), **priced)
+    UsageEventFactory(book=book, usage_date=this_month, **priced)
+    UsageEventFactory(book=book, usage_date=last_month - timedelta(seconds=1), **priced)
+    listing = console.get("/admin/customers/usageevent/")
+    assert "Last month" in listing.content.decode()
+    choices = next(spec for spec in listing.context["cl"].filter_specs if spec.title == "usage date").choices(
+        listing.context["cl"])
+    last = next(choice for choice in choices if choice["display"] == "Last month")
+    found = console.get("/admin/customers/usageevent/" + last["query_string"])
+    assert [event.pk for event in found.context["cl"].result_list] == [inside.pk]
+    assert "Last month" in console.get("/admin/billing/invoice/").content.decode()
