@@ -23,6 +23,7 @@ from billing.admin_invoices import InvoiceInline, ReadOnlyInline
 from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan, PricingStrategy, Subscription,
                             SubscriptionChange)
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
+from billing.selectors.invoices import customer_amounts_owed
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
 from billing.services.invoices import invoice_generate
 from billing.services.plans import plan_delete, plan_subscriptions
@@ -539,6 +540,21 @@ class CustomerInvoiceInline(InvoiceInline):
     fields = ["invoice_number", "subscription", "status", "period", "total", "amount_paid", "amount_due", "due_date"]
 
 
-# A customer's page lists its subscriptions and invoices: billing's rows, attached here because the customers app
-# sits below billing and never imports it.
+@admin.display(description="Owed")
+def customer_owed(customer) -> str:
+    """What the customer still owes in all, above its invoices (a finance person added them up by hand)."""
+    if customer.pk is None:
+        return display.EMPTY
+    owed = customer_amounts_owed(book=customer.book_id, customer=customer)
+    if not owed:
+        return "Nothing: no sent invoice is waiting for payment."
+    return "; ".join(
+        f"{display.money(amount.amount_due, amount.currency)} on {amount.invoices} "
+        f"invoice{'s' if amount.invoices != 1 else ''}{f', {amount.overdue} overdue' if amount.overdue else ''}"
+        for amount in owed)
+
+
+# A customer's page lists its subscriptions and invoices and what it owes: billing's rows, attached here because the
+# customers app sits below billing and never imports it.
 CustomerAdmin.inlines = [*CustomerAdmin.inlines, CustomerSubscriptionInline, CustomerInvoiceInline]
+CustomerAdmin.readonly_fields = [customer_owed, *CustomerAdmin.readonly_fields]

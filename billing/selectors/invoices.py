@@ -1,9 +1,9 @@
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import Count, F, Prefetch, Sum
+from django.db.models import Count, F, Prefetch, Q, Sum
 
-from billing.models import ChargeType, Invoice, InvoiceLine, InvoiceStatus, Payment
+from billing.models import SETTLED, ChargeType, Invoice, InvoiceLine, InvoiceStatus, Payment
 from billing.pricing.usage import billed_usage
 from core.money import ZERO
 from core.scoping import get_owned, owned
@@ -39,6 +39,24 @@ def overdue_invoices(*, book) -> OverdueInvoices:
     sums = owned(Invoice, book).filter(status=InvoiceStatus.OVERDUE).aggregate(
         invoices=Count("pk"), billed=Sum("total"), due=Sum(F("total") - F("amount_paid")))
     return OverdueInvoices(sums["invoices"], sums["billed"] or ZERO, sums["due"] or ZERO)
+
+
+@dataclass(frozen=True)
+class AmountOwed:
+    currency: str
+    amount_due: Decimal
+    invoices: int
+    overdue: int
+
+
+def customer_amounts_owed(*, book, customer) -> list[AmountOwed]:
+    """What the customer still owes, per currency: the amount due of its sent invoices that are not settled
+    (pending, issued, overdue; a draft is owed once sent), how many, and how many of them are overdue."""
+    rows = (owned(Invoice, book).filter(customer=customer).exclude(status__in=(*SETTLED, InvoiceStatus.DRAFT))
+            .values("currency").order_by("currency")
+            .annotate(invoices=Count("pk"), overdue=Count("pk", filter=Q(status=InvoiceStatus.OVERDUE)),
+                      due=Sum(F("total") - F("amount_paid"))))
+    return [AmountOwed(row["currency"], max(row["due"], ZERO), row["invoices"], row["overdue"]) for row in rows]
 
 
 @dataclass(frozen=True)

@@ -221,3 +221,17 @@ def test_a_lines_note_writes_its_tiers_as_the_plan_does_and_a_credit_pool_as_its
     graduated = InvoiceLine(terms={"pricingModel": "graduated", "tiers": [
         {"lower": 0, "upper": 1000, "rate": "2"}, {"lower": 1000, "upper": None, "rate": "0.015"}]})
     assert line_note(graduated, "usd") == "graduated: 0 to 1,000: $2.00 each; 1,000 and up: $0.015 each"
+
+
+def test_the_customers_page_says_what_it_owes_in_all(console, api, chain):
+    customer_page = f"/admin/customers/customer/{chain.customer.pk}/change/"
+    draft(api, chain)  # a draft is not owed yet
+    assert "Nothing: no sent invoice is waiting for payment." in console.get(customer_page).content.decode()
+    february = issued(api, chain, FEB)
+    act(console, february, "payment", **{"payment-amount": "12.50", "payment-reference": "WIRE-1"})
+    march = issued(api, chain, ("2025-03-01T00:00:00Z", "2025-03-31T23:59:59Z"))
+    Invoice.objects.filter(pk=march.pk).update(status="overdue")
+    paid = issued(api, chain, ("2025-04-01T00:00:00Z", "2025-04-30T23:59:59Z"))
+    act(console, paid, "payment", **{"payment-amount": "20.00", "payment-reference": "WIRE-2"})
+    page = console.get(customer_page).content.decode()
+    assert "$27.50 on 2 invoices, 1 overdue" in page  # 7.50 left of February, all of March; April is paid
