@@ -6,9 +6,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from billing.invoice_documents import Seller, line_note, period_days, period_label, unit_price
-from billing.models import Invoice, InvoiceLine, InvoiceStatus, Payment
+from billing.models import PAYABLE, Invoice, InvoiceLine, InvoiceStatus, Payment
 from billing.selectors.invoices import usage_recorded_since_issued
-from billing.services.payments import PAYABLE
 from accounts.admin_scoping import may_act
 from accounts.api import MONEY_ROLES
 from core import clock, display

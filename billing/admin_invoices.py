@@ -13,7 +13,7 @@ from django.urls import path, reverse
 
 from billing.admin_invoice_page import invoice_page
 from billing.invoice_documents import InvoiceView, invoice_pdf, period_label
-from billing.models import Invoice, InvoiceStatus, Payment, Refund
+from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, Refund
 from billing.services.invoices import invoice_send, invoice_void
 from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
 from accounts.admin_actions import act_on_rows, action_page, submitted
@@ -35,6 +35,22 @@ def amount_due(invoice) -> str:
     if invoice.status == InvoiceStatus.VOID:
         return display.EMPTY
     return display.money(invoice.amount_due, invoice.currency)
+
+
+class WaitingForPaymentFilter(admin.SimpleListFilter):
+    """Sent invoices not settled yet, whatever their status among pending, issued and overdue (the status filter
+    shows one status at a time): what the customers owe."""
+
+    title = "payment"
+    parameter_name = "payment"
+
+    def lookups(self, request, model_admin):
+        return [("waiting", "Waiting for payment")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "waiting":
+            return queryset.filter(status__in=PAYABLE)
+        return queryset
 
 
 class OverpaidFilter(admin.SimpleListFilter):
@@ -139,7 +155,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["invoice_number", "customer", "subscription", "status", "period", "total", "amount_paid",
                     "amount_due", "amount_overpaid", "due_date"]
     column_labels = {"invoice_number": "Invoice", "amount_paid": "Paid"}
-    list_filter = ["status", OverpaidFilter, ("currency", CurrencyFilter), ("period_start", MonthsDateFilter),
+    list_filter = ["status", WaitingForPaymentFilter, OverpaidFilter, ("currency", CurrencyFilter), ("period_start", MonthsDateFilter),
                    ("due_date", MonthsDateFilter)]
     search_fields = ["invoice_number", "customer__name", "customer__external_id", "subscription__name"]
     date_hierarchy = "created_at"

@@ -193,6 +193,8 @@ class InvoiceStatus(models.TextChoices):
 
 # Statuses with nothing left to collect (`Invoice.amount_due` is 0).
 SETTLED = (InvoiceStatus.PAID, InvoiceStatus.REFUNDED, InvoiceStatus.VOID)
+# Sent and not settled: waiting for payment (what the customer owes).
+PAYABLE = (InvoiceStatus.PENDING, InvoiceStatus.ISSUED, InvoiceStatus.OVERDUE)
 
 
 class InvoiceCounter(OrgOwned):

@@ -10,11 +10,11 @@ from decimal import Decimal
 from django.urls import reverse
 
 from billing.invoice_documents import money, period_days
-from billing.models import Invoice, Subscription, SubscriptionStatus
+from billing.models import PAYABLE, Invoice, Subscription, SubscriptionStatus
 from billing.pricing.periods import local_date
 from billing.selectors.credit_pools import credit_balance_list
 from billing import stripe_gateway
-from billing.services.payments import PAYABLE, local_checkout_enabled
+from billing.services.payments import local_checkout_enabled
 from customers.models import Customer
 from customers.serializers import CustomerWriteIn
 from portal import selectors

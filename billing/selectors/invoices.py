@@ -3,7 +3,7 @@ from decimal import Decimal
 
 from django.db.models import Count, F, Prefetch, Q, Sum
 
-from billing.models import SETTLED, ChargeType, Invoice, InvoiceLine, InvoiceStatus, Payment
+from billing.models import PAYABLE, ChargeType, Invoice, InvoiceLine, InvoiceStatus, Payment
 from billing.pricing.usage import billed_usage
 from core.money import ZERO
 from core.scoping import get_owned, owned
@@ -52,7 +52,7 @@ class AmountOwed:
 def customer_amounts_owed(*, book, customer) -> list[AmountOwed]:
     """What the customer still owes, per currency: the amount due of its sent invoices that are not settled
     (pending, issued, overdue; a draft is owed once sent), how many, and how many of them are overdue."""
-    rows = (owned(Invoice, book).filter(customer=customer).exclude(status__in=(*SETTLED, InvoiceStatus.DRAFT))
+    rows = (owned(Invoice, book).filter(customer=customer, status__in=PAYABLE)
             .values("currency").order_by("currency")
             .annotate(invoices=Count("pk"), overdue=Count("pk", filter=Q(status=InvoiceStatus.OVERDUE)),
                       due=Sum(F("total") - F("amount_paid"))))

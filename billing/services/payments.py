@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 
 from billing import stripe_gateway
 from billing.events import invoice_event, payment_event
-from billing.models import Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
+from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
 from billing.pay_links import pay_token_digest
 from core.errors import BadRequest, Conflict, Forbidden
 from core.money import ZERO, from_minor_units, to_minor_units
@@ -30,7 +30,6 @@ from webhooks.models import EventType
 logger = logging.getLogger("billing.payments")
 
 Status = InvoiceStatus
-PAYABLE = (Status.PENDING, Status.ISSUED, Status.OVERDUE)
 STRIPE, LOCAL = "stripe", "local"
 CHECKOUT_EVENTS = ("checkout.session.completed", "checkout.session.async_payment_succeeded")
 # What a webhook's session may hold: an amount a cents column (14 digits, 2 places) holds, a currency code, a

@@ -235,3 +235,15 @@ def test_the_customers_page_says_what_it_owes_in_all(console, api, chain):
     act(console, paid, "payment", **{"payment-amount": "20.00", "payment-reference": "WIRE-2"})
     page = console.get(customer_page).content.decode()
     assert "$27.50 on 2 invoices, 1 overdue" in page  # 7.50 left of February, all of March; April is paid
+
+
+def test_the_invoice_list_shows_every_invoice_waiting_for_payment_at_once(console, api, chain):
+    """Pending, issued and overdue together: the status filter shows one status at a time."""
+    waiting = issued(api, chain)
+    overdue = issued(api, chain, FEB)
+    Invoice.objects.filter(pk=overdue.pk).update(status="overdue")
+    paid = issued(api, chain, ("2025-03-01T00:00:00Z", "2025-03-31T23:59:59Z"))
+    act(console, paid, "payment", **{"payment-amount": "20.00", "payment-reference": "WIRE-3"})
+    draft(api, chain, ("2025-04-01T00:00:00Z", "2025-04-30T23:59:59Z"))
+    listed = console.get("/admin/billing/invoice/", {"payment": "waiting"}).context["cl"].result_list
+    assert {invoice.pk for invoice in listed} == {waiting.pk, overdue.pk}
