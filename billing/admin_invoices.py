@@ -9,6 +9,7 @@ from django.contrib.admin.utils import unquote
 from django.db.models import F
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
+from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from billing.admin_invoice_page import invoice_page
@@ -18,7 +19,7 @@ from billing.services.invoices import invoice_send, invoice_void
 from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
 from accounts.admin_actions import act_on_rows, action_page, submitted
 from accounts.admin_display import MonthsDateFilter, figure, period_cell
-from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
+from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act
 from accounts.api import MONEY_ROLES
 from core import clock, display
 from core.money import CENTS_DIGITS, CENTS_PLACES, to_cents
@@ -232,6 +233,16 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                 self.message_user(request, f"{invoice}: {field}: {' '.join(errors)}", messages.ERROR)
             return back
         data = form.cleaned_data
+        payment = None
+        if what == "refund":
+            payment = owned(Payment, invoice.book_id).filter(invoice=invoice, pk=request.POST.get("payment")).first()
+            if payment is None:
+                self.message_user(request, f"{invoice}: choose one of its payments to refund.", messages.ERROR)
+                return back
+        if (what in ("void", "refund") and request.POST.get("confirm") != "yes"
+                and may_act(request.user, invoice.book.organization_id, MONEY_ROLES)):
+            # Money leaves or an invoice dies for good: one more page says exactly what will happen.
+            return self._confirmation(request, invoice, what, data, payment)
         if what == "void":
             act_on_rows(self, request, [invoice], lambda row: _void(row, now, data["reason"]), roles=MONEY_ROLES)
         elif what == "payment":
@@ -244,13 +255,33 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                         f"on {display.day(payment.created_at)}; nothing new was recorded.")
             act_on_rows(self, request, [invoice], record, roles=MONEY_ROLES)
         else:
-            payment = owned(Payment, invoice.book_id).filter(invoice=invoice, pk=request.POST.get("payment")).first()
-            if payment is None:
-                self.message_user(request, f"{invoice}: choose one of its payments to refund.", messages.ERROR)
-                return back
             act_on_rows(self, request, [payment], lambda row: _refund(row, now, data["amount"], data["reason"]),
                         roles=MONEY_ROLES, history_of=_invoice_of)
         return back
+
+    def _confirmation(self, request, invoice, what: str, data: dict, payment) -> TemplateResponse:
+        """The page that asks before a void or a refund from the invoice page, carrying what was typed."""
+        currency = invoice.currency
+        if what == "void":
+            title, submit = f"Void {invoice}?", "Yes, void the invoice"
+            facts = [f"Invoice {invoice} for {invoice.customer.name}: {display.money(invoice.total, currency)}",
+                     f"Reason: {data['reason'] or '(none given)'}"]
+            consequence = "The invoice keeps its number and its pay link stops working. This cannot be undone."
+        else:
+            left = payment.amount - payment.refunded_amount
+            amount = data["amount"] if data["amount"] is not None else left
+            title, submit = f"Refund {display.money(amount, currency)}?", "Yes, refund"
+            facts = [f"Payment {payment.provider_payment_id} of {display.money(payment.amount, currency)} on invoice "
+                     f"{invoice} ({invoice.customer.name})",
+                     f"Refund: {display.money(amount, currency)}"
+                     f"{' (all that is left of the payment)' if data['amount'] is None else ''}",
+                     f"Reason: {data['reason'] or '(none given)'}"]
+            consequence = ("With Stripe configured, Stripe refunds a Stripe payment first. The invoice's collected "
+                           "amount shrinks by the refund. This cannot be undone.")
+        carried = [(name, value) for name, value in request.POST.items() if name != "csrfmiddlewaretoken"]
+        return TemplateResponse(request, "admin/billing/invoice/confirm.html", {
+            **self.admin_site.each_context(request), "opts": self.opts, "invoice": invoice, "title": title,
+            "facts": facts, "consequence": consequence, "carried": carried, "submit": submit})
 
     @admin.action(description="Send the selected invoices (finalizing drafts) to their customers")
     def send_invoices(self, request, queryset):

@@ -41,7 +41,10 @@ def page_of(invoice) -> str:
     return f"/admin/billing/invoice/{invoice.pk}/change/"
 
 
-def act(client, invoice, what: str, **data):
+def act(client, invoice, what: str, *, confirm="yes", **data):
+    """An action of the page; a void or a refund as confirmed on the page that asks first (`confirm=None`: not)."""
+    if confirm is not None:
+        data["confirm"] = confirm
     return client.post(f"/admin/billing/invoice/{invoice.pk}/act/{what}/", data, follow=True)
 
 
@@ -96,6 +99,30 @@ def test_a_draft_of_a_period_not_ended_says_so_beside_the_send_button(console, a
     page = console.get(page_of(running)).content.decode()
     assert ("The billing period runs until 2025-06-30: usage recorded after the invoice is sent will not be on it."
             in page)
+
+
+def test_void_and_refund_from_the_page_ask_first_and_do_nothing_until_confirmed(console, api, chain):
+    invoice = issued(api, chain)
+    asked = act(console, invoice, "void", confirm=None, **{"void-reason": "billed twice"})
+    page = asked.content.decode()
+    assert asked.status_code == 200 and f"Void {invoice}?" in page and "Reason: billed twice" in page
+    assert "This cannot be undone." in page and 'name="confirm" value="yes"' in page
+    invoice.refresh_from_db()
+    assert invoice.status == "issued"  # nothing happened yet
+    carried = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page))
+    carried.pop("csrfmiddlewaretoken")
+    assert carried == {"void-reason": "billed twice", "confirm": "yes"}
+    console.post(f"/admin/billing/invoice/{invoice.pk}/act/void/", carried)  # the page's "Yes, void the invoice"
+    invoice.refresh_from_db()
+    assert (invoice.status, invoice.void_reason) == ("void", "billed twice")
+
+    paid = issued(api, chain, FEB)
+    act(console, paid, "payment", **{"payment-amount": "20.00", "payment-reference": "WIRE-9"})
+    payment = Payment.objects.get(provider_payment_id="WIRE-9")
+    asked = act(console, paid, "refund", confirm=None, payment=str(payment.pk), **{"refund-amount": ""}).content.decode()
+    assert "Refund $20.00?" in asked and "Refund: $20.00 (all that is left of the payment)" in asked
+    payment.refresh_from_db()
+    assert payment.refunded_amount == 0
 
 
 def test_void_from_the_page_keeps_the_reason(console, api, chain):
