@@ -177,6 +177,8 @@ def export_csv(modeladmin, request, queryset):
             return raw[name](row)
         if name in labelled:
             return getattr(row, f"get_{name}_display")()
+        if name == "currency":  # ISO 4217 writes codes in capitals (stored as the API takes them: `usd`)
+            return row.currency.upper() if row.currency else row.currency
         shown = lookup_field(name, row, modeladmin)[2]
         # A computed column's stand-in for "nothing here" (a dash) is an empty cell, never the text "-".
         return None if name in computed and shown == display.EMPTY else shown

@@ -194,7 +194,7 @@ def invoice_pdf(view: InvoiceView) -> bytes:
     # Pending is an issued invoice whose email is on its way: the PDF that email attaches says issued, as every
     # later copy of it does (the customer never sees a status "pending").
     status = InvoiceStatus.ISSUED if invoice.status == InvoiceStatus.PENDING else invoice.status
-    facts = [f"Status: {status}", f"Billing period: {first} to {last}"]
+    facts = [f"Status: {InvoiceStatus(status).label}", f"Billing period: {first} to {last}"]  # as the console writes it
     if invoice.issued_at:
         facts.append(f"Issued: {local_date(invoice.issued_at, invoice.subscription.timezone).isoformat()}")
     if invoice.due_date:

@@ -58,7 +58,7 @@ def test_the_pdf_and_email_carry_the_billing_profile_columns_and_how_to_pay(api,
                      "Total", "$30.00", "How to pay", f"Pay online: {link}", "IBAN GB00 ACME"):
         assert expected in text, (expected, text)
     assert "tickets_resolved" not in text  # the signal's display name, not its raw name
-    assert "Status: issued" in text  # made while the invoice is pending (its email on the way), read as issued
+    assert "Status: Issued" in text  # made while the invoice is pending (its email on the way), read as issued
 
 
 def test_the_downloaded_pdf_shows_the_live_pay_link_and_a_paid_one_none(api, book, profiled, settings):

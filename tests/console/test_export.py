@@ -70,7 +70,7 @@ def test_the_invoice_export_heads_every_column_alike_and_writes_every_amount_as_
     assert header == ["id", "invoice number", "customer", "subscription", "status", "period", "total", "amount paid",
                       "amount due", "overpaid", "due date", "currency"]
     assert dict(zip(header, line))["overpaid"] == "0.00"  # nothing overpaid: 0.00, not an empty cell
-    assert dict(zip(header, line))["currency"] == invoice.currency  # the amounts' currency beside them
+    assert dict(zip(header, line))["currency"] == invoice.currency.upper()  # the amounts' currency beside them
     invoice.amount_paid = invoice.total + 5
     invoice.save()
     header, line = rows_of(action(console, "/admin/billing/invoice/", "export_csv", [invoice], follow=False))
