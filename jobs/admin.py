@@ -17,14 +17,16 @@ def job_link(job: Job, text: str | None = None) -> SafeString:
 
 @admin.register(Job)
 class JobAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
-    list_display = ["created_at", "kind", "status", "progress", "done", "total", "error", "started_at", "finished_at",
-                    "book"]
+    # `changed` beside `done`: a repricing that examined 4 events and priced none says so (their models are still
+    # missing; each event's page says why).
+    list_display = ["created_at", "kind", "status", "progress", "done", "total", "changed", "error", "started_at",
+                    "finished_at", "book"]
     list_filter = ["status", "kind"]
     # A job's id (as an API answer or a console message names it), its failure, who started it.
     search_fields = ["id", "error", "created_by"]
     date_hierarchy = "created_at"
     list_select_related = ["book__organization"]
-    exclude = ["task_path", "task_args", "resume_after", "changed"]  # the runner's own bookkeeping
+    exclude = ["task_path", "task_args", "resume_after"]  # the runner's own bookkeeping
     change_form_template = "admin/jobs/job/change_form.html"
 
     @admin.display(description="Progress")

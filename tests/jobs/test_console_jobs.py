@@ -1,4 +1,6 @@
 """The console's Jobs page (read only, the operator's books only) and the actions that start a job linking to it."""
+import re
+
 import pytest
 
 from jobs.models import Job
@@ -12,7 +14,7 @@ REFRESH = '<meta http-equiv="refresh" content="3">'
 
 
 def test_the_jobs_page_shows_each_jobs_status_and_percent(console, book, other_book):
-    running = Job.objects.create(book=book, kind="cost_backfill", status="running", done=3, total=12)
+    running = Job.objects.create(book=book, kind="cost_backfill", status="running", done=3, total=12, changed=2)
     failed = Job.objects.create(book=book, kind="matter_rules_apply", status="failed", done=1, total=4,
                                 error="Matter not found")
     foreign = Job.objects.create(book=other_book, kind="cost_reprice", status="queued")
@@ -20,6 +22,7 @@ def test_the_jobs_page_shows_each_jobs_status_and_percent(console, book, other_b
     assert f"/admin/jobs/job/{running.pk}/change/" in page and f"/admin/jobs/job/{failed.pk}/change/" in page
     assert f"/admin/jobs/job/{foreign.pk}/" not in page
     assert '<progress max="100" value="25"></progress> 25%' in page and "Matter not found" in page
+    assert re.search(r'field-changed">(<span class="console-number">)?2<', page)  # 3 examined, 2 priced
     assert console.get(f"/admin/jobs/job/{foreign.pk}/change/").status_code == 302  # not found: back to the index
     # A job's own page reloads itself until the job is finished.
     assert REFRESH in console.get(f"/admin/jobs/job/{running.pk}/change/").content.decode()
