@@ -6,6 +6,7 @@ through the same `model_map` as POST /v1/events/map-model (which backfills their
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.widgets import AutocompleteSelect
+from django.core.exceptions import ValidationError
 from django.http import StreamingHttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
@@ -13,7 +14,7 @@ from django.utils.html import format_html
 from catalog.models import ServiceEntry
 from accounts.admin_actions import act_on_rows, action_page, actor, submitted
 from accounts.admin_display import MonthsDateFilter, figure
-from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
+from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, visible_books
 from accounts.models import Book
 from core import clock, display
 from core.scoping import owned
@@ -126,6 +127,19 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]
     ordering = ["-usage_date", "-id"]
     readonly_fields = ["why_unpriced", "models"]
+
+    def changelist_view(self, request, extra_context=None):
+        """Opened from a customer's page (filtered to it), the list says whose events it shows."""
+        customer_id = request.GET.get("customer__id__exact")
+        if customer_id:
+            try:
+                customer = Customer.objects.filter(pk=customer_id, book__in=visible_books(request.user)).first()
+            except ValidationError:  # not an id: the list answers as for any bad filter
+                customer = None
+            if customer is not None:
+                extra_context = {**(extra_context or {}), "title": f"Usage events of {customer.name}",
+                                 "subtitle": None}
+        return super().changelist_view(request, extra_context)
 
     def get_search_results(self, request, queryset, search_term):
         """The search fields' whole values, or the events of the customer whose whole name the search is: the list
