@@ -447,6 +447,7 @@ def test_a_customers_page_links_to_its_usage_events(console, book):
     assert listed.status_code == 200 and [event.pk for event in listed.context["cl"].result_list] == [mine.pk]
     assert 'field-customer nowrap">Stark Industries<' in listed.content.decode()  # by name, as other pages
     assert "<h1>Usage events of Stark Industries</h1>" in listed.content.decode()  # whose events these are
+    assert console.get("/admin/customers/usageevent/?customer__id__exact=not-an-id").status_code in (200, 302)
     for term in ("stark industries", customer.external_id):
         found = console.get("/admin/customers/usageevent/", {"q": term})
         assert [event.pk for event in found.context["cl"].result_list] == [mine.pk], term
