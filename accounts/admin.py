@@ -13,6 +13,7 @@ from django.db.models import Count
 from django.template.response import TemplateResponse
 
 from accounts.admin_actions import act_on_rows, error_text
+from accounts.admin_display import presence_filter
 from accounts.admin_scoping import (OrganizationScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin,
                                            is_operator, may_act, scoped)
 from accounts.models import (ApiKey, ApiRequestLog, Book, Environment, Invitation, KeyScope, KeyType,
@@ -166,7 +167,7 @@ class ApiKeyAdmin(ManagedByOwnersMixin, OrganizationScopedAdmin):
     # What fits a 1,366 px window; the organization is a search and on the key's page.
     list_display = ["prefix", "name", "key_type", "environment", "scope", "membership", "last_used_at",
                     "revoked_at"]
-    list_filter = ["key_type", "environment", "scope", ("revoked_at", admin.EmptyFieldListFilter)]
+    list_filter = ["key_type", "environment", "scope", ("revoked_at", presence_filter("revoked", "Revoked", "Active"))]
     search_fields = ["prefix", "name", "membership__user__email", "organization__name"]
     date_hierarchy = "created_at"
     list_select_related = ["organization", "book__organization", "membership__user"]
@@ -226,7 +227,7 @@ class InvitationAdmin(ReadOnlyAdminMixin, OrganizationScopedAdmin):
 
     deletable = True
     list_display = ["email", "organization", "role", "invited_by", "created_at", "expires_at", "accepted_at"]
-    list_filter = ["role", ("accepted_at", admin.EmptyFieldListFilter)]
+    list_filter = ["role", ("accepted_at", presence_filter("accepted", "Accepted", "Waiting"))]
     search_fields = ["email", "organization__name"]
     date_hierarchy = "created_at"
     list_select_related = ["organization", "invited_by"]

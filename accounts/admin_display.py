@@ -163,3 +163,20 @@ class MonthsDateFilter(admin.DateFieldListFilter):
         links.insert(position + 1, ("Last month", {self.lookup_kwarg_since: last_month,
                                                    self.lookup_kwarg_until: this_month}))
         self.links = tuple(links)
+
+
+def presence_filter(title: str, present: str, absent: str) -> type:
+    """Django's filter on whether a field is set, titled and worded as people say it ("By deleted: Deleted / Not
+    deleted") rather than by the column ("By deleted at: Not empty / Empty")."""
+
+    class PresenceFilter(admin.EmptyFieldListFilter):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.title = title
+
+        def choices(self, changelist):
+            words = {str(gettext("Empty")): absent, str(gettext("Not empty")): present}
+            for choice in super().choices(changelist):
+                yield {**choice, "display": words.get(str(choice["display"]), choice["display"])}
+
+    return PresenceFilter

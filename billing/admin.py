@@ -28,7 +28,7 @@ from billing.services.credit_pools import credit_alerts_pause, credit_topup
 from billing.services.invoices import invoice_generate
 from billing.services.plans import plan_delete, plan_subscriptions
 from billing.services.plan_changes import subscription_change_plan, subscription_plan_change_preview
-from accounts.admin_display import format_value, period_cell, readable
+from accounts.admin_display import format_value, period_cell, presence_filter, readable
 from accounts.admin_actions import act_on_rows, action_page, actor, error_text, idempotency_key, submitted
 from accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act,
                                            organization_id_of)
@@ -121,7 +121,7 @@ class PricingStrategyAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     # What fits a 1,366 px window; whether it is deleted is a filter, the book on the strategy's page.
     list_display = ["name", "plan", "agent", "charge_type", "pricing_model", "billing_frequency", "rate", "active"]
     list_filter = ["charge_type", "pricing_model", "billing_frequency", "active",
-                   ("deleted_at", admin.EmptyFieldListFilter)]
+                   ("deleted_at", presence_filter("deleted", "Deleted", "Not deleted"))]
     search_fields = ["name", "plan__name", "agent__agent_code", "signal__short_name"]
     date_hierarchy = "created_at"
     list_select_related = ["plan", "agent", "book__organization"]
@@ -495,7 +495,7 @@ class CreditGrantAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     # Whether a period is settled is the filter's (and the grant's page); the list keeps to what fits 1,366 px.
     list_display = ["created_at", "subscription", "kind", "units", "grant_period", settled_consumption,
                     "topup_units_drawn", "created_by"]
-    list_filter = ["kind", ("settled_at", admin.EmptyFieldListFilter)]
+    list_filter = ["kind", ("settled_at", presence_filter("period settled", "Settled", "Not settled yet"))]
     search_fields = ["subscription__name", "subscription__customer__name", "subscription__customer__external_id",
                      "idempotency_key", "note", "created_by"]
     date_hierarchy = "created_at"

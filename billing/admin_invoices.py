@@ -18,7 +18,7 @@ from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, Refund
 from billing.services.invoices import invoice_send, invoice_void
 from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
 from accounts.admin_actions import act_on_rows, action_page, submitted
-from accounts.admin_display import MonthsDateFilter, figure, period_cell
+from accounts.admin_display import MonthsDateFilter, figure, period_cell, presence_filter
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act
 from accounts.api import MONEY_ROLES
 from core import clock, display
@@ -350,7 +350,7 @@ class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 @admin.register(Refund)
 class RefundAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["created_at", "payment", "amount", "provider_refund_id", "reason", "book"]
-    list_filter = ["payment__provider", ("provider_refund_id", admin.EmptyFieldListFilter)]
+    list_filter = ["payment__provider", ("provider_refund_id", presence_filter("refunded through", "The payment provider", "Recorded here only"))]
     search_fields = ["provider_refund_id", "payment__provider_payment_id", "payment__invoice__invoice_number"]
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-id"]  # newest first, as every other console list (the API lists them in order)

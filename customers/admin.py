@@ -13,7 +13,7 @@ from django.utils.html import format_html
 
 from catalog.models import ServiceEntry
 from accounts.admin_actions import act_on_rows, action_page, actor, submitted
-from accounts.admin_display import MonthsDateFilter, figure
+from accounts.admin_display import MonthsDateFilter, figure, presence_filter
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, visible_books
 from accounts.models import Book
 from core import clock, display
@@ -30,7 +30,7 @@ from customers.services import customer_delete
 @admin.register(Customer)
 class CustomerAdmin(BookScopedAdmin):
     list_display = ["name", "external_id", "email", "status", "net_terms", "is_internal", "created_at"]
-    list_filter = ["status", "is_internal", ("deleted_at", admin.EmptyFieldListFilter)]
+    list_filter = ["status", "is_internal", ("deleted_at", presence_filter("deleted", "Deleted", "Not deleted"))]
     search_fields = ["name", "external_id", "email", "billing_contact_email"]
     date_hierarchy = "created_at"
     # The JSON fields are written through the API (their rules are its serializers'); shown here as lines.

@@ -3,6 +3,7 @@ once), with a revoke action that calls the same service as DELETE /v1/portal-ses
 from django.contrib import admin
 
 from accounts.admin_actions import act_on_rows
+from accounts.admin_display import presence_filter
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin
 from core import clock
 from portal.models import PortalSession
@@ -12,7 +13,7 @@ from portal.services import portal_session_revoke
 @admin.register(PortalSession)
 class PortalSessionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["id", "customer", "book", "created_at", "expires_at", "used_at", "revoked_at"]
-    list_filter = [("used_at", admin.EmptyFieldListFilter), ("revoked_at", admin.EmptyFieldListFilter)]
+    list_filter = [("used_at", presence_filter("link opened", "Opened", "Not opened")), ("revoked_at", presence_filter("revoked", "Revoked", "Not revoked"))]
     search_fields = ["customer__name", "customer__external_id", "customer__email", "book__organization__name"]
     date_hierarchy = "created_at"
     list_select_related = ("book__organization", "customer")

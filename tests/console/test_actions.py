@@ -488,3 +488,12 @@ def test_dated_lists_filter_last_month(console, book):
     found = console.get("/admin/customers/usageevent/" + last["query_string"])
     assert [event.pk for event in found.context["cl"].result_list] == [inside.pk]
     assert "Last month" in console.get("/admin/billing/invoice/").content.decode()
+
+
+def test_filters_on_whether_a_date_is_set_read_as_people_say_them(console, book):
+    """Not "By deleted at: Empty / Not empty"."""
+    page = console.get("/admin/customers/customer/").content.decode()
+    assert "By deleted" in page and "Not deleted" in page and "By deleted at" not in page and "Not empty" not in page
+    assert "Not settled yet" in console.get("/admin/billing/creditgrant/").content.decode()
+    listed = console.get("/admin/customers/customer/", {"deleted_at__isnull": "False"})
+    assert listed.status_code == 200 and list(listed.context["cl"].result_list) == []
