@@ -156,8 +156,8 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["invoice_number", "customer", "subscription", "status", "period", "total", "amount_paid",
                     "amount_due", "amount_overpaid", "due_date"]
     column_labels = {"invoice_number": "Invoice", "amount_paid": "Paid"}
-    list_filter = ["status", WaitingForPaymentFilter, OverpaidFilter, ("currency", CurrencyFilter), ("period_start", MonthsDateFilter),
-                   ("due_date", MonthsDateFilter)]
+    list_filter = ["status", WaitingForPaymentFilter, OverpaidFilter, ("currency", CurrencyFilter),
+                   ("period_start", MonthsDateFilter), ("due_date", MonthsDateFilter)]
     search_fields = ["invoice_number", "customer__name", "customer__external_id", "subscription__name"]
     date_hierarchy = "created_at"
     list_select_related = ["customer", "subscription", "book__organization"]
@@ -350,7 +350,8 @@ class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 @admin.register(Refund)
 class RefundAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["created_at", "payment", "amount", "provider_refund_id", "reason", "book"]
-    list_filter = ["payment__provider", ("provider_refund_id", presence_filter("refunded through", "The payment provider", "Recorded here only"))]
+    list_filter = ["payment__provider", ("provider_refund_id",
+                                         presence_filter("refunded through", "The payment provider", "Recorded here only"))]
     search_fields = ["provider_refund_id", "payment__provider_payment_id", "payment__invoice__invoice_number"]
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-id"]  # newest first, as every other console list (the API lists them in order)

@@ -13,7 +13,8 @@ from portal.services import portal_session_revoke
 @admin.register(PortalSession)
 class PortalSessionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["id", "customer", "book", "created_at", "expires_at", "used_at", "revoked_at"]
-    list_filter = [("used_at", presence_filter("link opened", "Opened", "Not opened")), ("revoked_at", presence_filter("revoked", "Revoked", "Not revoked"))]
+    list_filter = [("used_at", presence_filter("link opened", "Opened", "Not opened")),
+                   ("revoked_at", presence_filter("revoked", "Revoked", "Not revoked"))]
     search_fields = ["customer__name", "customer__external_id", "customer__email", "book__organization__name"]
     date_hierarchy = "created_at"
     list_select_related = ("book__organization", "customer")

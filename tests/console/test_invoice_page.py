@@ -119,7 +119,8 @@ def test_void_and_refund_from_the_page_ask_first_and_do_nothing_until_confirmed(
     paid = issued(api, chain, FEB)
     act(console, paid, "payment", **{"payment-amount": "20.00", "payment-reference": "WIRE-9"})
     payment = Payment.objects.get(provider_payment_id="WIRE-9")
-    asked = act(console, paid, "refund", confirm=None, payment=str(payment.pk), **{"refund-amount": ""}).content.decode()
+    asked = act(console, paid, "refund", confirm=None, payment=str(payment.pk),
+                **{"refund-amount": ""}).content.decode()
     assert "Refund $20.00?" in asked and "Refund: $20.00 (all that is left of the payment)" in asked
     payment.refresh_from_db()
     assert payment.refunded_amount == 0
