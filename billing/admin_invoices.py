@@ -347,11 +347,13 @@ class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                     lambda payment: _refund(payment, now, amount, reason), roles=MONEY_ROLES, history_of=_invoice_of)
 
 
+RefundedThroughFilter = presence_filter("refunded through", "The payment provider", "Recorded here only")
+
+
 @admin.register(Refund)
 class RefundAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["created_at", "payment", "amount", "provider_refund_id", "reason", "book"]
-    list_filter = ["payment__provider", ("provider_refund_id",
-                                         presence_filter("refunded through", "The payment provider", "Recorded here only"))]
+    list_filter = ["payment__provider", ("provider_refund_id", RefundedThroughFilter)]
     search_fields = ["provider_refund_id", "payment__provider_payment_id", "payment__invoice__invoice_number"]
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-id"]  # newest first, as every other console list (the API lists them in order)
