@@ -141,6 +141,16 @@ class MembershipAdmin(ManagedByOwnersMixin, OrganizationScopedAdmin):
     autocomplete_fields = ["user"]
     list_select_related = ["user", "organization"]
 
+    def has_add_permission(self, request):
+        # Only where the operator manages an organization: a finance member was offered a form whose organization
+        # list was empty.
+        return super().has_add_permission(request) and managed_organizations(request.user).exists()
+
+    def has_delete_permission(self, request, obj=None):
+        if obj is None and not managed_organizations(request.user).exists():
+            return False  # no "Delete selected" action that could only be refused
+        return super().has_delete_permission(request, obj)
+
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "organization":
             kwargs["queryset"] = managed_organizations(request.user)

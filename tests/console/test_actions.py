@@ -497,3 +497,15 @@ def test_filters_on_whether_a_date_is_set_read_as_people_say_them(console, book)
     assert "Not settled yet" in console.get("/admin/billing/creditgrant/").content.decode()
     listed = console.get("/admin/customers/customer/", {"deleted_at__isnull": "False"})
     assert listed.status_code == 200 and list(listed.context["cl"].result_list) == []
+
+
+def test_members_are_added_and_deleted_only_by_those_who_manage_them(console_for, org):
+    """A finance member was offered "Add membership" with an empty organization list and a delete action it could
+    only be refused."""
+    finance = console_for(role="finance", email="fiona@acme.example.com")
+    listing = finance.get("/admin/accounts/membership/")
+    assert listing.status_code == 200 and "/admin/accounts/membership/add/" not in listing.content.decode()
+    assert "delete_selected" not in dict(listing.context["action_form"].fields["action"].choices)
+    assert finance.get("/admin/accounts/membership/add/").status_code == 403
+    owner = console_for(role="owner").get("/admin/accounts/membership/")
+    assert "/admin/accounts/membership/add/" in owner.content.decode()
