@@ -155,7 +155,8 @@ def _heading(label: str) -> str:
 
 @admin.action(description="Export selected rows as CSV")
 def export_csv(modeladmin, request, queryset):
-    """The list's own columns (plus the row id, and the currency of rows that have one), one line per selected row,
+    """The list's own columns (plus the row id, the currency of rows that have one and the admin's
+    `csv_extra_columns`), one line per selected row,
     streamed (a whole filtered list when "select all" is used). Text cells that a spreadsheet would run as a formula
     are quoted."""
     # Raw values: a column the console formats (money, dates) is read from its field, a computed one through its
@@ -165,6 +166,8 @@ def export_csv(modeladmin, request, queryset):
     # Amounts are written without their currency symbol: the currency goes beside them (a book may bill in several).
     if "currency" not in columns and any(field.name == "currency" for field in modeladmin.model._meta.fields):
         columns.append("currency")
+    # Columns a spreadsheet needs beyond what fits the list's width (an invoice's issue and payment dates).
+    columns += [name for name in getattr(modeladmin, "csv_extra_columns", ()) if name not in columns]
     header = ["id", *[_heading(str(label_for_field(name, modeladmin.model, modeladmin))) for name in columns]]
     raw = {name: getattr(_column(modeladmin, name), "csv_value", None) for name in columns}
     # A field whose stored values are numbers standing for words (a rollup row's grain, 11) is written as its words.

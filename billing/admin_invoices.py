@@ -159,6 +159,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_filter = ["status", WaitingForPaymentFilter, OverpaidFilter, ("currency", CurrencyFilter),
                    ("period_start", MonthsDateFilter), ("due_date", MonthsDateFilter)]
     search_fields = ["invoice_number", "customer__name", "customer__external_id", "subscription__name"]
+    csv_extra_columns = ["issued_at", "paid_at", "voided_at"]
     date_hierarchy = "created_at"
     list_select_related = ["customer", "subscription", "book__organization"]
     # The pay link's token is derived from the nonce: neither is shown (the link itself is only in the email).
@@ -322,6 +323,16 @@ def _refund(payment, now, amount, reason: str) -> str:
             f"{payment.provider_payment_id} ({payment.invoice}).")
 
 
+@admin.display(description="customer")
+def payment_customer(payment) -> str:
+    return payment.invoice.customer.name
+
+
+@admin.display(description="currency")
+def payment_currency(payment) -> str:
+    return payment.invoice.currency.upper()
+
+
 @admin.register(Payment)
 class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["created_at", "invoice", "amount", "refunded_amount", "status", "provider", "provider_payment_id",
@@ -330,7 +341,8 @@ class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     search_fields = ["provider_payment_id", "invoice__invoice_number", "invoice__customer__name"]
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-id"]  # newest first, as every other console list (the API lists them in order)
-    list_select_related = ["invoice", "book__organization"]
+    list_select_related = ["invoice__customer", "book__organization"]
+    csv_extra_columns = [payment_customer, payment_currency]
     inlines = [RefundInline]
     actions = ["refund_payments"]
 

@@ -68,7 +68,8 @@ def test_the_invoice_export_heads_every_column_alike_and_writes_every_amount_as_
     invoice = populate(book, "export")[Invoice]
     header, line = rows_of(action(console, "/admin/billing/invoice/", "export_csv", [invoice], follow=False))
     assert header == ["id", "invoice number", "customer", "subscription", "status", "period", "total", "amount paid",
-                      "amount due", "overpaid", "due date", "currency"]
+                      "amount due", "overpaid", "due date", "currency", "issued at", "paid at", "voided at"]
+    assert dict(zip(header, line))["issued at"] == (invoice.issued_at.isoformat() if invoice.issued_at else "")
     assert dict(zip(header, line))["overpaid"] == "0.00"  # nothing overpaid: 0.00, not an empty cell
     assert dict(zip(header, line))["currency"] == invoice.currency.upper()  # the amounts' currency beside them
     invoice.amount_paid = invoice.total + 5
@@ -139,3 +140,12 @@ def test_cells_without_a_figure_are_empty_and_numbered_codes_are_written_as_word
                                     [topup, settled, open_period], follow=False))
     consumed = {line[0]: dict(zip(header, line))["consumed units"] for line in lines}
     assert consumed == {str(topup.pk): "", str(settled.pk): "7.5", str(open_period.pk): ""}
+
+
+def test_the_payment_export_names_the_customer_and_the_currency(console, book):
+    from billing.models import Payment
+
+    payment = populate(book, "export")[Payment]
+    header, line = rows_of(action(console, "/admin/billing/payment/", "export_csv", [payment], follow=False))
+    row = dict(zip(header, line))
+    assert (row["customer"], row["currency"]) == (payment.invoice.customer.name, payment.invoice.currency.upper())
