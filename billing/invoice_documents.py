@@ -217,8 +217,9 @@ def invoice_pdf(view: InvoiceView) -> bytes:
     for line in view.lines:
         pdf.row([(line.description[:56], 95, "L"), (display.quantity(line.quantity), 30, "R"),
                  (unit_price(line), 30, "R"), (money(line.amount, invoice.currency), 35, "R")])
-        if (line.terms or {}).get("tiers"):  # no single unit price: how the line was priced, under it
-            pdf.line_text(f"  {line_note(line, invoice.currency)}"[:110], size=8)
+        note = line_note(line, invoice.currency)  # tiers, a minimum, the usage it lifted, proration: as the console
+        if note:
+            pdf.line_text(f"  {note}"[:110], size=8)
     pdf.ln(2)
     for label, value in view.totals:
         pdf.row([("", 90, "L"), (label, 60, "R"), (value, 40, "R")], bold=label in ("Total", "Amount due"))

@@ -113,3 +113,11 @@ def test_a_tiered_line_of_the_pdf_says_how_it_was_priced(api, book):
     text = pdf_text(api.get(f"/v1/invoices/{invoice['id']}/pdf").content)
     assert "a pool of 1,000 units for $50.00; $0.06 each beyond" in text, text
     assert "$62.00" in text
+
+
+def test_a_minimum_is_written_under_its_line_as_the_console_writes_it(api, book):
+    chain = billing_chain(api, book, [usage("0.25", minimumCommitment=100)])
+    event(chain, 40, "2025-01-10T12:00:00Z")
+    invoice = draft(api, chain)
+    text = pdf_text(api.get(f"/v1/invoices/{invoice['id']}/pdf").content)
+    assert "minimum 100 · used 40" in text, text
