@@ -20,8 +20,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from billing.admin_invoices import InvoiceInline, ReadOnlyInline
-from billing.models import (CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan, PricingStrategy, Subscription,
-                            SubscriptionChange)
+from billing.models import (ChargeType, CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan, PricingStrategy,
+                            Subscription, SubscriptionChange)
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
 from billing.selectors.invoices import customer_amounts_owed
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
@@ -50,13 +50,26 @@ class PlanAgentInline(ScopedInlineMixin, admin.TabularInline):
     autocomplete_fields = ["agent"]
 
 
+@admin.display(description="Billing frequency", ordering="billing_frequency")
+def strategy_frequency(strategy) -> str:
+    """A one-time fee is charged once, whatever frequency its row keeps ("Onetime ... Monthly" read as monthly)."""
+    if strategy.charge_type == ChargeType.ONETIME:
+        return display.EMPTY
+    return strategy.get_billing_frequency_display()
+
+
+strategy_frequency.csv_value = lambda strategy: (None if strategy.charge_type == ChargeType.ONETIME
+                                                 else strategy.billing_frequency)
+
+
 class PricingStrategyInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
     """Strategies are checked as a whole and logged on subscriptions: edited through the API."""
 
     model = PricingStrategy
     extra = 0
-    fields = ["name", "agent", "charge_type", "pricing_model", "billing_frequency", "rate", "tiers", "active",
+    fields = ["name", "agent", "charge_type", "pricing_model", strategy_frequency, "rate", "tiers", "active",
               "deleted_at"]
+    readonly_fields = [strategy_frequency]
     show_change_link = True
 
 
@@ -119,7 +132,7 @@ class PricingPlanAdmin(BookScopedAdmin):
 @admin.register(PricingStrategy)
 class PricingStrategyAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     # What fits a 1,366 px window; whether it is deleted is a filter, the book on the strategy's page.
-    list_display = ["name", "plan", "agent", "charge_type", "pricing_model", "billing_frequency", "rate", "active"]
+    list_display = ["name", "plan", "agent", "charge_type", "pricing_model", strategy_frequency, "rate", "active"]
     list_filter = ["charge_type", "pricing_model", "billing_frequency", "active",
                    ("deleted_at", presence_filter("deleted", "Deleted", "Not deleted"))]
     search_fields = ["name", "plan__name", "agent__agent_code", "signal__short_name"]

@@ -82,3 +82,16 @@ def test_console_lists_credit_grants_and_pool_alerts(api, operator, chain, froze
     for page in pages:
         assert operator.get(page).status_code == 200, page
     assert "console-key" in operator.get("/admin/billing/creditgrant/?q=console-key").content.decode()
+
+
+def test_a_one_time_fee_shows_no_billing_frequency(api, operator, chain):
+    """Not "Onetime ... Monthly": a one-time fee is charged once."""
+    fee, monthly = create_strategies(api, chain.plan["id"], [
+        {"name": "Onboarding", "agentId": str(chain.agent.id), "chargeType": "onetime", "rate": "500"},
+        recurring(chain)])
+    listing = operator.get("/admin/billing/pricingstrategy/").content.decode()
+    rows = {name: row for row in listing.split("<tr")[1:] for name in ("Onboarding", "platform fee") if name in row}
+    assert 'field-strategy_frequency">-<' in rows["Onboarding"]
+    assert 'field-strategy_frequency">Monthly<' in rows["platform fee"]
+    plan_page = operator.get(f"/admin/billing/pricingplan/{chain.plan['id']}/change/")
+    assert plan_page.status_code == 200
