@@ -35,6 +35,15 @@ def managed_organizations(user):
     return organizations.filter(memberships__user=user, memberships__role__in=MANAGERS)
 
 
+def manages_an_organization(request) -> bool:
+    """Whether the operator manages members and keys somewhere: read once per request (every page's app list asks
+    each admin whether it may add)."""
+    manages = getattr(request, "_manages_an_organization", None)
+    if manages is None:
+        manages = request._manages_an_organization = managed_organizations(request.user).exists()
+    return manages
+
+
 class ManagedByOwnersMixin:
     """Writes need the owner or admin role in the row's organization; every operator reads."""
 
@@ -144,10 +153,10 @@ class MembershipAdmin(ManagedByOwnersMixin, OrganizationScopedAdmin):
     def has_add_permission(self, request):
         # Only where the operator manages an organization: a finance member was offered a form whose organization
         # list was empty.
-        return super().has_add_permission(request) and managed_organizations(request.user).exists()
+        return super().has_add_permission(request) and manages_an_organization(request)
 
     def has_delete_permission(self, request, obj=None):
-        if obj is None and not managed_organizations(request.user).exists():
+        if obj is None and not manages_an_organization(request):
             return False  # no "Delete selected" action that could only be refused
         return super().has_delete_permission(request, obj)
 
@@ -187,7 +196,7 @@ class ApiKeyAdmin(ManagedByOwnersMixin, OrganizationScopedAdmin):
     readonly_fields = [field for field in fields if field != "name"]
 
     def has_add_permission(self, request, *args):
-        return managed_organizations(request.user).exists() and is_operator(request.user)
+        return manages_an_organization(request) and is_operator(request.user)
 
     def has_delete_permission(self, request, obj=None):
         return False  # keys are revoked, never deleted: the request log points at them
