@@ -169,11 +169,10 @@ def export_csv(modeladmin, request, queryset):
     # Columns a spreadsheet needs beyond what fits the list's width (an invoice's issue and payment dates).
     columns += [name for name in getattr(modeladmin, "csv_extra_columns", ()) if name not in columns]
     header = ["id", *[_heading(str(label_for_field(name, modeladmin.model, modeladmin))) for name in columns]]
-    raw = {name: getattr(_column(modeladmin, name), "csv_value", None) for name in columns}
+    computed = {name: _column(modeladmin, name) for name in columns}  # None for a model field
+    raw = {name: getattr(column, "csv_value", None) for name, column in computed.items()}
     # A field whose stored values are numbers standing for words (a rollup row's grain, 11) is written as its words.
     labelled = {name for name in columns if isinstance(name, str) and _numbered_choices(modeladmin.model, name)}
-
-    computed = {name for name in columns if _column(modeladmin, name) is not None}
 
     def value(name, row):
         if raw[name]:
@@ -184,7 +183,7 @@ def export_csv(modeladmin, request, queryset):
             return row.currency.upper() if row.currency else row.currency
         shown = lookup_field(name, row, modeladmin)[2]
         # A computed column's stand-in for "nothing here" (a dash) is an empty cell, never the text "-".
-        return None if name in computed and shown == display.EMPTY else shown
+        return None if computed[name] is not None and shown == display.EMPTY else shown
 
     def lines():
         writer = csv.writer(_Echo(), lineterminator="\r\n")

@@ -269,8 +269,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                      f"Reason: {data['reason'] or '(none given)'}"]
             consequence = "The invoice keeps its number and its pay link stops working. This cannot be undone."
         else:
-            left = payment.amount - payment.refunded_amount
-            amount = data["amount"] if data["amount"] is not None else left
+            amount = data["amount"] if data["amount"] is not None else payment.refundable
             title, submit = f"Refund {display.money(amount, currency)}?", "Yes, refund"
             facts = [f"Payment {payment.provider_payment_id} of {display.money(payment.amount, currency)} on invoice "
                      f"{invoice} ({invoice.customer.name})",

@@ -127,6 +127,16 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]
     ordering = ["-usage_date", "-id"]
     readonly_fields = ["why_unpriced", "models"]
+    fieldsets = [
+        (None, {"fields": ["usage_date", "customer", "agent", "signal", "quantity", "usage_cost", "event_status",
+                           "why_unpriced", "environment"]}),
+        ("Model and tokens", {"fields": ["models", "model_provider", "service", "input_tokens", "output_tokens",
+                                         "cache_read_tokens", "cache_write_tokens", "services"]}),
+        ("As recorded", {"fields": ["customer_external_id", "agent_code", "signal_name", "idempotency_key",
+                                    "metadata", "raw_event_id", "id", "book", "created_at", "updated_at"]}),
+    ]
+    show_full_result_count = False
+    actions = ["map_model", "price_again", "export_events_csv", "export_events_jsonl"]
 
     def changelist_view(self, request, extra_context=None):
         """Opened from a customer's page (filtered to it), the list says whose events it shows."""
@@ -150,17 +160,6 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         if name:
             found = found | queryset.filter(customer__name__iexact=name)
         return found, may_have_duplicates
-    fieldsets = [
-        (None, {"fields": ["usage_date", "customer", "agent", "signal", "quantity", "usage_cost", "event_status",
-                           "why_unpriced", "environment"]}),
-        ("Model and tokens", {"fields": ["models", "model_provider", "service", "input_tokens", "output_tokens",
-                                         "cache_read_tokens", "cache_write_tokens", "services"]}),
-        ("As recorded", {"fields": ["customer_external_id", "agent_code", "signal_name", "idempotency_key",
-                                    "metadata", "raw_event_id", "id", "book", "created_at", "updated_at"]}),
-    ]
-    show_full_result_count = False
-    actions = ["map_model", "price_again", "export_events_csv", "export_events_jsonl"]
-
     def get_changelist_instance(self, request):
         """The page, with why each unpriced event on it is unpriced (priced again now, read only: one catalog
         read per book on the page)."""
@@ -320,10 +319,10 @@ def _name_of(row_id, names: dict) -> str:
     return names.get(row_id, f"{row_id} (deleted)")
 
 
-def _names(model, book_ids: list[tuple]) -> dict:
+def _names(model, pairs: list[tuple]) -> dict:
     """(book, id) pairs of `model` (agents or signals) -> their names, read once per book."""
     by_book: dict = {}
-    for book_id, row_id in book_ids:
+    for book_id, row_id in pairs:
         if row_id is not None:
             by_book.setdefault(book_id, set()).add(row_id)
     return {pk: name for book_id, ids in by_book.items()
