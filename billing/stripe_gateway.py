@@ -27,6 +27,10 @@ def verify_event(payload: bytes, signature_header: str) -> dict:
     STRIPE_WEBHOOK_SECRET) verifies, compared in constant time within the timestamp tolerance; 400 otherwise."""
     if not settings.STRIPE_WEBHOOK_SECRET:
         raise BadRequest("Stripe webhooks are not configured on this deployment (STRIPE_WEBHOOK_SECRET is unset).")
+    if not signature_header.isascii():
+        # Signatures are hex: a header beyond ASCII never verifies, and Stripe's constant-time comparison raises
+        # TypeError on it rather than saying so.
+        raise BadRequest("Stripe-Signature does not verify.", code="invalid_signature")
     try:
         stripe.WebhookSignature.verify_header(payload.decode("utf-8"), signature_header,
                                               settings.STRIPE_WEBHOOK_SECRET, SIGNATURE_TOLERANCE_SECONDS)

@@ -16,6 +16,7 @@ from uuid import UUID
 
 from analytics.selectors.coverage import book_segments
 from analytics.selectors.usage import names_of, resolve_filters
+from analytics.selectors.window import prior_window
 from billing.models import Subscription
 from core.clock import day_start
 from core.scoping import get_owned, owned
@@ -91,6 +92,7 @@ def cost_analytics(*, book, window: Window, filters: dict | None = None,
                    include_prior_window: bool = False) -> CostAnalytics:
     """`filters`: any of customerId, agentId, signalId, subscriptionId (UUIDs of the book, else 404).
     With subscriptionId only the events attributed to that subscription count."""
+    before = prior_window(window) if include_prior_window else None  # a 422 before any reading
     filters = dict(filters or {})
     subscription = None
     if "subscriptionId" in filters:
@@ -108,8 +110,8 @@ def cost_analytics(*, book, window: Window, filters: dict | None = None,
                 for segment in pieces]
     current = _cost(book=book, window=window, scope=scope, subscription=subscription, segments=segments,
                     plan_of=plan_of)
-    if not include_prior_window:
+    if before is None:
         return current
-    prior = _cost(book=book, window=window.prior(), scope=scope, subscription=subscription, segments=segments,
+    prior = _cost(book=book, window=before, scope=scope, subscription=subscription, segments=segments,
                   plan_of=plan_of)
     return replace(current, prior=prior)

@@ -1,11 +1,13 @@
 """The window of an analytics read from its `startDate`/`endDate` query parameters (spec §8)."""
 from datetime import date, datetime, timedelta
 
-from core.clock import UTC, day_start
+from core.clock import MIN_YEAR, UTC, day_start
 from core.errors import Unprocessable
 from customers.usage_sums import Window
 
 DEFAULT_WINDOW_DAYS = 30
+# The earliest instant a query's dates may name (core/clock.py): no window the service reads starts before it.
+EARLIEST = datetime(MIN_YEAR, 1, 1, tzinfo=UTC)
 
 
 def analytics_window(*, start: date | datetime | None, end: date | datetime | None, now: datetime) -> Window:
@@ -20,3 +22,13 @@ def analytics_window(*, start: date | datetime | None, end: date | datetime | No
     if end_at <= start_at:
         raise Unprocessable(["endDate: Must be after startDate."])
     return Window(start_at, end_at)
+
+
+def prior_window(window: Window) -> Window:
+    """`includePriorWindow`: the equally long window right before `window` (spec §4 Analytics); a 422 naming the
+    parameter when it would start before EARLIEST (a window of 1900 to 9000 has none), never an overflow."""
+    if window.start - EARLIEST < window.length:
+        raise Unprocessable([f"includePriorWindow: The window before this one would start before "
+                             f"{EARLIEST:%Y-%m-%d}, the earliest date the service reads; ask for a shorter window "
+                             f"or leave includePriorWindow out."])
+    return window.prior()

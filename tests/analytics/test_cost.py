@@ -101,6 +101,16 @@ def test_prior_window_is_the_equally_long_window_before(api, ledger, plans):
     assert "prior" not in get(api, COST, includePriorWindow="false", **APRIL)
 
 
+def test_a_prior_window_before_the_earliest_date_is_a_422_naming_it(api, ledger):
+    """1900-01-01 is the earliest date a query names: 1950-2000 has its prior window (1900-1950), a window from
+    1900 to 9000 has none."""
+    assert get(api, COST, includePriorWindow="true", startDate="1950-01-01", endDate="1999-12-31")["prior"]
+    message = get(api, COST, status=422, includePriorWindow="true", startDate="1900-01-02",
+                  endDate="9000-12-31")["message"]
+    assert message[0].startswith("includePriorWindow: The window before this one would start before 1900-01-01")
+    assert get(api, COST, startDate="1900-01-02", endDate="9000-12-31")["eventCount"] == 6  # e0-e5: the window alone reads
+
+
 def test_orphan_events_of_a_deleted_signal_have_a_null_signal(api, ledger):
     assert api.delete(f"/v1/signals/{ledger.search.id}").status_code == 204
     assert rows(get(api, COST, **APRIL), "bySignal", "signalId")[None] == (D("0.022"), 1)

@@ -70,6 +70,8 @@ def test_a_replayed_event_changes_nothing(api, issued, client):
     lambda body: stripe_signature(body, secret="whsec_wrong"),  # signed with another secret
     lambda body: "",  # no Stripe-Signature
     lambda body: "t=1,v1=deadbeef",  # garbage
+    lambda body: "t=1,v1=caf\u00e9",  # beyond ASCII, as a header's bytes are read (Latin-1)
+    lambda body: stripe_signature(body) + "\u00ff",  # a valid signature with a byte beyond ASCII after it
 ])
 def test_a_bad_signature_is_400_and_changes_nothing(api, issued, client, signature_of):
     body = stripe_event(issued.id, 2400)
