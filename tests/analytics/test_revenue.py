@@ -242,3 +242,19 @@ def test_invalid_variant_is_400_listing_the_accepted_values(api):
     message = get(api, "/v1/analytics/mrr", status=400, variant="yearly")["message"][0]
     assert message.startswith("variant:") and all(v in message for v in ("canonical", "runRate", "committed", "all"))
 
+def test_a_window_too_long_to_price_is_a_422_before_any_pricing(api, sales, book, models):
+    """A one-day cycle from 1900 to 9000 has 2.6 million periods (a read of it held a worker for minutes): more
+    than a read prices. The same subscription over a year, and the book's other reads, still answer."""
+    agent_id, epsilon = str(sales.analyst.id), CustomerFactory(book=book, name="Epsilon", external_id="epsilon")
+    daily = ok(api.post("/v1/subscriptions", {
+        "name": "daily", "planId": sales.pro["id"], "agentId": agent_id, "customerId": str(epsilon.id),
+        "startDate": "1900-01-01T00:00:00Z", "billingCycle": "custom", "customCycleDays": 1}), 201)
+    long_window = {"startDate": "1900-01-01", "endDate": "9000-12-31"}
+    for path in ("/v1/analytics/revenue", f"/v1/subscriptions/{daily['id']}/revenue",
+                 f"/v1/customers/{epsilon.id}/revenue"):
+        message = get(api, path, status=422, **long_window)["message"]
+        assert message[0].startswith("endDate: From startDate to endDate the subscriptions reported have up to ")
+        assert "more than the 200,000 one revenue read prices" in message[0]
+    assert get(api, f"/v1/subscriptions/{daily['id']}/revenue", startDate="2024-01-01", endDate="2024-12-31")
+    assert get(api, "/v1/analytics/revenue", **long_window | {"startDate": "2000-01-01"}, status=422)
+    assert get(api, f"/v1/subscriptions/{sales.delta_sub['id']}/revenue", **long_window)["revenue"]
