@@ -2,6 +2,7 @@
 wheel with no PostgreSQL on PATH, keeps its data between runs, stops when the last command using it ends, and
 the settings point at it when DATABASE_URL is unset. Each test starts a server of its own in a temporary data
 directory (with fsync off, as `make test`'s), a second or two each, but `make run`'s whole path."""
+import http.client
 import json
 import os
 import shutil
@@ -221,6 +222,13 @@ def test_make_run_with_no_postgresql_on_path_serves_the_api_the_console_and_the_
         status, body = get(f"{base}/v1/analytics/usage?startDate=2026-01-01&endDate=2026-12-31", **{"x-api-key": key})
         assert status == 200, body
         customer_id = json.loads(get(f"{base}/v1/customers", **{"x-api-key": key})[1])[0]["id"]
+        # A body sent in chunks (no Content-Length) is read whole through gunicorn (core/chunked_bodies.py).
+        chunked = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        chunked.request("PATCH", f"/v1/customers/{customer_id}", body=iter([b'{"name": ', b'"Sent in chunks"}']),
+                        headers={"x-api-key": key, "Content-Type": "application/json"}, encode_chunked=True)
+        answer = chunked.getresponse()
+        assert (answer.status, json.loads(answer.read())["name"]) == (200, "Sent in chunks")
+        chunked.close()
         portal = post(f"{base}/v1/portal-sessions", key, {"customerId": customer_id})
         status, page = get(portal["url"])
         assert status == 200 and "Billing portal" in page

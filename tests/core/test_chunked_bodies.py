@@ -1,0 +1,82 @@
+"""Chunked request bodies (`Transfer-Encoding: chunked`): read whole and handed to Django with their length, as
+gunicorn ends the stream where such a body ends (core/chunked_bodies.py). Through the WSGI application itself,
+as a server calls it; tests/test_embedded_database.py sends one through gunicorn."""
+import io
+import json
+
+import pytest
+from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+
+from core.chunked_bodies import ChunkedBodies
+from customers.models import Customer
+from tests.factories import CustomerFactory
+
+pytestmark = pytest.mark.django_db
+
+APPLICATION = ChunkedBodies(WSGIHandler())
+
+
+def call(method: str, path: str, key: str, body: bytes, *, terminated=True, length=False) -> tuple[str, dict]:
+    environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "SERVER_NAME": "testserver", "SERVER_PORT": "80",
+               "HTTP_HOST": "testserver", "wsgi.url_scheme": "http", "SERVER_PROTOCOL": "HTTP/1.1",
+               "REMOTE_ADDR": "127.0.0.1", "wsgi.errors": io.StringIO(), "wsgi.input": io.BytesIO(body),
+               "CONTENT_TYPE": "application/json", "HTTP_X_API_KEY": key, "HTTP_TRANSFER_ENCODING": "chunked"}
+    if terminated:
+        environ["wsgi.input_terminated"] = True
+    if length:
+        environ["CONTENT_LENGTH"] = str(len(body))
+    answered = []
+    content = b"".join(APPLICATION(environ, lambda status, headers, *_: answered.append(status)))
+    return answered[0], json.loads(content)
+
+
+@pytest.fixture(autouse=True)
+def connection_kept():
+    """As Django's test client does: a request must not close the test's connection, which holds its transaction."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+@pytest.fixture
+def customer(book):
+    return CustomerFactory(book=book, name="Before")
+
+
+def test_a_chunked_patch_changes_what_it_says(api, customer):
+    status, body = call("PATCH", f"/v1/customers/{customer.id}", api.raw_key, b'{"name": "After"}')
+    assert status.startswith("200") and body["name"] == "After"
+    assert Customer.objects.get(pk=customer.pk).name == "After"
+
+
+def test_a_chunked_batch_of_usage_is_recorded(api, customer):
+    batch = {"records": [{"customerExternalId": customer.external_id, "agentCode": "bot", "signalName": "calls",
+                          "model": "in-house-model", "modelProvider": "in-house", "quantity": 2}]}
+    status, body = call("POST", "/v1/usage/record", api.raw_key, json.dumps(batch).encode())
+    assert status.startswith("200") and body["processed"] == 1 and body["failed"] == 1  # stored, no price
+    assert body["results"]["failed"][0]["stored"] is True
+
+
+def test_a_chunked_body_beyond_the_limit_is_a_413_and_changes_nothing(api, customer, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 64
+    status, body = call("PATCH", f"/v1/customers/{customer.id}", api.raw_key,
+                        json.dumps({"name": "After" + " " * 100}).encode())
+    assert status.startswith("413") and body["code"] == "request_too_large"
+    assert Customer.objects.get(pk=customer.pk).name == "Before"
+
+
+def test_a_server_that_does_not_end_the_stream_gets_a_411(api, customer):
+    status, body = call("PATCH", f"/v1/customers/{customer.id}", api.raw_key, b'{"name": "After"}', terminated=False)
+    assert status.startswith("411") and body["code"] == "length_required"
+    assert "Content-Length" in body["message"]
+    assert Customer.objects.get(pk=customer.pk).name == "Before"
+
+
+def test_a_body_with_a_content_length_is_passed_on_untouched(api, customer):
+    status, body = call("PATCH", f"/v1/customers/{customer.id}", api.raw_key, b'{"name": "After"}', terminated=False,
+                        length=True)
+    assert status.startswith("200") and body["name"] == "After"
