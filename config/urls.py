@@ -43,5 +43,6 @@ urlpatterns = [
     re_path(r"^(?!admin/|static/).*$", core_views.json_not_found),
 ]
 
+handler400 = "core.views.json_bad_request"
 handler404 = "core.views.json_not_found"
 handler500 = "core.views.json_server_error"

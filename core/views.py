@@ -2,6 +2,7 @@
 import sys
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.core.cache import cache
 from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpResponse, JsonResponse
@@ -63,6 +64,17 @@ def readyz(request):
 def json_not_found(request, exception=None):
     # The path may hold a key or a link token (a mistyped link): echoed redacted, like in the logs.
     return JsonResponse({"message": f"Not found: {redact(request.path)}"}, status=404)
+
+
+@csrf_exempt
+def json_bad_request(request, exception=None):
+    """Django's answer to a request it refuses before any view (handler400): a Host header the deployment does not
+    serve (ALLOWED_HOSTS), a malformed multipart body, too many form fields. JSON on every route, like the 404,
+    rather than Django's HTML page."""
+    if isinstance(exception, DisallowedHost):
+        return JsonResponse({"message": "Bad request: this service does not answer to the Host header sent."},
+                            status=400)
+    return JsonResponse({"message": "Bad request."}, status=400)
 
 
 def json_server_error(request):

@@ -58,3 +58,11 @@ def test_the_body_shows_a_code_only_where_the_interface_does(error, body):
 
 def test_a_raise_that_names_its_code_overrides_the_default():
     assert (BadRequest("x").code, BadRequest("x", code="bad_shape").code) == ("bad_request", "bad_shape")
+
+
+@pytest.mark.parametrize("path", ["/v1/customers", "/admin/", "/portal/some-token"])
+def test_a_host_the_deployment_does_not_serve_is_a_json_400_on_every_route(client, path):
+    """Django refuses it before any view (ALLOWED_HOSTS); its own answer was an HTML page."""
+    response = client.get(path, HTTP_HOST="elsewhere.example")
+    assert response.status_code == 400 and response["Content-Type"] == "application/json"
+    assert response.json() == {"message": "Bad request: this service does not answer to the Host header sent."}
