@@ -347,7 +347,7 @@ class PriceOverrideListApi(OrgApiView):
         return array_response(price_override_list(book=self.book), request.query_params, PriceOverrideOut)
 
     @extend_schema(operation_id="price_overrides_create", request=PriceOverrideIn,
-                   responses={201: PriceOverrideChangeOut})
+                   responses={201: PriceOverrideChangeOut, 409: ErrorOut})
     def post(self, request):
         """Create a price override.
 
