@@ -74,7 +74,7 @@ def book_figures(*, book: Book, now: datetime) -> BookFigures:
     window = month_so_far(now)
     return BookFigures(
         book=book, window=window,
-        revenue=revenue_metrics(book=book, window=window),
+        revenue=revenue_metrics(book=book, window=window, period_limit=None),  # a month: nothing to bound
         cost=cost_analytics(book=book, window=window),
         mrr=mrr_report(book=book, variant=ALL, now=now),
         overdue=overdue_invoices(book=book),

@@ -4,27 +4,39 @@ Django reads as much of a body as its Content-Length says, and a chunked request
 empty, so a chunked `PATCH` answered 200 and changed nothing, and a chunked batch of usage was a 400 for a body it
 never read. gunicorn decodes the chunks and ends the input stream where the body ends (`wsgi.input_terminated`,
 a WSGI extension); this wrapper of the WSGI application reads that stream, at most REQUEST_BODY_MAX_BYTES of it,
-and passes the body on with its length, so every route reads it as it reads any other. A server that does not
-end the stream cannot say where the body stops: such a request is a 411."""
+and passes the body on with its length, so every route reads it as it reads any other.
+
+A chunked body it cannot pass on (past the limit; from a server that does not end the stream, so nothing says
+where the body stops; with a Content-Length beside it, which HTTP forbids) goes on empty, marked, and the first
+middleware that reads bodies (`RequestBodyLimitMiddleware`) answers for it: the answer then carries the request's
+id and its access line, as every other does."""
 import io
-import json
 
 from django.conf import settings
 
-from core.errors import body_too_large, error_body
+from core.errors import ApiError, BadRequest, body_too_large
 
-LENGTH_REQUIRED = ("A chunked request body cannot be read by this server (it does not mark where the body ends); "
-                   "send the body with a Content-Length header.")
-
-
-def _is_chunked(environ) -> bool:
-    return "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower() and not environ.get("CONTENT_LENGTH")
+# The environ key that marks a chunked body the wrapper could not pass on, and why.
+REFUSAL = "billing.chunked_body_refusal"
+TOO_LARGE, LENGTH_REQUIRED, AMBIGUOUS = "too_large", "length_required", "ambiguous"
 
 
-def _json_answer(start_response, status: str, body: dict) -> list[bytes]:
-    content = json.dumps(body).encode()
-    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(content)))])
-    return [content]
+class LengthRequired(ApiError):
+    status, code, code_shown = 411, "length_required", True
+
+
+def refusal_error(environ) -> ApiError | None:
+    """The answer to a request whose chunked body could not be passed on, None for any other request."""
+    refusal = environ.get(REFUSAL)
+    if refusal is None:
+        return None
+    if refusal == TOO_LARGE:
+        return body_too_large()
+    if refusal == LENGTH_REQUIRED:
+        return LengthRequired("A chunked request body cannot be read by this server (it does not mark where the body "
+                              "ends); send the body with a Content-Length header.")
+    return BadRequest("A request may not carry both Transfer-Encoding: chunked and Content-Length; send one of them.",
+                      code="ambiguous_body_length")
 
 
 class ChunkedBodies:
@@ -34,14 +46,19 @@ class ChunkedBodies:
         self.application = application
 
     def __call__(self, environ, start_response):
-        if not _is_chunked(environ):
+        if "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
             return self.application(environ, start_response)
+        if environ.get("CONTENT_LENGTH"):
+            return self._refused(environ, start_response, AMBIGUOUS)
         if not environ.get("wsgi.input_terminated"):
-            return _json_answer(start_response, "411 Length Required", error_body(LENGTH_REQUIRED, "length_required"))
+            return self._refused(environ, start_response, LENGTH_REQUIRED)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         body = environ["wsgi.input"].read() if limit is None else environ["wsgi.input"].read(limit + 1)
         if limit is not None and len(body) > limit:
-            error = body_too_large()
-            return _json_answer(start_response, f"{error.status} Request Entity Too Large", error.body())
+            return self._refused(environ, start_response, TOO_LARGE)
         environ["wsgi.input"], environ["CONTENT_LENGTH"] = io.BytesIO(body), str(len(body))
+        return self.application(environ, start_response)
+
+    def _refused(self, environ, start_response, why: str):
+        environ[REFUSAL], environ["wsgi.input"], environ["CONTENT_LENGTH"] = why, io.BytesIO(b""), "0"
         return self.application(environ, start_response)

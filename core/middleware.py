@@ -8,6 +8,7 @@ from django.conf import settings
 from django.http import JsonResponse
 
 from core import views
+from core.chunked_bodies import refusal_error
 from core.errors import body_too_large
 from core.logs import current_request_id, redact
 
@@ -64,12 +65,16 @@ class HealthProbeMiddleware:
 
 class RequestBodyLimitMiddleware:
     """A body longer than DATA_UPLOAD_MAX_MEMORY_SIZE (REQUEST_BODY_MAX_BYTES) is answered 413 from its
-    Content-Length, before any of it is read, on every route (API, pages and admin alike)."""
+    Content-Length, before any of it is read, on every route (API, pages and admin alike); so is a chunked body
+    the WSGI wrapper could not pass on (core/chunked_bodies.py: 413, 411 or 400)."""
 
     def __init__(self, get_response):
         self.get_response = get_response
 
     def __call__(self, request):
+        refused = refusal_error(request.META)
+        if refused is not None:
+            return JsonResponse(refused.body(), status=refused.status)
         limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)

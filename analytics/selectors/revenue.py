@@ -17,6 +17,7 @@
 
 Internal coding-agent usage never counts: internal customers' events and subscriptions are left out.
 """
+import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -270,16 +271,16 @@ def _add(figures: SubscriptionRevenue, figure: str, amount: Decimal) -> None:
     setattr(figures, figure, getattr(figures, figure) + amount)
 
 
-# The billing periods one revenue read walks at most. Fees and usage are priced period by period in Python (tens
-# of microseconds a period): 200,000 is ten years of 1,600 monthly subscriptions, while millennia of a one-day cycle
-# held a web worker for minutes (docs/decisions/analytics.md).
+# The billing periods one revenue read prices at most. Fees and usage are priced period by period in Python (tens
+# of microseconds a period, for each): 200,000 is ten years of 1,500 monthly subscriptions, while millennia of a
+# one-day cycle held a web worker for minutes (docs/decisions/analytics.md).
 MAX_PERIODS_PER_READ = 200_000
 _SHORTEST_CYCLE_DAYS = {BillingCycle.MONTHLY: 28, BillingCycle.YEARLY: 365}
 
 
 def _periods_at_most(subscription: Subscription, window: Window) -> int:
-    """At most how many billing periods of `subscription` a read of `window` walks (fees and usage each walk the
-    periods of the part of the window its life meets, a day either side for the local days of its edges)."""
+    """At most how many billing periods of `subscription` meet the part of `window` its life meets (a day either
+    side, for the local days of its edges): each is priced for fees and for usage."""
     start, end = life_of(subscription)
     low = max(window.start, start - timedelta(days=1))
     high = window.end if end is None else min(window.end, end + timedelta(days=1))
@@ -287,7 +288,7 @@ def _periods_at_most(subscription: Subscription, window: Window) -> int:
         return 0
     cycle_days = (subscription.custom_cycle_days if subscription.billing_cycle == BillingCycle.CUSTOM
                   else _SHORTEST_CYCLE_DAYS[subscription.billing_cycle])
-    return 2 * ((high - low).days // max(cycle_days or 1, 1) + 2)
+    return math.ceil((high - low) / timedelta(days=max(cycle_days or 1, 1))) + 1
 
 
 def _check_read_size(subscriptions: list[Subscription], window: Window, limit: int) -> None:

@@ -76,7 +76,20 @@ def test_a_server_that_does_not_end_the_stream_gets_a_411(api, customer):
     assert Customer.objects.get(pk=customer.pk).name == "Before"
 
 
-def test_a_body_with_a_content_length_is_passed_on_untouched(api, customer):
-    status, body = call("PATCH", f"/v1/customers/{customer.id}", api.raw_key, b'{"name": "After"}', terminated=False,
-                        length=True)
-    assert status.startswith("200") and body["name"] == "After"
+def test_a_chunked_body_with_a_content_length_too_is_a_400(api, customer):
+    """HTTP forbids both (RFC 9112 6.3); gunicorn refuses such a request itself, other servers may pass it on."""
+    status, body = call("PATCH", f"/v1/customers/{customer.id}", api.raw_key, b'{"name": "After"}', length=True)
+    assert status.startswith("400") and body["code"] == "ambiguous_body_length"
+    assert Customer.objects.get(pk=customer.pk).name == "Before"
+
+
+def test_a_refused_chunked_body_is_answered_inside_the_application_with_its_request_id(api, customer, settings):
+    """The refusal goes through the middleware like any answer: it carries the request's id."""
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 8
+    headers = {}
+    environ = {"REQUEST_METHOD": "PATCH", "PATH_INFO": f"/v1/customers/{customer.id}", "SERVER_NAME": "testserver",
+               "SERVER_PORT": "80", "HTTP_HOST": "testserver", "wsgi.url_scheme": "http", "wsgi.errors": io.StringIO(),
+               "wsgi.input": io.BytesIO(b'{"name": "After"}'), "wsgi.input_terminated": True,
+               "HTTP_TRANSFER_ENCODING": "chunked", "HTTP_X_API_KEY": api.raw_key, "REMOTE_ADDR": "127.0.0.1"}
+    b"".join(APPLICATION(environ, lambda status, pairs, *_: headers.update(pairs, status=status)))
+    assert headers["status"].startswith("413") and headers.get("X-Request-ID")
