@@ -200,17 +200,35 @@ def _unit_key(subscription_id, index: int, signal_id) -> tuple:
 
 def _billing_segments(timeline: TermsTimeline, claims: list[Claim], window: Window) -> tuple[list, list]:
     """The units, and what the subscription bills of the ledger in the window, one entry per claim and pricing
-    unit, keyed by both (`signal_quantities`' entries)."""
+    unit, keyed by both (`signal_quantities`' entries).
+
+    The units follow each other in time, and so do the claims of one agent and signal (each event is claimed
+    once: they never overlap), so each unit is compared with the claims of each signal from where the unit before
+    it left off, not with all of them: a subscription with thousands of invoiced periods has as many claims and
+    units, and comparing every pair cost their product."""
     units, segments = _pricing_units(timeline, window), []
+    by_signal: dict[tuple, list[Claim]] = {}
+    for claim in claims:  # sorted by start
+        by_signal.setdefault((claim.agent_id, claim.signal_id), []).append(claim)
+    next_of = dict.fromkeys(by_signal, 0)  # per signal, its first claim that may still meet a unit
     for index, (start, end, terms) in enumerate(units):
         billed = terms.billed_signals
-        for claim in claims:
-            if claim.signal_id not in billed:
+        for key, signal_claims in by_signal.items():
+            first = next_of[key]
+            while first < len(signal_claims) and signal_claims[first].end is not None \
+                    and signal_claims[first].end <= start:
+                first += 1
+            next_of[key] = first
+            if key[1] not in billed:
                 continue
-            piece = claim.clip(start, end)
-            if piece is not None:
-                segments.append((_unit_key(claim.subscription_id, index, claim.signal_id), claim.customer_id,
-                                 claim.agent_id, *piece, claim.signal_id))
+            for position in range(first, len(signal_claims)):
+                claim = signal_claims[position]
+                if claim.start >= end:
+                    break
+                piece = claim.clip(start, end)
+                if piece is not None:
+                    segments.append((_unit_key(claim.subscription_id, index, claim.signal_id), claim.customer_id,
+                                     claim.agent_id, *piece, claim.signal_id))
     return units, segments
 
 

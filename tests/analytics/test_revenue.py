@@ -258,3 +258,38 @@ def test_a_window_too_long_to_price_is_a_422_before_any_pricing(api, sales, book
     assert get(api, f"/v1/subscriptions/{daily['id']}/revenue", startDate="2024-01-01", endDate="2024-12-31")
     assert get(api, "/v1/analytics/revenue", **long_window | {"startDate": "2000-01-01"}, status=422)
     assert get(api, f"/v1/subscriptions/{sales.delta_sub['id']}/revenue", **long_window)["revenue"]
+
+
+def test_billing_segments_pair_each_unit_with_exactly_the_claims_it_meets(monkeypatch):
+    """`_billing_segments` walks the claims of each signal alongside the units instead of comparing every pair: the
+    same segments as every pair compared, over random days of units and claims (open ones and unbilled signals
+    included)."""
+    import random
+    import uuid
+    from datetime import timedelta
+
+    import analytics.selectors.revenue as revenue
+    from billing.pricing.attribution import Claim
+
+    generator = random.Random(7)
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    for _ in range(30):
+        subscription, customer = uuid.uuid4(), uuid.uuid4()
+        signals = [(uuid.uuid4(), uuid.uuid4()) for _ in range(3)]
+        cuts = sorted(generator.sample(range(1, 200), 12))
+        units = [(start + timedelta(days=lo), start + timedelta(days=hi),
+                  SimpleNamespace(billed_signals={signal for _, signal in generator.sample(signals, 2)}))
+                 for lo, hi in zip([0, *cuts], cuts)]
+        claims = []
+        for agent, signal in signals:  # one signal's claims never overlap
+            days = sorted(generator.sample(range(0, 220), 8))
+            for lo, hi in zip(days[::2], days[1::2]):
+                claims.append(Claim(subscription, customer, agent, signal, start + timedelta(days=lo),
+                                    None if hi == days[-1] and generator.random() < 0.5 else start + timedelta(days=hi)))
+        claims.sort(key=lambda claim: claim.start)
+        monkeypatch.setattr(revenue, "_pricing_units", lambda timeline, window, units=units: units)
+        expected = {((subscription, index, claim.signal_id), customer, claim.agent_id, *piece, claim.signal_id)
+                    for index, (lo, hi, terms) in enumerate(units) for claim in claims
+                    if claim.signal_id in terms.billed_signals and (piece := claim.clip(lo, hi)) is not None}
+        _, segments = revenue._billing_segments(None, claims, None)
+        assert len(segments) == len(expected) and set(segments) == expected
