@@ -179,7 +179,11 @@ class _Seeder:
             if spec.customer == demo.NEAR_EMPTY_POOL:
                 body["billingDay"] = (self.now + POOL_PERIOD_LEFT).day
                 # It starts on its billing day: a start on the 1st made a first period of a day or so, which a pool
-                # bills at its whole price (contract: a pool bills its price for every period it covers).
+                # bills at its whole price (contract: a pool bills its price for every period it covers). The billing
+                # day on or before the usage's first month start, so that it always has three finished periods: the
+                # one after that month start left it two on the days when 90 days back fell on a month's first days.
+                if body["billingDay"] > start.day:
+                    start = (start.replace(day=1) - timedelta(days=1)).replace(day=1)
                 last_day = calendar.monthrange(start.year, start.month)[1]
                 body["startDate"] = start.replace(day=min(body["billingDay"], last_day)).isoformat()
             self.subscriptions[spec.customer] = subscription_create(
