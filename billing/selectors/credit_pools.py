@@ -342,14 +342,15 @@ def credit_balance_get(*, book, subscription_id, now: datetime) -> CreditBalance
 
 # --------------------------------------------------------------------------- the 30-second cache
 
-def _generation_key(book) -> str:
-    return f"credit-balances:generation:{book.pk}"
+def _generation_key(book_id) -> str:
+    return f"credit-balances:generation:{book_id}"
 
 
-def balance_cache_refresh(*, book) -> None:
-    """Start a new cache generation for the book: its top-ups and pause changes show in the next read at once
-    (usage recorded meanwhile shows within 30 seconds)."""
-    cache.set(_generation_key(book), uuid4().hex, None)
+def balance_cache_refresh(*, book_id) -> None:
+    """Start a new cache generation for the book: the next read computes. Top-ups and pause changes call it, so
+    the caller sees them at once; so does the follow-up of recorded usage (billing/tasks.py), so a batch shows a
+    few seconds after its answer rather than when a cached answer expires (contract: "Derived figures")."""
+    cache.set(_generation_key(book_id), uuid4().hex, None)
 
 
 def cached_read(*, book, what: str, compute):
@@ -360,7 +361,7 @@ def cached_read(*, book, what: str, compute):
     if not settings.CACHE_SHARED:
         return compute()
     digest = hashlib.sha256(what.encode()).hexdigest()
-    key = f"credit-balances:{book.pk}:{cache.get(_generation_key(book), '0')}:{digest}"
+    key = f"credit-balances:{book.pk}:{cache.get(_generation_key(book.pk), '0')}:{digest}"
     answer = cache.get(key)
     if answer is None:
         answer = compute()

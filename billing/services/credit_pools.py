@@ -112,7 +112,7 @@ def credit_topup(*, book: Book, subscription_id, units: Decimal, idempotency_key
                                f"on subscription {grant.subscription_id}; use a new key for a different top-up.")
             created = False
     if created:
-        balance_cache_refresh(book=book)
+        balance_cache_refresh(book_id=book.pk)
     remaining = credit_balance_get(book=book, subscription_id=subscription.pk, now=now).remaining_units
     return TopUp(grant, created, remaining)
 
@@ -131,7 +131,7 @@ def credit_alerts_pause(*, book: Book, subscription_id, paused: bool, actor: str
         changelog_add(subscription=subscription, kind=Kind.UPDATE, actor=actor,
                       summary=f"Credit-pool alert emails {'paused' if paused else 'resumed'}",
                       changes={"alertsPaused": {"before": not paused, "after": paused}})
-    balance_cache_refresh(book=book)
+    balance_cache_refresh(book_id=book.pk)
     return subscription
 
 
