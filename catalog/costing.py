@@ -351,14 +351,18 @@ def _without(block, names: dict):
 
 
 def with_override(rates: Rates | None, override: RateOverride) -> Rates:
-    """The rates a book pays for a service under its override (`rates`: the catalog's, None for a model the
-    catalog lacks). A unit rate prices the event's quantity; token rates replace those kinds flat: the kinds
-    they name leave every long-context, off-peak and service-tier rate of the catalog (the provider's published
-    batch share still applies to them)."""
+    """The rates a book pays for a service under its override (`rates`: the catalog's, or for a model the catalog
+    lacks its provider's published rules alone, `catalog.resolution.provider_rules`). A unit rate prices the
+    event's quantity. A per-unit service's `input` is its rate per unit (as the catalog's own is), so an override's
+    `input` is too; token kinds do not price it. Token rates replace those kinds flat: the kinds they name leave
+    every long-context, off-peak and service-tier rate of the catalog (the provider's published batch share still
+    applies to them)."""
     if override.unit is not None:
         return Rates(cost_unit="unit", input=override.unit)
+    if rates is not None and not rates.is_token_priced:
+        return rates if override.input is None else Rates(cost_unit=rates.cost_unit, input=override.input)
     named = {kind: getattr(override, kind) for kind in OVERRIDE_KINDS if getattr(override, kind) is not None}
-    base = rates if rates is not None and rates.is_token_priced else Rates(cost_unit=TOKEN_UNIT)
+    base = rates if rates is not None else Rates(cost_unit=TOKEN_UNIT)
     return replace(
         base, **named,
         long_context=tuple(_without(tier, named) for tier in base.long_context),

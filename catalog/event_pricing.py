@@ -11,7 +11,7 @@ from typing import NamedTuple
 from catalog.costing import (STANDARD, RateOverride, Rates, Usage, discounted, event_total, missing_rates,
                              priced_at_standard, service_cost, with_override)
 from catalog.models import PriceOverride, ServiceEntry
-from catalog.resolution import rates_for
+from catalog.resolution import provider_rules, rates_for
 from catalog.suggestions import did_you_mean
 from core.serialization import decimal_text
 
@@ -132,7 +132,8 @@ class PriceList:
         override = ((self._in_effect(("service", service.pk), at) if service is not None else None)
                     or self._in_effect(("model", *usage.key), at))
         if override is not None:
-            return service, with_override(rates, override_rates(override)), override, None
+            base = rates if rates is not None else provider_rules(usage.model_provider)
+            return service, with_override(base, override_rates(override)), override, None
         if service is not None:
             discount = self._in_effect(("provider", service.provider), at)
             if discount is not None:

@@ -28,7 +28,7 @@ from datetime import time
 from decimal import Decimal
 
 from accounts.book_generations import Generation, book_cache
-from catalog.costing import LongContextRates, OffPeakRates, OffPeakWindow, Rates, TierRates
+from catalog.costing import TOKEN_UNIT, LongContextRates, OffPeakRates, OffPeakWindow, Rates, TierRates
 from catalog.models import ModelAlias, PriceOverride, ServiceEntry
 from catalog.sources import BATCH_SHARE_OF_STANDARD, CACHE_WRITE_1H_SHARE_OF_INPUT, catalog_provider
 from core.database import WholeRows, prepared_cursor
@@ -214,6 +214,14 @@ def rates_for(entry: ServiceEntry) -> Rates:
                  cache_write_1h=entry.cache_write_1h_cost, service_tiers=service_tiers,
                  cache_write_1h_share_of_input=CACHE_WRITE_1H_SHARE_OF_INPUT.get(entry.provider),
                  batch_share=BATCH_SHARE_OF_STANDARD.get(entry.provider))
+
+
+def provider_rules(provider: str) -> Rates:
+    """Token rates without a rate, with the provider's published rules (1-hour cache writes, the batch discount):
+    what a book's override of a model the catalog lacks adds its rates to."""
+    name = catalog_provider(provider)
+    return Rates(cost_unit=TOKEN_UNIT, cache_write_1h_share_of_input=CACHE_WRITE_1H_SHARE_OF_INPUT.get(name),
+                 batch_share=BATCH_SHARE_OF_STANDARD.get(name))
 
 
 RATE_NAMES = ("input", "output", "cache_read", "cache_write")

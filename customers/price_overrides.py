@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
+from catalog.costing import TOKEN_UNIT
 from catalog.models import PriceOverride, ServiceEntry
 from catalog.resolution import normalize_model, normalize_provider, resolve_services
 from catalog.sources import catalog_provider
@@ -25,6 +26,9 @@ from customers.models import UsageEvent
 
 RATE_FIELDS = ("input_cost", "output_cost", "cache_read_cost", "cache_write_cost", "cache_write_1h_cost", "unit_cost")
 TOKEN_RATE_FIELDS = RATE_FIELDS[:-1]
+# The token rates a per-unit service has no use for (its inputCost is its rate per unit), by the API's names.
+TOKEN_ONLY_RATES = {"output_cost": "outputCost", "cache_read_cost": "cacheReadCost",
+                    "cache_write_cost": "cacheWriteCost", "cache_write_1h_cost": "cacheWrite1hCost"}
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,10 @@ def _checked(*, service_id, model, model_provider, discount_percent, rates: dict
         if service is None:
             raise NotFound("Catalog service not found")
         target = {"service": service}
+        if service.cost_unit != TOKEN_UNIT:  # its inputCost is its USD per unit, as the catalog's (contract)
+            problems += [f"{field}: {service.provider}/{service.canonical_name} is priced per {service.cost_unit}, "
+                         f"not per token: send unitCost (or inputCost), its USD per {service.cost_unit}."
+                         for name, field in TOKEN_ONLY_RATES.items() if name in given]
     elif model is not None:
         if model_provider is None:
             problems.append("modelProvider: This field is required with model.")

@@ -140,6 +140,50 @@ def test_a_known_model_the_catalog_cannot_price_gets_its_price_from_an_override(
     assert send(api, **pegasus)["totalCostUsd"] == "0.0588"
 
 
+def test_an_input_cost_override_of_a_per_unit_service_is_its_new_rate_per_unit(api):
+    # Contract "Catalog rates": a non-LLM entry's inputCost is its USD per unit (costUnit), so an override's
+    # inputCost of such a service is its negotiated rate per unit, as unitCost is; never a token rate that would
+    # price its events at zero tokens, $0.
+    search = ServiceEntry.objects.get(provider="anthropic", canonical_name="web-search")
+    assert (search.cost_unit, search.input_cost) == ("search", D("0.01"))
+    record = {"model": "web-search", "modelProvider": "anthropic", "quantity": 100}
+    assert send(api, **record, usageDate="2026-03-02T10:00:00Z")["totalCostUsd"] == "1"
+    body = create(api, serviceId=str(search.id), inputCost="0.008", effectiveFrom="2026-03-01T00:00:00Z")
+    assert body["eventsRepriced"] == 1
+    assert send(api, **record, usageDate="2026-03-03T10:00:00Z")["totalCostUsd"] == "0.8"
+    assert month_cost(api) == D("1.6")
+    create(api, serviceId=str(search.id), unitCost="0.006", effectiveFrom="2026-03-10T00:00:00Z")
+    assert send(api, **record, usageDate="2026-03-11T10:00:00Z")["totalCostUsd"] == "0.6"
+
+
+def test_token_rates_for_a_per_unit_service_are_a_400_naming_the_field(api):
+    search = ServiceEntry.objects.get(provider="anthropic", canonical_name="web-search")
+    resp = api.post("/v1/price-overrides", {"serviceId": str(search.id), "outputCost": "0.001"})
+    assert resp.status_code == 400, resp.json()
+    assert resp.json()["message"] == [
+        "outputCost: anthropic/web-search is priced per search, not per token: send unitCost (or inputCost), "
+        "its USD per search."]
+    assert not PriceOverride.objects.exists()
+
+
+def test_a_model_override_keeps_its_providers_published_batch_and_one_hour_cache_rules(api):
+    # Contract "Cost fields of a record": batch without a tier rate is priced at the provider's published batch
+    # discount (OpenAI 50%), a 1-hour cache write without a rate at the provider's published one (Anthropic: 2x the
+    # input rate); a model the catalog lacks, priced by the book's override, keeps its provider's rules.
+    create(api, model="gpt-internal", modelProvider="openai", inputCost="0.000002")  # $2 per million
+    batch = send(api, model="gpt-internal", modelProvider="openai", inputTokens=1_000_000, serviceTier="batch")
+    assert batch["totalCostUsd"] == "1"  # 2 x 50%
+    assert UsageEvent.objects.get(pk=batch["eventId"]).priced_at_standard_tier is False
+    create(api, model="claude-internal", modelProvider="anthropic", inputCost="0.000003")  # $3 per million
+    one_hour = send(api, model="claude-internal", modelProvider="anthropic", cacheWrite1hTokens=1_000_000)
+    assert one_hour["totalCostUsd"] == "6"  # 3 x 2
+    # a provider without published rules: standard rates, and the event says so
+    create(api, model="acme-llm", modelProvider="acme", inputCost="0.000002")
+    flex = send(api, model="acme-llm", modelProvider="acme", inputTokens=1_000_000, serviceTier="batch")
+    assert flex["totalCostUsd"] == "2"
+    assert UsageEvent.objects.get(pk=flex["eventId"]).priced_at_standard_tier is True
+
+
 def test_overrides_never_touch_invoices_revenue(api):
     create(api, modelProvider="openai", discountPercent=20, effectiveFrom="2026-01-01T00:00:00Z")
     send(api, **GPT_4O, usageDate="2026-03-02T10:00:00Z")
