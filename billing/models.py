@@ -5,7 +5,7 @@ from django.db.models import Q
 from core import display
 from core.exact_json import ExactJSONField
 from core.models import OrgOwned
-from core.money import ZERO, CentsField, ExactField, QuantityField
+from core.money import ZERO, CentsField, ExactField, QuantityField, SumField
 
 
 class PricingPlan(OrgOwned):
@@ -443,7 +443,7 @@ class CreditPoolAlert(OrgOwned):
     period_end = models.DateTimeField()
     stage = models.PositiveSmallIntegerField(choices=Stage.choices)
     outcome = models.CharField(max_length=12, choices=Outcome.choices)
-    used_percent = ExactField()
+    used_percent = SumField()  # usage may overdraw a pool by any amount: no bound (docs/decisions/usage-recording.md)
     remaining_units = QuantityField()
     recipients = ExactJSONField(default=list, blank=True)
 

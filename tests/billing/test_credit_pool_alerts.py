@@ -57,6 +57,17 @@ def test_each_stage_is_emailed_once_per_period(jobs, api, chain, frozen_now):
     assert balance(api, subscription)["remainingUnits"] == -40
 
 
+def test_a_pool_overdrawn_by_any_amount_still_alerts(jobs, api, chain, frozen_now):
+    # One record may carry up to 10^21 units: a pool of 100 overdrawn by that is used 10^21 percent, past what a
+    # 16-digit column holds; the alert is stored and emailed, the job does not fail for the book.
+    pool_subscription(api, chain)
+    use(chain, 10**21)
+    jobs()
+    alert = CreditPoolAlert.objects.get(stage=100)
+    assert (alert.outcome, alert.used_percent) == ("emailed", 10**21)  # 10^21 units used of 100
+    assert alert.remaining_units == 100 - 10**21
+
+
 def test_only_the_highest_newly_passed_stage_is_emailed(jobs, api, chain, frozen_now):
     pool_subscription(api, chain)
     use(chain, 85)  # passes 50 and 80 at once

@@ -5,10 +5,12 @@ from datetime import datetime, timezone
 from decimal import Decimal as D
 
 import pytest
+from rest_framework.test import APIClient
 from django.core.management import call_command
 
 from billing.record_validation import MAX_QUANTITY, MAX_TOKENS
 from catalog.event_pricing import MAX_EVENT_COST
+from core import exact_json
 from customers.models import Customer, UsageEvent
 from customers.rollup import analytics_rollup_rebuild
 from tests.factories import ServiceEntryFactory, UsageEventFactory
@@ -79,9 +81,10 @@ def test_records_at_every_maximum_are_stored_and_the_next_batch_and_analytics_st
 @pytest.mark.parametrize("beyond, message", [
     ({"inputTokens": MAX_TOKENS + 1}, f"inputTokens: Must be at most {MAX_TOKENS} (the documented maximum)."),
     ({"cacheWriteTokens": 2**63}, f"cacheWriteTokens: Must be at most {MAX_TOKENS} (the documented maximum)."),
-    ({"quantity": str(MAX_QUANTITY + D("0.000000000001"))},
+    ({"quantity": "1000000000000000000000.000000000001"},  # MAX_QUANTITY and a millionth of a millionth
      f"quantity: Must be at most {MAX_QUANTITY} (the documented maximum)."),
-    ({"quantity": 10**16}, f"quantity: Must be at most {MAX_QUANTITY} (the documented maximum)."),
+    ({"quantity": 10**21 + 1}, f"quantity: Must be at most {MAX_QUANTITY} (the documented maximum)."),
+    ({"quantity": D("1e22")}, f"quantity: Must be at most {MAX_QUANTITY} (the documented maximum)."),
     ({"services": [{"model": "bound-llm", "modelProvider": "boundai", "outputTokens": MAX_TOKENS + 1}],
       "model": None, "modelProvider": None},
      f"services[0].outputTokens: Must be at most {MAX_TOKENS} (the documented maximum)."),
@@ -99,6 +102,24 @@ def test_a_record_beyond_a_maximum_fails_alone_as_out_of_range(api, cheap_llm, p
         == (0, "out_of_range", False, [message])
     assert UsageEvent.objects.count() == 2
     assert api.get("/v1/analytics/usage", {"startDate": DAY, "endDate": DAY}).status_code == 200
+
+
+@pytest.mark.parametrize("quantity", ["12345678901234567", "98765432109.876543", "1234567890123456.7",
+                                      "0.30000000000000004", "1e+20", "1000000000000000000000"])
+def test_seventeen_significant_digits_are_kept_at_any_size_a_client_prints(api, free_api, quantity):
+    # Contract "Exact numbers in": a quantity keeps every digit a client prints for a binary float (at least 17
+    # significant digits); only beyond that may a record fail. Sent as JSON numbers, as a client's encoder writes.
+    body = ('{"records": [{"customerExternalId": "c", "agentCode": "bot", "signalName": "jobs", "model": '
+            f'"free-api", "modelProvider": "boundapi", "quantity": {quantity}, "usageDate": "{DAY}T12:00:00Z"}}]}}')
+    resp = APIClient.post(api, "/v1/usage/record", body, content_type="application/json")
+    assert resp.status_code == 200, resp.content
+    entry = resp.json()["results"]["success"][0]
+    assert UsageEvent.objects.get(pk=entry["eventId"]).quantity == D(quantity)
+    # the answers read as exactly as they are written (a float would keep 15-17 digits of them)
+    events = exact_json.loads(api.get("/v1/events", {"startDate": DAY, "endDate": DAY}).content.decode())
+    assert D(events[0]["quantity"]) == D(quantity)  # a decimal string
+    usage = exact_json.loads(api.get("/v1/analytics/usage", {"startDate": DAY, "endDate": DAY}).content.decode())
+    assert D(str(usage["summary"]["totalQuantity"])) == D(quantity)
 
 
 def test_an_event_costing_more_than_the_maximum_fails_alone_and_provisions_nothing(api, cheap_llm, per_unit,

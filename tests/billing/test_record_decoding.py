@@ -78,9 +78,11 @@ odd_names = st.one_of(st.sampled_from(["", " ", " padded ", "x" * 256, "Zürich"
                                        "quote\": inside", "emoji 😀", "back\\slash"]), st.text(max_size=12))
 numbers = st.one_of(
     st.integers(min_value=-5, max_value=5),
-    st.sampled_from([0, 1, 999, 10**9, 10**9 + 1, 10**12, 10**12 + 1, 2**64, -(2**63) - 1, 10**30]),
+    st.sampled_from([0, 1, 999, 10**9, 10**9 + 1, 10**12, 10**12 + 1, 2**64, -(2**63) - 1, 10**21, 10**21 + 1,
+                     10**30]),
     st.sampled_from([Decimal(text) for text in ("1.50", "1.5", "0.0", "-0.0", "1e3", "1E+3", "2.5e-3", "1e-30",
-                                                 "1e-31", "1000000000.1", "1e9", "123.456789012345678901234567")]),
+                                                 "1e-31", "1000000000.1", "1e9", "1e21", "1e+22",
+                                                 "123.456789012345678901234567")]),
     st.decimals(allow_nan=False, allow_infinity=False, places=None, min_value=-10**6, max_value=10**6),
 )
 odd = st.one_of(odd_names, numbers, st.booleans(), st.none(), st.lists(st.integers(), max_size=2))
@@ -189,7 +191,8 @@ EDGES = {
     **{name: [0, 1, 10**12, 10**12 + 1, -1, Decimal("1.0"), Decimal("1e3"), True, "5", None, 2**64]
        for name in TOKEN_NAMES},
     "quantity": [0, 1, Decimal("0.5"), Decimal("1.50"), Decimal("1e-30"), Decimal("1e-31"), Decimal("1e-33"), 10**9,
-                 10**9 + 1, Decimal("1000000000.0"), Decimal("1000000000.1"), -1, Decimal("-0.0"), Decimal("-0.5"),
+                 10**9 + 1, Decimal("1000000000.0"), Decimal("1000000000.1"), 10**21, 10**21 + 1, Decimal("1e21"),
+                 Decimal("1000000000000000000000.5"), -1, Decimal("-0.0"), Decimal("-0.5"),
                  True, "1", " 2 ", "1_000", "NaN", None, Decimal("1e999999999999")],
     "usageDate": ["2026-11-29T10:00:00Z", "2026-11-29", "2026-11-29T10:00:00", "2026-11-29T10:00:00+02:00",
                   "2026-11-29 10:00:00", "not a date", "10000-01-01", " 2026-11-29 ", 20261129, None, "0001-01-01"],
