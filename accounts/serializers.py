@@ -49,7 +49,7 @@ class UserMeOut(serializers.Serializer):
 
 class InvitationCreateIn(serializers.Serializer):
     organizationId = UuidIn(source="organization_id")
-    email = serializers.EmailField()
+    email = serializers.EmailField(max_length=254)  # Invitation.email's column
     role = serializers.ChoiceField(choices=["owner", "admin", "finance", "legal", "member"])
 
 

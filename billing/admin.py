@@ -35,6 +35,7 @@ from accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, ScopedI
 from accounts.api import MONEY_ROLES
 from accounts.models import Book
 from core import clock, display
+from core.clock import MAX_YEAR, MIN_YEAR, YEAR_RANGE_MESSAGE
 from core.errors import ApiError, NotFound
 from core.money import EXACT_DIGITS, EXACT_PLACES
 from core.scoping import owned
@@ -242,6 +243,8 @@ class NearlyEmptyPoolFilter(admin.SimpleListFilter):
         try:
             below = Decimal(self.value())
         except InvalidOperation:
+            below = None
+        if below is None or not below.is_finite():  # NaN and Infinity compare with nothing
             raise IncorrectLookupParameters(f"pool_left: {self.value()!r} is not a percent")
         now = clock.now()
         books = Book.objects.filter(pk__in=queryset.values("book_id"))  # already scoped and filtered
@@ -284,8 +287,11 @@ class ChangePlanForm(forms.Form):
 
     def clean(self):
         data = super().clean()
-        if data.get("when") == self.AT and data.get("effective_at") is None:
+        chosen = data.get("effective_at")
+        if data.get("when") == self.AT and chosen is None:
             self.add_error("effective_at", "Give the time the change takes effect.")
+        elif chosen is not None and not MIN_YEAR <= chosen.year <= MAX_YEAR:  # as the API's effectiveAt
+            self.add_error("effective_at", YEAR_RANGE_MESSAGE)
         return data
 
     def effective_instant(self, now):

@@ -127,6 +127,16 @@ class InvalidRecord:
     # error is a number beyond its maximum
 
 
+# Names stored lower-cased (catalog.resolution.normalize_model, normalize_provider): their length is checked so.
+LOWERCASED = frozenset({"model", "modelProvider"})
+
+
+def _shown(name) -> str:
+    """A field name as a message shows it: as sent, or quoted with escapes when it is not plain text (an unpaired
+    surrogate, a NUL) or not a string."""
+    return name if isinstance(name, str) and not text_problem(name) else repr(name)
+
+
 def check_request_shape(body) -> list[dict]:
     """The whole-request rules: a `records` array of 1 to 100 objects, each in exactly one shape."""
     if not isinstance(body, dict) or "records" not in body:
@@ -150,8 +160,9 @@ def check_request_shape(body) -> list[dict]:
                 problems.append(f"records[{index}]: Send tokens inside each service of services (multi-service "
                                 f"shape), not at the top level beside it (got {', '.join(single)}).")
         elif record.get("model") is None and record.get("modelProvider") is None:
-            unknown = [f"{name} (did you mean {field_meant(name, RECORD_FIELDS)}?)" if field_meant(name, RECORD_FIELDS)
-                       else name for name in _unknown_fields(record, RECORD_FIELDS) if isinstance(name, str)]
+            unknown = [f"{_shown(name)} (did you mean {field_meant(name, RECORD_FIELDS)}?)"
+                       if field_meant(name, RECORD_FIELDS) else _shown(name)
+                       for name in _unknown_fields(record, RECORD_FIELDS) if isinstance(name, str)]
             hint = f" Fields this record carries that a record does not take: {', '.join(unknown)}." if unknown else ""
             problems.append(f"records[{index}]: Send either model and modelProvider (single-service shape) or "
                             f"services (multi-service shape); neither was given.{hint}")
@@ -171,7 +182,7 @@ class _Checker:
 
     def unknown_fields(self, data: dict, accepted: frozenset[str], what: str) -> None:
         for name in _unknown_fields(data, accepted):
-            shown = name if isinstance(name, str) and not text_problem(name) else repr(name)
+            shown = _shown(name)
             meant = field_meant(name, accepted) if isinstance(name, str) else None
             hint = f" Did you mean {meant}?" if meant else ""
             self.fail(shown, f"Not a field of {what}.{hint} Free-form data belongs in metadata.")
@@ -207,6 +218,10 @@ class _Checker:
             return None
         if len(value) > max_length:
             self.fail(name, f"Ensure this field has no more than {max_length} characters.")
+            return None
+        if name in LOWERCASED and len(value.lower()) > max_length:  # "İ" is two characters lower-cased
+            self.fail(name, f"Ensure this field has no more than {max_length} characters once lower-cased (models "
+                            f"and providers are stored lower-cased).")
             return None
         return value
 

@@ -65,6 +65,16 @@ def normalize_provider(provider: str) -> str:
     return (provider or "").strip().lower()
 
 
+NAME_COLUMN_LENGTH = 255
+
+
+def too_long_once_normalized(**names: str) -> list[str]:
+    """400 messages for the names (by API field) longer than their columns once normalized: lower-casing can
+    lengthen a text ("İ" becomes two characters), after the field's own length was checked."""
+    return [f"{field}: Ensure this field has no more than {NAME_COLUMN_LENGTH} characters once lower-cased (models "
+            f"and providers are stored lower-cased)." for field, name in names.items() if len(name) > NAME_COLUMN_LENGTH]
+
+
 def _providers(provider: str) -> list[str]:
     """The provider as sent, its synonym, and the name the catalog loader folds it into (`bedrock_converse`,
     `cohere_chat`, `text-completion-openai`, `vertex_ai_beta`, `vertex_ai-*`...: catalog.sources)."""

@@ -65,6 +65,17 @@ class JSONParser(parsers.JSONParser):
         return document
 
 
+def _surrogates_escaped(value):
+    """`value` with every text's unpaired surrogates written as `\\udXXX` escapes (containers copied)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_surrogates_escaped(key): _surrogates_escaped(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_surrogates_escaped(item) for item in value]
+    return value
+
+
 class JSONRenderer(renderers.JSONRenderer):
     def render(self, data, accepted_media_type=None, renderer_context=None):
         if data is None:
@@ -72,7 +83,12 @@ class JSONRenderer(renderers.JSONRenderer):
         option = orjson.OPT_PASSTHROUGH_DATETIME
         if self.get_indent(accepted_media_type, renderer_context or {}):
             option |= orjson.OPT_INDENT_2
-        content = exact_json.dumps(data, default=_api_default, option=option)
+        try:
+            content = exact_json.dumps(data, default=_api_default, option=option)
+        except orjson.JSONEncodeError:
+            # A text with an unpaired surrogate (orjson writes UTF-8 only), echoed from a request by a message that
+            # did not show it escaped: the answer shows it escaped rather than failing as a 500.
+            content = exact_json.dumps(_surrogates_escaped(data), default=_api_default, option=option)
         # As DRF's renderer: U+2028 and U+2029 escaped, so the answer is also valid JavaScript. Hot path: their
         # first byte is looked for first, a search many times quicker than one for all three bytes.
         if b"\xe2" in content:

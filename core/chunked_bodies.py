@@ -9,7 +9,12 @@ and passes the body on with its length, so every route reads it as it reads any 
 A chunked body it cannot pass on (past the limit; from a server that does not end the stream, so nothing says
 where the body stops; with a Content-Length beside it, which HTTP forbids) goes on empty, marked, and the first
 middleware that reads bodies (`RequestBodyLimitMiddleware`) answers for it: the answer then carries the request's
-id and its access line, as every other does."""
+id and its access line, as every other does.
+
+A Content-Type whose charset Python knows but is not a text encoding (`base64`, `hex`, `rot13`, `zlib`) is marked
+the same way, its charset taken off: Django takes any charset `codecs` can look up, and decoding the query string
+with one raised LookupError while it built the request, before any middleware, on every route (a 500)."""
+import codecs
 import io
 
 from django.conf import settings
@@ -18,7 +23,7 @@ from core.errors import ApiError, BadRequest, body_too_large
 
 # The environ key that marks a chunked body the wrapper could not pass on, and why.
 REFUSAL = "billing.chunked_body_refusal"
-TOO_LARGE, LENGTH_REQUIRED, AMBIGUOUS = "too_large", "length_required", "ambiguous"
+TOO_LARGE, LENGTH_REQUIRED, AMBIGUOUS, NOT_TEXT = "too_large", "length_required", "ambiguous", "not_text"
 
 
 class LengthRequired(ApiError):
@@ -35,17 +40,41 @@ def refusal_error(environ) -> ApiError | None:
     if refusal == LENGTH_REQUIRED:
         return LengthRequired("A chunked request body cannot be read by this server (it does not mark where the body "
                               "ends); send the body with a Content-Length header.")
+    if refusal == NOT_TEXT:
+        return BadRequest("Content-Type: its charset is not a text encoding; send utf-8.", code="unsupported_charset")
     return BadRequest("A request may not carry both Transfer-Encoding: chunked and Content-Length; send one of them.",
                       code="ambiguous_body_length")
 
 
+def _without_binary_charset(content_type: str) -> str | None:
+    """The Content-Type without its charset when that names a codec that is not a text encoding; else None."""
+    kept, refused = [], False
+    for part in content_type.split(";"):
+        name, _, value = part.partition("=")
+        if name.strip().lower() == "charset":
+            try:
+                refused = refused or not codecs.lookup(value.strip().strip('"'))._is_text_encoding
+            except LookupError:  # a name no codec has: Django ignores it
+                pass
+            continue
+        kept.append(part)
+    return ";".join(kept) if refused else None
+
+
 class ChunkedBodies:
-    """The WSGI application, with chunked request bodies read whole first (see the module's docstring)."""
+    """The WSGI application, with chunked request bodies read whole first and a charset that is not text marked
+    (see the module's docstring)."""
 
     def __init__(self, application):
         self.application = application
 
     def __call__(self, environ, start_response):
+        content_type = environ.get("CONTENT_TYPE", "")
+        if "charset" in content_type.lower():
+            kept = _without_binary_charset(content_type)
+            if kept is not None:
+                environ["CONTENT_TYPE"] = kept
+                return self._refused(environ, start_response, NOT_TEXT)
         if "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
             return self.application(environ, start_response)
         if environ.get("CONTENT_LENGTH"):

@@ -16,7 +16,8 @@ from django.db import IntegrityError, transaction
 from catalog.event_pricing import (MAP_MODEL_BY_API, PriceList, ServiceUsage, price_event, standard_tier_reason,
                                    unpriced_reason)
 from catalog.models import ModelAlias, ServiceEntry
-from catalog.resolution import normalize_model, normalize_provider, resolve_prices, resolve_services
+from catalog.resolution import (normalize_model, normalize_provider, resolve_prices, resolve_services,
+                                 too_long_once_normalized)
 from core.errors import BadRequest, NotFound
 from core.progress import NO_PROGRESS, Progress
 from core.scoping import owned
@@ -174,6 +175,9 @@ def model_map(*, book, model: str, model_provider: str, service_id, created_by: 
     """Point an unknown model name at a catalog entry, then backfill as a job: inline when few events wait,
     otherwise in the background (a Celery task, or this process's runner without a broker)."""
     model, model_provider = normalize_model(model), normalize_provider(model_provider)
+    too_long = too_long_once_normalized(model=model, modelProvider=model_provider)
+    if too_long:
+        raise BadRequest(too_long)
     try:
         service = ServiceEntry.objects.get(pk=service_id, is_active=True)
     except (ServiceEntry.DoesNotExist, ValueError):

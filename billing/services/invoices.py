@@ -30,14 +30,12 @@ from billing.pricing.terms import effective_end, period_end_grown_back, schedule
 from core.database import retry_while_reconnecting
 from core.errors import BadRequest, Conflict, EmailNotSent, NotFound, Unprocessable
 from core.jobs import BookFailures
-from core.money import CENTS_DIGITS, CENTS_PLACES, EXACT_DIGITS, EXACT_PLACES
+from core.money import CENTS_LIMIT, EXACT_LIMIT
 from core.scoping import get_owned, owned
 from webhooks.models import EventType
 from customers.models import Customer
 
 logger = logging.getLogger("billing.invoices")
-EXACT_LIMIT = Decimal(10) ** (EXACT_DIGITS - EXACT_PLACES)
-CENTS_LIMIT = Decimal(10) ** (CENTS_DIGITS - CENTS_PLACES)
 
 Status = InvoiceStatus
 UNSENDABLE = (Status.PAID, Status.VOID, Status.REFUNDED)
@@ -236,7 +234,9 @@ def invoice_update(*, book, invoice_id, **changes) -> Invoice:
                        code="invoice_immutable")
     for field, value in changes.items():
         setattr(invoice, field, value)
-    _apply_totals(invoice, owned(InvoiceLine, book).filter(invoice=invoice).values_list("amount", flat=True))
+    lines = list(owned(InvoiceLine, book).filter(invoice=invoice))
+    _apply_totals(invoice, [line.amount for line in lines])
+    _refuse_unstorable(invoice, lines)  # a tax rate can take a total past what the invoice holds: a 422
     invoice.save()
     return invoice
 

@@ -23,7 +23,7 @@ from billing.events import invoice_event, payment_event
 from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
 from billing.pay_links import pay_token_digest
 from core.errors import BadRequest, Conflict, Forbidden
-from core.money import ZERO, from_minor_units, to_minor_units
+from core.money import CENTS_LIMIT, ZERO, from_minor_units, to_minor_units
 from core.scoping import get_owned, owned
 from webhooks.models import EventType
 
@@ -46,6 +46,12 @@ def payment_record(*, invoice: Invoice, amount: Decimal, provider: str, provider
 
     Money is recorded whatever the invoice's status (it was received); only a payable invoice moves, to
     `paid` once the net collected covers its total."""
+    earlier = owned(Payment, invoice.book_id).filter(provider_payment_id=provider_payment_id).first()
+    if earlier is not None:  # a replay (the unique constraint below settles a race)
+        return earlier, False
+    if invoice.amount_paid + amount >= CENTS_LIMIT:  # checked before the payment is stored: nothing changes
+        raise BadRequest([f"amount: {amount} with the {invoice.amount_paid} already paid on invoice "
+                          f"{invoice.invoice_number} is more than an invoice holds (below {CENTS_LIMIT:f})."])
     try:
         with transaction.atomic():
             payment = Payment.objects.create(book_id=invoice.book_id, invoice=invoice, amount=amount,

@@ -93,3 +93,31 @@ def test_a_refused_chunked_body_is_answered_inside_the_application_with_its_requ
                "HTTP_TRANSFER_ENCODING": "chunked", "HTTP_X_API_KEY": api.raw_key, "REMOTE_ADDR": "127.0.0.1"}
     b"".join(APPLICATION(environ, lambda status, pairs, *_: headers.update(pairs, status=status)))
     assert headers["status"].startswith("413") and headers.get("X-Request-ID")
+
+
+@pytest.mark.parametrize("charset", ["base64", "hex", "rot13", "zlib", '"base64"'])
+def test_a_charset_that_is_not_a_text_encoding_is_a_400_naming_it(api, customer, charset):
+    # Django takes any charset Python can look up, and decoding the query string with one of these raised while it
+    # built the request, before any middleware: a 500 on every route.
+    def send(method: str, path: str, query: str, body: bytes, content_type: str) -> tuple[str, dict]:
+        environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "SERVER_NAME": "testserver",
+                   "SERVER_PORT": "80", "HTTP_HOST": "testserver", "wsgi.url_scheme": "http",
+                   "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1", "wsgi.errors": io.StringIO(),
+                   "wsgi.input": io.BytesIO(body), "CONTENT_LENGTH": str(len(body)), "CONTENT_TYPE": content_type,
+                   "HTTP_X_API_KEY": api.raw_key}
+        answered = []
+        content = b"".join(APPLICATION(environ, lambda status, headers, *_: answered.append(status)))
+        return answered[0], json.loads(content)
+
+    status, body = send("GET", "/v1/customers", "limit=5", b"", f"application/json; charset={charset}")
+    assert status.startswith("400") and body["code"] == "unsupported_charset", body
+    assert body["message"].startswith("Content-Type:")
+    status, body = send("PATCH", f"/v1/customers/{customer.pk}", "", b'{"name": "After"}',
+                        f"application/json; charset={charset}")
+    assert status.startswith("400") and body["code"] == "unsupported_charset"
+    customer.refresh_from_db()
+    assert customer.name == "Before"
+    status, body = send("GET", "/v1/customers", "limit=5", b"", "application/json; charset=utf-8")
+    assert status.startswith("200") and len(body) == 1
+    status, _ = send("GET", "/v1/customers", "limit=5", b"", "application/json; charset=no-such-codec")
+    assert status.startswith("200")  # a name no codec has is ignored, as Django ignores it

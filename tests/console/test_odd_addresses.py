@@ -1,0 +1,47 @@
+"""Addresses and forms a reviewer found answered 500 in the console, each now the list's "invalid filter" notice
+or a form error: an operator's odd link or a tampered form never breaks a page."""
+import pytest
+
+from billing.models import Payment, Refund, Subscription
+from tests.billing.invoice_support import billing_chain, draft, recurring
+from tests.billing.support import create_plan, create_strategies, ok
+from tests.console.conftest import messages_of
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("address", [
+    "/admin/billing/invoice/?book=not-an-id",
+    "/admin/billing/subscription/?book=12345",
+    "/admin/customers/customer/?organization=not-an-id",
+    "/admin/billing/subscription/?pool_left=NaN",
+    "/admin/billing/subscription/?pool_left=Infinity",
+    "/admin/billing/subscription/?pool_left=lots",
+])
+def test_a_filter_value_that_means_nothing_is_the_lists_invalid_filter_notice(console, api, book, frozen_now,
+                                                                              address):
+    billing_chain(api, book, [recurring("10")])  # a row to list, and a subscription to filter
+    resp = console.get(address)
+    assert resp.status_code == 302 and resp["Location"].endswith("?e=1"), resp.status_code
+
+
+def test_a_refund_naming_no_payment_of_the_invoice_says_so(console, api, book, frozen_now):
+    chain = billing_chain(api, book, [recurring("10")])
+    invoice = draft(api, chain)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    resp = console.post(f"/admin/billing/invoice/{invoice['id']}/act/refund/", {"payment": "not-an-id"},
+                        follow=True)
+    assert resp.status_code == 200
+    assert any("choose one of its payments to refund" in message for message in messages_of(resp))
+    assert not Refund.objects.exists() and not Payment.objects.exists()
+
+
+def test_a_plan_change_beyond_the_years_the_api_takes_is_a_form_error(console, api, book, frozen_now):
+    chain = billing_chain(api, book, [recurring("20")], billingDay=1)
+    pro = create_plan(api, chain.agent.id, name="Pro")
+    create_strategies(api, pro["id"], [{"name": "pro fee", "agentId": str(chain.agent.id), **recurring("50")}])
+    resp = console.post(f"/admin/billing/subscription/{chain.subscription['id']}/change-plan/",
+                        {"plan": pro["id"], "when": "at", "effective_at": "9999-12-31 23:00", "preview": "Preview"})
+    assert resp.status_code == 200
+    assert resp.context["form"].errors["effective_at"] == ["Must lie between the years 1900 and 9000."]
+    assert Subscription.objects.count() == 1
