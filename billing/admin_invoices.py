@@ -23,6 +23,7 @@ from accounts.admin_display import MonthsDateFilter, figure, period_cell, presen
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act
 from accounts.api import MONEY_ROLES
 from core import clock, display
+from core.errors import EmailNotSent
 from core.money import CENTS_DIGITS, CENTS_PLACES, to_cents
 from core.scoping import owned
 
@@ -312,6 +313,8 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
 def _send(invoice, now) -> str:
     delivery = invoice_send(book=invoice.book, invoice_id=invoice.pk, now=now)
+    if not delivery.sent:
+        raise EmailNotSent(delivery.failure)  # the row's error message
     return f"{invoice} sent to {delivery.recipient} ({delivery.invoice.status})."
 
 

@@ -38,9 +38,15 @@ class InvoiceUpdateIn(AllOptional, InvoiceSettingsIn):
     invoiceMemo = Text(source="memo", max_length=5000, allow_blank=True)
 
 
+def one_line(value: str) -> None:
+    """An email subject is a header: a line break would end it, and the mail library refuses one."""
+    if "\r" in value or "\n" in value:
+        raise serializers.ValidationError("Must be one line (no line breaks).")
+
+
 class InvoiceSendIn(serializers.Serializer):
     recipientEmail = serializers.EmailField(source="recipient_email", max_length=254, required=False)
-    subject = Text(max_length=255, required=False)
+    subject = Text(max_length=255, required=False, validators=[one_line])
     message = Text(max_length=5000, required=False, allow_blank=True, default="")
 
 

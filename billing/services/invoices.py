@@ -28,7 +28,7 @@ from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, 
 from billing.pricing.periods import local_date, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, period_end_grown_back, schedule_of
 from core.database import retry_while_reconnecting
-from core.errors import BadRequest, Conflict, EmailNotSent, NotFound, Unprocessable
+from core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from core.jobs import BookFailures
 from core.money import CENTS_LIMIT, EXACT_LIMIT
 from core.scoping import get_owned, owned
@@ -281,8 +281,13 @@ def _refuse_out_of_date(invoice: Invoice) -> None:
 @dataclass(frozen=True)
 class Delivery:
     invoice: Invoice
-    email_id: str
+    email_id: str  # "" when the email was not sent
     recipient: str
+    failure: str = ""  # why the email was not sent ("": it was)
+
+    @property
+    def sent(self) -> bool:
+        return not self.failure
 
 
 def _recipients(customer: Customer, recipient_email: str | None) -> tuple[str, list[str]]:
@@ -299,8 +304,10 @@ def invoice_send(*, book, invoice_id, now: datetime, recipient_email: str | None
     """Email the invoice with its PDF and its pay-now link (the same link as any earlier send while it is live).
 
     A draft is finalized first and is `pending` while the email goes out, `issued` once the email backend
-    accepted it; an email that fails leaves it pending (send again). Issued, pending and overdue invoices
-    are re-sent without a status change; paid, refunded and void ones cannot be sent (400)."""
+    accepted it. An email that fails leaves it pending (send again) and comes back as a Delivery with its
+    `failure`, not as an error: the finalization (and a new pay link) committed before the email was tried, and a
+    request whose writes committed never answers 5xx (contract: "Derived figures"). Issued, pending and overdue
+    invoices are re-sent without a status change; paid, refunded and void ones cannot be sent (400)."""
     with transaction.atomic():
         invoice = _invoice_locked(book, invoice_id)
         if invoice.status in UNSENDABLE:
@@ -319,8 +326,8 @@ def invoice_send(*, book, invoice_id, now: datetime, recipient_email: str | None
         email_id = send_invoice_email(view, email)
     except Exception:
         logger.exception("invoice email failed", extra={"invoice_id": str(invoice.pk)})
-        raise EmailNotSent(f"The email for invoice {invoice.invoice_number} could not be sent; the invoice stays "
-                           f"{invoice.status}. Send it again.")
+        return Delivery(invoice, "", to, failure=f"The email for invoice {invoice.invoice_number} could not be sent; "
+                                                 f"the invoice stays {invoice.status}. Send it again.")
     # The email is out: the invoice must not stay pending because the connection failed now (a PostgreSQL
     # restart), or it is never counted as billed nor becomes overdue, and a 503 invites a second email.
     retry_while_reconnecting(lambda: _mark_sent(book, invoice, now=now))

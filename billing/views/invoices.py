@@ -21,8 +21,6 @@ from core.openapi import ErrorOut
 from core.pagination import has_more_response
 from core.serialization import parse
 
-EMAIL_FAILED = OpenApiResponse(ErrorOut, description="The email backend refused the message; the invoice stays "
-                                                     "pending (send again).")
 PROVIDER_FAILED = OpenApiResponse(ErrorOut, description="Stripe refused or did not answer the refund.")
 
 
@@ -64,7 +62,7 @@ class InvoiceDetailApi(OrgApiView):
         """Get an invoice."""
         return Response(_full(self.book, invoice_id))
 
-    @extend_schema(request=InvoiceUpdateIn, responses={200: InvoiceOut, 409: ErrorOut},
+    @extend_schema(request=InvoiceUpdateIn, responses={200: InvoiceOut, 409: ErrorOut, 422: ErrorOut},
                    description="Discount, tax rate and memo of a draft; a finalized invoice is immutable (409).")
     def patch(self, request, invoice_id):
         """Update a draft invoice."""
@@ -90,16 +88,20 @@ class InvoicePdfApi(OrgApiView):
 class InvoiceSendApi(OrgApiView):
     """Email the invoice (finalizing a draft first) with a pay-now link and the PDF attached."""
 
-    @extend_schema(request=InvoiceSendIn, responses={200: InvoiceSendOut, 422: ErrorOut, 502: EMAIL_FAILED})
+    @extend_schema(request=InvoiceSendIn, responses={200: InvoiceSendOut, 422: ErrorOut})
     def post(self, request, invoice_id):
-        """Send an invoice by email."""
+        """Send an invoice by email.
+
+        An email the mail server refuses answers 200 with `success: false` and why in `message`: a draft was
+        finalized before the email was tried and stays `pending` (send again)."""
         delivery = invoice_send(book=self.book, invoice_id=invoice_id, now=clock.now(),
                                 **parse(InvoiceSendIn, request.data))
         invoice = delivery.invoice
+        message = delivery.failure or f"Invoice {invoice.invoice_number} sent to {delivery.recipient}."
         return Response(InvoiceSendOut({
-            "success": True, "message": f"Invoice {invoice.invoice_number} sent to {delivery.recipient}.",
-            "emailId": delivery.email_id, "recipientEmail": delivery.recipient,
-            "invoiceNumber": invoice.invoice_number, "status": invoice.status}).data)
+            "success": delivery.sent, "message": message, "emailId": delivery.email_id,
+            "recipientEmail": delivery.recipient, "invoiceNumber": invoice.invoice_number,
+            "status": invoice.status}).data)
 
 
 class InvoiceVoidApi(OrgApiView):

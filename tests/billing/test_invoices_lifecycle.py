@@ -122,14 +122,29 @@ def test_sending_again_resends_without_a_status_change_and_the_same_pay_link(api
 
 
 def test_an_email_that_fails_leaves_the_invoice_pending_until_sent_again(api, january, settings):
+    # The draft was finalized (pending, its due date) before the email was tried: that committed, so the answer
+    # is a 200 saying the email was not sent (contract: a request whose writes committed never answers 5xx).
     _, invoice = january
     settings.EMAIL_BACKEND = "tests.billing.test_invoices_lifecycle.RefusingBackend"
     resp = api.post(f"/v1/invoices/{invoice['id']}/send", {})
-    assert resp.status_code == 502 and resp.json()["code"] == "email_not_sent"
+    assert resp.status_code == 200, resp.content
+    assert resp.json() == {
+        "success": False, "emailId": "", "recipientEmail": "ap@client.example.com",
+        "message": f"The email for invoice {invoice['invoiceNumber']} could not be sent; the invoice stays pending. "
+                   "Send it again.", "invoiceNumber": invoice["invoiceNumber"], "status": "pending"}
     after = get(api, invoice)
     assert (after["status"], after["dueDate"]) == ("pending", "2025-07-10")
     settings.EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
     assert send(api, invoice)["status"] == "issued"
+
+
+def test_a_subject_with_a_line_break_is_a_400_and_the_draft_stays_a_draft(api, january):
+    _, invoice = january
+    resp = api.post(f"/v1/invoices/{invoice['id']}/send", {"subject": "Invoice\nBcc: someone@else.example"})
+    assert resp.status_code == 400, resp.content
+    assert resp.json()["message"] == ["subject: Must be one line (no line breaks)."]
+    assert get(api, invoice)["status"] == "draft"
+    assert not sent_mail()
 
 
 @pytest.mark.parametrize("final_status", ["paid", "void"])
