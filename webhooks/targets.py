@@ -48,8 +48,10 @@ def url_problems(url: str, *, livemode: bool) -> list[str]:
         return ["Must not carry a user name or password; authenticate deliveries by their signature."]
     if parts.fragment:
         return ["Must not have a #fragment."]
-    if livemode and parts.scheme != "https":
-        return ["Must be https for a live book."]
+    if livemode and parts.scheme != "https" and not settings.WEBHOOKS_ALLOW_PRIVATE_URLS:
+        # Live events cross the internet signed but not hidden. With private targets allowed (a development or
+        # in-house deployment, the contract's one switch for targets) plain http reaches them too.
+        return ["Must be https for a live book (WEBHOOKS_ALLOW_PRIVATE_URLS=1 allows http, for development)."]
     hostname = parts.hostname.rstrip(".").lower()
     if (hostname == "localhost" or hostname.endswith(".localhost")) and not settings.WEBHOOKS_ALLOW_PRIVATE_URLS:
         # Always the loopback interface (RFC 6761): refused now, as 127.0.0.1 is, not at every attempt.

@@ -73,6 +73,19 @@ def test_a_test_key_does_not_see_the_live_books_endpoints(client_for, receiver):
     assert ok(client_for().get("/v1/webhook-endpoints")) == []
 
 
+def test_a_live_book_takes_http_only_where_private_targets_are_allowed(client_for, settings):
+    live = client_for(environment="live")
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    refused = live.post("/v1/webhook-endpoints", {"url": "http://hooks.example.com/x"})
+    assert refused.status_code == 400
+    assert refused.json()["message"] == ["url: Must be https for a live book (WEBHOOKS_ALLOW_PRIVATE_URLS=1 allows "
+                                         "http, for development)."]
+    # Contract: private, loopback and link-local targets are refused unless WEBHOOKS_ALLOW_PRIVATE_URLS=1; with it,
+    # a live book reaches a receiver on this machine as a test book does.
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
+    ok(live.post("/v1/webhook-endpoints", {"url": "http://127.0.0.1:9000/hooks"}), 201)
+
+
 @pytest.mark.parametrize("role", ["owner", "admin", "finance"])
 def test_owner_admin_and_finance_keys_manage_endpoints(client_for, receiver, role):
     client = client_for(role=role)
