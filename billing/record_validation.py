@@ -34,7 +34,7 @@ MAX_RECORDS = 100
 MAX_NAME_LENGTH = 255
 # Numeric maxima of a record (docs/decisions/usage-recording.md "Numeric bounds"): a value beyond one fails its
 # record alone (`out_of_range`, not stored). Each keeps its column far from overflow (tokens: BIGINT; quantity:
-# 16 integer digits) and, with catalog.event_pricing.MAX_EVENT_COST, every sum the service stores.
+# unbounded numeric, every sum of it exact) and, with catalog.event_pricing.MAX_EVENT_COST, every sum of cost.
 MAX_TOKENS = 10**12  # per token count: 100,000 times the largest context window
 TOKEN_FIELDS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 # contract.md "Cost fields of a record": 1-hour cache writes and the provider's service tier, in both shapes.

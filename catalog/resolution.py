@@ -25,6 +25,7 @@ import json
 import re
 from collections.abc import Iterable
 from datetime import time
+from functools import lru_cache
 from decimal import Decimal
 
 from accounts.book_generations import Generation, book_cache
@@ -65,14 +66,20 @@ def normalize_provider(provider: str) -> str:
     return (provider or "").strip().lower()
 
 
-NAME_COLUMN_LENGTH = 255
+def too_long_once_normalized(model_class, **names: str) -> list[str]:
+    """400 messages for the names (by API field: `model`, `modelProvider`) longer than `model_class`'s columns
+    once normalized: lower-casing can lengthen a text ("İ" becomes two characters), after the field's own length
+    was checked."""
+    problems = []
+    for field, name in names.items():
+        limit = model_class._meta.get_field(NAME_COLUMNS[field]).max_length
+        if len(name) > limit:
+            problems.append(f"{field}: Ensure this field has no more than {limit} characters once lower-cased "
+                            f"(models and providers are stored lower-cased).")
+    return problems
 
 
-def too_long_once_normalized(**names: str) -> list[str]:
-    """400 messages for the names (by API field) longer than their columns once normalized: lower-casing can
-    lengthen a text ("İ" becomes two characters), after the field's own length was checked."""
-    return [f"{field}: Ensure this field has no more than {NAME_COLUMN_LENGTH} characters once lower-cased (models "
-            f"and providers are stored lower-cased)." for field, name in names.items() if len(name) > NAME_COLUMN_LENGTH]
+NAME_COLUMNS = {"model": "model", "modelProvider": "model_provider"}
 
 
 def _providers(provider: str) -> list[str]:
@@ -226,10 +233,12 @@ def rates_for(entry: ServiceEntry) -> Rates:
                  batch_share=BATCH_SHARE_OF_STANDARD.get(entry.provider))
 
 
+@lru_cache(maxsize=256)
 def provider_rules(provider: str) -> Rates:
     """Token rates without a rate, with the provider's published rules (1-hour cache writes, the batch discount):
-    what a book's override of a model the catalog lacks adds its rates to."""
-    name = catalog_provider(provider)
+    what a book's override of a model the catalog lacks adds its rates to. The provider's synonyms and the names
+    the catalog folds count as it (`google_ai_studio` is `google`)."""
+    name = catalog_provider(PROVIDER_SYNONYMS.get(provider, provider))
     return Rates(cost_unit=TOKEN_UNIT, cache_write_1h_share_of_input=CACHE_WRITE_1H_SHARE_OF_INPUT.get(name),
                  batch_share=BATCH_SHARE_OF_STANDARD.get(name))
 

@@ -11,13 +11,15 @@ where the body stops; with a Content-Length beside it, which HTTP forbids) goes 
 middleware that reads bodies (`RequestBodyLimitMiddleware`) answers for it: the answer then carries the request's
 id and its access line, as every other does.
 
-A Content-Type whose charset Python knows but is not a text encoding (`base64`, `hex`, `rot13`, `zlib`) is marked
-the same way, its charset taken off: Django takes any charset `codecs` can look up, and decoding the query string
-with one raised LookupError while it built the request, before any middleware, on every route (a 500)."""
+A Content-Type whose charset Python knows but cannot decode text with (`base64`, `hex`, `zlib`: not text
+encodings; `punycode`, `undefined`: fail on any text) is marked the same way, its parameters taken off: Django takes
+any charset `codecs` can look up, and decoding the query string with one raised while it built the request, before
+any middleware, on every route (a 500)."""
 import codecs
 import io
 
 from django.conf import settings
+from django.utils.http import parse_header_parameters
 
 from core.errors import ApiError, BadRequest, body_too_large
 
@@ -41,24 +43,36 @@ def refusal_error(environ) -> ApiError | None:
         return LengthRequired("A chunked request body cannot be read by this server (it does not mark where the body "
                               "ends); send the body with a Content-Length header.")
     if refusal == NOT_TEXT:
-        return BadRequest("Content-Type: its charset is not a text encoding; send utf-8.", code="unsupported_charset")
+        return BadRequest("Content-Type: its charset cannot decode text; send utf-8.", code="unsupported_charset")
     return BadRequest("A request may not carry both Transfer-Encoding: chunked and Content-Length; send one of them.",
                       code="ambiguous_body_length")
 
 
-def _without_binary_charset(content_type: str) -> str | None:
-    """The Content-Type without its charset when that names a codec that is not a text encoding; else None."""
-    kept, refused = [], False
-    for part in content_type.split(";"):
-        name, _, value = part.partition("=")
-        if name.strip().lower() == "charset":
-            try:
-                refused = refused or not codecs.lookup(value.strip().strip('"'))._is_text_encoding
-            except LookupError:  # a name no codec has: Django ignores it
-                pass
-            continue
-        kept.append(part)
-    return ";".join(kept) if refused else None
+# Decoded with the request's charset before it is used: Django catches UnicodeDecodeError alone.
+_PROBE = b"a=1&b=%C3%A9"
+
+
+def _charset_refused(environ) -> str | None:
+    """The Content-Type without its parameters when its charset is one Django would take (`codecs` knows it) but
+    that decodes with another error than UnicodeDecodeError: not a text encoding (`base64`, `zlib`: LookupError)
+    or one that fails on any text (`punycode`, `undefined`: UnicodeError); else None. Read as Django reads it
+    (`charset*=` included)."""
+    main, params = parse_header_parameters(environ.get("CONTENT_TYPE", ""))
+    charset = params.get("charset")
+    if not charset:
+        return None
+    try:
+        codecs.lookup(charset)
+    except LookupError:  # a name no codec has: Django ignores it
+        return None
+    for sample in (_PROBE, environ.get("QUERY_STRING", "").encode("latin-1", "replace")):
+        try:
+            sample.decode(charset)
+        except UnicodeDecodeError:
+            pass  # Django reads such a query string as latin-1, a parser refuses such a body
+        except Exception:
+            return main
+    return None
 
 
 class ChunkedBodies:
@@ -69,9 +83,8 @@ class ChunkedBodies:
         self.application = application
 
     def __call__(self, environ, start_response):
-        content_type = environ.get("CONTENT_TYPE", "")
-        if "charset" in content_type.lower():
-            kept = _without_binary_charset(content_type)
+        if "charset" in environ.get("CONTENT_TYPE", "").lower():
+            kept = _charset_refused(environ)
             if kept is not None:
                 environ["CONTENT_TYPE"] = kept
                 return self._refused(environ, start_response, NOT_TEXT)

@@ -6,12 +6,11 @@ from django.db import models
 EXACT_DIGITS, EXACT_PLACES = 28, 12
 CENTS_DIGITS, CENTS_PLACES = 14, 2
 CENT = Decimal("0.01")
-# What the bounded columns hold: an exact value below 10^16, an amount in cents below 10^12.
-EXACT_LIMIT = Decimal(10) ** (EXACT_DIGITS - EXACT_PLACES)
+# What a cents column holds: an amount below 10^12.
 CENTS_LIMIT = Decimal(10) ** (CENTS_DIGITS - CENTS_PLACES)
 ZERO = Decimal(0)
 # Sums of quantities and costs read from the ledger, added in Python: every digit kept (a quantity has up to 30
-# decimal places and 16 integer digits summed; Decimal's default context rounds to 28 significant digits, which
+# decimal places and 21 integer digits, a few more summed; Decimal's default context rounds to 28 significant digits, which
 # moved a volume of 100.000000000000000000000000001 onto the tier of exactly 100).
 SUMS = Context(prec=200)
 _EXACT_QUANTUM = Decimal(1).scaleb(-EXACT_PLACES)

@@ -175,7 +175,7 @@ def model_map(*, book, model: str, model_provider: str, service_id, created_by: 
     """Point an unknown model name at a catalog entry, then backfill as a job: inline when few events wait,
     otherwise in the background (a Celery task, or this process's runner without a broker)."""
     model, model_provider = normalize_model(model), normalize_provider(model_provider)
-    too_long = too_long_once_normalized(model=model, modelProvider=model_provider)
+    too_long = too_long_once_normalized(ModelAlias, model=model, modelProvider=model_provider)
     if too_long:
         raise BadRequest(too_long)
     try:

@@ -80,7 +80,7 @@ def _checked(*, service_id, model, model_provider, discount_percent, rates: dict
             problems.append("discountPercent: A discount applies to a provider's list prices: send modelProvider "
                             "without model.")
         target = {"model": normalize_model(model), "model_provider": normalize_provider(model_provider or "")}
-        problems += too_long_once_normalized(model=target["model"], modelProvider=target["model_provider"])
+        problems += too_long_once_normalized(PriceOverride, model=target["model"], modelProvider=target["model_provider"])
         if not problems:
             known = resolve_services(book=None, pairs=[(target["model"], target["model_provider"])])
             entry = next(iter(known.values()))
@@ -95,7 +95,7 @@ def _checked(*, service_id, model, model_provider, discount_percent, rates: dict
             problems.append("discountPercent: A discount takes no rates; send either rates or a discount.")
         target = {"model_provider": catalog_provider(normalize_provider(model_provider or "")),
                   "discount_percent": discount_percent}
-        problems += too_long_once_normalized(modelProvider=target["model_provider"])
+        problems += too_long_once_normalized(PriceOverride, modelProvider=target["model_provider"])
     else:
         raise BadRequest(["serviceId: Send a serviceId, or model and modelProvider, or modelProvider and "
                           "discountPercent."])

@@ -48,11 +48,12 @@ def url_problems(url: str, *, livemode: bool) -> list[str]:
         return ["Must not carry a user name or password; authenticate deliveries by their signature."]
     if parts.fragment:
         return ["Must not have a #fragment."]
-    if livemode and parts.scheme != "https" and not settings.WEBHOOKS_ALLOW_PRIVATE_URLS:
-        # Live events cross the internet signed but not hidden. With private targets allowed (a development or
-        # in-house deployment, the contract's one switch for targets) plain http reaches them too.
-        return ["Must be https for a live book (WEBHOOKS_ALLOW_PRIVATE_URLS=1 allows http, for development)."]
     hostname = parts.hostname.rstrip(".").lower()
+    if livemode and parts.scheme != "https" and not (settings.WEBHOOKS_ALLOW_PRIVATE_URLS and _private(hostname)):
+        # Live events cross the internet signed but not hidden. Where private targets are allowed (a development or
+        # in-house deployment, the contract's one switch for targets), plain http reaches those targets alone.
+        return ["Must be https for a live book (with WEBHOOKS_ALLOW_PRIVATE_URLS=1, http reaches private and "
+                "loopback addresses)."]
     if (hostname == "localhost" or hostname.endswith(".localhost")) and not settings.WEBHOOKS_ALLOW_PRIVATE_URLS:
         # Always the loopback interface (RFC 6761): refused now, as 127.0.0.1 is, not at every attempt.
         return [f"{parts.hostname} is this machine (a loopback name); webhook endpoints must be public "
@@ -63,6 +64,19 @@ def url_problems(url: str, *, livemode: bool) -> list[str]:
         return []
     problem = address_problem(address)
     return [problem] if problem else []
+
+
+def _private(hostname: str) -> bool:
+    """A loopback name, or an address written in the URL that is not public."""
+    if hostname == "localhost" or hostname.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(hostname.strip("[]"))
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return not address.is_global
 
 
 def address_problem(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:

@@ -30,7 +30,7 @@ from billing.pricing.terms import effective_end, period_end_grown_back, schedule
 from core.database import retry_while_reconnecting
 from core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from core.jobs import BookFailures
-from core.money import CENTS_LIMIT, EXACT_LIMIT
+from core.money import CENTS_LIMIT
 from core.scoping import get_owned, owned
 from webhooks.models import EventType
 from customers.models import Customer
@@ -137,18 +137,18 @@ def _refresh(invoice: Invoice, subscription: Subscription) -> None:
     invoice.save()
 
 
-def _refuse_unstorable(invoice: Invoice, lines: list[InvoiceLine]) -> None:
-    """A period whose quantities or amounts exceed what an invoice holds (exact: 16 integer digits; cents: 12)
-    is a 422 naming the line, before anything is written: never a database overflow, never a rounded bill."""
-    too_large = [f"lines[{line.position}] ({line.description[:60]}): quantity {line.quantity}"
-                 for line in lines if max(abs(line.quantity), abs(line.used_quantity or 0)) >= EXACT_LIMIT]
-    too_large += [f"lines[{line.position}] ({line.description[:60]}): amount {line.amount}"
-                  for line in lines if abs(line.amount) >= CENTS_LIMIT]
+def _refuse_unstorable(invoice: Invoice, lines: list[InvoiceLine], *,
+                       remedy: str = "bill the period in shorter windows") -> None:
+    """A period whose amounts exceed what an invoice holds (cents: 12 integer digits) is a 422 naming the line,
+    before anything is written: never a database overflow, never a rounded bill. Quantities have no bound (their
+    columns are unbounded `numeric`: one record may carry 10^21 units)."""
+    too_large = [f"lines[{line.position}] ({line.description[:60]}): amount {line.amount}"
+                 for line in lines if abs(line.amount) >= CENTS_LIMIT]
     if any(abs(value) >= CENTS_LIMIT for value in (invoice.subtotal, invoice.total)):
         too_large.append(f"total: {invoice.total}")
     if too_large:
-        raise Unprocessable([f"{problem} is beyond what an invoice holds (quantities below 10^16, amounts below "
-                             "10^12 USD); bill the period in shorter windows." for problem in too_large])
+        raise Unprocessable([f"{problem} is beyond what an invoice holds (amounts below 10^12 USD); {remedy}."
+                             for problem in too_large])
 
 
 def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billing_period_start=None,
@@ -236,7 +236,8 @@ def invoice_update(*, book, invoice_id, **changes) -> Invoice:
         setattr(invoice, field, value)
     lines = list(owned(InvoiceLine, book).filter(invoice=invoice))
     _apply_totals(invoice, [line.amount for line in lines])
-    _refuse_unstorable(invoice, lines)  # a tax rate can take a total past what the invoice holds: a 422
+    _refuse_unstorable(invoice, lines, remedy="lower the tax rate or the discount")  # a tax rate can take a total
+    # past what the invoice holds
     invoice.save()
     return invoice
 

@@ -92,7 +92,8 @@ class InvoiceSendApi(OrgApiView):
     def post(self, request, invoice_id):
         """Send an invoice by email.
 
-        An email the mail server refuses answers 200 with `success: false` and why in `message`: a draft was
+        Emails the invoice (finalizing a draft first) with a pay-now link and the PDF attached. An email the mail
+        server refuses answers 200 with `success: false` and why in `message`: a draft was
         finalized before the email was tried and stays `pending` (send again)."""
         delivery = invoice_send(book=self.book, invoice_id=invoice_id, now=clock.now(),
                                 **parse(InvoiceSendIn, request.data))

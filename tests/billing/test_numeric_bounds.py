@@ -155,6 +155,30 @@ def test_the_rollup_and_analytics_hold_sums_past_any_column_of_an_event(api, boo
     call_command("run_scheduled_jobs", stdout=open("/dev/null", "w"))
 
 
+def test_a_period_of_more_units_than_ever_before_is_invoiced_exactly(api, book, free_api):
+    # One record may carry 10^21 units: an invoice line holds any quantity (unbounded numeric); only amounts
+    # are bounded (cents, 10^12 USD).
+    from tests.billing.invoice_support import billing_chain
+
+    chain = billing_chain(api, book, [{"chargeType": "usage", "pricingModel": "flat", "rate": "0.000000000001"}],
+                          start="2026-11-01T00:00:00Z")
+    record = {"customerExternalId": chain.customer.external_id, "agentCode": chain.agent.agent_code,
+              "signalName": chain.signal.name, "model": "free-api", "modelProvider": "boundapi",
+              "usageDate": f"{DAY}T10:00:00Z"}
+    body = post(api, [{**record, "quantity": 10**20}, {**record, "quantity": "0.5"}])
+    assert body["successful"] == 2, body
+    resp = api.post("/v1/invoices/generate", {"customerId": str(chain.customer.id),
+                                              "subscriptionId": chain.subscription["id"],
+                                              "billingPeriodStart": "2026-11-01T00:00:00Z",
+                                              "billingPeriodEnd": "2026-12-01T00:00:00Z"})
+    assert resp.status_code == 201, resp.content
+    invoice = exact_json.loads(resp.content.decode())
+    [line] = invoice["lines"]
+    assert D(str(line["quantity"])) == D("100000000000000000000.5")
+    assert D(str(line["amount"])) == D("100000000.00")  # 10^20.5 x 10^-12, to cents
+    assert D(str(invoice["total"])) == D("100000000.00")
+
+
 def test_an_invoice_beyond_what_it_holds_is_a_422_naming_the_line_at_any_magnitude_and_dashboards_still_show(
         api, book, client, django_user_model):
     from accounts.services import member_ensure

@@ -95,10 +95,11 @@ def test_a_refused_chunked_body_is_answered_inside_the_application_with_its_requ
     assert headers["status"].startswith("413") and headers.get("X-Request-ID")
 
 
-@pytest.mark.parametrize("charset", ["base64", "hex", "rot13", "zlib", '"base64"'])
+@pytest.mark.parametrize("charset", ["base64", "hex", "rot13", "zlib", '"base64"', "punycode", "undefined",
+                                     "BASE64", "utf-8; charset*=utf-8''base64"])
 def test_a_charset_that_is_not_a_text_encoding_is_a_400_naming_it(api, customer, charset):
-    # Django takes any charset Python can look up, and decoding the query string with one of these raised while it
-    # built the request, before any middleware: a 500 on every route.
+    # Django takes any charset Python can look up (`charset*=` too), and decoding the query string with one of these
+    # raised while it built the request, before any middleware: a 500 on every route.
     def send(method: str, path: str, query: str, body: bytes, content_type: str) -> tuple[str, dict]:
         environ = {"REQUEST_METHOD": method, "PATH_INFO": path, "QUERY_STRING": query, "SERVER_NAME": "testserver",
                    "SERVER_PORT": "80", "HTTP_HOST": "testserver", "wsgi.url_scheme": "http",

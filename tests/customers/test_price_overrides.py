@@ -179,9 +179,14 @@ def test_a_model_override_keeps_its_providers_published_batch_and_one_hour_cache
     assert one_hour["totalCostUsd"] == "6"  # 3 x 2
     # a provider without published rules: standard rates, and the event says so
     create(api, model="acme-llm", modelProvider="acme", inputCost="0.000002")
-    flex = send(api, model="acme-llm", modelProvider="acme", inputTokens=1_000_000, serviceTier="batch")
-    assert flex["totalCostUsd"] == "2"
-    assert UsageEvent.objects.get(pk=flex["eventId"]).priced_at_standard_tier is True
+    standard = send(api, model="acme-llm", modelProvider="acme", inputTokens=1_000_000, serviceTier="batch")
+    assert standard["totalCostUsd"] == "2"
+    assert UsageEvent.objects.get(pk=standard["eventId"]).priced_at_standard_tier is True
+    # a provider's synonym is the provider (google_ai_studio is google: its 50% batch discount)
+    create(api, model="gemini-internal", modelProvider="google_ai_studio", inputCost="0.000002")
+    gemini = send(api, model="gemini-internal", modelProvider="google_ai_studio", inputTokens=1_000_000,
+                  serviceTier="batch")
+    assert gemini["totalCostUsd"] == "1"
 
 
 def test_overrides_never_touch_invoices_revenue(api):

@@ -1,5 +1,7 @@
 """Requests a reviewer found answered 500, each now a 4xx naming what is wrong (nothing a client or a payment
 provider sends answers 500; nothing is stored half-way)."""
+import json
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -49,11 +51,23 @@ def test_a_name_too_long_once_lower_cased_fails_alone_and_is_a_400_elsewhere(api
     assert override.status_code == 400, override.content
     assert override.json()["message"][0].startswith("model: Ensure this field has no more than 255 characters")
     assert not PriceOverride.objects.exists()
+    # a provider column holds 100: 60 characters sent are 120 stored
+    for body in ({"model": "acme-llm", "modelProvider": TURKISH_I * 60, "inputCost": "1"},
+                 {"modelProvider": TURKISH_I * 60, "discountPercent": 10}):
+        provider = api.post("/v1/price-overrides", body)
+        assert provider.status_code == 400, provider.content
+        assert provider.json()["message"][0].startswith("modelProvider: Ensure this field has no more than 100 "
+                                                        "characters once lower-cased")
+    assert not PriceOverride.objects.exists()
     service = ServiceEntry.objects.filter(is_active=True).first()
     mapped = api.post("/v1/events/map-model", {"model": TURKISH_I * 200, "modelProvider": "acme",
                                                "serviceId": str(service.id)})
     assert mapped.status_code == 400, mapped.content
     assert mapped.json()["message"][0].startswith("model: Ensure this field has no more than 255 characters")
+    mapped = api.post("/v1/events/map-model", {"model": "acme-llm", "modelProvider": TURKISH_I * 60,
+                                               "serviceId": str(service.id)})
+    assert mapped.status_code == 400, mapped.content
+    assert mapped.json()["message"][0].startswith("modelProvider: Ensure this field has no more than 100")
     assert not ModelAlias.objects.filter(model__startswith="i").exists()
 
 
@@ -98,3 +112,10 @@ def test_an_invitation_email_longer_than_its_column_is_a_400(org):
     assert resp.status_code == 400, resp.content
     assert "email" in resp.json()["message"][0]
     assert not Invitation.objects.exists()
+
+
+def test_the_renderer_shows_an_unpaired_surrogate_escaped_rather_than_failing():
+    from core.api_json import JSONRenderer
+
+    rendered = JSONRenderer().render({"message": ["name \ud800: refused"], "\udfff": 1})
+    assert json.loads(rendered) == {"message": ["name \\ud800: refused"], "\\udfff": 1}

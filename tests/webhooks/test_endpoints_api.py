@@ -76,14 +76,18 @@ def test_a_test_key_does_not_see_the_live_books_endpoints(client_for, receiver):
 def test_a_live_book_takes_http_only_where_private_targets_are_allowed(client_for, settings):
     live = client_for(environment="live")
     settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    message = ["url: Must be https for a live book (with WEBHOOKS_ALLOW_PRIVATE_URLS=1, http reaches private and "
+               "loopback addresses)."]
     refused = live.post("/v1/webhook-endpoints", {"url": "http://hooks.example.com/x"})
-    assert refused.status_code == 400
-    assert refused.json()["message"] == ["url: Must be https for a live book (WEBHOOKS_ALLOW_PRIVATE_URLS=1 allows "
-                                         "http, for development)."]
+    assert refused.status_code == 400 and refused.json()["message"] == message
     # Contract: private, loopback and link-local targets are refused unless WEBHOOKS_ALLOW_PRIVATE_URLS=1; with it,
-    # a live book reaches a receiver on this machine as a test book does.
+    # a live book reaches a receiver on this machine or its network as a test book does, public ones by https only.
     settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
-    ok(live.post("/v1/webhook-endpoints", {"url": "http://127.0.0.1:9000/hooks"}), 201)
+    for url in ("http://127.0.0.1:9000/hooks", "http://localhost:9000/hooks", "http://10.0.0.5/hooks",
+                "http://[::1]:9000/hooks"):
+        ok(live.post("/v1/webhook-endpoints", {"url": url}), 201)
+    refused = live.post("/v1/webhook-endpoints", {"url": "http://hooks.example.com/x"})
+    assert refused.status_code == 400 and refused.json()["message"] == message
 
 
 @pytest.mark.parametrize("role", ["owner", "admin", "finance"])
