@@ -88,11 +88,12 @@ def http_client(args, client: int, deadline: float, queue):
     target = urllib.parse.urlsplit(args.url)
     connection = http.client.HTTPConnection(target.hostname, target.port or 80, timeout=60)
     headers = {"x-api-key": args.key, "Content-Type": "application/json"}
-    latencies, accepted, errors, batch_number = [], 0, 0, 0
+    latencies, starts, accepted, errors, batch_number = [], [], 0, 0, 0
     while time.time() < deadline:
         # orjson: the load generator shares the two cores with the service, and stdlib json took 0.2 ms a batch
         # more of them (the baseline's clients encode no JSON: they hand psycopg tuples)
         body = orjson.dumps({"records": make_records(client, batch_number, args.customers)})
+        starts.append(time.time())
         started = time.perf_counter()
         connection.request("POST", "/v1/usage/record", body=body, headers=headers)
         response = connection.getresponse()
@@ -103,7 +104,7 @@ def http_client(args, client: int, deadline: float, queue):
             accepted += orjson.loads(payload)["processed"]
         else:
             errors += 1
-    queue.put((latencies, accepted, errors))
+    queue.put((latencies, accepted, errors, starts))
 
 
 # --------------------------------------------------------------------------- the baseline
@@ -131,7 +132,7 @@ def baseline_client(args, client: int, deadline: float, queue):
     insert = f"INSERT INTO bench_usage_events_baseline ({', '.join(COLUMNS)}) VALUES "
     multirow_sql = insert + ", ".join([placeholders] * BATCH) + " ON CONFLICT DO NOTHING"
     single_sql = insert + placeholders + " ON CONFLICT DO NOTHING"
-    latencies, accepted, batch_number = [], 0, 0
+    latencies, starts, accepted, batch_number = [], [], 0, 0
     with psycopg.connect(args.database_url) as connection:
         while time.time() < deadline:
             now = datetime.now(timezone.utc)
@@ -143,6 +144,7 @@ def baseline_client(args, client: int, deadline: float, queue):
                      record["outputTokens"], record["quantity"], "0.0042", "PROCESSED",
                      record["usageDate"], record["idempotencyKey"], json.dumps(record["metadata"]), now, now)
                     for record in make_records(client, batch_number, args.customers)]
+            starts.append(time.time())
             started = time.perf_counter()
             with connection.transaction():
                 if args.baseline == "multirow":
@@ -153,7 +155,7 @@ def baseline_client(args, client: int, deadline: float, queue):
             latencies.append(time.perf_counter() - started)
             batch_number += 1
             accepted += BATCH
-    queue.put((latencies, accepted, 0))
+    queue.put((latencies, accepted, 0, starts))
 
 
 def prepare_baseline(database_url: str, minimal: bool):
@@ -240,6 +242,9 @@ def main():
     parser.add_argument("--web-pid", type=int, help="the gunicorn master, for the CPU split")
     parser.add_argument("--postgres-pid", type=int, help="the PostgreSQL postmaster, for the CPU split")
     parser.add_argument("--worker-pid", type=int, help="the Celery worker's main process, for the CPU split")
+    parser.add_argument("--by-second", action="store_true",
+                        help="also print, for each second of the run, its batches, their mean and slowest latency and "
+                             "how many were above the run's p90 (where the tail comes from)")
     args = parser.parse_args()
     if args.baseline and not args.database_url:
         parser.error("--baseline needs --database-url")
@@ -282,6 +287,22 @@ def main():
     print("CPU ms per batch: " + ", ".join(f"{name} {seconds * 1000 / batches:.2f}" for name, seconds in cpu.items())
           + f", in all {sum(cpu.values()) * 1000 / batches:.2f}")
     print(f"load average: {' '.join(f'{value:.2f}' for value in os.getloadavg())}")
+    if args.by_second:
+        print_by_second([(start, latency) for result in results for start, latency in zip(result[3], result[0])],
+                        started)
+
+
+def print_by_second(batches: list[tuple[float, float]], started: float) -> None:
+    """Each second of the run (from its start): batches begun in it, their mean and slowest latency in ms, and how
+    many took longer than the run's p90."""
+    p90 = percentile([latency for _, latency in batches], 0.9)
+    seconds: dict[int, list[float]] = {}
+    for start, latency in batches:
+        seconds.setdefault(int(start - started), []).append(latency)
+    print(f"by second (p90 {p90 * 1000:.1f} ms): second, batches, mean ms, slowest ms, above p90")
+    for second, latencies in sorted(seconds.items()):
+        print(f"  {second:3d} {len(latencies):4d} {statistics.mean(latencies) * 1000:7.1f} "
+              f"{max(latencies) * 1000:7.1f} {sum(1 for latency in latencies if latency > p90):4d}")
 
 
 if __name__ == "__main__":

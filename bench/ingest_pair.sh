@@ -15,6 +15,7 @@
 #   REDIS_URL   the broker and cache (default: redis://127.0.0.1:6379/3)
 #   SECONDS_EACH, CLIENTS, PORT  (defaults 20, 4, 8765)
 #   SERVICE_ONLY  set: the service alone, no baselines (comparing two builds of the service)
+#   BY_SECOND  set: the service's batches also by second of the run (bench/ingest.py --by-second)
 #   WEB_CONCURRENCY  gunicorn workers (default 3, as `make run`)
 #   VENV  the virtualenv that runs the servers, the load generator and the baselines (default .venv): to
 #         compare interpreters, e.g. one made with another python3 and `pip install -r requirements.txt`
@@ -84,7 +85,7 @@ web=$!
 for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$port/healthz" > /dev/null 2>&1 && break; sleep 0.2; done
 
 pids=(--web-pid "$web" --postgres-pid "$postmaster" ${worker:+--worker-pid "$worker"})
-service() { $bin/python bench/ingest.py --url "http://127.0.0.1:$port" --key "$key" --clients "$clients" --seconds "$1" "${pids[@]}"; }
+service() { $bin/python bench/ingest.py --url "http://127.0.0.1:$port" --key "$key" --clients "$clients" --seconds "$1" "${pids[@]}" ${BY_SECOND:+--by-second}; }
 baseline() { $bin/python bench/ingest.py --baseline "$1" --database-url "$database_url" --clients "$clients" --seconds "$seconds" "${pids[@]}"; }
 
 echo "== warm-up (load average $(cut -d' ' -f1 /proc/loadavg) at the start)"
