@@ -1,13 +1,18 @@
 """Credit balance rows (spec §2, §4): every field rule, through GET /v1/subscriptions/{id}/credit-balance and
 GET /v1/credit-balances."""
+import socket
 from datetime import datetime, timezone
 from decimal import Decimal
 
 import pytest
 from django.core.cache import cache
+from django.db.models import Sum
+from django.test import override_settings
 
 from billing.models import CreditGrant
 from billing.tasks import usage_followup_task
+from core import redis_client
+from customers.models import UsageEvent
 from tests.billing.conftest import NOW
 from tests.billing.pools import (another_chain, balance, balances, pool_strategy, pool_subscription, run_jobs,
                                  topup, use)
@@ -245,6 +250,34 @@ def test_recorded_usage_shows_once_its_follow_up_has_run(api, book, chain, froze
     usage_followup_task(str(book.pk))
     assert balance(api, subscription)["consumedUnits"] == 17
     assert balances(api)["balances"][0]["consumedUnits"] == 17
+
+
+def test_with_the_cache_unreachable_the_follow_up_still_catches_up_and_balances_equal_the_ledger(
+        api, book, chain, frozen_now):
+    # Redis stopped under the shared cache: the follow-up's refresh is skipped (never raised), the rollup is
+    # caught up and the pools settled as always, and every read computes from the ledger.
+    subscription = pool_subscription(api, chain)
+    use(chain, 10)
+    assert balance(api, subscription)["consumedUnits"] == 10  # kept in the cache
+    with socket.socket() as probe:  # a port nothing listens on: Redis is down
+        probe.bind(("127.0.0.1", 0))
+        dead_port = probe.getsockname()[1]
+    down = {"default": {"BACKEND": "core.cache.ResilientRedisCache", "LOCATION": f"redis://127.0.0.1:{dead_port}/0",
+                        "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2}}}
+    record = {"customerExternalId": chain.customer.external_id, "agentCode": chain.agent.agent_code,
+              "signalName": chain.signal.short_name, "model": "no-such-model", "modelProvider": "nobody",
+              "quantity": 7, "usageDate": "2025-06-10T09:00:00Z"}
+    with override_settings(CACHES=down):
+        assert ok(api.post("/v1/usage/record", {"records": [record]}))["successful"] == 0  # stored, cost unknown
+        assert usage_followup_task(str(book.pk)) >= 1  # the event added to the rollup
+        assert balance(api, subscription)["consumedUnits"] == 17
+        ledger = UsageEvent.objects.filter(book=book, usage_date__date="2025-06-10").aggregate(total=Sum("quantity"))
+        usage = api.get("/v1/analytics/usage", {"startDate": "2025-06-10", "endDate": "2025-06-10"}).json()
+        assert Decimal(str(usage["summary"]["totalQuantity"])) == ledger["total"] == 17
+    # Redis back: the next follow-up starts a new generation, and the answer cached before the outage is gone.
+    redis_client.reachable_again()
+    usage_followup_task(str(book.pk))
+    assert balance(api, subscription)["consumedUnits"] == 17
 
 
 def test_without_a_shared_cache_every_read_computes(api, chain, frozen_now, settings):
