@@ -21,6 +21,7 @@ from django.forms.models import InlineForeignKeyField
 
 from accounts.admin_display import shown, shown_all
 from accounts.models import Book, Membership, Organization, User
+from core.ids import uuid_or_none
 
 # Read once per user object (one request): every model's permission checks ask again.
 CONSOLE_ROLES_CACHE = "_console_roles"
@@ -169,10 +170,10 @@ class BookListFilter(admin.SimpleListFilter):
 def _uuid_or_refused(value: str) -> UUID:
     """A filter's id from the address; one that is not a UUID is a bad address (the list shows its "invalid
     filter" notice), never a 500."""
-    try:
-        return UUID(value)
-    except ValueError:
-        raise IncorrectLookupParameters(f"Not an id: {value[:40]!r}") from None
+    parsed = uuid_or_none(value)
+    if parsed is None:
+        raise IncorrectLookupParameters(f"Not an id: {value[:40]!r}")
+    return parsed
 
 
 class VisibleValuesListFilter(admin.AllValuesFieldListFilter):

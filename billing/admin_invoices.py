@@ -2,7 +2,6 @@
 the webhook, the scheduled jobs and the actions); the actions send, void, record payments received and refund
 through the same services as the API."""
 from decimal import Decimal
-from uuid import UUID
 
 from django import forms
 from django.contrib import admin, messages
@@ -24,16 +23,9 @@ from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedIn
 from accounts.api import MONEY_ROLES
 from core import clock, display
 from core.errors import EmailNotSent
+from core.ids import uuid_or_none
 from core.money import CENTS_DIGITS, CENTS_PLACES, to_cents
 from core.scoping import owned
-
-
-def _uuid_or_none(value) -> UUID | None:
-    """An id from a form, None for anything that is not one (a tampered form: its action says what is missing)."""
-    try:
-        return UUID(str(value))
-    except ValueError:
-        return None
 
 
 def overpaid(invoice) -> str:
@@ -246,7 +238,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         data = form.cleaned_data
         payment = None
         if what == "refund":
-            payment_id = _uuid_or_none(request.POST.get("payment"))
+            payment_id = uuid_or_none(request.POST.get("payment"))  # a tampered form: said below
             payment = payment_id and owned(Payment, invoice.book_id).filter(invoice=invoice, pk=payment_id).first()
             if payment is None:
                 self.message_user(request, f"{invoice}: choose one of its payments to refund.", messages.ERROR)

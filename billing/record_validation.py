@@ -24,7 +24,7 @@ from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 
 from catalog.event_pricing import ServiceUsage
-from catalog.resolution import normalize_model, normalize_provider
+from catalog.resolution import normalize_model, normalize_provider, too_long_lower_cased
 from core.clock import parse_instant
 from core.errors import ApiError, BadRequest
 from core.serialization import SURROGATE_MESSAGE, text_problem, unstorable_reason
@@ -220,8 +220,7 @@ class _Checker:
             self.fail(name, f"Ensure this field has no more than {max_length} characters.")
             return None
         if name in LOWERCASED and len(value.lower()) > max_length:  # "İ" is two characters lower-cased
-            self.fail(name, f"Ensure this field has no more than {max_length} characters once lower-cased (models "
-                            f"and providers are stored lower-cased).")
+            self.fail(name, too_long_lower_cased(max_length))
             return None
         return value
 

@@ -74,9 +74,13 @@ def too_long_once_normalized(model_class, **names: str) -> list[str]:
     for field, name in names.items():
         limit = model_class._meta.get_field(NAME_COLUMNS[field]).max_length
         if len(name) > limit:
-            problems.append(f"{field}: Ensure this field has no more than {limit} characters once lower-cased "
-                            f"(models and providers are stored lower-cased).")
+            problems.append(f"{field}: {too_long_lower_cased(limit)}")
     return problems
+
+
+def too_long_lower_cased(limit: int) -> str:
+    return (f"Ensure this field has no more than {limit} characters once lower-cased (models and providers are "
+            f"stored lower-cased).")
 
 
 NAME_COLUMNS = {"model": "model", "modelProvider": "model_provider"}

@@ -51,6 +51,14 @@ def time_ordered_uuids(count: int, unix_ms: int | None = None) -> list[UUID]:
             for start in range(0, 10 * count, 10)]
 
 
+def uuid_or_none(value) -> UUID | None:
+    """An id given as text (a form, a filter, a provider's metadata), None for anything that is not one."""
+    try:
+        return UUID(str(value))
+    except (ValueError, TypeError):
+        return None
+
+
 def random_uuids(count: int) -> list[UUID]:
     """`count` version-4 UUIDs, as `uuid.uuid4()` makes them, with one read of the random source."""
     randomness = os.urandom(16 * count)

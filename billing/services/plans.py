@@ -8,6 +8,7 @@ from django.db.models.deletion import RestrictedError
 
 from billing.models import PlanAgent, PricingPlan, PricingStrategy, Subscription, SubscriptionStatus
 from core.errors import BadRequest, Conflict, NotFound
+from core.ids import uuid_or_none
 from core.money import to_exact
 from core.scoping import get_owned, owned
 from core.serialization import decimal_text
@@ -55,7 +56,7 @@ def plan_agent_unlink(*, book, plan_id, agent_id) -> None:
     while the plan still prices this agent (409: delete those strategies first, nothing is removed silently).
     The link row is locked so a concurrent subscription create or strategy create sees the outcome."""
     plan = get_owned(PricingPlan, book, plan_id)
-    link = owned(PlanAgent, book).select_for_update().filter(plan=plan, agent_id=_uuid_or_none(agent_id)).first()
+    link = owned(PlanAgent, book).select_for_update().filter(plan=plan, agent_id=uuid_or_none(agent_id)).first()
     if link is None:
         raise NotFound("Agent is not linked to this plan")
     live = owned(Subscription, book).filter(plan=plan, agent_id=link.agent_id, status__in=LIVE_STATUSES).count()
@@ -125,8 +126,3 @@ def _discounted_text(rate_text: str, factor: Decimal) -> str:
     return decimal_text(to_exact(Decimal(rate_text) * factor))
 
 
-def _uuid_or_none(value) -> UUID | None:
-    try:
-        return UUID(str(value))
-    except (ValueError, TypeError):
-        return None
