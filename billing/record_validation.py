@@ -42,8 +42,11 @@ CACHE_WRITE_1H_FIELD = "cacheWrite1hTokens"
 SERVICE_TIER_FIELD = "serviceTier"
 SERVICE_TIERS = ("standard", "batch", "flex", "priority")
 # The top-level fields of the single-service shape: any of them beside `services` is the mixed shape, a 400
-# (contract.md "Record shapes"), so that nothing a client sends is dropped silently.
-SINGLE_SHAPE_FIELDS = ("model", "modelProvider", *TOKEN_FIELDS, CACHE_WRITE_1H_FIELD, SERVICE_TIER_FIELD)
+# (docs/decisions/usage-recording.md), so that nothing a client sends is dropped silently.
+SINGLE_SHAPE_FIELDS = ("model", "modelProvider", *TOKEN_FIELDS)
+# The cost fields a single-service record and each `services[]` entry take: beside `services` one fails its record
+# alone (a bad record of a batch fails alone; the mixed shape's 400 is for the fields above).
+COST_FIELDS = (CACHE_WRITE_1H_FIELD, SERVICE_TIER_FIELD)
 # Every field a record and a `services[]` entry take (spec.md section 2, and contract.md "Cost fields of a record":
 # `cacheWrite1hTokens`, `serviceTier`). Anything else fails the record alone (`unknown_field`); free-form data
 # belongs in `metadata`. This is the one list of accepted names: a field the service starts to take is added here.
@@ -337,6 +340,10 @@ def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | I
     is_multi_service = data.get("services") is not None
     if is_multi_service:
         raw_services = data["services"]
+        for name in COST_FIELDS:
+            if data.get(name) is not None:
+                check.fail(name, f"Send {name} inside each service of services (multi-service shape), not at the "
+                                 f"top level beside it.")
         if not isinstance(raw_services, list) or not raw_services:
             check.fail("services", "Must be a non-empty list of services.")
         else:

@@ -238,11 +238,16 @@ def rates_for(entry: ServiceEntry) -> Rates:
 
 
 @lru_cache(maxsize=256)
+def catalog_provider_name(provider: str) -> str:
+    """The catalog's name of a normalized provider name: its synonyms and the names the catalog loader folds count
+    as it (`google_ai_studio` and `gemini` are `google`, `mistralai` is `mistral`), as records resolve them."""
+    return catalog_provider(PROVIDER_SYNONYMS.get(provider, provider))
+
+
 def provider_rules(provider: str) -> Rates:
     """Token rates without a rate, with the provider's published rules (1-hour cache writes, the batch discount):
-    what a book's override of a model the catalog lacks adds its rates to. The provider's synonyms and the names
-    the catalog folds count as it (`google_ai_studio` is `google`)."""
-    name = catalog_provider(PROVIDER_SYNONYMS.get(provider, provider))
+    what a book's override of a model the catalog lacks adds its rates to."""
+    name = catalog_provider_name(provider)
     return Rates(cost_unit=TOKEN_UNIT, cache_write_1h_share_of_input=CACHE_WRITE_1H_SHARE_OF_INPUT.get(name),
                  batch_share=BATCH_SHARE_OF_STANDARD.get(name))
 

@@ -14,8 +14,8 @@ from django.db.models import Q
 
 from catalog.costing import TOKEN_UNIT
 from catalog.models import PriceOverride, ServiceEntry
-from catalog.resolution import normalize_model, normalize_provider, resolve_services, too_long_once_normalized
-from catalog.sources import catalog_provider
+from catalog.resolution import (catalog_provider_name, normalize_model, normalize_provider, resolve_services,
+                                too_long_once_normalized)
 from core.errors import BadRequest, Conflict, NotFound
 from core.progress import NO_PROGRESS, Progress
 from core.scoping import get_owned, owned
@@ -93,7 +93,7 @@ def _checked(*, service_id, model, model_provider, discount_percent, rates: dict
             problems.append("modelProvider: This field is required with discountPercent.")
         if given:
             problems.append("discountPercent: A discount takes no rates; send either rates or a discount.")
-        target = {"model_provider": catalog_provider(normalize_provider(model_provider or "")),
+        target = {"model_provider": catalog_provider_name(normalize_provider(model_provider or "")),
                   "discount_percent": discount_percent}
         problems += too_long_once_normalized(PriceOverride, modelProvider=target["model_provider"])
     else:

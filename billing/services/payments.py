@@ -160,8 +160,9 @@ def stripe_event_handle(event: dict, *, now: datetime) -> WebhookOutcome:
         invoice = Invoice.objects.select_for_update().select_related("book").filter(pk=invoice_id).first()
         if invoice is None:
             return WebhookOutcome(False, "no such invoice")
-        if bool(event.get("livemode")) != invoice.book.livemode:
-            # A test-mode payment never settles a live invoice, nor the reverse.
+        if "livemode" in event and event["livemode"] is not invoice.book.livemode:
+            # A test-mode payment never settles a live invoice, nor the reverse. Stripe's events always say which;
+            # a signed event that does not is the sender's own, and the invoice it names decides.
             return WebhookOutcome(False, "the event's livemode does not match the invoice's books")
         if str(session.get("currency", invoice.currency)).lower() != invoice.currency:
             return WebhookOutcome(False, f"the session's currency is not {invoice.currency}")

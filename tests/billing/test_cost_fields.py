@@ -146,11 +146,20 @@ def test_bad_cost_fields_fail_their_record_alone(api, fields, message):
     assert results["failed"][0]["message"] == [f"services[0].{message}"]
 
 
-def test_one_hour_writes_beside_services_are_the_mixed_shape(api):
+@pytest.mark.parametrize("field, value", [("cacheWrite1hTokens", 5), ("serviceTier", "batch")])
+def test_a_cost_field_beside_services_fails_its_record_alone(api, field, value):
+    results = send(api, {field: value, "services": [{"model": "gpt-4o", "modelProvider": "openai"}]},
+                   {"services": [{"model": "gpt-4o", "modelProvider": "openai", field: value}]})
+    assert [entry["index"] for entry in results["success"]] == [1]
+    failed = results["failed"][0]
+    assert (failed["index"], failed["stored"], failed["code"]) == (0, False, "invalid_record")
+    assert failed["message"] == [f"{field}: Send {field} inside each service of services (multi-service shape), "
+                                 f"not at the top level beside it."]
+    # tokens beside services are still the mixed shape: the whole request is refused
     resp = api.post("/v1/usage/record", {"records": [{
-        "customerExternalId": "c", "agentCode": "a", "signalName": "s", "cacheWrite1hTokens": 5,
+        "customerExternalId": "c", "agentCode": "a", "signalName": "s", "inputTokens": 5,
         "services": [{"model": "gpt-4o", "modelProvider": "openai"}]}]})
-    assert resp.status_code == 400 and "cacheWrite1hTokens" in resp.json()["message"][0]
+    assert resp.status_code == 400 and "inputTokens" in resp.json()["message"][0]
 
 
 # --------------------------------------------------------------------------- reviewed corrections

@@ -1,6 +1,7 @@
 """Payments and refunds: the Stripe webhook signed exactly as Stripe signs it, the pay-now page (Stripe Checkout,
 Stripe mocked at its boundary; without a key "not configured", or the local checkout only when
 PAYMENTS_LOCAL_CHECKOUT is on), refunds (contract: Payments, Hosted pages, Payments without Stripe)."""
+import json
 import re
 import time
 import uuid
@@ -16,6 +17,7 @@ from core import clock
 from tests.billing.invoice_support import (WEBHOOK_SECRET, billing_chain, draft, event, pay, pdf_text, post_webhook,
                                            recurring, stripe_event, stripe_signature, usage)
 from tests.billing.support import error, ok
+from tests.factories import book_of
 from tests.mail import sent_mail
 
 pytestmark = pytest.mark.django_db
@@ -119,6 +121,23 @@ def test_events_that_do_not_settle_this_invoice_are_ignored(api, issued, client,
     resp = post_webhook(client, stripe_event(issued.id, 2400, livemode=livemode, **changes))
     assert resp.status_code == 200 and resp.json()["handled"] is False
     assert full(api, issued)["payments"] == []
+
+
+@pytest.mark.parametrize("environment", ["test", "live"])
+def test_a_signed_event_without_livemode_settles_the_invoice_it_names_in_either_book(client_for, org, client,
+                                                                                      environment):
+    api = client_for(environment=environment)
+    chain = billing_chain(api, book_of(org, environment), [recurring("20")])
+    invoice = draft(api, chain)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    body = json.loads(stripe_event(invoice["id"], 2000))
+    del body["livemode"]  # a hand-built event, as the payment notification's fields describe it
+    resp = post_webhook(client, json.dumps(body).encode())
+    assert resp.status_code == 200 and resp.json()["handled"] is True
+    assert ok(api.get(f"/v1/invoices/{invoice['id']}"))["status"] == "paid"
+    # a test-mode event still never settles a live invoice
+    if environment == "live":
+        assert post_webhook(client, stripe_event(invoice["id"], 2000, livemode=False)).json()["handled"] is False
 
 
 def test_an_event_for_an_unknown_invoice_is_acknowledged(client):

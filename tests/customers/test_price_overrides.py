@@ -189,6 +189,18 @@ def test_a_model_override_keeps_its_providers_published_batch_and_one_hour_cache
     assert gemini["totalCostUsd"] == "1"
 
 
+def test_a_discount_named_by_a_providers_synonym_is_the_providers(api):
+    # $0.15 input per million for mistral-small-latest: 1M tokens $0.15, 20% off $0.12
+    small = {"model": "mistral-small-latest", "inputTokens": 1_000_000, "usageDate": "2026-03-02T10:00:00Z"}
+    before = send(api, **small, modelProvider="mistralai")
+    body = create(api, modelProvider="MistralAI", discountPercent=20, effectiveFrom="2026-03-01T00:00:00Z")
+    assert (body["modelProvider"], body["eventsAffected"], body["eventsRepriced"]) == ("mistral", 1, 1)
+    assert event_cost(before) == D("0.12")
+    assert send(api, **small, modelProvider="mistral")["totalCostUsd"] == "0.12"
+    assert send(api, **small, modelProvider="mistralai")["totalCostUsd"] == "0.12"
+    create(api, 409, modelProvider="mistral", discountPercent=15, effectiveFrom="2026-03-01T00:00:00Z")
+
+
 def test_overrides_never_touch_invoices_revenue(api):
     create(api, modelProvider="openai", discountPercent=20, effectiveFrom="2026-01-01T00:00:00Z")
     send(api, **GPT_4O, usageDate="2026-03-02T10:00:00Z")
