@@ -11,23 +11,31 @@ figures billing wrote down from the ledger.
   events recorded by the moment it was settled: a settlement is final, so usage recorded for the period later
   is no drift. Repair settles that period and the later ones again (their top-up draws follow from it).
 
-Neither compares a period that shares a day with a month archived out of the ledger (`ArchivedMonth`): its
-events are no longer there to compare with.
+- Final invoices (issued, pending, overdue, paid, refunded): each usage line's counted quantity against what the
+  ledger holds of the invoice's kept claims (`billed_claims`). An invoice is a document: what it billed stays
+  whatever the ledger learns later (invoices keep what was reviewed), so usage recorded since its lines last read
+  the ledger (`usage_read_at`) is no drift (the console shows it on the invoice). An event is stamped with its
+  request's start (`created_at`) and may commit up to the web timeout later, so the line must lie between the
+  events recorded `READ_MARGIN` before the read (all committed by then) and every event recorded now: fewer is
+  events the read missed, more is events it counted twice or that left the ledger. A finding has no repair: only
+  voiding the invoice and generating the period again puts it right.
 
-Issued invoices are documents: what they billed stays, whatever the ledger learns later (contract: invoices
-keep what was reviewed), so they are not compared."""
+None compares a period that shares a day with a month archived out of the ledger (`ArchivedMonth`): its
+events are no longer there to compare with."""
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
+from decimal import Decimal
 
 from django.db import transaction
 
-from billing.models import CreditGrant, Invoice, InvoiceStatus
-from billing.pricing.lines import billing_window, invoice_terms, priced_lines
-from billing.pricing.usage import billed_usage
+from billing.models import ChargeType, CreditGrant, Invoice, InvoiceStatus
+from billing.pricing.lines import billing_window, claims_of_document, invoice_terms, priced_lines
+from billing.pricing.usage import billed_usage, claims_usage
 from billing.selectors.credit_pools import PERIOD, period_pool, pool_for, timeline_of
 from billing.services.credit_pools import credit_pool_sync
 from billing.services.invoices import invoice_generate
 from core.errors import ApiError
+from core.money import ZERO
 from core.scoping import owned
 from customers.models import UsageEvent
 from customers.partitions import archived_spans, overlaps_archive
@@ -74,6 +82,42 @@ def draft_invoice_differences(*, book, now: datetime, repair: bool = False) -> l
             except ApiError as refused:  # a customer deleted or internal since, a period past the subscription's end
                 logger.warning("draft invoice %s not refreshed by the repair, left for the operator to void: %s",
                                invoice.invoice_number, refused)
+    return findings
+
+
+# Longer than a request may run (gunicorn's --timeout, WEB_TIMEOUT, 300 s by default): every event stamped this
+# long before an invoice read the ledger had committed by then.
+READ_MARGIN = timedelta(minutes=10)
+FINAL = (InvoiceStatus.ISSUED, InvoiceStatus.PENDING, InvoiceStatus.OVERDUE, InvoiceStatus.PAID,
+         InvoiceStatus.REFUNDED)
+
+
+def _by_signal(usage: dict[tuple, Decimal]) -> dict:
+    return {signal_id: quantity for (_, signal_id), quantity in usage.items()}
+
+
+def final_invoice_differences(*, book, now: datetime, repair: bool = False) -> list[Finding]:
+    findings = []
+    archived = archived_spans()
+    invoices = (owned(Invoice, book).filter(status__in=FINAL, billed_claims__isnull=False, usage_read_at__isnull=False)
+                .prefetch_related("lines").order_by("period_start", "invoice_number"))
+    for invoice in invoices:
+        counted = [line for line in invoice.lines.all()
+                   if line.charge_type == ChargeType.USAGE and line.signal_id and line.used_quantity is not None]
+        if not counted or overlaps_archive(invoice.period_start, invoice.period_end, archived):
+            continue
+        claims = claims_of_document(invoice)
+        settled = _by_signal(claims_usage(book=book.pk, claims=claims,
+                                          recorded_by=invoice.usage_read_at - READ_MARGIN))
+        recorded = _by_signal(claims_usage(book=book.pk, claims=claims))
+        for line in counted:
+            low, high = settled.get(line.signal_id, ZERO), recorded.get(line.signal_id, ZERO)
+            if not low <= line.used_quantity <= high:
+                findings.append(Finding(
+                    f"invoice {invoice.invoice_number} ({invoice.status}, {invoice.period_start:%Y-%m-%d} to "
+                    f"{invoice.period_end:%Y-%m-%d}) line {line.position}",
+                    f"{_plain(low)} units recorded before its lines read the ledger, {_plain(high)} by now",
+                    f"{_plain(line.used_quantity)} counted", invoice.period_start))
     return findings
 
 

@@ -1,7 +1,7 @@
 """The ledger verifier: every figure derived from a book's ledger recomputed from the ledger and compared
 (docs/operations.md, "When the verifier finds drift"; docs/decisions/reliability.md, "Derived figures").
 
-`ledger_verify` runs the checks of each app for one book or every book with events and answers what differs;
+`ledger_verify` runs the checks of each app for one book or every book with events (or rows derived from them) and answers what differs;
 with `repair` each check rewrites its derived rows to the ledger's figures (never the ledger) and the answer says
 what it changed. `ledger_verify_all` is the scheduled job: drift is logged as an error and kept as `LedgerDrift`
 rows, which the console's dashboard shows until a run no longer finds them. `manage.py ledger_verify` is the
@@ -11,17 +11,21 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import reduce
+from operator import or_
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
 
-from billing.verification import credit_pool_differences, draft_invoice_differences
+from billing.verification import credit_pool_differences, draft_invoice_differences, final_invoice_differences
 from accounts.models import Book
 from console.models import LedgerDrift
 from core.jobs import BookFailures
 from core.scoping import owned
-from customers.models import UsageEvent
+from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
 from customers.rollup import MEASURES, analytics_rollup_differences
 from customers.verification import Finding, backlog_orphans, key_orphans, keys_missing
+from matters.models import MatterAttribution
 from matters.verification import attribution_orphans
 
 logger = logging.getLogger("billing.verification")
@@ -48,6 +52,7 @@ CHECKS: dict[str, Callable[..., list[Finding]]] = {
     "matter_attributions": lambda *, book, now, repair: attribution_orphans(book=book, repair=repair),
     "credit_pools": credit_pool_differences,
     "draft_invoices": draft_invoice_differences,
+    "final_invoices": final_invoice_differences,
 }
 
 
@@ -61,17 +66,21 @@ class BookReport:
         return sum(len(found) for found in self.findings.values())
 
 
-def books_with_events() -> list[Book]:
-    book_ids = UsageEvent.objects.values_list("book_id", flat=True).distinct()
-    return list(Book.objects.filter(pk__in=book_ids).select_related("organization").order_by("pk"))
+def books_to_verify() -> list[Book]:
+    """The books with events, or with rows derived from events: a book whose ledger lost every event still has
+    its rollup, keys, backlog and attributions compared (each an EXISTS on an index that starts with the book)."""
+    derived = [model.objects.filter(book_id=OuterRef("pk"))
+               for model in (UsageEvent, UsageDailyRollup, UsageEventKey, RollupBacklog, MatterAttribution)]
+    books = Book.objects.filter(reduce(or_, (Q(Exists(rows)) for rows in derived)))
+    return list(books.select_related("organization").order_by("pk"))
 
 
 def ledger_verify(*, now: datetime, book: Book | None = None, repair: bool = False,
                   checks: tuple[str, ...] = tuple(CHECKS)) -> list[BookReport]:
-    """Run `checks` for `book` (default: every book with events); with `repair`, each check sets what it found
+    """Run `checks` for `book` (default: `books_to_verify`); with `repair`, each check sets what it found
     to the ledger's figures."""
     reports = []
-    for one in [book] if book is not None else books_with_events():
+    for one in [book] if book is not None else books_to_verify():
         report = BookReport(one)
         for name in checks:
             report.findings[name] = CHECKS[name](book=one, now=now, repair=repair)
@@ -103,12 +112,12 @@ def _instant(value):
 
 
 def ledger_verify_all(*, now: datetime) -> int:
-    """The scheduled job: verify every book with events, log each drift as an error, keep it for the console's
-    dashboard; returns the number of findings."""
+    """The scheduled job: verify every book of `books_to_verify`, log each drift as an error, keep it for the
+    console's dashboard; returns the number of findings."""
     failures = BookFailures("ledger-verify")
     total = 0
     checked = set()
-    for book in books_with_events():
+    for book in books_to_verify():
         checked.add(book.pk)
         with failures.isolated(book.pk):
             [report] = ledger_verify(now=now, book=book)

@@ -341,9 +341,12 @@ def event_aggregates(prefix: str = "", condition: Q | None = None) -> dict:
     `condition`, when given, restricts every aggregate to the events it selects (a filtered aggregate).
     Quantity and cost read 0, never null, over no events or only unpriced ones."""
     unpriced = Q(**{f"{prefix}usage_cost__isnull": True})
+    # Through a relation, a column of the event itself: `event__pk` would be read from the attribution's own
+    # `event_id` without joining the ledger, and count rows whose event left it (an archived month's).
+    counted = f"{prefix}usage_date" if prefix else "pk"
     return {
-        "event_count": Count(f"{prefix}pk", filter=condition),
-        "unpriced_count": Count(f"{prefix}pk", filter=unpriced if condition is None else unpriced & condition),
+        "event_count": Count(counted, filter=condition),
+        "unpriced_count": Count(counted, filter=unpriced if condition is None else unpriced & condition),
         "quantity": Coalesce(Sum(f"{prefix}quantity", filter=condition), Value(ZERO, output_field=ExactField())),
         "cost": Coalesce(Sum(f"{prefix}usage_cost", filter=condition), Value(ZERO, output_field=ExactField())),
     }

@@ -12,6 +12,7 @@ from accounts.models import Book, Role
 from core.errors import ApiError
 from jobs.admin import job_link
 from matters.models import Matter, MatterAttribution, MatterRule
+from matters.selectors import matter_cost_totals
 from matters.services import matter_delete, matter_rules_apply_start, responsible_user_check, rule_matchers_check
 
 MATTER_ROLES = frozenset({Role.OWNER, Role.ADMIN, Role.FINANCE, Role.LEGAL})  # as the matters endpoints
@@ -82,8 +83,8 @@ class MatterAdmin(BookScopedAdmin):
     actions = [apply_matter_rules]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            rule_count=Count("rules", distinct=True), event_count=Count("attributions", distinct=True))
+        return super().get_queryset(request).annotate(rule_count=Count("rules", distinct=True),
+                                                      event_count=matter_cost_totals()["event_count"])
 
     @admin.display(description="rules", ordering="rule_count")
     def rule_count(self, matter):

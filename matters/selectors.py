@@ -31,9 +31,11 @@ def _cost_totals(sums: Sums) -> dict:
     return {"actual_cost": sums.cost, "event_count": sums.event_count, "events_missing_cost": sums.unpriced_count}
 
 
-def _matter_cost_totals() -> dict:
+def matter_cost_totals() -> dict:
     """The aggregates of `event_sums` per matter, over its attributions' events, as correlated subqueries:
-    computed for the rows of one page only, and left out of the page's count query."""
+    computed for the rows of one page only, and left out of the page's count query. The API's list and the
+    console's read them alike: events joined from the ledger (an attribution kept for an archived month's event
+    counts nothing)."""
     attributed = (MatterAttribution.objects.filter(book=OuterRef("book"), matter=OuterRef("pk"))
                   .order_by().values("matter"))
     aggregates = event_aggregates(prefix="event__")
@@ -50,7 +52,7 @@ def _matter_cost_totals() -> dict:
 
 def matter_list(*, book) -> QuerySet:
     """Matters, newest first, each annotated with actual_cost, event_count and events_missing_cost."""
-    return owned(Matter, book).annotate(**_matter_cost_totals()).order_by("-created_at", "-id")
+    return owned(Matter, book).annotate(**matter_cost_totals()).order_by("-created_at", "-id")
 
 
 @dataclass(frozen=True)

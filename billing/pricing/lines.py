@@ -7,6 +7,7 @@ engine's local calendar days (`engine.DaySpan`, `SubscriptionTerms`).
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
+from uuid import UUID
 
 from billing.models import ChargeType, Invoice, InvoiceLine, PricingStrategy, Subscription
 from billing.pricing import engine
@@ -85,6 +86,13 @@ def claims_document(claims: list[Claim]) -> list[dict]:
     """Claims as an invoice keeps them (`Invoice.billed_claims`): agent, signal and the instants, as text."""
     return [{"agentId": str(claim.agent_id), "signalId": str(claim.signal_id), "start": claim.start.isoformat(),
              "end": claim.end.isoformat()} for claim in claims]
+
+
+def claims_of_document(invoice: Invoice) -> list[Claim]:
+    """The claims an invoice kept with its lines (`billed_claims`, `claims_document`), as claims again."""
+    return [Claim(invoice.subscription_id, invoice.customer_id, UUID(claim["agentId"]), UUID(claim["signalId"]),
+                  datetime.fromisoformat(claim["start"]), datetime.fromisoformat(claim["end"]))
+            for claim in invoice.billed_claims or ()]
 
 
 def _description(line: engine.Line, strategy: PricedStrategy | None) -> str:

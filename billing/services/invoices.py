@@ -17,7 +17,6 @@ from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import F, Q
-from django.utils import timezone
 
 from billing.events import invoice_event
 from billing.invoice_documents import InvoiceEmail, InvoiceView, send_invoice_email
@@ -27,6 +26,7 @@ from billing.pricing.lines import (billing_window, claims_counted_by, claims_doc
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
 from billing.pricing.periods import local_date, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, period_end_grown_back, schedule_of
+from core import clock
 from core.database import retry_while_reconnecting
 from core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from core.jobs import BookFailures
@@ -34,6 +34,7 @@ from core.money import CENTS_LIMIT
 from core.scoping import get_owned, owned
 from webhooks.models import EventType
 from customers.models import Customer
+from customers.partitions import archived_spans
 
 logger = logging.getLogger("billing.invoices")
 
@@ -133,7 +134,7 @@ def _refresh(invoice: Invoice, subscription: Subscription) -> None:
     for line in lines:
         line.invoice = invoice
     InvoiceLine.objects.bulk_create(lines)
-    invoice.usage_read_at = timezone.now()  # the clock of updated_at, which the verifier read before this field
+    invoice.usage_read_at = clock.now()  # the clock events are stamped with (`created_at`), which it is compared to
     invoice.save()
 
 
@@ -170,11 +171,13 @@ def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billi
         invoices = (owned(Invoice, book).select_for_update().filter(subscription=subscription)
                     .exclude(status=Status.VOID))
         existing = invoices.filter(period_start=start, period_end=end).first()
-        if existing is not None:
-            if existing.status == Status.DRAFT:
-                for field, value in invoice_settings.items():
-                    setattr(existing, field, value)
-                _refresh(existing, subscription)
+        if existing is not None and existing.status != Status.DRAFT:
+            return existing, False
+        _refuse_archived(start, end)
+        if existing is not None:  # a draft: refreshed in place
+            for field, value in invoice_settings.items():
+                setattr(existing, field, value)
+            _refresh(existing, subscription)
             return existing, False
         overlapping = invoices.filter(period_start__lt=end, period_end__gt=start).order_by("period_start").first()
         if overlapping is not None:
@@ -189,6 +192,18 @@ def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billi
         _refresh(invoice, subscription)
         invoice_event(invoice, EventType.INVOICE_CREATED, now=now)
     return invoice, True
+
+
+def _refuse_archived(start: datetime, end: datetime) -> None:
+    """A period sharing a day with a month archived out of the ledger is a 409 naming the month: its events are
+    no longer in the ledger, so an invoice of it would bill none of them (a draft or a current period over a month
+    keeps it from being detached; a past period never invoiced does not)."""
+    months = [f"{lo:%Y-%m}" for lo, hi in archived_spans() if lo < end and start < hi]
+    if months:
+        raise Conflict(f"The usage of {', '.join(months)} was archived out of the ledger (ledger_partitions detach), "
+                       f"so an invoice for this period would bill none of it. Restore the month first (python "
+                       f"manage.py ledger_partitions restore {months[0]}), then generate the invoice.",
+                       code="period_archived")
 
 
 def invoices_fit_to_end(*, book, subscription: Subscription, now: datetime, reason: str,

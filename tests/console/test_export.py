@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from tests.console.conftest import action
 from tests.console.world import populate
-from tests.factories import CustomerFactory, MatterFactory, MatterRuleFactory
+from tests.factories import CustomerFactory, MatterFactory, MatterRuleFactory, UsageEventFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -60,6 +60,23 @@ def test_computed_columns_are_exported_as_shown(console, book):
     header, line = rows_of(action(console, "/admin/matters/matter/", "export_csv", [matter], follow=False))
     assert {"matter number": "M-7", "name": "Smith v. Jones", "rules": "2", "events": "0"}.items() <= \
         dict(zip(header, line)).items()
+
+
+@pytest.mark.ledger_drift_allowed  # an attribution left without its event, as an archived month leaves them
+def test_a_matters_events_are_counted_from_the_ledger_as_the_api_counts_them(console, api, book):
+    from django.db import connection
+
+    from matters.models import MatterAttribution
+
+    matter = MatterFactory(book=book, matter_number="M-8", name="Doe v. Roe")
+    kept, gone = UsageEventFactory(book=book), UsageEventFactory(book=book)
+    for event in (kept, gone):
+        MatterAttribution.objects.create(book=book, event_id=event.pk, matter=matter, source="manual")
+    with connection.cursor() as cursor:  # the event leaves the ledger; its attribution stays
+        cursor.execute("DELETE FROM customers_usageevent WHERE id = %s", [gone.pk])
+    header, line = rows_of(action(console, "/admin/matters/matter/", "export_csv", [matter], follow=False))
+    assert dict(zip(header, line))["events"] == "1"
+    assert api.get(f"/v1/matters/{matter.pk}").json()["eventCount"] == 1
 
 
 def test_the_invoice_export_heads_every_column_alike_and_writes_every_amount_as_a_decimal(console, book):

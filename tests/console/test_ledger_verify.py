@@ -10,7 +10,8 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from billing.models import CreditGrant, InvoiceLine
+from billing.models import CreditGrant, Invoice, InvoiceLine
+from billing.verification import READ_MARGIN
 from console.models import LedgerDrift
 from console.verification import ledger_verify, ledger_verify_all
 from customers.models import RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
@@ -173,6 +174,45 @@ def test_a_draft_invoice_whose_lines_differ_from_its_claims_is_drift_and_repair_
     assert InvoiceLine.objects.get(charge_type="usage").amount == D("818.90")
 
 
+def test_a_final_invoice_whose_lines_missed_events_the_ledger_held_is_drift_and_later_usage_is_not(api, book):
+    chain = billing_chain(api, book, [{"chargeType": "usage", "pricingModel": "flat", "rate": "2"}],
+                          start="2026-10-01T00:00:00Z")
+
+    def send(quantity, day):
+        api.post("/v1/usage/record", {"records": [{
+            "customerExternalId": chain.customer.external_id, "agentCode": chain.agent.agent_code,
+            "signalName": chain.signal.name, "quantity": quantity, "usageDate": f"2026-10-{day:02d}T10:00:00Z",
+            "services": [{"model": "none-api", "modelProvider": "none", "quantity": 1}]}]})
+
+    send("409.45", 5)
+    invoice = api.post("/v1/invoices/generate", {"customerId": str(chain.customer.id),
+                                                 "subscriptionId": chain.subscription["id"],
+                                                 "billingPeriodStart": "2026-10-01T00:00:00Z",
+                                                 "billingPeriodEnd": "2026-11-01T00:00:00Z"}).json()
+    assert api.post(f"/v1/invoices/{invoice['id']}/send", {}).status_code == 200
+    send("3", 6)  # recorded for October after the invoice was issued: billed nowhere, but no drift
+    assert ledger_verify(now=NOW, book=book, checks=("final_invoices",))[0].drift == 0
+    # Say the invoice read the ledger READ_MARGIN (longer than a request runs) after the first event was stamped and
+    # before the second: lines that counted fewer units than the first: the read lost events.
+    first, second = UsageEvent.objects.order_by("created_at")
+    assert second.created_at > first.created_at
+    Invoice.objects.filter(pk=invoice["id"]).update(usage_read_at=first.created_at + READ_MARGIN)
+    InvoiceLine.objects.filter(charge_type="usage").update(used_quantity=D("400"))
+    [report] = ledger_verify(now=NOW, book=book, checks=("final_invoices",), repair=True)
+    [finding] = report.findings["final_invoices"]
+    assert finding.subject == f"invoice {invoice['invoiceNumber']} (issued, 2026-10-01 to 2026-11-01) line 0"
+    assert (finding.ledger, finding.derived) == ("409.45 units recorded before its lines read the ledger, 412.45 by "
+                                                 "now", "400 counted")
+    assert InvoiceLine.objects.get(charge_type="usage").used_quantity == D("400")  # a document: never repaired
+    # more than the ledger holds even now: events counted twice
+    InvoiceLine.objects.filter(charge_type="usage").update(used_quantity=D("412.46"))
+    [finding] = ledger_verify(now=NOW, book=book, checks=("final_invoices",))[0].findings["final_invoices"]
+    assert finding.derived == "412.46 counted"
+    for counted in ("409.45", "412.45"):  # between the two: what the read saw, give or take batches in flight
+        InvoiceLine.objects.filter(charge_type="usage").update(used_quantity=D(counted))
+        assert ledger_verify(now=NOW, book=book, checks=("final_invoices",))[0].drift == 0
+
+
 def june_pool(api, book, monkeypatch):
     """A pool subscription from June 2025 with 30 units used in June and June's grant, the clock on June 10."""
     from core import clock
@@ -314,3 +354,18 @@ def test_the_scheduled_job_logs_drift_as_an_error_shows_it_on_the_dashboard_and_
     ledger_verify(now=NOW, book=book, repair=True)
     assert ledger_verify_all(now=NOW) == 0
     assert not LedgerDrift.objects.exists()
+
+
+def test_a_book_whose_ledger_lost_every_event_is_still_verified_and_its_drift_kept(api, book, llm):
+    record(api, llm, count=2)
+    analytics_rollup_catch_up(book_id=book.pk)
+    assert ledger_verify_all(now=NOW) == 0
+    with connection.cursor() as cursor:  # every event gone from the ledger, behind the service's back
+        cursor.execute("DELETE FROM customers_usageevent WHERE book_id = %s", [book.pk])
+    assert not UsageEvent.objects.exists()
+    found = ledger_verify_all(now=NOW)
+    assert found > 0
+    checks = set(LedgerDrift.objects.filter(book=book).values_list("check_name", flat=True))
+    assert {"rollup", "idempotency_keys"} <= checks
+    assert ledger_verify_all(now=NOW) == found  # kept until the figures agree again, not dropped with the events
+

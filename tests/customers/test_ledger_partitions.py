@@ -36,7 +36,7 @@ from customers.partitions import (
     settle_window,
 )
 from customers.rollup import analytics_rollup_catch_up
-from tests.billing.invoice_support import billing_chain, recurring
+from tests.billing.invoice_support import billing_chain, event, recurring, usage
 from tests.factories import ServiceEntryFactory
 
 pytestmark = pytest.mark.django_db
@@ -508,6 +508,22 @@ def test_detach_refuses_a_month_a_draft_invoice_covers_until_it_is_final(api, bo
     assert api.post(f"/v1/invoices/{draft['id']}/void", {}).status_code == 200
     call_command("ledger_partitions", "detach", "2012-04", stdout=StringIO())
     assert partition_name(month(2012, 4)) not in names()
+
+
+def test_an_invoice_for_a_past_period_over_an_archived_month_is_refused_until_it_is_restored(api, book, llm):
+    chain = billing_chain(api, book, [usage("2")], start="2012-01-01T00:00:00Z")
+    ledger_partitions_ensure(months=[month(2012, 5)])
+    event(chain, 7, "2012-05-10T12:00:00Z")
+    ledger_partition_detach(month(2012, 5), now=NOW)  # no invoice covers May: the detach is allowed
+    period = {"customerId": str(chain.customer.id), "subscriptionId": chain.subscription["id"],
+              "billingPeriodStart": "2012-05-01T00:00:00Z", "billingPeriodEnd": "2012-06-01T00:00:00Z"}
+    refused = api.post("/v1/invoices/generate", period)
+    assert refused.status_code == 409 and refused.json()["code"] == "period_archived"
+    assert "The usage of 2012-05 was archived out of the ledger" in refused.json()["message"]
+    assert "ledger_partitions restore 2012-05" in refused.json()["message"]
+    call_command("ledger_partitions", "restore", "2012-05", stdout=StringIO())
+    invoice = api.post("/v1/invoices/generate", period).json()
+    assert [(line["quantity"], line["amount"]) for line in invoice["lines"]] == [(7, 14)]
 
 
 def test_detach_refuses_a_month_an_active_subscriptions_current_period_covers(api, book, llm):
