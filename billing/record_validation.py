@@ -66,12 +66,12 @@ FIELD_SYNONYMS = {
     "env": "environment",
 }
 ENVIRONMENTS = frozenset(Environment.values)
-# Per record and per service part. Contract "Exact numbers in": a quantity keeps every digit a client prints for a
-# binary float, at least 17 significant digits, so the bound is on magnitude only, as far as clients print numbers
-# without an exponent (JavaScript writes an integral double below 10^21 in full). Every sum of quantities stays
-# exact: 21 integer digits and 30 places are 51, far inside the 200-digit sums (core/money.py SUMS) and the cost
-# engine's 80 (docs/decisions/numbers.md "Quantities").
-MAX_QUANTITY = Decimal(10**21)
+# Per record and per service part: the largest finite binary float. A quantity keeps every digit a client prints
+# for a binary float, at any size (Python prints 1e22 as `1e+22`, JavaScript 1e21 as `1e+21`), so the bound is the
+# largest number a client's float can hold, never a size a client's float prints. Every sum of quantities stays
+# exact: 309 integer digits and 30 places are 339, inside the 400-digit sums and pricing (core/money.py SUMS,
+# billing/pricing/engine.py; docs/decisions/numbers.md "Quantities").
+MAX_QUANTITY = Decimal("1.7976931348623157e308")
 # Decimal places a quantity may have: every digit a client prints for a binary float (Python's repr of a double
 # writes at most 17 significant digits, so `0.30000000000000004`, `1.2345678901234567e-12`: 28 places) with room
 # to spare; the contract's minimum is 20 (docs/decisions/numbers.md "Quantities").

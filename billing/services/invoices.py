@@ -142,7 +142,7 @@ def _refuse_unstorable(invoice: Invoice, lines: list[InvoiceLine], *,
                        remedy: str = "bill the period in shorter windows") -> None:
     """A period whose amounts exceed what an invoice holds (cents: 12 integer digits) is a 422 naming the line,
     before anything is written: never a database overflow, never a rounded bill. Quantities have no bound (their
-    columns are unbounded `numeric`: one record may carry 10^21 units)."""
+    columns are unbounded `numeric`: one record may carry 1.8 x 10^308 units)."""
     too_large = [f"lines[{line.position}] ({line.description[:60]}): amount {line.amount}"
                  for line in lines if abs(line.amount) >= CENTS_LIMIT]
     if any(abs(value) >= CENTS_LIMIT for value in (invoice.subtotal, invoice.total)):

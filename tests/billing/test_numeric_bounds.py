@@ -2,7 +2,7 @@
 every numeric field is stored, priced, rolled up and read; one beyond a maximum fails alone (`out_of_range`,
 not stored) and nothing answers 500, not the next batch, not analytics, not the scheduled jobs."""
 from datetime import datetime, timezone
-from decimal import Decimal as D
+from decimal import ROUND_DOWN, Context, Decimal as D
 
 import pytest
 from rest_framework.test import APIClient
@@ -30,9 +30,10 @@ def cheap_llm(db):
 
 @pytest.fixture
 def per_unit(db):
-    """$0.001 per request: the maximum quantity costs the event maximum."""
+    """A rate per request at which the maximum quantity costs the event maximum (to 12 places)."""
+    rate = Context(prec=28, rounding=ROUND_DOWN).divide(MAX_EVENT_COST, MAX_QUANTITY)
     return ServiceEntryFactory(canonical_name="bound-api", provider="boundapi", cost_unit="request",
-                               input_cost=MAX_EVENT_COST / MAX_QUANTITY, service_type="search", is_api=True)
+                               input_cost=rate, service_type="search", is_api=True)
 
 
 @pytest.fixture
@@ -69,7 +70,7 @@ def test_records_at_every_maximum_are_stored_and_the_next_batch_and_analytics_st
 
     usage = api.get("/v1/analytics/usage", {"startDate": DAY, "endDate": DAY})
     assert usage.status_code == 200, usage.content
-    summary = usage.json()["summary"]
+    summary = exact_json.loads(usage.content.decode())["summary"]  # past what a float holds: read exactly
     assert (summary["totalEvents"], D(str(summary["totalQuantity"])), D(str(summary["totalCost"]))) \
         == (9, 9 * MAX_QUANTITY, 9 * MAX_EVENT_COST)
     cost = api.get("/v1/analytics/cost", {"startDate": DAY, "endDate": DAY})
@@ -81,10 +82,10 @@ def test_records_at_every_maximum_are_stored_and_the_next_batch_and_analytics_st
 @pytest.mark.parametrize("beyond, message", [
     ({"inputTokens": MAX_TOKENS + 1}, f"inputTokens: Must be at most {MAX_TOKENS} (the documented maximum)."),
     ({"cacheWriteTokens": 2**63}, f"cacheWriteTokens: Must be at most {MAX_TOKENS} (the documented maximum)."),
-    ({"quantity": "1000000000000000000000.000000000001"},  # MAX_QUANTITY and a millionth of a millionth
+    ({"quantity": "1.7976931348623158e308"},  # the largest binary float and one unit of its last digit
      f"quantity: Must be at most {MAX_QUANTITY} (the documented maximum)."),
-    ({"quantity": 10**21 + 1}, f"quantity: Must be at most {MAX_QUANTITY} (the documented maximum)."),
-    ({"quantity": D("1e22")}, f"quantity: Must be at most {MAX_QUANTITY} (the documented maximum)."),
+    ({"quantity": 10**309}, f"quantity: Must be at most {MAX_QUANTITY} (the documented maximum)."),
+    ({"quantity": "1e400"}, f"quantity: Must be at most {MAX_QUANTITY} (the documented maximum)."),
     ({"services": [{"model": "bound-llm", "modelProvider": "boundai", "outputTokens": MAX_TOKENS + 1}],
       "model": None, "modelProvider": None},
      f"services[0].outputTokens: Must be at most {MAX_TOKENS} (the documented maximum)."),
@@ -105,7 +106,8 @@ def test_a_record_beyond_a_maximum_fails_alone_as_out_of_range(api, cheap_llm, p
 
 
 @pytest.mark.parametrize("quantity", ["12345678901234567", "98765432109.876543", "1234567890123456.7",
-                                      "0.30000000000000004", "1e+20", "1000000000000000000000"])
+                                      "0.30000000000000004", "1e+20", "1000000000000000000000", "1e+22",
+                                      "1.2345678901234567e+300", "1.7976931348623157e+308", "1e-30"])
 def test_seventeen_significant_digits_are_kept_at_any_size_a_client_prints(api, free_api, quantity):
     # Contract "Exact numbers in": a quantity keeps every digit a client prints for a binary float (at least 17
     # significant digits); only beyond that may a record fail. Sent as JSON numbers, as a client's encoder writes.
