@@ -58,8 +58,8 @@ def test_each_stage_is_emailed_once_per_period(jobs, api, chain, frozen_now):
 
 
 def test_a_pool_overdrawn_by_any_amount_still_alerts(jobs, api, chain, frozen_now):
-    # One record may carry 10^21 units (and far more): a pool of 100 overdrawn by that is used 10^21 percent, past what a
-    # 16-digit column holds; the alert is stored and emailed, the job does not fail for the book.
+    # One record may carry 10^21 units (and far more): a pool of 100 overdrawn by that is used 10^21 percent, past
+    # what a 16-digit column holds; the alert is stored and emailed, the job does not fail for the book.
     pool_subscription(api, chain)
     use(chain, 10**21)
     jobs()

@@ -12,7 +12,8 @@ class Command(BaseCommand):
             "Exit status 1 when drift was found (and, with --repair, after repairing it).")
 
     def add_arguments(self, parser):
-        parser.add_argument("--book", help="the id of one book (default: every book with events or rows derived from them)")
+        parser.add_argument("--book", help="the id of one book (default: every book with events or rows derived "
+                                           "from them)")
         parser.add_argument("--repair", action="store_true", help="set each derived figure to the ledger's")
         parser.add_argument("--check", action="append", choices=sorted(CHECKS),
                             help="only this check (repeatable; default: all)")
