@@ -3,9 +3,9 @@
 
 `ledger_verify` runs the checks of each app for one book or every book with events (or rows derived from them)
 and answers what differs; with `repair` each check rewrites its derived rows to the ledger's figures (never the
-ledger) and the answer says what it changed. `ledger_verify_all` is the scheduled job: drift is logged as an error and kept as `LedgerDrift`
-rows, which the console's dashboard shows until a run no longer finds them. `manage.py ledger_verify` is the
-operator's command. This module names every app's check, so it lives in the composition root.
+ledger) and the answer says what it changed. `ledger_verify_all` is the scheduled job: drift is logged as an error
+and kept as `LedgerDrift` rows, which the console's dashboard shows until a run no longer finds them.
+`manage.py ledger_verify` is the operator's command. This module names every app's check, so it lives in the composition root.
 """
 import logging
 from collections.abc import Callable
