@@ -11,7 +11,7 @@ from datetime import datetime
 from decimal import Decimal
 from functools import partial
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from billing.events import credit_pool_threshold_crossed
 from billing.models import CreditGrant, CreditPoolAlert, Subscription
@@ -39,17 +39,24 @@ def _require_pool(subscription: Subscription) -> Pool:
     return pool
 
 
+# The advisory-lock namespace of a subscription's credit-pool syncs (the second key is the subscription's hash).
+_SYNC_LOCKS = 7303
+
+
 @transaction.atomic
 def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
                      recorded_by: dict | None = None) -> CreditGrant | None:
     """Create the grant of the stored current period (refreshed to the pool's size while the period runs) and
     settle every ended period, skipped ones included. `pool`: the pool the plan sells today, whole; a period
-    an invoice captured is measured against that invoice's pool (`period_pool`). Locks that grant: syncs of one
-    subscription run one at a time, without holding the subscription row the period rollover needs.
-    `recorded_by`: as `pending_settlements` takes it. Idempotent."""
+    an invoice captured is measured against that invoice's pool (`period_pool`). Syncs of one subscription run one
+    at a time, to the end of their transactions (an advisory lock of the subscription, not its row, which the
+    period rollover needs): a top-up made while its period ran and committed after the rollover is seen by the
+    settlement of that period, which waits for it. `recorded_by`: as `pending_settlements` takes it. Idempotent."""
     start, end = subscription.current_period_start, subscription.current_period_end
     if start is None or end is None:
         return None
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_SYNC_LOCKS, str(subscription.pk)])
     running = period_pool(timeline_of(subscription), start, pool)
     units = pool_units(subscription, start, end, running.size)  # a plan change's split period grants a share
     CreditGrant.objects.bulk_create([CreditGrant(book_id=subscription.book_id, subscription=subscription,
@@ -163,7 +170,7 @@ def _alert_email(*, alert: CreditPoolAlert, balance: CreditBalance, organization
 def _evaluate_one(*, book: Book, subscription: Subscription, pool: Pool, now: datetime) -> bool:
     """Record the stages this period newly passed; email the highest of them unless alerts are paused."""
     with transaction.atomic():
-        credit_pool_sync(subscription=subscription, pool=pool, now=now)  # holds the period grant's lock
+        credit_pool_sync(subscription=subscription, pool=pool, now=now)  # one sync of the subscription at a time
         balance = credit_balance_get(book=book, subscription_id=subscription.pk, now=now)
         if balance.no_active_period:
             return False

@@ -131,3 +131,66 @@ def test_parallel_top_ups_with_different_keys_all_count_and_make_one_period_gran
     assert max(body["remainingUnits"] for _, body in results) == 100 + 10 * PARALLEL
     assert CreditGrant.objects.filter(kind="topup").count() == PARALLEL
     assert CreditGrant.objects.filter(kind="period").count() == 1
+
+
+def test_a_settlement_after_the_rollover_waits_for_a_top_up_made_while_its_period_ran(api):
+    """A top-up's transaction holds the subscription's sync until it commits: the sync that settles the period
+    the top-up was made in (run after the rollover, for the next period) waits for it instead of settling the
+    period without the units it may draw."""
+    import threading
+    import time
+
+    from django.db import connection, connections, transaction
+
+    from billing.models import Subscription
+    from billing.selectors.credit_pools import pool_for
+    from billing.services.credit_pools import credit_pool_sync
+
+    subscription = Subscription.objects.get(pk=World(api).pool_subscription.id)  # from January 2025, a pool of 100
+    pool = pool_for(subscription)
+    subscription.current_period_start = datetime(2025, 1, 1, tzinfo=timezone.utc)  # as the service saw it in January
+    subscription.current_period_end = datetime(2025, 2, 1, tzinfo=timezone.utc)
+    during, after = datetime(2025, 1, 31, 23, 59, tzinfo=timezone.utc), datetime(2025, 2, 2, tzinfo=timezone.utc)
+    release, synced, settled = threading.Event(), threading.Event(), []
+
+    def top_up_in_flight():  # a top-up's transaction, made while January ran, not committed yet
+        try:
+            with transaction.atomic():
+                credit_pool_sync(subscription=subscription, pool=pool, now=during)
+                synced.set()
+                release.wait(20)
+        finally:
+            synced.set()
+            connections.close_all()
+
+    def settle_after_the_rollover():
+        try:
+            rolled = Subscription.objects.get(pk=subscription.pk)
+            rolled.current_period_start = datetime(2025, 2, 1, tzinfo=timezone.utc)
+            rolled.current_period_end = datetime(2025, 3, 1, tzinfo=timezone.utc)
+            credit_pool_sync(subscription=rolled, pool=pool, now=after)
+            settled.append(time.monotonic())
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=top_up_in_flight)
+    holder.start()
+    assert synced.wait(20)
+    settler = threading.Thread(target=settle_after_the_rollover)
+    settler.start()
+    deadline = time.monotonic() + 20
+    waiting = 0
+    while time.monotonic() < deadline and not waiting:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND wait_event_type = 'Lock' AND wait_event = 'advisory'")
+            waiting = cursor.fetchone()[0]
+        time.sleep(0.02)
+    released_at = time.monotonic()
+    release.set()
+    holder.join(20)
+    settler.join(20)
+    assert waiting == 1, "the settlement did not wait for the top-up's transaction"
+    assert settled and settled[0] >= released_at
+    assert CreditGrant.objects.filter(subscription_id=subscription.pk, period_start=datetime(
+        2025, 1, 1, tzinfo=timezone.utc), settled_at__isnull=False).exists()
