@@ -26,16 +26,17 @@ import logging
 from datetime import datetime, timedelta
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import transaction
 
 from billing.models import ChargeType, CreditGrant, Invoice, InvoiceStatus
 from billing.pricing.lines import billing_window, claims_of_document, invoice_terms, priced_lines
 from billing.pricing.usage import billed_usage, claims_usage
 from billing.selectors.credit_pools import PERIOD, period_pool, pool_for, timeline_of
-from billing.services.credit_pools import credit_pool_sync
+from billing.services.credit_pools import credit_pool_sync, pool_sync_lock
 from billing.services.invoices import invoice_generate
 from core.errors import ApiError
-from core.money import ZERO
+from core.money import SUMS, ZERO
 from core.scoping import owned
 from customers.models import UsageEvent
 from customers.partitions import archived_spans, overlaps_archive
@@ -46,7 +47,7 @@ logger = logging.getLogger("billing.verification")
 
 def _plain(number) -> str:
     """A quantity as people write it: 30, 409.45 (never 3E+1 or 409.450000000000)."""
-    return f"{number.normalize():f}" if number else "0"
+    return f"{number.normalize(SUMS):f}" if number else "0"
 
 
 def _line_figures(lines) -> list[tuple]:
@@ -85,9 +86,9 @@ def draft_invoice_differences(*, book, now: datetime, repair: bool = False) -> l
     return findings
 
 
-# Longer than a request may run (gunicorn's --timeout, WEB_TIMEOUT, 300 s by default): every event stamped this
-# long before an invoice read the ledger had committed by then.
-READ_MARGIN = timedelta(minutes=10)
+# Longer than a request may run (gunicorn's --timeout, WEB_TIMEOUT, 300 s by default, twice over): every event
+# stamped this long before an invoice read the ledger had committed by then.
+READ_MARGIN = timedelta(seconds=2 * max(settings.WEB_TIMEOUT_SECONDS, 300))
 FINAL = (InvoiceStatus.ISSUED, InvoiceStatus.PENDING, InvoiceStatus.OVERDUE, InvoiceStatus.PAID,
          InvoiceStatus.REFUNDED)
 
@@ -151,6 +152,7 @@ def credit_pool_differences(*, book, now: datetime, repair: bool = False) -> lis
     if repair:
         for subscription, (start, pool) in drifted.items():
             with transaction.atomic():
+                pool_sync_lock(subscription.pk)  # before the grants' rows, as a top-up or the alert job takes them
                 later = owned(CreditGrant, book).filter(subscription=subscription, kind=PERIOD, period_start__gte=start)
                 # A period of an archived month keeps its settlement: its events are no longer there to settle it.
                 later = [grant for grant in later if not overlaps_archive(grant.period_start, grant.period_end,

@@ -47,7 +47,7 @@ from functools import cached_property, lru_cache
 from typing import NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from core.money import ZERO, to_exact
+from core.money import EXACT_PLACES, ZERO, to_exact
 
 TOKEN_UNIT = "token"
 STANDARD = "standard"
@@ -58,6 +58,8 @@ WORKING_PRECISION = 80
 # The engine's arithmetic goes through this context's methods rather than a `localcontext()` per call: the
 # same precision, rounding and traps, without copying the thread's context twice per event on the hot path.
 WORKING = Context(prec=WORKING_PRECISION)
+# The highest power of ten a cost written at 12 places keeps every digit of in the working precision.
+_LARGEST_EXACT_DIGIT = WORKING_PRECISION - EXACT_PLACES - 1
 
 
 @dataclass(frozen=True)
@@ -388,10 +390,14 @@ def event_cost(parts: Iterable[tuple[Rates | None, Usage]]) -> Decimal | None:
 
 
 def event_total(service_costs: Iterable[Decimal | None]) -> Decimal | None:
-    """`event_cost` from costs already worked out with `service_cost` (each part priced once)."""
+    """`event_cost` from costs already worked out with `service_cost` (each part priced once). A total too large
+    to write at 12 places in the working precision (10^67 USD and more: a quantity may be as large as a binary
+    float) comes back whole, for the caller to refuse as beyond what an event may cost."""
     total = ZERO
     for cost in service_costs:
         if cost is None:
             return None
         total = WORKING.add(total, cost)
+    if total.adjusted() >= _LARGEST_EXACT_DIGIT:
+        return total
     return to_exact(total, context=WORKING)

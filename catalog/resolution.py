@@ -237,13 +237,13 @@ def rates_for(entry: ServiceEntry) -> Rates:
                  batch_share=BATCH_SHARE_OF_STANDARD.get(entry.provider))
 
 
-@lru_cache(maxsize=256)
 def catalog_provider_name(provider: str) -> str:
     """The catalog's name of a normalized provider name: its synonyms and the names the catalog loader folds count
     as it (`google_ai_studio` and `gemini` are `google`, `mistralai` is `mistral`), as records resolve them."""
     return catalog_provider(PROVIDER_SYNONYMS.get(provider, provider))
 
 
+@lru_cache(maxsize=256)
 def provider_rules(provider: str) -> Rates:
     """Token rates without a rate, with the provider's published rules (1-hour cache writes, the batch discount):
     what a book's override of a model the catalog lacks adds its rates to."""

@@ -272,6 +272,9 @@ ADMIN_LOGIN_FAILURE_LIMIT = env_int("ADMIN_LOGIN_FAILURE_LIMIT", 10)
 ADMIN_LOGIN_FAILURE_WINDOW_SECONDS = env_int("ADMIN_LOGIN_FAILURE_WINDOW_SECONDS", 900)
 # Request-log entries are buffered and written in bulk; 0 writes each entry at once (tests).
 API_REQUEST_LOG_FLUSH_SECONDS = float(os.environ.get("API_REQUEST_LOG_FLUSH_SECONDS", "1.0"))
+# gunicorn's --timeout (`make run` passes WEB_TIMEOUT): how long a request may run, so how long after its instant a
+# batch may commit (the ledger verifier's margin for a final invoice's read, billing/verification.py).
+WEB_TIMEOUT_SECONDS = float(os.environ.get("WEB_TIMEOUT", "").strip() or 300)
 API_REQUEST_LOG_BATCH_SIZE = env_int("API_REQUEST_LOG_BATCH_SIZE", 200)
 # Older spelling of TRUSTED_PROXY_COUNT=1 (below): one reverse proxy, whose X-Forwarded-For entry is read.
 USE_X_FORWARDED_FOR = env_bool("USE_X_FORWARDED_FOR", False)

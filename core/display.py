@@ -14,6 +14,8 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
+from core.money import SUMS
+
 EMPTY = "-"
 CURRENCY_SYMBOLS = {"usd": "$"}
 DEFAULT_CURRENCY = "usd"
@@ -23,7 +25,7 @@ def _grouped(value: Decimal, places: int | None = None) -> str:
     """`value` with thousands grouped: to `places` decimal places, or without trailing zeros when None."""
     if places is not None:
         return f"{value:,.{places}f}"
-    return f"{value.normalize():,f}" if value != value.to_integral_value() else f"{int(value):,}"
+    return f"{value.normalize(SUMS):,f}" if value != value.to_integral_value() else f"{int(value):,}"
 
 
 def _with_currency(number: str, negative: bool, currency: str | None) -> str:

@@ -16,6 +16,14 @@ SUMS = Context(prec=400)
 _EXACT_QUANTUM = Decimal(1).scaleb(-EXACT_PLACES)
 
 
+def sum_exactly(values) -> Decimal:
+    """`sum` of Decimals in SUMS: every digit kept (the built-in adds in the default context, 28 digits)."""
+    total = ZERO
+    for value in values:
+        total = SUMS.add(total, value)
+    return total
+
+
 def ExactField(**kwargs) -> models.DecimalField:
     """Rates, event costs, caps: exact to 12 decimal places (quantities are `QuantityField`s)."""
     return models.DecimalField(max_digits=EXACT_DIGITS, decimal_places=EXACT_PLACES, **kwargs)

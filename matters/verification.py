@@ -2,8 +2,8 @@
 
 A matter's cost, event count and event list are not stored: every read joins the attributions with the ledger
 (matters/selectors.py), so they cannot drift from it. What is stored is one attribution row per event; a row
-whose event is in no month of the ledger is drift (its matter would count it in `eventCount` and never in
-`actualCost`), unless months were archived (`ArchivedMonth`, whether their tables are still in the database or
+whose event is in no month of the ledger is drift (an attribution of nothing: the matter's figures, joined
+from the ledger, leave it out), unless months were archived (`ArchivedMonth`, whether their tables are still in the database or
 dropped), whose events keep their attributions by design (docs/decisions/ledger-partitions.md): then the check is
 left to the operator, and says so. Repair deletes the orphans (never once a month was archived)."""
 from core.scoping import owned

@@ -14,7 +14,7 @@ from django.db.models.functions import TruncDate
 from billing.models import Invoice, InvoiceStatus, Subscription, SubscriptionStatus
 from billing.selectors.invoices import invoice_documents
 from core.clock import UTC, day_start, month_window
-from core.money import ZERO
+from core.money import SUMS, ZERO
 from core.scoping import get_owned, owned
 from customers.models import Customer, Signal, UsageEvent
 from customers.usage_sums import event_sums
@@ -152,6 +152,6 @@ def _usage_by_signal(book, events, measures) -> list[UsageTotal]:
         label = names.get(row.key[0]) or row.key[1]
         total = totals.setdefault(label, [0, ZERO])
         total[0] += row.event_count
-        total[1] += row.quantity
+        total[1] = SUMS.add(total[1], row.quantity)
     return sorted((UsageTotal(label, count, quantity) for label, (count, quantity) in totals.items()),
                   key=lambda total: (-total.events, total.signal_name))

@@ -34,7 +34,7 @@ from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, pri
                                    terms_timelines)
 from billing.pricing.usage import billed_usage, customer_timelines
 from core.errors import NotFound
-from core.money import ZERO, ExactField, decimal_or_none, quantized
+from core.money import SUMS, ZERO, ExactField, decimal_or_none, quantized, sum_exactly
 from core.scoping import not_found, owned
 
 HUNDRED = Decimal(100)
@@ -58,7 +58,7 @@ class Pool:
     def overage_units(self, consumed: Decimal) -> Decimal:
         """Units the period's invoice bills beyond the pool (after minimumCommitment), whatever the top-ups."""
         billed = billed_quantity(consumed, self.terms) if self.terms is not None else consumed
-        return max(billed - self.size, ZERO)
+        return max(SUMS.subtract(billed, self.size), ZERO)
 
 
 def _tier_value(tiers, index: int, key: str) -> Decimal | None:
@@ -150,7 +150,7 @@ class Settlement:
 
 def topup_draw(*, consumed: Decimal, pool_size: Decimal, available: Decimal) -> Decimal:
     """The period grant is drawn first: only units beyond the pool come out of top-ups, as far as they reach."""
-    return max(min(consumed - pool_size, available), ZERO)
+    return max(min(SUMS.subtract(consumed, pool_size), available), ZERO)
 
 
 def _period_grants(subscription: Subscription) -> QuerySet:
@@ -203,10 +203,10 @@ def pending_settlements(subscription: Subscription, plan_pool: Pool, now: dateti
         consumed = billed_usage(book=subscription.book_id, windows={subscription: (start, end)}, timelines=timelines,
                                 recorded_by=(recorded_by or {}).get(start, now)).get((subscription.pk, pool.signal_id),
                                                                                       ZERO)
-        available = sum((units for granted_at, units in topups if granted_at < end), ZERO) - drawn
+        available = SUMS.subtract(sum_exactly(units for granted_at, units in topups if granted_at < end), drawn)
         size = pool_units(subscription, start, end, pool.size)
         taken = topup_draw(consumed=consumed, pool_size=size, available=available)
-        drawn += taken
+        drawn = SUMS.add(drawn, taken)
         settlements.append(Settlement(start, end, size, consumed, taken, grant_id))
     return settlements
 
@@ -234,7 +234,7 @@ def remaining_percent(remaining: Decimal, pool_size: Decimal) -> Decimal:
     0 units (the old side of a plan change on the day its period started) is empty."""
     if pool_size <= 0:
         return ZERO
-    return quantized(remaining * HUNDRED / pool_size, PERCENT_PLACES)
+    return quantized(SUMS.divide(SUMS.multiply(remaining, HUNDRED), pool_size), PERCENT_PLACES)
 
 
 def _annotated(book, now: datetime) -> QuerySet:
@@ -273,12 +273,14 @@ def _balance(subscription: Subscription, plan_pool: Pool, pool: Pool, now: datet
     if active:  # a period a plan change splits grants each side its share of the pool
         pool = replace(pool, size=pool_units(subscription, subscription.current_period_start,
                                              subscription.current_period_end, pool.size))
-    topup_balance = subscription.topup_units - subscription.settled_topup_draw
+    # Units are added in SUMS: a record's quantity may have 339 digits, the default context keeps 28.
+    topup_balance = SUMS.subtract(subscription.topup_units, subscription.settled_topup_draw)
     needs_settling = _needs_settling(subscription, now)
     if subscription.topup_units > 0 and needs_settling:
-        topup_balance -= sum((s.topup_drawn for s in pending_settlements(subscription, plan_pool, now)), ZERO)
+        topup_balance = SUMS.subtract(topup_balance, sum_exactly(
+            s.topup_drawn for s in pending_settlements(subscription, plan_pool, now)))
     consumed = period_consumed if active else ZERO
-    remaining = pool.size + topup_balance - consumed
+    remaining = SUMS.subtract(SUMS.add(pool.size, topup_balance), consumed)
     return CreditBalance(
         subscription=subscription, pool=pool, plan_pool=plan_pool,
         period_start=subscription.current_period_start if active else None,

@@ -43,6 +43,14 @@ def _require_pool(subscription: Subscription) -> Pool:
 _SYNC_LOCKS = 7303
 
 
+def pool_sync_lock(subscription_id) -> None:
+    """Wait for, then hold to the end of the transaction, the subscription's pool sync. A caller that writes the
+    subscription's grants before syncing takes it first, as every sync does before locking a grant: one order,
+    no deadlock."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_SYNC_LOCKS, str(subscription_id)])
+
+
 @transaction.atomic
 def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
                      recorded_by: dict | None = None) -> CreditGrant | None:
@@ -55,8 +63,7 @@ def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
     start, end = subscription.current_period_start, subscription.current_period_end
     if start is None or end is None:
         return None
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_SYNC_LOCKS, str(subscription.pk)])
+    pool_sync_lock(subscription.pk)
     running = period_pool(timeline_of(subscription), start, pool)
     units = pool_units(subscription, start, end, running.size)  # a plan change's split period grants a share
     CreditGrant.objects.bulk_create([CreditGrant(book_id=subscription.book_id, subscription=subscription,

@@ -11,6 +11,7 @@ from django.core.management import call_command
 from billing.record_validation import MAX_QUANTITY, MAX_TOKENS
 from catalog.event_pricing import MAX_EVENT_COST
 from core import exact_json
+from catalog.models import ServiceEntry
 from customers.models import Customer, UsageEvent
 from customers.rollup import analytics_rollup_rebuild
 from tests.factories import ServiceEntryFactory, UsageEventFactory
@@ -218,3 +219,24 @@ def test_an_invoice_beyond_what_it_holds_is_a_422_naming_the_line_at_any_magnitu
         assert page.status_code == 200, page.content[:500]
     for path in ("/v1/analytics/revenue", "/v1/analytics/mrr?variant=all"):
         assert api.get(path).status_code == 200
+
+
+@pytest.mark.parametrize("quantity", ["1e80", "1.7976931348623157e+308"])
+def test_a_quantity_costing_past_any_column_fails_alone_and_a_mapped_unknown_model_stays_unpriced(api, quantity):
+    # $0.005 a request: 10^80 requests cost 5 x 10^77 USD, past what 12 places hold in the cost engine's precision
+    ServiceEntryFactory(canonical_name="paid-api", provider="boundapi", input_cost=D("0.005"), cost_unit="request",
+                        service_type="search", is_api=True)
+    base = '{"customerExternalId": "c", "agentCode": "bot", "signalName": "jobs", "usageDate": "%sT12:00:00Z", ' % DAY
+    body = ('{"records": [' + base + '"model": "paid-api", "modelProvider": "boundapi", "quantity": %s}, '
+            % quantity + base + '"model": "mystery-api", "modelProvider": "boundapi", "quantity": %s}]}' % quantity)
+    resp = APIClient.post(api, "/v1/usage/record", body, content_type="application/json")
+    assert resp.status_code == 200, resp.content
+    costly, unknown = resp.json()["results"]["failed"]
+    assert (costly["code"], costly["stored"]) == ("out_of_range", False)
+    assert costly["message"][0].startswith("usageCost: ") and "more than the 1000000 USD" in costly["message"][0]
+    assert (unknown["code"], unknown["stored"]) == ("unknown_model", True)
+    mapped = api.post("/v1/events/map-model", {"model": "mystery-api", "modelProvider": "boundapi",
+                                               "serviceId": str(ServiceEntry.objects.get(canonical_name="paid-api").pk)})
+    assert mapped.status_code == 201, mapped.content
+    assert UsageEvent.objects.get(pk=unknown["eventId"]).usage_cost is None  # still beyond what an event may cost
+    assert api.get("/v1/analytics/cost", {"startDate": DAY, "endDate": DAY}).status_code == 200

@@ -134,52 +134,58 @@ def test_parallel_top_ups_with_different_keys_all_count_and_make_one_period_gran
 
 
 def test_a_settlement_after_the_rollover_waits_for_a_top_up_made_while_its_period_ran(api):
-    """A top-up's transaction holds the subscription's sync until it commits: the sync that settles the period
-    the top-up was made in (run after the rollover, for the next period) waits for it instead of settling the
-    period without the units it may draw."""
+    """A top-up's transaction holds the subscription's pool sync until it commits: the sync that settles the period
+    the top-up was made in (run after the rollover, for the next period) waits for it, and draws on it, instead of
+    settling the period without the units."""
     import threading
     import time
 
     from django.db import connection, connections, transaction
 
+    from accounts.models import Book
     from billing.models import Subscription
     from billing.selectors.credit_pools import pool_for
-    from billing.services.credit_pools import credit_pool_sync
+    from billing.services.credit_pools import credit_pool_sync, credit_topup
 
-    subscription = Subscription.objects.get(pk=World(api).pool_subscription.id)  # from January 2025, a pool of 100
-    pool = pool_for(subscription)
-    subscription.current_period_start = datetime(2025, 1, 1, tzinfo=timezone.utc)  # as the service saw it in January
-    subscription.current_period_end = datetime(2025, 2, 1, tzinfo=timezone.utc)
-    during, after = datetime(2025, 1, 31, 23, 59, tzinfo=timezone.utc), datetime(2025, 2, 2, tzinfo=timezone.utc)
-    release, synced, settled = threading.Event(), threading.Event(), []
+    world = World(api)
+    subscription = Subscription.objects.get(pk=world.pool_subscription.id)  # a pool of 100 a period, from January
+    january, february = datetime(2025, 1, 1, tzinfo=timezone.utc), datetime(2025, 2, 1, tzinfo=timezone.utc)
+    Subscription.objects.filter(pk=subscription.pk).update(current_period_start=january,
+                                                           current_period_end=february)  # as it was in January
+    UsageEventFactory(book=Book.objects.get(pk=subscription.book_id), customer=subscription.customer,
+                      signal=Signal.objects.get(pk=world.signal.id), quantity=Decimal("130"),
+                      usage_date=datetime(2025, 1, 15, tzinfo=timezone.utc))  # 30 beyond the pool
+    UsageEvent.objects.update(created_at=datetime(2025, 1, 15, tzinfo=timezone.utc))
+    book, pool = Book.objects.get(pk=subscription.book_id), pool_for(subscription)
+    release, topped_up, settled = threading.Event(), threading.Event(), []
 
-    def top_up_in_flight():  # a top-up's transaction, made while January ran, not committed yet
+    def top_up_in_flight():  # made on January 31 at 23:59, its transaction not committed yet
         try:
             with transaction.atomic():
-                credit_pool_sync(subscription=subscription, pool=pool, now=during)
-                synced.set()
+                credit_topup(book=book, subscription_id=subscription.pk, units=Decimal("50"), idempotency_key="late",
+                             note="", created_by="test", now=datetime(2025, 1, 31, 23, 59, tzinfo=timezone.utc))
+                topped_up.set()
                 release.wait(20)
         finally:
-            synced.set()
+            topped_up.set()
             connections.close_all()
 
     def settle_after_the_rollover():
         try:
             rolled = Subscription.objects.get(pk=subscription.pk)
-            rolled.current_period_start = datetime(2025, 2, 1, tzinfo=timezone.utc)
-            rolled.current_period_end = datetime(2025, 3, 1, tzinfo=timezone.utc)
-            credit_pool_sync(subscription=rolled, pool=pool, now=after)
+            rolled.current_period_start, rolled.current_period_end = february, datetime(2025, 3, 1,
+                                                                                       tzinfo=timezone.utc)
+            credit_pool_sync(subscription=rolled, pool=pool, now=datetime(2025, 2, 2, tzinfo=timezone.utc))
             settled.append(time.monotonic())
         finally:
             connections.close_all()
 
     holder = threading.Thread(target=top_up_in_flight)
     holder.start()
-    assert synced.wait(20)
+    assert topped_up.wait(20)
     settler = threading.Thread(target=settle_after_the_rollover)
     settler.start()
-    deadline = time.monotonic() + 20
-    waiting = 0
+    deadline, waiting = time.monotonic() + 5, 0
     while time.monotonic() < deadline and not waiting:
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
@@ -190,7 +196,6 @@ def test_a_settlement_after_the_rollover_waits_for_a_top_up_made_while_its_perio
     release.set()
     holder.join(20)
     settler.join(20)
-    assert waiting == 1, "the settlement did not wait for the top-up's transaction"
-    assert settled and settled[0] >= released_at
-    assert CreditGrant.objects.filter(subscription_id=subscription.pk, period_start=datetime(
-        2025, 1, 1, tzinfo=timezone.utc), settled_at__isnull=False).exists()
+    assert settled and settled[0] >= released_at, "the settlement did not wait for the top-up's transaction"
+    january_grant = CreditGrant.objects.get(subscription_id=subscription.pk, kind="period", period_start=january)
+    assert (january_grant.consumed_units, january_grant.topup_units_drawn) == (130, 30)

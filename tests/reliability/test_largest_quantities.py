@@ -13,6 +13,7 @@ from accounts.models import User
 from accounts.services import member_ensure
 from billing.record_validation import MAX_QUANTITY
 from core import exact_json
+from core.money import sum_exactly
 from tests.billing.invoice_support import TIERS, billing_chain, credit_pool, recurring, tiered, usage
 from tests.factories import ServiceEntryFactory
 from tests.routes import api_routes
@@ -22,7 +23,9 @@ pytestmark = pytest.mark.django_db
 DAY = "2026-11-02"
 WINDOW = {"startDate": "2026-11-01", "endDate": "2026-11-30", "start": "2026-11-01", "end": "2026-11-30"}
 PLANS = {"flat": [recurring("10"), usage("0.25")], "graduated": [tiered("graduated", TIERS)],
-         "volume": [tiered("volume", TIERS)], "credit pool": [credit_pool("100", "50", "0.75")]}
+         "volume": [tiered("volume", TIERS)], "credit pool": [credit_pool("100", "50", "0.75")],
+         "free usage": [recurring("10"), usage("0")]}
+INVOICEABLE = {"free usage"}  # any other plan prices these quantities past what an invoice holds (10^12 USD)
 
 
 def test_the_largest_quantities_are_stored_and_every_read_answers_without_a_5xx(api, book, org):
@@ -41,7 +44,7 @@ def test_the_largest_quantities_are_stored_and_every_read_answers_without_a_5xx(
         assert resp.status_code == 200 and resp.json()["successful"] == 3, resp.content
         chains[name] = chain
 
-    failures = []
+    failures, invoices = [], []
     for path, _, method in api_routes():
         if method == "get" and "{" not in path:
             resp = api.get(path, WINDOW)
@@ -55,9 +58,17 @@ def test_the_largest_quantities_are_stored_and_every_read_answers_without_a_5xx(
         generated = api.post("/v1/invoices/generate", {
             "customerId": str(chain.customer.id), "subscriptionId": chain.subscription["id"],
             "billingPeriodStart": "2026-11-01T00:00:00Z", "billingPeriodEnd": "2026-12-01T00:00:00Z"})
-        if generated.status_code not in (201, 422):
-            failures.append(f"generate ({name}): {generated.status_code} {generated.content[:200]}")
-        elif generated.status_code == 422:
+        if name in INVOICEABLE:
+            assert generated.status_code == 201, generated.content
+            invoice = exact_json.loads(generated.content.decode())
+            assert [(D(str(line["quantity"])), line["amount"]) for line in invoice["lines"]] == [
+                (D("1"), 10), (sum_exactly(D(q) for q in ("1.7976931348623157e+308", "1e+22", "0.30000000000000004")), 0)]
+            sent = api.post(f"/v1/invoices/{invoice['id']}/send", {})
+            if sent.status_code >= 500:
+                failures.append(f"send ({name}): {sent.status_code}")
+            invoices.append(invoice["id"])
+        else:
+            assert generated.status_code == 422, generated.content
             assert "beyond what an invoice holds" in generated.json()["message"][0]
         session = api.post("/v1/portal-sessions", {"customerExternalId": chain.customer.external_id})
         assert session.status_code == 201, session.content
@@ -80,6 +91,7 @@ def test_the_largest_quantities_are_stored_and_every_read_answers_without_a_5xx(
     for name, chain in chains.items():
         pages += [reverse("admin:customers_customer_change", args=[chain.customer.id]),
                   reverse("admin:billing_subscription_change", args=[chain.subscription["id"]])]
+    pages += [reverse("admin:billing_invoice_change", args=[invoice]) for invoice in invoices]
     for page in pages:
         if (resp := console.get(page)).status_code >= 500:
             failures.append(f"console {page}: {resp.status_code}")

@@ -7,7 +7,8 @@ from core import clock
 
 class Command(BaseCommand):
     help = ("Recompute every figure derived from the usage ledger (the analytics rollup and its backlog, the "
-            "idempotency keys, matter attributions, settled credit-pool periods, draft invoices) and report what "
+            "idempotency keys, matter attributions, settled credit-pool periods, draft and final invoices) and report "
+            "what "
             "differs, per book. --repair rewrites the derived rows (never the ledger) and says what it changed. "
             "Exit status 1 when drift was found (and, with --repair, after repairing it).")
 
