@@ -49,9 +49,10 @@ def role_refusal(roles) -> str:
     return f"This needs the {phrase} role in its organization."
 
 
-def act_on_rows(modeladmin, request, rows: Iterable, act: Callable[[object], str], *, roles=None,
+def act_on_rows(modeladmin, request, rows: Iterable, act: Callable[[object], str | tuple[str, int]], *, roles=None,
                 history_of: Callable[[object], models.Model] | None = None) -> int:
-    """Call `act(row)` (one service call, returning the success message) for each row on its own; a row of an
+    """Call `act(row)` (one service call, returning the success message, or the message and its level when the
+    call changed nothing the operator asked for: `messages.WARNING`) for each row on its own; a row of an
     organization where the operator lacks one of `roles`, and a service error (ApiError), become error messages
     naming the row. Each success is written to the console's history of the row (or of `history_of(row)`: a
     refund to its invoice's), with the operator and the message. Returns how many rows succeeded."""
@@ -68,9 +69,10 @@ def act_on_rows(modeladmin, request, rows: Iterable, act: Callable[[object], str
         except ApiError as error:
             modeladmin.message_user(request, f"{row}: {error_text(error)}", messages.ERROR)
             continue
+        message, level = message if isinstance(message, tuple) else (message, messages.SUCCESS)
         done += 1
         _log_in_history(request, logged, logged_id, logged_text, message)
-        modeladmin.message_user(request, message, messages.SUCCESS)
+        modeladmin.message_user(request, message, level)
     return done
 
 

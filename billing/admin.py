@@ -23,7 +23,7 @@ from billing.admin_invoices import InvoiceInline, ReadOnlyInline
 from billing.models import (ChargeType, CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan, PricingStrategy,
                             Subscription, SubscriptionChange)
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
-from billing.selectors.invoices import customer_amounts_owed
+from billing.selectors.invoices import customer_amounts_owed, usage_recorded_since_issued
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
 from billing.services.invoices import invoice_generate
 from billing.services.plans import plan_delete, plan_subscriptions
@@ -459,8 +459,20 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             invoice, created = invoice_generate(book=subscription.book, now=now, customer_id=subscription.customer_id,
                                                 subscription_id=subscription.pk)
             what = "generated" if created else "re-priced" if invoice.status == "draft" else "already bills the period"
-            return (f"{invoice} {what} for {subscription}: {invoice.status}, "
-                    f"total {display.money(invoice.total, invoice.currency)}.")
+            message = (f"{invoice} {what} for {subscription}: {invoice.status}, "
+                       f"total {display.money(invoice.total, invoice.currency)}.")
+            if created or invoice.status == "draft":
+                return message
+            # Nothing was generated: a final invoice keeps what was reviewed.
+            late = usage_recorded_since_issued(invoice)
+            if late:
+                message += (" Nothing was generated, and usage recorded for the period since it was issued is not on "
+                            "it (" + ", ".join(f"{item.signal_name}: billed {display.quantity(item.billed)}, recorded "
+                                               f"{display.quantity(item.recorded)}" for item in late)
+                            + "): void it and generate the period again to bill it.")
+            else:
+                message += " Nothing was generated."
+            return message, messages.WARNING
         act_on_rows(self, request, queryset.order_by("name", "pk"), generate)
 
     @admin.action(description="Top up credits…")

@@ -339,8 +339,8 @@ def payment_currency(payment) -> str:
 
 @admin.register(Payment)
 class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
-    list_display = ["created_at", "invoice", "amount", "refunded_amount", "status", "provider", "provider_payment_id",
-                    "book"]
+    list_display = ["created_at", "invoice", payment_customer, "amount", "refunded_amount", "status", "provider",
+                    "provider_payment_id", "book"]
     list_filter = ["status", "provider"]
     search_fields = ["provider_payment_id", "invoice__invoice_number", "invoice__customer__name"]
     date_hierarchy = "created_at"

@@ -60,6 +60,26 @@ def test_generate_drafts_the_current_periods_invoice_of_each_selected_subscripti
     assert Invoice.objects.count() == 1
 
 
+def test_generate_over_a_final_invoice_warns_that_nothing_was_generated_and_names_late_usage(console, api, chain):
+    resp = action(console, SUBSCRIPTIONS, "generate_invoices", [subscription_of(chain)])
+    invoice = Invoice.objects.get(subscription_id=chain.subscription["id"])
+    assert api.post(f"/v1/invoices/{invoice.pk}/send", {}).status_code == 200
+    again = action(console, SUBSCRIPTIONS, "generate_invoices", [subscription_of(chain)])
+    assert messages_of(again) == [f"{invoice.invoice_number} already bills the period for Main: issued, total $20.00. "
+                                  "Nothing was generated."]
+    assert [message.level_tag for message in again.context["messages"]] == ["warning"]
+    late = UsageEventFactory(book=chain.book, customer=chain.customer, signal=chain.signal, agent=chain.agent,
+                             quantity=Decimal(4), usage_date=datetime(2025, 6, 5, tzinfo=UTC))
+    late.created_at = NOW
+    late.save(update_fields=["created_at"])
+    warned = action(console, SUBSCRIPTIONS, "generate_invoices", [subscription_of(chain)])
+    assert messages_of(warned) == [
+        f"{invoice.invoice_number} already bills the period for Main: issued, total $20.00. Nothing was generated, "
+        f"and usage recorded for the period since it was issued is not on it ({chain.signal.name}: billed 0, "
+        "recorded 4): void it and generate the period again to bill it."]
+    assert Invoice.objects.count() == 1 and resp.status_code == 200
+
+
 def test_generate_reports_a_service_error_as_a_message(console, chain):
     chain.customer.is_internal = True  # internal customers are never invoiced (400 in the API)
     chain.customer.save()
