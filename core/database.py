@@ -82,3 +82,10 @@ def backend_alive(pid: int) -> bool:
     with connection.cursor() as cursor:
         cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s)", [pid])
         return cursor.fetchone()[0]
+
+
+def advisory_xact_lock(namespace: int, key: str) -> None:
+    """Wait for, then hold to the end of the current transaction, PostgreSQL's advisory lock (`namespace`, the
+    hash of `key`): work that must run one at a time per key, without locking a row others need."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [namespace, key])

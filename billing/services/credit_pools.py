@@ -11,7 +11,7 @@ from datetime import datetime
 from decimal import Decimal
 from functools import partial
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from billing.events import credit_pool_threshold_crossed
 from billing.models import CreditGrant, CreditPoolAlert, Subscription
@@ -23,6 +23,7 @@ from billing.services.changelog import Kind, changelog_add
 from accounts.models import Book
 from accounts.selectors import billing_recipients
 from core.emails import send_templated
+from core.database import advisory_xact_lock
 from core.errors import BadRequest, Conflict
 from core.jobs import BookFailures
 from core.scoping import get_owned, owned
@@ -47,8 +48,7 @@ def pool_sync_lock(subscription_id) -> None:
     """Wait for, then hold to the end of the transaction, the subscription's pool sync. A caller that writes the
     subscription's grants before syncing takes it first, as every sync does before locking a grant: one order,
     no deadlock."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_SYNC_LOCKS, str(subscription_id)])
+    advisory_xact_lock(_SYNC_LOCKS, str(subscription_id))
 
 
 @transaction.atomic
