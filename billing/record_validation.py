@@ -76,6 +76,8 @@ MAX_QUANTITY = Decimal("1.7976931348623157e308")
 # writes at most 17 significant digits, so `0.30000000000000004`, `1.2345678901234567e-12`: 28 places) with room
 # to spare; the contract's minimum is 20 (docs/decisions/numbers.md "Quantities").
 QUANTITY_PLACES = 30
+# Digits a quantity may have in all: the integer digits of MAX_QUANTITY and QUANTITY_PLACES.
+QUANTITY_DIGITS = MAX_QUANTITY.adjusted() + 1 + QUANTITY_PLACES
 OUT_OF_RANGE = "out_of_range"
 INVALID_RECORD = "invalid_record"
 UNKNOWN_FIELD = "unknown_field"

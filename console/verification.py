@@ -5,7 +5,8 @@
 and answers what differs; with `repair` each check rewrites its derived rows to the ledger's figures (never the
 ledger) and the answer says what it changed. `ledger_verify_all` is the scheduled job: drift is logged as an error
 and kept as `LedgerDrift` rows, which the console's dashboard shows until a run no longer finds them.
-`manage.py ledger_verify` is the operator's command. This module names every app's check, so it lives in the composition root.
+`manage.py ledger_verify` is the operator's command. This module names every app's check, so it lives in the
+composition root.
 """
 import logging
 from collections.abc import Callable

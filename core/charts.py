@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Sequence
 
-from core.money import SUMS
+from core import display
 
 TENTH = Decimal("0.1")
 LEFT, RIGHT, TOP, BOTTOM = Decimal(44), Decimal(8), Decimal(10), Decimal(26)  # room for the axis labels
@@ -28,8 +28,8 @@ def nice_ceiling(value: Decimal) -> Decimal:
 
 
 def number_label(value: Decimal) -> str:
-    """A tick or tooltip number: whole numbers without decimals, others without trailing zeros."""
-    return f"{value.normalize(SUMS):,f}" if value != value.to_integral_value() else f"{int(value):,}"
+    """A tick or tooltip number: grouped, whole numbers without decimals, others without trailing zeros."""
+    return display.quantity(value)
 
 
 @dataclass(frozen=True)

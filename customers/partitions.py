@@ -269,9 +269,14 @@ def archived_spans() -> list[tuple[datetime, datetime]]:
             .values_list("month", flat=True)]
 
 
+def archived_overlapping(start: datetime, end: datetime, spans: list[tuple[datetime, datetime]]) -> list[datetime]:
+    """The archived months of `spans` (by their first instant) that share an instant with `[start, end)`."""
+    return [lo for lo, hi in spans if lo < end and start < hi]
+
+
 def overlaps_archive(start: datetime, end: datetime, spans: list[tuple[datetime, datetime]]) -> bool:
     """Whether `[start, end)` shares an instant with an archived month of `spans`."""
-    return any(lo < end and start < hi for lo, hi in spans)
+    return bool(archived_overlapping(start, end, spans))
 
 
 def ledger_partition_restore(month: datetime, *, table: str = LEDGER) -> Restored:

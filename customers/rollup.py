@@ -30,6 +30,7 @@ from uuid import UUID
 from django.db import connection, connections, transaction
 
 from catalog.models import ServiceEntry
+from core.database import advisory_xact_lock
 from core.jobs import BookFailures
 from core.replica import pin_to_primary, read_database
 from core.scoping import book_sql, owned
@@ -208,8 +209,7 @@ _LOCK_NAMESPACE = 7301
 
 def _lock_book(book_id) -> None:
     """Hold the book's rollup lock until the surrounding transaction ends."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_LOCK_NAMESPACE, str(book_id)])
+    advisory_xact_lock(_LOCK_NAMESPACE, str(book_id))
 
 
 def analytics_rollup_catch_up(*, book_id) -> int:

@@ -1,6 +1,6 @@
 from rest_framework import serializers
 
-from billing.record_validation import MAX_QUANTITY, MAX_TOKENS, QUANTITY_PLACES, SERVICE_TIERS
+from billing.record_validation import MAX_QUANTITY, MAX_TOKENS, QUANTITY_DIGITS, QUANTITY_PLACES, SERVICE_TIERS
 
 CACHE_WRITE_1H_HELP = ("LLM: 1-hour cache writes (cacheWriteTokens are 5-minute ones), priced at the 1-hour cache-write "
                        "rate (Anthropic: 2x the input rate)")
@@ -20,7 +20,7 @@ class ServiceUsageIn(serializers.Serializer):
     cacheWrite1hTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False,
                                                   help_text=CACHE_WRITE_1H_HELP)
     serviceTier = serializers.ChoiceField(choices=list(SERVICE_TIERS), required=False, help_text=SERVICE_TIER_HELP)
-    quantity = serializers.DecimalField(max_digits=310 + QUANTITY_PLACES, decimal_places=QUANTITY_PLACES, min_value=0,
+    quantity = serializers.DecimalField(max_digits=QUANTITY_DIGITS, decimal_places=QUANTITY_PLACES, min_value=0,
                                         max_value=MAX_QUANTITY,
                                         required=False)
 
@@ -38,7 +38,7 @@ class UsageRecordIn(serializers.Serializer):
     cacheWrite1hTokens = serializers.IntegerField(min_value=0, max_value=MAX_TOKENS, required=False,
                                                   help_text=CACHE_WRITE_1H_HELP)
     serviceTier = serializers.ChoiceField(choices=list(SERVICE_TIERS), required=False, help_text=SERVICE_TIER_HELP)
-    quantity = serializers.DecimalField(max_digits=310 + QUANTITY_PLACES, decimal_places=QUANTITY_PLACES, min_value=0,
+    quantity = serializers.DecimalField(max_digits=QUANTITY_DIGITS, decimal_places=QUANTITY_PLACES, min_value=0,
                                         max_value=MAX_QUANTITY,
                                         required=False, help_text="billable count of the signal; default 1")
     usageDate = serializers.DateTimeField(required=False, help_text=(

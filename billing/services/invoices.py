@@ -34,7 +34,7 @@ from core.money import CENTS_LIMIT
 from core.scoping import get_owned, owned
 from webhooks.models import EventType
 from customers.models import Customer
-from customers.partitions import archived_spans
+from customers.partitions import archived_overlapping, archived_spans
 
 logger = logging.getLogger("billing.invoices")
 
@@ -198,7 +198,7 @@ def _refuse_archived(start: datetime, end: datetime) -> None:
     """A period sharing a day with a month archived out of the ledger is a 409 naming the month: its events are
     no longer in the ledger, so an invoice of it would bill none of them (a draft or a current period over a month
     keeps it from being detached; a past period never invoiced does not)."""
-    months = [f"{lo:%Y-%m}" for lo, hi in archived_spans() if lo < end and start < hi]
+    months = [f"{month:%Y-%m}" for month in archived_overlapping(start, end, archived_spans())]
     if months:
         raise Conflict(f"The usage of {', '.join(months)} was archived out of the ledger (ledger_partitions detach), "
                        f"so an invoice for this period would bill none of it. Restore the month first (python "
