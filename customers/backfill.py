@@ -22,7 +22,7 @@ from core.errors import BadRequest, NotFound
 from core.progress import NO_PROGRESS, Progress
 from core.scoping import owned
 from jobs.models import Job, JobKind, JobStatus
-from jobs.services import job_create, job_run, job_start
+from jobs.services import job_create, job_run_inline, job_start
 from customers.models import EventStatus, UsageEvent
 from customers.rollup import analytics_rollup_add, analytics_rollup_subtract
 
@@ -188,12 +188,13 @@ def model_map(*, book, model: str, model_provider: str, service_id, created_by: 
                           f"({known.provider}/{known.canonical_name}); mapping only redirects unknown names."])
     # The alias and its backfill job in one transaction: an alias stored without its job would leave the events
     # waiting for it unpriced until someone maps the model again. An inline backfill runs after the commit (a run
-    # cut short leaves the job running, and jobs housekeeping takes it up again).
+    # that fails goes on in the background, and the answer says so: the alias is stored, so never a 5xx).
     alias, created, waiting, scheduled, job = _map_with_job(book, model, model_provider, service, created_by)
-    if scheduled:
-        return Mapping(alias, created, waiting, 0, scheduled=True, job=job)
-    result = job_run(job, backfill_work(book, model, model_provider), reraise=True)
-    return Mapping(alias, created, waiting, result["eventsPriced"], scheduled=False, job=job)
+    if not scheduled:
+        result = job_run_inline(job, backfill_work(book, model, model_provider))
+        if result is not None:
+            return Mapping(alias, created, waiting, result["eventsPriced"], scheduled=False, job=job)
+    return Mapping(alias, created, waiting, 0, scheduled=True, job=job)
 
 
 @transaction.atomic

@@ -20,7 +20,7 @@ from core.errors import BadRequest, Conflict, NotFound
 from core.progress import NO_PROGRESS, Progress
 from core.scoping import get_owned, owned
 from jobs.models import Job, JobKind, JobStatus
-from jobs.services import job_create, job_run, job_start
+from jobs.services import job_create, job_run_inline, job_start
 from customers.backfill import events_price_in_chunks
 from customers.models import UsageEvent
 
@@ -160,13 +160,13 @@ def _repricing_job(book, override: PriceOverride, created_by: str):
 
 
 def _reprice(book, override: PriceOverride, job, affected: int, scheduled: bool) -> OverrideChange:
-    """After the commit: the answer, running the job first when it is inline (a run cut short leaves it running,
-    and jobs housekeeping takes it up again)."""
-    if scheduled:
-        return OverrideChange(override, affected, 0, scheduled=True, job=job)
-    work = override_reprice_work(book, Target.of(override), override.effective_from)
-    result = job_run(job, work, reraise=True)
-    return OverrideChange(override, affected, result["eventsRepriced"], scheduled=False, job=job)
+    """After the commit: the answer, running the job first when it is inline (a run that fails goes on in the
+    background, and the answer says so: the override is stored, so its answer is never a 5xx)."""
+    if not scheduled:
+        result = job_run_inline(job, override_reprice_work(book, Target.of(override), override.effective_from))
+        if result is not None:
+            return OverrideChange(override, affected, result["eventsRepriced"], scheduled=False, job=job)
+    return OverrideChange(override, affected, 0, scheduled=True, job=job)
 
 
 def price_override_create(*, book, data: dict, created_by: str = "") -> OverrideChange:

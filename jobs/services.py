@@ -7,7 +7,8 @@ read it. Where the work runs:
 - with REDIS_URL, in a Celery worker (`task.delay`);
 - without it (the zero-setup `make run`: no broker, no worker), on a thread of this process
   (core/background.py), after the response, as a worker would;
-- inline, where an operation does a bounded part of the work itself (`job_run(..., reraise=True)`).
+- inline, where an operation does a bounded part of the work itself after its commit (`job_run_inline`); when that
+  run fails, the job is handed to the background rather than the committed operation answering 5xx.
 
 The task is thin: `job_run(job_id, work)` takes the job up (`queued`, or `running` with no progress for
 JOBS_STALE_SECONDS: its runner was lost), runs `work(progress)` and records `succeeded` with the work's result
@@ -122,11 +123,10 @@ def job_take(job_id) -> Job | None:
     return Job.objects.get(pk=job_id)
 
 
-def job_run(job, work: Callable[[Progress], dict], *, reraise: bool = False) -> dict | None:
+def job_run(job, work: Callable[[Progress], dict]) -> dict | None:
     """Run `work(progress)` as the job (a `Job` this caller created running, or the id of one to take up) and
-    record how it ended; returns the work's result, None when the job was not taken up or failed. `reraise`: a
-    failure is also raised to the caller (inline work, whose caller answers the error). Without a job (None: a
-    task sent before jobs existed) the work runs with no progress."""
+    record how it ended; returns the work's result, None when the job was not taken up or failed. Without a job
+    (None: a task sent before jobs existed) the work runs with no progress."""
     if job is None:
         return work(NO_PROGRESS)
     if not isinstance(job, Job):
@@ -137,11 +137,36 @@ def job_run(job, work: Callable[[Progress], dict], *, reraise: bool = False) -> 
         result = work(JobProgress(job))
     except Exception as exc:
         job_fail(job, exc)
-        if reraise:
-            raise
         logger.exception("job %s (%s of book %s) failed", job.pk, job.kind, job.book_id)
         return None
     job_succeed(job, result)
+    return result
+
+
+def job_run_inline(job: Job, work: Callable[[Progress], dict]) -> dict | None:
+    """Run `work` as the job (created running) inside a request whose writes are already committed; returns the
+    work's result, or None when the run failed and the job went to the background instead (the operation then
+    answers that its job runs there). Such a request never answers 5xx (contract.md "Derived figures"): what it
+    stored needs its job to finish, so a failure (PostgreSQL gone mid-run, a lock timeout) queues the job for its
+    runner again, and a job whose hand-over could not be written either stays running, which jobs housekeeping
+    starts again once it has not moved for JOBS_STALE_SECONDS. The work is idempotent: a run taken up again does
+    what is left."""
+    try:
+        result = work(JobProgress(job))
+    except Exception:
+        logger.warning("job %s (%s of book %s): its inline run failed; it goes on in the background", job.pk,
+                       job.kind, job.book_id, exc_info=True)
+        try:
+            job_hand_over(job)
+        except Exception:
+            logger.warning("job %s could not be handed over; jobs housekeeping starts it again", job.pk,
+                           exc_info=True)
+        return None
+    try:
+        job_succeed(job, result)
+    except Exception:  # the work is done and committed; only its job's row is behind (housekeeping ends it)
+        logger.warning("job %s: its success could not be recorded; jobs housekeeping runs it again", job.pk,
+                       exc_info=True)
     return result
 
 

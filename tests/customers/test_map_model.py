@@ -131,3 +131,29 @@ def test_a_mapping_is_stored_only_with_its_backfill_job(api, llm, monkeypatch):
     resp = api.post("/v1/events/map-model", body)
     assert resp.status_code == 201 and resp.json()["backfill"]["eventsPriced"] == 1, resp.json()
     assert UsageEvent.objects.get(pk=failed["eventId"]).usage_cost == Decimal("0.003")
+
+
+def test_an_inline_backfill_that_fails_after_the_commit_goes_on_in_the_background(
+        api, llm, monkeypatch, django_capture_on_commit_callbacks):
+    """The alias is committed before the waiting events are priced: a failure of that run (PostgreSQL lost
+    mid-run) is no 5xx but a job that goes on in the background and prices them."""
+    import customers.backfill as backfill
+    from django.db import OperationalError
+
+    failed = record(api)["failed"][0]
+
+    def failing_in_the_request(*args):  # the request's run only: the task (customers/tasks.py) runs the real one
+        def work(progress):
+            raise OperationalError("server closed the connection unexpectedly")
+        return work
+
+    monkeypatch.setattr(backfill, "backfill_work", failing_in_the_request)
+    with django_capture_on_commit_callbacks(execute=True):  # Celery runs eagerly in the suite, as a worker would
+        resp = api.post("/v1/events/map-model", {"model": "house-model-v2", "modelProvider": "inhouse",
+                                                   "serviceId": str(llm.id)})
+    assert resp.status_code == 201, resp.content
+    body = resp.json()
+    assert body["backfill"] == {"eventsWaiting": 1, "eventsPriced": 0, "scheduled": True}
+    job = api.get(f"/v1/jobs/{body['jobId']}").json()
+    assert (job["status"], job["result"]) == ("succeeded", {"eventsPriced": 1}), job
+    assert UsageEvent.objects.get(pk=failed["eventId"]).usage_cost == Decimal("0.003")

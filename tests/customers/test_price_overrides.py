@@ -326,3 +326,35 @@ def test_an_override_is_stored_or_deleted_only_with_its_repricing_job(api, monke
     else:
         assert api.delete(f"/v1/price-overrides/{created['id']}").status_code == 200  # the retry: not a 404
         assert event_cost(event) == D("3.5")
+
+
+@pytest.mark.parametrize("step", ["create", "delete"])
+def test_an_inline_repricing_that_fails_after_the_commit_goes_on_in_the_background(
+        api, monkeypatch, step, django_capture_on_commit_callbacks):
+    """The override is committed before its events are priced again: a failure of that run (PostgreSQL lost
+    mid-run) is no 5xx (the client's retry would be a 409 over events left at their old cost), but a job that
+    goes on in the background and prices them."""
+    import customers.price_overrides as overrides
+    from django.db import OperationalError
+
+    event = send(api, **GPT_4O, usageDate="2026-03-02T10:00:00Z")  # 3.5 at list price
+    body = {"serviceId": str(gpt_4o().id), "inputCost": "0.000002", "effectiveFrom": "2026-01-01T00:00:00Z"}
+    created = create(api, **body) if step == "delete" else None  # 2 x 1 + 1.5 = 3
+
+    def failing_in_the_request(*args):  # the request's run only: the task (customers/tasks.py) runs the real one
+        def work(progress):
+            raise OperationalError("server closed the connection unexpectedly")
+        return work
+
+    monkeypatch.setattr(overrides, "override_reprice_work", failing_in_the_request)
+    # Celery runs eagerly in the suite: the handed-over job runs on commit, as a worker would.
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = (api.post("/v1/price-overrides", body) if step == "create"
+                else api.delete(f"/v1/price-overrides/{created['id']}"))
+    assert resp.status_code == (201 if step == "create" else 200), resp.content
+    answer = resp.json()
+    assert (answer["eventsAffected"], answer["eventsRepriced"], answer["scheduled"]) == (1, 0, True)
+    job = api.get(f"/v1/jobs/{answer['jobId']}").json()
+    assert (job["status"], job["result"]) == ("succeeded", {"eventsRepriced": 1}), job
+    assert event_cost(event) == (D("3") if step == "create" else D("3.5"))
+    assert PriceOverride.objects.count() == (1 if step == "create" else 0)
