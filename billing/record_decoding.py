@@ -188,7 +188,7 @@ def _draft(index: int, values: tuple, now) -> RecordDraft | None:
         return None
     if idempotency_key is _UNSET:
         idempotency_key = None
-    elif idempotency_key is not None and idempotency_key.strip() is not idempotency_key:
+    elif idempotency_key is not None and not idempotency_key.strip():  # blank: the full rules say so
         return None
     quantity = _quantity(quantity)
     if quantity is _FAILED:

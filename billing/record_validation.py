@@ -200,12 +200,15 @@ class _Checker:
         self.fail(name, f"Must be at most {maximum} (the documented maximum).")
         self.beyond_maximum += 1
 
-    def text(self, data: dict, name: str, *, required: bool, max_length: int = MAX_NAME_LENGTH) -> str | None:
+    def text(self, data: dict, name: str, *, required: bool, max_length: int = MAX_NAME_LENGTH,
+             trimmed: bool = True) -> str | None:
+        """The field's text, trimmed unless `trimmed` is False (an idempotency key is kept as sent: `run-1 ` is
+        another key than `run-1`, and trimming it replayed one record as another); blank is refused either way."""
         value = data.get(name)
         if value.__class__ is str:  # the usual case first: every check passes
-            stripped = value.strip()
-            if stripped and len(stripped) <= max_length and "\x00" not in stripped and stripped.isascii():
-                return stripped
+            kept = value.strip() if trimmed else value
+            if kept and not kept.isspace() and len(kept) <= max_length and "\x00" not in kept and kept.isascii():
+                return kept
         if value is None:
             if required:
                 self.fail(name, "This field is required.")
@@ -213,10 +216,11 @@ class _Checker:
         if not isinstance(value, str):
             self.fail(name, "Must be a string.")
             return None
-        value = value.strip()
-        if not value:
+        if not value.strip():
             self.fail(name, "May not be blank.")
             return None
+        if trimmed:
+            value = value.strip()
         problem = text_problem(value)  # a NUL or an unpaired surrogate: PostgreSQL cannot store the record
         if problem:
             self.fail(name, problem)
@@ -326,7 +330,7 @@ def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | I
     environment = data.get("environment")
     if environment is not None and (environment.__class__ is not str or environment not in ENVIRONMENTS):
         check.fail("environment", f"Must be one of {', '.join(sorted(ENVIRONMENTS))}.")
-    idempotency_key = check.text(data, "idempotencyKey", required=False)
+    idempotency_key = check.text(data, "idempotencyKey", required=False, trimmed=False)
     metadata = data.get("metadata")
     if metadata is None:
         metadata = {}

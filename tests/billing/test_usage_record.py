@@ -279,6 +279,23 @@ def test_replaying_an_idempotency_key_returns_the_original_event_and_cost(api, l
     assert UsageEvent.objects.count() == 1
 
 
+def test_an_idempotency_key_is_kept_as_sent_and_a_blank_one_fails_its_record_alone(api, llm):
+    """Spec §4: the same key a second time is a replay; `run-1 ` is another key than `run-1` (trimmed, it had
+    replayed the first record and dropped the second's usage). A blank key keys nothing: the record fails alone."""
+    first = post(api, rec(llm, idempotencyKey="run-1")).json()["results"]["success"][0]
+    body = post(api, rec(llm, idempotencyKey="run-1 ", inputTokens=2000), rec(llm, idempotencyKey=" run-1"),
+                rec(llm, idempotencyKey="   ")).json()["results"]
+    spaced_after, spaced_before = body["success"]
+    assert "replayed" not in spaced_after and "replayed" not in spaced_before
+    assert len({first["eventId"], spaced_after["eventId"], spaced_before["eventId"]}) == 3
+    assert spaced_after["totalCostUsd"] == "0.009"  # 2,000 x $3/M + 200 x $15/M
+    assert [(f["index"], f["code"], f["message"]) for f in body["failed"]] == [
+        (2, "invalid_record", ["idempotencyKey: May not be blank."])]
+    assert sorted(UsageEvent.objects.values_list("idempotency_key", flat=True)) == [" run-1", "run-1", "run-1 "]
+    again = post(api, rec(llm, idempotencyKey="run-1 ")).json()["results"]["success"][0]
+    assert again["replayed"] is True and again["eventId"] == spaced_after["eventId"]
+
+
 def test_a_key_repeated_inside_one_batch_stores_one_event(api, llm):
     body = post(api, rec(llm, idempotencyKey="dup"), rec(llm, idempotencyKey="dup")).json()
     ids = {entry["eventId"] for entry in body["results"]["success"]}
