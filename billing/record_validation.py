@@ -69,13 +69,14 @@ ENVIRONMENTS = frozenset(Environment.values)
 # Per record and per service part: the largest finite binary float. A quantity keeps every digit a client prints
 # for a binary float, at any size (Python prints 1e22 as `1e+22`, JavaScript 1e21 as `1e+21`), so the bound is the
 # largest number a client's float can hold, never a size a client's float prints. Every sum of quantities stays
-# exact: 309 integer digits and 30 places are 339, inside the 400-digit sums and pricing (core/money.py SUMS,
+# exact: 309 integer digits and 340 places are 649, inside the sums and pricing (core/money.py SUMS,
 # billing/pricing/engine.py; docs/decisions/numbers.md "Quantities").
 MAX_QUANTITY = Decimal("1.7976931348623157e308")
-# Decimal places a quantity may have: every digit a client prints for a binary float (Python's repr of a double
-# writes at most 17 significant digits, so `0.30000000000000004`, `1.2345678901234567e-12`: 28 places) with room
-# to spare; the contract's minimum is 20 (docs/decisions/numbers.md "Quantities").
-QUANTITY_PLACES = 30
+# Decimal places a quantity may have: every digit a client prints for any binary float. A client prints at most
+# 17 significant digits (Python's and JavaScript's shortest repr, C's `%.17g`), and the smallest double printed so,
+# `4.9406564584124654e-324`, reaches the 340th place (`2.2250738585072014e-308`: 324; `1.2345678901234567e-15`:
+# 31, which a cap of 30 refused); the contract's minimum is 20 (docs/decisions/numbers.md "Quantities").
+QUANTITY_PLACES = 340
 # Digits a quantity may have in all: the integer digits of MAX_QUANTITY and QUANTITY_PLACES.
 QUANTITY_DIGITS = MAX_QUANTITY.adjusted() + 1 + QUANTITY_PLACES
 OUT_OF_RANGE = "out_of_range"

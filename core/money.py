@@ -9,10 +9,11 @@ CENT = Decimal("0.01")
 # What a cents column holds: an amount below 10^12.
 CENTS_LIMIT = Decimal(10) ** (CENTS_DIGITS - CENTS_PLACES)
 ZERO = Decimal(0)
-# Sums of quantities and costs read from the ledger, added in Python: every digit kept (a quantity has up to 30
-# decimal places and 309 integer digits, a few more summed; Decimal's default context rounds to 28 significant
-# digits, which moved a volume of 100.000000000000000000000000001 onto the tier of exactly 100).
-SUMS = Context(prec=400)
+# Sums of quantities and costs read from the ledger, added in Python: every digit kept (a quantity has up to 340
+# decimal places and 309 integer digits, 649 digits, a dozen more summed; Decimal's default context rounds to 28
+# significant digits, which moved a volume of 100.000000000000000000000000001 onto the tier of exactly 100). The
+# precision is a bound, not a cost: Decimal works on the digits a number has.
+SUMS = Context(prec=700)
 _EXACT_QUANTUM = Decimal(1).scaleb(-EXACT_PLACES)
 
 

@@ -273,7 +273,7 @@ def _balance(subscription: Subscription, plan_pool: Pool, pool: Pool, now: datet
     if active:  # a period a plan change splits grants each side its share of the pool
         pool = replace(pool, size=pool_units(subscription, subscription.current_period_start,
                                              subscription.current_period_end, pool.size))
-    # Units are added in SUMS: a record's quantity may have 339 digits, the default context keeps 28.
+    # Units are added in SUMS: a record's quantity may have 649 digits, the default context keeps 28.
     topup_balance = SUMS.subtract(subscription.topup_units, subscription.settled_topup_draw)
     needs_settling = _needs_settling(subscription, now)
     if subscription.topup_units > 0 and needs_settling:

@@ -22,8 +22,9 @@ RATE_20_DIGITS = "12345678.901234567891"
 BOUND_20_DIGITS = "1234567890.1234567891"
 # 13 decimal places that a float hides: its nearest double prints as 1234567.123456789 (9 places).
 THIRTEEN_PLACES = "1234567.1234567890123"
-# 31 decimal places: one more than a quantity keeps.
-THIRTY_ONE_PLACES = "1234567.1234567890123456789012345678901"
+# 341 decimal places: one more than a quantity keeps (the smallest double printed with 17 significant digits,
+# 4.9406564584124654e-324, reaches the 340th).
+BEYOND_ANY_FLOAT = "1234567." + "1234567890" * 34 + "1"
 
 
 @pytest.fixture
@@ -75,17 +76,17 @@ def test_a_quantity_is_stored_priced_and_listed_exactly_as_written(api, search_a
 
 
 @pytest.mark.parametrize("place, message", [
-    ("top", "quantity: Ensure there are no more than 30 decimal places."),
-    ("service", "services[0].quantity: Ensure there are no more than 30 decimal places."),
+    ("top", "quantity: Ensure there are no more than 340 decimal places."),
+    ("service", "services[0].quantity: Ensure there are no more than 340 decimal places."),
 ])
-def test_a_quantity_beyond_30_decimal_places_fails_alone_never_rounded(api, search_api, place, message):
+def test_a_quantity_beyond_340_decimal_places_fails_alone_never_rounded(api, search_api, place, message):
     if place == "top":
         refused = record(search_api, quantity="@q")
     else:
         refused = record(services=[{"model": search_api.canonical_name, "modelProvider": search_api.provider,
                                     "quantity": "@q"}])
     resp = record_raw(api, record(search_api, quantity=2), refused, record(search_api, quantity="0.5"),
-                      q=THIRTY_ONE_PLACES)
+                      q=BEYOND_ANY_FLOAT)
     body = ok(resp)
     assert (body["processed"], body["successful"], body["failed"]) == (3, 2, 1)
     failure, = body["results"]["failed"]

@@ -254,9 +254,9 @@ def test_a_quantity_keeps_every_digit_a_client_prints_for_a_float_and_invoices_b
 
 
 def test_a_quantity_with_more_places_than_any_float_prints_fails_alone(api, llm):
-    failure = post(api, rec(llm, quantity="0." + "0" * 30 + "1"))["results"]["failed"][0]
+    failure = post(api, rec(llm, quantity="0." + "0" * 340 + "1"))["results"]["failed"][0]
     assert (failure["code"], failure["stored"]) == ("invalid_record", False)
-    assert failure["message"] == ["quantity: Ensure there are no more than 30 decimal places."]
+    assert failure["message"] == ["quantity: Ensure there are no more than 340 decimal places."]
 
 
 # --------------------------------------------------------------------------- unknown models

@@ -108,7 +108,9 @@ def test_a_record_beyond_a_maximum_fails_alone_as_out_of_range(api, cheap_llm, p
 
 @pytest.mark.parametrize("quantity", ["12345678901234567", "98765432109.876543", "1234567890123456.7",
                                       "0.30000000000000004", "1e+20", "1000000000000000000000", "1e+22",
-                                      "1.2345678901234567e+300", "1.7976931348623157e+308", "1e-30"])
+                                      "1.2345678901234567e+300", "1.7976931348623157e+308", "1e-30",
+                                      "1.2345678901234567e-15", "2.2250738585072014e-308", "5e-324",
+                                      "4.9406564584124654e-324"])
 def test_seventeen_significant_digits_are_kept_at_any_size_a_client_prints(api, free_api, quantity):
     # Contract "Exact numbers in": a quantity keeps every digit a client prints for a binary float (at least 17
     # significant digits); only beyond that may a record fail. Sent as JSON numbers, as a client's encoder writes.

@@ -126,7 +126,7 @@ SURROGATE = "Must not contain unpaired UTF-16 surrogates (\\ud800-\\udfff)."
     ({"cacheReadTokens": "12"}, "cacheReadTokens: Must be a whole number of tokens."),
     ({"quantity": -1}, "quantity: Must be zero or more."),
     ({"quantity": "lots"}, "quantity: Must be a number."),
-    ({"quantity": "0." + "0" * 30 + "1"}, "quantity: Ensure there are no more than 30 decimal places."),
+    ({"quantity": "0." + "0" * 340 + "1"}, "quantity: Ensure there are no more than 340 decimal places."),
     ({"usageDate": "yesterday"}, "usageDate: Not a valid ISO 8601 date or timestamp."),
     ({"environment": "prod"}, "environment: Must be one of development, production, staging, testing."),
     ({"idempotencyKey": "k" * 256}, "idempotencyKey: Ensure this field has no more than 255 characters."),
