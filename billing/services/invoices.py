@@ -127,6 +127,10 @@ def _refresh(invoice: Invoice, subscription: Subscription) -> None:
     window = billing_window(subscription, invoice.period_start, invoice.period_end)
     claims = period_claims(subscription, window)
     lines = priced_lines(subscription, window, terms, claims)
+    # Asked again after the ledger was read: that read waited while a month was leaving the ledger
+    # (customers/partitions.py holds it exclusively), so a month archived meanwhile is seen here, and the period
+    # is refused rather than billed without that month's usage (generating, the end-of-period job, a cut draft).
+    _refuse_archived(invoice.period_start, invoice.period_end)
     invoice.billed_claims = claims_document(claims)
     _apply_totals(invoice, [line.amount for line in lines])
     _refuse_unstorable(invoice, lines)

@@ -77,6 +77,9 @@ def test_a_matters_events_are_counted_from_the_ledger_as_the_api_counts_them(con
     header, line = rows_of(action(console, "/admin/matters/matter/", "export_csv", [matter], follow=False))
     assert dict(zip(header, line))["events"] == "1"
     assert api.get(f"/v1/matters/{matter.pk}").json()["eventCount"] == 1
+    # Deleting the matter returns both rows to Unassigned and reports the one event the ledger holds.
+    assert api.delete(f"/v1/matters/{matter.pk}").json()["eventsReturnedToUnassigned"] == 1
+    assert MatterAttribution.objects.filter(matter=None).count() == 2
 
 
 def test_the_invoice_export_heads_every_column_alike_and_writes_every_amount_as_a_decimal(console, book):

@@ -526,6 +526,40 @@ def test_an_invoice_for_a_past_period_over_an_archived_month_is_refused_until_it
     assert [(line["quantity"], line["amount"]) for line in invoice["lines"]] == [(7, 14)]
 
 
+def test_a_month_archived_while_an_invoice_read_the_ledger_is_refused_not_billed_empty(api, book, llm, monkeypatch):
+    """The race of an archive and a refresh: the month leaves the ledger while a generate (or the end-of-period
+    job) waits to read it. The refresh asks again after its read, so the period is refused (409 for generate; the
+    job leaves the draft a draft) instead of an invoice billing none of the month's usage."""
+    import billing.services.invoices as invoices
+    from billing.services.invoices import invoices_finalize_due
+    from core.jobs import BooksFailed
+
+    chain = billing_chain(api, book, [usage("1")], start="2012-01-01T00:00:00Z")
+    ledger_partitions_ensure(months=[month(2012, 2)])
+    event(chain, 7, "2012-02-10T12:00:00Z")
+    period = {"customerId": str(chain.customer.id), "subscriptionId": chain.subscription["id"],
+              "billingPeriodStart": "2012-02-01T00:00:00Z", "billingPeriodEnd": "2012-03-01T00:00:00Z"}
+    draft = api.post("/v1/invoices/generate", period).json()
+    assert [(line["quantity"], line["amount"]) for line in draft["lines"]] == [(7, 7)]
+    real_priced_lines = invoices.priced_lines
+
+    def archived_during_the_read(*args):
+        lines = real_priced_lines(*args)
+        # As the detach does once the read it waited for lets it go: the month's events leave the ledger.
+        monkeypatch.setattr(invoices, "priced_lines", real_priced_lines)
+        ArchivedMonth.objects.create(month=month(2012, 2), archive="archive_probe", rows=1, detached_at=NOW)
+        return lines
+
+    monkeypatch.setattr(invoices, "priced_lines", archived_during_the_read)
+    refused = api.post("/v1/invoices/generate", period)
+    assert refused.status_code == 409 and refused.json()["code"] == "period_archived", refused.content
+    ArchivedMonth.objects.create(month=month(2012, 2), archive="archive_probe", rows=1, detached_at=NOW)
+    with pytest.raises(BooksFailed, match="0 finalized"):  # the job reports the book; the draft is never issued at 0
+        invoices_finalize_due(now=NOW)
+    invoice = api.get(f"/v1/invoices/{draft['id']}").json()
+    assert (invoice["status"], invoice["total"]) == ("draft", draft["total"])
+
+
 def test_detach_refuses_a_month_an_active_subscriptions_current_period_covers(api, book, llm):
     chain = billing_chain(api, book, [recurring("10")], start="2031-01-01T00:00:00Z", billingCycle="yearly")
     assert chain.subscription["currentPeriodStart"].startswith("2031-01-01")
