@@ -45,6 +45,18 @@ class UuidIn(serializers.UUIDField):
         return super().to_internal_value(data)
 
 
+def refuse_unknown_fields(serializer: serializers.Serializer, *, message: str | None = None) -> None:
+    """A 400 naming each field of the request body the serializer does not take. For requests whose effect a
+    misspelled field would change silently and for good (a plan change's `effectiveDate` made it take effect now,
+    irreversibly; a webhook endpoint's `events` subscribed it to every event type). `message`: said of each."""
+    if not isinstance(serializer.initial_data, dict):
+        return
+    unknown = [key for key in serializer.initial_data if key not in serializer.fields]
+    if unknown:
+        said = message or f"Not a field of this request; it takes {', '.join(serializer.fields)}."
+        raise serializers.ValidationError({key: said for key in unknown})
+
+
 # --------------------------------------------------------------------------- booleans
 
 class Flag(serializers.BooleanField):

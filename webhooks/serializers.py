@@ -4,7 +4,7 @@ from rest_framework import serializers
 
 from core import clock
 from core.errors import ApiError
-from core.fields import Flag, Text
+from core.fields import Flag, Text, refuse_unknown_fields
 from webhooks.delivery import message_id
 from webhooks.events import SUBSCRIBABLE_TYPES
 from webhooks.models import DeliveryStatus, EventType
@@ -32,6 +32,10 @@ class WebhookEndpointCreateIn(serializers.Serializer):
     description = Text(max_length=500, required=False, allow_blank=True, default="")
     enabled = Flag(required=False, default=True)
 
+    def validate(self, attrs):
+        refuse_unknown_fields(self)
+        return attrs
+
 
 class WebhookEndpointUpdateIn(serializers.Serializer):
     url = Text(max_length=2000)
@@ -41,10 +45,7 @@ class WebhookEndpointUpdateIn(serializers.Serializer):
     enabled = Flag(help_text="true enables a disabled endpoint again (healthy); replay what it missed")
 
     def validate(self, attrs):
-        unknown = [key for key in self.initial_data if key not in self.fields]
-        if unknown:
-            raise serializers.ValidationError({key: f"Cannot be changed; only {', '.join(self.fields)} can be sent."
-                                               for key in unknown})
+        refuse_unknown_fields(self, message=f"Cannot be changed; only {', '.join(self.fields)} can be sent.")
         return attrs
 
 

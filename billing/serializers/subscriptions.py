@@ -5,7 +5,7 @@ from rest_framework import serializers
 from billing.models import BillingCycle, BillingModel, SubscriptionChange, SubscriptionStatus
 from billing.pricing.periods import is_valid_timezone
 from billing.serializers.common import INT32_MAX, AllOptional, InstantIn, RefusesFields
-from core.fields import DecimalIn, DecimalNumber, Flag, JsonObjectIn, Text, UuidIn
+from core.fields import DecimalIn, DecimalNumber, Flag, JsonObjectIn, Text, UuidIn, refuse_unknown_fields
 
 FIXED_AT_CREATION = ("Cannot be changed after creation; to bill on another schedule, end the subscription and "
                      "create a new one.")
@@ -96,6 +96,10 @@ class SubscriptionChangePlanIn(serializers.Serializer):
                                          help_text="Seats on the new plan (default: the current seats).")
     name = Text(max_length=255, required=False, allow_null=True, default=None,
                 help_text="The new subscription's name (default: the current name).")
+
+    def validate(self, attrs):
+        refuse_unknown_fields(self)
+        return attrs
 
 
 class SubscriptionOut(serializers.Serializer):

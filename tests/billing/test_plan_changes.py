@@ -295,6 +295,10 @@ def test_a_plan_of_another_agent_is_a_422_and_an_unknown_plan_a_404(acme, api):
                           {"planId": "7a1d2c3e-0000-4000-8000-000000000000"}), 404)
     assert "planId" in error(api.post(f"/v1/subscriptions/{old['id']}/change-plan", {}), 400)
     assert "effectiveAt" in error(change(acme.api, old, plan, effectiveAt="2025-04-01T00:00:00Z"), 422)
+    # A misspelled field is a 400, not a change taking effect now (which nothing could withdraw once in effect).
+    message = error(change(acme.api, old, plan, effectiveDate="2099-01-01"), 400)
+    assert message.startswith("effectiveDate: Not a field of this request") and "effectiveAt" in message
+    assert ok(api.get(f"/v1/subscriptions/{old['id']}"))["nextSubscriptionId"] is None
 
 
 def test_a_subscription_of_another_organization_reads_as_404(acme, other_api):

@@ -21,6 +21,10 @@ def test_event_types_default_to_every_type_and_unknown_ones_are_refused(api, rec
     assert create_endpoint(api, receiver.url)["eventTypes"] == []
     message = error(api.post("/v1/webhook-endpoints", {"url": receiver.url, "eventTypes": ["invoice.eaten"]}), 400)
     assert "eventTypes" in message
+    # A misspelled field is a 400, not an endpoint silently subscribed to every type.
+    message = error(api.post("/v1/webhook-endpoints", {"url": receiver.url, "events": ["invoice.paid"]}), 400)
+    assert message.startswith("events: Not a field of this request") and "eventTypes" in message
+    assert len(ok(api.get("/v1/webhook-endpoints"))) == 1
 
 
 @pytest.mark.parametrize("url, problem", [
