@@ -74,9 +74,13 @@ def _refuse_invoiced(book, subscription: Subscription, effective_at: datetime) -
             remedy = f"a paid invoice stays as it is{others}" + (f": {later}" if later else "")
         else:
             remedy = f"{void_first(invoice)}{others}" + (f", or {later}" if later else "")
+        # A finalized invoice wholly after the change would bill, under the old plan, days the subscription no
+        # longer runs: refused too, since a final invoice is never changed.
+        effect = ("would split" if invoice.period_start < effective_at
+                  else "would leave billing the old plan after the subscription ended")
         raise Conflict(f"Invoice {invoice.invoice_number} ({invoice.id}, {invoice.status}) already bills "
                        f"{json_value(invoice.period_start)} to {json_value(invoice.period_end)}, which the change at "
-                       f"{json_value(effective_at)} would split; {remedy}.", code="period_invoiced")
+                       f"{json_value(effective_at)} {effect}; {remedy}.", code="period_invoiced")
 
 
 def _scheduled_successor(book, subscription: Subscription, *, now: datetime) -> Subscription | None:

@@ -282,6 +282,13 @@ def test_the_409_names_the_end_of_the_last_finalized_invoice_the_change_would_me
         ok(acme.api.post(f"/v1/invoices/{acme.generate(old, period)['id']}/send", {}))
     message = error(change(acme.api, old, other, effectiveAt="2025-05-20T00:00:00Z"), 409)
     assert "change the plan from 2025-07-01T00:00:00Z on" in message and "1 later finalized invoice" in message
+    assert "which the change at 2025-05-20T00:00:00Z would split" in message
+    # A finalized invoice wholly after the change is not split, but would bill the old plan after its end.
+    ok(acme.api.post(f"/v1/invoices/{acme.generate(old, ('2025-05-01T00:00:00Z', '2025-06-01T00:00:00Z'))['id']}"
+                     "/void", {"reason": "re-issued"}))
+    message = error(change(acme.api, old, other, effectiveAt="2025-05-20T00:00:00Z"), 409)
+    assert "2025-06-01T00:00:00Z to 2025-07-01T00:00:00Z, which the change at 2025-05-20T00:00:00Z would leave " \
+           "billing the old plan after the subscription ended" in message
     ok(change(acme.api, old, other, effectiveAt="2025-07-01T00:00:00Z"), 201)  # the advice, followed, is taken
 
 
