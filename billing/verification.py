@@ -33,7 +33,7 @@ from billing.models import ChargeType, CreditGrant, Invoice, InvoiceStatus
 from billing.pricing.lines import billing_window, claims_of_document, invoice_terms, priced_lines
 from billing.pricing.usage import billed_usage, claims_usage
 from billing.selectors.credit_pools import PERIOD, period_pool, pool_for, timeline_of
-from billing.services.credit_pools import credit_pool_sync, pool_sync_lock
+from billing.services.credit_pools import credit_pool_settle_again
 from billing.services.invoices import invoice_generate
 from core.errors import ApiError
 from core.money import SUMS, ZERO
@@ -151,14 +151,6 @@ def credit_pool_differences(*, book, now: datetime, repair: bool = False) -> lis
                 drifted.setdefault(grant.subscription, (grant.period_start, plan_pool))
     if repair:
         for subscription, (start, pool) in drifted.items():
-            with transaction.atomic():
-                pool_sync_lock(subscription.pk)  # before the grants' rows, as a top-up or the alert job takes them
-                later = owned(CreditGrant, book).filter(subscription=subscription, kind=PERIOD, period_start__gte=start)
-                # A period of an archived month keeps its settlement: its events are no longer there to settle it.
-                later = [grant for grant in later if not overlaps_archive(grant.period_start, grant.period_end,
-                                                                           archived)]
-                # Each period is settled again with the events recorded by its first settlement, as it read them.
-                recorded_by = {grant.period_start: grant.settled_at for grant in later if grant.settled_at}
-                owned(CreditGrant, book).filter(pk__in=[grant.pk for grant in later]).update(settled_at=None)
-                credit_pool_sync(subscription=subscription, pool=pool, now=now, recorded_by=recorded_by)
+            with transaction.atomic():  # each period with the events recorded by its first settlement
+                credit_pool_settle_again(subscription=subscription, since=start, now=now, pool=pool)
     return findings

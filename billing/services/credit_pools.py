@@ -16,6 +16,7 @@ from django.db import IntegrityError, transaction
 from billing.events import credit_pool_threshold_crossed
 from billing.models import CreditGrant, CreditPoolAlert, Subscription
 from billing.pricing.lines import pool_units
+from billing.pricing.terms import effective_end
 from billing.selectors.credit_pools import (HUNDRED, PERIOD, TOPUP, CreditBalance, Pool, balance_cache_refresh,
                                             credit_balance_get, credit_balance_list, pending_settlements, period_pool,
                                             pool_for, timeline_of)
@@ -28,6 +29,7 @@ from core.errors import BadRequest, Conflict
 from core.jobs import BookFailures
 from core.scoping import get_owned, owned
 from core.serialization import decimal_text
+from customers.partitions import archived_spans, overlaps_archive
 
 Stage, Outcome = CreditPoolAlert.Stage, CreditPoolAlert.Outcome
 
@@ -94,6 +96,43 @@ def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
 
 
 # --------------------------------------------------------------------------- top-ups and the pause
+
+def credit_pool_settle_again(*, subscription: Subscription, since: datetime, now: datetime,
+                             pool: Pool | None = None) -> None:
+    """Settle again the subscription's settled periods that end after `since`, in order (each period's top-up draw
+    follows from the ones before it), each counting the events recorded by the instant it was first settled at (a
+    settlement is final for late usage); a period the subscription no longer runs loses its grant. For the verifier's
+    repair, and for claims that moved (`credit_pools_follow_claims`). `pool`: the pool the plan sells now (read when
+    not given); nothing to do for a plan that sells none. In the caller's transaction."""
+    pool = pool or pool_for(subscription)
+    if pool is None:
+        return
+    pool_sync_lock(subscription.pk)  # before the grants' rows, as a top-up or the alert job takes them
+    grants = owned(CreditGrant, subscription.book_id).filter(subscription=subscription, kind=PERIOD)
+    end = effective_end(subscription)
+    if end is not None:  # periods after its end are no longer its own (a plan change, an endDate moved earlier)
+        grants.filter(period_start__gte=end).delete()
+    later = [grant for grant in grants.filter(period_end__gt=since)
+             # A period of an archived month keeps its settlement: its events are no longer there to settle it.
+             if not overlaps_archive(grant.period_start, grant.period_end, archived_spans())]
+    recorded_by = {grant.period_start: grant.settled_at for grant in later if grant.settled_at}
+    if not recorded_by:
+        return
+    owned(CreditGrant, subscription.book_id).filter(pk__in=[grant.pk for grant in later]).update(settled_at=None)
+    credit_pool_sync(subscription=subscription, pool=pool, now=now, recorded_by=recorded_by)
+
+
+def credit_pools_follow_claims(*, book, customer_id, agent_id, since: datetime, now: datetime) -> None:
+    """Which subscription bills an event moved from `since` on for the customer's usage through the agent (a plan
+    change, a backdated subscription, an end moved): every pool of theirs settles again what it settled from then
+    on, so a settled period counts the events it now bills, as its invoice does, and draws on top-ups by that."""
+    subscriptions = (owned(Subscription, book).filter(customer_id=customer_id, agent_id=agent_id)
+                     .select_related("plan").order_by("pk"))
+    for subscription in subscriptions:
+        if owned(CreditGrant, book).filter(subscription=subscription, kind=PERIOD, settled_at__isnull=False,
+                                           period_end__gt=since).exists():
+            credit_pool_settle_again(subscription=subscription, since=since, now=now)
+
 
 @dataclass(frozen=True)
 class TopUp:

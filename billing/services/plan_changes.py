@@ -20,6 +20,7 @@ from billing.pricing.periods import period_as_of, period_containing
 from billing.pricing.terms import effective_end, schedule_of
 from billing.events import subscription_event
 from billing.services.changelog import Kind, changelog_add, json_value
+from billing.services.credit_pools import credit_pools_follow_claims
 from webhooks.models import EventType
 from billing.services.invoices import NEVER_VOIDED, invoice_generate, invoices_fit_to_end, void_first
 from billing.services.subscriptions import (_customer_locked_quietly, _fit_period_to_end, _local_instant,
@@ -183,6 +184,10 @@ def subscription_change_plan(*, book, subscription_id, now: datetime, actor: str
     subscription.save(update_fields=["next_subscription", "updated_at"])
     invoices_fit_to_end(book=book, subscription=subscription, now=now,
                         reason=f"Plan changed to '{plan.name}' at {json_value(effective_at)}")
+    # A change in the past moves the usage from its instant to the new side: the old side's settled pool periods
+    # count only what it still bills (its pool's share, its draws on top-ups), and its periods past the change go.
+    credit_pools_follow_claims(book=book, customer_id=subscription.customer_id, agent_id=subscription.agent_id,
+                               since=effective_at, now=now)
 
     moved = f"plan '{subscription.plan.name}' -> '{plan.name}' at {json_value(effective_at)}"
     changelog_add(subscription=subscription, kind=Kind.PLAN_CHANGE, actor=actor,

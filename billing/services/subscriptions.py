@@ -11,6 +11,7 @@ from billing.models import BillingCycle, PlanAgent, PricingPlan, Subscription, S
 from billing.pricing.periods import Period, is_valid_timezone, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, period_end_grown_back, schedule_of
 from billing.services.changelog import SYSTEM_ACTOR, Kind, changelog_add, diff, json_value
+from billing.services.credit_pools import credit_pools_follow_claims
 from billing.services.invoices import invoices_fit_to_end
 from core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from core.jobs import BookFailures
@@ -152,6 +153,8 @@ def subscription_create(*, book, now: datetime, actor: str, customer_id, plan_id
                   changes={field: {"before": None, "after": created[field]} for field in CREATED_FIELDS
                            if created[field] is not None})
     subscription_event(subscription, EventType.SUBSCRIPTION_CREATED, now=now)
+    if start < now:  # started earlier than another subscription of the customer's usage, it bills that usage now
+        credit_pools_follow_claims(book=book, customer_id=customer.pk, agent_id=agent.pk, since=start, now=now)
     return subscription
 
 

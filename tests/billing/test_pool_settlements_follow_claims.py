@@ -1,0 +1,79 @@
+"""A settled credit-pool period counts the events its subscription bills, as its invoice does, also when which
+subscription bills them moves after the settlement (contract.md "One subscription bills an event", "Plan changes",
+"Derived figures"): a plan change dated into a settled period, a subscription started before another. The period is
+settled again with the events recorded by its first settlement, its draws on top-ups following, and the ledger
+verifier finds nothing."""
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import pytest
+
+from billing.models import CreditGrant
+from console.verification import ledger_verify
+from tests.billing.pools import balance, pool_strategy, pool_subscription, run_jobs, topup, use
+from tests.billing.support import create_plan, create_strategies, create_subscription, flat_usage, ok
+
+pytestmark = pytest.mark.django_db
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text).replace(tzinfo=timezone.utc)
+
+
+def june_grant(subscription) -> CreditGrant:
+    return CreditGrant.objects.get(kind="period", subscription_id=subscription["id"], period_start=at("2025-06-01"))
+
+
+def pool_findings(book) -> list:
+    [report] = ledger_verify(now=at("2025-07-10T01:00:00"), book=book)
+    return report.findings.get("credit_pools", [])
+
+
+def settled_june(api, chain, frozen_now, start="2025-05-01T00:00:00Z") -> dict:
+    """A 100-unit pool (50 USD, overage 0.75) with 50 top-up units, 80 units used on June 5 and 70 on June 25, June
+    settled on July 10: 150 consumed, the 50 beyond the pool drawn from the top-up."""
+    subscription = pool_subscription(api, chain, start=start)
+    ok(topup(api, subscription, 50), 201)  # on June 10 (the clock's NOW)
+    use(chain, 80, at=at("2025-06-05T10:00:00"))
+    use(chain, 70, at=at("2025-06-25T10:00:00"))
+    frozen_now(at("2025-07-10T00:00:00"))
+    run_jobs("2025-07-10T00:00:00Z")
+    grant = june_grant(subscription)
+    assert (grant.units, grant.consumed_units, grant.topup_units_drawn) == (100, 150, 50)
+    return subscription
+
+
+def test_a_plan_change_dated_into_a_settled_period_settles_the_old_sides_share_again(api, book, chain, frozen_now):
+    old = settled_june(api, chain, frozen_now)
+    flat = create_plan(api, chain.agent.id, name="Flat")
+    create_strategies(api, flat["id"], [flat_usage(chain, rate="1")])
+    new = ok(api.post(f"/v1/subscriptions/{old['id']}/change-plan",
+                      {"planId": flat["id"], "effectiveAt": "2025-06-20T00:00:00Z"}), 201)
+    grant = june_grant(old)
+    # June 1-19 of 30 days: a pool of 100 x 19/30 = 63.33 units; the 80 units of June 5 are the old side's (the 70
+    # of June 25 the new side's), so 80 - 63.33 = 16.67 come from the top-up, not 50.
+    assert grant.units.quantize(Decimal("0.01")) == Decimal("63.33")
+    assert grant.consumed_units == 80
+    assert grant.topup_units_drawn.quantize(Decimal("0.01")) == Decimal("16.67")
+    assert grant.settled_at == at("2025-07-10T00:00:00")  # the instant its first settlement read the ledger at
+    # The old side no longer runs in July: its July grant is gone.
+    assert not CreditGrant.objects.filter(kind="period", subscription_id=old["id"],
+                                          period_start__gte=at("2025-07-01")).exists()
+    assert new["previousSubscriptionId"] == old["id"]
+    assert pool_findings(book) == []
+
+
+def test_a_subscription_started_before_a_pool_takes_its_settled_usage_and_gives_back_the_draws(
+        api, book, chain, frozen_now):
+    pooled = settled_june(api, chain, frozen_now, start="2025-06-01T00:00:00Z")
+    flat = create_plan(api, chain.agent.id, name="Flat")
+    create_strategies(api, flat["id"], [flat_usage(chain, rate="1")])
+    earlier = create_subscription(api, chain, planId=flat["id"], name="Earlier", startDate="2025-05-01T00:00:00Z")
+    # The earliest-started subscription bills the customer's usage of the agent's signal: June's 150 units are the
+    # flat plan's now, so the pool consumed none of them and drew nothing from the top-up.
+    grant = june_grant(pooled)
+    assert (grant.units, grant.consumed_units, grant.topup_units_drawn) == (100, 0, 0)
+    assert earlier["status"] == "active"
+    row = balance(api, pooled)
+    assert (row["poolSizeUnits"], row["consumedUnits"], row["remainingUnits"]) == (100, 0, 150)  # July, 50 topped up
+    assert pool_findings(book) == []
