@@ -44,9 +44,12 @@ INCLUSIVE_THRESHOLD_PROVIDERS = frozenset({"xai"})
 CACHE_READ_SHARE_OF_INPUT = {"fireworks_ai": Decimal("0.5")}
 # Providers' published rules for what the price data may not carry (contract.md "Cost fields of a record"):
 # a 1-hour cache write where the entry has no 1-hour rate (Anthropic bills it at 2x the input rate in effect),
-# and the batch discount where the entry has no batch rate (OpenAI, Anthropic, Google: 50% of standard).
+# and the batch discount where the entry has no batch rate (OpenAI, Anthropic, Google: 50% of standard; Google's
+# for both of its APIs, the Gemini API and Vertex AI, whose batch prediction bills half of online prediction for
+# every model it sells, Gemini and partner models alike).
 CACHE_WRITE_1H_SHARE_OF_INPUT = {"anthropic": Decimal(2)}
-BATCH_SHARE_OF_STANDARD = {"openai": Decimal("0.5"), "anthropic": Decimal("0.5"), "google": Decimal("0.5")}
+BATCH_SHARE_OF_STANDARD = {"openai": Decimal("0.5"), "anthropic": Decimal("0.5"), "google": Decimal("0.5"),
+                           "vertex_ai": Decimal("0.5")}
 SERVICE_TIERS = ("standard", "batch", "flex", "priority")
 
 RATE_FIELDS = {  # reduced-file key -> ServiceEntry field

@@ -94,6 +94,13 @@ def test_batch_without_rates_in_the_data_costs_the_providers_published_discount(
     assert cost(api, **mythos, serviceTier="batch")["totalCostUsd"] == "7.5"
     assert cost(api, model="gpt-4o", modelProvider="openai", cacheReadTokens=1_000_000,
                 serviceTier="batch")["totalCostUsd"] == "0.625"
+    # Google's discount on Vertex AI too, for its Gemini models and the partner models it sells: gemini-2.0-flash-001
+    # at $0.15 in and $0.60 out, claude-3-5-sonnet-v2 at $3 and $15, no batch rates in the data.
+    flash = {"model": "gemini-2.0-flash-001", "modelProvider": "vertex_ai", "inputTokens": 1_000_000,
+             "outputTokens": 1_000_000}
+    assert cost(api, **flash, serviceTier="batch")["totalCostUsd"] == "0.375"
+    assert cost(api, model="claude-3-5-sonnet-v2@20241022", modelProvider="vertex_ai", inputTokens=1_000_000,
+                outputTokens=100_000, serviceTier="batch")["totalCostUsd"] == "2.25"
     assert not UsageEvent.objects.filter(priced_at_standard_tier=True).exists()
 
 
