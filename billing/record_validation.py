@@ -61,7 +61,7 @@ FIELD_SYNONYMS = {
     "cacheCreationInputTokens": "cacheWriteTokens", "cacheReadInputTokens": "cacheReadTokens",
     "provider": "modelProvider", "customerId": "customerExternalId", "externalId": "customerExternalId",
     "customer": "customerExternalId", "agent": "agentCode", "agentId": "agentCode", "signal": "signalName",
-    "signalId": "signalName", "units": "quantity", "count": "quantity", "value": "quantity",
+    "signalId": "signalName", "units": "quantity", "count": "quantity", "value": "quantity", "volume": "quantity",
     "idempotency_key": "idempotencyKey", "tags": "metadata", "properties": "metadata", "attributes": "metadata",
     "env": "environment",
 }

@@ -51,7 +51,8 @@ def test_a_misspelled_token_field_fails_its_record_alone_and_names_the_field_mea
 
 @pytest.mark.parametrize("sent, meant", [("timestamp", "usageDate"), ("input_tokens", "inputTokens"),
                                          ("promptTokens", "inputTokens"), ("customerId", "customerExternalId"),
-                                         ("Quantity", "quantity"), ("idempotencykey", "idempotencyKey")])
+                                         ("Quantity", "quantity"), ("volume", "quantity"),
+                                         ("idempotencykey", "idempotencyKey")])
 def test_an_unknown_field_suggests_the_field_meant(api, llm, sent, meant):
     failure = post(api, rec(llm, **{sent: "2026-01-05T10:00:00Z"}))["results"]["failed"][0]
     assert failure["code"] == "unknown_field"
