@@ -239,8 +239,9 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # workers log through LOGGING (JSON li
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_BROKER_CONNECTION_TIMEOUT = REDIS_TIMEOUT_SECONDS
-# Publishing (a request's hand-over after its commit, core/background.py `publish`) waits REDIS_TIMEOUT_SECONDS for a
-# broker that does not answer, as every other wait on Redis; a worker's BRPOP is answered within kombu's 1-second poll.
+# Publishing (a request's hand-over after its commit, core/background.py `publish`, which does not retry) waits
+# REDIS_TIMEOUT_SECONDS once for a broker that does not answer, as every other wait on Redis; a worker's BRPOP is
+# answered within kombu's 1-second poll. The retry policy below is for what else publishes (beat, in the worker).
 CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": REDIS_TIMEOUT_SECONDS,
                                    "socket_timeout": REDIS_TIMEOUT_SECONDS}
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}

@@ -22,7 +22,7 @@ import redis
 from django.db import connections
 from django.utils.module_loading import import_string
 
-from core.redis_client import redis_client, unreachable
+from core.redis_client import mark_unreachable, redis_client, unreachable
 
 logger = logging.getLogger("billing.background")
 
@@ -188,9 +188,14 @@ def publish(task_path: str, args: tuple = (), *, countdown: float | None = None)
         logger.debug("task %s not published (the broker failed moments ago); its scheduled sweep does it", task.name)
         return False
     try:
-        task.apply_async(args, countdown=countdown)
-    except (kombu.exceptions.OperationalError, redis.RedisError, OSError):  # the broker did not take it
+        # No publish retries: a Redis that stopped answering under a kept connection cost a wait per retry and per
+        # reconnection (8.2 s, where every other wait on Redis is one timeout); a connection Redis closed (a
+        # restart) is opened again by the client within the one attempt.
+        task.apply_async(args, countdown=countdown, retry=False)
+    except (kombu.exceptions.OperationalError, redis.RedisError, OSError) as failure:  # the broker did not take it
         _broker_paused_until = time.monotonic() + BROKER_PAUSE_SECONDS
+        if isinstance(failure.__cause__ or failure, (redis.ConnectionError, redis.TimeoutError, OSError)):
+            mark_unreachable()  # the cache and the raw client do not wait for it again either
         logger.warning("task %s not published (the broker is unavailable); its scheduled sweep does it, and this "
                        "process tries the broker again in %s s", task.name, BROKER_PAUSE_SECONDS, exc_info=True)
         return False

@@ -24,6 +24,12 @@ def _failed() -> None:
     _unreachable_until = time.monotonic() + UNREACHABLE_PAUSE_SECONDS
 
 
+def mark_unreachable() -> None:
+    """Redis failed to connect or to answer in time elsewhere (the broker's connection): the raw client and the
+    cache do not connect for `UNREACHABLE_PAUSE_SECONDS` either."""
+    _failed()
+
+
 def unreachable() -> bool:
     """Redis failed to connect or to answer moments ago (within `UNREACHABLE_PAUSE_SECONDS`)."""
     return time.monotonic() < _unreachable_until

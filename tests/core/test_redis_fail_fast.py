@@ -141,3 +141,52 @@ def test_a_stalled_broker_costs_a_batch_one_bounded_wait_not_one_per_call(silent
 def test_a_publish_to_a_stalled_broker_waits_the_redis_timeout_once(silent):
     waited, published = run_with_redis_at(silent, PUBLISH)
     assert published == "False" and 1.5 < float(waited) < 4  # 2 s (REDIS_TIMEOUT_SECONDS), once
+
+
+PUBLISH_THEN_STALL = """
+import os
+import signal
+import time
+import django
+django.setup()
+from core.background import publish
+from core.redis_client import unreachable
+assert publish("billing.tasks.usage_followup_task", ("b",))  # the process now keeps a broker connection
+server = int(os.environ["REDIS_SERVER_PID"])
+os.kill(server, signal.SIGSTOP)
+try:
+    started = time.monotonic()
+    published = publish("billing.tasks.usage_followup_task", ("b",))
+    waited = time.monotonic() - started
+finally:
+    os.kill(server, signal.SIGCONT)
+print(f"{waited:.2f} {published} {unreachable()}")
+"""
+
+
+def test_a_broker_that_stalls_under_a_kept_connection_costs_one_redis_timeout(tmp_path):
+    """A web process that published before keeps its broker connection; Redis then stops answering (SIGSTOP). The
+    hand-over waits the Redis timeout once (2 s), not once more per publish retry and reconnection (8.2 s, which
+    a Stripe webhook and a pay page answered after), and marks Redis unreachable for the rest of the request."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.live_servers import ROOT
+    from tests.reliability.test_outages import RedisServer, redis_server_program
+
+    if redis_server_program() is None:
+        pytest.skip("no redis-server program to start a Redis of this test's own")
+    server = RedisServer(tmp_path)
+    server.start()
+    try:
+        env = {**os.environ, "REDIS_URL": server.url, "DJANGO_SETTINGS_MODULE": "config.settings",
+               "PYTHONPATH": str(ROOT), "CELERY_TASK_ALWAYS_EAGER": "0", "REDIS_SERVER_PID": str(server.process.pid)}
+        run = subprocess.run([sys.executable, "-c", PUBLISH_THEN_STALL], cwd=ROOT, env=env, capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        waited, published, unreachable = run.stdout.splitlines()[-1].split()
+        assert published == "False" and unreachable == "True"
+        assert 1.5 < float(waited) < 3.5  # REDIS_TIMEOUT_SECONDS, once
+    finally:
+        server.stop()
