@@ -11,7 +11,7 @@ from tests.analytics.support import models, rec, record, scanned, stored  # noqa
 
 def test_batches_of_a_book_arm_one_follow_up_until_the_task_takes_their_customers(book, other_book, monkeypatch):
     published = []
-    monkeypatch.setattr(usage_followup_task, "apply_async", lambda args, countdown: published.append(args))
+    monkeypatch.setattr(usage_followup_task, "apply_async", lambda args, countdown, retry: published.append(args))
     usage_followup_schedule(book_id=str(book.pk), customer_ids=["c1"])
     usage_followup_schedule(book_id=str(book.pk), customer_ids=["c2", "c1"])
     usage_followup_schedule(book_id=str(other_book.pk), customer_ids=["x"])
@@ -31,12 +31,12 @@ def test_the_first_batch_after_a_broker_outage_hands_its_follow_up_over_at_once(
 
     published = []
 
-    def broker_down(args, countdown):
+    def broker_down(args, countdown, retry):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
     monkeypatch.setattr(usage_followup_task, "apply_async", broker_down)
     usage_followup_schedule(book_id=str(book.pk), customer_ids=["c1"])  # armed, not published: the pause starts
     redis_client().delete(f"usage-followup:{book.pk}:armed")  # the outage lost the key with everything else
-    monkeypatch.setattr(usage_followup_task, "apply_async", lambda args, countdown: published.append(args))
+    monkeypatch.setattr(usage_followup_task, "apply_async", lambda args, countdown, retry: published.append(args))
     usage_followup_schedule(book_id=str(book.pk), customer_ids=["c2"])
     assert published == [(str(book.pk),)]
     assert usage_followup_take(book_id=str(book.pk)) == ["c1", "c2"]
@@ -82,7 +82,7 @@ def remembering(monkeypatch):
     monkeypatch.setitem(usage_followup_task.app.conf, "task_always_eager", False)
     monkeypatch.setattr(followup, "_armed_here", {})
     published = []
-    monkeypatch.setattr(usage_followup_task, "apply_async", lambda args, countdown: published.append(args))
+    monkeypatch.setattr(usage_followup_task, "apply_async", lambda args, countdown, retry: published.append(args))
     yield counting, clock, published
 
 
