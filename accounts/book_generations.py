@@ -39,12 +39,29 @@ from typing import NamedTuple
 
 from django.db import connection, transaction
 
+from core.database import advisory_xact_lock
+
 TABLE = "accounts_book_generation"
 # The catalog's own generation, a row that no book has: the catalog is shared by every book.
 CATALOG_ROW = "00000000-0000-0000-0000-000000000000"
 # The two generations for a statement that has the book's id in `k.book_id` (the API key statement).
 GENERATION_COLUMNS = ", ".join(f"coalesce((SELECT {column} FROM {TABLE} WHERE book_id = {row}), 0)"
                                for column in ("generation", "prices") for row in ("k.book_id", f"'{CATALOG_ROW}'::uuid"))
+
+
+# The advisory-lock namespace of "Prices in force" (accounts/migrations/0005_prices_in_force.py): a batch holds its
+# book's key shared from the statement that stores it until it commits; a price change holds it exclusively.
+PRICE_LOCKS = 7302
+
+
+def batches_in_flight_wait(book_id) -> None:
+    """Wait until every batch of the book that has begun storing its events has committed or rolled back (the
+    book's key held exclusively for a moment, in a transaction of its own: never call it inside another one, which
+    would hold recording back until it ends). A read of the ledger after it sees those batches. For the job that
+    closes a period: a batch dated in the period, still committing when the job read the ledger, was left out of
+    the invoice it issued."""
+    with transaction.atomic():
+        advisory_xact_lock(PRICE_LOCKS, str(book_id))
 
 
 class Generation(NamedTuple):

@@ -18,6 +18,7 @@ from decimal import Decimal
 from django.db import transaction
 from django.db.models import F, Q
 
+from accounts.book_generations import batches_in_flight_wait
 from billing.events import invoice_event
 from billing.invoice_documents import InvoiceEmail, InvoiceView, send_invoice_email
 from billing.pay_links import live_pay_token, pay_token_digest, pay_token_of, pay_url
@@ -397,16 +398,23 @@ def invoices_finalize_due(*, now: datetime) -> str:
                .values_list("pk", "book_id"))
     finalized = 0
     failures = BookFailures("invoices_finalize_due")
+    settled_books = set()
     for pk, book_id in due:
-        with failures.isolated(book_id), transaction.atomic():
-            # A row another worker (or a send) holds is skipped; it is being finalized there.
-            invoice = (Invoice.objects.select_for_update(skip_locked=True, of=("self",)).select_related("subscription")
-                       .filter(pk=pk, status=Status.DRAFT).first())
-            if invoice is not None:
-                _refresh(invoice, invoice.subscription)  # the period has ended: all its usage is in
-                _finalize(invoice, now=now, status=Status.ISSUED)
-                invoice_event(invoice, EventType.INVOICE_ISSUED, now=now)
-                finalized += 1
+        with failures.isolated(book_id):
+            if book_id not in settled_books:
+                # Batches of the book still committing (begun before the period ended, dated in it) are in the
+                # ledger before the drafts read it.
+                batches_in_flight_wait(book_id)
+                settled_books.add(book_id)
+            with transaction.atomic():
+                # A row another worker (or a send) holds is skipped; it is being finalized there.
+                invoice = (Invoice.objects.select_for_update(skip_locked=True, of=("self",))
+                           .select_related("subscription").filter(pk=pk, status=Status.DRAFT).first())
+                if invoice is not None:
+                    _refresh(invoice, invoice.subscription)  # the period has ended: all its usage is in
+                    _finalize(invoice, now=now, status=Status.ISSUED)
+                    invoice_event(invoice, EventType.INVOICE_ISSUED, now=now)
+                    finalized += 1
     return failures.finish(f"{finalized} finalized")
 
 

@@ -199,3 +199,64 @@ def test_a_settlement_after_the_rollover_waits_for_a_top_up_made_while_its_perio
     assert settled and settled[0] >= released_at, "the settlement did not wait for the top-up's transaction"
     january_grant = CreditGrant.objects.get(subscription_id=subscription.pk, kind="period", period_start=january)
     assert (january_grant.consumed_units, january_grant.topup_units_drawn) == (130, 30)
+
+
+def test_the_finalize_job_waits_for_a_batch_of_the_period_still_committing(api):
+    """A batch dated in the period, begun before the period ended and still committing when the end-of-period job
+    reads the ledger: the job waits for it (the book's batch lock, accounts/book_generations.py), so the invoice it
+    issues bills the batch instead of leaving it billed nowhere."""
+    import threading
+    import time
+
+    from django.db import connection, connections, transaction
+
+    from accounts.models import Book
+
+    world = World(api)
+    world.event  # 4 pages on January 15
+    invoice_id = world.invoice.id  # January's draft
+    book = Book.objects.get(pk=world.book.pk)
+    stored, release, finalized = threading.Event(), threading.Event(), []
+
+    def batch_in_flight():  # January 31, 23:59:59: stored as recording stores it, not committed yet
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT accounts_prices_in_force(%s::uuid)", [str(book.pk)])
+                UsageEventFactory(book=book, customer=Customer.objects.get(pk=world.customer.id),
+                                  signal=Signal.objects.get(pk=world.signal.id), quantity=Decimal("6"),
+                                  usage_date=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc))
+                stored.set()
+                release.wait(20)
+        finally:
+            stored.set()
+            connections.close_all()
+
+    def finalize():
+        try:
+            finalized.append((invoices_finalize_due(now=datetime(2025, 2, 1, 0, 0, 1, tzinfo=timezone.utc)),
+                              time.monotonic()))
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=batch_in_flight)
+    holder.start()
+    assert stored.wait(20)
+    job = threading.Thread(target=finalize)
+    job.start()
+    deadline, waiting = time.monotonic() + 5, 0
+    while time.monotonic() < deadline and not waiting:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND wait_event_type = 'Lock' AND wait_event = 'advisory'")
+            waiting = cursor.fetchone()[0]
+        time.sleep(0.02)
+    released_at = time.monotonic()
+    release.set()
+    holder.join(20)
+    job.join(20)
+    assert finalized and finalized[0][1] >= released_at, "the job did not wait for the batch"
+    invoice = Invoice.objects.get(pk=invoice_id)
+    assert invoice.status == "issued"
+    usage_line, = [line for line in invoice.lines.all() if line.charge_type == "usage"]
+    assert usage_line.used_quantity == 10  # 4 + the 6 that were committing
