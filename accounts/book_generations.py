@@ -56,10 +56,13 @@ PRICE_LOCKS = 7302
 
 def batches_in_flight_wait(book_id) -> None:
     """Wait until every batch of the book that has begun storing its events has committed or rolled back (the
-    book's key held exclusively for a moment, in a transaction of its own: never call it inside another one, which
-    would hold recording back until it ends). A read of the ledger after it sees those batches. For the job that
-    closes a period: a batch dated in the period, still committing when the job read the ledger, was left out of
-    the invoice it issued."""
+    book's key held exclusively for a moment, in a transaction of its own), so that a read of the ledger after it
+    sees those batches. For the jobs that close a period (issuing its invoices, settling its credit pools): a batch
+    dated in the period, still committing when the job read the ledger, was left out of what it closed. Inside
+    another transaction it does nothing: the key would be held to that transaction's end, and the book's
+    recording with it."""
+    if connection.in_atomic_block:
+        return
     with transaction.atomic():
         advisory_xact_lock(PRICE_LOCKS, str(book_id))
 

@@ -13,6 +13,7 @@ from functools import partial
 
 from django.db import IntegrityError, transaction
 
+from accounts.book_generations import batches_in_flight_wait
 from billing.events import credit_pool_threshold_crossed
 from billing.models import CreditGrant, CreditPoolAlert, Subscription
 from billing.pricing.lines import pool_units
@@ -265,6 +266,10 @@ def credit_pool_alerts_evaluate(*, book: Book, now: datetime, subscription_ids=N
     passed are then locked and written, so a quiet evaluation costs three queries whatever the book holds."""
     balances = [balance for balance in credit_balance_list(book=book, now=now, subscription_ids=subscription_ids)
                 if not balance.no_active_period]
+    if any(balance.needs_settling for balance in balances):
+        # A settlement is final: batches of the book still committing (begun before the period ended, dated in it)
+        # are in the ledger before it reads (as for the end-of-period invoices, billing/services/invoices.py).
+        batches_in_flight_wait(book.pk)
     recorded = defaultdict(set)
     for subscription_id, period_start, stage in owned(CreditPoolAlert, book).filter(
             subscription_id__in=[balance.subscription.pk for balance in balances],

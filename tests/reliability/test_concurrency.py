@@ -260,3 +260,69 @@ def test_the_finalize_job_waits_for_a_batch_of_the_period_still_committing(api):
     assert invoice.status == "issued"
     usage_line, = [line for line in invoice.lines.all() if line.charge_type == "usage"]
     assert usage_line.used_quantity == 10  # 4 + the 6 that were committing
+
+
+def test_a_pool_settlement_waits_for_a_batch_of_its_period_still_committing(api):
+    """As the end-of-period invoices: the job that settles a credit pool's ended period waits for the book's batches
+    still committing, so the settlement (final, and what the period draws on top-ups) counts them."""
+    import threading
+    import time
+
+    from django.db import connection, connections, transaction
+
+    from accounts.models import Book
+    from billing.models import Subscription
+    from billing.selectors.credit_pools import pool_for
+    from billing.services.credit_pools import credit_pool_alerts_evaluate, credit_pool_sync
+
+    world = World(api)
+    subscription = Subscription.objects.get(pk=world.pool_subscription.id)  # a pool of 100 a period, from January
+    book = Book.objects.select_related("organization").get(pk=subscription.book_id)
+    january, february = datetime(2025, 1, 1, tzinfo=timezone.utc), datetime(2025, 2, 1, tzinfo=timezone.utc)
+    Subscription.objects.filter(pk=subscription.pk).update(current_period_start=january, current_period_end=february)
+    credit_pool_sync(subscription=Subscription.objects.get(pk=subscription.pk), pool=pool_for(subscription),
+                     now=datetime(2025, 1, 20, tzinfo=timezone.utc))  # January's grant, running
+    Subscription.objects.filter(pk=subscription.pk).update(current_period_start=february,
+                                                           current_period_end=datetime(2025, 3, 1, tzinfo=timezone.utc))
+    stored, release, settled = threading.Event(), threading.Event(), []
+
+    def batch_in_flight():  # 120 units on January 31 at 23:59:59, stored as recording stores them, not committed
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT accounts_prices_in_force(%s::uuid)", [str(book.pk)])
+                UsageEventFactory(book=book, customer=subscription.customer, signal=Signal.objects.get(pk=world.signal.id),
+                                  quantity=Decimal("120"), usage_date=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc))
+                UsageEvent.objects.update(created_at=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc))
+                stored.set()
+                release.wait(20)
+        finally:
+            stored.set()
+            connections.close_all()
+
+    def settle():
+        try:
+            credit_pool_alerts_evaluate(book=book, now=datetime(2025, 2, 1, 0, 0, 1, tzinfo=timezone.utc))
+            settled.append(time.monotonic())
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=batch_in_flight)
+    holder.start()
+    assert stored.wait(20)
+    job = threading.Thread(target=settle)
+    job.start()
+    deadline, waiting = time.monotonic() + 5, 0
+    while time.monotonic() < deadline and not waiting:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND wait_event_type = 'Lock' AND wait_event = 'advisory'")
+            waiting = cursor.fetchone()[0]
+        time.sleep(0.02)
+    released_at = time.monotonic()
+    release.set()
+    holder.join(20)
+    job.join(20)
+    assert settled and settled[0] >= released_at, "the settlement did not wait for the batch"
+    grant = CreditGrant.objects.get(subscription_id=subscription.pk, kind="period", period_start=january)
+    assert (grant.consumed_units, grant.settled_at) == (120, datetime(2025, 2, 1, 0, 0, 1, tzinfo=timezone.utc))
