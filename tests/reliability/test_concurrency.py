@@ -326,3 +326,76 @@ def test_a_pool_settlement_waits_for_a_batch_of_its_period_still_committing(api)
     assert settled and settled[0] >= released_at, "the settlement did not wait for the batch"
     grant = CreditGrant.objects.get(subscription_id=subscription.pk, kind="period", period_start=january)
     assert (grant.consumed_units, grant.settled_at) == (120, datetime(2025, 2, 1, 0, 0, 1, tzinfo=timezone.utc))
+
+
+def test_a_plan_change_dated_into_a_settled_period_and_a_top_up_in_flight_both_go_through(api):
+    """The change settles the old side's pools again (it takes their pool locks) while it holds its subscription's
+    row; a top-up holding the pool lock then references that row at its commit. With the row locked without its key
+    both go through, one after the other; with a full row lock PostgreSQL found a deadlock and failed one of them."""
+    import threading
+    import time
+
+    from django.db import connection, connections, transaction
+
+    from accounts.models import Book
+    from billing.models import Subscription
+    from billing.selectors.credit_pools import pool_for
+    from billing.services.credit_pools import credit_pool_sync, credit_topup
+    from billing.services.plan_changes import subscription_change_plan
+
+    world = World(api)
+    subscription = Subscription.objects.get(pk=world.pool_subscription.id)  # a pool of 100 a period, from January
+    book, pool = Book.objects.get(pk=subscription.book_id), pool_for(subscription)
+    january, february = datetime(2025, 1, 1, tzinfo=timezone.utc), datetime(2025, 2, 1, tzinfo=timezone.utc)
+    Subscription.objects.filter(pk=subscription.pk).update(current_period_start=january, current_period_end=february)
+    credit_pool_sync(subscription=Subscription.objects.get(pk=subscription.pk), pool=pool,
+                     now=datetime(2025, 1, 20, tzinfo=timezone.utc))
+    Subscription.objects.filter(pk=subscription.pk).update(current_period_start=february,
+                                                           current_period_end=datetime(2025, 3, 1, tzinfo=timezone.utc))
+    credit_pool_sync(subscription=Subscription.objects.get(pk=subscription.pk), pool=pool,
+                     now=datetime(2025, 2, 2, tzinfo=timezone.utc))  # January settled
+    now = datetime(2025, 2, 10, tzinfo=timezone.utc)
+    topped_up, release, outcomes = threading.Event(), threading.Event(), {}
+
+    def top_up_in_flight():
+        try:
+            with transaction.atomic():
+                credit_topup(book=book, subscription_id=subscription.pk, units=Decimal("50"), idempotency_key="race",
+                             note="", created_by="test", now=now)
+                topped_up.set()
+                release.wait(20)
+            outcomes["top-up"] = "committed"
+        except Exception as error:  # noqa: BLE001 (the outcome is the assertion)
+            outcomes["top-up"] = repr(error)
+        finally:
+            topped_up.set()
+            connections.close_all()
+
+    def change():
+        try:
+            new = subscription_change_plan(book=book, subscription_id=subscription.pk, now=now, actor="test",
+                                           plan_id=world.plan.id,
+                                           effective_at=datetime(2025, 1, 20, tzinfo=timezone.utc))
+            outcomes["change"] = str(new.previous_subscription_id)
+        except Exception as error:  # noqa: BLE001
+            outcomes["change"] = repr(error)
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=top_up_in_flight)
+    holder.start()
+    assert topped_up.wait(20)
+    changer = threading.Thread(target=change)
+    changer.start()
+    deadline, waiting = time.monotonic() + 5, 0
+    while time.monotonic() < deadline and not waiting:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND wait_event_type = 'Lock' AND wait_event = 'advisory'")
+            waiting = cursor.fetchone()[0]
+        time.sleep(0.02)
+    assert waiting, "the change did not wait for the top-up's pool lock"
+    release.set()
+    holder.join(20)
+    changer.join(20)
+    assert outcomes == {"top-up": "committed", "change": str(subscription.pk)}
