@@ -75,7 +75,7 @@ MAX_QUANTITY = Decimal("1.7976931348623157e308")
 # Decimal places a quantity may have: every digit a client prints for any binary float. A client prints at most
 # 17 significant digits (Python's and JavaScript's shortest repr, C's `%.17g`), and the smallest double printed so,
 # `4.9406564584124654e-324`, reaches the 340th place (`2.2250738585072014e-308`: 324; `1.2345678901234567e-15`:
-# 31, which a cap of 30 refused); the contract's minimum is 20 (docs/decisions/numbers.md "Quantities").
+# 31); the contract's minimum is 20 (docs/decisions/numbers.md "Quantities").
 QUANTITY_PLACES = 340
 # Digits a quantity may have in all: the integer digits of MAX_QUANTITY and QUANTITY_PLACES.
 QUANTITY_DIGITS = MAX_QUANTITY.adjusted() + 1 + QUANTITY_PLACES
@@ -204,7 +204,7 @@ class _Checker:
     def text(self, data: dict, name: str, *, required: bool, max_length: int = MAX_NAME_LENGTH,
              trimmed: bool = True) -> str | None:
         """The field's text, trimmed unless `trimmed` is False (an idempotency key is kept as sent: `run-1 ` is
-        another key than `run-1`, and trimming it replayed one record as another); blank is refused either way."""
+        another key than `run-1`, and trimming it would replay one record as another); blank is refused either way."""
         value = data.get(name)
         if value.__class__ is str:  # the usual case first: every check passes
             kept = value.strip() if trimmed else value

@@ -165,8 +165,8 @@ class TaskRunner:
 
 
 # After the broker failed to take a task, this process hands it none for this long: each attempt costs the
-# caller the publish retries (about 0.2 s against a refused connection, seconds against one that does not
-# answer), and one request may publish thousands (a webhook replay) or every batch one (a follow-up). Skipping is
+# caller a wait (nothing against a refused connection, the Redis timeout against one that does not answer),
+# and one request may publish thousands (a webhook replay) or every batch one (a follow-up). Skipping is
 # safe for the reason `publish` may fail at all: every task it hands over has a sweep that does its work.
 BROKER_PAUSE_SECONDS = 10
 _broker_paused_until = 0.0  # time.monotonic() before which `publish` does not try the broker
@@ -188,8 +188,8 @@ def publish(task_path: str, args: tuple = (), *, countdown: float | None = None)
         logger.debug("task %s not published (the broker failed moments ago); its scheduled sweep does it", task.name)
         return False
     try:
-        # No publish retries: a Redis that stopped answering under a kept connection cost a wait per retry and per
-        # reconnection (8.2 s, where every other wait on Redis is one timeout); a connection Redis closed (a
+        # No publish retries: against a Redis that stopped answering under a kept connection, each retry and each
+        # reconnection waits the Redis timeout again (docs/decisions/reliability.md); a connection Redis closed (a
         # restart) is opened again by the client within the one attempt.
         task.apply_async(args, countdown=countdown, retry=False)
     except (kombu.exceptions.OperationalError, redis.RedisError, OSError) as failure:  # the broker did not take it

@@ -47,8 +47,8 @@ class UuidIn(serializers.UUIDField):
 
 def refuse_unknown_fields(serializer: serializers.Serializer, *, message: str | None = None) -> None:
     """A 400 naming each field of the request body the serializer does not take. For requests whose effect a
-    misspelled field would change silently and for good (a plan change's `effectiveDate` made it take effect now,
-    irreversibly; a webhook endpoint's `events` subscribed it to every event type). `message`: said of each."""
+    misspelled field would change silently and for good (ignored, a plan change's `effectiveDate` would leave it
+    taking effect now, irreversibly; a webhook endpoint's `events`, subscribed to every event type). `message`: said of each."""
     if not isinstance(serializer.initial_data, dict):
         return
     unknown = [key for key in serializer.initial_data if key not in serializer.fields]

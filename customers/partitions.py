@@ -348,6 +348,8 @@ def ledger_partition_detach(month: datetime, *, now: datetime, table: str = LEDG
     if end > now:
         raise ValueError(f"{month:%Y-%m} has not ended (it ends {end:%Y-%m-%d} UTC): only a month entirely in "
                          f"the past can be detached.")
+    if table == LEDGER:  # asked first without the lock, so that a refused detach holds nothing back
+        ledger_month_detaching.run(start=month, end=end)
     partitions = ledger_partitions(table=table)
     partition = next((p for p in partitions if p.start == month and p.end == end), None)
     if partition is None:
@@ -367,10 +369,9 @@ def ledger_partition_detach(month: datetime, *, now: datetime, table: str = LEDG
         # derived rows gone while its events are still there; lock_timeout bounds the wait for reads in flight.
         cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
         if table == LEDGER:
-            # Asked under the lock: an invoice generated while the month was asked about read the ledger before
-            # the lock (and its draft is committed and seen now) or reads it after the month left (and refuses its
-            # period, billing.services.invoices._refresh); asked before the lock, such a draft went unseen and was
-            # issued without the month's usage.
+            # Asked again under the lock: an invoice generated since the first answer read the ledger before the
+            # lock (its draft is committed and seen now) or reads it after the month left (and refuses its period,
+            # billing.services.invoices._refresh).
             ledger_month_detaching.run(start=month, end=end)
         cursor.execute(f"SELECT count(*) FROM {partition.name}")
         rows = cursor.fetchone()[0]

@@ -98,24 +98,33 @@ def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
 
 # --------------------------------------------------------------------------- top-ups and the pause
 
+def _period_grants_of(subscription: Subscription):
+    return owned(CreditGrant, subscription.book_id).filter(subscription=subscription, kind=PERIOD)
+
+
+def _grants_past_the_end_drop(subscription: Subscription) -> None:
+    """The grants of periods from the subscription's end on (a plan change ended it there): no longer its own."""
+    end = effective_end(subscription)
+    if end is not None:
+        _period_grants_of(subscription).filter(period_start__gte=end).delete()
+
+
 def credit_pool_settle_again(*, subscription: Subscription, since: datetime, now: datetime,
                              pool: Pool | None = None) -> None:
     """Settle again the subscription's settled periods that end after `since`, in order (each period's top-up draw
     follows from the ones before it), each counting the events recorded by the instant it was first settled at (a
     settlement is final for late usage); a period the subscription no longer runs loses its grant. For the verifier's
     repair, and for claims that moved (`credit_pools_follow_claims`). `pool`: the pool the plan sells now (read when
-    not given); nothing to do for a plan that sells none. In the caller's transaction."""
+    not given); nothing to settle for a plan that sells none. In the caller's transaction."""
+    pool_sync_lock(subscription.pk)  # before the grants' rows, as a top-up or the alert job takes them
+    _grants_past_the_end_drop(subscription)
     pool = pool or pool_for(subscription)
     if pool is None:
         return
-    pool_sync_lock(subscription.pk)  # before the grants' rows, as a top-up or the alert job takes them
-    grants = owned(CreditGrant, subscription.book_id).filter(subscription=subscription, kind=PERIOD)
-    end = effective_end(subscription)
-    if end is not None:  # periods after its end are no longer its own (a plan change, an endDate moved earlier)
-        grants.filter(period_start__gte=end).delete()
-    later = [grant for grant in grants.filter(period_end__gt=since)
+    archived = archived_spans()
+    later = [grant for grant in _period_grants_of(subscription).filter(period_end__gt=since)
              # A period of an archived month keeps its settlement: its events are no longer there to settle it.
-             if not overlaps_archive(grant.period_start, grant.period_end, archived_spans())]
+             if not overlaps_archive(grant.period_start, grant.period_end, archived)]
     recorded_by = {grant.period_start: grant.settled_at for grant in later if grant.settled_at}
     if not recorded_by:
         return
@@ -125,14 +134,18 @@ def credit_pool_settle_again(*, subscription: Subscription, since: datetime, now
 
 def credit_pools_follow_claims(*, book, customer_id, agent_id, since: datetime, now: datetime) -> None:
     """Which subscription bills an event moved from `since` on for the customer's usage through the agent (a plan
-    change, a backdated subscription, an end moved): every pool of theirs settles again what it settled from then
-    on, so a settled period counts the events it now bills, as its invoice does, and draws on top-ups by that."""
+    change, a backdated subscription): every pool of theirs settles again what it settled from then on, so a
+    settled period counts the events it now bills, as its invoice does, and draws on top-ups by that; a subscription
+    that ended loses the grants of its periods past its end, settled or not."""
     subscriptions = (owned(Subscription, book).filter(customer_id=customer_id, agent_id=agent_id)
                      .select_related("plan").order_by("pk"))
     for subscription in subscriptions:
-        if owned(CreditGrant, book).filter(subscription=subscription, kind=PERIOD, settled_at__isnull=False,
-                                           period_end__gt=since).exists():
+        grants = _period_grants_of(subscription)
+        if grants.filter(settled_at__isnull=False, period_end__gt=since).exists():
             credit_pool_settle_again(subscription=subscription, since=since, now=now)
+        elif (end := effective_end(subscription)) is not None and grants.filter(period_start__gte=end).exists():
+            pool_sync_lock(subscription.pk)
+            _grants_past_the_end_drop(subscription)
 
 
 @dataclass(frozen=True)

@@ -77,3 +77,18 @@ def test_a_subscription_started_before_a_pool_takes_its_settled_usage_and_gives_
     row = balance(api, pooled)
     assert (row["poolSizeUnits"], row["consumedUnits"], row["remainingUnits"]) == (100, 0, 150)  # July, 50 topped up
     assert pool_findings(book) == []
+
+
+def test_a_change_at_a_period_start_drops_the_old_sides_grant_of_that_period(api, book, chain, frozen_now):
+    old = settled_june(api, chain, frozen_now)  # and July's grant opened on July 10
+    assert CreditGrant.objects.filter(kind="period", subscription_id=old["id"], period_start=at("2025-07-01")).exists()
+    flat = create_plan(api, chain.agent.id, name="Flat")
+    create_strategies(api, flat["id"], [flat_usage(chain, rate="1")])
+    ok(api.post(f"/v1/subscriptions/{old['id']}/change-plan",
+                {"planId": flat["id"], "effectiveAt": "2025-07-01T00:00:00Z"}), 201)
+    # June is whole on the old side (settled as it was); July is the new side's, so the old side's grant goes.
+    grant = june_grant(old)
+    assert (grant.units, grant.consumed_units, grant.topup_units_drawn) == (100, 150, 50)
+    assert not CreditGrant.objects.filter(kind="period", subscription_id=old["id"],
+                                          period_start__gte=at("2025-07-01")).exists()
+    assert pool_findings(book) == []

@@ -166,8 +166,8 @@ print(f"{waited:.2f} {published} {unreachable()}")
 
 def test_a_broker_that_stalls_under_a_kept_connection_costs_one_redis_timeout(tmp_path):
     """A web process that published before keeps its broker connection; Redis then stops answering (SIGSTOP). The
-    hand-over waits the Redis timeout once (2 s), not once more per publish retry and reconnection (8.2 s, which
-    a Stripe webhook and a pay page answered after), and marks Redis unreachable for the rest of the request."""
+    hand-over waits the Redis timeout once (2 s), not once more per publish retry and reconnection, and marks Redis
+    unreachable for the rest of the request."""
     import os
     import subprocess
     import sys

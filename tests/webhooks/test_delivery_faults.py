@@ -116,8 +116,8 @@ def test_a_broker_that_does_not_answer_never_fails_the_request(api, endpoint, re
 
 def test_a_replay_while_the_broker_is_down_tries_it_once_and_leaves_the_rest_to_the_sweep(
         api, receiver, book, monkeypatch, django_capture_on_commit_callbacks):
-    """Each failed hand-over costs the request the publish retries; a replay of thousands of events must not pay
-    them for each one (it would outlast the web worker's timeout and end in a 502 after its commit)."""
+    """Each failed hand-over costs the request a wait for the broker; a replay of thousands of events must not pay
+    it for each one (it would outlast the web worker's timeout and end in a 502 after its commit)."""
     with transaction.atomic():
         for number in range(30):
             emit(book, "invoice.created", {"id": f"inv_{number}"}, now=clock.now() - timedelta(minutes=30 - number))
