@@ -98,6 +98,21 @@ class Seller:
                    organization.payment_instructions, sender)
 
 
+def bill_to_lines(customer) -> list[str]:
+    """The customer as an invoice addresses it: name, email and address, one line each, empty parts left out."""
+    lines = [customer.name, customer.email, customer.address_line1, customer.address_line2,
+             " ".join(part for part in (customer.zip_code, customer.city, customer.state) if part), customer.country]
+    return [line for line in lines if line]
+
+
+def parties_document(invoice: Invoice) -> dict:
+    """Who the invoice is from and to, as an issued invoice keeps them (`Invoice.parties`)."""
+    seller = Seller.of(invoice.book.organization)
+    return {"seller": {"name": seller.name, "address": seller.address, "taxId": seller.tax_id,
+                      "paymentInstructions": seller.payment_instructions},
+            "billTo": bill_to_lines(invoice.customer)}
+
+
 @dataclass(frozen=True)
 class InvoiceView:
     """Everything a rendering shows, read once from the invoice and its rows."""
@@ -108,14 +123,22 @@ class InvoiceView:
     payments: list
     seller: Seller | None = None
     pay_url: str | None = None  # the live pay-now link, when the invoice has been sent and is payable
+    bill_to: tuple[str, ...] = ()  # the customer's name, email and address lines
 
     @classmethod
     def of(cls, invoice: Invoice) -> "InvoiceView":
+        """The invoice as it reads: an issued one with the parties it was issued with, a draft with today's."""
         seller = Seller.of(invoice.book.organization)
+        bill_to = bill_to_lines(invoice.customer)
+        if invoice.parties:
+            kept = invoice.parties["seller"]
+            seller = replace(seller, name=kept["name"], address=kept["address"], tax_id=kept["taxId"],
+                             payment_instructions=kept["paymentInstructions"])
+            bill_to = invoice.parties["billTo"]
         token = live_pay_token(invoice) if invoice.status not in (InvoiceStatus.PAID, InvoiceStatus.VOID,
                                                                    InvoiceStatus.REFUNDED) else None
         return cls(invoice, seller.name, list(invoice.lines.all()), list(invoice.payments.all()), seller,
-                   pay_url(token) if token else None)
+                   pay_url(token) if token else None, tuple(bill_to))
 
     @property
     def period(self) -> tuple[str, str]:
@@ -169,7 +192,7 @@ class _InvoicePdf(FPDF):
 
 
 def invoice_pdf(view: InvoiceView) -> bytes:
-    invoice, customer = view.invoice, view.invoice.customer
+    invoice = view.invoice
     pdf = _InvoicePdf(format="A4")
     pdf.set_title(_latin1(f"Invoice {invoice.invoice_number}"))
     pdf.set_author(_latin1(view.business_name))
@@ -203,11 +226,8 @@ def invoice_pdf(view: InvoiceView) -> bytes:
         pdf.line_text(fact)
     pdf.ln(3)
     pdf.line_text("Bill to", bold=True)
-    address = [customer.name, customer.email, customer.address_line1, customer.address_line2,
-               " ".join(part for part in (customer.zip_code, customer.city, customer.state) if part), customer.country]
-    for part in address:
-        if part:
-            pdf.line_text(part)
+    for part in view.bill_to:
+        pdf.line_text(part)
     if invoice.memo:
         pdf.ln(3)
         pdf.line_text(invoice.memo)

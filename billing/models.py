@@ -233,6 +233,9 @@ class Invoice(OrgOwned):
     # signal in which instants, written with the lines. Once the invoice is final, those events stay its own, whatever
     # subscription is created or strategy added later (billing.pricing.attribution). Null: stored before this field.
     billed_claims = ExactJSONField(null=True, blank=True)
+    # Who it is from and to as it was issued (billing.invoice_documents.parties_document): an issued invoice reads
+    # the same whatever the seller's or the customer's billing profile becomes. Null: a draft, or issued before this.
+    parties = ExactJSONField(null=True, blank=True)
     subtotal = CentsField(default=0)
     discount = CentsField(default=0)
     tax = CentsField(default=0)

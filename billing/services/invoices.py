@@ -20,7 +20,7 @@ from django.db.models import F, Q
 
 from accounts.book_generations import batches_in_flight_wait
 from billing.events import invoice_event
-from billing.invoice_documents import InvoiceEmail, InvoiceView, send_invoice_email
+from billing.invoice_documents import InvoiceEmail, InvoiceView, parties_document, send_invoice_email
 from billing.pay_links import live_pay_token, pay_token_digest, pay_token_of, pay_url
 from billing.pricing.lines import (billing_window, claims_counted_by, claims_document, invoice_terms, period_claims,
                                    priced_lines, totals)
@@ -271,6 +271,7 @@ def _finalize(invoice: Invoice, *, now: datetime, status: str) -> None:
     if invoice.billed_claims is None:
         invoice.billed_claims = claims_document(claims_counted_by(invoice))
     invoice.status, invoice.issued_at = status, now
+    invoice.parties = parties_document(invoice)  # from and to whom, as it is issued
     invoice.due_date = local_date(now, timezone) + timedelta(days=subscription.net_terms)
     invoice.overdue_at = local_midnight(invoice.due_date + timedelta(days=1), timezone)
     invoice.save()

@@ -121,3 +121,27 @@ def test_a_minimum_is_written_under_its_line_as_the_console_writes_it(api, book)
     invoice = draft(api, chain)
     text = pdf_text(api.get(f"/v1/invoices/{invoice['id']}/pdf").content)
     assert "minimum 100 · used 40" in text, text
+
+
+def test_an_issued_invoice_keeps_the_parties_it_was_issued_with(api, book, profiled):
+    """A document does not change once issued: the seller's and the customer's billing profiles edited later show
+    on drafts, never on an invoice already sent."""
+    chain = billing_chain(api, book, [recurring("20")])
+    ok(api.patch(f"/v1/customers/{chain.customer.id}", {"addressLine1": "5 Old Road", "city": "Oldtown"}))
+    invoice = draft(api, chain)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    ok(api.patch(f"/v1/customers/{chain.customer.id}", {"addressLine1": "9 New Avenue", "city": "Newtown",
+                                                        "email": "new-ap@client.example.com"}))
+    profiled.address, profiled.tax_id = "2 Moved Street\nElsewhere 99999", "GB999999999"
+    profiled.save()
+    text = pdf_text(api.get(f"/v1/invoices/{invoice['id']}/pdf").content)
+    for kept in ("5 Old Road", "Oldtown", "1 Market Street", "Tax id: GB123456789"):
+        assert kept in text, (kept, text)
+    for later in ("9 New Avenue", "Newtown", "new-ap@client.example.com", "2 Moved Street", "GB999999999"):
+        assert later not in text, (later, text)
+    # A draft reads the profiles as they are now.
+    feb = ok(api.post("/v1/invoices/generate", {
+        "customerId": str(chain.customer.id), "subscriptionId": chain.subscription["id"],
+        "billingPeriodStart": "2025-02-01T00:00:00Z", "billingPeriodEnd": "2025-03-01T00:00:00Z"}), 201)
+    text = pdf_text(api.get(f"/v1/invoices/{feb['id']}/pdf").content)
+    assert "9 New Avenue" in text and "2 Moved Street" in text
