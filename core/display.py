@@ -58,6 +58,14 @@ def quantity(value: Decimal | int | None) -> str:
     return _grouped(Decimal(value))
 
 
+def unit(name: str) -> str:
+    """A signal's name as customers read it beside a quantity: a machine name (`tickets_resolved`, one word joined by
+    underscores, as a usage record names a signal it creates) as words (`tickets resolved`); any other as it is."""
+    if "_" in name and not any(character.isspace() for character in name):
+        return " ".join(part for part in name.split("_") if part) or name
+    return name
+
+
 def tiers(rows: list[dict] | None, *, pool: bool = False, currency: str | None = DEFAULT_CURRENCY) -> str:
     """A tiered price: `0 to 10: $2.00 each; 10 and up: $1.50 each`; a credit pool's two tiers as `a pool of
     1,000 units for $50.00; $0.06 each beyond`. Tiers that are not rows of lower, upper and rate (data made by

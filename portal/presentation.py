@@ -155,7 +155,8 @@ def usage_section(*, book, customer: Customer, subscriptions: list[Subscription]
     chart = bar_chart([(day.day.strftime("%b %-d"), Decimal(day.events)) for day in usage.days], unit="events",
                       unit_of_one="event")
     return UsageSection(_local_days(start, end, "UTC"), usage.events, chart,
-                        [(total.signal_name, total.events, display.quantity(total.quantity)) for total in usage.by_signal])
+                        [(display.unit(total.signal_name), total.events, display.quantity(total.quantity))
+                         for total in usage.by_signal])
 
 
 # --------------------------------------------------------------------------- profile form

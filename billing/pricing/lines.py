@@ -102,8 +102,9 @@ def _description(line: engine.Line, strategy: PricedStrategy | None) -> str:
         text = "Prorated fees for the partial first period"
     elif line.charge_type == ChargeType.USAGE:
         text = f"{strategy.name}: {display.quantity(line.quantity)}"
-        if strategy.signal_name.casefold() != strategy.name.casefold():  # not "Resolved tickets: 246 Resolved tickets"
-            text += f" {strategy.signal_name}"
+        unit = display.unit(strategy.signal_name)
+        if unit.casefold() != strategy.name.casefold():  # not "Resolved tickets: 246 Resolved tickets"
+            text += f" {unit}"
     elif line.charge_type == ChargeType.SEAT_BASED:
         text = f"{strategy.name}: {display.quantity(line.quantity)} seats ({strategy.terms.billing_frequency})"
     elif line.charge_type == ChargeType.RECURRING:

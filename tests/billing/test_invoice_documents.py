@@ -145,3 +145,13 @@ def test_an_issued_invoice_keeps_the_parties_it_was_issued_with(api, book, profi
         "billingPeriodStart": "2025-02-01T00:00:00Z", "billingPeriodEnd": "2025-03-01T00:00:00Z"}), 201)
     text = pdf_text(api.get(f"/v1/invoices/{feb['id']}/pdf").content)
     assert "9 New Avenue" in text and "2 Moved Street" in text
+
+
+def test_a_signal_named_by_a_usage_record_reads_as_words_on_the_invoice(api, book):
+    chain = billing_chain(api, book, [usage("0.25")])
+    chain.signal.name = "tickets_resolved"  # as a usage record creates it on first sight
+    chain.signal.save()
+    event(chain, 4, "2025-01-10T12:00:00Z")
+    invoice = draft(api, chain)
+    assert [line["description"] for line in invoice["lines"]] == ["strategy 0: 4 tickets resolved"]
+    assert "tickets_resolved" not in pdf_text(api.get(f"/v1/invoices/{invoice['id']}/pdf").content)

@@ -63,3 +63,10 @@ def test_days_and_instants():
 ])
 def test_tiers_read_as_spans_and_prices(tiers, pool, expected):
     assert display.tiers(tiers, pool=pool) == expected
+
+
+@pytest.mark.parametrize("name, expected", [("tickets_resolved", "tickets resolved"), ("Resolved tickets", "Resolved tickets"),
+                                            ("pages", "pages"), ("api_call_v2", "api call v2"), ("_", "_"),
+                                            ("docs_ reviewed", "docs_ reviewed")])
+def test_a_machine_name_reads_as_words_beside_a_quantity(name, expected):
+    assert display.unit(name) == expected
