@@ -31,6 +31,7 @@ class InvoiceRow:
     total: str
     amount_due: str
     overpaid: str | None  # collected beyond the total (paid twice): owed back to the customer
+    refunded: str | None  # given back to the customer (a partial refund leaves the invoice paid)
     due_date: date | None
     pdf_url: str
     pay_url: str | None  # unpaid and payable: the pay-now button
@@ -40,13 +41,15 @@ class InvoiceRow:
 def invoice_rows(invoices: list[Invoice]) -> list[InvoiceRow]:
     # Without online payment the button leads to the seller's payment instructions: it says so.
     verb = "Pay" if stripe_gateway.is_configured() or local_checkout_enabled() else "How to pay"
+    refunded = selectors.refunded_by_invoice(invoices)
     rows = []
     for invoice in invoices:
         payable = invoice.status in PAYABLE and invoice.amount_due > 0
         rows.append(InvoiceRow(
             invoice.invoice_number, invoice.status, period_days(invoice), money(invoice.total, invoice.currency),
             money(invoice.amount_due, invoice.currency),
-            money(invoice.amount_overpaid, invoice.currency) if invoice.amount_overpaid > 0 else None, invoice.due_date,
+            money(invoice.amount_overpaid, invoice.currency) if invoice.amount_overpaid > 0 else None,
+            money(refunded[invoice.pk], invoice.currency) if invoice.pk in refunded else None, invoice.due_date,
             reverse("portal-invoice-pdf", args=[invoice.pk]),
             reverse("portal-invoice-pay", args=[invoice.pk]) if payable else None,
             f"{verb} {money(invoice.amount_due, invoice.currency)}"))

@@ -8,10 +8,10 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
 from django.db.models.functions import TruncDate
 
-from billing.models import Invoice, InvoiceStatus, Subscription, SubscriptionStatus
+from billing.models import Invoice, InvoiceStatus, Refund, Subscription, SubscriptionStatus
 from billing.selectors.invoices import invoice_documents
 from core.clock import UTC, day_start, month_window
 from core.money import SUMS, ZERO
@@ -64,6 +64,15 @@ def customer_invoices(*, book, customer: Customer) -> list[Invoice]:
     """The customer's finalized invoices, newest first."""
     return list(_shown(owned(Invoice, book).filter(customer=customer))
                 .select_related("subscription").order_by("-created_at", "-id")[:PORTAL_INVOICE_LIMIT])
+
+
+def refunded_by_invoice(invoices: list[Invoice]) -> dict:
+    """What was refunded of each invoice's payments, by invoice id (invoices without a refund left out); one read."""
+    if not invoices:
+        return {}
+    rows = (owned(Refund, invoices[0].book_id).filter(payment__invoice__in=invoices)
+            .values("payment__invoice_id").annotate(refunded=Sum("amount")).order_by())
+    return {row["payment__invoice_id"]: row["refunded"] for row in rows}
 
 
 def customer_invoice(*, book, customer: Customer, invoice_id) -> Invoice:

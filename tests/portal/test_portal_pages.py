@@ -220,6 +220,22 @@ def test_a_paid_invoice_has_no_pay_button(api, billed, customer, create_session,
     assert "paid" in page and f"/portal/s/invoices/{billed.mine.id}/pay" not in page
 
 
+def test_a_partial_refund_shows_under_the_invoices_total(api, billed, customer, create_session):
+    """A partial refund leaves the invoice paid with less collected: the portal says what was given back."""
+    from datetime import timezone
+
+    from billing.services.payments import payment_record_received, refund_create
+
+    book = Invoice.objects.get(pk=billed.mine.id).book
+    payment, _ = payment_record_received(book=book, invoice_id=billed.mine.id, amount=Decimal("24"), reference="wire-1",
+                                         now=datetime(2025, 2, 3, tzinfo=timezone.utc))
+    refund_create(book=book, invoice_id=billed.mine.id, payment_id=payment.pk, amount=Decimal("5"),
+                  now=datetime(2025, 2, 4, tzinfo=timezone.utc))
+    page = html(opened(create_session(customer)).get("/portal/s/"))
+    row = next(row for row in page.split("<tr") if billed.mine.invoiceNumber in row)
+    assert "paid" in row and "$24.00" in row and "Refunded $5.00" in row
+
+
 def test_the_page_shows_subscriptions_with_plan_and_current_period(api, book, customer, create_session):
     chain = billing_chain(api, book, [recurring("20")], customer=customer, start="2025-06-01T00:00:00Z")
     client = opened(create_session(customer))
