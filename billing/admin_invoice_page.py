@@ -5,7 +5,7 @@ as the portal and the PDF format them. Nothing secret is read: the pay link's to
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from billing.invoice_documents import Seller, line_note, period_days, period_label, unit_price
+from billing.invoice_documents import Seller, customer_contact_lines, line_note, period_days, period_label, unit_price
 from billing.models import PAYABLE, Invoice, InvoiceLine, InvoiceStatus, Payment
 from billing.selectors.invoices import usage_recorded_since_issued
 from accounts.admin_scoping import may_act
@@ -67,12 +67,6 @@ class InvoicePage:
     period_ends: str = ""
 
 
-def _customer_lines(customer) -> list[str]:
-    city = " ".join(part for part in (customer.zip_code, customer.city, customer.state) if part)
-    return [part for part in (customer.email, customer.address_line1, customer.address_line2, city, customer.country)
-            if part]
-
-
 def _totals(invoice: Invoice) -> list[tuple[str, str, bool]]:
     money = lambda amount: display.money(amount, invoice.currency)  # noqa: E731
     rows = [("Subtotal", money(invoice.subtotal), False)]
@@ -121,7 +115,7 @@ def invoice_page(invoice: Invoice, user) -> InvoicePage:
     payments = list(invoice.payments.prefetch_related("refunds"))
     money_role = may_act(user, invoice.book.organization_id, MONEY_ROLES)
     return InvoicePage(
-        invoice=invoice, seller=Seller.of(invoice.book.organization), customer_lines=_customer_lines(invoice.customer),
+        invoice=invoice, seller=Seller.of(invoice.book.organization), customer_lines=customer_contact_lines(invoice.customer),
         period=period_label(invoice), facts=facts, lines=lines, totals=_totals(invoice),
         payments=_payments(payments, currency),
         may_send=invoice.status in SENDABLE,

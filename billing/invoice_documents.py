@@ -98,11 +98,16 @@ class Seller:
                    organization.payment_instructions, sender)
 
 
+def customer_contact_lines(customer) -> list[str]:
+    """The customer's email and postal address, one line each, empty parts left out."""
+    city = " ".join(part for part in (customer.zip_code, customer.city, customer.state) if part)
+    return [part for part in (customer.email, customer.address_line1, customer.address_line2, city, customer.country)
+            if part]
+
+
 def bill_to_lines(customer) -> list[str]:
-    """The customer as an invoice addresses it: name, email and address, one line each, empty parts left out."""
-    lines = [customer.name, customer.email, customer.address_line1, customer.address_line2,
-             " ".join(part for part in (customer.zip_code, customer.city, customer.state) if part), customer.country]
-    return [line for line in lines if line]
+    """The customer as an invoice addresses it: the name, then `customer_contact_lines`."""
+    return [line for line in (customer.name, *customer_contact_lines(customer)) if line]
 
 
 def parties_document(invoice: Invoice) -> dict:

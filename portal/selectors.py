@@ -11,7 +11,7 @@ from uuid import UUID
 from django.db.models import QuerySet, Sum
 from django.db.models.functions import TruncDate
 
-from billing.models import Invoice, InvoiceStatus, Refund, Subscription, SubscriptionStatus
+from billing.models import Invoice, InvoiceStatus, Payment, Subscription, SubscriptionStatus
 from billing.selectors.invoices import invoice_documents
 from core.clock import UTC, day_start, month_window
 from core.money import SUMS, ZERO
@@ -70,9 +70,9 @@ def refunded_by_invoice(invoices: list[Invoice]) -> dict:
     """What was refunded of each invoice's payments, by invoice id (invoices without a refund left out); one read."""
     if not invoices:
         return {}
-    rows = (owned(Refund, invoices[0].book_id).filter(payment__invoice__in=invoices)
-            .values("payment__invoice_id").annotate(refunded=Sum("amount")).order_by())
-    return {row["payment__invoice_id"]: row["refunded"] for row in rows}
+    rows = (owned(Payment, invoices[0].book_id).filter(invoice__in=invoices, refunded_amount__gt=0)
+            .values("invoice_id").annotate(refunded=Sum("refunded_amount")).order_by())
+    return {row["invoice_id"]: row["refunded"] for row in rows}
 
 
 def customer_invoice(*, book, customer: Customer, invoice_id) -> Invoice:

@@ -153,7 +153,8 @@ def topup_draw(*, consumed: Decimal, pool_size: Decimal, available: Decimal) -> 
     return max(min(SUMS.subtract(consumed, pool_size), available), ZERO)
 
 
-def _period_grants(subscription: Subscription) -> QuerySet:
+def period_grants(subscription: Subscription) -> QuerySet:
+    """The subscription's period grants (not its top-ups)."""
     return owned(CreditGrant, subscription.book_id).filter(subscription=subscription, kind=PERIOD)
 
 
@@ -163,7 +164,7 @@ def _ungranted_periods(subscription: Subscription, now: datetime) -> list[tuple[
     start, end = subscription.current_period_start, subscription.current_period_end
     if start is None:
         return []
-    grants = _period_grants(subscription)
+    grants = period_grants(subscription)
     missing = []
     last = grants.filter(period_start__lt=start).order_by("-period_start").first()
     if last is not None and last.period_end < start:
@@ -184,7 +185,7 @@ def pending_settlements(subscription: Subscription, plan_pool: Pool, now: dateti
     stamped with. `recorded_by`: period start -> the instant a period was settled at before, when the verifier
     settles it again; it counts the events recorded by then, as that settlement did (a settlement is final: usage
     recorded for the period later does not move it)."""
-    grants = _period_grants(subscription)
+    grants = period_grants(subscription)
     drawn = grants.filter(settled_at__isnull=False, period_end__lte=now).aggregate(
         total=Sum("topup_units_drawn"))["total"] or ZERO
     periods = [(grant.period_start, grant.period_end, grant.pk)

@@ -19,8 +19,8 @@ from billing.models import CreditGrant, CreditPoolAlert, Subscription
 from billing.pricing.lines import pool_units
 from billing.pricing.terms import effective_end
 from billing.selectors.credit_pools import (HUNDRED, PERIOD, TOPUP, CreditBalance, Pool, balance_cache_refresh,
-                                            credit_balance_get, credit_balance_list, pending_settlements, period_pool,
-                                            pool_for, timeline_of)
+                                            credit_balance_get, credit_balance_list, pending_settlements, period_grants,
+                                            period_pool, pool_for, timeline_of)
 from billing.services.changelog import Kind, changelog_add
 from accounts.models import Book
 from accounts.selectors import billing_recipients
@@ -98,15 +98,11 @@ def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
 
 # --------------------------------------------------------------------------- top-ups and the pause
 
-def _period_grants_of(subscription: Subscription):
-    return owned(CreditGrant, subscription.book_id).filter(subscription=subscription, kind=PERIOD)
-
-
 def _grants_past_the_end_drop(subscription: Subscription) -> None:
     """The grants of periods from the subscription's end on (a plan change ended it there): no longer its own."""
     end = effective_end(subscription)
     if end is not None:
-        _period_grants_of(subscription).filter(period_start__gte=end).delete()
+        period_grants(subscription).filter(period_start__gte=end).delete()
 
 
 def credit_pool_settle_again(*, subscription: Subscription, since: datetime, now: datetime,
@@ -122,7 +118,7 @@ def credit_pool_settle_again(*, subscription: Subscription, since: datetime, now
     if pool is None:
         return
     archived = archived_spans()
-    later = [grant for grant in _period_grants_of(subscription).filter(period_end__gt=since)
+    later = [grant for grant in period_grants(subscription).filter(period_end__gt=since)
              # A period of an archived month keeps its settlement: its events are no longer there to settle it.
              if not overlaps_archive(grant.period_start, grant.period_end, archived)]
     recorded_by = {grant.period_start: grant.settled_at for grant in later if grant.settled_at}
@@ -140,12 +136,10 @@ def credit_pools_follow_claims(*, book, customer_id, agent_id, since: datetime, 
     subscriptions = (owned(Subscription, book).filter(customer_id=customer_id, agent_id=agent_id)
                      .select_related("plan").order_by("pk"))
     for subscription in subscriptions:
-        grants = _period_grants_of(subscription)
-        if grants.filter(settled_at__isnull=False, period_end__gt=since).exists():
+        grants, end = period_grants(subscription), effective_end(subscription)
+        if grants.filter(settled_at__isnull=False, period_end__gt=since).exists() or (
+                end is not None and grants.filter(period_start__gte=end).exists()):
             credit_pool_settle_again(subscription=subscription, since=since, now=now)
-        elif (end := effective_end(subscription)) is not None and grants.filter(period_start__gte=end).exists():
-            pool_sync_lock(subscription.pk)
-            _grants_past_the_end_drop(subscription)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from tests.reliability.world import JAN, World
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 PARALLEL = 8
+JANUARY, FEBRUARY = datetime(2025, 1, 1, tzinfo=timezone.utc), datetime(2025, 2, 1, tzinfo=timezone.utc)
 
 
 @pytest.fixture
@@ -32,6 +33,62 @@ def llm():
 def record(**fields):
     return {"customerExternalId": "race-customer", "agentCode": "race-agent", "signalName": "race-signal",
             "model": "race-llm", "modelProvider": "raceai", "inputTokens": 100, "outputTokens": 100, **fields}
+
+
+def advisory_lock_waiters(seconds: float = 5) -> int:
+    """Sessions of the test database waiting on an advisory lock, polled until there is one or `seconds` pass."""
+    import time
+
+    from django.db import connection
+
+    deadline, waiting = time.monotonic() + seconds, 0
+    while time.monotonic() < deadline and not waiting:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND wait_event_type = 'Lock' AND wait_event = 'advisory'")
+            waiting = cursor.fetchone()[0]
+        time.sleep(0.02)
+    return waiting
+
+
+def batch_in_flight(book, stored, release, recorded_at=None, **event):
+    """A thread's body: one event stored as recording stores a batch (the book's batch lock taken shared by
+    `accounts_prices_in_force`), recorded at `recorded_at` when given, its transaction held open until `release`;
+    `stored` once it is in."""
+    from django.db import connection, connections, transaction
+
+    try:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT accounts_prices_in_force(%s::uuid)", [str(book.pk)])
+            stored_event = UsageEventFactory(book=book, **event)
+            if recorded_at is not None:
+                UsageEvent.objects.filter(pk=stored_event.pk).update(created_at=recorded_at)
+            stored.set()
+            release.wait(20)
+    finally:
+        stored.set()
+        connections.close_all()
+
+
+def pool_subscription_in_february(world, *, settle_january: bool):
+    """The world's pool subscription (100 a period, from January) with January's grant made while January ran, its
+    stored period moved on to February, and January settled on February 2 when `settle_january`."""
+    from billing.models import Subscription
+    from billing.selectors.credit_pools import pool_for
+    from billing.services.credit_pools import credit_pool_sync
+
+    subscription = Subscription.objects.get(pk=world.pool_subscription.id)
+    pool = pool_for(subscription)
+    Subscription.objects.filter(pk=subscription.pk).update(current_period_start=JANUARY, current_period_end=FEBRUARY)
+    credit_pool_sync(subscription=Subscription.objects.get(pk=subscription.pk), pool=pool,
+                     now=datetime(2025, 1, 20, tzinfo=timezone.utc))
+    Subscription.objects.filter(pk=subscription.pk).update(current_period_start=FEBRUARY,
+                                                           current_period_end=datetime(2025, 3, 1, tzinfo=timezone.utc))
+    if settle_january:
+        credit_pool_sync(subscription=Subscription.objects.get(pk=subscription.pk), pool=pool,
+                         now=datetime(2025, 2, 2, tzinfo=timezone.utc))
+    return subscription, pool
 
 
 # --------------------------------------------------------------------------- usage recording
@@ -140,7 +197,7 @@ def test_a_settlement_after_the_rollover_waits_for_a_top_up_made_while_its_perio
     import threading
     import time
 
-    from django.db import connection, connections, transaction
+    from django.db import connections, transaction
 
     from accounts.models import Book
     from billing.models import Subscription
@@ -185,13 +242,7 @@ def test_a_settlement_after_the_rollover_waits_for_a_top_up_made_while_its_perio
     assert topped_up.wait(20)
     settler = threading.Thread(target=settle_after_the_rollover)
     settler.start()
-    deadline, waiting = time.monotonic() + 5, 0
-    while time.monotonic() < deadline and not waiting:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND wait_event_type = 'Lock' AND wait_event = 'advisory'")
-            waiting = cursor.fetchone()[0]
-        time.sleep(0.02)
+    advisory_lock_waiters()
     released_at = time.monotonic()
     release.set()
     holder.join(20)
@@ -208,7 +259,7 @@ def test_the_finalize_job_waits_for_a_batch_of_the_period_still_committing(api):
     import threading
     import time
 
-    from django.db import connection, connections, transaction
+    from django.db import connections
 
     from accounts.models import Book
 
@@ -218,20 +269,6 @@ def test_the_finalize_job_waits_for_a_batch_of_the_period_still_committing(api):
     book = Book.objects.get(pk=world.book.pk)
     stored, release, finalized = threading.Event(), threading.Event(), []
 
-    def batch_in_flight():  # January 31, 23:59:59: stored as recording stores it, not committed yet
-        try:
-            with transaction.atomic():
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT accounts_prices_in_force(%s::uuid)", [str(book.pk)])
-                UsageEventFactory(book=book, customer=Customer.objects.get(pk=world.customer.id),
-                                  signal=Signal.objects.get(pk=world.signal.id), quantity=Decimal("6"),
-                                  usage_date=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc))
-                stored.set()
-                release.wait(20)
-        finally:
-            stored.set()
-            connections.close_all()
-
     def finalize():
         try:
             finalized.append((invoices_finalize_due(now=datetime(2025, 2, 1, 0, 0, 1, tzinfo=timezone.utc)),
@@ -239,18 +276,14 @@ def test_the_finalize_job_waits_for_a_batch_of_the_period_still_committing(api):
         finally:
             connections.close_all()
 
-    holder = threading.Thread(target=batch_in_flight)
+    holder = threading.Thread(target=batch_in_flight, args=(book, stored, release), kwargs=dict(
+        customer=Customer.objects.get(pk=world.customer.id), signal=Signal.objects.get(pk=world.signal.id),
+        quantity=Decimal("6"), usage_date=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc)))  # not committed yet
     holder.start()
     assert stored.wait(20)
     job = threading.Thread(target=finalize)
     job.start()
-    deadline, waiting = time.monotonic() + 5, 0
-    while time.monotonic() < deadline and not waiting:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND wait_event_type = 'Lock' AND wait_event = 'advisory'")
-            waiting = cursor.fetchone()[0]
-        time.sleep(0.02)
+    advisory_lock_waiters()
     released_at = time.monotonic()
     release.set()
     holder.join(20)
@@ -268,37 +301,15 @@ def test_a_pool_settlement_waits_for_a_batch_of_its_period_still_committing(api)
     import threading
     import time
 
-    from django.db import connection, connections, transaction
+    from django.db import connections
 
     from accounts.models import Book
-    from billing.models import Subscription
-    from billing.selectors.credit_pools import pool_for
-    from billing.services.credit_pools import credit_pool_alerts_evaluate, credit_pool_sync
+    from billing.services.credit_pools import credit_pool_alerts_evaluate
 
     world = World(api)
-    subscription = Subscription.objects.get(pk=world.pool_subscription.id)  # a pool of 100 a period, from January
+    subscription, _ = pool_subscription_in_february(world, settle_january=False)
     book = Book.objects.select_related("organization").get(pk=subscription.book_id)
-    january, february = datetime(2025, 1, 1, tzinfo=timezone.utc), datetime(2025, 2, 1, tzinfo=timezone.utc)
-    Subscription.objects.filter(pk=subscription.pk).update(current_period_start=january, current_period_end=february)
-    credit_pool_sync(subscription=Subscription.objects.get(pk=subscription.pk), pool=pool_for(subscription),
-                     now=datetime(2025, 1, 20, tzinfo=timezone.utc))  # January's grant, running
-    Subscription.objects.filter(pk=subscription.pk).update(current_period_start=february,
-                                                           current_period_end=datetime(2025, 3, 1, tzinfo=timezone.utc))
     stored, release, settled = threading.Event(), threading.Event(), []
-
-    def batch_in_flight():  # 120 units on January 31 at 23:59:59, stored as recording stores them, not committed
-        try:
-            with transaction.atomic():
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT accounts_prices_in_force(%s::uuid)", [str(book.pk)])
-                UsageEventFactory(book=book, customer=subscription.customer, signal=Signal.objects.get(pk=world.signal.id),
-                                  quantity=Decimal("120"), usage_date=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc))
-                UsageEvent.objects.update(created_at=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc))
-                stored.set()
-                release.wait(20)
-        finally:
-            stored.set()
-            connections.close_all()
 
     def settle():
         try:
@@ -307,53 +318,39 @@ def test_a_pool_settlement_waits_for_a_batch_of_its_period_still_committing(api)
         finally:
             connections.close_all()
 
-    holder = threading.Thread(target=batch_in_flight)
+    holder = threading.Thread(target=batch_in_flight, args=(book, stored, release), kwargs=dict(
+        customer=subscription.customer, signal=Signal.objects.get(pk=world.signal.id), quantity=Decimal("120"),
+        usage_date=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc),  # 120 units, not committed yet
+        recorded_at=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc)))
     holder.start()
     assert stored.wait(20)
     job = threading.Thread(target=settle)
     job.start()
-    deadline, waiting = time.monotonic() + 5, 0
-    while time.monotonic() < deadline and not waiting:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND wait_event_type = 'Lock' AND wait_event = 'advisory'")
-            waiting = cursor.fetchone()[0]
-        time.sleep(0.02)
+    advisory_lock_waiters()
     released_at = time.monotonic()
     release.set()
     holder.join(20)
     job.join(20)
     assert settled and settled[0] >= released_at, "the settlement did not wait for the batch"
-    grant = CreditGrant.objects.get(subscription_id=subscription.pk, kind="period", period_start=january)
+    grant = CreditGrant.objects.get(subscription_id=subscription.pk, kind="period", period_start=JANUARY)
     assert (grant.consumed_units, grant.settled_at) == (120, datetime(2025, 2, 1, 0, 0, 1, tzinfo=timezone.utc))
 
 
 def test_a_plan_change_dated_into_a_settled_period_and_a_top_up_in_flight_both_go_through(api):
-    """The change settles the old side's pools again (it takes their pool locks) while it holds its subscription's
-    row; a top-up holding the pool lock then references that row at its commit. With the row locked without its key
-    both go through, one after the other; with a full row lock PostgreSQL found a deadlock and failed one of them."""
+    """The change settles the old side's pools again, and a top-up holding one of their pool locks references the
+    subscription's row at its commit: the change takes the pool locks before the row, so both go through, one after
+    the other, where taking them after the row made a deadlock that failed one of them."""
     import threading
-    import time
 
-    from django.db import connection, connections, transaction
+    from django.db import connections, transaction
 
     from accounts.models import Book
-    from billing.models import Subscription
-    from billing.selectors.credit_pools import pool_for
-    from billing.services.credit_pools import credit_pool_sync, credit_topup
+    from billing.services.credit_pools import credit_topup
     from billing.services.plan_changes import subscription_change_plan
 
     world = World(api)
-    subscription = Subscription.objects.get(pk=world.pool_subscription.id)  # a pool of 100 a period, from January
-    book, pool = Book.objects.get(pk=subscription.book_id), pool_for(subscription)
-    january, february = datetime(2025, 1, 1, tzinfo=timezone.utc), datetime(2025, 2, 1, tzinfo=timezone.utc)
-    Subscription.objects.filter(pk=subscription.pk).update(current_period_start=january, current_period_end=february)
-    credit_pool_sync(subscription=Subscription.objects.get(pk=subscription.pk), pool=pool,
-                     now=datetime(2025, 1, 20, tzinfo=timezone.utc))
-    Subscription.objects.filter(pk=subscription.pk).update(current_period_start=february,
-                                                           current_period_end=datetime(2025, 3, 1, tzinfo=timezone.utc))
-    credit_pool_sync(subscription=Subscription.objects.get(pk=subscription.pk), pool=pool,
-                     now=datetime(2025, 2, 2, tzinfo=timezone.utc))  # January settled
+    subscription, _ = pool_subscription_in_february(world, settle_january=True)
+    book = Book.objects.get(pk=subscription.book_id)
     now = datetime(2025, 2, 10, tzinfo=timezone.utc)
     topped_up, release, outcomes = threading.Event(), threading.Event(), {}
 
@@ -387,13 +384,7 @@ def test_a_plan_change_dated_into_a_settled_period_and_a_top_up_in_flight_both_g
     assert topped_up.wait(20)
     changer = threading.Thread(target=change)
     changer.start()
-    deadline, waiting = time.monotonic() + 5, 0
-    while time.monotonic() < deadline and not waiting:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND wait_event_type = 'Lock' AND wait_event = 'advisory'")
-            waiting = cursor.fetchone()[0]
-        time.sleep(0.02)
+    waiting = advisory_lock_waiters()
     assert waiting, "the change did not wait for the top-up's pool lock"
     release.set()
     holder.join(20)
