@@ -150,6 +150,10 @@ def matter_rule_delete(*, book, rule_id) -> None:
 # --------------------------------------------------------------------------- the rules applied to stored events
 # (new events are attributed as they are recorded: matters/ingestion.py)
 
+# PostgreSQL's regular expression for a text holding a character outside ASCII.
+NON_ASCII_PATTERN = r"[^\x01-\x7f]"
+
+
 def _matches_any_rule(rules: list[routing.Rule]) -> Q:
     """SQL narrowing to events some rule matches (the routing engine still decides which rule wins)."""
     def matchers(rule: routing.Rule) -> Q:
@@ -159,7 +163,11 @@ def _matches_any_rule(rules: list[routing.Rule]) -> Q:
         if rule.customer_external_id is not None:
             condition &= Q(customer_external_id=rule.customer_external_id)
         if rule.signal_pattern is not None:
-            condition &= Q(signal_name__icontains=rule.signal_pattern)
+            # The engine compares casefolded text, which PostgreSQL's case-insensitive match does not (`Straße`
+            # holds `strasse` once casefolded): on an ASCII name the two agree for the casefolded pattern, and a
+            # name with any other character is left to the engine.
+            condition &= (Q(signal_name__icontains=rule.signal_pattern.casefold())
+                          | Q(signal_name__regex=NON_ASCII_PATTERN))
         return condition
     return reduce(operator.or_, (matchers(rule) for rule in rules))
 

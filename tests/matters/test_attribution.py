@@ -195,6 +195,19 @@ def test_apply_sweeps_earlier_unassigned_events_that_a_new_rule_matches(api, una
     assert api.post("/v1/matter-rules/apply").json()["assigned"] == 0
 
 
+@pytest.mark.parametrize("pattern, signal", [("strasse", "Straßenreinigung"), ("STRASSE", "straßen"),
+                                             ("ß", "class_action"), ("memo", "MEMO_drafted")])
+def test_apply_matches_a_signal_pattern_as_recording_does(api, record, unattributed, pattern, signal):
+    """A pattern is a case-insensitive substring compared casefolded (`ß` is `ss`); the sweep offers the engine
+    every event recording would route, also where PostgreSQL's own case-insensitive match differs."""
+    earlier = unattributed(agent="drafter", signal=signal)
+    matter = new_matter(api, "2025-001")
+    new_rule(api, matter, signalPattern=pattern)
+    later = record(agent="drafter", signal=signal)
+    assert api.post("/v1/matter-rules/apply").json()["assigned"] == 1
+    assert [matter_of(earlier), matter_of(later)] == [(matter["id"], "rule")] * 2
+
+
 def test_apply_follows_rule_order_and_skips_events_that_already_have_a_matter(api, record, unattributed):
     tagged = new_matter(api, "TAGGED")
     low = new_matter(api, "LOW")
