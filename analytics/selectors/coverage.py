@@ -7,6 +7,7 @@ from billing.models import Subscription
 from billing.pricing.attribution import cost_intervals
 from core.money import SUMS, ZERO
 from core.scoping import owned
+from customers.models import Signal
 from customers.usage_sums import Scope, Segment, Window, rollup_sums
 
 
@@ -42,8 +43,14 @@ def signal_quantities(*, book, window: Window, billed: Iterable[tuple], scope: S
                        measures=("quantity",),
                        segments=[Segment(customer_id, agent_id, start, end, piece)
                                  for (customer_id, agent_id, start, end), piece in pieces.items()])["usage"]
+    # A deleted signal's id stays in the rollup while its events are orphaned (the ledger's SET_NULL): its rows
+    # count for no terms, as the partial days read from the events do not (terms captured before the delete name it).
+    existing = set(owned(Signal, book).filter(pk__in={row.key[1] for row in rows if row.key[1] is not None})
+                   .values_list("pk", flat=True))
     quantities: dict = {}
     for row in rows:
+        if row.key[1] not in existing:
+            continue
         for key in keys.get((row.key[0], row.key[1]), ()):  # signal ids are UUIDs on both sides
             quantities[key] = SUMS.add(quantities.get(key, ZERO), row.quantity)
     return quantities
