@@ -6,6 +6,7 @@ once: what it consumed and how many units beyond its pool it took from top-ups. 
 evaluation (after ingestion and in the scheduled job, right after the period rollover) and before a top-up.
 """
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -126,20 +127,58 @@ def credit_pool_settle_again(*, subscription: Subscription, since: datetime, now
         return
     owned(CreditGrant, subscription.book_id).filter(pk__in=[grant.pk for grant in later]).update(settled_at=None)
     credit_pool_sync(subscription=subscription, pool=pool, now=now, recorded_by=recorded_by)
+    # Balances read from the shared cache until then would show the settlements before (for up to 30 seconds).
+    transaction.on_commit(partial(balance_cache_refresh, book_id=subscription.book_id), robust=True)
 
 
-def credit_pools_follow_claims(*, book, customer_id, agent_id, since: datetime, now: datetime) -> None:
+def credit_pools_follow_claims(*, book, customer_id, agent_id, since: datetime | None, now: datetime) -> None:
     """Which subscription bills an event moved from `since` on for the customer's usage through the agent (a plan
-    change, a backdated subscription): every pool of theirs settles again what it settled from then on, so a
-    settled period counts the events it now bills, as its invoice does, and draws on top-ups by that; a subscription
-    that ended loses the grants of its periods past its end, settled or not."""
+    change, a backdated subscription; None: anywhere in their lives, a plan or its strategies changed): every pool
+    of theirs settles again what it settled from then on, so a settled period counts the events it now bills, as
+    its invoice does, and draws on top-ups by that; a subscription that ended loses the grants of its periods past
+    its end, settled or not. The caller holds their pool syncs (`claims_pools_lock`)."""
     subscriptions = (owned(Subscription, book).filter(customer_id=customer_id, agent_id=agent_id)
                      .select_related("plan").order_by("pk"))
     for subscription in subscriptions:
         grants, end = period_grants(subscription), effective_end(subscription)
-        if grants.filter(settled_at__isnull=False, period_end__gt=since).exists() or (
+        start = since if since is not None else subscription.start_date
+        if grants.filter(settled_at__isnull=False, period_end__gt=start).exists() or (
                 end is not None and grants.filter(period_start__gte=end).exists()):
-            credit_pool_settle_again(subscription=subscription, since=since, now=now)
+            credit_pool_settle_again(subscription=subscription, since=start, now=now)
+
+
+def claims_pools_lock(*, book, pairs: Iterable[tuple]) -> None:
+    """Wait for, then hold, the pool syncs of every subscription of these (customer id, agent id) pairs, in id
+    order, before any subscription row: a write that moves which subscription bills their usage settles those
+    pools again (`credit_pools_follow_claims`), and a sync holding one of them references its subscription's row
+    when it commits (a grant, an alert), so taking them after the row waited for a sync that waited for the row."""
+    pairs = set(pairs)
+    rows = (owned(Subscription, book).filter(customer_id__in={customer_id for customer_id, _ in pairs})
+            .order_by("pk").values_list("pk", "customer_id", "agent_id"))
+    for subscription_id, customer_id, agent_id in rows:
+        if (customer_id, agent_id) in pairs:
+            pool_sync_lock(subscription_id)
+
+
+def plan_pools_lock(*, book, plan_id) -> list[tuple]:
+    """Before a plan's strategies change (which subscription bills an event follows them in every period no final
+    invoice holds): the (customer id, agent id) pairs of its subscriptions whose pools have settled a period, their
+    pool syncs held (`claims_pools_lock`). Hand them to `plan_pools_follow` once the strategies are written."""
+    pairs = set(owned(Subscription, book).filter(plan_id=plan_id).values_list("customer_id", "agent_id"))
+    if not pairs:
+        return []
+    settled = set(owned(CreditGrant, book).filter(
+        kind=PERIOD, settled_at__isnull=False, subscription__customer_id__in={customer_id for customer_id, _ in pairs})
+        .values_list("subscription__customer_id", "subscription__agent_id"))
+    pooled = sorted(pairs & settled, key=str)
+    claims_pools_lock(book=book, pairs=pooled)
+    return pooled
+
+
+def plan_pools_follow(*, book, pairs: list[tuple], now: datetime) -> None:
+    """The pools of `plan_pools_lock`'s pairs settle again what the plan's new strategies moved."""
+    for customer_id, agent_id in pairs:
+        credit_pools_follow_claims(book=book, customer_id=customer_id, agent_id=agent_id, since=None, now=now)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from billing.pricing.periods import period_as_of, period_containing
 from billing.pricing.terms import effective_end, schedule_of
 from billing.events import subscription_event
 from billing.services.changelog import Kind, changelog_add, json_value
-from billing.services.credit_pools import credit_pools_follow_claims, pool_sync_lock
+from billing.services.credit_pools import claims_pools_lock, credit_pools_follow_claims
 from webhooks.models import EventType
 from billing.services.invoices import NEVER_VOIDED, invoice_generate, invoices_fit_to_end, void_first
 from billing.services.subscriptions import (_customer_locked_quietly, _fit_period_to_end, _local_instant,
@@ -44,10 +44,7 @@ def _locked(book, subscription_id) -> Subscription:
     commits (a grant, an alert), so taking them after the row waited for a sync that waited for the row."""
     subscription = get_owned(Subscription, book, subscription_id)
     _customer_locked_quietly(book, subscription.customer_id)
-    for pool_of in (owned(Subscription, book).filter(customer_id=subscription.customer_id,
-                                                     agent_id=subscription.agent_id)
-                    .order_by("pk").values_list("pk", flat=True)):
-        pool_sync_lock(pool_of)
+    claims_pools_lock(book=book, pairs=[(subscription.customer_id, subscription.agent_id)])
     return (owned(Subscription, book).select_for_update(of=("self",)).select_related("plan", "agent")
             .get(pk=subscription.pk))
 

@@ -8,6 +8,7 @@ from django.db import transaction
 
 from billing.models import BillingFrequency, ChargeType, PlanAgent, PricingModel, PricingPlan, PricingStrategy
 from billing.services.changelog import json_value, price_update_record, pricing_terms
+from billing.services.credit_pools import plan_pools_follow, plan_pools_lock
 from core.errors import BadRequest, NotFound
 from core.scoping import get_owned, owned
 from core.serialization import decimal_text
@@ -168,28 +169,39 @@ def _live_strategy(book, plan: PricingPlan, strategy_id) -> PricingStrategy:
                      queryset=_live_strategies(book, plan).select_for_update())
 
 
+# Which subscription bills an event follows a plan's strategies in every period no final invoice holds, so each
+# write below settles again the pools of the customers and agents on the plan (billing/services/credit_pools.py
+# `plan_pools_lock`, taken first: before the rows these writes lock).
+
 @transaction.atomic
-def strategies_create(*, book, plan_id, items: list[dict], actor: str) -> list[PricingStrategy]:
+def strategies_create(*, book, plan_id, items: list[dict], actor: str, now: datetime) -> list[PricingStrategy]:
     """Create every item or none; errors name the item (`[2].signalId: ...`)."""
     plan = get_owned(PricingPlan, book, plan_id)
+    pools = plan_pools_lock(book=book, plan_id=plan.pk)
     drafts = [_new_draft(f"[{index}]", item) for index, item in enumerate(items)]
     _check(book, plan, drafts)
-    return [_write(book, plan, draft, actor=actor) for draft in drafts]
+    created = [_write(book, plan, draft, actor=actor) for draft in drafts]
+    plan_pools_follow(book=book, pairs=pools, now=now)
+    return created
 
 
 @transaction.atomic
-def strategy_update(*, book, plan_id, strategy_id, changes: dict, actor: str) -> PricingStrategy:
+def strategy_update(*, book, plan_id, strategy_id, changes: dict, actor: str, now: datetime) -> PricingStrategy:
     plan = get_owned(PricingPlan, book, plan_id)
+    pools = plan_pools_lock(book=book, plan_id=plan.pk)
     draft = _update_draft("", _live_strategy(book, plan, strategy_id), changes)
     _check(book, plan, [draft])
-    return _write(book, plan, draft, actor=actor)
+    strategy = _write(book, plan, draft, actor=actor)
+    plan_pools_follow(book=book, pairs=pools, now=now)
+    return strategy
 
 
 @transaction.atomic
-def strategies_batch(*, book, plan_id, new: list[dict], update: list[dict], actor: str
+def strategies_batch(*, book, plan_id, new: list[dict], update: list[dict], actor: str, now: datetime
                      ) -> tuple[list[PricingStrategy], list[PricingStrategy]]:
     """`{new: [...], update: [{id, ...}]}` applied all-or-nothing; returns (created, updated)."""
     plan = get_owned(PricingPlan, book, plan_id)
+    pools = plan_pools_lock(book=book, plan_id=plan.pk)
     ids = [item["id"] for item in update]
     repeated = [f"strategies.update[{index}].id: Listed more than once." for index, strategy_id in enumerate(ids)
                 if strategy_id in ids[:index]]
@@ -205,8 +217,10 @@ def strategies_batch(*, book, plan_id, new: list[dict], update: list[dict], acto
                                    {key: value for key, value in item.items() if key != "id"})
                      for index, item in enumerate(update)]
     _check(book, plan, drafts_new + drafts_update)
-    return ([_write(book, plan, draft, actor=actor) for draft in drafts_new],
-            [_write(book, plan, draft, actor=actor) for draft in drafts_update])
+    written = ([_write(book, plan, draft, actor=actor) for draft in drafts_new],
+               [_write(book, plan, draft, actor=actor) for draft in drafts_update])
+    plan_pools_follow(book=book, pairs=pools, now=now)
+    return written
 
 
 @transaction.atomic
@@ -214,6 +228,7 @@ def strategy_delete(*, book, plan_id, strategy_id, now: datetime, actor: str) ->
     """Soft delete: the row stays (changelog entries and invoices point at it) with `deleted_at` set; it leaves
     lists and pricing at once."""
     plan = get_owned(PricingPlan, book, plan_id)
+    pools = plan_pools_lock(book=book, plan_id=plan.pk)
     strategy = _live_strategy(book, plan, strategy_id)
     before = pricing_terms(strategy)
     strategy.deleted_at = now
@@ -221,3 +236,4 @@ def strategy_delete(*, book, plan_id, strategy_id, now: datetime, actor: str) ->
     price_update_record(strategy=strategy, before=before, after={}, actor=actor,
                         summary=f"Pricing strategy '{strategy.name}' deleted",
                         extra={"deletedAt": {"before": None, "after": json_value(now)}})
+    plan_pools_follow(book=book, pairs=pools, now=now)

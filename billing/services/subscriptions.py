@@ -11,7 +11,7 @@ from billing.models import BillingCycle, PlanAgent, PricingPlan, Subscription, S
 from billing.pricing.periods import Period, is_valid_timezone, local_midnight, period_as_of
 from billing.pricing.terms import effective_end, period_end_grown_back, schedule_of
 from billing.services.changelog import SYSTEM_ACTOR, Kind, changelog_add, diff, json_value
-from billing.services.credit_pools import credit_pools_follow_claims
+from billing.services.credit_pools import claims_pools_lock, credit_pools_follow_claims
 from billing.services.invoices import invoices_fit_to_end
 from core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from core.jobs import BookFailures
@@ -271,6 +271,11 @@ def subscription_update(*, book, subscription_id, now: datetime, actor: str, **c
     timezone take effect from the next period; an endDate is cut into the current period when earlier."""
     subscription = get_owned(Subscription, book, subscription_id)
     _customer_locked_quietly(book, subscription.customer_id)
+    # A new plan or agent moves which subscription bills the customer's usage through the old agent and the new one.
+    claims_moved = {(subscription.customer_id, subscription.agent_id)}
+    if "plan_id" in changes or "agent_id" in changes:
+        claims_moved.add((subscription.customer_id, changes.get("agent_id", subscription.agent_id)))
+        claims_pools_lock(book=book, pairs=claims_moved)
     subscription = (owned(Subscription, book).select_for_update(of=("self",)).select_related("plan", "agent")
                     .get(pk=subscription.pk))
     before = snapshot(subscription)
@@ -297,6 +302,12 @@ def subscription_update(*, book, subscription_id, now: datetime, actor: str, **c
     if end_moved:  # its drafts follow the new end, as after a plan change (cut, voided or grown back)
         invoices_fit_to_end(book=book, subscription=subscription, now=now, previous_end=previous_end,
                             reason=f"Subscription endDate changed to {json_value(effective_end(subscription))}")
+    if before["planId"] != str(subscription.plan_id) or before["agentId"] != str(subscription.agent_id):
+        # Settled pool periods count the events their subscription bills now (the new terms apply to every period
+        # no final invoice holds), as after a plan change.
+        for customer_id, agent_id in sorted(claims_moved, key=str):
+            credit_pools_follow_claims(book=book, customer_id=customer_id, agent_id=agent_id,
+                                       since=subscription.start_date, now=now)
     _log_changes(subscription, before, snapshot(subscription), actor=actor, names=names)
     if before["planId"] != str(subscription.plan_id):
         subscription_event(subscription, EventType.SUBSCRIPTION_PLAN_CHANGED, now=now)

@@ -34,7 +34,7 @@ class StrategyListApi(OrgApiView):
         pricing model (`flat`, `graduated`, `volume` or `credit_pool`); `recurring`, `seat_based` and `onetime`
         strategies charge fees. An unknown agent or signal is a 404."""
         strategies = strategies_create(book=self.book, plan_id=plan_id, items=parse_many(StrategyIn, request.data),
-                                       actor=self.created_by)
+                                       actor=self.created_by, now=clock.now())
         return Response(StrategyOut(strategies, many=True).data, status=201)
 
     @extend_schema(request=StrategyBatchIn, responses=StrategyBatchOut)
@@ -45,7 +45,7 @@ class StrategyListApi(OrgApiView):
         created and what was updated."""
         changes = parse(StrategyBatchIn, request.data)["strategies"]
         created, updated = strategies_batch(book=self.book, plan_id=plan_id, new=changes["new"],
-                                            update=changes["update"], actor=self.created_by)
+                                            update=changes["update"], actor=self.created_by, now=clock.now())
         return Response(StrategyBatchOut({"created": created, "updated": updated}).data)
 
 
@@ -66,7 +66,8 @@ class StrategyDetailApi(OrgApiView):
         Any strategy field; the strategy as changed is checked again as a whole. The change prices periods not yet
         invoiced: issued invoices keep the terms they captured."""
         strategy = strategy_update(book=self.book, plan_id=plan_id, strategy_id=strategy_id,
-                                   changes=parse(StrategyPatchIn, request.data), actor=self.created_by)
+                                   changes=parse(StrategyPatchIn, request.data), actor=self.created_by,
+                                   now=clock.now())
         return Response(StrategyOut(strategy).data)
 
     @extend_schema(responses={204: None})

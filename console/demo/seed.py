@@ -164,7 +164,8 @@ class _Seeder:
                 if "signal" in strategy:
                     item["signalId"] = str(self.signals[(agent.agent_code, strategy["signal"])].id)
                 items.append(item)
-            strategies_create(book=self.book, plan_id=plan.id, items=parse_many(StrategyIn, items), actor=self.actor)
+            strategies_create(book=self.book, plan_id=plan.id, items=parse_many(StrategyIn, items), actor=self.actor,
+                              now=self.now)
             self.plans[plan.name] = plan, agent
 
     def subscribe(self) -> None:

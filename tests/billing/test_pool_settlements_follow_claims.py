@@ -11,7 +11,7 @@ import pytest
 from billing.models import CreditGrant
 from console.verification import ledger_verify
 from tests.billing.pools import balance, pool_strategy, pool_subscription, run_jobs, topup, use
-from tests.billing.support import create_plan, create_strategies, create_subscription, flat_usage, ok
+from tests.billing.support import create_plan, create_strategies, create_subscription, flat_usage, ok, recurring
 
 pytestmark = pytest.mark.django_db
 
@@ -91,4 +91,52 @@ def test_a_change_at_a_period_start_drops_the_old_sides_grant_of_that_period(api
     assert (grant.units, grant.consumed_units, grant.topup_units_drawn) == (100, 150, 50)
     assert not CreditGrant.objects.filter(kind="period", subscription_id=old["id"],
                                           period_start__gte=at("2025-07-01")).exists()
+    assert pool_findings(book) == []
+
+
+def settled_june_beside_an_earlier_subscription(api, chain, frozen_now) -> tuple[dict, dict, dict]:
+    """`settled_june` for a pool subscription from June 1, beside one from May 1 on a plan that bills none of the
+    signal (a 5 USD fee), its balance read once (so a shared cache holds July's 100 + 50 - 50 = 100)."""
+    other = create_plan(api, chain.agent.id, name="Other")
+    create_strategies(api, other["id"], [recurring(chain, rate="5")])
+    earlier = create_subscription(api, chain, planId=other["id"], name="Earlier", startDate="2025-05-01T00:00:00Z")
+    pooled = settled_june(api, chain, frozen_now, start="2025-06-01T00:00:00Z")
+    assert balance(api, pooled)["remainingUnits"] == 100
+    return other, earlier, pooled
+
+
+def test_a_plan_patched_onto_an_earlier_subscription_takes_its_settled_usage(
+        api, book, chain, frozen_now, django_capture_on_commit_callbacks):
+    _, earlier, pooled = settled_june_beside_an_earlier_subscription(api, chain, frozen_now)
+    flat = create_plan(api, chain.agent.id, name="Flat")
+    create_strategies(api, flat["id"], [flat_usage(chain, rate="1")])
+    with django_capture_on_commit_callbacks(execute=True):
+        ok(api.patch(f"/v1/subscriptions/{earlier['id']}", {"planId": flat["id"]}))
+    # The earlier subscription bills the signal from May 1 now (a new plan applies to every period not invoiced):
+    # June's 150 units are its own, so the pool consumed none of them and drew nothing from the top-up.
+    assert (june_grant(pooled).consumed_units, june_grant(pooled).topup_units_drawn) == (0, 0)
+    invoice = ok(api.post("/v1/invoices/generate", {"customerId": str(chain.customer.id),
+                                                    "subscriptionId": earlier["id"],
+                                                    "billingPeriodStart": "2025-06-01T00:00:00Z",
+                                                    "billingPeriodEnd": "2025-07-01T00:00:00Z"}), 201)
+    assert Decimal(str(invoice["total"])) == Decimal("150")
+    assert balance(api, pooled)["remainingUnits"] == 150  # the cached 100 is gone with the commit
+    assert pool_findings(book) == []
+
+
+def test_a_strategy_added_to_an_earlier_subscriptions_plan_takes_its_settled_usage_and_its_delete_gives_it_back(
+        api, book, chain, frozen_now, django_capture_on_commit_callbacks):
+    other, _, pooled = settled_june_beside_an_earlier_subscription(api, chain, frozen_now)
+    with django_capture_on_commit_callbacks(execute=True):
+        [strategy] = create_strategies(api, other["id"], [flat_usage(chain, rate="1")])
+    # The earlier subscription's plan bills the signal now, in every period no invoice holds: June's 150 units.
+    assert (june_grant(pooled).consumed_units, june_grant(pooled).topup_units_drawn) == (0, 0)
+    assert balance(api, pooled)["remainingUnits"] == 150
+    assert pool_findings(book) == []
+    # Deleted before any invoice of June, the strategy bills nothing there: June is the pool's again, as first settled.
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.delete(f"/v1/pricing-plans/{other['id']}/pricing-strategies/{strategy['id']}").status_code == 204
+    grant = june_grant(pooled)
+    assert (grant.consumed_units, grant.topup_units_drawn, grant.settled_at) == (150, 50, at("2025-07-10T00:00:00"))
+    assert balance(api, pooled)["remainingUnits"] == 100
     assert pool_findings(book) == []
