@@ -13,9 +13,9 @@ A form also refuses related rows of another book than the row's own (a live plan
 from uuid import UUID
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
-from django.core.exceptions import FieldDoesNotExist
+from django.core.exceptions import FieldDoesNotExist, ValidationError
 from django.db import models
 from django.forms.models import InlineForeignKeyField
 
@@ -234,6 +234,18 @@ class ScopedAdminMixin(OperatorPermissionsMixin):
 
     def get_queryset(self, request):
         return scoped(super().get_queryset(request), request.user)
+
+    def response_action(self, request, queryset):
+        """An action on a selection that names no record of this kind (a form edited by hand) is a warning on the
+        list: Django filters by the ids as sent, and an id that does not parse raised a 500."""
+        try:
+            for value in request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME):
+                self.model._meta.pk.to_python(value)
+        except ValidationError:
+            self.message_user(request, "The selection names rows that do not exist; select them again.",
+                              messages.WARNING)
+            return None  # the list again, as after any action that did not run
+        return super().response_action(request, queryset)
 
     def _choices(self, db_field, request, queryset):
         if queryset is None:  # the related admin's ordering, as Django would pick

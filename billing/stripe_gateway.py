@@ -13,6 +13,22 @@ logger = logging.getLogger("billing.payments")
 # Stripe's own default: a signed event older than this is refused (replays of captured requests).
 SIGNATURE_TOLERANCE_SECONDS = 300
 
+# How many times a call that Stripe did not answer within STRIPE_TIMEOUT_SECONDS is tried again (with the same
+# idempotency key, so a retried refund refunds once).
+STRIPE_RETRIES = 1
+_clients: dict = {}
+
+
+def _bounded() -> None:
+    """Stripe's client as every call here uses it: STRIPE_TIMEOUT_SECONDS a try, STRIPE_RETRIES more tries. Its own
+    defaults wait 80 seconds a try, twice more: a pay page then hung for minutes, and a refund, which runs while it
+    holds its invoice's and payment's rows, held up that invoice's webhooks as long."""
+    timeout = settings.STRIPE_TIMEOUT_SECONDS
+    if timeout not in _clients:
+        _clients[timeout] = stripe.new_default_http_client(timeout=timeout)
+    stripe.default_http_client = _clients[timeout]
+    stripe.max_network_retries = STRIPE_RETRIES
+
 
 class PaymentProviderError(ApiError):
     status, code, code_shown = 502, "payment_provider_error", True
@@ -53,6 +69,7 @@ def checkout_session_url(*, invoice_id: str, title: str, amount_cents: int, curr
                          success_url: str, cancel_url: str) -> str:
     """A Checkout session for the amount due; its metadata names the invoice for the webhook."""
     metadata = {"invoiceId": invoice_id}
+    _bounded()
     try:
         session = stripe.checkout.Session.create(
             api_key=settings.STRIPE_SECRET_KEY, mode="payment", client_reference_id=invoice_id,
@@ -68,6 +85,7 @@ def checkout_session_url(*, invoice_id: str, title: str, amount_cents: int, curr
 
 def refund(*, payment_intent: str, amount_cents: int, idempotency_key: str) -> str:
     """Refund part or all of a payment at Stripe; the idempotency key makes a retried call refund once."""
+    _bounded()
     try:
         result = stripe.Refund.create(api_key=settings.STRIPE_SECRET_KEY, payment_intent=payment_intent,
                                       amount=amount_cents, idempotency_key=idempotency_key)

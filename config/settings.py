@@ -97,6 +97,7 @@ MIDDLEWARE = [
     "core.middleware.RequestIdMiddleware",  # first: the id and the access line cover everything
     "core.middleware.HealthProbeMiddleware",  # /healthz, /readyz: before host checks and redirects
     "core.middleware.RequestBodyLimitMiddleware",  # 413 past REQUEST_BODY_MAX_BYTES, before a byte is read
+    "core.middleware.KeptConnectionCheckMiddleware",  # without an API key: a connection dropped by a restart replaced
     "django.middleware.security.SecurityMiddleware",
     "core.middleware.ContentSecurityPolicyMiddleware",  # HTML pages: scripts from this origin only
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -254,6 +255,7 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL") or "billing@localhost"
 # --- Payments
 STRIPE_SECRET_KEY = os.environ.get("STRIPE_SECRET_KEY", "").strip()
 STRIPE_WEBHOOK_SECRET = os.environ.get("STRIPE_WEBHOOK_SECRET", "").strip()
+STRIPE_TIMEOUT_SECONDS = env_int("STRIPE_TIMEOUT_SECONDS", 10)
 # A "mark as paid" checkout on the pay-now page when there is no STRIPE_SECRET_KEY: development only, never
 # implied by a missing key (contract: Payments without Stripe). Off: the page says online payment is not configured.
 PAYMENTS_LOCAL_CHECKOUT = env_bool("PAYMENTS_LOCAL_CHECKOUT", False)

@@ -117,6 +117,25 @@ class ContentSecurityPolicyMiddleware:
         return response
 
 
+class KeptConnectionCheckMiddleware:
+    """A kept database connection that the server dropped (a restart, a failover) fails the first query that uses
+    it. A request with an API key runs its key's lookup again on a new connection (accounts/api.py); every other
+    request (hosted pages, the console, Stripe's webhooks) checks a kept connection first and replaces a dropped
+    one, instead of answering 503 once in each web process after every restart. Django's CONN_HEALTH_CHECKS does
+    the same check for every request, usage batches included: a round trip each on the hot path."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        if "HTTP_X_API_KEY" not in request.META:
+            from django.db import connection
+
+            if connection.connection is not None and not connection.in_atomic_block and not connection.is_usable():
+                connection.close()  # the request's first query opens a new one
+        return self.get_response(request)
+
+
 class DatabaseUnavailableMiddleware:
     """A view that fails because the database does not answer (down, restarting) answers 503, JSON for the API
     and a short page for hosted pages and the console, never a 500 or Django's debug page: the API's own handler
