@@ -127,7 +127,7 @@ def invoice_page(invoice: Invoice, user) -> InvoicePage:
         overpaid=display.money(invoice.amount_overpaid, currency) if invoice.amount_overpaid > 0 else None,
         period_ends=(period_days(invoice)[1]
                      if invoice.status == InvoiceStatus.DRAFT and invoice.period_end > clock.now() else ""),
-        usage_since_issued=[f"{display.quantity(late.recorded - late.billed)} {late.signal_name} (billed "
+        usage_since_issued=[f"{display.quantity(late.recorded - late.billed)} {display.unit(late.signal_name)} (billed "
                             f"{display.quantity(late.billed)}, recorded for the period now "
                             f"{display.quantity(late.recorded)})" for late in usage_recorded_since_issued(invoice)],
     )

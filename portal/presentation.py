@@ -114,6 +114,9 @@ class PoolRow:
     remaining_percent: Decimal
     bar_percent: Decimal  # remaining_percent clamped to 0-100 for the gauge
     period: tuple[str, str] | None
+    # "971.6 this period + 500 top-ups" under the remaining units, when top-ups are left: the remaining units and
+    # the percent count them (spec), while "consumed of pool" does not, so without it the figures did not add up.
+    split: str | None = None
     # Set for a subscription outside its periods (not started, or ended): its pool cannot be drawn on now, so
     # the page says when it starts or ended instead of a full gauge the customer would read as credit to use.
     not_current: str | None = None
@@ -137,10 +140,14 @@ def pool_rows(*, book, customer: Customer, now: datetime) -> list[PoolRow]:
         subscription = balance.subscription
         period = (_local_days(balance.period_start, balance.period_end, subscription.timezone)
                   if balance.period_start and balance.period_end else None)
+        period_left = max(balance.pool.size - balance.consumed_units, Decimal(0))
+        top_ups_left = balance.remaining_units - period_left
+        split = (f"{display.quantity(period_left)} this period + {display.quantity(top_ups_left)} top-ups"
+                 if top_ups_left > 0 else None)
         rows.append(PoolRow(subscription.name, subscription.plan.name, display.quantity(balance.pool.size),
                             display.quantity(balance.consumed_units), display.quantity(balance.remaining_units),
                             balance.remaining_percent, min(max(balance.remaining_percent, Decimal(0)), Decimal(100)),
-                            period, _not_current(balance, now)))
+                            period, split, _not_current(balance, now)))
     return rows
 
 

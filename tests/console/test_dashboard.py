@@ -101,7 +101,7 @@ def test_the_margin_shown_is_the_difference_of_the_revenue_and_cost_shown():
 
 def test_the_index_page_shows_the_figures_and_links_to_the_filtered_lists(june, book, console):
     page = console.get("/admin/", {"environment": "test"}).content.decode()
-    for figure in ("$75.00", "$3.90", "$71.10", "94.8% of revenue", "all usage $4.65", "$95.00", "committed $30.00",
+    for figure in ("$75.00", "$3.90", "$71.10", "94.80% of revenue", "all usage $4.65", "$95.00", "committed $30.00",
                    "$30.00", "$20.00 due of $30.00", "15% left", "average ($7.50)"):
         assert figure in page, figure
     assert f'href="/admin/billing/invoice/?book={book.pk}&amp;status__exact=overdue">1</a>' in page

@@ -15,7 +15,7 @@ from billing.models import Invoice
 from customers.models import Customer
 from portal.models import PortalSession
 from tests.billing.invoice_support import FEB, billing_chain, draft, event, recurring, usage
-from tests.billing.pools import pool_strategy
+from tests.billing.pools import pool_strategy, topup
 from tests.billing.support import create_plan, create_strategies, create_subscription, ok
 from tests.factories import AgentFactory, CustomerFactory, SignalFactory, UsageEventFactory
 from tests.portal.conftest import html, instant, link_path
@@ -332,6 +332,27 @@ def test_credit_balances_show_only_where_the_plan_sells_a_pool(api, book, custom
     credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
     assert "Translation pool" in credits and "30 of 100 units used" in credits and ">70<" in credits
     assert 'title="70% left"' in credits and ">70%</span>" in credits  # as the console writes a percent
+
+
+def test_a_balance_with_top_ups_left_says_how_much_of_it_they_are(api, book, customer, create_session, clock_at):
+    # 30 of 100 used and 50 topped up: 120 remain, 120% of the pool (spec), which "30 of 100 units used" alone
+    # did not explain.
+    client = opened(create_session(customer))
+    clock_at(instant("2025-06-10T12:00:00Z"))
+    agent = AgentFactory(book=book)
+    chain = SimpleNamespace(agent=agent, signal=SignalFactory(book=book, agent=agent), customer=customer,
+                            plan=create_plan(api, agent.id, name="Translation pool"))
+    create_strategies(api, chain.plan["id"], [pool_strategy(chain, size=100)])
+    subscription = create_subscription(api, chain, startDate="2025-06-01T00:00:00Z")
+    ok(topup(api, subscription, 50), 201)
+    UsageEventFactory(book=book, customer=customer, signal=chain.signal, quantity=Decimal(30),
+                      usage_date=instant("2025-06-05T10:00:00Z"))
+    credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
+    assert "30 of 100 units used" in credits and ">120<" in credits and "70 this period + 50 top-ups" in credits
+    UsageEventFactory(book=book, customer=customer, signal=chain.signal, quantity=Decimal(90),
+                      usage_date=instant("2025-06-06T10:00:00Z"))  # 120 of 100: 20 drawn from the top-ups
+    credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
+    assert "120 of 100 units used" in credits and ">30<" in credits and "0 this period + 30 top-ups" in credits
 
 
 def test_a_pool_outside_its_subscriptions_periods_says_when_it_starts_or_ended(api, book, customer, create_session,
