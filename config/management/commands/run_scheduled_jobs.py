@@ -11,6 +11,15 @@ from config.schedule import SCHEDULED_JOBS
 logger = logging.getLogger("billing.jobs")
 
 
+def _said(result) -> str:
+    """A job's result as a line says it: `restarted 0, failed 0, deleted 0` for counts by name (not a dict)."""
+    if result is None:
+        return "done"
+    if isinstance(result, dict):
+        return ", ".join(f"{str(name).replace('_', ' ')} {value}" for name, value in result.items()) or "done"
+    return str(result)
+
+
 class Command(BaseCommand):
     help = ("Run every periodic job once, as of --now (default: the real time). A job that fails for one book "
             "(organization) is logged and the other books and jobs still run; the exit status is 1 if any failed.")
@@ -29,7 +38,7 @@ class Command(BaseCommand):
                 result = job.run(now=now)
             except BooksFailed as exc:  # the job ran every book; these failed (logged with their tracebacks)
                 failed.append(f"{job.name} ({len(exc.book_ids)} book(s): {', '.join(map(str, exc.book_ids))})")
-                self.stdout.write(f"{job.name}: {exc.result if exc.result is not None else 'done'}; "
+                self.stdout.write(f"{job.name}: {_said(exc.result)}; "
                                   f"FAILED for {len(exc.book_ids)} book(s)")
                 continue
             except Exception:  # the job failed before reaching the books: the later jobs still run
@@ -37,7 +46,7 @@ class Command(BaseCommand):
                 failed.append(job.name)
                 self.stdout.write(f"{job.name}: FAILED")
                 continue
-            self.stdout.write(f"{job.name}: {result if result is not None else 'done'}")
+            self.stdout.write(f"{job.name}: {_said(result)}")
         # Without a broker the jobs hand work (webhook retries, long jobs) to this process's threads: done before
         # the command exits, or the threads die with it.
         background_work_finish()
