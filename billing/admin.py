@@ -467,7 +467,8 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             late = usage_recorded_since_issued(invoice)
             if late:
                 message += (" Nothing was generated, and usage recorded for the period since it was issued is not on "
-                            "it (" + ", ".join(f"{item.signal_name}: billed {display.quantity(item.billed)}, recorded "
+                            "it (" + ", ".join(f"{display.unit(item.signal_name)}: billed "
+                                               f"{display.quantity(item.billed)}, recorded "
                                                f"{display.quantity(item.recorded)}" for item in late)
                             + "): void it and generate the period again to bill it.")
             else:
