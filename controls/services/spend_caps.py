@@ -184,28 +184,46 @@ def _send_alert_once(*, book: Book, cap: SpendCap, threshold: int, spent: Decima
     return True
 
 
+# How long after a window ends it is still judged: spend recorded in its last moments is evaluated once it has
+# ended (the follow-up of a batch runs seconds later, the job every 5 minutes), and a batch arriving late is
+# dated into it. Spend dated into a window that ended longer ago alerts nothing: the ladder warns while spending.
+ENDED_WINDOW_GRACE = timedelta(hours=1)
+
+
 def spend_caps_evaluate(*, book: Book, now: datetime) -> int:
     """Send the alert-ladder emails due in this book: one per threshold crossed, per cap and window, in both
-    modes. Returns how many were sent. Safe to run twice and concurrently."""
+    modes: the window holding `now`, and the one that ended within ENDED_WINDOW_GRACE before it for caps that
+    were as they are now before it ended. Returns how many were sent. Safe to run twice and concurrently."""
     caps = list(owned(SpendCap, book))
     if not caps:
         return 0
     recipients = billing_recipients(book.organization)
     sent = 0
     for period in {cap.period for cap in caps}:
-        window = period_window(period, now)
-        in_period = [cap for cap in caps if cap.period == period]
-        developers = [cap.scope_value for cap in in_period if cap.scope == CapScope.DEV]
-        by_developer = spend_by_developer(book=book, start=window[0], end=window[1], developers=developers)
-        for cap in in_period:
-            if cap.scope == CapScope.ORG:
-                spent = _spent_against(cap, book, *window)
-            else:
-                spent = by_developer.get(cap.scope_value, ZERO)
-            for threshold in cap.alert_thresholds:
-                if spent >= cap.amount_usd * threshold / 100:
-                    sent += _send_alert_once(book=book, cap=cap, threshold=threshold, spent=spent, window=window,
-                                             recipients=recipients, now=now)
+        current = period_window(period, now)
+        ended = period_window(period, current[0] - timedelta(microseconds=1))
+        windows = [(current, [cap for cap in caps if cap.period == period])]
+        if now - ended[1] <= ENDED_WINDOW_GRACE:
+            windows.append((ended, [cap for cap in caps if cap.period == period and cap.updated_at < ended[1]]))
+        for window, judged in windows:
+            sent += _ladder(book=book, caps=judged, window=window, recipients=recipients, now=now)
+    return sent
+
+
+def _ladder(*, book: Book, caps: list[SpendCap], window: tuple, recipients: list[str], now: datetime) -> int:
+    """The alert emails due for these caps (of one period) in `window`; how many were sent."""
+    developers = [cap.scope_value for cap in caps if cap.scope == CapScope.DEV]
+    by_developer = spend_by_developer(book=book, start=window[0], end=window[1], developers=developers)
+    sent = 0
+    for cap in caps:
+        if cap.scope == CapScope.ORG:
+            spent = _spent_against(cap, book, *window)
+        else:
+            spent = by_developer.get(cap.scope_value, ZERO)
+        for threshold in cap.alert_thresholds:
+            if spent >= cap.amount_usd * threshold / 100:
+                sent += _send_alert_once(book=book, cap=cap, threshold=threshold, spent=spent, window=window,
+                                         recipients=recipients, now=now)
     return sent
 
 

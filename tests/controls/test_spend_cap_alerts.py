@@ -5,7 +5,7 @@ from datetime import datetime, timezone
 import pytest
 
 from config.celery import app as celery_app
-from controls.models import SpendCapAlert
+from controls.models import SpendCap, SpendCapAlert
 from controls.tasks import evaluate_spend_caps_task
 from tests.controls.conftest import NOW
 from tests.factories import CustomerFactory
@@ -105,6 +105,29 @@ def test_a_new_window_sends_the_ladder_again(run_jobs, api, coding_usage):
     run_jobs(next_day)
     assert len(sent_mail()) == 2
     assert [alert.window_start.day for alert in SpendCapAlert.objects.order_by("window_start")] == [12, 13]
+
+
+def test_a_window_crossed_in_its_last_seconds_alerts_once_it_has_ended(run_jobs, api, coding_usage, frozen_now):
+    """The next evaluation after the last seconds of a day runs in the next day: the day that ended is judged for
+    an hour after its end, for caps that were as they are now before it ended."""
+    last_seconds = datetime(2025, 3, 12, 23, 59, 58, tzinfo=timezone.utc)
+    frozen_now.moment = last_seconds
+    create_cap(api, amountUsd=10, period="day", alertThresholds=[100])
+    SpendCap.objects.update(updated_at=last_seconds)  # written by the database's clock, not the test's
+    coding_usage(ALICE, "10", at=last_seconds)
+    run_jobs(datetime(2025, 3, 13, 0, 0, 3, tzinfo=timezone.utc))
+    run_jobs(datetime(2025, 3, 13, 0, 5, tzinfo=timezone.utc))
+    assert [(alert.window_start.day, alert.threshold_percent) for alert in SpendCapAlert.objects.all()] == [(12, 100)]
+    assert subjects() == ["Acme Agents: AI tool spend for the whole team reached 100% of $10.00 per day"]
+    # A batch dated into the day that ended, arriving within the hour, is judged with it; after the hour, nothing.
+    cap = create_cap(api, scope="dev", scopeValue=BOB, amountUsd=5, period="day", alertThresholds=[100])
+    SpendCap.objects.filter(pk=cap["id"]).update(updated_at=datetime(2025, 3, 13, 0, 20, tzinfo=timezone.utc))
+    coding_usage(BOB, "5", at=datetime(2025, 3, 12, 20, tzinfo=timezone.utc))
+    run_jobs(datetime(2025, 3, 13, 0, 30, tzinfo=timezone.utc))
+    assert SpendCapAlert.objects.filter(cap_id=cap["id"]).count() == 0  # made after the 12th ended: not its window
+    coding_usage(ALICE, "10", at=datetime(2025, 3, 11, 12, tzinfo=timezone.utc))
+    run_jobs(datetime(2025, 3, 13, 0, 30, tzinfo=timezone.utc))
+    assert SpendCapAlert.objects.filter(window_start__day=11).count() == 0  # ended a day ago
 
 
 def test_a_dev_cap_counts_only_its_developers_spend(run_jobs, api, coding_usage):
