@@ -237,10 +237,12 @@ class ScopedAdminMixin(OperatorPermissionsMixin):
 
     def response_action(self, request, queryset):
         """An action on a selection that names no record of this kind (a form edited by hand) is a warning on the
-        list: Django filters by the ids as sent, and an id that does not parse raised a 500."""
+        list: Django filters by the ids as sent, and an id that does not parse raised a 500. ("Select all" acts on
+        the whole list, whatever ids come with it.)"""
         try:
-            for value in request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME):
-                self.model._meta.pk.to_python(value)
+            if not forms.BooleanField().to_python(request.POST.get("select_across")):
+                for value in request.POST.getlist(admin.helpers.ACTION_CHECKBOX_NAME):
+                    self.model._meta.pk.to_python(value)
         except ValidationError:
             self.message_user(request, "The selection names rows that do not exist; select them again.",
                               messages.WARNING)
