@@ -235,8 +235,11 @@ class SubscriptionTerms:
         return self.end is not None and period.start < self.end <= period.end
 
     def split_by_change(self, period: DaySpan) -> bool:
-        """The period is shared with the other side of a plan change: this side covers only part of it."""
-        changed = (self.starts_by_change and self.starts_in(period)) or (self.ends_by_change and self.ends_in(period))
+        """The period is shared with the other side of a plan change: this side covers only part of it. A change
+        on the period's first day leaves the old side that day's instants before it and none of its days (the day
+        belongs to the new side): a share of 0 days."""
+        ended_by_change = self.ends_by_change and self.end is not None and period.start <= self.end <= period.end
+        changed = (self.starts_by_change and self.starts_in(period)) or ended_by_change
         return changed and covered_days(self, period) < period.days
 
 

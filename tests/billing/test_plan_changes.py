@@ -240,6 +240,25 @@ def test_a_change_scheduled_inside_the_period_shrinks_the_old_sides_pool_now(acm
     assert balance["periodEnd"] == "2025-06-17T12:00:00Z"
 
 
+def test_a_change_on_the_first_day_of_a_period_leaves_the_old_side_a_pool_of_no_days(acme, frozen_now):
+    """The day the change takes effect belongs to the new side (contract: "Plan changes"): a change at 10:00 on June
+    1 leaves the old side June's first hours and none of its days, so a pool of 0 units for 0.00 and its morning's
+    100 calls all beyond it (100 x 0.50 = 50.00), while the new side's pool is whole (240.00). The old side had been
+    billed its whole pool (60.00)."""
+    starter, _ = acme.plan(pool(300, "60", "0.50", acme.signals["calls"]))
+    pro, _ = acme.plan(pool(1500, "240", "0.30", acme.signals["calls"]))
+    frozen_now(datetime(2025, 6, 1, 9, 0, tzinfo=UTC))
+    old = subscribe(acme, starter, "2025-05-01T00:00:00Z")
+    acme.record(("calls", 100, "2025-06-01T08:00:00Z"))
+    new = ok(change(acme.api, old, pro, effectiveAt="2025-06-01T10:00:00Z"), 201)  # an hour ahead
+    assert ok(acme.api.get(f"/v1/subscriptions/{old['id']}/credit-balance"))["poolSizeUnits"] == 0
+    frozen_now(datetime(2025, 7, 1, 0, 5, tzinfo=UTC))
+    before = acme.generate(old, ("2025-06-01T00:00:00Z", "2025-06-01T10:00:00Z"))
+    after = acme.generate(new, ("2025-06-01T10:00:00Z", "2025-07-01T00:00:00Z"))
+    assert [(line["chargeType"], line["amount"]) for line in before["lines"]] == [("usage", 50.0)]
+    assert [(line["chargeType"], line["amount"]) for line in after["lines"]] == [("usage", 240.0)]
+
+
 # --------------------------------------------------------------------------- refusals
 
 def test_a_change_into_a_period_a_finalized_invoice_bills_is_a_409_naming_it(acme):
