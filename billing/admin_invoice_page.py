@@ -4,9 +4,13 @@ the page's actions the invoice's state and the operator's role allow. Values are
 as the portal and the PDF format them. Nothing secret is read: the pay link's token exists only in the email."""
 from dataclasses import dataclass, field
 from decimal import Decimal
+from urllib.parse import urlencode
+
+from django.urls import reverse
 
 from billing.invoice_documents import Seller, customer_contact_lines, line_note, period_days, period_label, unit_price
-from billing.models import PAYABLE, Invoice, InvoiceLine, InvoiceStatus, Payment
+from billing.models import PAYABLE, ChargeType, Invoice, InvoiceLine, InvoiceStatus, Payment
+from billing.pricing.lines import claims_counted_by, claims_of_document
 from billing.selectors.invoices import usage_recorded_since_issued
 from accounts.admin_scoping import may_act
 from accounts.api import MONEY_ROLES
@@ -22,6 +26,25 @@ class PageLine:
     quantity: str
     unit_price: str
     amount: str
+    events_url: str | None = None  # the usage events the line counted, in the console's list of events
+
+
+def _counted_events_url(invoice: Invoice, line: InvoiceLine, claims: list) -> str | None:
+    """The console's list of usage events filtered to those a usage line counted: its customer, agent and signal over
+    the one span the invoice billed of that signal, as recorded by the time the line read the ledger (a later event
+    is the page's late usage). None for a fee, and where the span is in pieces (another subscription billed part of
+    the period), which one filter of the list cannot say."""
+    if line.charge_type != ChargeType.USAGE or line.signal_id is None:
+        return None
+    spans = [claim for claim in claims if claim.signal_id == line.signal_id]
+    if len(spans) != 1:
+        return None
+    [span] = spans
+    read_at = invoice.usage_read_at or invoice.issued_at or invoice.updated_at
+    return reverse("admin:customers_usageevent_changelist") + "?" + urlencode({
+        "customer__id__exact": invoice.customer_id, "agent__id__exact": span.agent_id,
+        "signal__id__exact": span.signal_id, "usage_date__gte": span.start.isoformat(),
+        "usage_date__lt": span.end.isoformat(), "created_at__lte": read_at.isoformat()})
 
 
 @dataclass(frozen=True)
@@ -101,8 +124,12 @@ def _payments(payments: list[Payment], currency: str) -> list[PagePayment]:
 def invoice_page(invoice: Invoice, user) -> InvoicePage:
     currency, subscription = invoice.currency, invoice.subscription
     timezone = subscription.timezone
+    lines = list(invoice.lines.all())
+    claims = ((claims_of_document(invoice) if invoice.billed_claims is not None else claims_counted_by(invoice))
+              if any(line.charge_type == ChargeType.USAGE for line in lines) else [])
     lines = [PageLine(line.description, line_note(line, currency), display.quantity(line.quantity),
-                      unit_price(line), display.money(line.amount, currency)) for line in invoice.lines.all()]
+                      unit_price(line), display.money(line.amount, currency), _counted_events_url(invoice, line, claims))
+             for line in lines]
     facts = [("Status", invoice.get_status_display()), ("Billing period", period_label(invoice)),
              ("Issued", display.day(invoice.issued_at, timezone)), ("Due", display.day(invoice.due_date))]
     if invoice.paid_at:

@@ -1,13 +1,16 @@
 """The console's invoice page: the document (seller, customer, period, lines, totals, payments) with values written
 as the portal writes them, nothing secret on it, and its actions (PDF, send, void, record a payment received,
 refund) through the same services as the API, reported as messages on the page."""
+import html
 import re
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.contrib.admin.models import LogEntry
 
 from billing.models import Invoice, Payment, Refund
+from customers.models import UsageEvent
 from tests.billing.invoice_support import (JAN, WEBHOOK_SECRET, billing_chain, draft, event, pay, pdf_text, recurring,
                                            usage)
 from tests.billing.support import ok
@@ -80,6 +83,23 @@ def test_usage_recorded_for_the_period_after_issue_is_named_on_the_page(console,
     Invoice.objects.filter(pk=invoice.pk).update(status="issued", amount_paid=Decimal("0"))
     ok(api.post(f"/v1/invoices/{invoice.pk}/void", {}))
     assert "after the invoice was issued" not in console.get(page_of(invoice)).content.decode()
+
+
+def test_a_usage_line_links_to_the_events_it_counted(console, api, chain):
+    event(chain, 8, "2025-01-10T12:00:00Z")
+    event(chain, 3, "2025-01-31T23:59:00Z")
+    event(chain, 5, "2025-02-02T12:00:00Z")  # February's
+    UsageEvent.objects.update(created_at=NOW - timedelta(hours=1))  # recorded by the test's clock, as requests are
+    invoice = issued(api, chain)
+    late = event(chain, 4, "2025-01-20T12:00:00Z")  # recorded after the invoice read the ledger: the page's late usage
+    UsageEvent.objects.filter(pk=late.pk).update(created_at=NOW + timedelta(hours=1))
+    page = console.get(page_of(invoice)).content.decode()
+    [link] = re.findall(r'<a class="console-quiet" href="([^"]+)">The usage events this line counted</a>', page)
+    listed = console.get(html.unescape(link))
+    assert listed.status_code == 200
+    events = list(listed.context["cl"].result_list)
+    assert sorted(event.quantity for event in events) == [3, 8]  # the line's 11, whatever came later
+    assert Invoice.objects.get(pk=invoice.pk).lines.get(charge_type="usage").quantity == 11
 
 
 def test_send_from_the_page_finalizes_and_emails_the_draft(console, api, chain):
