@@ -134,6 +134,10 @@ class Subscription(OrgOwned):
     # The instant whose calendar the billing periods follow (the month of a yearly cycle, the first day of a
     # custom one, the default billing day); null: startDate. A plan change keeps the old subscription's grid.
     cycle_anchor = models.DateTimeField(null=True, blank=True)
+    # Where the current billingDay and timezone took effect (the end of the period they were changed in: the period
+    # after it runs from there to the first turn of the new rules); null: the subscription's own start. A plan change
+    # keeps it.
+    period_rules_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -13,8 +13,8 @@ from billing.models import ChargeType, Invoice, InvoiceLine, PricingStrategy, Su
 from billing.pricing import engine
 from billing.pricing.attribution import Claim
 from billing.pricing.periods import cycle_containing, first_uncovered_day, local_date
-from billing.pricing.terms import (PlanTerms, PricedStrategy, captured_terms, current_terms, effective_end, schedule_of,
-                                   subscription_terms, terms_timelines)
+from billing.pricing.terms import (PlanTerms, PricedStrategy, captured_terms, current_terms, effective_end, rules_since,
+                                   schedule_of, subscription_terms, terms_timelines)
 from billing.pricing.usage import claims_usage, window_claims
 from core import display
 from core.money import to_cents
@@ -37,6 +37,9 @@ def billing_window(subscription: Subscription, start: datetime, end: datetime) -
     window the operator asks for is measured against itself."""
     schedule = schedule_of(subscription)
     cycle_start, cycle_end = cycle_containing(schedule, start)
+    since = rules_since(subscription, start)
+    if since is not None:  # the first period under changed rules starts where the last one under the old rules ended
+        cycle_start = max(cycle_start, since)
     is_schedule_period = (start in (cycle_start, subscription.start_date)
                           and end in (cycle_end, effective_end(subscription)) and end <= cycle_end)
     span_start, span_end = (cycle_start, cycle_end) if is_schedule_period else (start, end)

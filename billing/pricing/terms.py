@@ -202,6 +202,14 @@ def schedule_of(subscription: Subscription) -> Schedule:
                     origin=subscription.cycle_anchor)
 
 
+def rules_since(subscription: Subscription, moment: datetime) -> datetime | None:
+    """Where the billing rules in force at `moment` took effect, for the period engine's `since`: after a billingDay or
+    timezone change, the end of the period they were changed in (the next period starts there, not on the new
+    rules' grid); None (the subscription's start) before it, or without such a change."""
+    since = subscription.period_rules_since
+    return since if since is not None and since <= moment else None
+
+
 def ends_by_change(subscription: Subscription) -> bool:
     """The subscription ends where a plan change starts its successor."""
     return subscription.next_subscription_id is not None and effective_end(subscription) is not None

@@ -17,7 +17,7 @@ from django.db import transaction
 from billing.models import (CreditGrant, Invoice, InvoiceLine, InvoiceStatus, PlanAgent, PricingPlan, Subscription,
                             SubscriptionStatus)
 from billing.pricing.periods import period_as_of, period_containing
-from billing.pricing.terms import effective_end, schedule_of
+from billing.pricing.terms import effective_end, rules_since, schedule_of
 from billing.events import subscription_event
 from billing.services.changelog import Kind, changelog_add, json_value
 from billing.services.credit_pools import claims_pools_lock, credit_pools_follow_claims
@@ -33,7 +33,8 @@ Status = SubscriptionStatus
 # timezone, cycle, net terms, seats, memo and metadata; the rest of the billing settings and the remaining term
 # come along so the customer's contract reads the same on the new plan).
 CARRIED_FIELDS = ("customer_id", "agent_id", "billing_cycle", "billing_model", "net_terms", "subscription_details",
-                  "seats_count", "custom_cycle_days", "timezone", "billing_day", "invoice_memo", "metadata")
+                  "seats_count", "custom_cycle_days", "timezone", "billing_day", "period_rules_since", "invoice_memo",
+                  "metadata")
 MICROSECOND = timedelta(microseconds=1)
 
 
@@ -271,8 +272,9 @@ def subscription_plan_change_preview(*, book, subscription_id, now: datetime, ac
                                                    seats_count=seats_count, name=name)
             old = owned(Subscription, book).select_related("plan").get(pk=replacement.previous_subscription_id)
             moment = replacement.start_date
-            before = period_containing(schedule_of(old), moment - MICROSECOND)
-            after = period_containing(schedule_of(replacement), moment)
+            before = period_containing(schedule_of(old), moment - MICROSECOND,
+                                       since=rules_since(old, moment - MICROSECOND))
+            after = period_containing(schedule_of(replacement), moment, since=rules_since(replacement, moment))
             raise _Preview((_side(book, old, before.start, before.end, now=now),
                             _side(book, replacement, after.start, after.end, now=now)))
     except _Preview as preview:

@@ -249,6 +249,8 @@ def _change_schedule(subscription: Subscription, changes: dict) -> tuple[bool, d
     if {"end_date", "is_forever"} & set(wanted):
         _refuse_end_move(subscription, "endDate")
     previous_end = effective_end(subscription)
+    if {"billing_day", "timezone"} & set(wanted) and subscription.current_period_end is not None:
+        subscription.period_rules_since = subscription.current_period_end  # from the next period on
     for field, value in wanted.items():
         setattr(subscription, field, value)
     errors = _schedule_errors(subscription)

@@ -7,6 +7,7 @@ from decimal import ROUND_HALF_UP, Decimal
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from billing.services.plan_changes import subscription_plan_change_preview
 from billing.services.subscriptions import subscriptions_advance
 from tests.billing.support import changelog, error, ok
 from tests.billing.test_exact_invoices import Book
@@ -257,6 +258,31 @@ def test_a_change_on_the_first_day_of_a_period_leaves_the_old_side_a_pool_of_no_
     after = acme.generate(new, ("2025-06-01T10:00:00Z", "2025-07-01T00:00:00Z"))
     assert [(line["chargeType"], line["amount"]) for line in before["lines"]] == [("usage", 50.0)]
     assert [(line["chargeType"], line["amount"]) for line in after["lines"]] == [("usage", 240.0)]
+
+
+def test_a_change_in_the_period_after_a_billing_day_change_measures_both_sides_against_that_period(acme, frozen_now):
+    """The billing day moves to 15 during [Jun 1, Jul 1), so the next period is [Jul 1, Jul 15), 14 days, billed its
+    whole fee. A change on Jul 10 splits that period: the old side Jul 1-9, 28 x 9/14 = 18.00, the new side Jul
+    10-14, 28 x 5/14 = 10.00, one fee between them as the period without the change. The new side had been measured
+    against [Jun 15, Jul 15) (4.67) and the old side against its own 9 days (28.00); the preview showed the old side
+    from Jun 15, with June's second half that June's invoice bills."""
+    small, _ = acme.plan(fee("28"))
+    large, _ = acme.plan(fee("28"))
+    frozen_now(datetime(2025, 6, 10, tzinfo=UTC))
+    old = subscribe(acme, small, "2025-05-01T00:00:00Z")
+    ok(acme.api.patch(f"/v1/subscriptions/{old['id']}/invoice-dates", {"billingDay": 15}))
+    frozen_now(datetime(2025, 7, 5, tzinfo=UTC))
+    preview_old, preview_new = subscription_plan_change_preview(
+        book=acme.book, subscription_id=old["id"], now=datetime(2025, 7, 5, tzinfo=UTC), actor="test",
+        plan_id=large["id"], effective_at=datetime(2025, 7, 10, tzinfo=UTC))
+    assert (preview_old.period_start, preview_old.total) == (datetime(2025, 7, 1, tzinfo=UTC), D("18.00"))
+    assert (preview_new.period_end, preview_new.total) == (datetime(2025, 7, 15, tzinfo=UTC), D("10.00"))
+    new = ok(change(acme.api, old, large, effectiveAt="2025-07-10T00:00:00Z"), 201)
+    before = acme.generate(old, ("2025-07-01T00:00:00Z", "2025-07-10T00:00:00Z"))
+    after = acme.generate(new, ("2025-07-10T00:00:00Z", "2025-07-15T00:00:00Z"))
+    assert (fee_total(before), fee_total(after)) == (D("18.00"), D("10.00"))
+    following = acme.generate(new, ("2025-07-15T00:00:00Z", "2025-08-15T00:00:00Z"))
+    assert fee_total(following) == D("28.00")
 
 
 # --------------------------------------------------------------------------- refusals
