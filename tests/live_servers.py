@@ -22,6 +22,7 @@ from pathlib import Path
 
 import httpx
 import psycopg
+import pytest
 
 from config.embedded_database import DATABASE, ROLE, Server, url_for
 
@@ -154,7 +155,8 @@ class PgBouncer:
 
     def __init__(self, root: Path, server: Server, *, pool_size: int):
         found = subprocess.run([str(ROOT / "scripts" / "pgbouncer.sh")], capture_output=True, text=True)
-        assert found.returncode == 0, found.stderr
+        if found.returncode != 0:  # what it would take (root for apt's lists, a package) said in the skip's line
+            pytest.skip(found.stderr.strip().splitlines()[-1] if found.stderr.strip() else "PgBouncer not available")
         self.program = found.stdout.splitlines()[-1]
         self.directory, self.server, self.port = root / "pgbouncer", server, free_port()
         self.server._prepare_for_account(self.directory)
