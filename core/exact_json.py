@@ -13,6 +13,7 @@ The writer is orjson: a `Decimal` is handed back to it as an `orjson.Fragment` o
 into the output as they are.
 """
 import json
+import sys
 from decimal import Decimal, InvalidOperation
 
 import orjson
@@ -47,13 +48,24 @@ def _object_without_duplicate_keys(pairs: list) -> dict:
     return obj
 
 
-_reader = json.JSONDecoder(parse_float=exact_number, parse_constant=_refuse_constant,
+# Python turns at most this many digits into an int (sys.get_int_max_str_digits).
+_INT_DIGITS = sys.get_int_max_str_digits() or 4300
+
+
+def _integer(text: str) -> int | Decimal:
+    """A JSON integer as an int; longer than Python converts, as the Decimal it spells, which every field refuses as
+    too large (a usage record's quantity for that record alone, contract: "Exact numbers in") rather than the whole
+    body failing to parse."""
+    return int(text) if len(text) <= _INT_DIGITS else Decimal(text)
+
+
+_reader = json.JSONDecoder(parse_float=exact_number, parse_int=_integer, parse_constant=_refuse_constant,
                            object_pairs_hook=_object_without_duplicate_keys)
 
 
 def loads(text: str):
     """Parse JSON text; numbers with a fraction or exponent as `Decimal`. Raises ValueError (malformed JSON,
-    `NaN`/`Infinity`, an out-of-range number, an integer of more than 4,300 digits, a key twice in one object)
+    `NaN`/`Infinity`, an out-of-range number, a key twice in one object)
     or RecursionError (arrays and objects nested about 990 levels deep)."""
     return _reader.decode(text)
 

@@ -95,6 +95,20 @@ def test_a_quantity_beyond_340_decimal_places_fails_alone_never_rounded(api, sea
     assert sorted(UsageEvent.objects.values_list("quantity", flat=True)) == [D("0.5"), D(2)]
 
 
+@pytest.mark.parametrize("field", ["quantity", "metadata"])
+def test_an_integer_longer_than_python_converts_fails_its_record_alone(api, search_api, field):
+    """4,301 digits: Python's int() refuses the text (its conversion limit), which had made the whole body
+    malformed and lost its other records (contract: "only beyond that does the record fail alone")."""
+    refused = record(search_api, quantity="@n") if field == "quantity" else record(search_api, metadata={"n": "@n"})
+    resp = record_raw(api, record(search_api, quantity=2), refused, n="9" * 4301)
+    body = ok(resp)
+    assert (body["successful"], body["failed"]) == (1, 1)
+    failure, = body["results"]["failed"]
+    assert (failure["index"], failure["stored"]) == (1, False)
+    assert failure["message"][0].startswith(f"{field}")
+    assert list(UsageEvent.objects.values_list("quantity", flat=True)) == [D(2)]
+
+
 # --------------------------------------------------------------------------- metadata
 
 def test_metadata_numbers_are_stored_and_returned_with_the_digits_sent(api, search_api):
