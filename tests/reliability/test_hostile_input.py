@@ -131,7 +131,6 @@ PAYLOADS = [
         text(body).replace("{", '{"dup": 1, "dup": 2, ', 1).encode() if "{" in text(body)
         else b'{"dup": 1, "dup": 2}', JSON)),
     Payload("nested 10,000 levels", "body", lambda body: (nested(10_000).encode(), JSON)),
-    Payload("integer of 5,000 digits", "body", lambda body: (substitute(every_leaf(body), "9" * 5000), JSON)),
     Payload("a JSON string, not an object", "body", lambda body: (b'"hello"', JSON)),
     Payload("over the size limit", "body", lambda body: (OVERSIZED, JSON)),
     Payload("text/plain", "body", lambda body: (text(body).encode(), "text/plain")),
@@ -148,6 +147,8 @@ PAYLOADS = [
         text(with_key_everywhere(body, "\udfffkey")).encode(), JSON)),
     Payload("nested 100 levels", "value", lambda body: (substitute(every_leaf(body), nested(100)), JSON)),
     Payload("number of 1,001 digits", "value", lambda body: (substitute(every_leaf(body), "1e1000"), JSON)),
+    # Longer than Python turns into an int: read as the decimal it spells, refused where it stands.
+    Payload("integer of 5,000 digits", "value", lambda body: (substitute(every_leaf(body), "9" * 5000), JSON)),
     # Numbers beyond what a column holds.
     Payload("1e400", "number", lambda body: (substitute(number_leaves(body) or every_leaf(body), "1e400"), JSON)),
     Payload("2**63", "number", lambda body: (substitute(number_leaves(body) or every_leaf(body), str(2**63)),
