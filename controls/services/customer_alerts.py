@@ -19,7 +19,7 @@ from core import clock
 from core.emails import send_templated
 from core.errors import BadRequest, Conflict
 from core.jobs import BookFailures
-from core.money import to_cents
+from core.money import quantized
 from core.scoping import get_owned, owned
 from controls.events import customer_alert_triggered
 from controls.metrics import customer_metric_value
@@ -209,7 +209,7 @@ def _fire(*, book: Book, alert: CustomerAlert, window: Window, value: Decimal, n
     link = customer_console_link(alert.customer)
     Notification.objects.create(
         book=book, alert=alert, firing=firing, link=link,
-        title=f"{alert.customer.name}'s {alert.metric} reached {usd(to_cents(value))}",
+        title=f"{alert.customer.name}'s {alert.metric} reached {_value_shown(value, alert.threshold_usd)}",
         body=f"Watch threshold {usd(alert.threshold_usd)} {window_phrase(alert)}; window "
              f"{clock_text(window.start)} to {clock_text(window.end)} UTC. Emailed {alert.recipient_email}.")
     customer_alert_triggered(alert, firing, now=now)
@@ -282,13 +282,21 @@ def _confirmation_email(*, alert: CustomerAlert) -> None:
                  "organization": organization.display_name, "alert_id": alert.id})
 
 
+def _value_shown(value: Decimal, threshold: Decimal) -> str:
+    """The value that crossed a watch's threshold, to the cent, or to the threshold's own places where it has finer
+    ones: "reached $10.00" beside a threshold of $10.001 read as below it."""
+    places = max(2, -Decimal(threshold).normalize().as_tuple().exponent)
+    return usd(quantized(Decimal(value), Decimal(1).scaleb(-places)))
+
+
 def _fired_email(*, alert: CustomerAlert, firing: CustomerAlertFiring, link: str) -> None:
     organization = alert.book.organization
     send_templated(
         template="controls/email/customer_alert_fired", to=[firing.recipient_email],
         subject=f"{organization.display_name}: {alert.customer.name}'s {firing.metric} reached "
-                f"{usd(to_cents(firing.value_usd))}",
-        context={"customer": alert.customer.name, "metric": firing.metric, "value": usd(to_cents(firing.value_usd)),
+                f"{_value_shown(firing.value_usd, firing.threshold_usd)}",
+        context={"customer": alert.customer.name, "metric": firing.metric,
+                 "value": _value_shown(firing.value_usd, firing.threshold_usd),
                  "threshold": usd(firing.threshold_usd), "window": window_phrase(alert), "link": link,
                  "window_start": firing.window_start, "window_end": firing.window_end,
                  "organization": organization.display_name})

@@ -69,6 +69,17 @@ def test_a_month_watch_fires_once_with_an_email_and_a_notification(create_watch,
     assert (firing.value_usd, firing.threshold_usd, firing.recipient_email) == (Decimal("10.5"), 10, OWNER)
 
 
+def test_a_threshold_finer_than_a_cent_is_said_reached_at_its_own_places(create_watch, customer, customer_usage,
+                                                                          run_jobs):
+    create_watch(thresholdUsd="10.001")
+    customer_usage(customer, "10.0012")
+    run_jobs()
+    [mail] = alert_mail()
+    # To the cent it read "reached $10.00", at or above a threshold of $10.001.
+    assert mail.subject == "Acme Agents: Globex's cost reached $10.001"
+    assert Notification.objects.get().title == "Globex's cost reached $10.001"
+
+
 def test_a_fired_window_does_not_fire_again_after_the_threshold_is_edited(api, create_watch, customer,
                                                                           customer_usage, run_jobs):
     alert_id = create_watch()
