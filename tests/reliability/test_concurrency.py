@@ -6,6 +6,7 @@ tests/billing/test_invoices_concurrency.py.
 """
 from datetime import datetime, timezone
 from decimal import Decimal
+from functools import partial
 
 import pytest
 
@@ -69,6 +70,47 @@ def batch_in_flight(book, stored, release, recorded_at=None, **event):
     finally:
         stored.set()
         connections.close_all()
+
+
+def top_up_in_flight(book, subscription, held, release, outcomes: dict, *, now, key="race"):
+    """A thread's body: a top-up of 50 units whose transaction (holding the subscription's pool sync) stays open until
+    `release`; `held` once it is in; `outcomes["top-up"]` says whether it committed."""
+    from django.db import connections, transaction
+
+    from billing.services.credit_pools import credit_topup
+
+    try:
+        with transaction.atomic():
+            credit_topup(book=book, subscription_id=subscription.pk, units=Decimal("50"), idempotency_key=key,
+                         note="", created_by="test", now=now)
+            held.set()
+            release.wait(20)
+        outcomes["top-up"] = "committed"
+    except Exception as error:  # noqa: BLE001 (the outcome is the assertion)
+        outcomes["top-up"] = repr(error)
+    finally:
+        held.set()
+        connections.close_all()
+
+
+def race(holder, held, release, contender) -> tuple[int, float]:
+    """Start `holder` (a thread body that sets `held` once it holds its lock, then waits for `release`), then
+    `contender` once it does; release the holder once the contender waits on an advisory lock (or 5 s passed).
+    Returns how many sessions waited, and the instant of the release."""
+    import threading
+    import time
+
+    holding = threading.Thread(target=holder)
+    holding.start()
+    assert held.wait(20)
+    contending = threading.Thread(target=contender)
+    contending.start()
+    waiting = advisory_lock_waiters()
+    released_at = time.monotonic()
+    release.set()
+    holding.join(20)
+    contending.join(20)
+    return waiting, released_at
 
 
 def pool_subscription_in_february(world, *, settle_january: bool):
@@ -197,12 +239,12 @@ def test_a_settlement_after_the_rollover_waits_for_a_top_up_made_while_its_perio
     import threading
     import time
 
-    from django.db import connections, transaction
+    from django.db import connections
 
     from accounts.models import Book
     from billing.models import Subscription
     from billing.selectors.credit_pools import pool_for
-    from billing.services.credit_pools import credit_pool_sync, credit_topup
+    from billing.services.credit_pools import credit_pool_sync
 
     world = World(api)
     subscription = Subscription.objects.get(pk=world.pool_subscription.id)  # a pool of 100 a period, from January
@@ -216,17 +258,6 @@ def test_a_settlement_after_the_rollover_waits_for_a_top_up_made_while_its_perio
     book, pool = Book.objects.get(pk=subscription.book_id), pool_for(subscription)
     release, topped_up, settled = threading.Event(), threading.Event(), []
 
-    def top_up_in_flight():  # made on January 31 at 23:59, its transaction not committed yet
-        try:
-            with transaction.atomic():
-                credit_topup(book=book, subscription_id=subscription.pk, units=Decimal("50"), idempotency_key="late",
-                             note="", created_by="test", now=datetime(2025, 1, 31, 23, 59, tzinfo=timezone.utc))
-                topped_up.set()
-                release.wait(20)
-        finally:
-            topped_up.set()
-            connections.close_all()
-
     def settle_after_the_rollover():
         try:
             rolled = Subscription.objects.get(pk=subscription.pk)
@@ -237,16 +268,10 @@ def test_a_settlement_after_the_rollover_waits_for_a_top_up_made_while_its_perio
         finally:
             connections.close_all()
 
-    holder = threading.Thread(target=top_up_in_flight)
-    holder.start()
-    assert topped_up.wait(20)
-    settler = threading.Thread(target=settle_after_the_rollover)
-    settler.start()
-    advisory_lock_waiters()
-    released_at = time.monotonic()
-    release.set()
-    holder.join(20)
-    settler.join(20)
+    # The top-up made on January 31 at 23:59, its transaction not committed yet.
+    _, released_at = race(partial(top_up_in_flight, book, subscription, topped_up, release, {},
+                                  now=datetime(2025, 1, 31, 23, 59, tzinfo=timezone.utc)),
+                          topped_up, release, settle_after_the_rollover)
     assert settled and settled[0] >= released_at, "the settlement did not wait for the top-up's transaction"
     january_grant = CreditGrant.objects.get(subscription_id=subscription.pk, kind="period", period_start=january)
     assert (january_grant.consumed_units, january_grant.topup_units_drawn) == (130, 30)
@@ -276,18 +301,9 @@ def test_the_finalize_job_waits_for_a_batch_of_the_period_still_committing(api):
         finally:
             connections.close_all()
 
-    holder = threading.Thread(target=batch_in_flight, args=(book, stored, release), kwargs=dict(
-        customer=Customer.objects.get(pk=world.customer.id), signal=Signal.objects.get(pk=world.signal.id),
-        quantity=Decimal("6"), usage_date=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc)))  # not committed yet
-    holder.start()
-    assert stored.wait(20)
-    job = threading.Thread(target=finalize)
-    job.start()
-    advisory_lock_waiters()
-    released_at = time.monotonic()
-    release.set()
-    holder.join(20)
-    job.join(20)
+    _, released_at = race(partial(batch_in_flight, book, stored, release, customer=Customer.objects.get(
+        pk=world.customer.id), signal=Signal.objects.get(pk=world.signal.id), quantity=Decimal("6"),
+        usage_date=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc)), stored, release, finalize)  # uncommitted
     assert finalized and finalized[0][1] >= released_at, "the job did not wait for the batch"
     invoice = Invoice.objects.get(pk=invoice_id)
     assert invoice.status == "issued"
@@ -318,19 +334,11 @@ def test_a_pool_settlement_waits_for_a_batch_of_its_period_still_committing(api)
         finally:
             connections.close_all()
 
-    holder = threading.Thread(target=batch_in_flight, args=(book, stored, release), kwargs=dict(
-        customer=subscription.customer, signal=Signal.objects.get(pk=world.signal.id), quantity=Decimal("120"),
+    _, released_at = race(partial(
+        batch_in_flight, book, stored, release, customer=subscription.customer,
+        signal=Signal.objects.get(pk=world.signal.id), quantity=Decimal("120"),
         usage_date=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc),  # 120 units, not committed yet
-        recorded_at=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc)))
-    holder.start()
-    assert stored.wait(20)
-    job = threading.Thread(target=settle)
-    job.start()
-    advisory_lock_waiters()
-    released_at = time.monotonic()
-    release.set()
-    holder.join(20)
-    job.join(20)
+        recorded_at=datetime(2025, 1, 31, 23, 59, 59, tzinfo=timezone.utc)), stored, release, settle)
     assert settled and settled[0] >= released_at, "the settlement did not wait for the batch"
     grant = CreditGrant.objects.get(subscription_id=subscription.pk, kind="period", period_start=JANUARY)
     assert (grant.consumed_units, grant.settled_at) == (120, datetime(2025, 2, 1, 0, 0, 1, tzinfo=timezone.utc))
@@ -342,10 +350,9 @@ def test_a_plan_change_dated_into_a_settled_period_and_a_top_up_in_flight_both_g
     the other, where taking them after the row made a deadlock that failed one of them."""
     import threading
 
-    from django.db import connections, transaction
+    from django.db import connections
 
     from accounts.models import Book
-    from billing.services.credit_pools import credit_topup
     from billing.services.plan_changes import subscription_change_plan
 
     world = World(api)
@@ -353,20 +360,6 @@ def test_a_plan_change_dated_into_a_settled_period_and_a_top_up_in_flight_both_g
     book = Book.objects.get(pk=subscription.book_id)
     now = datetime(2025, 2, 10, tzinfo=timezone.utc)
     topped_up, release, outcomes = threading.Event(), threading.Event(), {}
-
-    def top_up_in_flight():
-        try:
-            with transaction.atomic():
-                credit_topup(book=book, subscription_id=subscription.pk, units=Decimal("50"), idempotency_key="race",
-                             note="", created_by="test", now=now)
-                topped_up.set()
-                release.wait(20)
-            outcomes["top-up"] = "committed"
-        except Exception as error:  # noqa: BLE001 (the outcome is the assertion)
-            outcomes["top-up"] = repr(error)
-        finally:
-            topped_up.set()
-            connections.close_all()
 
     def change():
         try:
@@ -379,14 +372,46 @@ def test_a_plan_change_dated_into_a_settled_period_and_a_top_up_in_flight_both_g
         finally:
             connections.close_all()
 
-    holder = threading.Thread(target=top_up_in_flight)
-    holder.start()
-    assert topped_up.wait(20)
-    changer = threading.Thread(target=change)
-    changer.start()
-    waiting = advisory_lock_waiters()
+    waiting, _ = race(partial(top_up_in_flight, book, subscription, topped_up, release, outcomes, now=now),
+                      topped_up, release, change)
     assert waiting, "the change did not wait for the top-up's pool lock"
-    release.set()
-    holder.join(20)
-    changer.join(20)
     assert outcomes == {"top-up": "committed", "change": str(subscription.pk)}
+
+
+def test_a_strategy_added_to_a_plan_with_a_settled_pool_and_a_top_up_in_flight_both_go_through(api):
+    """A strategy written on a plan settles again the pools of its customers' usage (which subscription bills an
+    event follows the strategies): it waits for the top-up holding the pool's lock, then settles with its units,
+    and both commit."""
+    import threading
+
+    from django.db import connections
+
+    from accounts.models import Book
+    from billing.serializers.strategies import StrategyIn
+    from billing.services.strategies import strategies_create
+    from core.serialization import parse_many
+
+    world = World(api)
+    subscription, _ = pool_subscription_in_february(world, settle_january=True)
+    book = Book.objects.get(pk=subscription.book_id)
+    now = datetime(2025, 2, 10, tzinfo=timezone.utc)
+    topped_up, release, outcomes = threading.Event(), threading.Event(), {}
+
+    def add_a_fee():
+        try:
+            [strategy] = strategies_create(book=book, plan_id=subscription.plan_id, actor="test", now=now,
+                                           items=parse_many(StrategyIn, [{
+                                               "name": "Platform", "chargeType": "recurring", "rate": "5",
+                                               "billingFrequency": "monthly", "agentId": str(world.agent.id)}]))
+            outcomes["strategy"] = strategy.name
+        except Exception as error:  # noqa: BLE001
+            outcomes["strategy"] = repr(error)
+        finally:
+            connections.close_all()
+
+    waiting, _ = race(partial(top_up_in_flight, book, subscription, topped_up, release, outcomes, now=now),
+                      topped_up, release, add_a_fee)
+    assert waiting, "the strategy did not wait for the top-up's pool lock"
+    assert outcomes == {"top-up": "committed", "strategy": "Platform"}
+    grant = CreditGrant.objects.get(subscription_id=subscription.pk, kind="period", period_start=JANUARY)
+    assert grant.settled_at == datetime(2025, 2, 2, tzinfo=timezone.utc)  # settled again as first settled
