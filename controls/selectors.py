@@ -16,6 +16,13 @@ COVERAGE_WINDOW = timedelta(days=7)
 WINDOWS = {CapPeriod.DAY: clock.day_window, CapPeriod.WEEK: clock.week_window, CapPeriod.MONTH: clock.month_window}
 
 
+# How long after a window ends (a spend cap's day, week or month; a customer alert's month or custom range) it is
+# judged once more, over the whole window: what its last minutes recorded is evaluated only after it ended (the job
+# runs every few minutes, ingestion's follow-up seconds later), and a batch arriving late is dated into it. Longer
+# than the job's interval, so a late run still sees it; a window that ended before alerts nothing.
+ENDED_WINDOW_GRACE = timedelta(hours=1)
+
+
 def period_window(period: str, moment: datetime) -> tuple[datetime, datetime]:
     """The UTC day, week (from Monday 00:00) or calendar month holding `moment`, half-open."""
     return WINDOWS[period](moment)

@@ -24,6 +24,7 @@ from core.scoping import get_owned, owned
 from controls.events import customer_alert_triggered
 from controls.metrics import customer_metric_value
 from controls.models import AlertMetric, CustomerAlert, CustomerAlertFiring, Notification, WindowMode
+from controls.selectors import ENDED_WINDOW_GRACE
 from controls.sentences import usd
 from customers.models import Customer
 
@@ -174,10 +175,6 @@ def current_window(alert: CustomerAlert, now: datetime) -> Window | None:
     return None
 
 
-# How long after a month or custom window ends it is judged once more, over the whole window: the job runs every few
-# minutes, so what the window's last minutes recorded (and a revenue watch set at a month's whole fee, reached
-# only at its end) would otherwise never be judged. Longer than the job's interval, so a late run still sees it.
-ENDED_WINDOW_GRACE = timedelta(hours=1)
 
 
 def just_ended_window(alert: CustomerAlert, now: datetime) -> Window | None:

@@ -17,7 +17,7 @@ from core.money import ZERO
 from core.scoping import get_owned, owned
 from controls.events import spend_cap_threshold_crossed
 from controls.models import CapMode, CapScope, Device, SpendCap, SpendCapAlert
-from controls.selectors import period_window, spend_by_developer, spend_totals
+from controls.selectors import ENDED_WINDOW_GRACE, period_window, spend_by_developer, spend_totals
 from controls.sentences import usd
 
 
@@ -182,12 +182,6 @@ def _send_alert_once(*, book: Book, cap: SpendCap, threshold: int, spent: Decima
     # robust: a mail server failure is logged and does not stop the other books' alerts; the row stays.
     transaction.on_commit(partial(_alert_email, cap=cap, alert=alert, organization=book.organization), robust=True)
     return True
-
-
-# How long after a window ends it is still judged: spend recorded in its last moments is evaluated once it has
-# ended (the follow-up of a batch runs seconds later, the job every 5 minutes), and a batch arriving late is
-# dated into it. Spend dated into a window that ended longer ago alerts nothing: the ladder warns while spending.
-ENDED_WINDOW_GRACE = timedelta(hours=1)
 
 
 def spend_caps_evaluate(*, book: Book, now: datetime) -> int:
