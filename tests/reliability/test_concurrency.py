@@ -344,16 +344,15 @@ def test_a_pool_settlement_waits_for_a_batch_of_its_period_still_committing(api)
     assert (grant.consumed_units, grant.settled_at) == (120, datetime(2025, 2, 1, 0, 0, 1, tzinfo=timezone.utc))
 
 
-def test_a_plan_change_dated_into_a_settled_period_and_a_top_up_in_flight_both_go_through(api):
-    """The change settles the old side's pools again, and a top-up holding one of their pool locks references the
-    subscription's row at its commit: the change takes the pool locks before the row, so both go through, one after
-    the other, where taking them after the row made a deadlock that failed one of them."""
+def against_a_top_up_in_flight(api, write):
+    """`write(book, subscription, world, now)` (answering what it wrote) run while a top-up of the world's pool
+    subscription, January settled, holds its pool lock. Returns how many sessions waited on an advisory lock, each
+    side's outcome ("committed", what the write answered, or the error), and the subscription."""
     import threading
 
     from django.db import connections
 
     from accounts.models import Book
-    from billing.services.plan_changes import subscription_change_plan
 
     world = World(api)
     subscription, _ = pool_subscription_in_february(world, settle_january=True)
@@ -361,57 +360,52 @@ def test_a_plan_change_dated_into_a_settled_period_and_a_top_up_in_flight_both_g
     now = datetime(2025, 2, 10, tzinfo=timezone.utc)
     topped_up, release, outcomes = threading.Event(), threading.Event(), {}
 
-    def change():
+    def contend():
         try:
-            new = subscription_change_plan(book=book, subscription_id=subscription.pk, now=now, actor="test",
-                                           plan_id=world.plan.id,
-                                           effective_at=datetime(2025, 1, 20, tzinfo=timezone.utc))
-            outcomes["change"] = str(new.previous_subscription_id)
-        except Exception as error:  # noqa: BLE001
-            outcomes["change"] = repr(error)
+            outcomes["write"] = write(book, subscription, world, now)
+        except Exception as error:  # noqa: BLE001 (the outcome is the assertion)
+            outcomes["write"] = repr(error)
         finally:
             connections.close_all()
 
     waiting, _ = race(partial(top_up_in_flight, book, subscription, topped_up, release, outcomes, now=now),
-                      topped_up, release, change)
+                      topped_up, release, contend)
+    return waiting, outcomes, subscription
+
+
+def test_a_plan_change_dated_into_a_settled_period_and_a_top_up_in_flight_both_go_through(api):
+    """The change settles the old side's pools again, and a top-up holding one of their pool locks references the
+    subscription's row at its commit: the change takes the pool locks before the row, so both go through, one after
+    the other, where taking them after the row made a deadlock that failed one of them."""
+    from billing.services.plan_changes import subscription_change_plan
+
+    def change(book, subscription, world, now):
+        new = subscription_change_plan(book=book, subscription_id=subscription.pk, now=now, actor="test",
+                                       plan_id=world.plan.id, effective_at=datetime(2025, 1, 20, tzinfo=timezone.utc))
+        return str(new.previous_subscription_id)
+
+    waiting, outcomes, subscription = against_a_top_up_in_flight(api, change)
     assert waiting, "the change did not wait for the top-up's pool lock"
-    assert outcomes == {"top-up": "committed", "change": str(subscription.pk)}
+    assert outcomes == {"top-up": "committed", "write": str(subscription.pk)}
 
 
 def test_a_strategy_added_to_a_plan_with_a_settled_pool_and_a_top_up_in_flight_both_go_through(api):
     """A strategy written on a plan settles again the pools of its customers' usage (which subscription bills an
     event follows the strategies): it waits for the top-up holding the pool's lock, then settles with its units,
     and both commit."""
-    import threading
-
-    from django.db import connections
-
-    from accounts.models import Book
     from billing.serializers.strategies import StrategyIn
     from billing.services.strategies import strategies_create
     from core.serialization import parse_many
 
-    world = World(api)
-    subscription, _ = pool_subscription_in_february(world, settle_january=True)
-    book = Book.objects.get(pk=subscription.book_id)
-    now = datetime(2025, 2, 10, tzinfo=timezone.utc)
-    topped_up, release, outcomes = threading.Event(), threading.Event(), {}
+    def add_a_fee(book, subscription, world, now):
+        [strategy] = strategies_create(book=book, plan_id=subscription.plan_id, actor="test", now=now,
+                                       items=parse_many(StrategyIn, [{
+                                           "name": "Platform", "chargeType": "recurring", "rate": "5",
+                                           "billingFrequency": "monthly", "agentId": str(world.agent.id)}]))
+        return strategy.name
 
-    def add_a_fee():
-        try:
-            [strategy] = strategies_create(book=book, plan_id=subscription.plan_id, actor="test", now=now,
-                                           items=parse_many(StrategyIn, [{
-                                               "name": "Platform", "chargeType": "recurring", "rate": "5",
-                                               "billingFrequency": "monthly", "agentId": str(world.agent.id)}]))
-            outcomes["strategy"] = strategy.name
-        except Exception as error:  # noqa: BLE001
-            outcomes["strategy"] = repr(error)
-        finally:
-            connections.close_all()
-
-    waiting, _ = race(partial(top_up_in_flight, book, subscription, topped_up, release, outcomes, now=now),
-                      topped_up, release, add_a_fee)
+    waiting, outcomes, subscription = against_a_top_up_in_flight(api, add_a_fee)
     assert waiting, "the strategy did not wait for the top-up's pool lock"
-    assert outcomes == {"top-up": "committed", "strategy": "Platform"}
+    assert outcomes == {"top-up": "committed", "write": "Platform"}
     grant = CreditGrant.objects.get(subscription_id=subscription.pk, kind="period", period_start=JANUARY)
     assert grant.settled_at == datetime(2025, 2, 2, tzinfo=timezone.utc)  # settled again as first settled
