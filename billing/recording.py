@@ -10,12 +10,10 @@ For a batch of up to 100 records, in one transaction:
    coalesced follow-up, billing/followup.py, and the `usage_ingested` hooks of the apps above billing).
 No query depends on the number of records.
 """
-import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import transaction
 
 from accounts.book_generations import Generation, generation_now
 from billing.record_decoding import records_checked
@@ -24,7 +22,6 @@ from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_prices
 from core import clock
-from core.database import backend_alive
 from core.errors import ServiceUnavailable
 from core.hooks import Hooks
 from core.ids import random_uuids, time_ordered_uuids
@@ -114,70 +111,33 @@ def _sort_signals_into_cost_categories(book, drafts: list[RecordDraft], identiti
         owned(Signal, book).filter(pk__in=signal_ids, cost_category__isnull=True).update(cost_category=category)
 
 
-# How long a batch whose commit lost its answer waits for PostgreSQL to say whether the commit happened (a restart
-# takes seconds); past it the batch answers 503 as before.
-COMMIT_PROBE_SECONDS = 5
-
-
 def _store(book, drafts: list[RecordDraft], priced_by_index: dict, *, now: datetime, generation: Generation,
            outcome: RecordingOutcome) -> list:
     """Provision, append and attribute the batch in one transaction; its `Appended` results in the drafts' order
     (`outcome.new_events` set before the commit)."""
-    appended = []
-    connection.ensure_connection()
-    backend_pid = connection.connection.info.backend_pid  # known since the connection opened: no round trip
-    try:
-        with transaction.atomic():
-            identities = identities_provision(
-                book=book,
-                customer_external_ids={d.customer_external_id for d in drafts},
-                agent_codes={d.agent_code for d in drafts},
-                signal_keys={(d.agent_code, d.signal_name) for d in drafts},
-                internal_external_ids={d.customer_external_id for d in drafts if d.agent_code == CODING_AGENT_CODE},
-                generation=generation,
-            )
-            rows = [_event_row(d, identities, priced_by_index[d.index], event_id, raw_event_id)
-                    for d, event_id, raw_event_id in zip(drafts, time_ordered_uuids(len(drafts)),
-                                                         random_uuids(len(drafts)))]
-            appended = events_append(book=book, rows=rows, now=now, generation=generation)
-            # Updates of identities come after the events: they write the book's generation row, which a batch
-            # may write only once it holds its price lock (customers.provisioning.identities_mark_internal).
-            identities_mark_internal(book=book, identities=identities)
-            _sort_signals_into_cost_categories(book, drafts, identities)
-            outcome.new_events = [a.event for a in appended if not a.replayed]
-            # Spec §4: tags and routing rules attach events to matters at record time.
-            matters_attribute_new_events(book=book, events=outcome.new_events, generation=generation)
-    except (OperationalError, InterfaceError):
-        # The connection failed. Before the commit nothing is stored; during it the commit may have happened and
-        # only its answer been lost (a crash, a restart, a failover): a 503 for a stored batch would be sent again by
-        # the client, and stored twice without idempotency keys. PostgreSQL says which (contract: a request whose
-        # writes committed never answers 5xx).
-        if not _committed_after_all(book, outcome.new_events, backend_pid):
-            raise
+    # A commit whose answer was lost answers what PostgreSQL did (core/postgresql): a 503 for a stored batch
+    # would be sent again by the client, and stored twice without idempotency keys.
+    with transaction.atomic():
+        identities = identities_provision(
+            book=book,
+            customer_external_ids={d.customer_external_id for d in drafts},
+            agent_codes={d.agent_code for d in drafts},
+            signal_keys={(d.agent_code, d.signal_name) for d in drafts},
+            internal_external_ids={d.customer_external_id for d in drafts if d.agent_code == CODING_AGENT_CODE},
+            generation=generation,
+        )
+        rows = [_event_row(d, identities, priced_by_index[d.index], event_id, raw_event_id)
+                for d, event_id, raw_event_id in zip(drafts, time_ordered_uuids(len(drafts)),
+                                                     random_uuids(len(drafts)))]
+        appended = events_append(book=book, rows=rows, now=now, generation=generation)
+        # Updates of identities come after the events: they write the book's generation row, which a batch
+        # may write only once it holds its price lock (customers.provisioning.identities_mark_internal).
+        identities_mark_internal(book=book, identities=identities)
+        _sort_signals_into_cost_categories(book, drafts, identities)
+        outcome.new_events = [a.event for a in appended if not a.replayed]
+        # Spec §4: tags and routing rules attach events to matters at record time.
+        matters_attribute_new_events(book=book, events=outcome.new_events, generation=generation)
     return appended
-
-
-def _committed_after_all(book, new_events: list, backend_pid: int) -> bool:
-    """Whether the batch whose new events these are was committed, asked on a new connection once the backend
-    that ran it is gone (until then it may still be committing). False at once when there is nothing to ask
-    (no new event) or the connection survived (the failure was the server's answer, and the transaction was rolled
-    back); False when PostgreSQL does not answer within COMMIT_PROBE_SECONDS."""
-    if not new_events:
-        return False
-    current = connection.connection
-    if current is not None and not current.closed and current.info.backend_pid == backend_pid:
-        return False
-    probe = new_events[0]  # the batch commits whole or not at all
-    deadline = time.monotonic() + COMMIT_PROBE_SECONDS
-    while True:
-        try:
-            if settings.DB_TRANSACTION_POOLING or not backend_alive(backend_pid):
-                return owned(UsageEvent, book).filter(pk=probe.pk, usage_date=probe.usage_date).exists()
-        except (OperationalError, InterfaceError):
-            connection.close()
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.2)
 
 
 # A batch is priced again when prices change between its pricing and its storing (customers.ledger.PricesMoved).

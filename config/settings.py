@@ -150,6 +150,7 @@ def database(url: str, name: str) -> dict:
     config = dj_database_url.parse(url, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))
     if config["ENGINE"] != "django.db.backends.postgresql":
         raise ImproperlyConfigured(f"{name} must name a PostgreSQL database, not {config['ENGINE']}")
+    config["ENGINE"] = "core.postgresql"  # Django's, asking what became of a commit whose answer was lost
     options = config.setdefault("OPTIONS", {})
     if DB_PREPARED_STATEMENTS:
         options["prepare_threshold"] = 5

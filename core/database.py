@@ -77,13 +77,6 @@ def retry_while_reconnecting(write, *, seconds: float = RECONNECT_SECONDS):
             retried = True
 
 
-def backend_alive(pid: int) -> bool:
-    """Whether the PostgreSQL backend `pid` still runs (a connection that failed may still be committing)."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE pid = %s)", [pid])
-        return cursor.fetchone()[0]
-
-
 def advisory_xact_lock(namespace: int, key: str) -> None:
     """Wait for, then hold to the end of the current transaction, PostgreSQL's advisory lock (`namespace`, the
     hash of `key`): work that must run one at a time per key, without locking a row others need."""

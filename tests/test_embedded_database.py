@@ -147,7 +147,7 @@ SETTINGS_DATABASE = ("import os, django; os.environ['DJANGO_SETTINGS_MODULE'] = 
 def test_without_database_url_the_settings_use_the_embedded_server_of_make_run():
     result = run([sys.executable, "-c", SETTINGS_DATABASE])
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["django.db.backends.postgresql", str(ROOT / "var" / "postgres"), "billing"]
+    assert result.stdout.split() == ["core.postgresql", str(ROOT / "var" / "postgres"), "billing"]
 
 
 @pytest.mark.parametrize("url", ["mysql://root@127.0.0.1/billing", "oracle://billing:secret@127.0.0.1:1521/billing"])

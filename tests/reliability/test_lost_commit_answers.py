@@ -1,0 +1,142 @@
+"""A commit whose answer was lost (the connection dies while the transaction commits: a crash, a restart, a
+failover) answers what PostgreSQL did, for every write (core/postgresql). Contract: a request whose writes
+committed never answers 5xx. A 503 for a committed refund, strategy or webhook endpoint made the client send it
+again, and the second request stored a second one (a second refund, a fee billed twice, every event delivered
+twice). Usage batches have their own test in test_faults.py."""
+import pytest
+from django.db import OperationalError, connections, transaction
+
+from billing.models import CreditGrant, Payment, PricingStrategy, Refund, Subscription
+from customers.models import Customer
+from tests.reliability.world import World
+from webhooks.models import WebhookEndpoint
+
+
+class LoseTheNextCommitsAnswer:
+    """The next commit is made (or, `committed=False`, rolled back), then the connection is gone with its answer."""
+
+    def __init__(self, monkeypatch, *, committed: bool):
+        self.wrapper = connections["default"]
+        self.real_commit = self.wrapper._commit
+        self.committed, self.fired = committed, 0
+        monkeypatch.setattr(self.wrapper, "_commit", self._commit)
+
+    def _commit(self):
+        if self.fired:
+            return self.real_commit()
+        self.fired += 1
+        if self.committed:
+            self.real_commit()
+        else:
+            self.wrapper.connection.rollback()
+        self.wrapper.connection.close()
+        raise OperationalError("server closed the connection unexpectedly")
+
+
+def _refund(world):
+    invoice = world.paid_invoice
+    payment = Payment.objects.get(invoice_id=invoice.id)
+    return (f"/v1/invoices/{invoice.id}/payments/{payment.pk}/refund", {"amount": "1.00"},
+            lambda: Refund.objects.filter(payment=payment).count())
+
+
+def _strategy(world):
+    world.strategy
+    return (f"/v1/pricing-plans/{world.plan.id}/pricing-strategies",
+            [{"name": "Platform fee", "agentId": world.agent.id, "chargeType": "recurring", "rate": "5"}],
+            lambda: PricingStrategy.objects.filter(name="Platform fee").count())
+
+
+def _webhook_endpoint(world):
+    return ("/v1/webhook-endpoints", {"url": "https://hooks.example.com/billing"},
+            lambda: WebhookEndpoint.objects.filter(url="https://hooks.example.com/billing").count())
+
+
+def _subscription(world):
+    world.strategy
+    return ("/v1/subscriptions", {"name": "Second seat", "planId": world.plan.id, "agentId": world.agent.id,
+                                  "customerId": world.customer.id, "startDate": "2025-01-01T00:00:00Z"},
+            lambda: Subscription.objects.filter(name="Second seat").count())
+
+
+def _plan_change(world):
+    subscription = world.subscription
+    other = world.post("/v1/pricing-plans", {"name": "Growth", "agentId": world.agent.id})
+    return (f"/v1/subscriptions/{subscription.id}/change-plan",
+            {"planId": other.id, "effectiveAt": "2025-03-01T00:00:00Z"},
+            lambda: Subscription.objects.filter(plan_id=other.id).count())
+
+
+def _top_up(world):
+    subscription = world.pool_subscription
+    return (f"/v1/subscriptions/{subscription.id}/credit-topup", {"units": "5", "idempotencyKey": "top-up-1"},
+            lambda: CreditGrant.objects.filter(idempotency_key="top-up-1").count())
+
+
+def _customer(world):
+    return ("/v1/customers", {"name": "Initech", "externalId": "initech"},
+            lambda: Customer.objects.filter(external_id="initech").count())
+
+
+WRITES = {"refund": _refund, "strategy": _strategy, "webhook endpoint": _webhook_endpoint,
+          "subscription": _subscription, "plan change": _plan_change, "top-up": _top_up, "customer": _customer}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("write", WRITES.values(), ids=WRITES.keys())
+def test_a_write_whose_commit_lost_its_answer_answers_it_committed(api, monkeypatch, write):
+    path, body, stored = write(World(api))
+    lost = LoseTheNextCommitsAnswer(monkeypatch, committed=True)
+    resp = api.post(path, body)
+    assert lost.fired == 1
+    assert resp.status_code in (200, 201), resp.content
+    assert stored() == 1
+    assert api.get("/v1/customers").status_code == 200  # the request left a working connection behind
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("write", WRITES.values(), ids=WRITES.keys())
+def test_a_write_whose_commit_did_not_happen_answers_503_with_nothing_stored(api, monkeypatch, write):
+    path, body, stored = write(World(api))
+    lost = LoseTheNextCommitsAnswer(monkeypatch, committed=False)
+    resp = api.post(path, body)
+    assert lost.fired == 1
+    assert resp.status_code == 503, resp.content
+    assert stored() == 0
+    assert api.post(path, body).status_code in (200, 201)  # the client's retry stores it, once
+    assert stored() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("committed", [True, False], ids=["committed", "rolled-back"])
+def test_work_that_waits_for_the_commit_runs_only_when_it_happened(book, monkeypatch, committed):
+    ran = []
+    LoseTheNextCommitsAnswer(monkeypatch, committed=committed)
+    try:
+        with transaction.atomic():
+            Customer.objects.create(book=book, external_id="acme", name="Acme")
+            transaction.on_commit(lambda: ran.append("after commit"))
+    except OperationalError:
+        assert not committed
+    assert ran == (["after commit"] if committed else [])
+    assert Customer.objects.filter(external_id="acme").exists() is committed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_refused_commit_is_not_asked_about(book, monkeypatch):
+    """A failure with the connection still open is the server's answer (it rolled the transaction back)."""
+    wrapper = connections["default"]
+    asked = []
+    monkeypatch.setattr(wrapper, "_committed_after_all", lambda xid: asked.append(xid) or True)
+
+    def refuse():
+        wrapper.connection.rollback()
+        raise OperationalError("could not serialize access due to concurrent update")
+
+    monkeypatch.setattr(wrapper, "_commit", refuse)
+    with pytest.raises(OperationalError):
+        with transaction.atomic():
+            Customer.objects.create(book=book, external_id="acme", name="Acme")
+    monkeypatch.undo()
+    assert asked == []
+    assert not Customer.objects.filter(external_id="acme").exists()
