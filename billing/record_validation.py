@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from catalog.event_pricing import ServiceUsage
 from catalog.resolution import normalize_model, normalize_provider, too_long_lower_cased
-from core.clock import parse_instant
+from core.clock import YEAR_RANGE_MESSAGE, parse_instant
 from core.errors import ApiError, BadRequest
 from core.serialization import SURROGATE_MESSAGE, text_problem, unstorable_reason
 from customers.models import Environment
@@ -326,8 +326,9 @@ def validate_record(index: int, data: dict, *, now: datetime) -> RecordDraft | I
             if not isinstance(raw_date, str):
                 raise BadRequest("not a string")
             usage_date = parse_instant(raw_date, field="usageDate")
-        except ApiError:
-            check.fail("usageDate", "Not a valid ISO 8601 date or timestamp.")
+        except ApiError as refusal:  # out of the years every read can ask for, or not a date at all
+            check.fail("usageDate", YEAR_RANGE_MESSAGE if YEAR_RANGE_MESSAGE in str(refusal.message)
+                       else "Not a valid ISO 8601 date or timestamp.")
     environment = data.get("environment")
     if environment is not None and (environment.__class__ is not str or environment not in ENVIRONMENTS):
         check.fail("environment", f"Must be one of {', '.join(sorted(ENVIRONMENTS))}.")

@@ -40,7 +40,7 @@ def instants_text(instants: list[datetime]) -> list[str]:
 
 def parse_instant(value: str, *, field: str = "date") -> datetime:
     """ISO 8601 date or timestamp to an aware UTC datetime; no offset means UTC; garbage or a year outside
-    MIN_YEAR..MAX_YEAR is a 400 naming `field`."""
+    MIN_YEAR..MAX_YEAR (as written or in UTC) is a 400 naming `field`."""
     if isinstance(value, datetime):
         parsed = value
     else:
@@ -57,11 +57,16 @@ def parse_instant(value: str, *, field: str = "date") -> datetime:
             if day is None:
                 raise BadRequest([f"{field}: Not a valid ISO 8601 date or timestamp."])
             parsed = datetime.combine(day, time.min)
-    if not MIN_YEAR <= parsed.year <= MAX_YEAR:
+    if not MIN_YEAR <= parsed.year <= MAX_YEAR:  # first as written: out there, the offset could overflow
         raise BadRequest([f"{field}: {YEAR_RANGE_MESSAGE}"])
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+    parsed = parsed.astimezone(UTC)
+    # Then in UTC, where the instant is stored and read: an offset could carry it past the years every read can
+    # ask for (an event dated 9000-12-31T23:00-05:00 could not be counted by any analytics window).
+    if not MIN_YEAR <= parsed.year <= MAX_YEAR:
+        raise BadRequest([f"{field}: {YEAR_RANGE_MESSAGE}"])
+    return parsed
 
 
 def period_end_instant(value, *, field: str = "endDate") -> datetime:

@@ -46,6 +46,8 @@ class InstantIn(serializers.Field):
             self.fail("range")
         if moment.tzinfo is None:
             moment = moment.replace(tzinfo=UTC)
+        if not MIN_YEAR <= moment.astimezone(UTC).year <= MAX_YEAR:  # in UTC too, as core.clock.parse_instant
+            self.fail("range")
         if self.period_end and (moment.hour, moment.minute, moment.second) == (23, 59, 59):
             moment = moment.replace(microsecond=0) + timedelta(seconds=1)
         return moment.astimezone(UTC)

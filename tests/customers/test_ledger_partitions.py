@@ -235,6 +235,22 @@ def test_a_day_at_a_month_boundary_lands_in_the_month_of_its_utc_instant(api, ll
     assert partition_of(may) == partition_name(month(2031, 5))
 
 
+def test_a_date_whose_offset_carries_it_past_the_readable_years_fails_alone(api, llm):
+    """Every read asks for windows within 1900..9000 in UTC: an event an offset carried past them would be stored
+    and never counted by any analytics window. Such a record fails alone, naming `usageDate`."""
+    body = record(api, rec(llm, "1900-01-01T00:00:00+05:00"), rec(llm, "9000-12-31T23:00:00-05:00"),
+                  rec(llm, "9000-12-31T23:00:00+05:00"), rec(llm, "1900-01-01T00:00:00-05:00"))
+    assert [entry["index"] for entry in body["results"]["failed"]] == [0, 1]
+    assert all(entry["message"] == ["usageDate: Must lie between the years 1900 and 9000."]
+               for entry in body["results"]["failed"])
+    stored = [entry["eventId"] for entry in body["results"]["success"]]
+    resp = api.get("/v1/analytics/usage", {"startDate": "1900-01-01", "endDate": "9000-12-31"})
+    assert resp.status_code == 200 and resp.json()["summary"]["totalEvents"] == len(stored) == 2
+    window = api.get("/v1/analytics/usage", {"startDate": "1900-01-01T00:00:00+05:00", "endDate": "2031-01-01"})
+    assert window.status_code == 400
+    assert window.json()["message"] == ["startDate: Must lie between the years 1900 and 9000."]
+
+
 def test_the_rollup_catches_up_events_of_several_months_and_backlog_rows_without_a_date(api, llm):
     body = record(api, rec(llm, "2031-12-03T00:00:00Z"), rec(llm, "2008-06-04T00:00:00Z"),
                   rec(llm, "2031-12-30T00:00:00Z"))
