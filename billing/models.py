@@ -138,6 +138,10 @@ class Subscription(OrgOwned):
     # after it runs from there to the first turn of the new rules); null: the subscription's own start. A plan change
     # keeps it.
     period_rules_since = models.DateTimeField(null=True, blank=True)
+    # The billingDay and timezone in force before each such change, oldest first, each until the instant the next
+    # rules took effect: [{"until", "billingDay", "timezone", "since"}] (instants as ISO text, `since` that rules'
+    # own period_rules_since). Periods before period_rules_since are measured on the grid they were billed on.
+    earlier_period_rules = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -17,7 +17,7 @@ engine (`subscription_terms`).
 """
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 
@@ -189,15 +189,41 @@ def effective_end(subscription: Subscription):
 def period_end_grown_back(subscription: Subscription, period_start: datetime) -> datetime:
     """Where a period starting at `period_start` that an earlier end had cut ends now that the subscription's end
     moved later: its cycle's end, or the subscription's new end when that comes first."""
-    cycle_end = cycle_containing(schedule_of(subscription), period_start)[1]
+    cycle_end = cycle_containing(schedule_of(subscription, at=period_start), period_start)[1]
     end = effective_end(subscription)
     return cycle_end if end is None else min(cycle_end, end)
 
 
-def schedule_of(subscription: Subscription) -> Schedule:
-    """The billing rules of a subscription, as the pure period engine takes them."""
+@dataclass(frozen=True)
+class PeriodRules:
+    """The billingDay and timezone in force for a period, and where they took effect (None: the subscription's
+    start)."""
+
+    billing_day: int | None
+    timezone: str
+    since: datetime | None
+
+
+def rules_at(subscription: Subscription, moment: datetime) -> PeriodRules:
+    """The rules the period holding `moment` is billed on: a billingDay or timezone change takes effect at the end
+    of the period it was made in, and the periods before keep the rules they had (`earlier_period_rules`)."""
+    for earlier in subscription.earlier_period_rules:
+        if moment < datetime.fromisoformat(earlier["until"]):
+            since = earlier["since"]
+            return PeriodRules(earlier["billingDay"], earlier["timezone"],
+                               datetime.fromisoformat(since) if since else None)
+    since = subscription.period_rules_since
+    return PeriodRules(subscription.billing_day, subscription.timezone,
+                       since if since is not None and since <= moment else None)
+
+
+def schedule_of(subscription: Subscription, at: datetime | None = None) -> Schedule:
+    """The billing rules of a subscription, as the pure period engine takes them: those in force now, or those of
+    the period holding `at`."""
+    rules = rules_at(subscription, at) if at is not None else PeriodRules(subscription.billing_day,
+                                                                          subscription.timezone, None)
     return Schedule(anchor=subscription.start_date, cycle=subscription.billing_cycle,
-                    timezone=subscription.timezone, billing_day=subscription.billing_day,
+                    timezone=rules.timezone, billing_day=rules.billing_day,
                     custom_cycle_days=subscription.custom_cycle_days, end=effective_end(subscription),
                     origin=subscription.cycle_anchor)
 
@@ -205,9 +231,8 @@ def schedule_of(subscription: Subscription) -> Schedule:
 def rules_since(subscription: Subscription, moment: datetime) -> datetime | None:
     """Where the billing rules in force at `moment` took effect, for the period engine's `since`: after a billingDay or
     timezone change, the end of the period they were changed in (the next period starts there, not on the new
-    rules' grid); None (the subscription's start) before it, or without such a change."""
-    since = subscription.period_rules_since
-    return since if since is not None and since <= moment else None
+    rules' grid); None (the subscription's start) without such a change."""
+    return rules_at(subscription, moment).since
 
 
 def ends_by_change(subscription: Subscription) -> bool:
@@ -220,14 +245,15 @@ def subscription_terms(subscription: Subscription) -> SubscriptionTerms:
     endDate)`. The end is exclusive as stored (docs/decisions/plans-and-subscriptions.md); an end inside a
     day covers that day, as a start inside a day does, except the end of a plan change: the day the change
     takes effect belongs to the new side only (contract: "Plan changes")."""
-    timezone = subscription.timezone
     end = effective_end(subscription)
     changed_out = ends_by_change(subscription)
     if end is None:
         end_day = None
-    else:
+    else:  # each day in the timezone of its period (a timezone change takes effect from the next period)
+        timezone = rules_at(subscription, max(end - timedelta(microseconds=1), subscription.start_date)).timezone
         end_day = local_date(end, timezone) if changed_out else first_uncovered_day(end, timezone)
-    return SubscriptionTerms(start=local_date(subscription.start_date, timezone), end=end_day,
+    start_day = local_date(subscription.start_date, rules_at(subscription, subscription.start_date).timezone)
+    return SubscriptionTerms(start=start_day, end=end_day,
                              billing_cycle=subscription.billing_cycle, seats_count=Decimal(subscription.seats_count),
                              prorated_amount=subscription.prorated_amount,
                              starts_by_change=subscription.previous_subscription_id is not None,

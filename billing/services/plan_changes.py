@@ -33,8 +33,8 @@ Status = SubscriptionStatus
 # timezone, cycle, net terms, seats, memo and metadata; the rest of the billing settings and the remaining term
 # come along so the customer's contract reads the same on the new plan).
 CARRIED_FIELDS = ("customer_id", "agent_id", "billing_cycle", "billing_model", "net_terms", "subscription_details",
-                  "seats_count", "custom_cycle_days", "timezone", "billing_day", "period_rules_since", "invoice_memo",
-                  "metadata")
+                  "seats_count", "custom_cycle_days", "timezone", "billing_day", "period_rules_since",
+                  "earlier_period_rules", "invoice_memo", "metadata")
 MICROSECOND = timedelta(microseconds=1)
 
 
@@ -272,9 +272,10 @@ def subscription_plan_change_preview(*, book, subscription_id, now: datetime, ac
                                                    seats_count=seats_count, name=name)
             old = owned(Subscription, book).select_related("plan").get(pk=replacement.previous_subscription_id)
             moment = replacement.start_date
-            before = period_containing(schedule_of(old), moment - MICROSECOND,
+            before = period_containing(schedule_of(old, at=moment - MICROSECOND), moment - MICROSECOND,
                                        since=rules_since(old, moment - MICROSECOND))
-            after = period_containing(schedule_of(replacement), moment, since=rules_since(replacement, moment))
+            after = period_containing(schedule_of(replacement, at=moment), moment,
+                                      since=rules_since(replacement, moment))
             raise _Preview((_side(book, old, before.start, before.end, now=now),
                             _side(book, replacement, after.start, after.end, now=now)))
     except _Preview as preview:

@@ -233,6 +233,19 @@ def _customer_locked_quietly(book, customer_id) -> None:
     list(owned(Customer, book).select_for_update().filter(pk=customer_id).values_list("pk", flat=True))
 
 
+def _rules_change_from_next_period(subscription: Subscription) -> None:
+    """A new billingDay or timezone takes effect at the end of the current period; the periods before keep the
+    rules they were billed on (`earlier_period_rules`). A second change within the same period replaces the
+    first, which never took effect."""
+    until = subscription.current_period_end
+    if subscription.period_rules_since != until:
+        since = subscription.period_rules_since
+        subscription.earlier_period_rules = [*subscription.earlier_period_rules, {
+            "until": until.isoformat(), "billingDay": subscription.billing_day, "timezone": subscription.timezone,
+            "since": since.isoformat() if since else None}]
+    subscription.period_rules_since = until
+
+
 def _change_schedule(subscription: Subscription, changes: dict) -> tuple[bool, datetime | None]:
     """endDate, isForever, billingDay, timezone. Values equal to the stored ones are no change (a client may
     send the whole record back); an ended subscription's dates are final. Returns whether the end moved, and the
@@ -250,7 +263,7 @@ def _change_schedule(subscription: Subscription, changes: dict) -> tuple[bool, d
         _refuse_end_move(subscription, "endDate")
     previous_end = effective_end(subscription)
     if {"billing_day", "timezone"} & set(wanted) and subscription.current_period_end is not None:
-        subscription.period_rules_since = subscription.current_period_end  # from the next period on
+        _rules_change_from_next_period(subscription)
     for field, value in wanted.items():
         setattr(subscription, field, value)
     errors = _schedule_errors(subscription)

@@ -1,0 +1,91 @@
+"""A billingDay or timezone change takes effect from the next period (docs/decisions/plans-and-subscriptions.md):
+the periods before it, the current one included, keep the grid they were billed on. A period that the
+subscription covers in part is prorated against its cycle on that grid (contract, Proration: "fee x covered days /
+days in the period"). Before, the change re-measured them on the new grid, where they matched no cycle and were
+billed the whole fee, a reviewed draft included once the end-of-period job refreshed it."""
+from datetime import UTC, datetime
+
+import pytest
+
+from billing.services.invoices import invoices_finalize_due
+from core import clock
+from tests.billing.invoice_support import amounts, billing_chain, generate, recurring
+from tests.billing.support import ok
+from tests.billing.test_subscription_job import run_jobs
+
+pytestmark = pytest.mark.django_db
+
+JANUARY_FROM_22 = ("2025-01-22T00:00:00Z", "2025-01-31T23:59:59Z")  # 10 of January's 31 days: 62 x 10/31 = 20.00
+
+
+@pytest.fixture
+def now(monkeypatch):
+    current = {"now": datetime(2025, 1, 25, 12, tzinfo=UTC)}
+    monkeypatch.setattr(clock, "now", lambda: current["now"])
+
+    def move(moment: datetime) -> datetime:
+        current["now"] = moment
+        return moment
+    return move
+
+
+def change_dates(api, chain, **dates):
+    return ok(api.patch(f"/v1/subscriptions/{chain.subscription['id']}/invoice-dates", dates))
+
+
+@pytest.fixture
+def from_the_22nd(api, book, now):
+    """Started January 22 on billing day 1, a monthly fee of 62.00: January's period is [Jan 22, Feb 1)."""
+    return billing_chain(api, book, [recurring("62")], start="2025-01-22T00:00:00Z", billingDay=1)
+
+
+@pytest.mark.parametrize("dates", [{"billingDay": 15}, {"timezone": "Asia/Tokyo"},
+                                   {"billingDay": 15, "timezone": "America/New_York"}],
+                         ids=["billing day", "timezone", "both"])
+def test_the_current_partial_period_stays_prorated_on_its_own_grid(api, from_the_22nd, dates):
+    change_dates(api, from_the_22nd, **dates)
+    invoice = ok(generate(api, from_the_22nd, period=None), 201)
+    assert (invoice["periodStart"], invoice["periodEnd"]) == ("2025-01-22T00:00:00Z", "2025-02-01T00:00:00Z")
+    assert amounts(invoice) == [("recurring", 20.0)]
+    assert amounts(ok(generate(api, from_the_22nd, JANUARY_FROM_22))) == [("recurring", 20.0)]  # the same draft
+
+
+def test_a_reviewed_draft_is_issued_as_reviewed_after_a_billing_day_change(api, from_the_22nd, now):
+    invoice = ok(generate(api, from_the_22nd, period=None), 201)
+    assert amounts(invoice) == [("recurring", 20.0)]
+    change_dates(api, from_the_22nd, billingDay=15)
+    invoices_finalize_due(now=now(datetime(2025, 2, 1, 1, tzinfo=UTC)))
+    issued = ok(api.get(f"/v1/invoices/{invoice['id']}"))
+    assert (issued["status"], amounts(issued), issued["total"]) == ("issued", [("recurring", 20.0)], 20.0)
+
+
+def test_an_end_in_the_current_period_stays_prorated_after_a_billing_day_change(api, book, now):
+    chain = billing_chain(api, book, [recurring("62")], start="2025-01-01T00:00:00Z", billingDay=1,
+                          endDate="2025-01-21")
+    change_dates(api, chain, billingDay=15)
+    invoice = ok(generate(api, chain, period=None), 201)
+    assert (invoice["periodStart"], invoice["periodEnd"]) == ("2025-01-01T00:00:00Z", "2025-01-21T00:00:00Z")
+    assert amounts(invoice) == [("recurring", 40.0)]  # 62 x 20/31
+
+
+def test_each_period_keeps_the_rules_it_had_through_two_changes(api, from_the_22nd, now):
+    """Day 1 until Feb 1, day 15 from there (the period [Feb 1, Feb 15) runs to the new grid's first turn, billed
+    its whole fee as before), then day 20 from Feb 15."""
+    change_dates(api, from_the_22nd, billingDay=15)
+    run_jobs(now(datetime(2025, 2, 5, tzinfo=UTC)).isoformat())
+    change_dates(api, from_the_22nd, billingDay=20)
+    run_jobs(now(datetime(2025, 2, 16, tzinfo=UTC)).isoformat())
+    body = ok(api.get(f"/v1/subscriptions/{from_the_22nd.subscription['id']}"))
+    assert (body["currentPeriodStart"], body["currentPeriodEnd"]) == ("2025-02-15T00:00:00Z", "2025-02-20T00:00:00Z")
+    assert amounts(ok(generate(api, from_the_22nd, JANUARY_FROM_22), 201)) == [("recurring", 20.0)]
+    assert amounts(ok(generate(api, from_the_22nd, ("2025-02-01T00:00:00Z", "2025-02-14T23:59:59Z")), 201)) == [
+        ("recurring", 62.0)]
+
+
+def test_a_second_change_in_the_same_period_replaces_the_first(api, from_the_22nd, now):
+    change_dates(api, from_the_22nd, billingDay=15)
+    change_dates(api, from_the_22nd, billingDay=10)
+    run_jobs(now(datetime(2025, 2, 5, tzinfo=UTC)).isoformat())
+    body = ok(api.get(f"/v1/subscriptions/{from_the_22nd.subscription['id']}"))
+    assert (body["currentPeriodStart"], body["currentPeriodEnd"]) == ("2025-02-01T00:00:00Z", "2025-02-10T00:00:00Z")
+    assert amounts(ok(generate(api, from_the_22nd, JANUARY_FROM_22), 201)) == [("recurring", 20.0)]
