@@ -16,7 +16,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import FieldDoesNotExist, ValidationError
-from django.db import models
+from django.db import DataError, models, transaction
 from django.forms.models import InlineForeignKeyField
 
 from accounts.admin_display import shown, shown_all
@@ -234,6 +234,17 @@ class ScopedAdminMixin(OperatorPermissionsMixin):
 
     def get_queryset(self, request):
         return scoped(super().get_queryset(request), request.user)
+
+    def get_changelist_instance(self, request):
+        """A filter value the database or Python cannot take (a NUL byte, a year past 9999, an address that is not
+        one, a broken regular expression: Django's own lookups pass them through) is the list's "invalid filter"
+        notice, as any lookup Django refuses, never a 500. In its own transaction (a savepoint inside another), so
+        that the failed count leaves nothing aborted behind."""
+        try:
+            with transaction.atomic():
+                return super().get_changelist_instance(request)
+        except (ValueError, OverflowError, DataError) as refusal:
+            raise IncorrectLookupParameters(refusal) from refusal
 
     def response_action(self, request, queryset):
         """An action on a selection that names no record of this kind (a form edited by hand) is a warning on the

@@ -17,6 +17,16 @@ pytestmark = pytest.mark.django_db
     "/admin/billing/subscription/?pool_left=NaN",
     "/admin/billing/subscription/?pool_left=Infinity",
     "/admin/billing/subscription/?pool_left=lots",
+    # Django's own lookups, passed through to Python or PostgreSQL
+    "/admin/billing/invoice/?created_at__year=9999",
+    "/admin/billing/invoice/?created_at__year=9999&created_at__month=12",
+    "/admin/billing/invoice/?created_at__year=9999&created_at__month=12&created_at__day=31",
+    "/admin/billing/invoice/?created_at__year=99999999999999999999",
+    "/admin/billing/invoice/?period_start__year=99999",
+    "/admin/billing/invoice/?status__exact=%00",
+    "/admin/customers/customer/?metadata=%00",
+    "/admin/billing/invoice/?id__regex=(",
+    "/admin/accounts/apirequestlog/?ip=abc",
 ])
 def test_a_filter_value_that_means_nothing_is_the_lists_invalid_filter_notice(console, api, book, frozen_now,
                                                                               address):
