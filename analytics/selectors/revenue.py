@@ -1,9 +1,10 @@
 """RevenueMetrics (spec §1, §2, §4): Agent-Earned and Revenue over a window, against cost.
 
 - Agent-Earned: for each billing period of a subscription that the window meets (an invoiced period as
-  its invoice has it), each usage strategy's pricing model on the period's total, within the window, of
-  the events the subscription bills on the strategy's signal (`billing.pricing.attribution`); no minimum
-  commitment, no fees, no proration (`engine.agent_earned`). Every period is priced with the terms in
+  its invoice has it), each usage strategy's pricing model on the period's total of the events the
+  subscription bills on the strategy's signal (`billing.pricing.attribution`); no minimum commitment, no
+  fees, no proration (`engine.agent_earned`). A period the window cuts earns its share by quantity of what
+  the whole period earns (`engine.agent_earned_within`), so that windows add up to periods. Every period is priced with the terms in
   force for it (`billing.pricing.terms`): its invoice's captured terms where one exists, the current
   strategies otherwise, never today's for an invoiced period.
 - Revenue: Agent-Earned plus the recurring and seat fees recognized over the window, plus one-time fees
@@ -29,8 +30,8 @@ from billing.models import BillingCycle, Subscription
 from billing.pricing.attribution import Claim, billing_claims
 from billing.pricing.engine import DaySpan, charge_of, fee_for_period, side_terms
 from billing.pricing.periods import cycle_containing, local_date, local_midnight
-from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, life_of, schedule_of, subscription_terms,
-                                   terms_timelines)
+from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, life_of, rules_at, schedule_of,
+                                   subscription_terms, terms_timelines)
 from billing.selectors.subscriptions import subscription_get
 from core.errors import Unprocessable
 from core.money import SUMS, ZERO
@@ -163,20 +164,42 @@ def _terms_at(timeline: TermsTimeline, moment: datetime) -> PlanTerms:
     return next((piece.terms for piece in pieces if piece.end is None or moment < piece.end), pieces[-1].terms)
 
 
-def _pricing_units(timeline: TermsTimeline, window: Window) -> list[tuple[datetime, datetime, PlanTerms]]:
-    """The parts of the window that usage is priced over as a whole: an invoice's period (its captured
-    terms), and elsewhere each billing period of the schedule (the current terms), clipped to the window.
+@dataclass(frozen=True)
+class PricingUnit:
+    """A stretch whose usage is priced as a whole (`whole_start`, `whole_end`: a billing period, or an invoice's
+    period), and the part of it the window holds (`start`, `end`)."""
+
+    start: datetime
+    end: datetime
+    terms: PlanTerms
+    whole_start: datetime
+    whole_end: datetime
+
+    @property
+    def is_cut(self) -> bool:
+        return (self.start, self.end) != (self.whole_start, self.whole_end)
+
+
+def _pricing_units(timeline: TermsTimeline, window: Window) -> list[PricingUnit]:
+    """The stretches that usage is priced over as a whole: an invoice's period (its captured terms), and
+    elsewhere each billing period of the schedule (the current terms), each with its part within the window.
     Tiers apply per billing period, as on the invoices."""
-    schedule, units = schedule_of(timeline.subscription), []
-    for piece in timeline.within(window.start, window.end):
-        if piece.invoice_id is not None:
-            units.append((piece.start, piece.end, piece.terms))
+    subscription, units = timeline.subscription, []
+    for piece in timeline.pieces:
+        if piece.start >= window.end or (piece.end is not None and piece.end <= window.start):
             continue
-        moment = piece.start
-        while moment < piece.end:
-            cycle_end = min(cycle_containing(schedule, moment)[1], piece.end)
-            units.append((moment, cycle_end, piece.terms))
-            moment = cycle_end
+        if piece.invoice_id is not None:
+            units.append(PricingUnit(max(piece.start, window.start), min(piece.end, window.end), piece.terms,
+                                     piece.start, piece.end))
+            continue
+        moment = max(piece.start, window.start)
+        while moment < window.end and (piece.end is None or moment < piece.end):
+            cycle_start, cycle_end = cycle_containing(schedule_of(subscription, at=moment), moment)
+            whole_start = max(cycle_start, piece.start)
+            whole_end = cycle_end if piece.end is None else min(cycle_end, piece.end)
+            units.append(PricingUnit(max(whole_start, window.start), min(whole_end, window.end), piece.terms,
+                                     whole_start, whole_end))
+            moment = whole_end
     return units
 
 
@@ -194,25 +217,37 @@ def _fee_shares(timeline: TermsTimeline, span: Window) -> list[tuple[PlanTerms, 
     return shares
 
 
-def _unit_key(subscription_id, index: int, signal_id) -> tuple:
-    return subscription_id, index, signal_id
+def _unit_key(subscription_id, index: int, signal_id, *, whole: bool = False) -> tuple:
+    return subscription_id, index, signal_id, whole
 
 
-def _billing_segments(timeline: TermsTimeline, claims: list[Claim], window: Window) -> tuple[list, list]:
-    """The units, and what the subscription bills of the ledger in the window, one entry per claim and pricing
-    unit, keyed by both (`signal_quantities`' entries).
+def _billing_segments(timeline: TermsTimeline, claims: list[Claim], window: Window) -> tuple[list, list, list]:
+    """The units, what the subscription bills of the ledger in the window, one entry per claim and pricing
+    unit, keyed by both (`signal_quantities`' entries), and the same over the whole of each unit the window cuts
+    (at most the first and the last), whose total its part is priced against.
 
     The units follow each other in time, and so do the claims of one agent and signal (each event is claimed
     once: they never overlap), so each unit is compared with the claims of each signal from where the unit before
     it left off, not with all of them: a subscription with thousands of invoiced periods has as many claims and
     units, and comparing every pair cost their product."""
-    units, segments = _pricing_units(timeline, window), []
+    units, segments, whole_segments = _pricing_units(timeline, window), [], []
     by_signal: dict[tuple, list[Claim]] = {}
     for claim in claims:  # sorted by start
         by_signal.setdefault((claim.agent_id, claim.signal_id), []).append(claim)
+    for index, unit in enumerate(units):
+        if not unit.is_cut:
+            continue
+        for (_, signal_id), signal_claims in by_signal.items():
+            if signal_id not in unit.terms.billed_signals:
+                continue
+            for claim in signal_claims:
+                piece = claim.clip(unit.whole_start, unit.whole_end)
+                if piece is not None:
+                    whole_segments.append((_unit_key(claim.subscription_id, index, signal_id, whole=True),
+                                           claim.customer_id, claim.agent_id, *piece, signal_id))
     next_of = dict.fromkeys(by_signal, 0)  # per signal, its first claim that may still meet a unit
-    for index, (start, end, terms) in enumerate(units):
-        billed = terms.billed_signals
+    for index, unit in enumerate(units):
+        start, end, billed = unit.start, unit.end, unit.terms.billed_signals
         for key, signal_claims in by_signal.items():
             first = next_of[key]
             while first < len(signal_claims) and signal_claims[first].end is not None \
@@ -229,7 +264,7 @@ def _billing_segments(timeline: TermsTimeline, claims: list[Claim], window: Wind
                 if piece is not None:
                     segments.append((_unit_key(claim.subscription_id, index, claim.signal_id), claim.customer_id,
                                      claim.agent_id, *piece, claim.signal_id))
-    return units, segments
+    return units, segments, whole_segments
 
 
 def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, window: Window,
@@ -241,16 +276,23 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
     def row(strategy: PricedStrategy) -> StrategyRevenue:
         return by_strategy.setdefault(strategy.id, StrategyRevenue(strategy))
 
-    schedule, side = schedule_of(subscription), subscription_terms(subscription)
-    for index, (start, _, terms) in enumerate(units):
+    side = subscription_terms(subscription)
+    for index, unit in enumerate(units):
         # A period a plan change splits prices a credit pool at this side's share (units and price), as billed.
-        period = DaySpan.from_instants(*cycle_containing(schedule, start), subscription.timezone)
-        for strategy in terms.strategies:
+        rules = rules_at(subscription, unit.start)
+        period = DaySpan.from_instants(*cycle_containing(schedule_of(subscription, at=unit.start), unit.start),
+                                       rules.timezone)
+        for strategy in unit.terms.strategies:
             if not strategy.is_usage:
                 continue
             charge = charge_of(strategy.charge_type)
             quantity = quantities.get(_unit_key(subscription.pk, index, strategy.signal_id), ZERO)
-            earned = charge.earned(quantity, side_terms(strategy.terms, subscription=side, period=period))
+            terms = side_terms(strategy.terms, subscription=side, period=period)
+            if unit.is_cut:  # its part of what the whole period earns, so that windows add up to periods
+                whole = quantities.get(_unit_key(subscription.pk, index, strategy.signal_id, whole=True), ZERO)
+                earned = charge.earned_within(quantity, terms, period_quantity=whole)
+            else:
+                earned = charge.earned(quantity, terms)
             _add(figures, charge.figure, earned)
             line = row(strategy)
             line.quantity = SUMS.add(line.quantity or ZERO, quantity)
@@ -341,11 +383,17 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
                             segments=[segment for s in subscriptions for segment in segments[s.id]])["cost"]
     costs = {row.key[0]: row for row in cost_rows}
     # Usage: the events each subscription bills, per pricing unit and signal.
-    units, billing_segments = {}, []
+    units, billing_segments, whole_segments = {}, [], []
     for s in subscriptions:
-        units[s.pk], pieces = _billing_segments(timelines[s.pk], claims.get(s.pk, []), window)
+        units[s.pk], pieces, whole_pieces = _billing_segments(timelines[s.pk], claims.get(s.pk, []), window)
         billing_segments.extend(pieces)
+        whole_segments.extend(whole_pieces)
     quantities = signal_quantities(book=book, window=window, scope=Scope(external_only=True), billed=billing_segments)
+    if whole_segments:  # the periods the window cuts, read whole
+        around = Window(min(segment[3] for segment in whole_segments),
+                        max(segment[4] or window.end for segment in whole_segments))
+        quantities.update(signal_quantities(book=book, window=around, scope=Scope(external_only=True),
+                                            billed=whole_segments))
     metrics, by_strategy = RevenueMetrics(window=window), {}
     for s in subscriptions:
         row = SubscriptionRevenue(subscription=s)

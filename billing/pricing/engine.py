@@ -291,6 +291,17 @@ def agent_earned(quantity: Decimal, terms: StrategyTerms) -> Decimal:
         return PRICING_MODELS[terms.pricing_model](quantity, terms)
 
 
+def agent_earned_within(quantity: Decimal, terms: StrategyTerms, *, period_quantity: Decimal) -> Decimal:
+    """Agent-Earned of the `quantity` a window holds of a billing period it cuts, whose total is
+    `period_quantity`: the period's earnings shared by quantity. Tiers and a credit pool's price apply per period,
+    as on the invoices; pricing each part on its own would earn a pool's price once for every window that meets
+    the period, and months would not add up to the periods they hold."""
+    if quantity == 0:
+        return ZERO
+    with localcontext(QUANTITY_ARITHMETIC):
+        return agent_earned(period_quantity, terms) * quantity / period_quantity
+
+
 def fee_for_period(fee: Decimal, *, frequency: str, billing_cycle: str, period_days: int) -> Decimal:
     """A fee stated per `frequency` (monthly, yearly) for one whole period of the billing cycle: a yearly fee
     is a twelfth on a monthly cycle, a monthly one x12 on a yearly cycle, and a custom cycle pays by the day
@@ -356,6 +367,11 @@ class Charge:
         """Agent-Earned of `quantity` over a window; None: the charge does not follow usage."""
         return None
 
+    def earned_within(self, quantity: Decimal, terms: StrategyTerms, *, period_quantity: Decimal) -> Decimal | None:
+        """Agent-Earned of the `quantity` a window holds of a billing period the window cuts, whose total is
+        `period_quantity`; None: the charge does not follow usage."""
+        return None
+
     def monthly(self, terms: StrategyTerms, *, seats: Decimal, run_rate_quantity: Decimal | None,
                 committed: bool) -> Decimal:
         """The strategy's monthly figure: what it bills a month at the current terms, with usage at
@@ -387,6 +403,9 @@ class UsageCharge(Charge):
 
     def earned(self, quantity, terms):
         return agent_earned(quantity, terms)
+
+    def earned_within(self, quantity, terms, *, period_quantity):
+        return agent_earned_within(quantity, terms, period_quantity=period_quantity)
 
     def monthly(self, terms, *, seats, run_rate_quantity, committed):
         if committed:

@@ -277,8 +277,9 @@ def test_billing_segments_pair_each_unit_with_exactly_the_claims_it_meets(monkey
         subscription, customer = uuid.uuid4(), uuid.uuid4()
         signals = [(uuid.uuid4(), uuid.uuid4()) for _ in range(3)]
         cuts = sorted(generator.sample(range(1, 200), 12))
-        units = [(start + timedelta(days=lo), start + timedelta(days=hi),
-                  SimpleNamespace(billed_signals={signal for _, signal in generator.sample(signals, 2)}))
+        units = [revenue.PricingUnit(start + timedelta(days=lo), start + timedelta(days=hi),
+                                     SimpleNamespace(billed_signals={signal for _, signal in generator.sample(signals, 2)}),
+                                     start + timedelta(days=lo), start + timedelta(days=hi))
                  for lo, hi in zip([0, *cuts], cuts)]
         claims = []
         for agent, signal in signals:  # one signal's claims never overlap
@@ -288,8 +289,40 @@ def test_billing_segments_pair_each_unit_with_exactly_the_claims_it_meets(monkey
                                     None if hi == days[-1] and generator.random() < 0.5 else start + timedelta(days=hi)))
         claims.sort(key=lambda claim: claim.start)
         monkeypatch.setattr(revenue, "_pricing_units", lambda timeline, window, units=units: units)
-        expected = {((subscription, index, claim.signal_id), customer, claim.agent_id, *piece, claim.signal_id)
-                    for index, (lo, hi, terms) in enumerate(units) for claim in claims
-                    if claim.signal_id in terms.billed_signals and (piece := claim.clip(lo, hi)) is not None}
-        _, segments = revenue._billing_segments(None, claims, None)
+        expected = {((subscription, index, claim.signal_id, False), customer, claim.agent_id, *piece, claim.signal_id)
+                    for index, unit in enumerate(units) for claim in claims
+                    if claim.signal_id in unit.terms.billed_signals
+                    and (piece := claim.clip(unit.start, unit.end)) is not None}
+        _, segments, whole_segments = revenue._billing_segments(None, claims, None)
         assert len(segments) == len(expected) and set(segments) == expected
+        assert whole_segments == []  # no unit is cut by the window
+
+
+def test_months_that_cut_a_credit_pools_periods_add_up_to_the_periods(api, book, models, frozen_now):
+    """A pool of 100 units for 300.00, 1.00 beyond, billing day 3. Each period earns what its invoice bills
+    (`[Mar 3, Apr 3)`: 120 units, 300 + 20 = 320.00; `[Apr 3, May 3)`: 40 units, 300.00), and a window holding part
+    of a period earns that share of it by quantity. Pricing each part on its own earned the pool's price once for
+    every month that met the period: 300 + 600 + 300 over the three months against 620.00 billed."""
+    customer = CustomerFactory(book=book, name="Stark", external_id="stark")
+    agent = AgentFactory(book=book, name="Transcriber", agent_code="transcriber")
+    minutes = SignalFactory(book=book, agent=agent, name="minutes")
+    plan = create_plan(api, str(agent.id), name="Pool")
+    create_strategies(api, plan["id"], [
+        {"name": "minute pool", "agentId": str(agent.id), "chargeType": "usage", "signalId": str(minutes.id),
+         "pricingModel": "credit_pool", "tiers": [{"lower": 0, "upper": 100, "rate": 300},
+                                                  {"lower": 100, "upper": None, "rate": 1}]}])
+    subscription = ok(api.post("/v1/subscriptions", {
+        "name": "Pool", "planId": plan["id"], "agentId": str(agent.id), "customerId": str(customer.id),
+        "startDate": "2025-03-03T00:00:00Z", "billingDay": 3}), 201)
+    record(api, *(rec("stark", "transcriber", "minutes", when, quantity=quantity) for when, quantity in [
+        ("2025-03-10T10:00:00Z", 60), ("2025-04-01T10:00:00Z", 60), ("2025-04-20T10:00:00Z", 30),
+        ("2025-05-02T10:00:00Z", 10)]))
+    path = f"/v1/subscriptions/{subscription['id']}/revenue"
+
+    def earned(start, end):
+        return money(get(api, path, startDate=start, endDate=end)["agentEarned"])
+
+    march, april, may = (earned("2025-03-01", "2025-03-31"), earned("2025-04-01", "2025-04-30"),
+                         earned("2025-05-01", "2025-05-31"))
+    assert (march, april, may) == (D(160), D(160) + D(225), D(75))  # 320 x 60/120; + 300 x 30/40; 300 x 10/40
+    assert march + april + may == earned("2025-03-01", "2025-05-31") == D(620)
