@@ -224,7 +224,8 @@ def _unit_key(subscription_id, index: int, signal_id, *, whole: bool = False) ->
 def _billing_segments(timeline: TermsTimeline, claims: list[Claim], window: Window) -> tuple[list, list, list]:
     """The units, what the subscription bills of the ledger in the window, one entry per claim and pricing
     unit, keyed by both (`signal_quantities`' entries), and the same over the whole of each unit the window cuts
-    (at most the first and the last), whose total its part is priced against.
+    (at most the first and the last) for the signals whose pricing earns per period (tiers, a pool's price):
+    the total the part is priced against.
 
     The units follow each other in time, and so do the claims of one agent and signal (each event is claimed
     once: they never overlap), so each unit is compared with the claims of each signal from where the unit before
@@ -237,8 +238,10 @@ def _billing_segments(timeline: TermsTimeline, claims: list[Claim], window: Wind
     for index, unit in enumerate(units):
         if not unit.is_cut:
             continue
+        per_period = {strategy.signal_id for strategy in unit.terms.strategies
+                      if strategy.is_usage and charge_of(strategy.charge_type).earns_per_period(strategy.terms)}
         for (_, signal_id), signal_claims in by_signal.items():
-            if signal_id not in unit.terms.billed_signals:
+            if signal_id not in per_period:
                 continue
             for claim in signal_claims:
                 piece = claim.clip(unit.whole_start, unit.whole_end)
@@ -288,7 +291,7 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
             charge = charge_of(strategy.charge_type)
             quantity = quantities.get(_unit_key(subscription.pk, index, strategy.signal_id), ZERO)
             terms = side_terms(strategy.terms, subscription=side, period=period)
-            if unit.is_cut:  # its part of what the whole period earns, so that windows add up to periods
+            if unit.is_cut and charge.earns_per_period(terms):  # its part of the whole, so windows add up
                 whole = quantities.get(_unit_key(subscription.pk, index, strategy.signal_id, whole=True), ZERO)
                 earned = charge.earned_within(quantity, terms, period_quantity=whole)
             else:

@@ -372,6 +372,11 @@ class Charge:
         `period_quantity`; None: the charge does not follow usage."""
         return None
 
+    def earns_per_period(self, terms: StrategyTerms) -> bool:
+        """Whether a part of a billing period earns other than it would priced alone (tiers, a pool's price):
+        then `earned_within` needs the whole period's quantity."""
+        return False
+
     def monthly(self, terms: StrategyTerms, *, seats: Decimal, run_rate_quantity: Decimal | None,
                 committed: bool) -> Decimal:
         """The strategy's monthly figure: what it bills a month at the current terms, with usage at
@@ -406,6 +411,9 @@ class UsageCharge(Charge):
 
     def earned_within(self, quantity, terms, *, period_quantity):
         return agent_earned_within(quantity, terms, period_quantity=period_quantity)
+
+    def earns_per_period(self, terms):
+        return terms.pricing_model != "flat"  # flat: any part earns its rate, its share of the whole as much
 
     def monthly(self, terms, *, seats, run_rate_quantity, committed):
         if committed:
