@@ -246,17 +246,16 @@ def _rules_change_from_next_period(subscription: Subscription) -> None:
     subscription.period_rules_since = until
 
 
-def _change_schedule(subscription: Subscription, changes: dict) -> tuple[bool, datetime | None]:
+def _change_schedule(subscription: Subscription, changes: dict) -> None:
     """endDate, isForever, billingDay, timezone. Values equal to the stored ones are no change (a client may
-    send the whole record back); an ended subscription's dates are final. Returns whether the end moved, and the
-    end before."""
+    send the whole record back); an ended subscription's dates are final."""
     timezone = changes.get("timezone", subscription.timezone)
     wanted = {field: changes[field] for field in ("is_forever", "billing_day", "timezone") if field in changes}
     if "end_date" in changes:
         wanted["end_date"] = _local_instant(changes["end_date"], timezone)
     wanted = {field: value for field, value in wanted.items() if getattr(subscription, field) != value}
     if not wanted:
-        return False, None
+        return
     if subscription.status == Status.ENDED:
         raise Unprocessable(["The subscription has ended; its dates no longer change."])
     if {"end_date", "is_forever"} & set(wanted):
@@ -274,7 +273,6 @@ def _change_schedule(subscription: Subscription, changes: dict) -> tuple[bool, d
     if errors:
         raise Unprocessable(errors)
     _fit_period_to_end(subscription, previous_end)
-    return end != previous_end, previous_end
 
 
 @transaction.atomic
@@ -304,11 +302,12 @@ def subscription_update(*, book, subscription_id, now: datetime, actor: str, **c
             raise Unprocessable(["planId: The plan is inactive; activate it or choose another plan."])
         subscription.plan, subscription.agent = plan, agent
         names["plan"][1], names["agent"][1] = plan.name, agent.name
-    end_moved, previous_end = False, None
+    previous_end = effective_end(subscription)
     if any(field in changes for field in SCHEDULE_FIELDS):
-        end_moved, previous_end = _change_schedule(subscription, changes)
+        _change_schedule(subscription, changes)
     if "status" in changes and changes["status"] != subscription.status:
         _change_status(subscription, changes["status"], now=now)
+    end_moved = effective_end(subscription) != previous_end  # a new endDate, or `ended` ending it now
     for field in PLAIN_FIELDS:
         if field in changes:
             setattr(subscription, field, changes[field])

@@ -91,6 +91,21 @@ def test_an_earlier_end_date_cuts_the_draft_and_prorates_its_fee(acme):
         "draft", "2025-06-16T00:00:00Z", [(5, 5.0)], 20.0)
 
 
+def test_ending_the_subscription_now_cuts_the_draft_as_an_end_date_does(acme):
+    """`status: ended` ends an active subscription now (2025-06-10T12:00Z): its draft's period ends there too, as
+    the amounts already did; it kept June 30 as its end, a period billing days it no longer covered."""
+    plan, _ = acme.plan(("tickets", "1"), fee("30"))
+    subscription = acme.subscribe(plan, "2025-05-01T00:00:00Z")
+    acme.record(("tickets", 5, "2025-06-03T10:00:00Z"), ("tickets", 7, "2025-06-20T10:00:00Z"))
+    draft = acme.generate(subscription, JUNE)
+
+    ok(acme.api.patch(f"/v1/subscriptions/{subscription['id']}", {"status": "ended"}))
+    cut = ok(acme.api.get(f"/v1/invoices/{draft['id']}"))
+    # [June 1, June 10 12:00): 5 tickets; the fee for 10 of 30 days (the end's day is covered): 10.00
+    assert (cut["status"], cut["periodEnd"], usage_lines(cut), cut["total"]) == (
+        "draft", "2025-06-10T12:00:00Z", [(5, 5.0)], 15.0)
+
+
 def test_a_withdrawn_plan_change_gives_the_draft_its_days_back_with_their_usage(acme):
     plan, _ = acme.plan(("tickets", "1"), fee("30"))
     other, _ = acme.plan(("tickets", "2"))
