@@ -58,21 +58,34 @@ def url_problems(url: str, *, livemode: bool) -> list[str]:
         # Always the loopback interface (RFC 6761): refused now, as 127.0.0.1 is, not at every attempt.
         return [f"{parts.hostname} is this machine (a loopback name); webhook endpoints must be public "
                 "(WEBHOOKS_ALLOW_PRIVATE_URLS=1 allows such targets in development)."]
-    try:
-        address = ipaddress.ip_address(parts.hostname)
-    except ValueError:
+    address = _written_address(parts.hostname)
+    if address is None:
         return []
     problem = address_problem(address)
     return [problem] if problem else []
+
+
+def _written_address(hostname: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address a host written as one stands for, None for a name. The resolver also takes IPv4's older
+    spellings (`127.1`, `2130706433`, `0x7f000001`, `017700000001`), so they are read as it reads them."""
+    try:
+        return ipaddress.ip_address(hostname.strip("[]"))
+    except ValueError:
+        pass
+    if hostname and all(character in "0123456789abcdefx." for character in hostname.lower()):
+        try:
+            return ipaddress.IPv4Address(socket.inet_aton(hostname))
+        except OSError:
+            return None
+    return None
 
 
 def _private(hostname: str) -> bool:
     """A loopback name, or an address written in the URL that is not public."""
     if hostname == "localhost" or hostname.endswith(".localhost"):
         return True
-    try:
-        address = ipaddress.ip_address(hostname.strip("[]"))
-    except ValueError:
+    address = _written_address(hostname)
+    if address is None:
         return False
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped

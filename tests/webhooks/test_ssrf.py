@@ -24,6 +24,9 @@ def quiet_receiver(settings):
     ("127.0.0.1", "loopback"), ("10.1.2.3", "private"), ("192.168.0.10", "private"), ("172.16.5.4", "private"),
     ("169.254.169.254", "link-local"), ("[::1]", "loopback"), ("[fe80::1]", "link-local"), ("0.0.0.0", "unspecified"),
     ("[::ffff:127.0.0.1]", "loopback"), ("100.64.0.1", "not a public"),
+    # IPv4's older spellings, which the resolver reads as the addresses they stand for
+    ("127.1", "loopback"), ("2130706433", "loopback"), ("0x7f000001", "loopback"), ("017700000001", "loopback"),
+    ("10.1", "private"),
 ])
 def test_an_address_that_is_not_public_is_refused_at_create(api, settings, host, kind):
     settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
