@@ -90,8 +90,9 @@ def _insert_sql() -> str:
     prices in force), the prices the batch was priced at, the rows' JSON document, the book (for the keys), the
     `STAMPED_COLUMNS`, the number of rows, the settle window's start and end. It answers (NULL when it stored
     every row, the usual case, else the ids it stored; whether any row dated in the settle window landed in the
-    default partition; the generations in force, accounts/book_generations.py). It stores nothing when other
-    prices are in force."""
+    default partition; the generations in force, accounts/book_generations.py; the transaction's id, which a
+    commit whose answer is lost is asked about by, core/postgresql). It stores nothing when other prices are in
+    force."""
     values = ", ".join(f"{_sent_value(column, position)} AS {column}" for position, column in enumerate(SENT_COLUMNS))
     sent = ", ".join(SENT_COLUMNS)
     return (
@@ -113,7 +114,7 @@ def _insert_sql() -> str:
         f"SELECT id, book_id, usage_date FROM stored) "
         f"SELECT CASE WHEN count(*) = %s THEN NULL ELSE coalesce(array_agg(id), '{{}}') END, "
         f"coalesce(bool_or(tableoid = '{DEFAULT}'::regclass AND usage_date >= %s AND usage_date < %s), false), "
-        f"(SELECT in_force FROM prices) FROM stored"
+        f"(SELECT in_force FROM prices), pg_current_xact_id()::text FROM stored"
     )
 
 
@@ -140,7 +141,7 @@ def _insert(book_id, rows: list[dict], stamp: dict, now, generation: Generation)
     with prepared_cursor() as cursor:  # the document travels as a parameter, not quoted into the text
         cursor.execute(_insert_sql(), [book_id, generation.prices, _document(rows), book_id, *stamp.values(),
                                        len(rows), *settle_window(now)])
-        stored_ids, in_default, in_force = cursor.fetchone()
+        stored_ids, in_default, in_force, connection.transaction_id_known = cursor.fetchone()
     if in_force[2:] != generation.prices:
         raise PricesMoved(Generation(*in_force))
     if in_default:  # a month of the settle window without its partition yet: one once this batch is committed

@@ -5,8 +5,8 @@ commit may have happened and only its answer been lost. Django raises, the reque
 sends it again stores it twice: a second refund, a second strategy billing its fee twice, a second webhook
 endpoint. The contract: a request whose writes committed never answers 5xx.
 
-So before each commit the transaction's id is read (one round trip, and only for a transaction that wrote: one
-that did not has nothing to lose), and when the commit fails with the connection gone, PostgreSQL is asked on a
+So before each commit the transaction's id is read (one round trip unless a statement of the transaction read
+it already; None for a transaction that wrote nothing, which has nothing to lose), and when the commit fails with the connection gone, PostgreSQL is asked on a
 new connection what became of that transaction (`pg_xact_status`: committed, aborted, or still in progress, in
 which case it is asked again). A committed one goes on as if the commit had answered: the request keeps its new
 connection and its on-commit work runs. Anything else raises as before: a connection that survived its failure
@@ -24,8 +24,20 @@ COMMIT_PROBE_SECONDS = 5
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    # The id of the transaction in progress, where a statement of it already read it (`pg_current_xact_id()`, as
+    # the usage ledger's insert does): the commit then needs no round trip of its own to know it.
+    transaction_id_known: str | None = None
+
+    def connect(self):
+        self.transaction_id_known = None
+        super().connect()
+
+    def rollback(self):
+        self.transaction_id_known = None
+        super().rollback()
+
     def commit(self):
-        xid = self._transaction_id()
+        xid, self.transaction_id_known = self.transaction_id_known or self._transaction_id(), None
         try:
             super().commit()
         except (OperationalError, InterfaceError):

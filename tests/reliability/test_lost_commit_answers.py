@@ -140,3 +140,22 @@ def test_a_refused_commit_is_not_asked_about(book, monkeypatch):
     monkeypatch.undo()
     assert asked == []
     assert not Customer.objects.filter(external_id="acme").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_usage_batch_knows_its_transaction_without_a_round_trip_of_its_own(api, monkeypatch):
+    """The hot path: the ledger's insert reads the transaction's id, so the batch's commit asks nothing more (the
+    work after it, inline here, commits transactions of its own)."""
+    import traceback
+
+    from tests.factories import ServiceEntryFactory
+    wrapper = connections["default"]
+    real, asked_by = wrapper._transaction_id, []
+    monkeypatch.setattr(wrapper, "_transaction_id",
+                        lambda: asked_by.append({frame.name for frame in traceback.extract_stack()}) or real())
+    ServiceEntryFactory(canonical_name="known-llm", provider="acme")
+    records = [{"customerExternalId": "acme", "agentCode": "bot", "signalName": "calls", "model": "known-llm",
+                "modelProvider": "acme", "inputTokens": 10, "outputTokens": 5}]
+    assert api.post("/v1/usage/record", {"records": records}).status_code == 200
+    assert asked_by and not any("_store" in frames for frames in asked_by)  # others asked; the batch did not
+    assert wrapper.transaction_id_known is None
