@@ -4,24 +4,29 @@ Strategies and subscriptions are read-only here: their rules (checks as a whole,
 the API's services. Plans' names and agent links are edited here. The subscription actions generate invoices, top
 up credits and pause pool alerts through the same services as the API.
 """
-from datetime import datetime
+import re
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.contrib.admin.utils import unquote
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.contrib import messages
 from django.db.models import Count
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html, format_html_join
+from django.utils.html import format_html, format_html_join, strip_tags
+from django.utils.safestring import mark_safe
 
 from billing.admin_invoices import InvoiceInline, ReadOnlyInline
-from billing.models import (ChargeType, CreditGrant, CreditPoolAlert, PlanAgent, PricingPlan, PricingStrategy,
-                            Subscription, SubscriptionChange)
+from billing.invoice_documents import period_label
+from billing.models import (ChargeType, CreditGrant, CreditPoolAlert, Invoice, PlanAgent, PricingPlan,
+                            PricingStrategy, Subscription, SubscriptionChange)
+from billing.pricing.periods import period_containing
+from billing.pricing.terms import schedule_of
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
 from billing.selectors.invoices import customer_amounts_owed, usage_recorded_since_issued
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
@@ -143,7 +148,78 @@ class PricingStrategyAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
 # The changelog's fields that name a row of the book, and the model it is a row of.
 CHANGELOG_ROWS = {"planId": PricingPlan, "agentId": Agent, "customerId": Customer, "signalId": Signal,
-                  "strategyId": PricingStrategy, "subscriptionId": Subscription}
+                  "strategyId": PricingStrategy, "subscriptionId": Subscription,
+                  "nextSubscriptionId": Subscription, "previousSubscriptionId": Subscription}
+
+# What a changelog summary writes for the API (`json_value`): a subscription's id (a plan change names the other
+# side) and instants in ISO 8601.
+SUMMARY_VALUES = re.compile(r"(?P<id>\b[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}\b)"
+                            r"|(?P<instant>\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2}))")
+
+
+def summary_subscriptions(changes) -> dict:
+    """The subscriptions that the changes' summaries name by id, read once per book: id (as text) -> subscription."""
+    ids_by_book: dict = {}
+    for change in changes:
+        for match in SUMMARY_VALUES.finditer(change.summary):
+            if match["id"]:
+                ids_by_book.setdefault(change.book_id, set()).add(match["id"])
+    return {str(subscription.pk): subscription for book_id, ids in ids_by_book.items()
+            for subscription in owned(Subscription, book_id).filter(pk__in=ids)}
+
+
+def readable_summary(change: SubscriptionChange, subscriptions: dict) -> str:
+    """A changelog summary as finance reads it: a subscription it names by id by its name (a link to its page), an
+    instant as the console writes instants. The stored summary, which the API returns, keeps the ids
+    and ISO 8601 that clients read; an id the book no longer holds (a withdrawn change's successor is deleted)
+    stays as written."""
+    def readable_value(match) -> str:
+        if match["instant"]:
+            try:
+                return display.moment(datetime.fromisoformat(match["instant"]))
+            except ValueError:
+                return match["instant"]
+        subscription = subscriptions.get(match["id"])
+        if subscription is None:
+            return match["id"]
+        return format_html('<a href="{}">{}</a>', reverse("admin:billing_subscription_change",
+                                                           args=[subscription.pk]), subscription.name)
+
+    parts, position = [], 0
+    for match in SUMMARY_VALUES.finditer(change.summary):
+        parts += [change.summary[position:match.start()], readable_value(match)]
+        position = match.end()
+    parts.append(change.summary[position:])
+    return format_html_join("", "{}", ((part,) for part in parts))  # the text escaped, the links kept
+
+
+def readable_changelog(change: SubscriptionChange, names: dict) -> str:
+    """The console's way with a change's fields (`readable`), each value a row's name or an instant where it is one.
+    `names` keeps (model, id) -> the row's name for the calls of one request."""
+    def name(model, row_id: str) -> str:
+        key = (model, row_id)
+        if key not in names:
+            try:
+                row = owned(model, change.book_id).filter(pk=row_id).first()
+            except ValidationError:  # not an id (hand-made data): shown as it is
+                row = None
+            names[key] = str(row) if row is not None else row_id
+        return names[key]
+
+    def shown(field: str, value):
+        if not isinstance(value, str) or not value:
+            return value
+        if field in CHANGELOG_ROWS:
+            return name(CHANGELOG_ROWS[field], value)
+        if len(value) > 10 and value[4:5] == "-" and value[10:11] == "T":  # an instant as the API writes it
+            try:
+                return display.moment(datetime.fromisoformat(value.replace("Z", "+00:00")))
+            except ValueError:
+                return value
+        return value
+
+    return readable({field: {side: shown(field, values.get(side)) for side in ("before", "after")}
+                     if isinstance(values, dict) else values for field, values in change.changes.items()})
 
 
 class SubscriptionChangeInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
@@ -152,8 +228,8 @@ class SubscriptionChangeInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.Tabu
 
     model = SubscriptionChange
     extra = 0
-    fields = ["created_at", "kind", "summary", "readable_changes", "actor"]
-    readonly_fields = ["readable_changes"]
+    fields = ["created_at", "kind", "summary_text", "readable_changes", "actor"]
+    readonly_fields = ["summary_text", "readable_changes"]
     verbose_name_plural = "changelog"
     ordering = ["-created_at"]
 
@@ -161,33 +237,13 @@ class SubscriptionChangeInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.Tabu
         super().__init__(*args, **kwargs)
         self._names: dict = {}  # (model, id) -> the row's name; an inline is made for each request
 
+    @admin.display(description="Summary")
+    def summary_text(self, change: SubscriptionChange):
+        return readable_summary(change, summary_subscriptions([change]))
+
     @admin.display(description="Changes")
     def readable_changes(self, change: SubscriptionChange):
-        """The console's way with a change (`readable`), each value a row's name or an instant where it is one."""
-        return readable({field: {side: self._shown(change, field, values.get(side)) for side in ("before", "after")}
-                         if isinstance(values, dict) else values for field, values in change.changes.items()})
-
-    def _shown(self, change: SubscriptionChange, field: str, value):
-        if not isinstance(value, str) or not value:
-            return value
-        if field in CHANGELOG_ROWS:
-            return self._name(change.book_id, CHANGELOG_ROWS[field], value)
-        if len(value) > 10 and value[4:5] == "-" and value[10:11] == "T":  # an instant as the API writes it
-            try:
-                return display.moment(datetime.fromisoformat(value.replace("Z", "+00:00")))
-            except ValueError:
-                return value
-        return value
-
-    def _name(self, book_id, model, row_id: str) -> str:
-        key = (model, row_id)
-        if key not in self._names:
-            try:
-                row = owned(model, book_id).filter(pk=row_id).first()
-            except ValidationError:  # not an id (hand-made data): shown as it is
-                row = None
-            self._names[key] = str(row) if row is not None else row_id
-        return self._names[key]
+        return readable_changelog(change, self._names)
 
 
 @admin.display(description="Consumed units")
@@ -307,6 +363,99 @@ class ChangePlanForm(forms.Form):
             + f"|{getattr(data.get('plan'), 'pk', '')}"
 
 
+# Who may generate an invoice from the console: any member, as the API (InvoiceGenerateApi sets no write_roles, and
+# the list action "Generate invoices for the current period" asks the same).
+GENERATE_ROLES = None
+PERIODS_OFFERED = 36  # the most recent periods in the form's list; older ones are asked for by their days
+
+
+def begun_periods(subscription: Subscription, now: datetime) -> list[tuple[datetime, datetime]]:
+    """The subscription's billing periods that have begun by `now`, newest first (at most PERIODS_OFFERED), on the
+    calendar its invoices are billed on: each period under the billingDay and timezone in force for it
+    (`schedule_of(subscription, at=...)`, `rules_at`), starting where the one before ended, as the credit-pool
+    rollover walks them (billing/selectors/credit_pools.py)."""
+    periods, moment = [], subscription.start_date
+    while moment <= now:
+        period = period_containing(schedule_of(subscription, at=moment), moment, since=moment)
+        if period is None or period.end <= period.start:  # past the subscription's end
+            break
+        periods.append((period.start, period.end))
+        moment = period.end
+    return periods[::-1][:PERIODS_OFFERED]
+
+
+class GenerateInvoiceForm(forms.Form):
+    """One period of a subscription to invoice: one of its periods so far, or a first and last day (in the
+    subscription's time zone, the last day included, as the console writes periods)."""
+
+    period = forms.ChoiceField(required=False, label="Billing period")
+    first_day = forms.DateField(required=False, label="Or from (first day)", help_text="YYYY-MM-DD.")
+    last_day = forms.DateField(required=False, label="to (last day)")
+
+    def __init__(self, *args, subscription: Subscription, now: datetime, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.subscription = subscription
+        self.windows = {f"{start.isoformat()}/{end.isoformat()}": (start, end)
+                        for start, end in begun_periods(subscription, now)}
+        billed = {}  # period -> the invoices billing exactly it, so the list says which one a void left unbilled
+        for invoice in owned(Invoice, subscription.book_id).filter(subscription=subscription).order_by("created_at"):
+            billed.setdefault((invoice.period_start, invoice.period_end), []).append(
+                f"{invoice.invoice_number} ({invoice.get_status_display().lower()})")
+        choices = [("", "-")]
+        for value, (start, end) in self.windows.items():
+            timezone = schedule_of(subscription, at=start).timezone
+            current = " (current)" if start <= now < end else ""
+            invoices = ", ".join(billed.get((start, end), [])) or "not invoiced"
+            choices.append((value, f"{display.period(start, end, timezone)}{current}: {invoices}"))
+        self.fields["period"].choices = choices
+        self.fields["period"].help_text = ("The subscription's periods so far, newest first, with the invoices of "
+                                           "each.")
+        self.fields["last_day"].help_text = (f"Days in the subscription's time zone ({subscription.timezone}); the "
+                                             "last day is billed.")
+
+    def clean(self):
+        data = super().clean()
+        period, first, last = data.get("period"), data.get("first_day"), data.get("last_day")
+        if self.errors:
+            return data
+        if period and (first or last):
+            raise ValidationError("Choose a period or give its days, not both.")
+        if not period and not (first and last):
+            raise ValidationError("Choose a period, or give its first and last day." if not (first or last)
+                                  else "Give both the first and the last day.")
+        for name in ("first_day", "last_day"):
+            if data.get(name) is not None and not MIN_YEAR <= data[name].year <= MAX_YEAR:  # as the API's dates
+                self.add_error(name, YEAR_RANGE_MESSAGE)
+        return data
+
+    def window(self) -> tuple:
+        """The service's billingPeriodStart and billingPeriodEnd: the chosen period's instants, or the first day
+        and the day after the last (bare dates: the service places them at local midnight, as the API's)."""
+        if self.cleaned_data["period"]:
+            return self.windows[self.cleaned_data["period"]]
+        return self.cleaned_data["first_day"], self.cleaned_data["last_day"] + timedelta(days=1)
+
+
+def _generate_outcome(subscription: Subscription, invoice: Invoice, created: bool) -> tuple[str, int]:
+    """What one generate did, as the words after the invoice's number, and the message's level: a warning when a
+    final invoice already bills the period (nothing was generated), naming the usage it does not bill."""
+    what = "generated" if created else "re-priced" if invoice.status == "draft" else "already bills the period"
+    message = f"{what} for {subscription}: {invoice.status}, total {display.money(invoice.total, invoice.currency)}."
+    if created or invoice.status == "draft":
+        return message, messages.SUCCESS
+    # Nothing was generated: a final invoice keeps what was reviewed.
+    late = usage_recorded_since_issued(invoice)
+    if late:
+        message += (" Nothing was generated, and usage recorded for the period since it was issued is not on "
+                    "it (" + ", ".join(f"{display.unit(item.signal_name)}: billed "
+                                       f"{display.quantity(item.billed)}, recorded "
+                                       f"{display.quantity(item.recorded)}" for item in late)
+                    + "): void it and generate the period again to bill it.")
+    else:
+        message += " Nothing was generated."
+    return message, messages.WARNING
+
+
 @admin.register(Subscription)
 class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["name", "customer", "plan", "status", "billing_cycle", "current_period", "credit_pool_left"]
@@ -315,12 +464,12 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     search_fields = ["name", "customer__name", "customer__external_id", "plan__name", "agent__agent_code"]
     date_hierarchy = "start_date"
     list_select_related = ["customer", "plan", "agent", "book__organization"]
-    readonly_fields = ["current_period", "strategies", "credit_pool", "plan_history"]
+    readonly_fields = ["current_period", "invoice_for_period", "strategies", "credit_pool", "plan_history"]
     fieldsets = [
         (None, {"fields": ["name", "customer", "plan", "agent", "status", "book"]}),
         ("Billing", {"fields": ["billing_model", "billing_cycle", "custom_cycle_days", "billing_day", "timezone",
-                                "current_period", "start_date", "end_date", "is_forever", "net_terms", "seats_count",
-                                "prorated_amount", "invoice_memo"]}),
+                                "current_period", "invoice_for_period", "start_date", "end_date", "is_forever",
+                                "net_terms", "seats_count", "prorated_amount", "invoice_memo"]}),
         ("Pricing", {"fields": ["strategies", "credit_pool", "pool_alerts_paused", "plan_history"]}),
         ("Details", {"fields": ["subscription_details", "metadata", "id", "created_at", "updated_at"]}),
     ]
@@ -366,7 +515,48 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     def get_urls(self):
         change_plan = path("<path:object_id>/change-plan/", self.admin_site.admin_view(self.change_plan_view),
                            name="billing_subscription_change_plan")
-        return [change_plan, *super().get_urls()]
+        generate = path("<path:object_id>/generate-invoice/", self.admin_site.admin_view(self.generate_invoice_view),
+                        name="billing_subscription_generate_invoice")
+        return [change_plan, generate, *super().get_urls()]
+
+    @admin.display(description="invoice for a period")
+    def invoice_for_period(self, subscription):
+        """The way to invoice a chosen period (a past one whose invoice was voided, say): a page with a form."""
+        return format_html('<a class="button" href="{}">Generate an invoice for a period…</a>',
+                           reverse("admin:billing_subscription_generate_invoice", args=[subscription.pk]))
+
+    def generate_invoice_view(self, request, object_id):
+        """Generate the draft of one chosen period, as `POST /v1/invoices/generate` with billingPeriodStart and
+        billingPeriodEnd (`invoice_generate`); the service's refusals are the form's errors."""
+        subscription = self.get_object(request, unquote(object_id))
+        if subscription is None:  # missing or of an organization the operator does not see: as the change page
+            return self._get_obj_does_not_exist_redirect(request, self.model._meta, object_id)
+        if not may_act(request.user, organization_id_of(subscription), GENERATE_ROLES):
+            raise PermissionDenied("Only members of the subscription's organization generate its invoices.")
+        back = reverse("admin:billing_subscription_change", args=[subscription.pk])
+        now = clock.now()
+        # A void invoice's page links here with its period chosen (`?period=`); one not among the choices is none.
+        form = GenerateInvoiceForm(request.POST if request.method == "POST" else None, subscription=subscription,
+                                   now=now, initial={"period": request.GET.get("period", "")})
+        if form.is_bound and form.is_valid():
+            start, end = form.window()
+            try:
+                invoice, created = invoice_generate(book=subscription.book, now=now,
+                                                    customer_id=subscription.customer_id,
+                                                    subscription_id=subscription.pk, billing_period_start=start,
+                                                    billing_period_end=end)
+            except ApiError as problem:
+                form.add_error(None, error_text(problem))
+            else:
+                outcome, level = _generate_outcome(subscription, invoice, created)
+                self.log_change(request, subscription, f"{invoice} ({period_label(invoice)}) {outcome}")
+                self.message_user(request, format_html(
+                    '<a href="{}">{}</a> ({}) {}', reverse("admin:billing_invoice_change", args=[invoice.pk]),
+                    invoice, period_label(invoice), outcome), level)
+                return HttpResponseRedirect(back)
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "original": subscription,
+                   "title": f"Generate an invoice for a period of {subscription}", "form": form, "back": back}
+        return TemplateResponse(request, "admin/billing/subscription/generate_invoice.html", context)
 
     @admin.display(description="plan changes")
     def plan_history(self, subscription):
@@ -458,23 +648,9 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         def generate(subscription):
             invoice, created = invoice_generate(book=subscription.book, now=now, customer_id=subscription.customer_id,
                                                 subscription_id=subscription.pk)
-            what = "generated" if created else "re-priced" if invoice.status == "draft" else "already bills the period"
-            message = (f"{invoice} {what} for {subscription}: {invoice.status}, "
-                       f"total {display.money(invoice.total, invoice.currency)}.")
-            if created or invoice.status == "draft":
-                return message
-            # Nothing was generated: a final invoice keeps what was reviewed.
-            late = usage_recorded_since_issued(invoice)
-            if late:
-                message += (" Nothing was generated, and usage recorded for the period since it was issued is not on "
-                            "it (" + ", ".join(f"{display.unit(item.signal_name)}: billed "
-                                               f"{display.quantity(item.billed)}, recorded "
-                                               f"{display.quantity(item.recorded)}" for item in late)
-                            + "): void it and generate the period again to bill it.")
-            else:
-                message += " Nothing was generated."
-            return message, messages.WARNING
-        act_on_rows(self, request, queryset.order_by("name", "pk"), generate)
+            outcome, level = _generate_outcome(subscription, invoice, created)
+            return f"{invoice} {outcome}", level
+        act_on_rows(self, request, queryset.order_by("name", "pk"), generate, roles=GENERATE_ROLES)
 
     @admin.action(description="Top up credits…")
     def top_up_credits(self, request, queryset):
@@ -512,12 +688,52 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
 @admin.register(SubscriptionChange)
 class SubscriptionChangeAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
-    list_display = ["created_at", "subscription", "kind", "summary", "actor", "book"]
+    list_display = ["created_at", "subscription", "kind", "summary_text", "actor", "book"]
     list_filter = ["kind"]
     search_fields = ["summary", "actor", "subscription__name"]
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-id"]  # newest first, as every other console list (the API lists them in order)
     list_select_related = ["subscription", "book__organization"]
+    readonly_fields = ["summary_text", "readable_changes"]
+    READABLE = {"summary": "summary_text", "changes": "readable_changes"}  # the stored field -> as people read it
+
+    def get_fields(self, request, obj=None):
+        """The summary and the changes as people read them, where the stored ones would be."""
+        fields = [name for name in super().get_fields(request, obj) if name not in self.READABLE.values()]
+        # A field the console formats (the changes: JSON) comes as its display function, named as the field.
+        return [self.READABLE.get(getattr(name, "__name__", name), name) for name in fields]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The page's heading is the summary (the change's name) as people read it."""
+        change = self.get_object(request, unquote(object_id))
+        if change is not None:
+            heading = strip_tags(readable_summary(change, summary_subscriptions([change])))
+            extra_context = {**(extra_context or {}), "subtitle": mark_safe(heading)}  # escaped text, links gone
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def get_changelist_instance(self, request):
+        """The page, with the subscriptions its summaries name (one read per book on the page)."""
+        changelist = super().get_changelist_instance(request)
+        request.summary_subscriptions = summary_subscriptions(changelist.result_list)
+        return changelist
+
+    def get_list_display(self, request):
+        """`summary_text` reads the subscriptions that `get_changelist_instance` read for this request's page."""
+        def summary_text(change):
+            return readable_summary(change, getattr(request, "summary_subscriptions", {}))
+        summary_text.short_description = "Summary"
+        summary_text.admin_order_field = "summary"
+        summary_text.csv_value = lambda change: change.summary  # text as stored, as the API returns it
+        return [summary_text if name == "summary_text" else name for name in super().get_list_display(request)]
+
+    @admin.display(description="Summary")
+    def summary_text(self, change: SubscriptionChange):
+        """On the change's page: its summary as people read it."""
+        return readable_summary(change, summary_subscriptions([change]))
+
+    @admin.display(description="Changes")
+    def readable_changes(self, change: SubscriptionChange):
+        return readable_changelog(change, {})
 
 
 @admin.register(CreditGrant)

@@ -8,7 +8,8 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
-from billing.invoice_documents import Seller, customer_contact_lines, line_note, period_days, period_label, unit_price
+from billing.invoice_documents import (Seller, customer_contact_lines, line_note, period_days, period_label,
+                                       received_and_refunded, unit_price)
 from billing.models import PAYABLE, ChargeType, Invoice, InvoiceLine, InvoiceStatus, Payment
 from billing.pricing.lines import claims_counted_by, claims_of_document
 from billing.selectors.invoices import usage_recorded_since_issued
@@ -85,12 +86,15 @@ class InvoicePage:
     amount_due: str
     overpaid: str | None
     usage_since_issued: list[str] = field(default_factory=list)  # usage of the period the invoice does not bill
+    # A void invoice's period billed again: the subscription's page that generates an invoice for a chosen period,
+    # with this period chosen. Else empty.
+    generate_again_url: str = ""
     # A draft whose billing period has not ended: sending it now bills the usage recorded so far, and what comes after
     # is on no invoice (contract: "Invoices keep what was reviewed"). The day the period ends, else empty.
     period_ends: str = ""
 
 
-def _totals(invoice: Invoice) -> list[tuple[str, str, bool]]:
+def _totals(invoice: Invoice, payments: list[Payment]) -> list[tuple[str, str, bool]]:
     money = lambda amount: display.money(amount, invoice.currency)  # noqa: E731
     rows = [("Subtotal", money(invoice.subtotal), False)]
     if invoice.discount:
@@ -100,6 +104,11 @@ def _totals(invoice: Invoice) -> list[tuple[str, str, bool]]:
     if invoice.tax:
         rows.append((f"Tax ({display.percent(invoice.tax_percent)})", money(invoice.tax), False))
     rows.append(("Total", money(invoice.total), True))
+    received, refunded = received_and_refunded(payments)
+    if refunded:
+        # A refund leaves the net below what came in: show what came in and what went back, so that the net (and
+        # an amount due of nothing on a paid invoice) reads as their difference, as the PDF shows it.
+        rows += [("Payments received", money(received), False), ("Refunded", money(refunded), False)]
     # What was paid is a positive amount (as a payment provider's invoice shows it); "Amount due" below is the
     # difference. A minus sign here read as a refund.
     rows.append(("Amount paid (net of refunds)", money(invoice.amount_paid), False))
@@ -143,7 +152,7 @@ def invoice_page(invoice: Invoice, user) -> InvoicePage:
     money_role = may_act(user, invoice.book.organization_id, MONEY_ROLES)
     return InvoicePage(
         invoice=invoice, seller=Seller.of(invoice.book.organization), customer_lines=customer_contact_lines(invoice.customer),
-        period=period_label(invoice), facts=facts, lines=lines, totals=_totals(invoice),
+        period=period_label(invoice), facts=facts, lines=lines, totals=_totals(invoice, payments),
         payments=_payments(payments, currency),
         may_send=invoice.status in SENDABLE,
         may_void=money_role and invoice.status in SENDABLE and invoice.amount_paid == 0,
@@ -152,6 +161,10 @@ def invoice_page(invoice: Invoice, user) -> InvoicePage:
         amount_due=(display.EMPTY if invoice.status == InvoiceStatus.VOID
                     else display.money(invoice.amount_due, currency)),
         overpaid=display.money(invoice.amount_overpaid, currency) if invoice.amount_overpaid > 0 else None,
+        generate_again_url=(reverse("admin:billing_subscription_generate_invoice", args=[invoice.subscription_id])
+                            + "?" + urlencode({"period": f"{invoice.period_start.isoformat()}/"
+                                                         f"{invoice.period_end.isoformat()}"})
+                            if invoice.status == InvoiceStatus.VOID else ""),
         period_ends=(period_days(invoice)[1]
                      if invoice.status == InvoiceStatus.DRAFT and invoice.period_end > clock.now() else ""),
         usage_since_issued=[f"{display.quantity(late.recorded - late.billed)} {display.unit(late.signal_name)} (billed "

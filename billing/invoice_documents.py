@@ -118,6 +118,15 @@ def parties_document(invoice: Invoice) -> dict:
             "billTo": bill_to_lines(invoice.customer)}
 
 
+def received_and_refunded(payments) -> tuple[Decimal, Decimal]:
+    """What the invoice's payments brought in and what their refunds gave back (the Refund rows the API lists
+    under each payment; pass payments with their refunds prefetched). Received minus refunded is the invoice's net
+    collected, `Invoice.amount_paid`: the totals show all three so that they visibly add up."""
+    received = sum((payment.amount for payment in payments), ZERO)
+    refunded = sum((refund.amount for payment in payments for refund in payment.refunds.all()), ZERO)
+    return received, refunded
+
+
 @dataclass(frozen=True)
 class InvoiceView:
     """Everything a rendering shows, read once from the invoice and its rows."""
@@ -142,7 +151,8 @@ class InvoiceView:
             bill_to = invoice.parties["billTo"]
         token = live_pay_token(invoice) if invoice.status not in (InvoiceStatus.PAID, InvoiceStatus.VOID,
                                                                    InvoiceStatus.REFUNDED) else None
-        return cls(invoice, seller.name, list(invoice.lines.all()), list(invoice.payments.all()), seller,
+        payments = list(invoice.payments.prefetch_related("refunds"))  # the totals sum the refunds
+        return cls(invoice, seller.name, list(invoice.lines.all()), payments, seller,
                    pay_url(token) if token else None, tuple(bill_to))
 
     @property
@@ -164,10 +174,12 @@ class InvoiceView:
         if invoice.tax:
             rows.append((f"Tax ({invoice.tax_percent.normalize():f}%)", money(invoice.tax)))
         rows.append(("Total", money(invoice.total)))
-        refunded = sum((payment.refunded_amount for payment in invoice.payments.all()), ZERO)
+        received, refunded = received_and_refunded(self.payments)
         if refunded:
-            # What was given back, and what stays collected: nothing of it is due again (`Invoice.amount_due`).
-            rows += [("Refunded", money(refunded)), ("Amount paid (net of refunds)", money(invoice.amount_paid)),
+            # What came in, what was given back and what stays collected, so the three add up on the document;
+            # nothing given back is due again (`Invoice.amount_due`).
+            rows += [("Payments received", money(received)), ("Refunded", money(refunded)),
+                     ("Amount paid (net of refunds)", money(invoice.amount_paid)),
                      ("Amount due", money(invoice.amount_due))]
         elif invoice.amount_paid:
             # Positive, as the console's invoice page shows it: a minus sign read as a refund.

@@ -3,7 +3,9 @@
 `console.apps.ConsoleAdminConfig` replaces `django.contrib.admin` in INSTALLED_APPS, so every app's
 `admin.site` is this site.
 The dashboard shows, for each organization the operator sees (at most DASHBOARD_BOOKS at once; pick one with the
-organization selector), one of its books (test or live), with the figures of `analytics.dashboard`.
+organization selector), one of its books (test or live), with the figures of `analytics.dashboard`: revenue, cost,
+margin and the daily costs of the chosen month (the `month` parameter, default the current month to date), the
+others as they are now.
 """
 import uuid
 from dataclasses import dataclass
@@ -13,7 +15,7 @@ from urllib.parse import urlencode
 from django.contrib import admin
 from django.urls import reverse
 
-from analytics.dashboard import NEAR_EMPTY_PERCENT, BookFigures, book_figures
+from analytics.dashboard import NEAR_EMPTY_PERCENT, BookFigures, book_figures, dashboard_month, dashboard_months
 from accounts.admin_actions import export_csv
 from accounts.api import client_ip
 from accounts.admin_scoping import visible_books, visible_organizations
@@ -115,9 +117,11 @@ class ConsoleSite(admin.AdminSite):
         if chosen is not None:
             books = books.filter(organization_id=chosen)
         now = clock.now()
-        panels = [book_panel(book_figures(book=book, now=now)) for book in books[:DASHBOARD_BOOKS]]
+        month = dashboard_month(request.GET.get("month"), now=now)
+        panels = [book_panel(book_figures(book=book, now=now, month=month)) for book in books[:DASHBOARD_BOOKS]]
         hidden = 0 if chosen is not None else max(books.count() - len(panels), 0)
         dashboard = {"panels": panels, "environment": environment, "environments": Environment.values,
                      "organizations": organizations, "chosen": chosen, "hidden": hidden,
+                     "month": month, "months": dashboard_months(now=now, chosen=month), "now": now,
                      "near_empty_percent": NEAR_EMPTY_PERCENT}
         return super().index(request, {**(extra_context or {}), "dashboard": dashboard})

@@ -6,15 +6,38 @@ Firing records are permanent. Notifications are the organization's in-app feed o
 from django.contrib import admin
 from django.utils.html import format_html
 
+from accounts.actors import actor_name
 from accounts.admin_actions import act_on_rows
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, may_act, organization_id_of
+from core import display
 from controls.models import CustomerAlert, CustomerAlertFiring, Device, Notification, SpendCap, SpendCapAlert
 from controls.services.customer_alerts import customer_alert_delete
 from controls.views import WATCH_ROLES
 
 
+class CreatedByShownMixin:
+    """The page of a cap or a watch names who created it where the stored id would be. The API keeps the user id of
+    the member whose key made it (`createdByUserId`); the console names authors one way (accounts/actors.py): a
+    user by email, a key by its name."""
+
+    readonly_fields = ["created_by"]
+
+    def get_fields(self, request, obj=None):
+        fields = [name for name in super().get_fields(request, obj) if name != "created_by"]
+        return ["created_by" if name == "created_by_user_id" else name for name in fields]
+
+    @admin.display(description="Created by")
+    def created_by(self, row) -> str:
+        stored = row.created_by_user_id
+        if not stored:
+            return display.EMPTY
+        author = stored if ":" in stored else f"user:{stored}"  # `api-key:<id>` as kept elsewhere; a bare id: a user
+        name = actor_name(row.book_id, author)
+        return stored if name == author else name  # nobody the book knows: as the API keeps it
+
+
 @admin.register(SpendCap)
-class SpendCapAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
+class SpendCapAdmin(CreatedByShownMixin, ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["sentence", "scope", "scope_value", "amount_usd", "period", "mode", "tripped_at",
                     "updated_at"]  # 1,366 px: the book is on the cap's page
     list_filter = ["scope", "period", "mode"]
@@ -40,7 +63,7 @@ class DeviceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
 
 @admin.register(CustomerAlert)
-class CustomerAlertAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
+class CustomerAlertAdmin(CreatedByShownMixin, ReadOnlyAdminMixin, BookScopedAdmin):
     """Deleting a watch here has the API's effect: its notifications go, its firing records stay."""
 
     deletable = True

@@ -5,6 +5,8 @@ through the same `model_map` as POST /v1/events/map-model (which backfills their
 """
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.utils import get_fields_from_path
 from django.contrib.admin.widgets import AutocompleteSelect
 from django.core.exceptions import ValidationError
 from django.http import StreamingHttpResponse
@@ -17,6 +19,7 @@ from accounts.admin_display import MonthsDateFilter, figure, presence_filter
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, visible_books
 from accounts.models import Book
 from core import clock, display
+from core.ids import uuid_or_none
 from core.scoping import owned
 from jobs.admin import job_link
 from customers.backfill import events_reprice_start, events_unpriced_reasons, model_map
@@ -42,7 +45,7 @@ class CustomerAdmin(BookScopedAdmin):
     def usage(self, customer) -> str:
         """Where the customer's events are: the ledger's list, filtered to this customer (the list's searches
         match an external id whole, never a name)."""
-        if customer.pk is None:
+        if customer.pk is None or customer._state.adding:  # the add page: ids are set before the row is saved
             return "-"
         return format_html('<a href="{}?customer__id__exact={}">Usage events of this customer</a>',
                            reverse("admin:customers_usageevent_changelist"), customer.pk)
@@ -112,6 +115,43 @@ class ModelMapForm(forms.Form):
             help_text="The active catalog entry whose rates price this model (type to search).")
 
 
+def _visible_matter(request, matter_id: str):
+    """The matter of a visible book with that id, or None. The ledger sits below matters in the stack, so the model
+    is reached through the events' own relation (as Django's related-field filters reach theirs), never imported."""
+    parsed = uuid_or_none(matter_id)
+    if parsed is None:
+        return None
+    matter_model = get_fields_from_path(UsageEvent, "matter_attribution__matter")[-1].related_model
+    return matter_model.objects.filter(pk=parsed, book__in=visible_books(request.user)).first()
+
+
+class MatterListFilter(admin.SimpleListFilter):
+    """The events attributed to one matter (a matter's page and the matters list link here with `?matter=<id>`).
+    Scoped as the book filter (accounts/admin_scoping.py): an id that does not parse is the list's invalid filter
+    notice, and the ledger's rows are the operator's books only, so another organization's matter lists nothing.
+    Shown once chosen, never as a choice of every matter (the sidebar would list them all)."""
+
+    title = "matter"
+    parameter_name = "matter"
+
+    def lookups(self, request, model_admin):
+        if self.value() is None:
+            return []
+        matter = _visible_matter(request, self.value())
+        return [(self.value(), str(matter) if matter is not None else self.value())]
+
+    def has_output(self):
+        return self.value() is not None  # chosen: applied (a filter without output is skipped) and shown
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        matter_id = uuid_or_none(self.value())
+        if matter_id is None:
+            raise IncorrectLookupParameters(f"Not an id: {self.value()[:40]!r}")
+        return queryset.filter(matter_attribution__matter_id=matter_id)
+
+
 @admin.register(UsageEvent)
 class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """The ledger: append-only. Searches match whole values (the table is the largest one)."""
@@ -123,7 +163,7 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_select_related = ["customer", "book__organization"]
     column_labels = {"usage_date": "Date", "signal_name": "Signal", "usage_cost": "Cost", "event_status": "Status"}
     # A date filter rather than a date hierarchy: the hierarchy reads the distinct dates of the whole ledger.
-    list_filter = ["event_status", "environment", ("usage_date", MonthsDateFilter)]
+    list_filter = ["event_status", "environment", ("usage_date", MonthsDateFilter), MatterListFilter]
     search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]
     ordering = ["-usage_date", "-id"]
     readonly_fields = ["why_unpriced", "models"]
@@ -139,8 +179,9 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     actions = ["map_model", "price_again", "export_events_csv", "export_events_jsonl"]
 
     def changelist_view(self, request, extra_context=None):
-        """Opened from a customer's page (filtered to it), the list says whose events it shows."""
+        """Opened from a customer's or a matter's page (filtered to it), the list says whose events it shows."""
         customer_id = request.GET.get("customer__id__exact")
+        matter_id = request.GET.get(MatterListFilter.parameter_name)
         if customer_id:
             try:
                 customer = Customer.objects.filter(pk=customer_id, book__in=visible_books(request.user)).first()
@@ -148,6 +189,11 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                 customer = None
             if customer is not None:
                 extra_context = {**(extra_context or {}), "title": f"Usage events of {customer.name}",
+                                 "subtitle": None}
+        elif matter_id:
+            matter = _visible_matter(request, matter_id)
+            if matter is not None:
+                extra_context = {**(extra_context or {}), "title": f"Usage events of matter {matter}",
                                  "subtitle": None}
         return super().changelist_view(request, extra_context)
 

@@ -4,11 +4,14 @@ what the services check (a member as responsible user, at least one matcher per 
 from django import forms
 from django.contrib import admin
 from django.db.models import Count
+from django.urls import reverse
 from django.utils.html import format_html
 
 from accounts.admin_actions import act_on_rows, actor
+from accounts.admin_display import figure, format_value
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
 from accounts.models import Book, Role
+from core import display
 from core.errors import ApiError
 from jobs.admin import job_link
 from matters.models import Matter, MatterAttribution, MatterRule
@@ -68,6 +71,12 @@ class MatterRuleInline(ScopedInlineMixin, admin.TabularInline):
     ordering = ["priority", "created_at"]
 
 
+def events_link(matter: Matter, text) -> str:
+    """A link to the usage events list filtered to the matter's events (its `matter` filter, customers/admin.py)."""
+    return format_html('<a href="{}?matter={}">{}</a>', reverse("admin:customers_usageevent_changelist"), matter.pk,
+                       text)
+
+
 @admin.register(Matter)
 class MatterAdmin(BookScopedAdmin):
     form = MatterForm
@@ -77,14 +86,16 @@ class MatterAdmin(BookScopedAdmin):
     list_filter = ["status"]
     date_hierarchy = "created_at"
     ordering = ["-created_at"]
-    readonly_fields = ["id", "created_at", "updated_at"]
+    readonly_fields = ["id", "events", "actual_cost", "usage", "created_at", "updated_at"]
     autocomplete_fields = ["responsible_user"]
     inlines = [MatterRuleInline]
     actions = [apply_matter_rules]
 
     def get_queryset(self, request):
+        # Each row with the figures of GET /v1/matters/{id}: the API's `matter_list` annotates its rows with these
+        # same subqueries, so the page and the API never disagree.
         return super().get_queryset(request).annotate(rule_count=Count("rules", distinct=True),
-                                                      event_count=matter_cost_totals()["event_count"])
+                                                      **matter_cost_totals())
 
     @admin.display(description="rules", ordering="rule_count")
     def rule_count(self, matter):
@@ -92,7 +103,35 @@ class MatterAdmin(BookScopedAdmin):
 
     @admin.display(description="events", ordering="event_count")
     def event_count(self, matter):
-        return matter.event_count
+        """The count, linked to the events it counts."""
+        return events_link(matter, figure(display.quantity(matter.event_count)))
+    event_count.csv_value = lambda matter: matter.event_count
+
+    # The add page's matter is not stored yet (its id is already set): no figures, no link.
+    @admin.display(description="Events")
+    def events(self, matter) -> str:
+        if matter._state.adding:
+            return display.EMPTY
+        return figure(display.quantity(matter.event_count))
+
+    @admin.display(description="Actual cost")
+    def actual_cost(self, matter) -> str:
+        """`actualCost` as the API gives it: the exact sum of its events' costs. An unpriced event adds 0, so the page
+        says how many there are (the cost grows once they are priced)."""
+        if matter._state.adding:
+            return display.EMPTY
+        cost = figure(display.price(matter.actual_cost))
+        if not matter.events_missing_cost:
+            return cost
+        unpriced = matter.events_missing_cost
+        return format_html("{} ({} {} without a cost yet, counted as 0)", cost, display.quantity(unpriced),
+                           "event" if unpriced == 1 else "events")
+
+    @admin.display(description="Usage")
+    def usage(self, matter) -> str:
+        if matter._state.adding:
+            return display.EMPTY
+        return events_link(matter, "Usage events of this matter")
 
     def save_formset(self, request, form, formset, change):
         # Inline rules belong to the matter's book.
@@ -135,8 +174,21 @@ class MatterRuleAdmin(BookScopedAdmin):
 class MatterAttributionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """Attribution changes go through the API (manual assignment) so the history stays exact."""
 
-    list_display = ["event", "matter", "source", "assigned_by", "updated_at"]  # 1,366 px
+    list_display = ["event", "event_date", "event_cost", "matter", "source", "assigned_by", "updated_at"]  # 1,366 px
     list_select_related = ["event", "matter", "book__organization"]
     search_fields = ["matter__matter_number", "event__id", "=event__customer_external_id", "=event__agent_code"]
     list_filter = ["source"]
     date_hierarchy = "created_at"
+
+    # The event's own date and cost, as the usage events list writes them: "documents_reviewed × 1" alone says
+    # neither when the work was done nor what it cost the matter.
+    @admin.display(description="Date", ordering="event__usage_date")
+    def event_date(self, attribution) -> str:
+        return format_value("moment", attribution.event.usage_date)
+    event_date.csv_value = lambda attribution: attribution.event.usage_date
+
+    @admin.display(description="Cost", ordering="event__usage_cost")
+    def event_cost(self, attribution) -> str:
+        cost = attribution.event.usage_cost
+        return display.EMPTY if cost is None else format_value("price", cost)  # a dash while unpriced
+    event_cost.csv_value = lambda attribution: attribution.event.usage_cost

@@ -11,13 +11,16 @@ Revenue = 30 x 10/30 (the fee's ten June days) + 30 x 0.50 + 50 (the pool) = 75.
 = 1.00 + 2.50 + 0.40 = 3.90, margin 71.10 (94.8%); all usage costs 4.65. MRR run rate = 30 + 15 + 50 = 95.00,
 committed = 30.00, canonical = the May invoice, 30.00.
 """
-from datetime import datetime, timezone
+import json
+import re
+from datetime import date, datetime, timezone
 from decimal import Decimal
 
 import pytest
 
-from analytics.dashboard import BookFigures, book_figures
+from analytics.dashboard import BookFigures, DashboardMonth, book_figures, dashboard_month, dashboard_months
 from billing.services.invoices import invoices_mark_overdue
+from customers.usage_sums import Window
 from tests.analytics.support import record
 from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, credit_pool, generate, pay, recurring, usage
 from tests.billing.support import ok
@@ -141,6 +144,142 @@ def test_the_dashboard_reads_each_figure_once(june, console, django_assert_max_n
     # and credit balances read the terms in force and the subscriptions' claims once, billing.pricing), the
     # rollup-backlog check each ledger read starts with (customers/rollup.py: one index probe when nothing is
     # pending), which of the billed signals still exist (analytics/selectors/coverage.py), the session, the
-    # permission checks of the app list and the pickers.
-    with django_assert_max_num_queries(81):
+    # permission checks of the app list and the pickers; and revenue's second read of the same kind, of the whole
+    # billing periods the month to date cuts, for the signals priced through tiers (analytics/selectors/revenue.py).
+    with django_assert_max_num_queries(87):
         assert console.get("/admin/", {"environment": "test"}).status_code == 200
+
+
+# The month choice. On top of June's book, Acme's main customer used 40 units (cost 2.00) on May 5 and 6 units
+# (cost 0.60) at 23:30 on May 31, the month's last half hour; 4 units (cost 0.20) at 23:30 on April 30 fall just
+# before May. The internal developer's usage cost 0.30 on May 7. May read whole: revenue = the fee's whole month
+# 30 + 46 x 0.50 = 53.00; cost of customers' usage 2.00 + 0.60 = 2.60, margin 50.40 (95.09%); all usage costs 2.90;
+# 53.00 over May's 31 days is 1.71 a day. The pool's subscription starts June 1: nothing of it in May.
+
+def revenue_api(api, start: str, end: str | None = None) -> dict:
+    """GET /v1/analytics/revenue for [start, end], its numbers read as Decimal (not float)."""
+    resp = api.get("/v1/analytics/revenue", {"startDate": start, **({"endDate": end} if end else {})})
+    assert resp.status_code == 200, resp.content[:600]
+    return json.loads(resp.content, parse_float=Decimal)
+
+
+def picker(page: str) -> str:
+    return page.split('<form class="console-picker"')[1].split("</form>")[0]
+
+
+@pytest.fixture
+def may(june, api):
+    main, pool = june
+    main_ids = (main.customer.external_id, main.agent.agent_code, main.signal.name)
+    record(api,
+           tokens_record(*main_ids, "2025-04-30T23:30:00Z", 20, quantity=4),
+           tokens_record(*main_ids, "2025-05-05T10:00:00Z", 200, quantity=40),
+           tokens_record(*main_ids, "2025-05-31T23:30:00Z", 60, quantity=6),
+           tokens_record("dev@acme.example.com", "coding-agent", "tool calls", "2025-05-07T10:00:00Z", 30))
+    return main, pool
+
+
+def test_a_past_month_is_read_whole_and_equals_the_revenue_api_for_its_days(may, api, book):
+    month = dashboard_month("2025-05", now=NOW)
+    figures = book_figures(book=book, now=NOW, month=month)
+    assert (figures.window.start, figures.window.end) == (at("2025-05-01T00:00"), at("2025-06-01T00:00"))
+    assert (figures.revenue.revenue, figures.revenue.cost, figures.revenue.margin) == (D("53"), D("2.6"), D("50.4"))
+    assert (figures.margin_shown, round(figures.margin_percent_shown, 2)) == (D("50.40"), D("95.09"))
+    assert figures.cost.cost == D("2.9")
+    assert round(figures.average_daily_revenue, 2) == D("1.71") and figures.days == 31
+    assert [(cost.day.day, cost.cost) for cost in figures.daily_costs if cost.cost] == [
+        (5, D("2")), (7, D("0.3")), (31, D("0.6"))]
+    assert len(figures.daily_costs) == 31
+    answer = revenue_api(api, "2025-05-01", "2025-05-31")
+    assert (answer["revenue"], answer["cost"], answer["margin"]) == (
+        figures.revenue.revenue, figures.revenue.cost, figures.revenue.margin)
+    cost = api.get("/v1/analytics/cost", {"startDate": "2025-05-01", "endDate": "2025-05-31"})
+    assert json.loads(cost.content, parse_float=Decimal)["cost"] == figures.cost.cost
+    # The figures that describe now do not follow the month.
+    current = book_figures(book=book, now=NOW)
+    assert (figures.mrr, figures.overdue, figures.unpriced_events) == (current.mrr, current.overdue,
+                                                                         current.unpriced_events)
+    assert [b.subscription.pk for b in figures.pools_near_empty] == [b.subscription.pk for b in
+                                                                      current.pools_near_empty]
+
+
+def test_the_current_month_chosen_is_the_month_to_date(may, api, book):
+    chosen = book_figures(book=book, now=NOW, month=dashboard_month("2025-06", now=NOW))
+    default = book_figures(book=book, now=NOW)
+    assert chosen.window == default.window == Window(at("2025-06-01T00:00"), at("2025-06-11T00:00"))
+    assert (chosen.revenue.revenue, chosen.revenue.cost, chosen.revenue.margin) == (D("75"), D("3.9"), D("71.1"))
+    assert (default.revenue.revenue, default.revenue.cost, default.revenue.margin) == (D("75"), D("3.9"), D("71.1"))
+    answer = revenue_api(api, "2025-06-01")
+    assert (answer["revenue"], answer["cost"], answer["margin"]) == (D("75"), D("3.9"), D("71.1"))
+
+
+def test_the_dashboard_shows_the_chosen_months_figures_and_says_which_are_now(may, book, console):
+    page = console.get("/admin/", {"environment": "test", "month": "2025-05"}).content.decode()
+    assert "Acme Agents · test books · May 2025</h2>" in page
+    for figure in ("Revenue in May 2025", "$53.00", "Cost in May 2025", "$2.60", "all usage $2.90",
+                   "Margin in May 2025", "$50.40", "95.09% of revenue", "May 2025's average ($1.71)"):
+        assert figure in page, figure
+    assert "$75.00" not in page and "this month" not in page
+    assert page.count('class="bar"') == 31
+    # MRR, overdue invoices, pools and unpriced events are marked "now", and the page says so in words.
+    assert page.count('<span class="now"') == 5
+    assert 'the figures marked "now"' in page and "2025-06-10 12:00 UTC" in page
+    # Their links are the same as for the current month: none of those lists is filtered by the window.
+    assert f'href="/admin/billing/invoice/?book={book.pk}&amp;status__exact=overdue">1</a>' in page
+    assert f'href="/admin/billing/subscription/?book={book.pk}&amp;pool_left=20">1</a>' in page
+
+
+def test_the_month_choice_sits_with_the_other_choices_and_offers_a_year_back(may, console):
+    form = picker(console.get("/admin/", {"environment": "test", "month": "2025-05"}).content.decode())
+    assert 'name="organization"' in form and 'name="environment"' in form
+    options = re.findall(r'<option value="(\d{4}-\d{2})"( selected)?>([^<]+)</option>', form)
+    assert options[0] == ("2025-06", "", "June 2025 (to date)")
+    assert options[1] == ("2025-05", " selected", "May 2025")
+    assert options[-1] == ("2024-06", "", "June 2024")
+    assert len(options) == 13
+    # An earlier month asked for by URL is read and kept in the choice, so "Show" does not drop it.
+    older = console.get("/admin/", {"environment": "test", "month": "2020-02"}).content.decode()
+    assert "Acme Agents · test books · February 2020</h2>" in older
+    assert '<option value="2020-02" selected>February 2020</option>' in picker(older)
+
+
+@pytest.mark.parametrize("value", ["", "2025-07", "9000-01", "1899-12", "0000-01", "2025-13", "2025-00", "2025-5",
+                                   "May 2025", "2025-05-01", "2025-05\x00", "２０２５-０５", "-2025-05"])
+def test_a_month_the_dashboard_cannot_read_falls_back_to_the_current_month(may, console, value):
+    resp = console.get("/admin/", {"environment": "test", "month": value})
+    assert resp.status_code == 200
+    page = resp.content.decode()
+    assert "Acme Agents · test books · June 2025 to date</h2>" in page and "$75.00" in page
+    assert '<option value="2025-06" selected>June 2025 (to date)</option>' in picker(page)
+    assert 'the figures marked "now"' not in page
+
+
+@pytest.mark.parametrize("value, first_day, to_date", [
+    (None, "2025-06-01", True), ("2025-06", "2025-06-01", True), ("2025-05", "2025-05-01", False),
+    ("2024-12", "2024-12-01", False), ("1900-01", "1900-01-01", False), ("1899-12", "2025-06-01", True),
+    ("2025-07", "2025-06-01", True), ("2025-1", "2025-06-01", True)])
+def test_the_month_parameter_names_a_month_from_1900_to_now(value, first_day, to_date):
+    assert dashboard_month(value, now=NOW) == DashboardMonth(date.fromisoformat(first_day), to_date)
+
+
+def test_the_months_offered_cross_the_year_and_a_past_month_is_whole():
+    january = at("2025-01-10T08:00")
+    months = dashboard_months(now=january)
+    assert [month.label for month in months[:3]] == ["January 2025 (to date)", "December 2024", "November 2024"]
+    assert months[-1].value == "2024-01" and len(months) == 13
+    december = months[1].window(january)
+    assert (december.start, december.end) == (at("2024-12-01T00:00"), at("2025-01-01T00:00"))
+    assert months[0].window(january) == Window(at("2025-01-01T00:00"), at("2025-01-11T00:00"))
+    february = DashboardMonth(date(2024, 2, 1), to_date=False).window(january)  # a leap year's February
+    assert (february.start, february.end) == (at("2024-02-01T00:00"), at("2024-03-01T00:00"))
+
+
+def test_a_past_month_reads_each_figure_once_too(may, console, django_assert_max_num_queries):
+    # The month to date's budget without its whole-period read (test_the_dashboard_reads_each_figure_once):
+    # choosing a month costs no statement (it is parsed from the query string), and the window figures are the
+    # same selectors called once over another window. A whole past month cuts none of a calendar-monthly
+    # subscription's periods, so it skips the whole-period read a month to date makes
+    # (analytics/selectors/revenue.py).
+    with django_assert_max_num_queries(81):
+        assert console.get("/admin/", {"environment": "test", "month": "2025-05"}).status_code == 200
+
