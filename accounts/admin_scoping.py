@@ -16,7 +16,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.options import IncorrectLookupParameters
 from django.core.exceptions import FieldDoesNotExist, ValidationError
-from django.db import DataError, models, transaction
+from django.db import DataError, connections, models, transaction
 from django.forms.models import InlineForeignKeyField
 
 from accounts.admin_display import shown, shown_all
@@ -238,10 +238,14 @@ class ScopedAdminMixin(OperatorPermissionsMixin):
     def get_changelist_instance(self, request):
         """A filter value the database or Python cannot take (a NUL byte, a year past 9999, an address that is not
         one, a broken regular expression: Django's own lookups pass them through) is the list's "invalid filter"
-        notice, as any lookup Django refuses, never a 500. In its own transaction (a savepoint inside another), so
-        that the failed count leaves nothing aborted behind."""
+        notice, as any lookup Django refuses, never a 500. Outside a transaction the failed count leaves nothing
+        behind; inside one, a savepoint on the database the list reads is rolled back to. (Not a transaction of its
+        own: one on the primary would keep a list the replica may serve on the primary, core/replica.py.)"""
+        database = self.get_queryset(request).db
         try:
-            with transaction.atomic():
+            if not connections[database].in_atomic_block:
+                return super().get_changelist_instance(request)
+            with transaction.atomic(using=database):
                 return super().get_changelist_instance(request)
         except (ValueError, OverflowError, DataError) as refusal:
             raise IncorrectLookupParameters(refusal) from refusal

@@ -141,7 +141,7 @@ class Subscription(OrgOwned):
     # The billingDay and timezone in force before each such change, oldest first, each until the instant the next
     # rules took effect: [{"until", "billingDay", "timezone", "since"}] (instants as ISO text, `since` that rules'
     # own period_rules_since). Periods before period_rules_since are measured on the grid they were billed on.
-    earlier_period_rules = models.JSONField(default=list, blank=True)
+    earlier_period_rules = ExactJSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
