@@ -29,8 +29,8 @@ from analytics.selectors.invoiced import Invoiced, invoiced_by_subscription
 from billing.models import BillingCycle, Subscription
 from billing.pricing.attribution import Claim, billing_claims
 from billing.pricing.engine import DaySpan, charge_of, fee_for_period, side_terms
-from billing.pricing.periods import cycle_containing, local_date, local_midnight
-from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, life_of, rules_at, schedule_of,
+from billing.pricing.periods import local_date, local_midnight
+from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, grid_cycle, life_of, rules_at,
                                    subscription_terms, terms_timelines)
 from billing.selectors.subscriptions import subscription_get
 from core.errors import Unprocessable
@@ -143,9 +143,13 @@ def _day_position(moment: datetime, timezone: str) -> Decimal:
 def _covered_span(subscription: Subscription, window: Window) -> Window | None:
     """The part of the window on the local days the subscription covers (its start day counts; its end is
     exclusive); None when they do not meet. Event attribution (instants) lies inside it."""
-    terms, timezone = subscription_terms(subscription), subscription.timezone
-    return window.clip(local_midnight(terms.start, timezone),
-                       None if terms.end is None else local_midnight(terms.end, timezone))
+    terms = subscription_terms(subscription)  # each day in the timezone of its period, as subscription_terms
+    end = None
+    if terms.end is not None:
+        life_end = life_of(subscription)[1]
+        end = local_midnight(terms.end, rules_at(subscription, max(life_end - MICROSECOND, subscription.start_date)
+                                                 ).timezone)
+    return window.clip(local_midnight(terms.start, rules_at(subscription, subscription.start_date).timezone), end)
 
 
 def _meets(subscription: Subscription, window: Window) -> bool:
@@ -194,7 +198,7 @@ def _pricing_units(timeline: TermsTimeline, window: Window) -> list[PricingUnit]
             continue
         moment = max(piece.start, window.start)
         while moment < window.end and (piece.end is None or moment < piece.end):
-            cycle_start, cycle_end = cycle_containing(schedule_of(subscription, at=moment), moment)
+            cycle_start, cycle_end, _ = grid_cycle(subscription, moment)
             whole_start = max(cycle_start, piece.start)
             whole_end = cycle_end if piece.end is None else min(cycle_end, piece.end)
             units.append(PricingUnit(max(whole_start, window.start), min(whole_end, window.end), piece.terms,
@@ -207,9 +211,10 @@ def _fee_shares(timeline: TermsTimeline, span: Window) -> list[tuple[PlanTerms, 
     """(terms in force, days in the billing period, days of it recognized) for each billing period `span`
     meets."""
     subscription = timeline.subscription
-    timezone, schedule, shares, moment = subscription.timezone, schedule_of(subscription), [], span.start
+    shares, moment = [], span.start
     while moment < span.end:
-        cycle_start, cycle_end = cycle_containing(schedule, moment)
+        # On the grid each period was billed on (a billingDay or timezone change takes effect from the next period).
+        cycle_start, cycle_end, timezone = grid_cycle(subscription, moment)
         period = DaySpan.from_instants(cycle_start, cycle_end, timezone)
         recognized = _day_position(min(span.end, cycle_end), timezone) - _day_position(moment, timezone)
         shares.append((_terms_at(timeline, max(moment, subscription.start_date)), period.days, recognized))
@@ -282,9 +287,8 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
     side = subscription_terms(subscription)
     for index, unit in enumerate(units):
         # A period a plan change splits prices a credit pool at this side's share (units and price), as billed.
-        rules = rules_at(subscription, unit.start)
-        period = DaySpan.from_instants(*cycle_containing(schedule_of(subscription, at=unit.start), unit.start),
-                                       rules.timezone)
+        cycle_start, cycle_end, timezone = grid_cycle(subscription, unit.start)
+        period = DaySpan.from_instants(cycle_start, cycle_end, timezone)
         for strategy in unit.terms.strategies:
             if not strategy.is_usage:
                 continue

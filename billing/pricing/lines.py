@@ -12,9 +12,9 @@ from uuid import UUID
 from billing.models import ChargeType, Invoice, InvoiceLine, PricingStrategy, Subscription
 from billing.pricing import engine
 from billing.pricing.attribution import Claim
-from billing.pricing.periods import cycle_containing, first_uncovered_day, local_date
-from billing.pricing.terms import (PlanTerms, PricedStrategy, captured_terms, current_terms, effective_end, rules_at,
-                                   schedule_of, subscription_terms, terms_timelines)
+from billing.pricing.periods import first_uncovered_day, local_date
+from billing.pricing.terms import (PlanTerms, PricedStrategy, captured_terms, current_terms, effective_end, grid_cycle,
+                                   subscription_terms, terms_timelines)
 from billing.pricing.usage import claims_usage, window_claims
 from core import display
 from core.money import to_cents
@@ -35,14 +35,12 @@ def billing_window(subscription: Subscription, start: datetime, end: datetime) -
     """Fees are measured against the whole billing cycle when `[start, end)` is one of the subscription's
     periods (a first or last period cut by startDate or endDate is prorated against its cycle); any other
     window the operator asks for is measured against itself."""
-    rules = rules_at(subscription, start)  # a period before a billingDay or timezone change keeps its grid
-    cycle_start, cycle_end = cycle_containing(schedule_of(subscription, at=start), start)
-    if rules.since is not None:  # the first period under changed rules starts where the last one under the old ended
-        cycle_start = max(cycle_start, rules.since)
+    # A period before a billingDay or timezone change keeps its grid; the first one after it starts where the last
+    # one under the old rules ended.
+    cycle_start, cycle_end, timezone = grid_cycle(subscription, start)
     is_schedule_period = (start in (cycle_start, subscription.start_date)
                           and end in (cycle_end, effective_end(subscription)) and end <= cycle_end)
     span_start, span_end = (cycle_start, cycle_end) if is_schedule_period else (start, end)
-    timezone = rules.timezone
     return BillingWindow(start, end, engine.DaySpan(local_date(span_start, timezone),
                                                     first_uncovered_day(span_end, timezone)))
 

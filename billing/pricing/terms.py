@@ -228,6 +228,15 @@ def schedule_of(subscription: Subscription, at: datetime | None = None) -> Sched
                     origin=subscription.cycle_anchor)
 
 
+def grid_cycle(subscription: Subscription, moment: datetime) -> tuple[datetime, datetime, str]:
+    """The billing cycle `[start, end)` that holds `moment` on the grid of the rules in force for it, starting no
+    earlier than where those rules took effect (the period after a billingDay change runs from there to the new
+    grid's first turn), and the timezone its days are counted in."""
+    rules = rules_at(subscription, moment)
+    start, end = cycle_containing(schedule_of(subscription, at=moment), moment)
+    return (start if rules.since is None else max(start, rules.since)), end, rules.timezone
+
+
 def rules_since(subscription: Subscription, moment: datetime) -> datetime | None:
     """Where the billing rules in force at `moment` took effect, for the period engine's `since`: after a billingDay or
     timezone change, the end of the period they were changed in (the next period starts there, not on the new

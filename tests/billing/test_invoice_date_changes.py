@@ -89,3 +89,23 @@ def test_a_second_change_in_the_same_period_replaces_the_first(api, from_the_22n
     body = ok(api.get(f"/v1/subscriptions/{from_the_22nd.subscription['id']}"))
     assert (body["currentPeriodStart"], body["currentPeriodEnd"]) == ("2025-02-01T00:00:00Z", "2025-02-10T00:00:00Z")
     assert amounts(ok(generate(api, from_the_22nd, JANUARY_FROM_22), 201)) == [("recurring", 20.0)]
+
+
+def test_revenue_recognizes_each_periods_fee_over_the_days_it_was_billed_for(api, book, now):
+    """Day 1 until Feb 1, then day 15: `[Jan 1, Feb 1)`, `[Feb 1, Feb 15)` (to the new grid's first turn, its whole
+    fee) and `[Feb 15, Mar 15)` each bill 62.00. Revenue spreads each fee over its own period's days: February
+    holds the second period whole and 14 of the third's 28 days, 62 + 31 = 93.00; the three periods together
+    186.00, as their invoices. On the new grid alone February read 28 + 31 = 59.00."""
+    chain = billing_chain(api, book, [recurring("62")], start="2025-01-01T00:00:00Z", billingDay=1)
+    change_dates(api, chain, billingDay=15)
+    billed = [ok(generate(api, chain, period), 201)["total"] for period in [
+        ("2025-01-01T00:00:00Z", "2025-01-31T23:59:59Z"), ("2025-02-01T00:00:00Z", "2025-02-14T23:59:59Z"),
+        ("2025-02-15T00:00:00Z", "2025-03-14T23:59:59Z")]]
+    assert billed == [62.0, 62.0, 62.0]
+    path = f"/v1/subscriptions/{chain.subscription['id']}/revenue"
+
+    def recurring_revenue(start, end):
+        return ok(api.get(path, {"startDate": start, "endDate": end}))["breakdown"]["recurring"]
+
+    assert recurring_revenue("2025-02-01", "2025-02-28") == 93.0
+    assert recurring_revenue("2025-01-01", "2025-03-14") == sum(billed)
