@@ -26,7 +26,7 @@ from billing.invoice_documents import period_label
 from billing.models import (ChargeType, CreditGrant, CreditPoolAlert, Invoice, PlanAgent, PricingPlan,
                             PricingStrategy, Subscription, SubscriptionChange)
 from billing.pricing.periods import period_containing
-from billing.pricing.terms import schedule_of
+from billing.pricing.terms import period_timezone, schedule_of
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
 from billing.selectors.invoices import customer_amounts_owed, usage_recorded_since_issued
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
@@ -479,7 +479,7 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     @admin.display(description="Current period", ordering="current_period_start")
     def current_period(self, subscription):
         return period_cell(display.period(subscription.current_period_start, subscription.current_period_end,
-                                          subscription.timezone))
+                                          period_timezone(subscription, subscription.current_period_start)))
     current_period.csv_value = lambda subscription: display.iso_interval(subscription.current_period_start,
                                                                  subscription.current_period_end)
 
@@ -633,13 +633,14 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         except NotFound:
             return "None: the plan sells no credit pool to this agent."
         paused = " Alert emails are paused." if subscription.pool_alerts_paused else ""
+        period = display.period(balance.period_start, balance.period_end,
+                                period_timezone(subscription, balance.period_start))
         # What is left counts top-ups, the pool's size is a period's grant (spec: remainingUnits and its percent
         # of poolSizeUnits), so "left" and "used" need not add up to the size: the wording says why.
         return (f"{display.quantity(balance.remaining_units)} units left, top-ups included "
                 f"({display.percent(balance.remaining_percent)} of the {display.quantity(balance.pool.size)}-unit "
                 f"pool of a period), {display.quantity(balance.consumed_units)} used "
-                f"this period ({display.period(balance.period_start, balance.period_end, subscription.timezone)})."
-                f"{paused}")
+                f"this period ({period}).{paused}")
 
     @admin.action(description="Generate invoices for the current period")
     def generate_invoices(self, request, queryset):
@@ -779,7 +780,7 @@ class CustomerSubscriptionInline(ReadOnlyInline):
     @admin.display(description="Current period")
     def current_period(self, subscription):
         return period_cell(display.period(subscription.current_period_start, subscription.current_period_end,
-                                          subscription.timezone))
+                                          period_timezone(subscription, subscription.current_period_start)))
 
 
 class CustomerInvoiceInline(InvoiceInline):

@@ -16,6 +16,7 @@ from fpdf.enums import XPos, YPos
 from billing.models import Invoice, InvoiceLine, InvoiceStatus
 from billing.pay_links import live_pay_token, pay_url
 from billing.pricing.periods import local_date, local_midnight
+from billing.pricing.terms import period_timezone
 from core import display
 from core.money import ZERO
 from core.display import money
@@ -25,9 +26,9 @@ def period_days(invoice: Invoice) -> tuple[str, str]:
     """The period as inclusive local days of the subscription (its end is exclusive). A bound that is not a local
     midnight (a plan change at 21:43) is written with its local time, `2026-11-28 21:43 PST`: the two invoices of
     a change then read as the parts of that day each holds, not both as the whole day."""
-    first, last = display.period_days(invoice.period_start, invoice.period_end, invoice.subscription.timezone)
-    return (_with_time(invoice.period_start, invoice.subscription.timezone) or first,
-            _with_time(invoice.period_end, invoice.subscription.timezone) or last)
+    timezone = period_timezone(invoice.subscription, invoice.period_start)
+    first, last = display.period_days(invoice.period_start, invoice.period_end, timezone)
+    return _with_time(invoice.period_start, timezone) or first, _with_time(invoice.period_end, timezone) or last
 
 
 def _with_time(bound: datetime, timezone: str) -> str | None:

@@ -12,6 +12,7 @@ from django.urls import reverse
 from billing.invoice_documents import money, period_days
 from billing.models import PAYABLE, Invoice, Subscription, SubscriptionStatus
 from billing.pricing.periods import local_date
+from billing.pricing.terms import period_timezone
 from billing.selectors.credit_pools import credit_balance_list
 from billing import stripe_gateway
 from billing.services.payments import local_checkout_enabled
@@ -75,7 +76,8 @@ def subscription_rows(subscriptions: list[Subscription]) -> list[SubscriptionRow
     for row in subscriptions:
         period = None
         if row.current_period_start and row.current_period_end:
-            period = _local_days(row.current_period_start, row.current_period_end, row.timezone)
+            period = _local_days(row.current_period_start, row.current_period_end,
+                                 period_timezone(row, row.current_period_start))
         end = None if row.is_forever or row.end_date is None else local_date(row.end_date, row.timezone)
         rows.append(SubscriptionRow(row.name, row.plan.name, row.status, period,
                                     local_date(row.start_date, row.timezone), end))
@@ -138,7 +140,8 @@ def pool_rows(*, book, customer: Customer, now: datetime) -> list[PoolRow]:
     rows = []
     for balance in credit_balance_list(book=book, now=now, customer_id=customer.pk):
         subscription = balance.subscription
-        period = (_local_days(balance.period_start, balance.period_end, subscription.timezone)
+        period = (_local_days(balance.period_start, balance.period_end,
+                              period_timezone(subscription, balance.period_start))
                   if balance.period_start and balance.period_end else None)
         period_left = max(balance.pool.size - balance.consumed_units, Decimal(0))
         top_ups_left = balance.remaining_units - period_left

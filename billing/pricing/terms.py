@@ -228,6 +228,12 @@ def schedule_of(subscription: Subscription, at: datetime | None = None) -> Sched
                     origin=subscription.cycle_anchor)
 
 
+def period_timezone(subscription: Subscription, period_start: datetime) -> str:
+    """The timezone the days of the period starting at `period_start` are counted and shown in: the one in force
+    for it (a timezone change takes effect from the next period)."""
+    return rules_at(subscription, period_start).timezone
+
+
 def grid_cycle(subscription: Subscription, moment: datetime) -> tuple[datetime, datetime, str]:
     """The billing cycle `[start, end)` that holds `moment` on the grid of the rules in force for it, starting no
     earlier than where those rules took effect (the period after a billingDay change runs from there to the new

@@ -109,3 +109,13 @@ def test_revenue_recognizes_each_periods_fee_over_the_days_it_was_billed_for(api
 
     assert recurring_revenue("2025-02-01", "2025-02-28") == 93.0
     assert recurring_revenue("2025-01-01", "2025-03-14") == sum(billed)
+
+
+def test_a_period_before_a_timezone_change_is_shown_in_the_timezone_it_was_billed_in(api, from_the_22nd):
+    """Invoice documents, the console and the portal write a period's days in its own timezone: after a change to
+    Tokyo, January's UTC period read "2025-01-22 09:00 JST to 2025-02-01 09:00 JST"."""
+    from billing.invoice_documents import period_label
+    from billing.models import Invoice
+    change_dates(api, from_the_22nd, timezone="Asia/Tokyo")
+    invoice = ok(generate(api, from_the_22nd, period=None), 201)
+    assert period_label(Invoice.objects.get(pk=invoice["id"])) == "2025-01-22 to 2025-01-31"
