@@ -89,7 +89,8 @@ def test_a_period_cut_inside_a_day_is_written_with_the_time_of_the_cut():
 
     def invoice(start, end):
         return SimpleNamespace(period_start=start, period_end=end,
-                               subscription=SimpleNamespace(timezone="America/Los_Angeles"))
+                               subscription=SimpleNamespace(timezone="America/Los_Angeles", earlier_period_rules=[],
+                                                            period_rules_since=None, billing_day=None))
     change = datetime(2026, 11, 29, 5, 43, tzinfo=timezone.utc)  # 21:43 on the 28th in Los Angeles
     november, december = (datetime(2026, 11, 1, 7, tzinfo=timezone.utc), datetime(2026, 12, 1, 8, tzinfo=timezone.utc))
     assert period_label(invoice(november, change)) == "2026-11-01 to 2026-11-28 21:43 PST"
@@ -98,7 +99,8 @@ def test_a_period_cut_inside_a_day_is_written_with_the_time_of_the_cut():
     # Santiago skips midnight on 2026-09-06 (clocks go from 00:00 to 01:00): its day, and a period, start at 01:00.
     santiago = SimpleNamespace(period_start=datetime(2026, 8, 6, 4, tzinfo=timezone.utc),
                                period_end=datetime(2026, 9, 6, 4, tzinfo=timezone.utc),
-                               subscription=SimpleNamespace(timezone="America/Santiago"))
+                               subscription=SimpleNamespace(timezone="America/Santiago", earlier_period_rules=[],
+                                                            period_rules_since=None, billing_day=None))
     assert period_label(santiago) == "2026-08-06 to 2026-09-05"
 
 
