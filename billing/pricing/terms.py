@@ -23,7 +23,7 @@ from uuid import UUID
 
 from billing.models import ChargeType, Invoice, InvoiceStatus, PricingStrategy, Subscription
 from billing.pricing.engine import StrategyTerms, SubscriptionTerms
-from billing.pricing.periods import Schedule, cycle_containing, first_uncovered_day, local_date
+from billing.pricing.periods import Period, Schedule, cycle_containing, first_uncovered_day, local_date, period_as_of
 from core.errors import Unprocessable
 from core.money import ZERO
 from core.scoping import owned
@@ -226,6 +226,18 @@ def schedule_of(subscription: Subscription, at: datetime | None = None) -> Sched
                     timezone=rules.timezone, billing_day=rules.billing_day,
                     custom_cycle_days=subscription.custom_cycle_days, end=effective_end(subscription),
                     origin=subscription.cycle_anchor)
+
+
+def period_in_force(subscription: Subscription, moment: datetime) -> Period | None:
+    """The billing period in force at `moment` (`period_as_of`: the first one before the subscription starts, the
+    last one after it ends), on the rules in force for it: a billingDay or timezone change still pending (it takes
+    effect at the end of the period it was made in) leaves the period on the grid it had, also for the successor a
+    plan change makes meanwhile, which carries the rules."""
+    end = effective_end(subscription)
+    at = max(moment, subscription.start_date)
+    if end is not None and at >= end:
+        at = max(end - timedelta(microseconds=1), subscription.start_date)
+    return period_as_of(schedule_of(subscription, at=at), moment, since=rules_since(subscription, at))
 
 
 def period_timezone(subscription: Subscription, period_start: datetime) -> str:

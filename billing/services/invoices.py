@@ -13,7 +13,6 @@ import logging
 import secrets
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import F, Q
@@ -25,8 +24,8 @@ from billing.pay_links import live_pay_token, pay_token_digest, pay_token_of, pa
 from billing.pricing.lines import (billing_window, claims_counted_by, claims_document, invoice_terms, period_claims,
                                    priced_lines, totals)
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
-from billing.pricing.periods import local_date, local_midnight, period_as_of
-from billing.pricing.terms import effective_end, period_end_grown_back, schedule_of
+from billing.pricing.periods import local_date, local_midnight
+from billing.pricing.terms import effective_end, period_end_grown_back, period_in_force
 from core import clock
 from core.database import retry_while_reconnecting
 from core.errors import BadRequest, Conflict, NotFound, Unprocessable
@@ -89,7 +88,7 @@ def _requested_period(subscription: Subscription, start, end, *, now: datetime) 
     if start is None:
         if subscription.current_period_start is not None:
             return subscription.current_period_start, subscription.current_period_end
-        period = period_as_of(schedule_of(subscription), now)
+        period = period_in_force(subscription, now)
         if period is None:
             raise Unprocessable(["subscriptionId: The subscription has no billing period (it ends before it starts)."])
         return period.start, period.end

@@ -16,8 +16,8 @@ from django.db import transaction
 
 from billing.models import (CreditGrant, Invoice, InvoiceLine, InvoiceStatus, PlanAgent, PricingPlan, Subscription,
                             SubscriptionStatus)
-from billing.pricing.periods import period_as_of, period_containing
-from billing.pricing.terms import effective_end, rules_since, schedule_of
+from billing.pricing.periods import period_containing
+from billing.pricing.terms import effective_end, period_in_force, rules_since, schedule_of
 from billing.events import subscription_event
 from billing.services.changelog import Kind, changelog_add, json_value
 from billing.services.credit_pools import claims_pools_lock, credit_pools_follow_claims
@@ -135,7 +135,7 @@ def _end_at(subscription: Subscription, effective_at: datetime, *, now: datetime
     previous_end = effective_end(subscription)
     subscription.end_date, subscription.is_forever = effective_at, False
     if subscription.current_period_start is not None and subscription.current_period_start >= effective_at:
-        _set_period(subscription, period_as_of(schedule_of(subscription), now))
+        _set_period(subscription, period_in_force(subscription, now))
     else:
         _fit_period_to_end(subscription, previous_end)
     if effective_at <= now:
@@ -183,7 +183,7 @@ def subscription_change_plan(*, book, subscription_id, now: datetime, actor: str
     subscription.save()
     _refuse_overlap(book, replacement)
     if replacement.status == Status.ACTIVE:
-        _set_period(replacement, period_as_of(schedule_of(replacement), now))
+        _set_period(replacement, period_in_force(replacement, now))
     replacement.save()
     subscription.next_subscription = replacement
     subscription.save(update_fields=["next_subscription", "updated_at"])

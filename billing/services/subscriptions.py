@@ -9,7 +9,7 @@ from django.db.models import Q
 from billing.events import subscription_event
 from billing.models import BillingCycle, PlanAgent, PricingPlan, Subscription, SubscriptionStatus
 from billing.pricing.periods import Period, is_valid_timezone, local_midnight, period_as_of
-from billing.pricing.terms import effective_end, period_end_grown_back, schedule_of
+from billing.pricing.terms import effective_end, period_end_grown_back, period_in_force, schedule_of
 from billing.services.changelog import SYSTEM_ACTOR, Kind, changelog_add, diff, json_value
 from billing.services.credit_pools import claims_pools_lock, credit_pools_follow_claims
 from billing.services.invoices import invoices_fit_to_end
@@ -144,7 +144,7 @@ def subscription_create(*, book, now: datetime, actor: str, customer_id, plan_id
         raise Unprocessable(errors)
     _refuse_overlap(book, subscription)
     if subscription.status != Status.UPCOMING:
-        _set_period(subscription, period_as_of(schedule_of(subscription), now))
+        _set_period(subscription, period_in_force(subscription, now))
     subscription.save()
     created = snapshot(subscription)
     changelog_add(subscription=subscription, kind=Kind.CREATED, actor=actor,
@@ -178,7 +178,7 @@ def _change_status(subscription: Subscription, status: str, *, now: datetime) ->
         _refuse_end_move(subscription, "status")
     subscription.status = status
     if status == Status.ACTIVE and subscription.current_period_start is None:
-        _set_period(subscription, period_as_of(schedule_of(subscription), now))
+        _set_period(subscription, period_in_force(subscription, now))
     if status == Status.ENDED:
         end = effective_end(subscription)
         if subscription.start_date >= now:
@@ -339,14 +339,14 @@ def subscription_advance(subscription: Subscription, *, now: datetime) -> list[s
     if subscription.status == Status.UPCOMING and subscription.start_date <= now:
         before = snapshot(subscription)
         subscription.status = Status.ACTIVE
-        _set_period(subscription, period_as_of(schedule_of(subscription), now))
+        _set_period(subscription, period_in_force(subscription, now))
         changelog_add(subscription=subscription, kind=Kind.STATUS_TRANSITION, actor=SYSTEM_ACTOR,
                       summary=f"Status upcoming -> active: startDate {before['startDate']} reached",
                       changes=diff(before, snapshot(subscription)))
         outcomes.append("activated")
     if subscription.status == Status.ACTIVE:
         if subscription.current_period_end is None or now >= subscription.current_period_end:
-            period = period_as_of(schedule_of(subscription), now, since=subscription.current_period_end)
+            period = period_as_of(schedule_of(subscription, at=now), now, since=subscription.current_period_end)
             if period is not None and (period.start, period.end) != (subscription.current_period_start,
                                                                      subscription.current_period_end):
                 _set_period(subscription, period)

@@ -119,3 +119,56 @@ def test_a_period_before_a_timezone_change_is_shown_in_the_timezone_it_was_bille
     change_dates(api, from_the_22nd, timezone="Asia/Tokyo")
     invoice = ok(generate(api, from_the_22nd, period=None), 201)
     assert period_label(Invoice.objects.get(pk=invoice["id"])) == "2025-01-22 to 2025-01-31"
+
+
+# --------------------------------------------------------------------------- a plan change while a change is pending
+
+def change_plan(api, chain, **body) -> dict:
+    from tests.billing.support import create_plan, create_strategies
+    plan = create_plan(api, chain.agent.id, name="Growth")
+    create_strategies(api, plan["id"], [{"name": "growth fee", "agentId": str(chain.agent.id), **recurring("62")}])
+    return ok(api.post(f"/v1/subscriptions/{chain.subscription['id']}/change-plan", {"planId": plan["id"], **body}),
+              201)
+
+
+def current_period(api, subscription_id) -> tuple[str, str]:
+    body = ok(api.get(f"/v1/subscriptions/{subscription_id}"))
+    return body["currentPeriodStart"], body["currentPeriodEnd"]
+
+
+@pytest.fixture
+def day_15_from_february(api, book, now):
+    """Started January 1 on billing day 1, changed on January 10 to day 15: the change takes effect on Feb 1."""
+    now(datetime(2025, 1, 10, 12, tzinfo=UTC))
+    chain = billing_chain(api, book, [recurring("62")], start="2025-01-01T00:00:00Z", billingDay=1)
+    change_dates(api, chain, billingDay=15)
+    return chain
+
+
+def test_a_plan_change_before_the_new_billing_day_takes_effect_keeps_the_period_on_its_grid(api, day_15_from_february,
+                                                                                           now):
+    """A change now, January 12 12:00: the new side's period is [Jan 12 12:00, Feb 1), its fee 62 x 20/31 = 40.00 (it
+    was stored as [Jan 12 12:00, Jan 15), on the grid not yet in force, and billed 62.00 for two and a half days)."""
+    now(datetime(2025, 1, 12, 12, tzinfo=UTC))
+    successor = change_plan(api, day_15_from_february)
+    assert current_period(api, successor["id"]) == ("2025-01-12T12:00:00Z", "2025-02-01T00:00:00Z")
+    day_15_from_february.subscription = successor
+    assert amounts(ok(generate(api, day_15_from_february, period=None), 201)) == [("recurring", 40.0)]
+    run_jobs(now(datetime(2025, 2, 2, tzinfo=UTC)).isoformat())
+    assert current_period(api, successor["id"]) == ("2025-02-01T00:00:00Z", "2025-02-15T00:00:00Z")
+
+
+def test_a_scheduled_plan_change_starts_its_side_on_the_grid_in_force(api, day_15_from_february, now):
+    successor = change_plan(api, day_15_from_february, effectiveAt="2025-01-20T00:00:00Z")
+    run_jobs(now(datetime(2025, 1, 20, 1, tzinfo=UTC)).isoformat())
+    assert current_period(api, successor["id"]) == ("2025-01-20T00:00:00Z", "2025-02-01T00:00:00Z")
+
+
+def test_a_plan_change_dated_before_the_new_billing_day_took_effect(api, day_15_from_february, now):
+    """On February 5 (in the period [Feb 1, Feb 15)), a change effective January 25: the old side's last period is
+    [Jan 1, Jan 25) on the day-1 grid, and the new side is in [Feb 1, Feb 15)."""
+    run_jobs(now(datetime(2025, 2, 5, tzinfo=UTC)).isoformat())
+    successor = change_plan(api, day_15_from_february, effectiveAt="2025-01-25T00:00:00Z")
+    assert current_period(api, day_15_from_february.subscription["id"]) == ("2025-01-01T00:00:00Z",
+                                                                            "2025-01-25T00:00:00Z")
+    assert current_period(api, successor["id"]) == ("2025-02-01T00:00:00Z", "2025-02-15T00:00:00Z")
