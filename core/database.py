@@ -1,7 +1,8 @@
 """Raw statements: whole rows of several models read side by side, and the prepared statements of the hot path."""
+import functools
 from contextlib import contextmanager
 
-from django.db import connection
+from django.db import OperationalError, connection
 from django.db.backends.postgresql.base import ServerBindingCursor
 
 
@@ -75,6 +76,30 @@ def retry_while_reconnecting(write, *, seconds: float = RECONNECT_SECONDS):
             if retried:
                 time.sleep(0.2)
             retried = True
+
+
+# How often a transaction PostgreSQL chose as a deadlock's victim runs again before its error is the answer.
+DEADLOCK_ATTEMPTS = 3
+DEADLOCK_DETECTED = "40P01"
+
+
+def retried_on_deadlock(function):
+    """Run `function` (a service that is one transaction of its own) again when PostgreSQL ends it as a deadlock's
+    victim: it was rolled back whole, and running it again gives the answer it would have had a moment later (a
+    409 for a plan change into a period the other side just invoiced, the draft for a generate), not a 503. Two
+    writers meet so when one holds an invoice row while its commit checks the foreign keys to the subscription
+    and the customer, and the other holds those rows and waits for the invoice (docs/decisions/reliability.md).
+    Inside a caller's transaction it cannot run again alone: the error goes up as it came."""
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
+            try:
+                return function(*args, **kwargs)
+            except OperationalError as failure:
+                victim = getattr(failure.__cause__, "sqlstate", None) == DEADLOCK_DETECTED
+                if not victim or connection.in_atomic_block or attempt == DEADLOCK_ATTEMPTS:
+                    raise
+    return run
 
 
 def advisory_xact_lock(namespace: int, key: str) -> None:

@@ -27,7 +27,7 @@ from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, 
 from billing.pricing.periods import local_date, local_midnight
 from billing.pricing.terms import effective_end, period_end_grown_back, period_in_force
 from core import clock
-from core.database import retry_while_reconnecting
+from core.database import retried_on_deadlock, retry_while_reconnecting
 from core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from core.jobs import BookFailures
 from core.money import CENTS_LIMIT
@@ -156,6 +156,7 @@ def _refuse_unstorable(invoice: Invoice, lines: list[InvoiceLine], *,
                              for problem in too_large])
 
 
+@retried_on_deadlock
 def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billing_period_start=None,
                      billing_period_end=None, **invoice_settings) -> tuple[Invoice, bool]:
     """A draft for one period of a customer's subscription; returns (invoice, created).

@@ -25,6 +25,7 @@ from webhooks.models import EventType
 from billing.services.invoices import NEVER_VOIDED, invoice_generate, invoices_fit_to_end, void_first
 from billing.services.subscriptions import (_customer_locked_quietly, _fit_period_to_end, _local_instant,
                                             _refuse_overlap, _set_period)
+from core.database import retried_on_deadlock
 from core.errors import Conflict, NotFound, Unprocessable
 from core.scoping import get_owned, owned
 
@@ -142,6 +143,7 @@ def _end_at(subscription: Subscription, effective_at: datetime, *, now: datetime
         subscription.status = Status.ENDED
 
 
+@retried_on_deadlock
 @transaction.atomic
 def subscription_change_plan(*, book, subscription_id, now: datetime, actor: str, plan_id, effective_at=None,
                              seats_count: int | None = None, name: str | None = None) -> Subscription:
@@ -219,6 +221,7 @@ def subscription_change_plan(*, book, subscription_id, now: datetime, actor: str
     return replacement
 
 
+@retried_on_deadlock
 @transaction.atomic
 def subscription_plan_change_withdraw(*, book, subscription_id, now: datetime, actor: str) -> Subscription:
     """Withdraw the subscription's scheduled plan change before it takes effect: the new subscription is deleted

@@ -13,6 +13,7 @@ from billing.pricing.terms import effective_end, period_end_grown_back, period_i
 from billing.services.changelog import SYSTEM_ACTOR, Kind, changelog_add, diff, json_value
 from billing.services.credit_pools import claims_pools_lock, credit_pools_follow_claims
 from billing.services.invoices import invoices_fit_to_end
+from core.database import retried_on_deadlock
 from core.errors import BadRequest, Conflict, NotFound, Unprocessable
 from core.jobs import BookFailures
 from core.scoping import get_owned, owned
@@ -275,6 +276,7 @@ def _change_schedule(subscription: Subscription, changes: dict) -> None:
     _fit_period_to_end(subscription, previous_end)
 
 
+@retried_on_deadlock
 @transaction.atomic
 def subscription_update(*, book, subscription_id, now: datetime, actor: str, **changes) -> Subscription:
     """Change a subscription; each kind of change becomes one changelog entry.
