@@ -25,7 +25,7 @@ from billing.pricing.lines import (billing_window, claims_counted_by, claims_doc
                                    priced_lines, totals)
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
 from billing.pricing.periods import local_date, local_midnight
-from billing.pricing.terms import effective_end, period_end_grown_back, period_in_force
+from billing.pricing.terms import effective_end, period_end_grown_back, period_in_force, period_timezone
 from core import clock
 from core.database import retried_on_deadlock, retry_while_reconnecting
 from core.errors import BadRequest, Conflict, NotFound, Unprocessable
@@ -92,7 +92,10 @@ def _requested_period(subscription: Subscription, start, end, *, now: datetime) 
         if period is None:
             raise Unprocessable(["subscriptionId: The subscription has no billing period (it ends before it starts)."])
         return period.start, period.end
-    start, end = _instant(start, subscription.timezone), _instant(end, subscription.timezone)
+    # A bare date is local midnight in the timezone of the period it falls in (a timezone change takes effect from
+    # the next period: January's days stay UTC days after a change to Tokyo).
+    start, end = (_instant(bound, period_timezone(subscription, _instant(bound, subscription.timezone)))
+                  for bound in (start, end))
     if end <= start:
         raise Unprocessable(["billingPeriodEnd: Must be after billingPeriodStart."])
     life_end = effective_end(subscription)

@@ -172,3 +172,12 @@ def test_a_plan_change_dated_before_the_new_billing_day_took_effect(api, day_15_
     assert current_period(api, day_15_from_february.subscription["id"]) == ("2025-01-01T00:00:00Z",
                                                                             "2025-01-25T00:00:00Z")
     assert current_period(api, successor["id"]) == ("2025-02-01T00:00:00Z", "2025-02-15T00:00:00Z")
+
+
+def test_bare_dates_of_a_period_before_a_timezone_change_are_its_own_timezones_days(api, from_the_22nd):
+    """`billingPeriodStart: 2025-01-22` after a change to Tokyo is January 22 as January was billed (UTC), the same
+    period as the default one, not midnight in Tokyo (a window measured against itself)."""
+    change_dates(api, from_the_22nd, timezone="Asia/Tokyo")
+    invoice = ok(generate(api, from_the_22nd, ("2025-01-22", "2025-02-01")), 201)
+    assert (invoice["periodStart"], invoice["periodEnd"]) == ("2025-01-22T00:00:00Z", "2025-02-01T00:00:00Z")
+    assert amounts(invoice) == [("recurring", 20.0)]
