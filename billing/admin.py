@@ -32,7 +32,8 @@ from billing.selectors.invoices import customer_amounts_owed, usage_recorded_sin
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
 from billing.services.invoices import invoice_generate
 from billing.services.plans import plan_delete, plan_subscriptions
-from billing.services.plan_changes import subscription_change_plan, subscription_plan_change_preview
+from billing.services.plan_changes import (subscription_change_plan, subscription_periods_preview,
+                                           subscription_plan_change_preview)
 from accounts.admin_display import format_value, period_cell, presence_filter, readable
 from accounts.admin_actions import act_on_rows, action_page, actor, error_text, idempotency_key, submitted
 from accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act,
@@ -601,10 +602,20 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                                       messages.SUCCESS)
                     return HttpResponseRedirect(reverse("admin:billing_subscription_change", args=[replacement.pk]))
                 context["sides"] = subscription_plan_change_preview(**choice)
+                # What the period the change falls in bills without it, for finance to compare.
+                unchanged = subscription_periods_preview(
+                    book=subscription.book, subscription_id=subscription.pk, now=now,
+                    moments=[side.period_start for side in context["sides"]])
+                without_change = sum((side.total for side in unchanged), Decimal(0))
+                with_change = sum((side.total for side in context["sides"]), Decimal(0))
                 # Written as the invoice page writes money (with the currency), not as bare numbers.
                 context["shown_sides"] = [(side, [(description, display.money(amount)) for description, amount
                                                   in side.lines], display.money(side.total))
                                           for side in context["sides"]]
+                context["unchanged_sides"] = [(side, [(description, display.money(amount)) for description, amount
+                                                      in side.lines], display.money(side.total)) for side in unchanged]
+                context["comparison"] = {"without": display.money(without_change), "with": display.money(with_change),
+                                         "difference": display.money(with_change - without_change)}
                 form.data = form.data.copy()
                 form.data["previewed"] = form.fingerprint()
             except ApiError as problem:

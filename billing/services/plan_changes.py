@@ -262,6 +262,22 @@ def _side(book, subscription: Subscription, start: datetime, end: datetime, *, n
     return SidePreview(subscription.name, subscription.plan.name, start, end, lines, invoice.total)
 
 
+def subscription_periods_preview(*, book, subscription_id, moments: list[datetime], now: datetime
+                                 ) -> list[SidePreview]:
+    """The invoices of the subscription's periods holding `moments` (each period once), as the subscription stands,
+    without a change: what a plan change's preview is compared with (the period it splits, or the two it lies
+    between). Generated and rolled back, as the preview, so a draft is priced as it would be refreshed and nothing
+    is kept."""
+    try:
+        with transaction.atomic():
+            subscription = owned(Subscription, book).select_related("plan").get(pk=subscription_id)
+            periods = dict.fromkeys((period.start, period.end) for period in
+                                    (period_in_force(subscription, moment) for moment in moments))
+            raise _Preview([_side(book, subscription, start, end, now=now) for start, end in periods])
+    except _Preview as preview:
+        return preview.sides
+
+
 def subscription_plan_change_preview(*, book, subscription_id, now: datetime, actor: str, plan_id, effective_at=None,
                                      seats_count: int | None = None, name: str | None = None
                                      ) -> tuple[SidePreview, SidePreview]:

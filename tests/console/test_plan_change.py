@@ -58,6 +58,26 @@ def test_the_preview_shows_both_sides_of_the_split_period_and_keeps_nothing(cons
     assert "current period 2025-06-01 00:00 to 2025-06-16 00:00 UTC" in again
 
 
+def test_the_preview_compares_the_change_with_the_period_as_it_stands(console, chain):
+    """Finance compares: without the change June bills 20.00 (the fee); with it, 10.00 + 25.00 = 35.00, 15.00 more.
+    At the next period's start the change splits nothing: June and July without it (20 + 20) against June on the
+    old plan and July on Pro (20 + 50)."""
+    resp = console.post(page(chain), {"plan": chain.pro["id"], "when": "at", "effective_at": "2025-06-16 00:00",
+                                      "preview": "Preview"})
+    assert [side.total for side, _, _ in resp.context["unchanged_sides"]] == [20]
+    assert resp.context["comparison"] == {"without": "$20.00", "with": "$35.00", "difference": "$15.00"}
+    shown = " ".join(resp.content.decode().split())
+    assert ("Without the change the period bills $20.00; with it, the two invoices bill $35.00 together, a "
+            "difference of $15.00.") in shown
+    assert not Invoice.objects.exists() and Subscription.objects.filter(customer_id=chain.customer.id).count() == 1
+
+    resp = console.post(page(chain), {"plan": chain.pro["id"], "when": "next_period", "preview": "Preview"})
+    assert [(side.period_start.isoformat(), side.total) for side, _, _ in resp.context["unchanged_sides"]] == [
+        ("2025-06-01T00:00:00+00:00", 20), ("2025-07-01T00:00:00+00:00", 20)]
+    assert resp.context["comparison"] == {"without": "$40.00", "with": "$70.00", "difference": "$30.00"}
+    assert not Invoice.objects.exists()
+
+
 def test_a_confirm_without_a_preview_of_the_same_choice_previews_first(console, chain):
     resp = console.post(page(chain), {"plan": chain.pro["id"], "when": "next_period", "confirm": "Change plan",
                                       "previewed": "something else"})
