@@ -260,8 +260,9 @@ class Invoice(OrgOwned):
     last_sent_at = models.DateTimeField(null=True, blank=True)
     # SHA-256 of the pay-now token of the latest invoice email; the raw token exists only in that email.
     pay_token_digest = models.CharField(max_length=64, null=True, blank=True)
-    # The pay-now token is derived from this nonce and SECRET_KEY (billing.services.invoices.pay_token_of), so
-    # a resend can reuse the link it sent before; a new nonce (a void, a rotated key) retires the old link.
+    # The pay-now token is derived from this nonce and SECRET_KEY (billing.pay_links.pay_token_of), so a resend
+    # can reuse the link it sent before; a rotated key retires the old link, and a void keeps it, to open the
+    # invoice's voided page.
     pay_token_nonce = models.CharField(max_length=64, blank=True)
 
     class Meta:

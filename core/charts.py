@@ -4,7 +4,7 @@ and the console dashboard's cost chart.
 Pure: values in, coordinates out (Decimal, rounded to tenths of a pixel); the template draws them.
 """
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from typing import Sequence
 
 from core import display
@@ -77,13 +77,21 @@ def _labelled_indexes(count: int) -> set[int]:
     return set(indexes)
 
 
+def whole_ceiling(top: Decimal) -> Decimal:
+    """A scale for whole counts: its middle grid line must be a whole number too (a scale of 5 events would label
+    it 2.5, a count nobody can have), so an odd or fractional top grows to the next even number."""
+    halved = top / 2
+    return top if halved == halved.to_integral_value() else 2 * (halved.to_integral_value(rounding=ROUND_CEILING))
+
+
 def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 640, height: int = 200,
-              reference: Decimal | None = None, unit_of_one: str | None = None, tick_prefix: str = "") -> BarChart:
+              reference: Decimal | None = None, unit_of_one: str | None = None, tick_prefix: str = "",
+              whole: bool = False) -> BarChart:
     """One bar per (label, value), scaled to a rounded maximum with three grid lines (0, half, max); at most
     MAX_X_LABELS labels under the bars, the first and the last always among them. A `reference` value is drawn
     as a horizontal line on the same scale (the scale grows to hold it). `unit_of_one`: the unit after a value of
     exactly 1 ("1 event"), when it is not `unit`. `tick_prefix`: written before each number of the y axis ("$"), so
-    that the axis says what it counts."""
+    that the axis says what it counts. `whole`: the values are counts (events), so every tick is a whole number."""
 
     def amount(value: Decimal) -> str:
         return f"{number_label(value)} {unit_of_one if unit_of_one is not None and value == 1 else unit}"
@@ -91,6 +99,8 @@ def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 
     plot_width, plot_height = Decimal(width) - LEFT - RIGHT, Decimal(height) - TOP - BOTTOM
     highest = max((Decimal(value) for _, value in points), default=Decimal(0))
     top = nice_ceiling(highest if reference is None else max(highest, reference))
+    if whole:
+        top = whole_ceiling(top)
     slot = plot_width / max(len(points), 1)
     bar_width = max(min(slot * Decimal("0.7"), MAX_BAR_WIDTH), Decimal(1))
     labelled = _labelled_indexes(len(points))

@@ -13,6 +13,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from billing import stripe_gateway
@@ -32,6 +33,7 @@ from portal.services import LinkState, portal_link_open
 
 SESSION_KEY = "portal_session_id"  # in the Django session: the portal session this browser may use
 MAX_TOKEN_LENGTH = 128  # issued tokens have 43 characters; anything far longer is not looked up
+OWED_STATES = ("checkout", "not_configured", "provider_down")  # pay pages that show an amount still due
 
 
 # --------------------------------------------------------------------------- checkout (pay-now and portal)
@@ -43,7 +45,9 @@ def _pay_page(request, state: str, *, invoice=None, status: int = 200, **extra):
         first, last = period_days(invoice)
         context.update(view=view, business_name=view.business_name, period_first=first, period_last=last,
                        amount_due=money(invoice.amount_due, invoice.currency),
-                       amount_overpaid=money(invoice.amount_overpaid, invoice.currency))
+                       amount_overpaid=money(invoice.amount_overpaid, invoice.currency),
+                       # Past its due date and still owed: the page asking for the money says so.
+                       overdue=invoice.status == InvoiceStatus.OVERDUE and state in OWED_STATES)
     return render(request, "portal/pay.html", context, status=status)
 
 
@@ -60,6 +64,8 @@ def _checkout(request, invoice, *, pay_url: str, pay_locally, back_url: str | No
     (development), a local checkout. POST (the local checkout, CSRF-protected): pay what is due; with the local
     checkout off it changes nothing and answers 403 (contract: Payments without Stripe)."""
     page = partial(_pay_page, request, invoice=invoice, back_url=back_url)
+    if invoice.status == InvoiceStatus.VOID:  # its email link still finds it (invoice_void keeps the token)
+        return page("void", status=410)
     if request.method == "POST":
         if not stripe_gateway.is_configured():
             try:
@@ -67,8 +73,6 @@ def _checkout(request, invoice, *, pay_url: str, pay_locally, back_url: str | No
             except LocalCheckoutDisabled:
                 return page("not_configured", status=403)
         return redirect(request.path, permanent=False)
-    if invoice.status == InvoiceStatus.VOID:
-        return page("void", status=410)
     if invoice.status in (InvoiceStatus.PAID, InvoiceStatus.REFUNDED) or invoice.amount_due <= 0:
         return page("settled")
     checkout = request.GET.get("checkout")
@@ -126,6 +130,7 @@ def _home(request, session, now, *, profile=None, status: int = 200):
     return render(request, "portal/home.html", context, status=status)
 
 
+@csrf_exempt  # only GET opens a link: other methods get require_GET's 405, not the CSRF check's 403 page
 @never_cache
 @require_GET
 def portal_open(request, token: str):

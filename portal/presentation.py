@@ -3,14 +3,15 @@
 Every read takes the session's book and customer (portal/selectors.py), so the page holds that customer's
 rows only.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 from django.urls import reverse
 
 from billing.invoice_documents import money, period_days
-from billing.models import PAYABLE, Invoice, Subscription, SubscriptionStatus
+from billing.models import PAYABLE, Invoice, InvoiceStatus, Subscription, SubscriptionStatus
 from billing.pricing.periods import local_date
 from billing.pricing.terms import period_timezone
 from billing.selectors.credit_pools import credit_balance_list
@@ -37,6 +38,9 @@ class InvoiceRow:
     pdf_url: str
     pay_url: str | None  # unpaid and payable: the pay-now button
     pay_label: str = ""  # "Pay $12.00", or "How to pay $12.00" where no online payment is configured
+    # Received so far on an invoice not settled by it (a part payment), as the pay page's "Amount paid": without it
+    # the row showed the whole total beside a button for less.
+    paid: str | None = None
 
 
 def invoice_rows(invoices: list[Invoice]) -> list[InvoiceRow]:
@@ -53,7 +57,9 @@ def invoice_rows(invoices: list[Invoice]) -> list[InvoiceRow]:
             money(refunded[invoice.pk], invoice.currency) if invoice.pk in refunded else None, invoice.due_date,
             reverse("portal-invoice-pdf", args=[invoice.pk]),
             reverse("portal-invoice-pay", args=[invoice.pk]) if payable else None,
-            f"{verb} {money(invoice.amount_due, invoice.currency)}"))
+            f"{verb} {money(invoice.amount_due, invoice.currency)}",
+            money(invoice.amount_paid, invoice.currency) if invoice.amount_paid > 0 and invoice.status not in (
+                InvoiceStatus.PAID, InvoiceStatus.REFUNDED) else None))
     return rows
 
 
@@ -122,6 +128,19 @@ class PoolRow:
     # Set for a subscription outside its periods (not started, or ended): its pool cannot be drawn on now, so
     # the page says when it starts or ended instead of a full gauge the customer would read as credit to use.
     not_current: str | None = None
+    # Units already billing as overage this period, in words: the selector's `overage_in_progress_units` (the
+    # invoice's own math), which top-ups do not reduce (spec), so a pool with top-ups left can still bill overage.
+    overage: str | None = None
+
+
+def _overage(balance, top_ups_left: Decimal) -> str | None:
+    units = balance.overage_in_progress_units
+    if units <= 0:
+        return None
+    rate = balance.pool.overage_rate  # the pool's own tier 2, as the invoice prices it; None when it cannot say
+    text = (f"{display.quantity(units)} units beyond the pool bill as overage on this period's invoice"
+            + (f" ({display.price(rate)} each)" if rate is not None else ""))
+    return text + ("; top-ups do not reduce it" if top_ups_left > 0 else "")
 
 
 def _not_current(balance, now: datetime) -> str | None:
@@ -150,24 +169,38 @@ def pool_rows(*, book, customer: Customer, now: datetime) -> list[PoolRow]:
         rows.append(PoolRow(subscription.name, subscription.plan.name, display.quantity(balance.pool.size),
                             display.quantity(balance.consumed_units), display.quantity(balance.remaining_units),
                             balance.remaining_percent, min(max(balance.remaining_percent, Decimal(0)), Decimal(100)),
-                            period, split, _not_current(balance, now)))
+                            period, split, _not_current(balance, now), _overage(balance, top_ups_left)))
     return rows
 
 
 @dataclass(frozen=True)
 class UsageSection:
-    period: tuple[str, str]  # UTC days, inclusive
+    period: tuple[str, str]  # local days of `timezone`, inclusive: as the subscription rows write the period
+    timezone: str
     events: int
-    chart: BarChart
+    chart: BarChart  # one bar per local day
     by_signal: list[tuple[str, int, str]]  # signal, events, quantity
+
+    @property
+    def zone_named(self) -> str | None:
+        """The time zone to name beside the days; none for UTC, which the subscription rows do not name either."""
+        return None if self.timezone == "UTC" else self.timezone
 
 
 def usage_section(*, book, customer: Customer, subscriptions: list[Subscription], now: datetime) -> UsageSection:
-    start, end = selectors.current_usage_window(subscriptions, now)
-    usage = selectors.customer_usage(book=book, customer=customer, start=start, end=end, now=now)
+    window = selectors.current_usage_window(subscriptions, now)
+    usage = selectors.customer_usage(book=book, customer=customer, start=window.start, end=window.end, now=now,
+                                     timezone=window.timezone)
     chart = bar_chart([(day.day.strftime("%b %-d"), Decimal(day.events)) for day in usage.days], unit="events",
-                      unit_of_one="event")
-    return UsageSection(_local_days(start, end, "UTC"), usage.events, chart,
+                      unit_of_one="event", whole=True)
+    # The chart's title names the whole period's local days and events, as the heading above it does: the days it
+    # draws stop at today, and a title ending there (or on a UTC day) read as another period than the row's.
+    first, last = (day.astimezone(ZoneInfo(window.timezone)) for day in
+                   (window.start, window.end - timedelta(microseconds=1)))
+    zone = "" if window.timezone == "UTC" else f" ({window.timezone})"
+    chart = replace(chart, description=f"{usage.events} event{'' if usage.events == 1 else 's'} from "
+                                       f"{first:%b %-d} to {last:%b %-d}{zone}")
+    return UsageSection(_local_days(window.start, window.end, window.timezone), window.timezone, usage.events, chart,
                         [(display.unit(total.signal_name), total.events, display.quantity(total.quantity))
                          for total in usage.by_signal])
 

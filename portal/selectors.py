@@ -4,16 +4,18 @@ Every read behind a browser session is scoped by the session's book AND customer
 another customer's rows, whatever id a URL carries.
 """
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from uuid import UUID
+from zoneinfo import ZoneInfo
 
 from django.db.models import QuerySet, Sum
 from django.db.models.functions import TruncDate
 
 from billing.models import Invoice, InvoiceStatus, Payment, Subscription, SubscriptionStatus
+from billing.pricing.terms import period_timezone
 from billing.selectors.invoices import invoice_documents
-from core.clock import UTC, day_start, month_window
+from core.clock import month_window
 from core.money import SUMS, ZERO
 from core.scoping import get_owned, owned
 from customers.models import Customer, Signal, UsageEvent
@@ -107,7 +109,7 @@ class UsageTotal:
 class CustomerUsage:
     start: datetime  # the current period, [start, end)
     end: datetime
-    days: list[UsageDay]  # every day from start through today, zeros included
+    days: list[UsageDay]  # every day from start through today, zeros included (local days of the period)
     by_signal: list[UsageTotal]  # most events first
 
     @property
@@ -116,33 +118,49 @@ class CustomerUsage:
         return sum(total.events for total in self.by_signal)
 
 
-def current_usage_window(subscriptions: list[Subscription], now: datetime) -> tuple[datetime, datetime]:
+@dataclass(frozen=True)
+class UsageWindow:
+    start: datetime  # [start, end)
+    end: datetime
+    timezone: str  # the days the period is written and charted in
+
+
+def current_usage_window(subscriptions: list[Subscription], now: datetime) -> UsageWindow:
     """The current period: from the earliest current-period start of the customer's active subscriptions to
-    the latest end; without an active subscription in its period, the current UTC calendar month."""
-    periods = [(row.current_period_start, row.current_period_end) for row in subscriptions
+    the latest end, in their periods' time zone (the local days the subscription rows show); without an active
+    subscription in its period, the current UTC calendar month. Subscriptions whose periods run in different time
+    zones share no local calendar: their window is written in UTC days."""
+    periods = [(row.current_period_start, row.current_period_end, period_timezone(row, row.current_period_start))
+               for row in subscriptions
                if row.status == SubscriptionStatus.ACTIVE and row.current_period_start and row.current_period_end
                and row.current_period_start <= now < row.current_period_end]
     if not periods:
-        return month_window(now)
-    return min(start for start, _ in periods), max(end for _, end in periods)
+        return UsageWindow(*month_window(now), "UTC")
+    zones = {zone for _, _, zone in periods}
+    return UsageWindow(min(start for start, _, _ in periods), max(end for _, end, _ in periods),
+                       zones.pop() if len(zones) == 1 else "UTC")
 
 
-def customer_usage(*, book, customer: Customer, start: datetime, end: datetime, now: datetime) -> CustomerUsage:
-    """Daily events and quantity of the customer's usage from the period's start through today (UTC days;
-    events dated later in the period are not drawn yet), and the totals per signal of the whole period, those
-    events included (a pool row beside it counts them too), by the signal name each event recorded
-    (`event_sums`: one customer's period, and names the rollup does not keep)."""
-    first = start.astimezone(UTC).date()
-    until = min(end, day_start(now.astimezone(UTC).date()) + timedelta(days=1))
+def customer_usage(*, book, customer: Customer, start: datetime, end: datetime, now: datetime,
+                   timezone: str = "UTC") -> CustomerUsage:
+    """Daily events and quantity of the customer's usage from the period's start through today (days in
+    `timezone`, the period's own; events dated later in the period are not drawn yet), and the totals per signal
+    of the whole period, those events included (a pool row beside it counts them too), by the signal name each
+    event recorded (`event_sums`: one customer's period, and names the rollup does not keep)."""
+    zone = ZoneInfo(timezone)
+    first = start.astimezone(zone).date()
+    today = now.astimezone(zone).date()
+    # Every day the window touches, the last one too when the period ends inside it (a Berlin period written in
+    # UTC days ends at 22:00): its events are counted in the totals per signal, so the days must hold them as well.
+    last = min((end - timedelta(microseconds=1)).astimezone(zone).date(), today)
+    until = min(end, datetime.combine(today + timedelta(days=1), time.min, tzinfo=zone))
     period = owned(UsageEvent, book).filter(customer=customer, usage_date__gte=start, usage_date__lt=end)
     events = period.filter(usage_date__lt=until)
     measures = ("event_count", "quantity")
-    daily = {row.key[0]: row for row in event_sums(events.annotate(day=TruncDate("usage_date", tzinfo=UTC)),
+    daily = {row.key[0]: row for row in event_sums(events.annotate(day=TruncDate("usage_date", tzinfo=zone)),
                                                    by=("day",), measures=measures)}
     days = []
-    # Every UTC day the window touches, the last one too when the period ends inside it (a period in Berlin ends
-    # at 22:00 UTC): its events are counted in the totals per signal, so the days must hold them as well.
-    for offset in range(max(-(-(until - day_start(first)) // timedelta(days=1)), 0)):
+    for offset in range(max((last - first).days + 1, 0)):
         day = first + timedelta(days=offset)
         row = daily.get(day)
         days.append(UsageDay(day, row.event_count, row.quantity) if row else UsageDay(day, 0, ZERO))

@@ -238,8 +238,8 @@ def invoices_fit_to_end(*, book, subscription: Subscription, now: datetime, reas
             invoice.period_end = end
             _refresh(invoice, subscription)
         else:
+            # The pay token stays: its link opens the voided page (410), where nothing can be paid.
             invoice.status, invoice.voided_at, invoice.void_reason = Status.VOID, now, reason[:500]
-            invoice.pay_token_digest, invoice.pay_token_nonce = None, ""
             invoice.save()
             invoice_event(invoice, EventType.INVOICE_VOIDED, now=now)  # as a void asked for (invoice_void)
 
@@ -377,7 +377,7 @@ def _mark_sent(book, invoice: Invoice, *, now: datetime) -> None:
 @transaction.atomic
 def invoice_void(*, book, invoice_id, now: datetime, reason: str = "") -> Invoice:
     """Drafts and unpaid pending, issued or overdue invoices become void (their number stays taken, the pay
-    link stops working). Voiding twice changes nothing. Money received must be refunded first (400)."""
+    link shows the voided page). Voiding twice changes nothing. Money received must be refunded first (400)."""
     invoice = _invoice_locked(book, invoice_id)
     if invoice.status == Status.VOID:
         return invoice
@@ -387,8 +387,9 @@ def invoice_void(*, book, invoice_id, now: datetime, reason: str = "") -> Invoic
     if invoice.amount_paid > 0:
         raise BadRequest(f"Invoice {invoice.invoice_number} has {invoice.amount_paid} collected; refund the payments "
                          "before voiding it.")
+    # The pay token stays, so the emailed link opens the voided page (410) rather than "not valid" (404); the
+    # link is no longer live (`live_pay_token`) and the pay page pays nothing on a void invoice.
     invoice.status, invoice.voided_at, invoice.void_reason = Status.VOID, now, reason
-    invoice.pay_token_digest, invoice.pay_token_nonce = None, ""
     invoice.save()
     invoice_event(invoice, EventType.INVOICE_VOIDED, now=now)
     return invoice

@@ -272,14 +272,15 @@ def test_a_draft_or_an_unpaid_invoice_can_be_voided_and_keeps_its_number(api, ja
     assert again["id"] != invoice["id"] and again["invoiceNumber"] == "INV-000002"
 
 
-def test_a_void_invoice_is_not_overdue_and_its_pay_link_is_gone(api, january, client):
+def test_a_void_invoice_is_not_overdue_and_its_pay_link_says_voided(api, january, client):
     _, invoice = january
     send(api, invoice)
     token_path = "/pay/" + sent_mail()[0].text.split("/pay/")[1].split()[0]
     ok(api.post(f"/v1/invoices/{invoice['id']}/void", {}))
     run_jobs("2025-08-01T00:00:00Z")
     assert get(api, invoice)["status"] == "void"
-    assert client.get(token_path).status_code == 404
+    resp = client.get(token_path)  # the link still finds the invoice, to say it was voided (docs: 410)
+    assert resp.status_code == 410 and "voided" in resp.content.decode()
 
 
 def test_a_paid_invoice_cannot_be_voided(api, january, client, settings):
@@ -454,8 +455,10 @@ def test_generate_with_usage_recorded_through_the_api(api, book, frozen_now):
 
 
 def test_voiding_retires_the_pay_link(api, january, client):
+    # Retired, not forgotten: the link opens the voided page (410, docs), with nothing to pay.
     _, invoice = january
     send(api, invoice)
     link = sent_mail()[0].text.split("Pay now: ")[1].split()[0]
     ok(api.post(f"/v1/invoices/{invoice['id']}/void", {}))
-    assert client.get(link.split("127.0.0.1:8000")[-1]).status_code == 404
+    resp = client.get(link.split("127.0.0.1:8000")[-1])
+    assert resp.status_code == 410 and "nothing to pay" in resp.content.decode()

@@ -59,3 +59,15 @@ def test_an_empty_period_draws_an_empty_scale():
     chart = bar_chart([], unit="events")
     assert chart.bars == [] and chart.x_labels == [] and chart.description == "no events"
     assert [tick.label for tick in chart.y_ticks] == ["0", "0.5", "1"]
+
+
+@pytest.mark.parametrize("highest, ticks", [
+    (0, ["0", "1", "2"]), (1, ["0", "1", "2"]), (2, ["0", "1", "2"]), (3, ["0", "3", "6"]), (5, ["0", "3", "6"]),
+    (7, ["0", "5", "10"]), (40, ["0", "25", "50"]), (120, ["0", "100", "200"]),
+])
+def test_a_chart_of_counts_has_whole_ticks_only(highest, ticks):
+    # The portal's events per day read "0, 2.5, 5" for at most 5 events a day: nobody has half an event.
+    chart = bar_chart([("Jun 1", D(highest)), ("Jun 2", D(0))], unit="events", whole=True)
+    assert [tick.label for tick in chart.y_ticks] == ticks
+    assert chart.bars[0].y >= TOP  # the tallest bar still fits the scale
+    assert [tick.label for tick in bar_chart([], unit="events", whole=True).y_ticks] == ["0", "1", "2"]

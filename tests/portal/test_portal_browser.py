@@ -157,3 +157,27 @@ def test_a_second_open_of_the_link_is_the_already_used_page(account, page, chrom
     finally:
         other_browser.close()
     assert Customer.objects.get(external_id="globex").name == "Globex Corp"
+
+
+def test_on_a_phone_every_table_fits_the_screen(account, chromium, api):
+    """At 390px the credit-balances table overflowed the page (its gauge and "... this period + ... top-ups" past the
+    card's edge) while the other tables turn into one card per row: it does so too, and nothing scrolls sideways."""
+    customer, _, session = account
+    [subscription] = ok(api.get("/v1/subscriptions", {"customerId": str(customer.id)}))
+    ok(api.post(f"/v1/subscriptions/{subscription['id']}/credit-topup", {"units": 500, "idempotencyKey": "phone"}), 201)
+    context = chromium.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+    try:
+        phone = context.new_page()
+        refused = csp_violations(phone)
+        assert phone.goto(session["url"]).status == 200
+        expect(phone.locator("#credits")).to_contain_text("top-ups")
+        for table in ("#invoices", "#credits"):
+            assert phone.locator(f"{table} tbody tr").first.evaluate("row => getComputedStyle(row).display") == "block"
+        card = phone.locator("#credits").bounding_box()
+        for cell in phone.locator("#credits td").all():
+            box = cell.bounding_box()
+            assert box["x"] + box["width"] <= card["x"] + card["width"] + 0.5, cell.inner_text()
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 390
+        assert not refused, refused
+    finally:
+        context.close()

@@ -2,6 +2,7 @@
 page shows, the profile form, PDFs and pay-now, and the bad-token limit (contract.md: Hosted pages)."""
 import re
 from datetime import datetime, timedelta
+from html import unescape
 from io import StringIO
 from decimal import Decimal
 from types import SimpleNamespace
@@ -127,10 +128,14 @@ def test_an_unknown_link_is_a_404_page(customer):
 
 
 def test_a_link_opens_only_with_get(customer, create_session):
+    # A real browser's POST carries no CSRF token: it must meet the 405 the docs promise, not the CSRF 403 page.
     session = create_session(customer)
-    assert Client().head(link_path(session)).status_code == 405
-    assert Client().post(link_path(session)).status_code == 405
+    assert browser().head(link_path(session)).status_code == 405
+    for method in (browser().post, browser().put, browser().delete):
+        resp = method(link_path(session))
+        assert resp.status_code == 405 and resp["Allow"] == "GET"
     assert PortalSession.objects.get(pk=session["id"]).used_at is None
+    assert browser().get(link_path(session)).status_code == 200  # still unused: it opens
 
 
 # --------------------------------------------------------------------------- the browser session
@@ -236,6 +241,34 @@ def test_a_partial_refund_shows_under_the_invoices_total(api, billed, customer, 
     assert "paid" in row and "$24.00" in row and "Refunded $5.00" in row
 
 
+def test_a_partly_paid_invoice_says_what_was_received_beside_its_total(api, billed, customer, create_session):
+    """The row showed $24.00 beside a "How to pay $14.00" button and nothing of the $10.00 received, which the pay
+    page lists as "Amount paid"."""
+    from datetime import timezone
+
+    from billing.services.payments import payment_record_received
+
+    book = Invoice.objects.get(pk=billed.mine.id).book
+    payment_record_received(book=book, invoice_id=billed.mine.id, amount=Decimal("10"), reference="wire-1",
+                            now=datetime(2025, 2, 3, tzinfo=timezone.utc))
+    page = html(opened(create_session(customer)).get("/portal/s/"))
+    row = next(row for row in page.split("<tr") if billed.mine.invoiceNumber in row)
+    assert "issued" in row and "$24.00" in row and "Paid $10.00" in row and ">How to pay $14.00<" in row
+
+
+def test_a_paid_invoice_row_does_not_repeat_what_was_paid(api, billed, customer, create_session):
+    from datetime import timezone
+
+    from billing.services.payments import payment_record_received
+
+    book = Invoice.objects.get(pk=billed.mine.id).book
+    payment_record_received(book=book, invoice_id=billed.mine.id, amount=Decimal("24"), reference="wire-1",
+                            now=datetime(2025, 2, 3, tzinfo=timezone.utc))
+    page = html(opened(create_session(customer)).get("/portal/s/"))
+    row = next(row for row in page.split("<tr") if billed.mine.invoiceNumber in row)
+    assert "paid" in row and "Paid $" not in row
+
+
 def test_the_page_shows_subscriptions_with_plan_and_current_period(api, book, customer, create_session):
     chain = billing_chain(api, book, [recurring("20")], customer=customer, start="2025-06-01T00:00:00Z")
     client = opened(create_session(customer))
@@ -267,6 +300,35 @@ def test_the_page_charts_the_current_periods_usage_of_this_customer_only(book, c
     assert "Events per day (UTC days)</figcaption>" in usage_section  # the y axis's unit, in words
     assert "pages translated" in usage_section and ">17<" in usage_section  # the period's quantity
     assert "<script" not in page and "https://" not in page.split("</head>")[0]
+
+
+def test_the_usage_of_a_local_period_is_written_and_charted_in_its_local_days(api, book, customer, create_session,
+                                                                               clock_at):
+    """A Los Angeles period [Nov 1 07:00Z, Dec 1 08:00Z): the heading said "2026-11-01 to 2026-12-01 (UTC)" and the
+    bars were UTC days, while the subscription row says 2026-11-01 to 2026-11-30. The counts were right."""
+    client = opened(create_session(customer))
+    clock_at(instant("2026-11-20T12:00:00Z"))  # Nov 20, 04:00 in Los Angeles
+    chain = billing_chain(api, book, [recurring("20")], customer=customer, start="2026-11-01T07:00:00Z",
+                          timezone="America/Los_Angeles")
+    subscription = ok(api.get(f"/v1/subscriptions/{chain.subscription['id']}"))
+    assert (subscription["currentPeriodStart"], subscription["currentPeriodEnd"]) == (
+        "2026-11-01T07:00:00Z", "2026-12-01T08:00:00Z")
+    for at in ("2026-11-01T03:00:00Z",  # Oct 31 in Los Angeles: before the period, not counted
+               "2026-11-01T08:00:00Z",  # Nov 1, 01:00
+               "2026-11-20T05:00:00Z"):  # Nov 19, 21:00
+        UsageEventFactory(book=book, customer=customer, signal=chain.signal, quantity=Decimal(1),
+                          usage_date=instant(at))
+    page = html(client.get("/portal/s/"))
+    subscriptions = page.split('id="subscriptions"')[1].split("</section>")[0]
+    assert '<span class="date">2026-11-01</span> to <span class="date">2026-11-30</span>' in subscriptions
+    usage_section = page.split('id="usage"')[1].split("</section>")[0]
+    assert "2026-11-01 to 2026-11-30 (America/Los_Angeles) &middot; 2 events" in usage_section
+    assert "(UTC)" not in usage_section and "2026-12-01" not in usage_section
+    svg = re.search(r"<svg class=\"chart\".*?</svg>", usage_section, re.S).group(0)
+    assert "Events per day: 2 events from Nov 1 to Nov 30 (America/Los_Angeles)</title>" in svg
+    assert svg.count("<rect") == 20  # Nov 1 to Nov 20, local days
+    assert "Nov 1: 1 event<" in svg and "Nov 19: 1 event<" in svg and "Nov 20: 0 events<" in svg
+    assert "Events per day (days in America/Los_Angeles)</figcaption>" in usage_section
 
 
 def test_a_period_that_ends_inside_a_utc_day_charts_that_days_events_too(book, customer):
@@ -355,6 +417,81 @@ def test_a_balance_with_top_ups_left_says_how_much_of_it_they_are(api, book, cus
     assert "120 of 100 units used" in credits and ">30<" in credits and "0 this period + 30 top-ups" in credits
 
 
+def pool_chain(api, book, customer, **strategy):
+    agent = AgentFactory(book=book)
+    chain = SimpleNamespace(agent=agent, signal=SignalFactory(book=book, agent=agent), customer=customer,
+                            plan=create_plan(api, agent.id, name="Translation pool"))
+    create_strategies(api, chain.plan["id"], [pool_strategy(chain, **strategy)])
+    return chain
+
+
+def test_a_pool_billing_overage_says_so_though_top_ups_are_left(api, book, customer, create_session, clock_at):
+    """Stark's card read "2,172.25 of 2,000 units used · 327.75 remaining · 0 this period + 327.75 top-ups" while
+    the invoice billed 172.25 units of overage: a top-up raises remainingUnits but does not reduce
+    overageInProgressUnits (spec). The figure is the credit balance's own."""
+    client = opened(create_session(customer))
+    clock_at(instant("2025-06-10T12:00:00Z"))
+    chain = pool_chain(api, book, customer, size=2000, overage="0.20")
+    subscription = create_subscription(api, chain, startDate="2025-06-01T00:00:00Z")
+    ok(topup(api, subscription, 500), 201)
+    UsageEventFactory(book=book, customer=customer, signal=chain.signal, quantity=Decimal("1900"),
+                      usage_date=instant("2025-06-05T10:00:00Z"))
+    credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
+    assert "beyond the pool" not in credits  # within the pool: nothing bills as overage
+    UsageEventFactory(book=book, customer=customer, signal=chain.signal, quantity=Decimal("272.25"),
+                      usage_date=instant("2025-06-06T10:00:00Z"))
+    api_row = ok(api.get(f"/v1/subscriptions/{subscription['id']}/credit-balance"))
+    assert (api_row["remainingUnits"], api_row["overageInProgressUnits"]) == (327.75, 172.25)
+    credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
+    assert "2,172.25 of 2,000 units used" in credits and ">327.75<" in credits
+    assert "0 this period + 327.75 top-ups" in credits
+    assert ("172.25 units beyond the pool bill as overage on this period's invoice ($0.20 each); top-ups do not "
+            "reduce it") in unescape(credits)
+
+
+def test_an_overdrawn_pool_without_top_ups_says_what_bills_as_overage(api, book, customer, create_session,
+                                                                      clock_at):
+    client = opened(create_session(customer))
+    clock_at(instant("2025-06-10T12:00:00Z"))
+    chain = pool_chain(api, book, customer, size=2000, overage="0.20")
+    create_subscription(api, chain, startDate="2025-06-01T00:00:00Z")
+    UsageEventFactory(book=book, customer=customer, signal=chain.signal, quantity=Decimal("2090.5"),
+                      usage_date=instant("2025-06-05T10:00:00Z"))
+    credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
+    assert ">-90.5<" in credits and "-4.53%" in credits
+    assert "90.5 units beyond the pool bill as overage on this period's invoice ($0.20 each)<" in unescape(credits)
+
+
+def test_the_overage_note_is_the_invoices_own_figure_after_a_minimum_commitment(api, book, customer,
+                                                                                create_session, clock_at):
+    """A minimumCommitment of 150 units bills 150 of 120 used: 50 units of overage on a pool of 100, which no
+    "used minus pool" in the page would find. The note takes the selector's overage_in_progress_units."""
+    client = opened(create_session(customer))
+    clock_at(instant("2025-06-10T12:00:00Z"))
+    chain = pool_chain(api, book, customer, size=100, overage="0.75", minimumCommitment=150)
+    subscription = create_subscription(api, chain, startDate="2025-06-01T00:00:00Z")
+    UsageEventFactory(book=book, customer=customer, signal=chain.signal, quantity=Decimal(120),
+                      usage_date=instant("2025-06-05T10:00:00Z"))
+    api_row = ok(api.get(f"/v1/subscriptions/{subscription['id']}/credit-balance"))
+    credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
+    assert api_row["overageInProgressUnits"] == 50
+    assert "50 units beyond the pool bill as overage" in credits and "($0.75 each)" in credits
+    assert "20 units beyond" not in credits
+
+
+def test_the_credit_balances_table_becomes_one_card_per_row_on_narrow_screens(api, book, customer,
+                                                                              create_session, clock_at):
+    """At 390px the credit table overflowed while the others turn into cards (portal.css: table.stack); every
+    cell says what it is in its data-label. The browser test measures the width."""
+    client = opened(create_session(customer))
+    clock_at(instant("2025-06-10T12:00:00Z"))
+    create_subscription(api, pool_chain(api, book, customer, size=100), startDate="2025-06-01T00:00:00Z")
+    credits = html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0]
+    assert '<table class="stack">' in credits
+    cells = re.findall(r"<td[^>]*>", credits)
+    assert len(cells) == 3 and all("data-label=" in cell for cell in cells)
+
+
 def test_a_pool_outside_its_subscriptions_periods_says_when_it_starts_or_ended(api, book, customer, create_session,
                                                                               clock_at):
     # A full gauge for an ended subscription read as 100 units still to use.
@@ -401,6 +538,60 @@ def test_a_draft_voided_before_it_was_finalized_is_not_the_customers(api, billed
     assert billed.draft.invoice_number not in page
     assert billed.mine.invoiceNumber in page  # issued, then voided: listed as void
     assert client.get(f"/portal/s/invoices/{billed.draft.id}/pdf").status_code == 404
+
+
+def emailed_pay_path(api, invoice_id) -> str:
+    """The pay-now path of the invoice's latest email (sent again here: the email holds the only copy)."""
+    from tests.billing.invoice_support import pay_token
+    from tests.mail import sent_mail
+
+    ok(api.post(f"/v1/invoices/{invoice_id}/send", {}))
+    return f"/pay/{pay_token(sent_mail()[-1].text)}"
+
+
+def test_the_emailed_link_of_a_voided_invoice_says_voided_and_pays_nothing(api, billed, customer, create_session,
+                                                                           settings):
+    """docs: void invoices show a "voided" page (410); voiding cleared the token, so the link read "not valid"
+    (404). The token now stays, and nothing on the page or through it can pay."""
+    settings.PAYMENTS_LOCAL_CHECKOUT = True  # even the development checkout pays nothing on a void invoice
+    path = emailed_pay_path(api, billed.mine.id)
+    client = browser()
+    checkout = client.get(path)
+    assert checkout.status_code == 200 and 'name="attempt"' in html(checkout)
+    form = {"csrfmiddlewaretoken": csrf_token(html(checkout)),
+            "attempt": re.search(r'name="attempt" value="([^"]+)"', html(checkout)).group(1)}
+    ok(api.post(f"/v1/invoices/{billed.mine.id}/void", {"reason": "billed twice"}))
+    resp = client.get(path)
+    assert resp.status_code == 410 and "This invoice was voided" in html(resp)
+    assert billed.mine.invoiceNumber in html(resp) and 'name="attempt"' not in html(resp)
+    paid = client.post(path, form)  # the form of a tab opened before the void
+    assert paid.status_code == 410 and "This invoice was voided" in html(paid)
+    invoice = ok(api.get(f"/v1/invoices/{billed.mine.id}"))
+    assert (invoice["status"], invoice["payments"]) == ("void", [])
+    portal = html(opened(create_session(customer)).get("/portal/s/"))
+    assert f"/portal/s/invoices/{billed.mine.id}/pay" not in portal  # no pay button for it in the portal either
+
+
+def test_a_voided_invoice_shows_no_live_pay_link_in_its_documents(api, billed):
+    from billing.invoice_documents import InvoiceView
+    from billing.pay_links import live_pay_token
+
+    emailed_pay_path(api, billed.mine.id)
+    ok(api.post(f"/v1/invoices/{billed.mine.id}/void", {}))
+    invoice = Invoice.objects.get(pk=billed.mine.id)
+    assert invoice.pay_token_digest  # kept: the link finds the invoice and says it was voided
+    assert live_pay_token(invoice) is None and InvoiceView.of(invoice).pay_url is None
+
+
+def test_the_pay_page_of_an_overdue_invoice_says_it_is_overdue(api, billed, customer, create_session):
+    path = emailed_pay_path(api, billed.mine.id)
+    assert "is overdue" not in html(browser().get(path))
+    Invoice.objects.filter(pk=billed.mine.id).update(status="overdue")
+    notice = f"This invoice is overdue: it was due on {billed.mine.dueDate}."
+    emailed = browser().get(path)
+    assert emailed.status_code == 200 and notice in html(emailed) and "$24.00" in html(emailed)
+    portal = opened(create_session(customer)).get(f"/portal/s/invoices/{billed.mine.id}/pay")
+    assert portal.status_code == 200 and notice in html(portal)
 
 
 def test_the_customer_downloads_their_invoice_pdf(billed, customer, create_session):
