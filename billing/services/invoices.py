@@ -189,10 +189,12 @@ def invoice_generate(*, book, now: datetime, customer_id, subscription_id, billi
             return existing, False
         overlapping = invoices.filter(period_start__lt=end, period_end__gt=start).order_by("period_start").first()
         if overlapping is not None:
+            remedy = ("a paid invoice stays as it is: pick a period that does not overlap"
+                      if overlapping.status in NEVER_VOIDED
+                      else f"{void_first(overlapping)}, or pick a period that does not overlap")
             raise Conflict(f"Invoice {overlapping.invoice_number} ({overlapping.status}) already bills "
                            f"{overlapping.period_start.isoformat()} to {overlapping.period_end.isoformat()}, which "
-                           f"overlaps this period; {void_first(overlapping)} or pick a period that does not "
-                           "overlap.")
+                           f"overlaps this period; {remedy}.")
         invoice = Invoice(book=book, customer=customer, subscription=subscription, period_start=start,
                           period_end=end, memo=subscription.invoice_memo, invoice_number=_take_number(book),
                           **invoice_settings)

@@ -263,6 +263,25 @@ def test_a_period_overlapping_another_invoice_of_the_subscription_is_409(api, bo
     assert draft(api, chain, ("2025-01-15T00:00:00Z", "2025-02-15T00:00:00Z"))["invoiceNumber"] == "INV-000002"
 
 
+def test_an_overlap_with_a_final_invoice_says_what_can_be_done(api, book):
+    """Issued: void it, or pick another period. Paid: it stays as it is (a paid invoice is never voided), so another
+    period; the sentence read "a paid invoice is never voided or pick a period"."""
+    from decimal import Decimal
+
+    from billing.services.payments import payment_record_received
+    from core import clock
+    chain = billing_chain(api, book, [recurring("10")])
+    january = draft(api, chain)
+    ok(api.post(f"/v1/invoices/{january['id']}/send", {}))
+    overlapping = ("2025-01-15T00:00:00Z", "2025-02-15T00:00:00Z")
+    assert error(generate(api, chain, overlapping), 409).endswith(
+        "overlaps this period; void it first, or pick a period that does not overlap.")
+    payment_record_received(book=book, invoice_id=january["id"], amount=Decimal(10), reference="wire-1",
+                            now=clock.now())
+    assert error(generate(api, chain, overlapping), 409).endswith(
+        "overlaps this period; a paid invoice stays as it is: pick a period that does not overlap.")
+
+
 def test_pricing_changes_never_reprice_an_issued_invoice(api, book):
     chain = billing_chain(api, book, [usage("1")])
     event(chain, 4, "2025-01-10T12:00:00Z")
