@@ -22,7 +22,7 @@ from django.utils.html import format_html, format_html_join, strip_tags
 from django.utils.safestring import mark_safe
 
 from billing.admin_invoices import InvoiceInline, ReadOnlyInline
-from billing.invoice_documents import period_label
+from billing.invoice_documents import bounds_days, period_label
 from billing.models import (ChargeType, CreditGrant, CreditPoolAlert, Invoice, PlanAgent, PricingPlan,
                             PricingStrategy, Subscription, SubscriptionChange)
 from billing.pricing.periods import period_containing
@@ -609,11 +609,16 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                 without_change = sum((side.total for side in unchanged), Decimal(0))
                 with_change = sum((side.total for side in context["sides"]), Decimal(0))
                 # Written as the invoice page writes money (with the currency), not as bare numbers.
+                # Each period written as its invoice writes it (local days, a cut's local time).
                 context["shown_sides"] = [(side, [(description, display.money(amount)) for description, amount
-                                                  in side.lines], display.money(side.total))
+                                                  in side.lines], display.money(side.total),
+                                           display.days(*bounds_days(subscription, side.period_start,
+                                                                     side.period_end)))
                                           for side in context["sides"]]
                 context["unchanged_sides"] = [(side, [(description, display.money(amount)) for description, amount
-                                                      in side.lines], display.money(side.total)) for side in unchanged]
+                                                      in side.lines], display.money(side.total),
+                                               display.days(*bounds_days(subscription, side.period_start,
+                                                                         side.period_end))) for side in unchanged]
                 context["comparison"] = {"without": display.money(without_change), "with": display.money(with_change),
                                          "difference": display.money(with_change - without_change)}
                 form.data = form.data.copy()

@@ -26,9 +26,14 @@ def period_days(invoice: Invoice) -> tuple[str, str]:
     """The period as inclusive local days of the subscription (its end is exclusive). A bound that is not a local
     midnight (a plan change at 21:43) is written with its local time, `2026-11-28 21:43 PST`: the two invoices of
     a change then read as the parts of that day each holds, not both as the whole day."""
-    timezone = period_timezone(invoice.subscription, invoice.period_start)
-    first, last = display.period_days(invoice.period_start, invoice.period_end, timezone)
-    return _with_time(invoice.period_start, timezone) or first, _with_time(invoice.period_end, timezone) or last
+    return bounds_days(invoice.subscription, invoice.period_start, invoice.period_end)
+
+
+def bounds_days(subscription, start: datetime, end: datetime) -> tuple[str, str]:
+    """`[start, end)` of the subscription as `period_days` writes an invoice's period."""
+    timezone = period_timezone(subscription, start)
+    first, last = display.period_days(start, end, timezone)
+    return _with_time(start, timezone) or first, _with_time(end, timezone) or last
 
 
 def _with_time(bound: datetime, timezone: str) -> str | None:

@@ -64,17 +64,21 @@ def test_the_preview_compares_the_change_with_the_period_as_it_stands(console, c
     old plan and July on Pro (20 + 50)."""
     resp = console.post(page(chain), {"plan": chain.pro["id"], "when": "at", "effective_at": "2025-06-16 00:00",
                                       "preview": "Preview"})
-    assert [side.total for side, _, _ in resp.context["unchanged_sides"]] == [20]
+    assert [side.total for side, *_ in resp.context["unchanged_sides"]] == [20]
     assert resp.context["comparison"] == {"without": "$20.00", "with": "$35.00", "difference": "$15.00"}
     shown = " ".join(resp.content.decode().split())
+    # Each period as its invoice writes it: local days, a cut's local time.
+    assert "Preview: the period the change falls in" in shown
+    assert "<th>2025-06-01 to 2025-06-15</th>" in shown and "<th>2025-06-16 to 2025-06-30</th>" in shown
     assert ("Without the change the period bills $20.00; with it, the two invoices bill $35.00 together, a "
             "difference of $15.00.") in shown
     assert not Invoice.objects.exists() and Subscription.objects.filter(customer_id=chain.customer.id).count() == 1
 
     resp = console.post(page(chain), {"plan": chain.pro["id"], "when": "next_period", "preview": "Preview"})
-    assert [(side.period_start.isoformat(), side.total) for side, _, _ in resp.context["unchanged_sides"]] == [
+    assert [(side.period_start.isoformat(), side.total) for side, *_ in resp.context["unchanged_sides"]] == [
         ("2025-06-01T00:00:00+00:00", 20), ("2025-07-01T00:00:00+00:00", 20)]
     assert resp.context["comparison"] == {"without": "$40.00", "with": "$70.00", "difference": "$30.00"}
+    assert "Preview: the periods the change lies between" in resp.content.decode()
     assert not Invoice.objects.exists()
 
 
