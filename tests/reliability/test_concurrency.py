@@ -36,8 +36,9 @@ def record(**fields):
             "model": "race-llm", "modelProvider": "raceai", "inputTokens": 100, "outputTokens": 100, **fields}
 
 
-def advisory_lock_waiters(seconds: float = 5) -> int:
-    """Sessions of the test database waiting on an advisory lock, polled until there is one or `seconds` pass."""
+def lock_waiters(seconds: float = 5, *, wait_event: str | None = None) -> int:
+    """Sessions of the test database waiting on a lock (of `wait_event`'s kind, e.g. `advisory`, or any), polled
+    until there is one or `seconds` pass."""
     import time
 
     from django.db import connection
@@ -46,10 +47,15 @@ def advisory_lock_waiters(seconds: float = 5) -> int:
     while time.monotonic() < deadline and not waiting:
         with connection.cursor() as cursor:
             cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND wait_event_type = 'Lock' AND wait_event = 'advisory'")
+                           "AND wait_event_type = 'Lock' AND (%s::text IS NULL OR wait_event = %s)",
+                           [wait_event, wait_event])
             waiting = cursor.fetchone()[0]
         time.sleep(0.02)
     return waiting
+
+
+def advisory_lock_waiters(seconds: float = 5) -> int:
+    return lock_waiters(seconds, wait_event="advisory")
 
 
 def batch_in_flight(book, stored, release, recorded_at=None, **event):

@@ -5,7 +5,6 @@ invoice. The victim is rolled back whole and runs again (core/database.py `retri
 it would have a moment later, never the 503 "database unavailable" it answered. The holder is paused inside its
 transaction, after the step whose commit needs the parents, until the contender waits on a lock."""
 import threading
-import time
 from datetime import datetime, timezone
 from decimal import Decimal
 
@@ -16,23 +15,12 @@ from billing.models import Invoice
 from customers.models import Customer, Signal
 from tests.factories import UsageEventFactory
 from tests.parallel import post
+from tests.reliability.test_concurrency import lock_waiters
 from tests.reliability.world import JAN, World
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 UTC = timezone.utc
 FEBRUARY_FIRST = datetime(2025, 2, 1, 0, 0, 1, tzinfo=UTC)
-
-
-def lock_waiters(seconds=5):
-    from django.db import connection
-    deadline, waiting = time.monotonic() + seconds, 0
-    while time.monotonic() < deadline and not waiting:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND wait_event_type = 'Lock'")
-            waiting = cursor.fetchone()[0]
-        time.sleep(0.02)
-    return waiting
 
 
 def setup(api):
