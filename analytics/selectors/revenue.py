@@ -4,9 +4,9 @@
   its invoice has it), each usage strategy's pricing model on the period's total of the events the
   subscription bills on the strategy's signal (`billing.pricing.attribution`); no minimum commitment, no
   fees, no proration (`engine.agent_earned`). A period the window cuts earns its share by quantity of what
-  the whole period earns (`engine.agent_earned_within`), so that windows add up to periods. Every period is priced with the terms in
-  force for it (`billing.pricing.terms`): its invoice's captured terms where one exists, the current
-  strategies otherwise, never today's for an invoiced period.
+  the whole period earns (`engine.agent_earned_within`), so that windows add up to periods. Every period
+  is priced with the terms in force for it (`billing.pricing.terms`): its invoice's captured terms where
+  one exists, the current strategies otherwise, never today's for an invoiced period.
 - Revenue: Agent-Earned plus the recurring and seat fees recognized over the window, plus one-time fees
   of subscriptions that start in it. A fee is recognized evenly over the local days its billing period
   has (contract: Proration): a window holding d of a period's D days recognizes fee x d / D, where days

@@ -6,9 +6,9 @@ sends it again stores it twice: a second refund, a second strategy billing its f
 endpoint. The contract: a request whose writes committed never answers 5xx.
 
 So before each commit the transaction's id is read (one round trip unless a statement of the transaction read
-it already; None for a transaction that wrote nothing, which has nothing to lose), and when the commit fails with the connection gone, PostgreSQL is asked on a
-new connection what became of that transaction (`pg_xact_status`: committed, aborted, or still in progress, in
-which case it is asked again). A committed one goes on as if the commit had answered: the request keeps its new
+it already; None for a transaction that wrote nothing, which has nothing to lose), and when the commit fails
+with the connection gone, PostgreSQL is asked on a new connection what became of that transaction
+(`pg_xact_status`: committed, aborted, or still in progress, in which case it is asked again). A committed one goes on as if the commit had answered: the request keeps its new
 connection and its on-commit work runs. Anything else raises as before: a connection that survived its failure
 means the server refused the commit (it rolled back), and an answer not had within COMMIT_PROBE_SECONDS is a 503
 without knowing.
