@@ -25,8 +25,7 @@ from billing.admin_invoices import InvoiceInline, ReadOnlyInline
 from billing.invoice_documents import bounds_days, period_label
 from billing.models import (ChargeType, CreditGrant, CreditPoolAlert, Invoice, PlanAgent, PricingPlan,
                             PricingStrategy, Subscription, SubscriptionChange)
-from billing.pricing.periods import period_containing
-from billing.pricing.terms import period_timezone, schedule_of
+from billing.pricing.terms import period_timezone, periods_from
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
 from billing.selectors.invoices import customer_amounts_owed, usage_recorded_since_issued
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
@@ -364,6 +363,13 @@ class ChangePlanForm(forms.Form):
             + f"|{getattr(data.get('plan'), 'pk', '')}"
 
 
+def _side_shown(subscription: Subscription, side) -> tuple:
+    """A plan-change preview's side as the page writes it: money with its currency, the period as its invoice
+    writes it (local days, a cut's local time)."""
+    return (side, [(description, display.money(amount)) for description, amount in side.lines],
+            display.money(side.total), display.days(*bounds_days(subscription, side.period_start, side.period_end)))
+
+
 # Who may generate an invoice from the console: any member, as the API (InvoiceGenerateApi sets no write_roles, and
 # the list action "Generate invoices for the current period" asks the same).
 GENERATE_ROLES = None
@@ -373,15 +379,12 @@ PERIODS_OFFERED = 36  # the most recent periods in the form's list; older ones a
 def begun_periods(subscription: Subscription, now: datetime) -> list[tuple[datetime, datetime]]:
     """The subscription's billing periods that have begun by `now`, newest first (at most PERIODS_OFFERED), on the
     calendar its invoices are billed on: each period under the billingDay and timezone in force for it
-    (`schedule_of(subscription, at=...)`, `rules_at`), starting where the one before ended, as the credit-pool
-    rollover walks them (billing/selectors/credit_pools.py)."""
-    periods, moment = [], subscription.start_date
-    while moment <= now:
-        period = period_containing(schedule_of(subscription, at=moment), moment, since=moment)
-        if period is None or period.end <= period.start:  # past the subscription's end
+    (`periods_from`, as the credit-pool rollover walks them)."""
+    periods = []
+    for period in periods_from(subscription, subscription.start_date):
+        if period.start > now:
             break
         periods.append((period.start, period.end))
-        moment = period.end
     return periods[::-1][:PERIODS_OFFERED]
 
 
@@ -404,7 +407,7 @@ class GenerateInvoiceForm(forms.Form):
                 f"{invoice.invoice_number} ({invoice.get_status_display().lower()})")
         choices = [("", "-")]
         for value, (start, end) in self.windows.items():
-            timezone = schedule_of(subscription, at=start).timezone
+            timezone = period_timezone(subscription, start)
             current = " (current)" if start <= now < end else ""
             invoices = ", ".join(billed.get((start, end), [])) or "not invoiced"
             choices.append((value, f"{display.period(start, end, timezone)}{current}: {invoices}"))
@@ -608,17 +611,8 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                     moments=[side.period_start for side in context["sides"]])
                 without_change = sum((side.total for side in unchanged), Decimal(0))
                 with_change = sum((side.total for side in context["sides"]), Decimal(0))
-                # Written as the invoice page writes money (with the currency), not as bare numbers.
-                # Each period written as its invoice writes it (local days, a cut's local time).
-                context["shown_sides"] = [(side, [(description, display.money(amount)) for description, amount
-                                                  in side.lines], display.money(side.total),
-                                           display.days(*bounds_days(subscription, side.period_start,
-                                                                     side.period_end)))
-                                          for side in context["sides"]]
-                context["unchanged_sides"] = [(side, [(description, display.money(amount)) for description, amount
-                                                      in side.lines], display.money(side.total),
-                                               display.days(*bounds_days(subscription, side.period_start,
-                                                                         side.period_end))) for side in unchanged]
+                context["shown_sides"] = [_side_shown(subscription, side) for side in context["sides"]]
+                context["unchanged_sides"] = [_side_shown(subscription, side) for side in unchanged]
                 context["comparison"] = {"without": display.money(without_change), "with": display.money(with_change),
                                          "difference": display.money(with_change - without_change)}
                 form.data = form.data.copy()

@@ -114,7 +114,7 @@ def _sort_signals_into_cost_categories(book, drafts: list[RecordDraft], identiti
 def _store(book, drafts: list[RecordDraft], priced_by_index: dict, *, now: datetime, generation: Generation,
            outcome: RecordingOutcome) -> list:
     """Provision, append and attribute the batch in one transaction; its `Appended` results in the drafts' order
-    (`outcome.new_events` set before the commit)."""
+    (`outcome.new_events`: the new ones, for the work after the commit)."""
     # A commit whose answer was lost answers what PostgreSQL did (core/postgresql): a 503 for a stored batch
     # would be sent again by the client, and stored twice without idempotency keys.
     with transaction.atomic():

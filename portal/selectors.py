@@ -4,7 +4,7 @@ Every read behind a browser session is scoped by the session's book AND customer
 another customer's rows, whatever id a URL carries.
 """
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 from zoneinfo import ZoneInfo
@@ -13,6 +13,7 @@ from django.db.models import QuerySet, Sum
 from django.db.models.functions import TruncDate
 
 from billing.models import Invoice, InvoiceStatus, Payment, Subscription, SubscriptionStatus
+from billing.pricing.periods import local_midnight
 from billing.pricing.terms import period_timezone
 from billing.selectors.invoices import invoice_documents
 from core.clock import month_window
@@ -153,7 +154,7 @@ def customer_usage(*, book, customer: Customer, start: datetime, end: datetime, 
     # Every day the window touches, the last one too when the period ends inside it (a Berlin period written in
     # UTC days ends at 22:00): its events are counted in the totals per signal, so the days must hold them as well.
     last = min((end - timedelta(microseconds=1)).astimezone(zone).date(), today)
-    until = min(end, datetime.combine(today + timedelta(days=1), time.min, tzinfo=zone))
+    until = min(end, local_midnight(today + timedelta(days=1), timezone))
     period = owned(UsageEvent, book).filter(customer=customer, usage_date__gte=start, usage_date__lt=end)
     events = period.filter(usage_date__lt=until)
     measures = ("event_count", "quantity")

@@ -30,7 +30,7 @@ from billing.models import BillingCycle, Subscription
 from billing.pricing.attribution import Claim, billing_claims
 from billing.pricing.engine import DaySpan, charge_of, fee_for_period, side_terms
 from billing.pricing.periods import local_date, local_midnight
-from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, grid_cycle, life_of, rules_at,
+from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, grid_cycle, life_of, life_timezones,
                                    subscription_terms, terms_timelines)
 from billing.selectors.subscriptions import subscription_get
 from core.errors import Unprocessable
@@ -143,13 +143,9 @@ def _day_position(moment: datetime, timezone: str) -> Decimal:
 def _covered_span(subscription: Subscription, window: Window) -> Window | None:
     """The part of the window on the local days the subscription covers (its start day counts; its end is
     exclusive); None when they do not meet. Event attribution (instants) lies inside it."""
-    terms = subscription_terms(subscription)  # each day in the timezone of its period, as subscription_terms
-    end = None
-    if terms.end is not None:
-        life_end = life_of(subscription)[1]
-        end = local_midnight(terms.end, rules_at(subscription, max(life_end - MICROSECOND, subscription.start_date)
-                                                 ).timezone)
-    return window.clip(local_midnight(terms.start, rules_at(subscription, subscription.start_date).timezone), end)
+    terms, (start_zone, end_zone) = subscription_terms(subscription), life_timezones(subscription)
+    return window.clip(local_midnight(terms.start, start_zone),
+                       None if terms.end is None else local_midnight(terms.end, end_zone))
 
 
 def _meets(subscription: Subscription, window: Window) -> bool:

@@ -16,6 +16,7 @@ It is also the one adapter from a subscription row to the period calendar (`sche
 engine (`subscription_terms`).
 """
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -23,7 +24,8 @@ from uuid import UUID
 
 from billing.models import ChargeType, Invoice, InvoiceStatus, PricingStrategy, Subscription
 from billing.pricing.engine import StrategyTerms, SubscriptionTerms
-from billing.pricing.periods import Period, Schedule, cycle_containing, first_uncovered_day, local_date, period_as_of
+from billing.pricing.periods import (Period, Schedule, cycle_containing, first_uncovered_day, local_date, period_as_of,
+                                     period_containing)
 from core.errors import Unprocessable
 from core.money import ZERO
 from core.scoping import owned
@@ -179,6 +181,9 @@ class TermsTimeline:
         return clipped
 
 
+MICROSECOND = timedelta(microseconds=1)
+
+
 # --------------------------------------------------------------------------- a subscription for calendar and engine
 
 def effective_end(subscription: Subscription):
@@ -217,15 +222,34 @@ def rules_at(subscription: Subscription, moment: datetime) -> PeriodRules:
                        since if since is not None and since <= moment else None)
 
 
+def _schedule(subscription: Subscription, rules: PeriodRules) -> Schedule:
+    return Schedule(anchor=subscription.start_date, cycle=subscription.billing_cycle,
+                    timezone=rules.timezone, billing_day=rules.billing_day,
+                    custom_cycle_days=subscription.custom_cycle_days, end=effective_end(subscription),
+                    origin=subscription.cycle_anchor)
+
+
 def schedule_of(subscription: Subscription, at: datetime | None = None) -> Schedule:
     """The billing rules of a subscription, as the pure period engine takes them: those in force now, or those of
     the period holding `at`."""
     rules = rules_at(subscription, at) if at is not None else PeriodRules(subscription.billing_day,
                                                                           subscription.timezone, None)
-    return Schedule(anchor=subscription.start_date, cycle=subscription.billing_cycle,
-                    timezone=rules.timezone, billing_day=rules.billing_day,
-                    custom_cycle_days=subscription.custom_cycle_days, end=effective_end(subscription),
-                    origin=subscription.cycle_anchor)
+    return _schedule(subscription, rules)
+
+
+def period_holding(subscription: Subscription, moment: datetime) -> Period | None:
+    """The billing period that holds `moment` (`period_containing`) on the rules in force for it."""
+    rules = rules_at(subscription, moment)
+    return period_containing(_schedule(subscription, rules), moment, since=rules.since)
+
+
+def periods_from(subscription: Subscription, moment: datetime) -> Iterator[Period]:
+    """The subscription's periods from `moment` on (the first one starting there), each on the rules in force for
+    it: a billingDay or timezone change may lie between two of them. Ends with the subscription's life."""
+    while (period := period_containing(schedule_of(subscription, at=moment), moment, since=moment)) is not None \
+            and period.end > period.start:
+        yield period
+        moment = period.end
 
 
 def period_in_force(subscription: Subscription, moment: datetime) -> Period | None:
@@ -236,8 +260,9 @@ def period_in_force(subscription: Subscription, moment: datetime) -> Period | No
     end = effective_end(subscription)
     at = max(moment, subscription.start_date)
     if end is not None and at >= end:
-        at = max(end - timedelta(microseconds=1), subscription.start_date)
-    return period_as_of(schedule_of(subscription, at=at), moment, since=rules_since(subscription, at))
+        at = max(end - MICROSECOND, subscription.start_date)
+    rules = rules_at(subscription, at)
+    return period_as_of(_schedule(subscription, rules), moment, since=rules.since)
 
 
 def period_timezone(subscription: Subscription, period_start: datetime) -> str:
@@ -246,12 +271,19 @@ def period_timezone(subscription: Subscription, period_start: datetime) -> str:
     return rules_at(subscription, period_start).timezone
 
 
+def life_timezones(subscription: Subscription) -> tuple[str, str]:
+    """The timezones the first and the last day of the subscription's life are counted in: each its period's."""
+    end = effective_end(subscription)
+    last = subscription.start_date if end is None else max(end - MICROSECOND, subscription.start_date)
+    return period_timezone(subscription, subscription.start_date), period_timezone(subscription, last)
+
+
 def grid_cycle(subscription: Subscription, moment: datetime) -> tuple[datetime, datetime, str]:
     """The billing cycle `[start, end)` that holds `moment` on the grid of the rules in force for it, starting no
     earlier than where those rules took effect (the period after a billingDay change runs from there to the new
     grid's first turn), and the timezone its days are counted in."""
     rules = rules_at(subscription, moment)
-    start, end = cycle_containing(schedule_of(subscription, at=moment), moment)
+    start, end = cycle_containing(_schedule(subscription, rules), moment)
     return (start if rules.since is None else max(start, rules.since)), end, rules.timezone
 
 
@@ -274,13 +306,12 @@ def subscription_terms(subscription: Subscription) -> SubscriptionTerms:
     takes effect belongs to the new side only (contract: "Plan changes")."""
     end = effective_end(subscription)
     changed_out = ends_by_change(subscription)
+    start_zone, end_zone = life_timezones(subscription)  # each day in its period's (a change applies from the next)
     if end is None:
         end_day = None
-    else:  # each day in the timezone of its period (a timezone change takes effect from the next period)
-        timezone = rules_at(subscription, max(end - timedelta(microseconds=1), subscription.start_date)).timezone
-        end_day = local_date(end, timezone) if changed_out else first_uncovered_day(end, timezone)
-    start_day = local_date(subscription.start_date, rules_at(subscription, subscription.start_date).timezone)
-    return SubscriptionTerms(start=start_day, end=end_day,
+    else:
+        end_day = local_date(end, end_zone) if changed_out else first_uncovered_day(end, end_zone)
+    return SubscriptionTerms(start=local_date(subscription.start_date, start_zone), end=end_day,
                              billing_cycle=subscription.billing_cycle, seats_count=Decimal(subscription.seats_count),
                              prorated_amount=subscription.prorated_amount,
                              starts_by_change=subscription.previous_subscription_id is not None,

@@ -29,8 +29,7 @@ from django.db.models.functions import Coalesce
 from billing.models import ChargeType, CreditGrant, PricingModel, PricingStrategy, Subscription
 from billing.pricing.engine import StrategyTerms, billed_quantity
 from billing.pricing.lines import pool_units
-from billing.pricing.periods import period_containing
-from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, priced_strategy, schedule_of,
+from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, periods_from, priced_strategy,
                                    terms_timelines)
 from billing.pricing.usage import billed_usage, customer_timelines
 from core.errors import NotFound
@@ -168,11 +167,10 @@ def _ungranted_periods(subscription: Subscription, now: datetime) -> list[tuple[
     missing = []
     last = grants.filter(period_start__lt=start).order_by("-period_start").first()
     if last is not None and last.period_end < start:
-        moment = last.period_end
-        while (period := period_containing(schedule_of(subscription, at=moment), moment, since=moment)) is not None \
-                and period.start < start and period.end > period.start:
+        for period in periods_from(subscription, last.period_end):
+            if period.start >= start:
+                break
             missing.append((period.start, min(period.end, start)))
-            moment = period.end  # on the rules of each period: a billingDay change may lie between them
     if end is not None and now >= end and not grants.filter(period_start=start).exists():
         missing.append((start, end))
     return missing

@@ -16,8 +16,7 @@ from django.db import transaction
 
 from billing.models import (CreditGrant, Invoice, InvoiceLine, InvoiceStatus, PlanAgent, PricingPlan, Subscription,
                             SubscriptionStatus)
-from billing.pricing.periods import period_containing
-from billing.pricing.terms import effective_end, period_in_force, rules_since, schedule_of
+from billing.pricing.terms import effective_end, period_holding, period_in_force
 from billing.events import subscription_event
 from billing.services.changelog import Kind, changelog_add, json_value
 from billing.services.credit_pools import claims_pools_lock, credit_pools_follow_claims
@@ -291,10 +290,7 @@ def subscription_plan_change_preview(*, book, subscription_id, now: datetime, ac
                                                    seats_count=seats_count, name=name)
             old = owned(Subscription, book).select_related("plan").get(pk=replacement.previous_subscription_id)
             moment = replacement.start_date
-            before = period_containing(schedule_of(old, at=moment - MICROSECOND), moment - MICROSECOND,
-                                       since=rules_since(old, moment - MICROSECOND))
-            after = period_containing(schedule_of(replacement, at=moment), moment,
-                                      since=rules_since(replacement, moment))
+            before, after = period_holding(old, moment - MICROSECOND), period_holding(replacement, moment)
             raise _Preview((_side(book, old, before.start, before.end, now=now),
                             _side(book, replacement, after.start, after.end, now=now)))
     except _Preview as preview:
