@@ -212,7 +212,12 @@ def _fee_shares(timeline: TermsTimeline, span: Window) -> list[tuple[PlanTerms, 
         # On the grid each period was billed on (a billingDay or timezone change takes effect from the next period).
         cycle_start, cycle_end, timezone = grid_cycle(subscription, moment)
         period = DaySpan.from_instants(cycle_start, cycle_end, timezone)
-        recognized = _day_position(min(span.end, cycle_end), timezone) - _day_position(moment, timezone)
+        # A period's own bounds are its whole local days, as its invoice counts them: the first period after a
+        # timezone change starts mid-day in the new timezone (Feb 1 00:00 UTC is 09:00 in Tokyo) and is billed
+        # that whole day.
+        started = Decimal(period.start.toordinal()) if moment == cycle_start else _day_position(moment, timezone)
+        ended = Decimal(period.end.toordinal()) if span.end >= cycle_end else _day_position(span.end, timezone)
+        recognized = ended - started
         shares.append((_terms_at(timeline, max(moment, subscription.start_date)), period.days, recognized))
         moment = cycle_end
     return shares

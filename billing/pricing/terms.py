@@ -18,14 +18,14 @@ engine (`subscription_terms`).
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from uuid import UUID
 
 from billing.models import ChargeType, Invoice, InvoiceStatus, PricingStrategy, Subscription
 from billing.pricing.engine import StrategyTerms, SubscriptionTerms
-from billing.pricing.periods import (Period, Schedule, cycle_containing, first_uncovered_day, local_date, period_as_of,
-                                     period_containing)
+from billing.pricing.periods import (Period, Schedule, cycle_containing, first_uncovered_day, local_date, local_midnight,
+                                     period_as_of, period_containing)
 from core.errors import Unprocessable
 from core.money import ZERO
 from core.scoping import owned
@@ -269,6 +269,25 @@ def period_timezone(subscription: Subscription, period_start: datetime) -> str:
     """The timezone the days of the period starting at `period_start` are counted and shown in: the one in force
     for it (a timezone change takes effect from the next period)."""
     return rules_at(subscription, period_start).timezone
+
+
+def day_instant(subscription: Subscription, value: date | datetime, *, ends_window: bool = False) -> datetime:
+    """The instant a bare date names for this subscription (a timestamp is taken as given): local midnight in the
+    timezone of the period the day falls in, as a timezone change takes effect from the next period (January's days
+    stay UTC days after a change to Tokyo). Read in today's timezone first and then in the one of the period that
+    lands in. A date that ends a window (`ends_window`) is read in the timezone of the period it closes: the first
+    of the timezones in force over the life whose midnight closes a period counted in it, so `2025-02-01` ends
+    January's UTC period after a change to Los Angeles, not the short period the change left before February's
+    Los Angeles midnight."""
+    if isinstance(value, datetime):
+        return value
+    if ends_window:
+        zones = [rules["timezone"] for rules in subscription.earlier_period_rules] + [subscription.timezone]
+        for zone in dict.fromkeys(zones):
+            instant = local_midnight(value, zone)
+            if rules_at(subscription, instant - MICROSECOND).timezone == zone:
+                return instant
+    return local_midnight(value, period_timezone(subscription, local_midnight(value, subscription.timezone)))
 
 
 def life_timezones(subscription: Subscription) -> tuple[str, str]:

@@ -12,7 +12,7 @@ Rules callers rely on (docs/decisions/invoices.md):
 import logging
 import secrets
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import F, Q
@@ -25,7 +25,7 @@ from billing.pricing.lines import (billing_window, claims_counted_by, claims_doc
                                    priced_lines, totals)
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
 from billing.pricing.periods import local_date, local_midnight
-from billing.pricing.terms import effective_end, period_end_grown_back, period_in_force, period_timezone
+from billing.pricing.terms import day_instant, effective_end, period_end_grown_back, period_in_force
 from core import clock
 from core.database import retried_on_deadlock, retry_while_reconnecting
 from core.errors import BadRequest, Conflict, NotFound, Unprocessable
@@ -76,11 +76,6 @@ def _invoice_locked(book, invoice_id) -> Invoice:
 
 # --------------------------------------------------------------------------- generate
 
-def _instant(value: date | datetime, timezone: str) -> datetime:
-    """A bare date is local midnight in the subscription's time zone (as subscription dates are)."""
-    return value if isinstance(value, datetime) else local_midnight(value, timezone)
-
-
 def _requested_period(subscription: Subscription, start, end, *, now: datetime) -> tuple[datetime, datetime]:
     """The window asked for, or the subscription's current period (its first one while upcoming)."""
     if (start is None) != (end is None):
@@ -93,9 +88,9 @@ def _requested_period(subscription: Subscription, start, end, *, now: datetime) 
             raise Unprocessable(["subscriptionId: The subscription has no billing period (it ends before it starts)."])
         return period.start, period.end
     # A bare date is local midnight in the timezone of the period it falls in (a timezone change takes effect from
-    # the next period: January's days stay UTC days after a change to Tokyo).
-    start, end = (_instant(bound, period_timezone(subscription, _instant(bound, subscription.timezone)))
-                  for bound in (start, end))
+    # the next period: January's days stay UTC days after a change to Tokyo); the end in the one of the period it
+    # closes.
+    start, end = day_instant(subscription, start), day_instant(subscription, end, ends_window=True)
     if end <= start:
         raise Unprocessable(["billingPeriodEnd: Must be after billingPeriodStart."])
     life_end = effective_end(subscription)

@@ -16,14 +16,14 @@ from django.db import transaction
 
 from billing.models import (CreditGrant, Invoice, InvoiceLine, InvoiceStatus, PlanAgent, PricingPlan, Subscription,
                             SubscriptionStatus)
-from billing.pricing.terms import effective_end, period_holding, period_in_force
+from billing.pricing.terms import day_instant, effective_end, period_holding, period_in_force
 from billing.events import subscription_event
 from billing.services.changelog import Kind, changelog_add, json_value
 from billing.services.credit_pools import claims_pools_lock, credit_pools_follow_claims
 from webhooks.models import EventType
 from billing.services.invoices import NEVER_VOIDED, invoice_generate, invoices_fit_to_end, void_first
-from billing.services.subscriptions import (_customer_locked_quietly, _fit_period_to_end, _local_instant,
-                                            _refuse_overlap, _set_period)
+from billing.services.subscriptions import (_customer_locked_quietly, _fit_period_to_end, _refuse_overlap,
+                                            _set_period)
 from core.database import retried_on_deadlock
 from core.errors import Conflict, NotFound, Unprocessable
 from core.scoping import get_owned, owned
@@ -155,7 +155,9 @@ def subscription_change_plan(*, book, subscription_id, now: datetime, actor: str
     period a finalized invoice bills. The old side's drafts are cut to the change (or voided past it)."""
     subscription = _locked(book, subscription_id)
     plan = _plan_for_agent(book, plan_id, subscription)
-    effective_at = _local_instant(effective_at, subscription.timezone) or now
+    # A bare date in the timezone of the period it falls in: a timezone change still pending leaves this one's days
+    # in the old timezone.
+    effective_at = now if effective_at is None else day_instant(subscription, effective_at)
     successor = _scheduled_successor(book, subscription, now=now)
     if successor is not None:
         _withdraw(subscription, successor, actor=actor, reason="Scheduled plan change replaced", now=now)

@@ -9,7 +9,7 @@ from django.db.models import Q
 from billing.events import subscription_event
 from billing.models import BillingCycle, PlanAgent, PricingPlan, Subscription, SubscriptionStatus
 from billing.pricing.periods import Period, is_valid_timezone, local_midnight, period_as_of
-from billing.pricing.terms import effective_end, period_end_grown_back, period_in_force, schedule_of
+from billing.pricing.terms import day_instant, effective_end, period_end_grown_back, period_in_force, schedule_of
 from billing.services.changelog import SYSTEM_ACTOR, Kind, changelog_add, diff, json_value
 from billing.services.credit_pools import claims_pools_lock, credit_pools_follow_claims
 from billing.services.invoices import invoices_fit_to_end
@@ -253,7 +253,10 @@ def _change_schedule(subscription: Subscription, changes: dict) -> None:
     timezone = changes.get("timezone", subscription.timezone)
     wanted = {field: changes[field] for field in ("is_forever", "billing_day", "timezone") if field in changes}
     if "end_date" in changes:
-        wanted["end_date"] = _local_instant(changes["end_date"], timezone)
+        # A bare date ends the life at local midnight in the timezone of the period it closes (a timezone change
+        # still pending leaves this period's days in the old one); with a timezone sent beside it, in that one.
+        wanted["end_date"] = (_local_instant(changes["end_date"], timezone) if "timezone" in changes
+                              else day_instant(subscription, changes["end_date"], ends_window=True))
     wanted = {field: value for field, value in wanted.items() if getattr(subscription, field) != value}
     if not wanted:
         return

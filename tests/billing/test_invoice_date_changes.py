@@ -181,3 +181,54 @@ def test_bare_dates_of_a_period_before_a_timezone_change_are_its_own_timezones_d
     invoice = ok(generate(api, from_the_22nd, ("2025-01-22", "2025-02-01")), 201)
     assert (invoice["periodStart"], invoice["periodEnd"]) == ("2025-01-22T00:00:00Z", "2025-02-01T00:00:00Z")
     assert amounts(invoice) == [("recurring", 20.0)]
+
+
+def test_bare_dates_of_a_period_before_a_change_west_of_utc_end_where_that_period_ends(api, from_the_22nd):
+    """After a change to Los Angeles, `billingPeriodEnd: 2025-02-01` closes January's UTC period at Feb 1 00:00Z; read
+    in Los Angeles it reached 8 hours into February and the window, matching no period, billed 62.00."""
+    change_dates(api, from_the_22nd, timezone="America/Los_Angeles")
+    invoice = ok(generate(api, from_the_22nd, ("2025-01-22", "2025-02-01")), 201)
+    assert (invoice["periodStart"], invoice["periodEnd"]) == ("2025-01-22T00:00:00Z", "2025-02-01T00:00:00Z")
+    assert amounts(invoice) == [("recurring", 20.0)]
+
+
+def test_a_bare_effective_date_is_a_day_of_the_period_it_falls_in_while_a_timezone_change_is_pending(api, book, now):
+    """January is billed in UTC; a change to Tokyo on January 10 takes effect on February 1. A plan change on January
+    25 effective `2025-01-20` starts January 20 at UTC midnight: the old side keeps 19 of January's 31 days, 62 x 19/31
+    = 38.00, the new side 12, 31 x 12/31 = 12.00 (read in Tokyo it began 9 hours earlier: 36.00 and 13.00)."""
+    from tests.billing.support import create_plan, create_strategies
+    now(datetime(2025, 1, 10, 12, tzinfo=UTC))
+    chain = billing_chain(api, book, [recurring("62")], start="2025-01-01T00:00:00Z", billingDay=1)
+    change_dates(api, chain, timezone="Asia/Tokyo")
+    now(datetime(2025, 1, 25, 12, tzinfo=UTC))
+    plan = create_plan(api, chain.agent.id, name="Lite")
+    create_strategies(api, plan["id"], [{"name": "lite fee", "agentId": str(chain.agent.id), **recurring("31")}])
+    successor = ok(api.post(f"/v1/subscriptions/{chain.subscription['id']}/change-plan",
+                            {"planId": plan["id"], "effectiveAt": "2025-01-20"}), 201)
+    assert successor["startDate"] == "2025-01-20T00:00:00Z"
+    assert amounts(ok(generate(api, chain, period=None), 201)) == [("recurring", 38.0)]
+    chain.subscription = successor
+    assert amounts(ok(generate(api, chain, period=None), 201)) == [("recurring", 12.0)]
+
+
+def test_revenue_recognizes_the_whole_fee_of_the_first_period_after_a_timezone_change(api, book, now):
+    """UTC until Feb 1, then Tokyo: `[Feb 1 00:00Z, Feb 28 15:00Z)` starts at 09:00 on February 1 in Tokyo and its
+    invoice bills 28 of its 28 days, 62.00. Revenue over the period is that fee; it counted from 09:00, 27.625 days,
+    61.17, and three periods' revenue fell short of their three invoices."""
+    chain = billing_chain(api, book, [recurring("62")], start="2025-01-01T00:00:00Z", billingDay=1)
+    change_dates(api, chain, timezone="Asia/Tokyo")
+    periods = [("2025-01-01T00:00:00Z", "2025-02-01T00:00:00Z"), ("2025-02-01T00:00:00Z", "2025-02-28T15:00:00Z"),
+               ("2025-02-28T15:00:00Z", "2025-03-31T15:00:00Z")]
+    billed = []
+    for start, end in periods:
+        invoice = ok(generate(api, chain, (start, end)), 201)
+        assert (invoice["periodStart"], invoice["periodEnd"]) == (start, end)
+        billed.append(invoice["total"])
+    assert billed == [62.0, 62.0, 62.0]
+    path = f"/v1/subscriptions/{chain.subscription['id']}/revenue"
+
+    def recurring_revenue(start, end):
+        return ok(api.get(path, {"startDate": start, "endDate": end}))["breakdown"]["recurring"]
+
+    assert recurring_revenue(*periods[1]) == 62.0
+    assert recurring_revenue(periods[0][0], periods[2][1]) == sum(billed)
