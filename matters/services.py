@@ -7,6 +7,7 @@ Attribution invariants every writer keeps:
   unassignment or the events of a deleted matter;
 - a manual decision is written with an upsert and is the only writer that overwrites a row.
 """
+import logging
 import operator
 import time
 from functools import reduce
@@ -22,11 +23,13 @@ from core.errors import BadRequest, Conflict
 from core.progress import NO_PROGRESS, Progress
 from core.scoping import get_owned, owned
 from jobs.models import Job, JobKind, JobStatus
-from jobs.services import JobProgress, job_create, job_fail, job_hand_over, job_succeed
+from jobs.services import JobProgress, job_create, job_hand_over, job_succeed
 from customers.models import UsageEvent
 from matters import routing
 from matters.ingestion import attributions_insert_if_absent
 from matters.models import AttributionSource, Matter, MatterAttribution, MatterRule
+
+logger = logging.getLogger(__name__)
 
 MATCHER_FIELDS = ("agent_code", "customer_external_id", "signal_pattern")
 NO_MATCHER_MESSAGE = ("agentCode: A rule needs at least one matcher: agentCode, customerExternalId or "
@@ -259,9 +262,13 @@ def matter_rules_apply_start(*, book, created_by: str = "") -> tuple[int, Job]:
                      created_by=created_by, status=JobStatus.RUNNING)
     try:
         assigned, finished = _sweep(book=book, progress=JobProgress(job))
-    except Exception as exc:
-        job_fail(job, exc)
-        raise
+    except Exception:
+        # The job's row and every chunk before the failure are committed, so the request does not answer 5xx
+        # (contract.md "Derived figures"): the sweep goes on in the background from its last committed chunk
+        # (PostgreSQL gone mid-run, a lock timeout), as `job_run_inline` does for the other jobs.
+        logger.warning("job %s (matter rules of book %s): its inline run failed; it goes on in the background",
+                       job.pk, book.pk, exc_info=True)
+        return _handed_over(job), job
     if finished:
         job_succeed(job, {"assigned": assigned})
     else:
@@ -269,6 +276,18 @@ def matter_rules_apply_start(*, book, created_by: str = "") -> tuple[int, Job]:
         # (both written to the job with each chunk: `resume_after`, `changed`).
         job_hand_over(job)
     return assigned, job
+
+
+def _handed_over(job: Job) -> int:
+    """Queue a job whose inline run failed for its runner; returns what its committed chunks assigned (0 when that
+    cannot be read either: jobs housekeeping starts a job that could not be queued again)."""
+    try:
+        job_hand_over(job)
+        job.refresh_from_db(fields=["changed", "resume_after", "done"])
+        return job.changed
+    except Exception:
+        logger.warning("job %s could not be handed over; jobs housekeeping starts it again", job.pk, exc_info=True)
+        return 0
 
 
 def matter_rules_apply_rest(*, book, assigned_before: int = 0):

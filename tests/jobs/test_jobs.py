@@ -143,6 +143,35 @@ def test_a_rules_sweep_goes_on_in_the_background_as_its_job(api, settings, djang
     assert MatterAttribution.objects.filter(matter_id=matter["id"], source="rule").count() == 5
 
 
+def test_a_sweep_failing_after_a_committed_chunk_answers_it_and_goes_on_in_the_background(
+        api, settings, monkeypatch, django_capture_on_commit_callbacks):
+    # contract.md "Derived figures": a request whose writes committed never answers 5xx. The first chunk and the
+    # job are committed when the second chunk's statement fails (PostgreSQL gone, a lock timeout).
+    from django.db import OperationalError
+    settings.MATTERS_APPLY_EVENTS_PER_CALL = 10
+    settings.MATTERS_APPLY_CHUNK_SIZE = 2
+    records = [{"customerExternalId": "c", "agentCode": "drafter" if n < 5 else "other", "signalName": "memo",
+                "model": "gpt-4o", "modelProvider": "openai", "inputTokens": 10} for n in range(7)]
+    assert api.post("/v1/usage/record", {"records": records}).status_code == 200
+    matter = api.post("/v1/matters", {"matterNumber": "2025-001", "name": "Smith v Jones",
+                                      "clientName": "Smith & Co"}).json()
+    assert api.post("/v1/matter-rules", {"matterId": matter["id"], "agentCode": "drafter"}).status_code == 201
+    real, calls = matter_services.attributions_insert_if_absent, []
+
+    def second_chunk_fails(**kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise OperationalError("server closed the connection unexpectedly")
+        return real(**kwargs)
+    monkeypatch.setattr(matter_services, "attributions_insert_if_absent", second_chunk_fails)
+    with django_capture_on_commit_callbacks(execute=True):
+        resp = api.post("/v1/matter-rules/apply")
+    assert resp.status_code == 201 and resp.json()["assigned"] == 2  # the committed chunk
+    job = job_of(api, resp.json()["jobId"])
+    assert (job["status"], job["done"], job["total"], job["result"]) == ("succeeded", 5, 5, {"assigned": 5})
+    assert MatterAttribution.objects.filter(matter_id=matter["id"], source="rule").count() == 5
+
+
 def test_a_sweep_that_ends_within_its_call_answers_its_finished_job(api):
     resp = api.post("/v1/matter-rules/apply")
     job = job_of(api, resp.json()["jobId"])
