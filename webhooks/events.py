@@ -10,6 +10,8 @@ from datetime import date, datetime
 from decimal import Decimal
 from uuid import UUID
 
+import orjson
+
 from core import exact_json
 from core.scoping import owned
 from webhooks.dispatch import dispatch_on_commit
@@ -55,8 +57,9 @@ def _json_default(value):
 
 
 def json_text(data) -> str:
-    """A serializer's output as JSON text, numbers exact (as the API's renderer writes them)."""
-    return exact_json.dumps(data, default=_json_default).decode()
+    """A serializer's output as JSON text, numbers exact and instants in UTC written with `Z`, as the API's
+    renderer writes them (a payload may also hold instants of its own, such as an alert's window)."""
+    return exact_json.dumps(data, default=_json_default, option=orjson.OPT_UTC_Z).decode()
 
 
 def deliveries_create(event: WebhookEvent, endpoints, *, now: datetime) -> list[WebhookDelivery]:

@@ -230,6 +230,8 @@ def test_a_spend_cap_threshold_is_reported(api, hooked, book):
     crossed = only(hooked, "spend_cap.threshold_crossed")["data"]
     assert (crossed["cap"]["id"], crossed["thresholdPercent"], crossed["spentUsd"]) == (cap["id"], 50, Decimal("55"))
     assert crossed["cap"] == as_json(api.get("/v1/control/caps"))[0]
+    # Instants as the API writes them (docs/webhooks.md), not as Python's isoformat does ("+00:00").
+    assert (crossed["windowStart"], crossed["windowEnd"]) == ("2025-03-01T00:00:00Z", "2025-04-01T00:00:00Z")
 
 
 def test_a_customer_watch_firing_is_reported(api, hooked, book):
@@ -245,6 +247,7 @@ def test_a_customer_watch_firing_is_reported(api, hooked, book):
     assert (fired["alert"]["id"], fired["valueUsd"], fired["thresholdUsd"]) == (watch["id"], Decimal("10.5"),
                                                                                Decimal("10"))
     assert fired["alert"] == as_json(api.get("/v1/customer-alerts"))[0]
+    assert (fired["windowStart"], fired["windowEnd"]) == ("2025-03-01T00:00:00Z", "2025-04-01T00:00:00Z")
 
 
 def test_jobs_report_succeeded_and_failed(api, hooked, book, monkeypatch):
