@@ -86,16 +86,22 @@ def delivery_attempt(delivery_id, *, now: datetime) -> WebhookAttempt | None:
     # The signature's timestamp is the machine's real time, read here rather than through core.clock:
     # receivers check it against their own clock (Standard Webhooks: within 5 minutes), whatever `now` says.
     headers = signing.signed_headers(secrets_in_force(endpoint, now), message_id(event), int(time.time()), body)
+    posted = time.monotonic()
+
+    def took() -> timedelta:
+        """How long the attempt took, in whole seconds: the back-off runs from its end (a receiver that timed out
+        after 10 s was otherwise due again 5 s after the attempt began, before its failure was on record)."""
+        return timedelta(seconds=int(time.monotonic() - posted))
     try:
         answer = targets.post(endpoint.url, body, headers, timeout=settings.WEBHOOKS_TIMEOUT_SECONDS)
     except targets.TargetRefused as exc:
-        return _record(delivery, now=now, answer=None, error=f"Refused: {exc}")
+        return _record(delivery, now=now, answer=None, error=f"Refused: {exc}", took=took())
     except (OSError, http.client.HTTPException) as exc:
-        return _record(delivery, now=now, answer=None, error=_no_answer(exc))
+        return _record(delivery, now=now, answer=None, error=_no_answer(exc), took=took())
     except Exception as exc:  # whatever the receiver's answer broke: still an attempt on record, retried
         logger.exception("webhook delivery %s: the attempt failed unexpectedly", delivery.pk)
-        return _record(delivery, now=now, answer=None, error=f"Unexpected error: {type(exc).__name__}.")
-    return _record(delivery, now=now, answer=answer, error="")
+        return _record(delivery, now=now, answer=None, error=f"Unexpected error: {type(exc).__name__}.", took=took())
+    return _record(delivery, now=now, answer=answer, error="", took=took())
 
 
 def _no_answer(exc: BaseException) -> str:
@@ -113,7 +119,7 @@ def next_delay(delivery: WebhookDelivery) -> timedelta | None:
 
 
 def _record(delivery: WebhookDelivery, *, now: datetime, answer: targets.Answer | None, error: str,
-            final: bool = False) -> WebhookAttempt:
+            final: bool = False, took: timedelta = timedelta(0)) -> WebhookAttempt:
     succeeded = answer is not None and 200 <= answer.status < 300
     if answer is not None and not succeeded:
         error = f"Answered {answer.status}; only a 2xx answer is a delivery (redirects are not followed)."
@@ -133,7 +139,7 @@ def _record(delivery: WebhookDelivery, *, now: datetime, answer: targets.Answer 
         if delay is None:
             pending.update(status=DeliveryStatus.FAILED, next_attempt_at=None, updated_at=clock.now())
         else:
-            pending.update(next_attempt_at=now + delay, updated_at=clock.now())
+            pending.update(next_attempt_at=now + took + delay, updated_at=clock.now())
         if endpoint.enabled:
             WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
                 failing_since=Coalesce("failing_since", now), last_failure_at=now)

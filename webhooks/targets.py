@@ -9,6 +9,7 @@
   are read; the whole attempt is bounded by WEBHOOKS_TIMEOUT_SECONDS.
 """
 import http.client
+import io
 import ipaddress
 import socket
 import ssl
@@ -161,14 +162,46 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> A
                             "Content-Length": str(len(body)), **headers}.items():
             connection.putheader(name, value)
         connection.endheaders(body)
-        sock.settimeout(_left(deadline))
+        connection.sock = _ReadsByDeadline(sock, deadline)
         response = connection.getresponse()
-        sock.settimeout(_left(deadline))
         head = response.read(RESPONSE_KEEP_BYTES)
         latency_ms = int((time.monotonic() - started) * 1000)
         return Answer(response.status, head.decode("utf-8", errors="replace"), latency_ms)
     finally:
         sock.close()
+
+
+class _ReadsByDeadline:
+    """The connected socket as http.client reads the answer from it, each read waiting at most what is left until
+    the attempt's deadline. http.client reads the status line and the headers in many small reads, and a socket
+    timeout set once bounds each of them, not their sum: a receiver sending a byte every few seconds held an
+    attempt open without end."""
+
+    def __init__(self, sock: socket.socket, deadline: float):
+        self._sock, self._deadline = sock, deadline
+
+    def makefile(self, mode: str = "rb", *args, **kwargs) -> io.BufferedReader:
+        return io.BufferedReader(_BoundedReads(self._sock, self._deadline))
+
+    def close(self) -> None:
+        """Nothing: http.client closes its connection once an answer says it closes, before the body is read from
+        it (a socket's own file keeps the socket open until then); `post` closes the socket when it is done."""
+
+    def __getattr__(self, name):
+        return getattr(self._sock, name)
+
+
+class _BoundedReads(io.RawIOBase):
+    def __init__(self, sock: socket.socket, deadline: float):
+        super().__init__()
+        self._sock, self._deadline = sock, deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        self._sock.settimeout(_left(self._deadline))
+        return self._sock.recv_into(buffer)
 
 
 def _left(deadline: float) -> float:

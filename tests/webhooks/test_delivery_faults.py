@@ -2,7 +2,7 @@
 the timeout; a worker killed between the commit and the delivery; a broker that does not answer; a change rolled
 back; retries exhausted; an endpoint failing for three days disabled with its owners emailed. Retries are driven
 by the scheduled sweep at a given `now`, never by sleeping."""
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 from django.db import transaction
@@ -88,6 +88,19 @@ def test_a_receiver_slower_than_the_timeout_is_retried(api, endpoint, receiver, 
     sweep(clock.now() + timedelta(seconds=6))
     assert only_delivery(api, endpoint)["status"] == "delivered"
     assert len({request.webhook_id for request in receiver.requests}) == 1
+
+
+def test_the_back_off_runs_from_the_end_of_a_timed_out_attempt(api, endpoint, receiver, settings,
+                                                                django_capture_on_commit_callbacks):
+    # A 2-second timeout: the 5-second wait counted from the attempt's start left 3 seconds after its failure was
+    # on record (with a 10-second timeout, nextAttemptAt came before attemptedAt).
+    settings.WEBHOOKS_TIMEOUT_SECONDS = 2
+    receiver.delay_seconds = 3
+    test_send(api, endpoint, django_capture_on_commit_callbacks)
+    delivery = only_delivery(api, endpoint)
+    attempted = datetime.fromisoformat(delivery["attemptLog"][0]["attemptedAt"].replace("Z", "+00:00"))
+    due = datetime.fromisoformat(delivery["nextAttemptAt"].replace("Z", "+00:00"))
+    assert due - attempted >= timedelta(seconds=4)  # 5 s from the end of the attempt, within its fraction of a second
 
 
 def test_a_worker_killed_between_commit_and_delivery_leaves_it_to_the_sweep(api, endpoint, receiver):

@@ -1,0 +1,42 @@
+"""The POST of one attempt (webhooks/targets.py) against receivers that misbehave on the wire."""
+import socket
+import threading
+import time
+
+import pytest
+
+from webhooks import targets
+
+
+@pytest.fixture
+def trickling_receiver(settings):
+    """A receiver that reads the request, then answers a byte every 0.3 seconds: every read of the answer gets a
+    byte well within a 1-second timeout, so only a bound on the whole attempt stops it."""
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = True
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve():
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nok":
+                if stop.wait(0.3):
+                    return
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return  # the client gave up and closed
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}/hook"
+    stop.set()
+    thread.join(timeout=5)
+    server.close()
+
+
+def test_an_answer_trickling_in_is_cut_at_the_attempts_timeout(trickling_receiver):
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        targets.post(trickling_receiver, b"{}", {}, timeout=1.0)
+    assert time.monotonic() - started < 2.0  # the whole answer would take 24 seconds
