@@ -170,13 +170,21 @@ def job_run_inline(job: Job, work: Callable[[Progress], dict]) -> dict | None:
     return result
 
 
+def _held(job: Job):
+    """The job's row while this runner still holds it: running, taken up as many times as when this runner took it.
+    A runner that stalled past JOBS_STALE_SECONDS may find its job failed by housekeeping or taken up by another
+    runner; its outcome is then not the job's (one job reports one outcome, `job.succeeded` or `job.failed`)."""
+    return Job.objects.filter(pk=job.pk, status=JobStatus.RUNNING, attempts=job.attempts)
+
+
 def job_succeed(job: Job, result: dict) -> None:
     job.status, job.result, job.finished_at = JobStatus.SUCCEEDED, result, clock.now()
     job.total = max(job.total or 0, job.done)
     job.updated_at = job.finished_at
     with transaction.atomic():
-        Job.objects.filter(pk=job.pk).update(status=job.status, result=result, total=job.total, done=job.done,
-                                             finished_at=job.finished_at, updated_at=job.updated_at)
+        if not _held(job).update(status=job.status, result=result, total=job.total, done=job.done,
+                                 finished_at=job.finished_at, updated_at=job.updated_at):
+            return
         emit(job.book_id, EventType.JOB_SUCCEEDED, JobOut(job).data, now=job.finished_at)
     _tell_watchers(job)
 
@@ -185,8 +193,9 @@ def job_fail(job: Job, exc: BaseException | str) -> None:
     job.status, job.error, job.finished_at = JobStatus.FAILED, _error_text(job, exc), clock.now()
     job.updated_at = job.finished_at
     with transaction.atomic():
-        Job.objects.filter(pk=job.pk).update(status=job.status, error=job.error, done=job.done,
-                                             finished_at=job.finished_at, updated_at=job.updated_at)
+        if not _held(job).update(status=job.status, error=job.error, done=job.done, finished_at=job.finished_at,
+                                 updated_at=job.updated_at):
+            return
         emit(job.book_id, EventType.JOB_FAILED, JobOut(job).data, now=job.finished_at)
     _tell_watchers(job)
 

@@ -230,6 +230,33 @@ def test_housekeeping_restarts_a_job_whose_runner_was_lost_and_deletes_old_finis
     assert jobs_housekeeping(now=now) == {"restarted": 0, "failed": 0, "deleted": 0}
 
 
+def test_a_runner_that_stalled_past_its_job_reports_no_second_outcome(book, settings):
+    """A runner stalled longer than JOBS_STALE_SECONDS: another one took the job up and finished it, or housekeeping
+    gave it up. The stalled runner's outcome is not the job's: one job, one `job.succeeded` or `job.failed`."""
+    from jobs.services import job_fail, job_succeed
+    from webhooks.models import WebhookEvent
+    stale = clock.now() - timedelta(seconds=settings.JOBS_STALE_SECONDS + 1)
+    taken_again = Job.objects.create(book=book, kind="cost_reprice", status="queued", task_path="x.y")
+    first = job_take(taken_again.pk)
+    Job.objects.filter(pk=taken_again.pk).update(updated_at=stale)
+    second = job_take(taken_again.pk)
+    job_succeed(second, {"eventsPriced": 2})
+    job_succeed(first, {"eventsPriced": 1})
+    job_fail(first, "late")
+    given_up = Job.objects.create(book=book, kind="cost_reprice", status="queued", task_path="x.y")
+    runner = job_take(given_up.pk)
+    Job.objects.filter(pk=given_up.pk).update(updated_at=stale, attempts=settings.JOBS_MAX_ATTEMPTS)
+    jobs_housekeeping(now=clock.now())
+    job_succeed(runner, {"eventsPriced": 1})
+    assert (Job.objects.get(pk=taken_again.pk).status, Job.objects.get(pk=taken_again.pk).result) == (
+        "succeeded", {"eventsPriced": 2})
+    assert Job.objects.get(pk=given_up.pk).status == "failed"
+    outcomes = sorted((event.type, str(event.data_json).count(str(job_id)))
+                      for event in WebhookEvent.objects.filter(type__in=["job.succeeded", "job.failed"])
+                      for job_id in (taken_again.pk, given_up.pk) if str(job_id) in event.data_json)
+    assert outcomes == [("job.failed", 1), ("job.succeeded", 1)]
+
+
 # --------------------------------------------------------------------------- a job taken up again
 
 
