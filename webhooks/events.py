@@ -11,6 +11,7 @@ from decimal import Decimal
 from uuid import UUID
 
 import orjson
+from django.db import connection
 
 from core import exact_json
 from core.scoping import owned
@@ -62,11 +63,26 @@ def json_text(data) -> str:
     return exact_json.dumps(data, default=_json_default, option=orjson.OPT_UTC_Z).decode()
 
 
+def _endpoints_kept(endpoints) -> list:
+    """The endpoints still there, each held until the caller's transaction ends (`FOR KEY SHARE`): a concurrent
+    delete (which locks its endpoint first, webhooks/services.py) waits for this transaction and then deletes its
+    deliveries too, or went first and the endpoint is left out. Before, a delete committed between the read of the
+    endpoints and this transaction's commit failed the change itself (its deliveries named a deleted endpoint).
+    The lock stops nothing else: emitters share it, and recording an attempt's outcome updates no key."""
+    if not endpoints:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id FROM {WebhookEndpoint._meta.db_table} WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE",
+                       [[endpoint.pk for endpoint in endpoints]])
+        kept = {endpoint_id for (endpoint_id,) in cursor.fetchall()}
+    return [endpoint for endpoint in endpoints if endpoint.pk in kept]
+
+
 def deliveries_create(event: WebhookEvent, endpoints, *, now: datetime) -> list[WebhookDelivery]:
     """Pending deliveries of `event` to `endpoints`, each attempted once the caller's transaction commits."""
     deliveries = WebhookDelivery.objects.bulk_create(
         [WebhookDelivery(book_id=event.book_id, endpoint=endpoint, event=event, status=DeliveryStatus.PENDING,
-                         next_attempt_at=now) for endpoint in endpoints])
+                         next_attempt_at=now) for endpoint in _endpoints_kept(endpoints)])
     if deliveries:
         dispatch_on_commit([delivery.pk for delivery in deliveries], now=now)
     return deliveries

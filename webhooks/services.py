@@ -58,8 +58,11 @@ def webhook_endpoint_update(*, book, endpoint_id, **changes) -> WebhookEndpoint:
 
 @transaction.atomic
 def webhook_endpoint_delete(*, book, endpoint_id) -> str:
-    """The endpoint and its delivery log; nothing more is sent to it."""
-    endpoint = get_owned(WebhookEndpoint, book, endpoint_id)
+    """The endpoint and its delivery log; nothing more is sent to it. The endpoint is locked first: a change whose
+    transaction is creating deliveries to it (webhooks/events.py `_endpoints_kept`) commits before the deliveries
+    are collected for deletion."""
+    endpoint = get_owned(WebhookEndpoint, book, endpoint_id,
+                         queryset=owned(WebhookEndpoint, book).select_for_update())
     endpoint_id = str(endpoint.pk)
     endpoint.delete()
     return endpoint_id

@@ -294,3 +294,53 @@ def test_housekeeping_deletes_old_events_with_their_log_but_keeps_pending_ones(a
     assert WebhookEvent.objects.count() == 1
     webhook_events_housekeeping(now=clock.now() + timedelta(days=40))
     assert WebhookEvent.objects.count() == 1  # still pending: kept until delivered or failed
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deleting_an_endpoint_while_a_change_creates_its_deliveries_fails_neither(api, receiver, book):
+    """The change's transaction has created a delivery to the endpoint and not yet committed when the endpoint is
+    deleted: the delete waits for it and takes its delivery along. Before, the delete went first and the change's
+    commit failed (its delivery named a deleted endpoint), a 500 for a refund Stripe had already made."""
+    import threading
+
+    from django.db import connections
+
+    from tests.reliability.test_concurrency import lock_waiters
+    from webhooks.services import webhook_endpoint_delete
+    endpoint = create_endpoint(api, receiver.url)
+    emitted, release, outcome = threading.Event(), threading.Event(), {}
+
+    def change():
+        try:
+            with transaction.atomic():
+                emit(book, "invoice.paid", {"id": "inv_1"})
+                emitted.set()
+                release.wait(10)
+            outcome["change"] = "committed"
+        except Exception as exc:  # noqa: BLE001 - the outcome is what the test reads
+            outcome["change"] = repr(exc)
+        finally:
+            connections.close_all()
+
+    def delete():
+        try:
+            webhook_endpoint_delete(book=book, endpoint_id=endpoint["id"])
+            outcome["delete"] = "committed"
+        except Exception as exc:  # noqa: BLE001
+            outcome["delete"] = repr(exc)
+        finally:
+            connections.close_all()
+
+    changing = threading.Thread(target=change)
+    changing.start()
+    assert emitted.wait(10)
+    deleting = threading.Thread(target=delete)
+    deleting.start()
+    waited = lock_waiters(3)
+    release.set()
+    changing.join(10)
+    deleting.join(10)
+    assert outcome == {"change": "committed", "delete": "committed"}
+    assert waited == 1  # the delete waited for the change
+    assert not WebhookDelivery.objects.filter(endpoint_id=endpoint["id"]).exists()
+    assert WebhookEvent.objects.filter(type="invoice.paid").count() == 1
