@@ -162,8 +162,11 @@ class UsageEvent(OrgOwned):
     # Single-service shape: the resolved service and its usage; multi-service: `services` holds each part.
     model = models.CharField(max_length=255, null=True, blank=True)
     model_provider = models.CharField(max_length=255, null=True, blank=True)
+    # No index: catalog entries are never deleted (deactivated instead), and no read selects events by their
+    # entry alone (a price override's re-pricing also matches the parts in `services`, which no index holds), so an
+    # index would only cost every recorded event its entry (docs/performance.md).
     service = models.ForeignKey("catalog.ServiceEntry", on_delete=models.SET_NULL, null=True, blank=True,
-                                related_name="+", db_constraint=False)
+                                related_name="+", db_constraint=False, db_index=False)
     input_tokens = models.BigIntegerField(null=True, blank=True)
     output_tokens = models.BigIntegerField(null=True, blank=True)
     cache_read_tokens = models.BigIntegerField(null=True, blank=True)
