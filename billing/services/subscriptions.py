@@ -254,9 +254,10 @@ def _change_schedule(subscription: Subscription, changes: dict) -> None:
     wanted = {field: changes[field] for field in ("is_forever", "billing_day", "timezone") if field in changes}
     if "end_date" in changes:
         # A bare date ends the life at local midnight in the timezone of the period it closes (a timezone change
-        # still pending leaves this period's days in the old one); with a timezone sent beside it, in that one.
-        wanted["end_date"] = (_local_instant(changes["end_date"], timezone) if "timezone" in changes
-                              else day_instant(subscription, changes["end_date"], ends_window=True))
+        # still pending leaves this period's days in the old one); with a new timezone sent beside it, in that one.
+        end_date = changes["end_date"]
+        wanted["end_date"] = (_local_instant(end_date, timezone) if end_date is None or timezone != subscription.timezone
+                              else day_instant(subscription, end_date, ends_window=True))
     wanted = {field: value for field, value in wanted.items() if getattr(subscription, field) != value}
     if not wanted:
         return

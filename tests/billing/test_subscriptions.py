@@ -228,6 +228,15 @@ def test_patch_plan_logs_a_plan_change(api, chain):
                  400).startswith("agentId:")
 
 
+def test_patch_end_date_null_clears_it_and_the_period_grows_back(api, chain, frozen_now):
+    subscription = create_subscription(api, chain, endDate="2025-06-20")  # current period [Jun 1, Jun 20)
+    body = ok(api.patch(f"/v1/subscriptions/{subscription['id']}", {"endDate": None}))
+    assert (body["endDate"], body["currentPeriodEnd"]) == (None, "2025-07-01T00:00:00Z")
+    sent_back = {"timezone": body["timezone"], "endDate": "2025-06-25"}  # the stored timezone sent back is no change
+    body = ok(api.patch(f"/v1/subscriptions/{subscription['id']}", sent_back))
+    assert (body["endDate"], body["currentPeriodEnd"]) == ("2025-06-25T00:00:00Z", "2025-06-25T00:00:00Z")
+
+
 def test_patch_end_date_inside_the_current_period_cuts_it(api, chain, frozen_now):
     subscription = create_subscription(api, chain)  # current period [2025-06-01, 2025-07-01)
     body = ok(api.patch(f"/v1/subscriptions/{subscription['id']}", {"endDate": "2025-06-20"}))
