@@ -262,6 +262,12 @@ def matter_rules_apply_start(*, book, created_by: str = "") -> tuple[int, Job]:
                      created_by=created_by, status=JobStatus.RUNNING)
     try:
         assigned, finished = _sweep(book=book, progress=JobProgress(job))
+        if finished:
+            job_succeed(job, {"assigned": assigned})
+        else:
+            # The background run goes on after the last event this call examined and adds to what it assigned
+            # (both written to the job with each chunk: `resume_after`, `changed`).
+            job_hand_over(job)
     except Exception:
         # The job's row and every chunk before the failure are committed, so the request does not answer 5xx
         # (contract.md "Derived figures"): the sweep goes on in the background from its last committed chunk
@@ -269,12 +275,6 @@ def matter_rules_apply_start(*, book, created_by: str = "") -> tuple[int, Job]:
         logger.warning("job %s (matter rules of book %s): its inline run failed; it goes on in the background",
                        job.pk, book.pk, exc_info=True)
         return _handed_over(job), job
-    if finished:
-        job_succeed(job, {"assigned": assigned})
-    else:
-        # The background run goes on after the last event this call examined and adds to what it assigned
-        # (both written to the job with each chunk: `resume_after`, `changed`).
-        job_hand_over(job)
     return assigned, job
 
 
