@@ -68,7 +68,8 @@ def _endpoints_kept(endpoints) -> list:
     delete (which locks its endpoint first, webhooks/services.py) waits for this transaction and then deletes its
     deliveries too, or went first and the endpoint is left out. Before, a delete committed between the read of the
     endpoints and this transaction's commit failed the change itself (its deliveries named a deleted endpoint).
-    The lock stops nothing else: emitters share it, and recording an attempt's outcome updates no key."""
+    The lock holds back nothing else: emitters share it, and an attempt's outcome, an endpoint's update and a
+    secret's rotation lock it without its key (FOR NO KEY UPDATE)."""
     if not endpoints:
         return []
     with connection.cursor() as cursor:

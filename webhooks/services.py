@@ -40,8 +40,10 @@ def webhook_endpoint_create(*, book, url: str, event_types: list[str], descripti
 def webhook_endpoint_update(*, book, endpoint_id, **changes) -> WebhookEndpoint:
     """URL, event types, description, enabled. Enabling a disabled endpoint starts it afresh (healthy); the
     deliveries it missed come back with a replay."""
+    # FOR NO KEY UPDATE: a change to the endpoint's settings does not wait for the transactions delivering to it
+    # (they hold it FOR KEY SHARE, webhooks/events.py), as a delete must.
     endpoint = get_owned(WebhookEndpoint, book, endpoint_id,
-                         queryset=owned(WebhookEndpoint, book).select_for_update())
+                         queryset=owned(WebhookEndpoint, book).select_for_update(no_key=True))
     if "url" in changes:
         _check_url(book, changes["url"])
     if "event_types" in changes:
@@ -73,7 +75,7 @@ def webhook_endpoint_rotate_secret(*, book, endpoint_id, now: datetime) -> Webho
     """A new secret signs from now on; the one it replaces signs too for ROTATED_SECRET_VALID_FOR (every delivery
     meanwhile carries both signatures)."""
     endpoint = get_owned(WebhookEndpoint, book, endpoint_id,
-                         queryset=owned(WebhookEndpoint, book).select_for_update())
+                         queryset=owned(WebhookEndpoint, book).select_for_update(no_key=True))
     endpoint.previous_secret, endpoint.previous_secret_expires_at = endpoint.secret, now + ROTATED_SECRET_VALID_FOR
     endpoint.secret = signing.secret_new()
     endpoint.save()
@@ -81,7 +83,10 @@ def webhook_endpoint_rotate_secret(*, book, endpoint_id, now: datetime) -> Webho
 
 
 def _enabled_endpoint(book, endpoint_id) -> WebhookEndpoint:
-    endpoint = get_owned(WebhookEndpoint, book, endpoint_id)
+    """The endpoint, held until the caller's transaction ends (its deliveries are created in it): a concurrent
+    delete waits, rather than failing the caller's commit or leaving it without its endpoint."""
+    endpoint = get_owned(WebhookEndpoint, book, endpoint_id,
+                         queryset=owned(WebhookEndpoint, book).select_for_update(no_key=True))
     if not endpoint.enabled:
         raise Conflict("The endpoint is disabled; enable it first (PATCH with \"enabled\": true).",
                        code="endpoint_disabled")

@@ -151,6 +151,7 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> A
     sock = socket.create_connection((address, target.port), timeout=_left(deadline))
     try:
         if target.scheme == "https":
+            sock.settimeout(_left(deadline))  # each step gets what is left of the attempt, not the whole timeout
             sock = ssl.create_default_context().wrap_socket(sock, server_hostname=target.host)
         connection = http.client.HTTPConnection(target.host, target.port, timeout=_left(deadline))
         connection.sock = sock  # already connected, to the checked address
@@ -161,6 +162,7 @@ def post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> A
         for name, value in {"Host": host_header, "User-Agent": USER_AGENT, "Content-Type": "application/json",
                             "Content-Length": str(len(body)), **headers}.items():
             connection.putheader(name, value)
+        sock.settimeout(_left(deadline))
         connection.endheaders(body)
         connection.sock = _ReadsByDeadline(sock, deadline)
         response = connection.getresponse()

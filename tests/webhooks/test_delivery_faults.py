@@ -344,3 +344,46 @@ def test_deleting_an_endpoint_while_a_change_creates_its_deliveries_fails_neithe
     assert waited == 1  # the delete waited for the change
     assert not WebhookDelivery.objects.filter(endpoint_id=endpoint["id"]).exists()
     assert WebhookEvent.objects.filter(type="invoice.paid").count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_test_send_to_an_endpoint_being_deleted_answers_404(api, receiver, book):
+    """The delete holds the endpoint when the test send reads it: the send waits, then finds no endpoint (it found
+    it before, created nothing for it after the delete committed, and answered 500)."""
+    import threading
+
+    from django.db import connections
+
+    from tests.reliability.test_concurrency import lock_waiters
+    from webhooks.models import WebhookEndpoint
+    endpoint = create_endpoint(api, receiver.url)
+    locked, release = threading.Event(), threading.Event()
+
+    def delete():
+        try:
+            with transaction.atomic():
+                row = WebhookEndpoint.objects.select_for_update().get(pk=endpoint["id"])
+                locked.set()
+                release.wait(10)
+                row.delete()
+        finally:
+            connections.close_all()
+
+    deleting = threading.Thread(target=delete)
+    deleting.start()
+    assert locked.wait(10)
+    answers = []
+
+    def send():
+        try:
+            answers.append(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"))
+        finally:
+            connections.close_all()
+
+    sending = threading.Thread(target=send)
+    sending.start()
+    assert lock_waiters(3) == 1
+    release.set()
+    deleting.join(10)
+    sending.join(10)
+    assert answers[0].status_code == 404, answers[0].content
