@@ -102,6 +102,19 @@ def retried_on_deadlock(function):
     return run
 
 
+def key_share_locked(model, ids) -> set:
+    """Those of `ids` whose rows of `model` still exist, each held `FOR KEY SHARE` to the end of the current
+    transaction (the lock a foreign key's check takes; Django's `select_for_update` has no such mode): a row the
+    transaction is about to reference cannot be deleted meanwhile, while updates of its other columns and other
+    such holders go on."""
+    if not ids:
+        return set()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {model._meta.pk.column} FROM {model._meta.db_table} "
+                       f"WHERE {model._meta.pk.column} = ANY(%s) ORDER BY 1 FOR KEY SHARE", [list(ids)])
+        return {row_id for (row_id,) in cursor.fetchall()}
+
+
 def advisory_xact_lock(namespace: int, key: str) -> None:
     """Wait for, then hold to the end of the current transaction, PostgreSQL's advisory lock (`namespace`, the
     hash of `key`): work that must run one at a time per key, without locking a row others need."""

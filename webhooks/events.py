@@ -11,9 +11,9 @@ from decimal import Decimal
 from uuid import UUID
 
 import orjson
-from django.db import connection
 
 from core import exact_json
+from core.database import key_share_locked
 from core.scoping import owned
 from webhooks.dispatch import dispatch_on_commit
 from webhooks.models import DeliveryStatus, EventType, WebhookDelivery, WebhookEndpoint, WebhookEvent
@@ -70,12 +70,7 @@ def _endpoints_kept(endpoints) -> list:
     endpoints and this transaction's commit failed the change itself (its deliveries named a deleted endpoint).
     The lock holds back nothing else: emitters share it, and an attempt's outcome, an endpoint's update and a
     secret's rotation lock it without its key (FOR NO KEY UPDATE)."""
-    if not endpoints:
-        return []
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id FROM {WebhookEndpoint._meta.db_table} WHERE id = ANY(%s) ORDER BY id FOR KEY SHARE",
-                       [[endpoint.pk for endpoint in endpoints]])
-        kept = {endpoint_id for (endpoint_id,) in cursor.fetchall()}
+    kept = key_share_locked(WebhookEndpoint, [endpoint.pk for endpoint in endpoints])
     return [endpoint for endpoint in endpoints if endpoint.pk in kept]
 
 
