@@ -124,9 +124,8 @@ def test_a_legal_key_may_read_a_job_and_an_ingest_key_may_not(api, client_for, l
     assert refused.status_code == 403 and "message" in refused.json()
 
 
-def test_a_rules_sweep_goes_on_in_the_background_as_its_job(api, settings, django_capture_on_commit_callbacks):
-    settings.MATTERS_APPLY_EVENTS_PER_CALL = 2
-    settings.MATTERS_APPLY_CHUNK_SIZE = 2
+def five_drafter_events_and_their_rule(api) -> dict:
+    """Seven events, five of agent `drafter`, and a matter with a rule for that agent: a sweep assigns five."""
     records = [{"customerExternalId": "c", "agentCode": "drafter" if n < 5 else "other", "signalName": "memo",
                 "model": "gpt-4o", "modelProvider": "openai", "inputTokens": 10} for n in range(7)]
     resp = api.post("/v1/usage/record", {"records": records})
@@ -134,6 +133,13 @@ def test_a_rules_sweep_goes_on_in_the_background_as_its_job(api, settings, djang
     matter = api.post("/v1/matters", {"matterNumber": "2025-001", "name": "Smith v Jones",
                                       "clientName": "Smith & Co"}).json()
     assert api.post("/v1/matter-rules", {"matterId": matter["id"], "agentCode": "drafter"}).status_code == 201
+    return matter
+
+
+def test_a_rules_sweep_goes_on_in_the_background_as_its_job(api, settings, django_capture_on_commit_callbacks):
+    settings.MATTERS_APPLY_EVENTS_PER_CALL = 2
+    settings.MATTERS_APPLY_CHUNK_SIZE = 2
+    matter = five_drafter_events_and_their_rule(api)
     with django_capture_on_commit_callbacks(execute=True):
         resp = api.post("/v1/matter-rules/apply")
     assert resp.status_code == 201 and resp.json()["assigned"] == 2  # this call's bound; the rest goes on
@@ -150,12 +156,7 @@ def test_a_sweep_failing_after_a_committed_chunk_answers_it_and_goes_on_in_the_b
     from django.db import OperationalError
     settings.MATTERS_APPLY_EVENTS_PER_CALL = 10
     settings.MATTERS_APPLY_CHUNK_SIZE = 2
-    records = [{"customerExternalId": "c", "agentCode": "drafter" if n < 5 else "other", "signalName": "memo",
-                "model": "gpt-4o", "modelProvider": "openai", "inputTokens": 10} for n in range(7)]
-    assert api.post("/v1/usage/record", {"records": records}).status_code == 200
-    matter = api.post("/v1/matters", {"matterNumber": "2025-001", "name": "Smith v Jones",
-                                      "clientName": "Smith & Co"}).json()
-    assert api.post("/v1/matter-rules", {"matterId": matter["id"], "agentCode": "drafter"}).status_code == 201
+    matter = five_drafter_events_and_their_rule(api)
     real, calls = matter_services.attributions_insert_if_absent, []
 
     def second_chunk_fails(**kwargs):
@@ -330,12 +331,7 @@ def test_a_catalog_repricing_taken_up_again_does_not_count_what_it_could_not_pri
 def test_a_rules_sweep_taken_up_again_answers_everything_it_assigned(api, book, settings, monkeypatch):
     settings.MATTERS_APPLY_EVENTS_PER_CALL = 2
     settings.MATTERS_APPLY_CHUNK_SIZE = 2
-    records = [{"customerExternalId": "c", "agentCode": "drafter" if n < 5 else "other", "signalName": "memo",
-                "model": "gpt-4o", "modelProvider": "openai", "inputTokens": 10} for n in range(7)]
-    assert api.post("/v1/usage/record", {"records": records}).status_code == 200
-    matter = api.post("/v1/matters", {"matterNumber": "2025-001", "name": "Smith v Jones",
-                                      "clientName": "Smith & Co"}).json()
-    assert api.post("/v1/matter-rules", {"matterId": matter["id"], "agentCode": "drafter"}).status_code == 201
+    matter = five_drafter_events_and_their_rule(api)
     resp = api.post("/v1/matter-rules/apply")  # 2 in the request; the rest handed over, never sent here
     assert resp.status_code == 201 and resp.json()["assigned"] == 2
     job_id = resp.json()["jobId"]
