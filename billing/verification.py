@@ -139,14 +139,19 @@ def credit_pool_differences(*, book, now: datetime, repair: bool = False) -> lis
         if pool is None:
             continue
         # What the settlement read: the events recorded by the moment it was written. Usage recorded for the period
-        # later does not move a settled period (docs/decisions/credit-pools.md), so it is no drift.
-        consumed = billed_usage(book=book.pk, windows={grant.subscription: (grant.period_start, grant.period_end)},
-                                recorded_by=grant.settled_at).get((grant.subscription_id, pool.signal_id), 0)
-        if consumed != grant.consumed_units:
+        # later does not move a settled period (docs/decisions/credit-pools.md), so it is no drift. An event is
+        # stamped with its request's start and commits up to a request's run later: a batch stamped just before the
+        # settlement and committed after it was not there to count, so the settlement lies between what was
+        # recorded READ_MARGIN before it (all committed by then) and what was recorded by it.
+        window = {grant.subscription: (grant.period_start, grant.period_end)}
+        key = (grant.subscription_id, pool.signal_id)
+        low = billed_usage(book=book.pk, windows=window, recorded_by=grant.settled_at - READ_MARGIN).get(key, 0)
+        high = billed_usage(book=book.pk, windows=window, recorded_by=grant.settled_at).get(key, 0)
+        if not low <= grant.consumed_units <= high:
             findings.append(Finding(
                 f"credit pool of subscription {grant.subscription_id}, period {grant.period_start:%Y-%m-%d}",
-                f"{_plain(consumed)} units used", f"{_plain(grant.consumed_units)} settled",
-                grant.period_start))
+                f"{_plain(high)} units used" if low == high else f"{_plain(low)} to {_plain(high)} units used",
+                f"{_plain(grant.consumed_units)} settled", grant.period_start))
             if plan_pool is not None:  # settling again needs the pool the plan sells now
                 drifted.setdefault(grant.subscription, (grant.period_start, plan_pool))
     if repair:

@@ -2,7 +2,7 @@
 derived figure recomputed from the ledger; drift reported per book with what differs and by how much; repair
 rewrites derived rows only, never the ledger."""
 import logging
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from io import StringIO
 
@@ -271,6 +271,24 @@ def test_usage_recorded_for_a_settled_period_after_its_settlement_is_no_drift_an
     ledger_verify(now=NOW, book=book, checks=("credit_pools",), repair=True)
     assert CreditGrant.objects.get(pk=grant.pk).consumed_units == 30  # as settled: the late 25 do not count
     assert ledger_verify(now=NOW, book=book, checks=("credit_pools",))[0].drift == 0  # and the repair holds
+
+
+def test_a_batch_stamped_before_a_settlement_and_committed_after_it_is_no_drift(api, book, monkeypatch):
+    """A batch's events are stamped with its request's start: one that started 200 ms before June's settlement and
+    committed after it was not there to count. It was drift, and the repair settled June again with it, moving the
+    carried top-up balance the settlement had fixed."""
+    from core import clock
+    from tests.billing.pools import use
+
+    grant = settled_june_pool(api, book, monkeypatch)
+    monkeypatch.setattr(clock, "now", lambda: grant.settled_at - timedelta(milliseconds=200))
+    use(grant.chain, 25, at=datetime(2025, 6, 30, 23, 59, tzinfo=UTC))  # in flight during the settlement
+    assert ledger_verify(now=NOW, book=book, checks=("credit_pools",))[0].drift == 0
+    ledger_verify(now=NOW, book=book, checks=("credit_pools",), repair=True)
+    assert CreditGrant.objects.get(pk=grant.pk).consumed_units == 30
+    CreditGrant.objects.filter(pk=grant.pk).update(consumed_units=56)  # more than was ever recorded: drift
+    [finding] = ledger_verify(now=NOW, book=book, checks=("credit_pools",))[0].findings["credit_pools"]
+    assert finding.ledger == "30 to 55 units used" and finding.derived == "56 settled"
 
 
 def test_a_settlement_counts_the_usage_recorded_by_the_instant_it_is_stamped_with(api, book, monkeypatch):
