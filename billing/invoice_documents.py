@@ -15,6 +15,7 @@ from fpdf.enums import XPos, YPos
 
 from billing.models import Invoice, InvoiceLine, InvoiceStatus
 from billing.pay_links import live_pay_token, pay_url
+from billing.pricing.engine import StrategyTerms
 from billing.pricing.periods import local_date, local_midnight
 from billing.pricing.terms import period_timezone
 from core import display
@@ -51,15 +52,24 @@ def period_label(invoice: Invoice) -> str:
 
 
 def unit_price(line: InvoiceLine) -> str:
-    """What one unit costs on the line: the rate of a flat strategy, the fee of a fee line; tiered models have
-    no single unit price (their tiers are in the line's terms)."""
+    """What one unit costs on the line: the fee of a fee line, the rate that prices every unit of a flat or
+    volume line (a seat line prorated by days too: its note says the days); graduated tiers and a credit pool
+    have no single unit price (their tiers are in the line's note)."""
     terms = line.terms or {}
     currency = line.invoice.currency
     if line.charge_type in ("recurring", "onetime", "prorated") or (line.quantity == 1 and not terms.get("tiers")):
         return money(line.amount, currency)
-    if terms.get("pricingModel") == "flat" and terms.get("rate") is not None and not line.prorated_days:
-        return display.price(Decimal(str(terms["rate"])), currency)
-    return "tiered" if terms.get("tiers") else ""
+    try:
+        strategy = StrategyTerms.from_values(
+            charge_type=terms["chargeType"], pricing_model=terms.get("pricingModel"), rate=terms.get("rate"),
+            tiers=terms.get("tiers") or (), minimum_commitment=terms.get("minimumCommitment"),
+            billing_frequency=terms.get("billingFrequency"))
+    except (KeyError, TypeError, ValueError, ArithmeticError):  # terms written by hand or before the engine's
+        return "tiered" if terms.get("tiers") else ""
+    rate = strategy.unit_rate(line.quantity)
+    if rate is None:
+        return "tiered" if terms.get("tiers") else ""
+    return display.price(rate, currency)
 
 
 def line_note(line: InvoiceLine, currency: str) -> str:

@@ -52,10 +52,14 @@ def graduated(quantity: Decimal, tiers: Sequence[Tier]) -> Decimal:
     return total
 
 
+def volume_tier(quantity: Decimal, tiers: Sequence[Tier]) -> Tier:
+    """The tier a volume total falls in, whose rate prices every unit."""
+    return next((t for t in tiers if t.upper is None or quantity <= t.upper), tiers[-1])
+
+
 def volume(quantity: Decimal, tiers: Sequence[Tier]) -> Decimal:
     """The rate of the tier the total falls in prices every unit."""
-    tier = next((t for t in tiers if t.upper is None or quantity <= t.upper), tiers[-1])
-    return quantity * tier.rate
+    return quantity * volume_tier(quantity, tiers).rate
 
 
 def credit_pool(quantity: Decimal, tiers: Sequence[Tier]) -> Decimal:
@@ -163,6 +167,16 @@ class StrategyTerms:
         elif rate is None:
             raise ValueError(f"rate: Required for {charge_type} (the fee).")
         return cls(charge_type, pricing_model, rate, tiers, minimum, billing_frequency, strategy_id)
+
+    def unit_rate(self, quantity: Decimal) -> Decimal | None:
+        """What each unit of `quantity` costs when one rate prices them all (flat; volume, at the rate of the tier
+        the total falls in), None when tiers price units differently (graduated, a credit pool's pool and
+        overage). A line prorated by days keeps its unit rate: the proration is the line's, not the unit's."""
+        if self.pricing_model == "flat":
+            return self.rate
+        if self.pricing_model == "volume" and self.tiers:
+            return volume_tier(quantity, self.tiers).rate
+        return None
 
     @staticmethod
     def _resolve_model(pricing_model: str, rate: Decimal | None, tiers: tuple[Tier, ...]):

@@ -117,6 +117,25 @@ def test_a_tiered_line_of_the_pdf_says_how_it_was_priced(api, book):
     assert "$62.00" in text
 
 
+def test_a_line_priced_at_one_rate_shows_it_as_its_unit_price(api, book):
+    """Volume: 150 units fall in the second tier, every unit at $0.05 ($7.50); three seats from January 10 bill
+    $29.00 each prorated (22 of 31 days): the rate is the unit price and the note says the days. Graduated tiers
+    price units differently: no single unit price. Before, the volume line read "tiered" and the seat line none."""
+    from billing.invoice_documents import unit_price
+    from tests.billing.invoice_support import seats, tiered
+
+    chain = billing_chain(api, book, [tiered("volume"), seats("29")], start="2025-01-10T00:00:00Z", seatsCount=3)
+    event(chain, 150, "2025-01-12T00:00:00Z")
+    invoice = Invoice.objects.get(pk=draft(api, chain)["id"])
+    by_type = {line.charge_type: line for line in invoice.lines.all()}
+    assert (unit_price(by_type["usage"]), by_type["usage"].amount) == ("$0.05", 7.5)
+    assert unit_price(by_type["seat_based"]) == "$29.00" and by_type["seat_based"].prorated_days == 22
+    other = billing_chain(api, book, [tiered("graduated")])
+    event(other, 150, "2025-01-12T00:00:00Z")
+    [line] = Invoice.objects.get(pk=draft(api, other)["id"]).lines.all()
+    assert unit_price(line) == "tiered"  # 100 at $0.10 and 50 at $0.05
+
+
 def test_a_minimum_is_written_under_its_line_as_the_console_writes_it(api, book):
     chain = billing_chain(api, book, [usage("0.25", minimumCommitment=100)])
     event(chain, 40, "2025-01-10T12:00:00Z")
