@@ -114,11 +114,23 @@ class Seller:
                    organization.payment_instructions, sender)
 
 
+# Countries whose addresses end "City, ST 12345" (their postal services' own form); elsewhere the postal code comes
+# first ("1100-048 Lisboa"), as most of Europe writes it.
+_CITY_STATE_POSTCODE = frozenset({"US", "USA", "UNITED STATES", "UNITED STATES OF AMERICA", "CA", "CANADA", "AU",
+                                  "AUSTRALIA"})
+
+
+def _city_line(customer) -> str:
+    if (customer.country or "").strip().upper().replace(".", "") in _CITY_STATE_POSTCODE:
+        region = " ".join(part for part in (customer.state, customer.zip_code) if part)
+        return ", ".join(part for part in (customer.city, region) if part)
+    return " ".join(part for part in (customer.zip_code, customer.city, customer.state) if part)
+
+
 def customer_contact_lines(customer) -> list[str]:
     """The customer's email and postal address, one line each, empty parts left out."""
-    city = " ".join(part for part in (customer.zip_code, customer.city, customer.state) if part)
-    return [part for part in (customer.email, customer.address_line1, customer.address_line2, city, customer.country)
-            if part]
+    return [part for part in (customer.email, customer.address_line1, customer.address_line2, _city_line(customer),
+                              customer.country) if part]
 
 
 def bill_to_lines(customer) -> list[str]:

@@ -136,6 +136,18 @@ def test_a_line_priced_at_one_rate_shows_it_as_its_unit_price(api, book):
     assert unit_price(line) == "tiered"  # 100 at $0.10 and 50 at $0.05
 
 
+@pytest.mark.parametrize("country, state, zip_code, city_line", [
+    ("US", "TX", "78701", "Austin, TX 78701"), ("U.S.A.", "", "78701", "Austin, 78701"),
+    ("PT", "", "1100-048", "1100-048 Austin"), ("", "TX", "", "Austin TX")])
+def test_the_city_line_follows_the_countrys_postal_form(country, state, zip_code, city_line):
+    from types import SimpleNamespace
+
+    from billing.invoice_documents import customer_contact_lines
+    customer = SimpleNamespace(email="", address_line1="100 Congress Ave", address_line2="", city="Austin",
+                               state=state, zip_code=zip_code, country=country)
+    assert customer_contact_lines(customer) == ["100 Congress Ave", city_line, *([country] if country else [])]
+
+
 def test_a_minimum_is_written_under_its_line_as_the_console_writes_it(api, book):
     chain = billing_chain(api, book, [usage("0.25", minimumCommitment=100)])
     event(chain, 40, "2025-01-10T12:00:00Z")
