@@ -23,7 +23,7 @@ from billing.services.payments import (LocalCheckoutDisabled, checkout_url, cust
                                        invoice_for_pay_token, invoice_pay_locally, local_checkout_enabled)
 from accounts.api import client_ip
 from accounts.throttling import bad_link_token_retry_after
-from core import clock
+from core import clock, display
 from core.errors import NotFound
 from customers.serializers import CustomerWriteIn
 from customers.services import customer_update
@@ -44,6 +44,10 @@ def _pay_page(request, state: str, *, invoice=None, status: int = 200, **extra):
         view = InvoiceView.of(invoice)
         first, last = period_days(invoice)
         context.update(view=view, business_name=view.business_name, period_first=first, period_last=last,
+                       billed_to=view.bill_to[0] if view.bill_to else "",
+                       # The issue day as its due date counts from it: in the subscription's timezone.
+                       issued_on=(display.day(invoice.issued_at, invoice.subscription.timezone)
+                                  if invoice.issued_at else ""),
                        amount_due=money(invoice.amount_due, invoice.currency),
                        amount_overpaid=money(invoice.amount_overpaid, invoice.currency),
                        # Past its due date and still owed: the page asking for the money says so.

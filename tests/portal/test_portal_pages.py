@@ -590,6 +590,8 @@ def test_the_pay_page_of_an_overdue_invoice_says_it_is_overdue(api, billed, cust
     notice = f"This invoice is overdue: it was due on {billed.mine.dueDate}."
     emailed = browser().get(path)
     assert emailed.status_code == 200 and notice in html(emailed) and "$24.00" in html(emailed)
+    issued = Invoice.objects.get(pk=billed.mine.id).issued_at.date().isoformat()  # a UTC subscription
+    assert f"Billed to {customer.name} &middot; issued {issued}" in html(emailed)  # whose invoice, from when
     portal = opened(create_session(customer)).get(f"/portal/s/invoices/{billed.mine.id}/pay")
     assert portal.status_code == 200 and notice in html(portal)
 
