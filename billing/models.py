@@ -36,18 +36,19 @@ class PlanAgent(OrgOwned):
         return f"{self.plan} sold to {self.agent}"
 
 
+# Labels as the console and its exports write them (the API writes the values).
 class ChargeType(models.TextChoices):
-    USAGE = "usage"
-    RECURRING = "recurring"
-    ONETIME = "onetime"
-    SEAT_BASED = "seat_based"
+    USAGE = "usage", "Usage"
+    RECURRING = "recurring", "Recurring fee"
+    ONETIME = "onetime", "One-time fee"
+    SEAT_BASED = "seat_based", "Per seat"
 
 
 class PricingModel(models.TextChoices):
-    FLAT = "flat"
-    GRADUATED = "graduated"
-    VOLUME = "volume"
-    CREDIT_POOL = "credit_pool"
+    FLAT = "flat", "Flat rate"
+    GRADUATED = "graduated", "Graduated"
+    VOLUME = "volume", "Volume"
+    CREDIT_POOL = "credit_pool", "Credit pool"
 
 
 class BillingFrequency(models.TextChoices):

@@ -274,7 +274,7 @@ def test_the_changelog_names_rows_and_writes_instants_as_people_read_them(consol
 def test_tiered_prices_read_as_spans_on_the_subscription_and_strategy_pages(console, api, pool_chain):
     pool = "a pool of 100 units for $50.00; $0.75 each beyond"
     page = console.get(f"{SUBSCRIPTIONS}{pool_chain.subscription['id']}/change/").content.decode()
-    assert f"Usage, Credit Pool, {pool}" in page
+    assert f"Usage, Credit pool, {pool}" in page
     strategy = pool_chain.strategies[0]["id"]
     assert pool in console.get(f"/admin/billing/pricingstrategy/{strategy}/change/").content.decode()
     plan = console.get(f"/admin/billing/pricingplan/{pool_chain.plan['id']}/change/").content.decode()
