@@ -116,8 +116,8 @@ class Signal(OrgOwned):
 
 
 class EventStatus(models.TextChoices):
-    PROCESSED = "PROCESSED"  # cost resolved from the catalog
-    NEEDS_COST_BACKFILL = "NEEDS_COST_BACKFILL"  # cost null until the model is mapped
+    PROCESSED = "PROCESSED", "Priced"  # cost resolved from the catalog
+    NEEDS_COST_BACKFILL = "NEEDS_COST_BACKFILL", "Unpriced (model to map)"  # cost null until the model is mapped
 
 
 class Environment(models.TextChoices):
