@@ -59,6 +59,7 @@ class BarChart:
     plot_right: Decimal
     description: str  # for screen readers
     reference_y: Decimal | None = None  # y of a horizontal reference line (a value to compare the bars with)
+    reference_above: bool = False  # the reference lies far above the bars: not drawn, the scale is the bars'
 
 
 def _labelled_indexes(count: int) -> set[int]:
@@ -84,6 +85,9 @@ def whole_ceiling(top: Decimal) -> Decimal:
     return top if halved == halved.to_integral_value() else 2 * (halved.to_integral_value(rounding=ROUND_CEILING))
 
 
+REFERENCE_SPAN = 5  # a reference more than this many times the highest bar is not drawn to scale
+
+
 def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 640, height: int = 200,
               reference: Decimal | None = None, unit_of_one: str | None = None, tick_prefix: str = "",
               whole: bool = False) -> BarChart:
@@ -98,7 +102,10 @@ def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 
 
     plot_width, plot_height = Decimal(width) - LEFT - RIGHT, Decimal(height) - TOP - BOTTOM
     highest = max((Decimal(value) for _, value in points), default=Decimal(0))
-    top = nice_ceiling(highest if reference is None else max(highest, reference))
+    # A reference many times the highest bar would flatten every bar into the axis (a day's cost of $0.20 under a
+    # day's revenue of $18.93): the scale stays the bars', and the reference is said in words instead.
+    above = reference is not None and highest > 0 and reference > REFERENCE_SPAN * highest
+    top = nice_ceiling(highest if reference is None or above else max(highest, reference))
     if whole:
         top = whole_ceiling(top)
     slot = plot_width / max(len(points), 1)
@@ -119,6 +126,7 @@ def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 
     total = sum((Decimal(value) for _, value in points), Decimal(0))
     description = (f"{amount(total)} from {points[0][0]} to {points[-1][0]}" if points
                    else f"no {unit}")
-    reference_y = None if reference is None else _px(TOP + plot_height - plot_height * max(reference, 0) / top)
+    reference_y = (None if reference is None or above
+                   else _px(TOP + plot_height - plot_height * max(reference, 0) / top))
     return BarChart(width, height, bars, y_ticks, x_labels, _px(TOP + plot_height), LEFT,
-                    Decimal(width) - RIGHT, description, reference_y)
+                    Decimal(width) - RIGHT, description, reference_y, above)

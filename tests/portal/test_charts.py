@@ -71,3 +71,13 @@ def test_a_chart_of_counts_has_whole_ticks_only(highest, ticks):
     assert [tick.label for tick in chart.y_ticks] == ticks
     assert chart.bars[0].y >= TOP  # the tallest bar still fits the scale
     assert [tick.label for tick in bar_chart([], unit="events", whole=True).y_ticks] == ["0", "1", "2"]
+
+
+def test_a_reference_far_above_the_bars_leaves_the_scale_to_them():
+    """$0.20 of cost a day under $18.93 of revenue a day: scaled to hold the revenue, every bar was a sliver on the
+    axis. Within five times the highest bar, the reference is drawn and the scale holds it."""
+    far = bar_chart([("Nov 1", D("0.20")), ("Nov 2", D("0.15"))], unit="USD", reference=D("18.93"))
+    assert (far.reference_above, far.reference_y, [tick.label for tick in far.y_ticks]) == (True, None,
+                                                                                            ["0", "0.1", "0.2"])
+    near = bar_chart([("Nov 1", D("2")), ("Nov 2", D("1"))], unit="USD", reference=D("7.5"))
+    assert not near.reference_above and near.reference_y is not None and near.y_ticks[-1].label == "10"
