@@ -218,8 +218,15 @@ def readable_changelog(change: SubscriptionChange, names: dict) -> str:
                 return value
         return value
 
-    return readable({field: {side: shown(field, values.get(side)) for side in ("before", "after")}
+    return readable({field_words(field): {side: shown(field, values.get(side)) for side in ("before", "after")}
                      if isinstance(values, dict) else values for field, values in change.changes.items()})
+
+
+def field_words(field: str) -> str:
+    """An API field as the console names it: `currentPeriodEnd` as "Current period end", `planId` as "Plan" (its
+    value is the plan's name)."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", field.removesuffix("Id") or field).lower()
+    return words[:1].upper() + words[1:]
 
 
 class SubscriptionChangeInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):

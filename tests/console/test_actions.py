@@ -260,15 +260,16 @@ def test_the_subscription_page_shows_its_strategies_invoices_and_credit_pool(con
 
 
 def test_the_changelog_names_rows_and_writes_instants_as_people_read_them(console, api, chain):
-    """The API's changelog keeps ids and ISO 8601; the console shows the plan's name and the instant in UTC."""
+    """The API's changelog keeps field names, ids and ISO 8601; the console shows the field in words, the plan's name
+    and the instant in UTC."""
     subscription_id = chain.subscription["id"]
     ok(api.patch(f"/v1/subscriptions/{subscription_id}", {"endDate": "2025-12-31T18:30:00Z"}))
     page = console.get(f"{SUBSCRIPTIONS}{subscription_id}/change/").content.decode()
-    assert f"planId: - → {chain.plan['name']}" in page
+    assert f"Plan: - → {chain.plan['name']}" in page
     assert "&quot;before&quot;" not in page and '"before"' not in page  # not the stored JSON
-    assert f"customerId: - → {chain.customer.name}" in page
-    assert "startDate: - → 2025-01-01 00:00 UTC" in page
-    assert "endDate: - → 2025-12-31 18:30 UTC" in page
+    assert f"Customer: - → {chain.customer.name}" in page
+    assert "Start date: - → 2025-01-01 00:00 UTC" in page
+    assert "End date: - → 2025-12-31 18:30 UTC" in page
 
 
 def test_tiered_prices_read_as_spans_on_the_subscription_and_strategy_pages(console, api, pool_chain):
@@ -529,3 +530,10 @@ def test_members_are_added_and_deleted_only_by_those_who_manage_them(console_for
     assert finance.get("/admin/accounts/membership/add/").status_code == 403
     owner = console_for(role="owner").get("/admin/accounts/membership/")
     assert "/admin/accounts/membership/add/" in owner.content.decode()
+
+
+@pytest.mark.parametrize("field, words", [("planId", "Plan"), ("currentPeriodEnd", "Current period end"),
+                                          ("billingDay", "Billing day"), ("status", "Status"), ("Id", "Id")])
+def test_a_changelog_field_reads_as_words(field, words):
+    from billing.admin import field_words
+    assert field_words(field) == words
