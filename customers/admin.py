@@ -158,10 +158,10 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     # What fits a 1,366 px window; the agent, the provider and the book are filters, searches and on the event's page.
     # The customer by name, as every other page names it (its external id is on the event's page and searchable).
-    list_display = ["usage_date", "customer", "signal_name", "quantity", "models", "usage_cost",
+    list_display = ["usage_date", "customer", "signal_shown", "quantity", "models", "usage_cost",
                     "event_status", "why_unpriced"]
-    list_select_related = ["customer", "book__organization"]
-    column_labels = {"usage_date": "Date", "signal_name": "Signal", "usage_cost": "Cost", "event_status": "Status"}
+    list_select_related = ["customer", "signal", "book__organization"]
+    column_labels = {"usage_date": "Date", "usage_cost": "Cost", "event_status": "Status"}
     # A date filter rather than a date hierarchy: the hierarchy reads the distinct dates of the whole ledger.
     list_filter = ["event_status", "environment", ("usage_date", MonthsDateFilter), MatterListFilter]
     search_fields = ["=customer_external_id", "=agent_code", "=signal_name", "=model", "=idempotency_key"]
@@ -231,6 +231,14 @@ class UsageEventAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         if event.services:
             return " + ".join(dict.fromkeys(part["model"] for part in event.services))
         return event.model or "-"
+
+    @admin.display(description="Signal", ordering="signal_name")
+    def signal_shown(self, event):
+        """The signal by its name, as invoices and the portal name it (a record may send its short name); the name
+        the record sent once the signal is deleted."""
+        return event.signal.name if event.signal is not None else event.signal_name
+
+    signal_shown.raw_field = "signal_name"  # the CSV export writes what the record sent
 
     @admin.display(description=WHY)
     def why_unpriced(self, event):

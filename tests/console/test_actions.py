@@ -454,6 +454,21 @@ def test_an_unused_plan_is_deleted_from_its_page_with_its_strategies(console, ap
     assert "delete_selected" not in actions  # one plan at a time, from its page
 
 
+def test_the_events_list_names_the_signal_as_invoices_do(console, book):
+    """A record may send the signal's short name (`documents_reviewed`): the list shows its name, as the invoice line
+    and the portal do; an event whose signal was deleted shows what its record sent."""
+    from tests.factories import SignalFactory
+    signal = SignalFactory(book=book, name="Documents reviewed", short_name="documents_reviewed")
+    named = UsageEventFactory(book=book, signal=signal, agent=signal.agent, signal_name="documents_reviewed")
+    orphan = UsageEventFactory(book=book, signal_name="memos_drafted")
+    orphan.signal.delete()  # its events are orphaned (signal null), as the API's delete leaves them
+    listed = console.get("/admin/customers/usageevent/")
+    page = listed.content.decode()
+    assert {named.pk, orphan.pk} <= {event.pk for event in listed.context["cl"].result_list}
+    assert 'field-signal_shown">Documents reviewed<' in page and 'field-signal_shown">memos_drafted<' in page
+    assert ">documents_reviewed<" not in page
+
+
 def test_a_customers_page_links_to_its_usage_events(console, book):
     """The customer's page leads to its events; the events list also finds them by the customer's whole name or
     external id (whole values: the ledger is the largest table)."""
