@@ -13,6 +13,7 @@ from email.utils import formataddr, make_msgid
 from fpdf import FPDF
 from fpdf.enums import XPos, YPos
 
+from billing import stripe_gateway
 from billing.models import Invoice, InvoiceLine, InvoiceStatus
 from billing.pay_links import live_pay_token, pay_url
 from billing.pricing.engine import StrategyTerms
@@ -298,7 +299,10 @@ def invoice_pdf(view: InvoiceView) -> bytes:
         pdf.ln(4)
         pdf.line_text("How to pay", bold=True)
         if view.pay_url:
-            pdf.line_text(f"Pay online: {view.pay_url}")
+            # Without a payment provider (nor the development checkout) the link shows the invoice and how to pay
+            # it, not a checkout: the PDF does not promise one.
+            online = stripe_gateway.is_configured() or settings.PAYMENTS_LOCAL_CHECKOUT
+            pdf.line_text(f"{'Pay online' if online else 'View online'}: {view.pay_url}")
         if seller and seller.payment_instructions:
             pdf.line_text(seller.payment_instructions)
     return bytes(pdf.output())

@@ -45,7 +45,8 @@ def test_the_pdf_and_email_carry_the_billing_profile_columns_and_how_to_pay(api,
     assert "- strategy 0: 40 Resolved tickets: $10.00" in mail.text and "- strategy 1 (monthly fee): $20.00" in mail.text
     assert ">$10.00</td>" in mail.html and ">$20.00</td>" in mail.html
     link = re.search(r"https://billing\.example\.com/pay/\S+", mail.text).group(0)
-    # Without online payment the pay page gives the seller's instructions, as the PDF does.
+    # Without online payment the pay page gives the seller's instructions, as the PDF does (whose link says "View
+    # online", not "Pay online": no checkout behind it).
     pay_page = Client().get(link.replace("https://billing.example.com", "")).content.decode()
     assert "Online payment is not configured" in pay_page and "How to pay" in pay_page
     assert "IBAN GB00 ACME 0000 0000 0000 00, reference the invoice number." in pay_page
@@ -55,7 +56,7 @@ def test_the_pdf_and_email_carry_the_billing_profile_columns_and_how_to_pay(api,
     for expected in ("Acme Agents Ltd", "1 Market Street", "Springfield 12345", "Tax id: GB123456789",
                      "Description", "Quantity", "Unit price", "Amount",
                      "strategy 0: 40 Resolved tickets", "$0.25", "$10.00", "strategy 1 (monthly fee)", "$20.00",
-                     "Total", "$30.00", "How to pay", f"Pay online: {link}", "IBAN GB00 ACME"):
+                     "Total", "$30.00", "How to pay", f"View online: {link}", "IBAN GB00 ACME"):
         assert expected in text, (expected, text)
     assert "tickets_resolved" not in text  # the signal's display name, not its raw name
     assert "Status: Issued" in text  # made while the invoice is pending (its email on the way), read as issued
@@ -63,6 +64,7 @@ def test_the_pdf_and_email_carry_the_billing_profile_columns_and_how_to_pay(api,
 
 def test_the_downloaded_pdf_shows_the_live_pay_link_and_a_paid_one_none(api, book, profiled, settings):
     settings.PUBLIC_BASE_URL = "https://billing.example.com"
+    settings.PAYMENTS_LOCAL_CHECKOUT = True  # a checkout, the development one
     chain = billing_chain(api, book, [recurring("20")])
     invoice = draft(api, chain)
     assert "Pay online" not in pdf_text(ok_pdf(api, invoice))  # a draft has no link yet
