@@ -8,7 +8,8 @@ figures billing wrote down from the ledger.
   discount or memo re-totals the lines without reading; events of other periods say nothing of it). Repair refreshes the draft (as generating it again does).
 - Credit pools: each settled period's `consumed_units` against what the subscription bills of the ledger in that
   period, on the signal of the pool in force for it (its invoice's captured pool, else the plan's), counting the
-  events recorded by the moment it was settled: a settlement is final, so usage recorded for the period later
+  events recorded by the moment it was settled (a batch stamped up to READ_MARGIN before it may have committed after
+  it, so the settlement lies between the two counts): a settlement is final, so usage recorded for the period later
   is no drift. Repair settles that period and the later ones again (their top-up draws follow from it).
 
 - Final invoices (issued, pending, overdue, paid, refunded): each usage line's counted quantity against what the
