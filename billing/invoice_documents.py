@@ -16,9 +16,8 @@ from fpdf.enums import XPos, YPos
 from billing import stripe_gateway
 from billing.models import Invoice, InvoiceLine, InvoiceStatus
 from billing.pay_links import live_pay_token, pay_url
-from billing.pricing.engine import StrategyTerms
 from billing.pricing.periods import local_date, local_midnight
-from billing.pricing.terms import period_timezone
+from billing.pricing.terms import PricedStrategy, period_timezone
 from core import display
 from core.money import ZERO
 from core.display import money
@@ -61,10 +60,7 @@ def unit_price(line: InvoiceLine) -> str:
     if line.charge_type in ("recurring", "onetime", "prorated") or (line.quantity == 1 and not terms.get("tiers")):
         return money(line.amount, currency)
     try:
-        strategy = StrategyTerms.from_values(
-            charge_type=terms["chargeType"], pricing_model=terms.get("pricingModel"), rate=terms.get("rate"),
-            tiers=terms.get("tiers") or (), minimum_commitment=terms.get("minimumCommitment"),
-            billing_frequency=terms.get("billingFrequency"))
+        strategy = PricedStrategy.from_document(terms).terms  # the strategy as the invoice kept it
     except (KeyError, TypeError, ValueError, ArithmeticError):  # terms written by hand or before the engine's
         return "tiered" if terms.get("tiers") else ""
     rate = strategy.unit_rate(line.quantity)

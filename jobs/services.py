@@ -154,13 +154,7 @@ def job_run_inline(job: Job, work: Callable[[Progress], dict]) -> dict | None:
     try:
         result = work(JobProgress(job))
     except Exception:
-        logger.warning("job %s (%s of book %s): its inline run failed; it goes on in the background", job.pk,
-                       job.kind, job.book_id, exc_info=True)
-        try:
-            job_hand_over(job)
-        except Exception:
-            logger.warning("job %s could not be handed over; jobs housekeeping starts it again", job.pk,
-                           exc_info=True)
+        job_hand_over_after_failure(job)
         return None
     try:
         job_succeed(job, result)
@@ -198,6 +192,19 @@ def job_fail(job: Job, exc: BaseException | str) -> None:
             return
         emit(job.book_id, EventType.JOB_FAILED, JobOut(job).data, now=job.finished_at)
     _tell_watchers(job)
+
+
+def job_hand_over_after_failure(job: Job) -> bool:
+    """Queue a job whose inline run failed (the exception being handled) for its runner; False when even that could
+    not be written: jobs housekeeping starts it again once it has not moved for JOBS_STALE_SECONDS."""
+    logger.warning("job %s (%s of book %s): its inline run failed; it goes on in the background", job.pk, job.kind,
+                   job.book_id, exc_info=True)
+    try:
+        job_hand_over(job)
+    except Exception:
+        logger.warning("job %s could not be handed over; jobs housekeeping starts it again", job.pk, exc_info=True)
+        return False
+    return True
 
 
 def job_hand_over(job: Job) -> None:

@@ -7,7 +7,6 @@ Attribution invariants every writer keeps:
   unassignment or the events of a deleted matter;
 - a manual decision is written with an upsert and is the only writer that overwrites a row.
 """
-import logging
 import operator
 import time
 from functools import reduce
@@ -23,13 +22,12 @@ from core.errors import BadRequest, Conflict
 from core.progress import NO_PROGRESS, Progress
 from core.scoping import get_owned, owned
 from jobs.models import Job, JobKind, JobStatus
-from jobs.services import JobProgress, job_create, job_hand_over, job_succeed
+from jobs.services import (JobProgress, job_create, job_hand_over, job_hand_over_after_failure,
+                           job_succeed)
 from customers.models import UsageEvent
 from matters import routing
 from matters.ingestion import attributions_insert_if_absent
 from matters.models import AttributionSource, Matter, MatterAttribution, MatterRule
-
-logger = logging.getLogger(__name__)
 
 MATCHER_FIELDS = ("agent_code", "customer_external_id", "signal_pattern")
 NO_MATCHER_MESSAGE = ("agentCode: A rule needs at least one matcher: agentCode, customerExternalId or "
@@ -271,23 +269,16 @@ def matter_rules_apply_start(*, book, created_by: str = "") -> tuple[int, Job]:
     except Exception:
         # The job's row and every chunk before the failure are committed, so the request does not answer 5xx
         # (contract.md "Derived figures"): the sweep goes on in the background from its last committed chunk
-        # (PostgreSQL gone mid-run, a lock timeout), as `job_run_inline` does for the other jobs.
-        logger.warning("job %s (matter rules of book %s): its inline run failed; it goes on in the background",
-                       job.pk, book.pk, exc_info=True)
-        return _handed_over(job), job
+        # (PostgreSQL gone mid-run, a lock timeout), as `job_run_inline` does for the other jobs. It answers what
+        # the committed chunks assigned (0 when that cannot be read either).
+        if not job_hand_over_after_failure(job):
+            return 0, job
+        try:
+            job.refresh_from_db(fields=["changed", "resume_after", "done"])
+        except Exception:
+            return 0, job
+        return job.changed, job
     return assigned, job
-
-
-def _handed_over(job: Job) -> int:
-    """Queue a job whose inline run failed for its runner; returns what its committed chunks assigned (0 when that
-    cannot be read either: jobs housekeeping starts a job that could not be queued again)."""
-    try:
-        job_hand_over(job)
-        job.refresh_from_db(fields=["changed", "resume_after", "done"])
-        return job.changed
-    except Exception:
-        logger.warning("job %s could not be handed over; jobs housekeeping starts it again", job.pk, exc_info=True)
-        return 0
 
 
 def matter_rules_apply_rest(*, book, assigned_before: int = 0):

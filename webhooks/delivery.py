@@ -87,21 +87,20 @@ def delivery_attempt(delivery_id, *, now: datetime) -> WebhookAttempt | None:
     # receivers check it against their own clock (Standard Webhooks: within 5 minutes), whatever `now` says.
     headers = signing.signed_headers(secrets_in_force(endpoint, now), message_id(event), int(time.time()), body)
     posted = time.monotonic()
-
-    def took() -> timedelta:
-        """How long the attempt took, in whole seconds: the back-off runs from its end (a receiver that timed out
-        after 10 s was otherwise due again 5 s after the attempt began, before its failure was on record)."""
-        return timedelta(seconds=int(time.monotonic() - posted))
+    answer, error = None, ""
     try:
         answer = targets.post(endpoint.url, body, headers, timeout=settings.WEBHOOKS_TIMEOUT_SECONDS)
     except targets.TargetRefused as exc:
-        return _record(delivery, now=now, answer=None, error=f"Refused: {exc}", took=took())
+        error = f"Refused: {exc}"
     except (OSError, http.client.HTTPException) as exc:
-        return _record(delivery, now=now, answer=None, error=_no_answer(exc), took=took())
+        error = _no_answer(exc)
     except Exception as exc:  # whatever the receiver's answer broke: still an attempt on record, retried
         logger.exception("webhook delivery %s: the attempt failed unexpectedly", delivery.pk)
-        return _record(delivery, now=now, answer=None, error=f"Unexpected error: {type(exc).__name__}.", took=took())
-    return _record(delivery, now=now, answer=answer, error="", took=took())
+        error = f"Unexpected error: {type(exc).__name__}."
+    # The back-off runs from the attempt's end, in whole seconds: a receiver that timed out after 10 s was otherwise
+    # due again 5 s after the attempt began, before its failure was on record.
+    took = timedelta(seconds=int(time.monotonic() - posted))
+    return _record(delivery, now=now, answer=answer, error=error, took=took)
 
 
 def _no_answer(exc: BaseException) -> str:
