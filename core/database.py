@@ -1,9 +1,14 @@
-"""Raw statements: whole rows of several models read side by side, and the prepared statements of the hot path."""
+"""Raw statements: whole rows of several models read side by side, the prepared statements of the hot path, and
+reads that must see one snapshot."""
 import functools
+from collections.abc import Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, connections, transaction
 from django.db.backends.postgresql.base import ServerBindingCursor
+
+from core.replica import read_database
 
 
 class WholeRows:
@@ -120,3 +125,45 @@ def advisory_xact_lock(namespace: int, key: str) -> None:
     hash of `key`): work that must run one at a time per key, without locking a row others need."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [namespace, key])
+
+
+_in_one_snapshot: ContextVar[bool] = ContextVar("in_one_snapshot", default=False)
+
+
+@contextmanager
+def one_snapshot(*, share_locked: Sequence[str] = ()):
+    """Run the block's reads against one snapshot of the database: a `REPEATABLE READ, READ ONLY` transaction where
+    the request reads (core/replica.py). For a figure made of several statements that subtracts one read from
+    another (the events no plan covers: the total less the per-plan rows; a credit balance: top-ups less the draws
+    settled and the draws not settled yet): under READ COMMITTED each statement sees the commits made before it
+    started, so a batch or a settlement committing between two of them showed in one and not the other.
+
+    `share_locked`: tables locked `ACCESS SHARE` (the table itself, not its partitions) before the snapshot is taken,
+    for a partitioned table whose rows maintenance moves between partitions under an `ACCESS EXCLUSIVE` lock of the
+    table (customers/partitions.py): the move then waits for this read. Without the lock a snapshot taken before a
+    move, used by a statement planned after it, reads the new partition (whose rows it cannot see yet) and not the
+    old rows' partition (pruned away): the month's rows vanished from the read.
+
+    Nothing in the block may write; `reading_one_snapshot()` tells the one write a read makes (the rollup's
+    catch-up, which its caller runs before opening the block) that it has nothing to do. Inside a transaction
+    already (a write deciding on what it reads, a test's), the block runs in that transaction as it is."""
+    alias = read_database()
+    wrapper = connections[alias]
+    if wrapper.in_atomic_block:
+        yield
+        return
+    with transaction.atomic(using=alias):
+        with wrapper.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            for table in share_locked:  # before any statement that takes the snapshot
+                cursor.execute(f"LOCK TABLE ONLY {table} IN ACCESS SHARE MODE")
+        token = _in_one_snapshot.set(True)
+        try:
+            yield
+        finally:
+            _in_one_snapshot.reset(token)
+
+
+def reading_one_snapshot() -> bool:
+    """Whether the current code runs inside `one_snapshot()`'s transaction."""
+    return _in_one_snapshot.get()

@@ -27,6 +27,7 @@ from customers.export import EXPORT_TYPES, events_pages, export_bytes
 from catalog.models import PriceOverride
 from customers.models import Agent, Customer, RollupGrain, Signal, UsageDailyRollup, UsageEvent
 from customers.price_overrides import price_override_delete
+from customers.rollup import analytics_rollup_catch_up_books
 from customers.services import customer_delete
 
 
@@ -326,7 +327,10 @@ class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     readonly_fields = ["agent", "signal"]
 
     def get_changelist_instance(self, request):
-        """The page, with the names of the agents its rows count (one read per book on the page)."""
+        """The page, with the names of the agents its rows count (one read per book on the page). The rollup is
+        caught up first, as every analytics read does: its rows lack the events recorded since the last catch-up
+        (seconds ago, or since the workers stopped)."""
+        analytics_rollup_catch_up_books(books=visible_books(request.user))
         changelist = super().get_changelist_instance(request)
         request.rollup_agents = _names(Agent, [(row.book_id, row.agent_id) for row in changelist.result_list])
         return changelist

@@ -27,7 +27,8 @@ later statement of a transaction that had already read the ledger) scans the def
 its snapshot, taken after the commit, no longer finds the moved rows there; the rollup's catch-up, an
 invoice's usage and a matter's cost then missed a back-filled month. With the lock, a statement either ends
 before the move starts (the move waits for it, and for its transaction) or starts after the move committed and
-plans with the new partition. The move's work is the rows of one month that arrived since its last settle
+plans with the new partition. A read of several statements from one snapshot (customers/usage_sums.py
+`ledger_snapshot`) locks the ledger before its snapshot is taken, so a move waits for the whole read. The move's work is the rows of one month that arrived since its last settle
 (recording asks for the settle after each batch that lands rows there), so readers wait milliseconds;
 `LOCK_TIMEOUT` bounds how long the move waits for reads in flight before it gives up until the next run.
 Detaching a month takes the same lock first, for the same reason.

@@ -30,7 +30,7 @@ from uuid import UUID
 from django.db import connection, connections, transaction
 
 from catalog.models import ServiceEntry
-from core.database import advisory_xact_lock
+from core.database import advisory_xact_lock, reading_one_snapshot
 from core.jobs import BookFailures
 from core.replica import pin_to_primary, read_database
 from core.scoping import book_sql, owned
@@ -214,7 +214,11 @@ def _lock_book(book_id) -> None:
 
 def analytics_rollup_catch_up(*, book_id) -> int:
     """Move the book's backlog into the rollup (one statement under the book's lock); returns the number
-    of events added. Safe to run at any time and as often as wanted: a backlog row is added once."""
+    of events added. Safe to run at any time and as often as wanted: a backlog row is added once. Inside a read of
+    one snapshot (core/database.py `one_snapshot`) it does nothing: that read cannot see what it would add, and the
+    read's caller caught the rollup up before opening it."""
+    if reading_one_snapshot():
+        return 0
     if not owned(RollupBacklog, book_id).exists():
         return 0  # the usual case for reads: one index probe, no lock
     # The rollup changes on the primary: a read that asked for this catch-up reads it there, as a replica that
@@ -261,6 +265,13 @@ def analytics_rollup_catch_up_all(*, now=None) -> int:
         with failures.isolated(book_id):
             added += analytics_rollup_catch_up(book_id=book_id)
     return failures.finish(added)
+
+
+def analytics_rollup_catch_up_books(*, books) -> None:
+    """Catch up those of `books` (a queryset) that have a backlog: for a page that lists rollup rows of several books
+    (the console), as every analytics read catches its book up first."""
+    for book_id in RollupBacklog.objects.filter(book__in=books).values_list("book_id", flat=True).distinct():
+        analytics_rollup_catch_up(book_id=book_id)
 
 
 def analytics_rollup_add(*, book, events: Iterable[UsageEvent]) -> None:

@@ -26,8 +26,13 @@ their partial days the events of those days (index `usage_event_book_date`).
 
 One statement per grain used: the breakdowns read at one grain are GROUPING SETS over one scan. Each read
 first moves the book's rollup backlog (events recorded since the last catch-up) into the rollup
-(customers/rollup.py), so it counts every committed event.
+(customers/rollup.py), so it counts every committed event, then reads every grain from one snapshot
+(`ledger_reads`): a batch committed between two grains' statements would be in one breakdown and not another.
+A caller that reads several times for one answer (a total, then a breakdown to subtract from it) opens
+`ledger_reads` around all of them.
 """
+from contextlib import contextmanager
+
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -38,9 +43,10 @@ from django.db.models import Count, Q, QuerySet, Sum, Value
 from django.db.models.functions import Coalesce
 
 from core.clock import day_start
+from core.database import one_snapshot
 from core.money import SUMS, ZERO, ExactField
 from core.scoping import book_sql
-from customers.models import MONTHLY, Customer, RollupGrain
+from customers.models import MONTHLY, Customer, RollupGrain, UsageEvent
 from customers.rollup import MEASURES, ROLLUP, analytics_rollup_catch_up, contributions_sql, execute
 
 # Grouping dimensions: their SQL over the union of rollup rows and edge contributions (alias u).
@@ -271,6 +277,23 @@ def _segment_parts(book_id, grain: int, months: bool, window: Window, scope: Sco
     return parts
 
 
+@contextmanager
+def ledger_snapshot():
+    """Run the block's reads of the ledger and what is derived from it against one snapshot (core/database.py
+    `one_snapshot`): every read inside counts the same committed events, each once, while a month's rows move
+    between the ledger's partitions (the move waits for the block)."""
+    with one_snapshot(share_locked=[UsageEvent._meta.db_table]):
+        yield
+
+
+@contextmanager
+def ledger_reads(book):
+    """Catch the book's rollup up, then run the block's reads in one snapshot of the ledger (`ledger_snapshot`)."""
+    analytics_rollup_catch_up(book_id=book.pk)
+    with ledger_snapshot():
+        yield
+
+
 def rollup_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], scope: Scope = Scope(),
                 segments: Sequence[Segment] | None = None, measures: Sequence[str] = MEASURES) -> dict[str, list[Sums]]:
     """For each named group (a tuple of DIMENSIONS; `()` is the grand total), the sums of the events in
@@ -278,7 +301,12 @@ def rollup_sums(*, book, window: Window, groups: Mapping[str, tuple[str, ...]], 
     `segments`, only events inside a segment count and the `label` dimension is the segment's label.
     Only `measures` are summed (the others read 0): summing exact decimals is most of a read's cost.
     Groups without events have no rows, except the grand total `()`, which may be a row of zeros."""
-    analytics_rollup_catch_up(book_id=book.pk)  # every committed event counts, however recently recorded
+    with ledger_reads(book):  # every committed event counts, however recently recorded, in every group
+        return _rollup_sums(book, window, groups, scope, segments, measures)
+
+
+def _rollup_sums(book, window: Window, groups: Mapping[str, tuple[str, ...]], scope: Scope,
+                 segments: Sequence[Segment] | None, measures: Sequence[str]) -> dict[str, list[Sums]]:
     needed = scope.dimensions | ({"customer", "agent"} if segments is not None else set())
     by_source: dict[tuple[int, bool], dict] = {}
     for name, group in groups.items():

@@ -186,7 +186,7 @@ RAW_SQL_MODULES = {
     "customers/provisioning.py": "hot lookup: the identities a recorded batch names",
     "catalog/resolution.py": "hot lookup: the catalog entries a recorded batch prices with",
     "matters/ingestion.py": "hot lookup and insert: a recorded batch's matter attribution",
-    "core/database.py": "the prepared cursor of the hot lookups, advisory and key-share locks",
+    "core/database.py": "the prepared cursor of the hot lookups, advisory and key-share locks, one-snapshot reads",
     "core/postgresql/base.py": "a transaction's id, and what became of a commit whose answer was lost",
     "core/views.py": "the readiness probe",
     "core/replica.py": "the replica's replay position",

@@ -7,7 +7,8 @@ Every event counts (internal coding-agent usage included); an event with cost nu
 `coverage.py`; the null plan holds the events no subscription covers.
 
 Reads: one ledger read with every breakdown as a grouping set, and one over the subscriptions' segments
-for byPlan (both from the rollup for whole days and the events for partial days).
+for byPlan (both from the rollup for whole days and the events for partial days), from one snapshot: the null
+plan is the total less the plans' rows, so a batch committed between the two reads made it negative.
 """
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -21,7 +22,8 @@ from billing.models import Subscription
 from core.clock import day_start
 from core.scoping import get_owned, owned
 from customers.models import Agent, Signal
-from customers.usage_sums import Scope, Segment, Sums, Window, grand_total, orphaned, regroup, rollup_sums
+from customers.usage_sums import (Scope, Segment, Sums, Window, grand_total, ledger_reads, orphaned, regroup,
+                                  rollup_sums)
 
 COST_MEASURES = ("event_count", "unpriced_count", "cost", "model_event_count", "model_cost")
 GROUPS = {"total": (), "agent": ("agent",), "customer": ("customer",), "signal": ("signal",), "day": ("day",),
@@ -104,6 +106,13 @@ def cost_analytics(*, book, window: Window, filters: dict | None = None,
         subscriptions = subscriptions.filter(pk=subscription.pk)
     elif scope.agent_id is not None:
         subscriptions = subscriptions.filter(agent_id=scope.agent_id)
+    with ledger_reads(book):
+        return _cost_analytics(book=book, window=window, before=before, scope=scope, subscription=subscription,
+                               subscriptions=subscriptions)
+
+
+def _cost_analytics(*, book, window: Window, before: Window | None, scope: Scope,
+                    subscription: Subscription | None, subscriptions) -> CostAnalytics:
     plan_of = {str(s.id): s.plan_id for s in subscriptions}
     coverage = book_segments(book=book, customer_id=scope.customer_id or (subscription and subscription.customer_id))
     segments = [segment for subscription_id, pieces in coverage.items() if str(subscription_id) in plan_of

@@ -35,6 +35,7 @@ from billing.pricing.usage import billed_usage, customer_timelines
 from core.errors import NotFound
 from core.money import SUMS, ZERO, ExactField, decimal_or_none, quantized, sum_exactly
 from core.scoping import not_found, owned
+from customers.usage_sums import ledger_snapshot
 
 HUNDRED = Decimal(100)
 PERCENT_PLACES = Decimal("0.01")
@@ -292,6 +293,13 @@ def _balance(subscription: Subscription, plan_pool: Pool, pool: Pool, now: datet
 
 
 def _balances(book, subscriptions: QuerySet, now: datetime) -> list[CreditBalance]:
+    # One snapshot: a balance subtracts the draws of settled periods (the rows' annotations) and of periods not
+    # settled yet (`pending_settlements`, later statements); a settlement committing between them was in neither.
+    with ledger_snapshot():
+        return _balances_in_snapshot(book, subscriptions, now)
+
+
+def _balances_in_snapshot(book, subscriptions: QuerySet, now: datetime) -> list[CreditBalance]:
     rows = list(subscriptions)
     strategies = PricingStrategy.objects.select_related("signal").in_bulk({row.pool_strategy_id for row in rows})
     pools = {pk: pool_of(strategy) for pk, strategy in strategies.items()}

@@ -71,3 +71,20 @@ def test_usage_rollup_is_listed_read_only_and_scoped(operator, book, other_book)
     assert "mine-llm" in page and "theirs-llm" not in page
     assert operator.get("/admin/customers/usagedailyrollup/add/").status_code == 403
     assert operator.post(f"/admin/customers/usagedailyrollup/{mine.id}/delete/", {"post": "yes"}).status_code == 403
+
+
+def test_usage_rollup_list_counts_the_events_still_waiting_for_a_catch_up(operator, book, other_book):
+    """Recorded events wait in the rollup's backlog until a catch-up (the worker's, seconds later; none while the
+    workers are down): the list catches up the books it shows first, as every analytics read does."""
+    from datetime import datetime, timezone
+
+    from customers.models import RollupBacklog
+    from tests.factories import UsageEventFactory
+    waiting = CustomerFactory(book=book, name="Waiting customer")
+    for _ in range(3):
+        UsageEventFactory(book=book, customer=waiting, usage_date=datetime(2025, 4, 1, 9, tzinfo=timezone.utc))
+    UsageEventFactory(book=other_book, usage_date=datetime(2025, 4, 1, 9, tzinfo=timezone.utc))
+    page = operator.get("/admin/customers/usagedailyrollup/").content.decode()
+    assert "Waiting customer" in page
+    assert not RollupBacklog.objects.filter(book=book).exists()
+    assert RollupBacklog.objects.filter(book=other_book).exists()  # another organization's book: not this page's
