@@ -93,9 +93,10 @@ def events_reprice_unpriced(*, book, progress: Progress = NO_PROGRESS) -> int:
     return events_price_in_chunks(book, unpriced, progress)
 
 
-def events_price_in_chunks(book, events, progress: Progress = NO_PROGRESS, *, unprice: bool = False) -> int:
+def events_price_in_chunks(book, events, progress: Progress = NO_PROGRESS, *, unprice: bool = False,
+                           only=None) -> int:
     """Price `events` in chunks by id, one transaction each (rows locked); how many changed cost (`unprice`: as
-    `_price_and_save`). Each chunk reports its size to `progress` inside its transaction, so a job's count moves
+    `_price_and_save`; `only`: those of each chunk it keeps, when the query selects more than it may price). Each chunk reports its size to `progress` inside its transaction, so a job's count moves
     with the work. A row another job holds (a re-pricing for an override) is waited for, not skipped: that job
     may have read the prices before this mapping or catalog load committed, and a skipped row would keep its null
     cost for good; once it is released, a row that job priced no longer matches and is left out. Goes on where an
@@ -110,7 +111,8 @@ def events_price_in_chunks(book, events, progress: Progress = NO_PROGRESS, *, un
             if not chunk:
                 break
             last_pk = chunk[-1].pk
-            priced = _price_and_save(book, chunk, unprice=unprice)
+            priced = _price_and_save(book, chunk if only is None else [event for event in chunk if only(event)],
+                                     unprice=unprice)
             priced_count += priced
             progress.advance(len(chunk), through=last_pk, changed=priced)
     return priced_count

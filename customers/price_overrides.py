@@ -125,6 +125,18 @@ def _affected(book, target: Target, effective_from: datetime | None):
     return events.filter(Q(service_id__in=services) | Q(services__isnull=False))
 
 
+def _touched_by(target: Target):
+    """Which events of `_affected`'s selection the override prices: for a provider discount, a multi-service event
+    with a part priced by one of the provider's entries (the selection holds every multi-service event, which no
+    index could narrow). Any other is left as it is: priced again from scratch, its parts would take today's
+    catalog and aliases, which priced events never do (an entry a catalog load deactivated since left it with cost
+    null, a remapped model moved its cost)."""
+    if target.kind != "provider":
+        return None
+    entries = {str(pk) for pk in ServiceEntry.objects.filter(provider=target.first).values_list("pk", flat=True)}
+    return lambda event: event.services is None or any(part.get("serviceId") in entries for part in event.services)
+
+
 def events_reprice_for_override(*, book, target: Target, effective_from: datetime | None,
                                 progress: Progress = NO_PROGRESS) -> int:
     """Price the events an override touches again, in chunks by id (one transaction each, rows locked), writing
@@ -132,7 +144,7 @@ def events_reprice_for_override(*, book, target: Target, effective_from: datetim
     the last event an earlier run walked (every affected event is walked: none drops out once priced)."""
     events = _affected(book, target, effective_from)
     progress.expect(progress.resumed.rest(events).count())
-    return events_price_in_chunks(book, events, progress, unprice=True)
+    return events_price_in_chunks(book, events, progress, unprice=True, only=_touched_by(target))
 
 
 def override_reprice_work(book, target: Target, effective_from: datetime | None):
@@ -142,12 +154,18 @@ def override_reprice_work(book, target: Target, effective_from: datetime | None)
     return work
 
 
-def _repricing_job(book, override: PriceOverride, created_by: str):
+def _affected_count(book, override: PriceOverride) -> int:
+    """How many events the override may price. Counted before it is stored or deleted: that takes the book's price
+    lock (accounts/book_generations.py, "Prices in force"), which every batch recording into the book waits for, and
+    a count may read the book's whole ledger."""
+    return _affected(book, Target.of(override), override.effective_from).count()
+
+
+def _repricing_job(book, override: PriceOverride, created_by: str, affected: int):
     """The job that prices again the events the override touches (queued when many, else to run inline), created
     in the caller's transaction: the override is never stored or deleted without it."""
     target = Target.of(override)
     since = override.effective_from
-    affected = _affected(book, target, since).count()
     scheduled = affected > settings.MAP_MODEL_INLINE_BACKFILL_LIMIT
     job = job_create(book=book, kind=JobKind.COST_OVERRIDE_REPRICE,
                      task_path="customers.tasks.reprice_for_price_override_task",
@@ -177,14 +195,16 @@ def price_override_create(*, book, data: dict, created_by: str = "") -> Override
                       rates=rates)
     # The override and its repricing job in one transaction: an override stored without its job would leave the
     # events it touches at their old cost for good.
+    override = PriceOverride(book=book, effective_from=data.get("effective_from"), note=data.get("note") or "",
+                             created_by=created_by[:64], **fields)
+    affected = _affected_count(book, override)
     with transaction.atomic():
         try:
-            override = PriceOverride.objects.create(book=book, effective_from=data.get("effective_from"),
-                                                    note=data.get("note") or "", created_by=created_by[:64], **fields)
+            override.save(force_insert=True)
         except IntegrityError:  # raised on: the transaction rolls back whole
             raise Conflict(["effectiveFrom: The book already has an override of this service, model or provider "
                             "from this instant (or, without effectiveFrom, one for every date); delete it first."])
-        job = _repricing_job(book, override, created_by)
+        job = _repricing_job(book, override, created_by, affected)
     return _reprice(book, override, *job)
 
 
@@ -192,10 +212,11 @@ def price_override_delete(*, book, override_id, created_by: str = "") -> Overrid
     """Delete an override, then price the events it priced again without it (a job)."""
     with transaction.atomic():  # the deletion with its repricing job, as for a new override
         override = get_owned(PriceOverride, book, override_id)
+        affected = _affected_count(book, override)
         deleted_id = override.pk
         override.delete()
         override.pk = deleted_id  # the answer names the override it deleted (Django clears the id)
-        job = _repricing_job(book, override, created_by)
+        job = _repricing_job(book, override, created_by, affected)
     return _reprice(book, override, *job)
 
 

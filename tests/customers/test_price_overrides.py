@@ -358,3 +358,43 @@ def test_an_inline_repricing_that_fails_after_the_commit_goes_on_in_the_backgrou
     assert (job["status"], job["result"]) == ("succeeded", {"eventsRepriced": 1}), job
     assert event_cost(event) == (D("3") if step == "create" else D("3.5"))
     assert PriceOverride.objects.count() == (1 if step == "create" else 0)
+
+
+def test_a_discount_leaves_multi_service_events_of_other_providers_as_they_were(api):
+    """A provider discount selects every multi-service event (no index holds their parts' entries) and prices
+    again only those with a part of the provider's: one of Anthropic's parts alone keeps its cost. Priced from
+    scratch it would take today's catalog, where a load deactivated its entry since: cost null."""
+    claude = {"model": "claude-sonnet-4-5", "modelProvider": "anthropic", "inputTokens": 100_000}  # 0.3
+    event = send(api, services=[claude, claude], usageDate="2026-03-03T10:00:00Z")
+    assert event_cost(event) == D("0.6")
+    ServiceEntry.objects.filter(provider="anthropic", canonical_name="claude-sonnet-4-5").update(is_active=False)
+    body = create(api, modelProvider="openai", discountPercent=20)
+    assert body["eventsRepriced"] == 0
+    assert event_cost(event) == D("0.6")
+    assert UsageEvent.objects.get(pk=event["eventId"]).event_status == "PROCESSED"
+    assert month_cost(api) == D("0.6")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_override_counts_the_events_it_may_price_before_it_takes_the_books_price_lock(api, book, monkeypatch):
+    """The count may read the book's whole ledger; recording into the book waits for the price lock the override's
+    insert or delete takes, so the count runs before it."""
+    from django.db import connection
+
+    from accounts.book_generations import PRICE_LOCKS
+    from customers import price_overrides
+    send(api, **GPT_4O, usageDate="2026-03-02T10:00:00Z")
+    counted_in = []
+    affected = price_overrides._affected
+
+    def counted(*args):
+        with connection.cursor() as cursor:  # does this transaction hold the book's price lock?
+            cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() "
+                           "AND classid = %s AND objid = hashtext(%s)::oid", [PRICE_LOCKS, str(book.pk)])
+            counted_in.append(cursor.fetchone()[0])
+        return affected(*args)
+    monkeypatch.setattr(price_overrides, "_affected", counted)
+    override = create(api, serviceId=str(gpt_4o().pk), inputCost="0.000001")
+    assert override["eventsAffected"] == 1
+    assert api.delete(f"/v1/price-overrides/{override['id']}").status_code == 200
+    assert counted_in and not any(counted_in)  # the counts, and the repricing jobs' reads after the commit
