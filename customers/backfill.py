@@ -146,14 +146,16 @@ REPRICED_FIELDS = ["usage_cost", "event_status", "services", "service", "priced_
 
 
 def _price_and_save(book, events: list[UsageEvent], *, unprice: bool = False) -> int:
-    """Price `events` again and write those whose cost changed; how many. An event the book can no longer price
-    (`unprice`: a price override that priced it was deleted) goes back to cost null."""
+    """Price `events` again and write those whose cost changed; how many. With `unprice` (a price override was
+    created or deleted), an event the book can no longer price (the override that priced it is gone) goes back to
+    cost null, and so does one its new prices take past what an event may cost (MAX_EVENT_COST): recording refuses
+    such a record, and keeping the cost it had would show a price the book no longer has."""
     parts_by_event = {event.pk: _event_parts(event) for event in events}
     prices = _price_list(book, parts_by_event)
     changed = []
     for event in events:
         priced = price_event(parts_by_event[event.pk], prices, at=event.usage_date)
-        if priced.total is None and not (unprice and priced.storable):
+        if priced.total is None and not unprice:
             continue
         services = priced.services_json() if event.services is not None else None
         service = priced.parts[0].service if event.services is None and priced.parts else event.service

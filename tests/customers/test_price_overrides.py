@@ -398,3 +398,20 @@ def test_an_override_counts_the_events_it_may_price_before_it_takes_the_books_pr
     assert override["eventsAffected"] == 1
     assert api.delete(f"/v1/price-overrides/{override['id']}").status_code == 200
     assert counted_in and not any(counted_in)  # the counts, and the repricing jobs' reads after the commit
+
+
+def test_an_override_that_takes_an_event_past_the_largest_cost_leaves_it_without_a_cost(api):
+    """Recording refuses an event costing more than 10^6 USD (out_of_range); an override that takes a stored event
+    there leaves it at cost null, waiting, rather than at the price the book no longer has. Deleting the override
+    prices it again."""
+    event = send(api, model="gpt-4o", modelProvider="openai", inputTokens=2_000_000,
+                 usageDate="2026-03-02T10:00:00Z")  # 2M x $2.50 per million
+    assert event_cost(event) == D("5")
+    override = create(api, serviceId=str(gpt_4o().pk), inputCost="1")  # 2M x $1: 2,000,000 USD
+    assert (override["eventsAffected"], override["eventsRepriced"]) == (1, 1)
+    stored = UsageEvent.objects.get(pk=event["eventId"])
+    assert (stored.usage_cost, stored.event_status) == (None, "NEEDS_COST_BACKFILL")
+    assert month_cost(api) == D("0")
+    assert api.delete(f"/v1/price-overrides/{override['id']}").json()["eventsRepriced"] == 1
+    assert event_cost(event) == D("5")
+    assert month_cost(api) == D("5")
