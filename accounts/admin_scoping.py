@@ -225,6 +225,30 @@ class SameBookModelForm(forms.ModelForm):
                 self.add_error(name, "Must belong to the same book (organization, test or live) as this record.")
         return cleaned
 
+    def _post_clean(self):
+        super()._post_clean()
+        self._validate_conditional_unique_constraints()
+
+    def _validate_conditional_unique_constraints(self):
+        """Django skips a conditional unique constraint whose condition names a field outside the form (a customer's
+        external id is unique among the customers not deleted, and `deleted_at` is read-only here), so a taken
+        value would reach the database: a 500. Checked here with the row's own values of those fields, which are the
+        ones saved; the error goes on the one field of the constraint beside the row's owner (its book)."""
+        model, exclude = self.instance.__class__, self._get_validation_exclusions()
+        for constraint in model._meta.constraints:
+            if not (isinstance(constraint, models.UniqueConstraint) and constraint.fields
+                    and constraint.condition is not None):
+                continue
+            outside = constraint.condition.referenced_base_fields & exclude
+            if not outside or exclude.intersection(constraint.fields):  # checked by Django, or not at all
+                continue
+            try:
+                constraint.validate(model, self.instance, exclude=exclude - outside)
+            except ValidationError:
+                named = [name for name in constraint.fields if name not in ScopedAdminMixin.OWNER_FIELDS]
+                field = named[0] if len(named) == 1 and named[0] in self.fields else None
+                self.add_error(field, self.instance.unique_error_message(model, named or constraint.fields))
+
 
 class ScopedAdminMixin(OperatorPermissionsMixin):
     form = SameBookModelForm

@@ -45,9 +45,9 @@ def member_ensure(*, organization: Organization, email: str, role: str) -> Membe
     return membership
 
 
-def api_key_mint(*, membership: Membership, key_type: str, environment: str = Environment.TEST,
-                 scope: str = KeyScope.FULL, name: str = "") -> tuple[ApiKey, str]:
-    """Mint a key for a member; returns the row and the raw value, which is never stored."""
+def api_key_check(*, key_type: str, environment: str, scope: str) -> None:
+    """BadRequest unless a key of this type, environment and scope can be minted: what `api_key_mint` refuses,
+    for callers that write other rows first (`create_api_key` checks before creating the organization)."""
     if key_type not in KeyType.values:
         raise BadRequest([f"type: Must be one of {', '.join(KeyType.values)}."])
     if environment not in Environment.values:
@@ -56,6 +56,12 @@ def api_key_mint(*, membership: Membership, key_type: str, environment: str = En
         raise BadRequest([f"scope: Must be one of {', '.join(KeyScope.values)}."])
     if key_type == KeyType.PUBLISHABLE and scope != KeyScope.FULL:
         raise BadRequest(["scope: Scopes apply to secret keys only."])
+
+
+def api_key_mint(*, membership: Membership, key_type: str, environment: str = Environment.TEST,
+                 scope: str = KeyScope.FULL, name: str = "") -> tuple[ApiKey, str]:
+    """Mint a key for a member; returns the row and the raw value, which is never stored."""
+    api_key_check(key_type=key_type, environment=environment, scope=scope)
     raw_key = generate_raw_key(key_type, environment)
     key = ApiKey.objects.create(
         organization=membership.organization,

@@ -17,7 +17,10 @@ class ServiceEntryAdmin(OperatorPermissionsMixin, admin.ModelAdmin):
     search_fields = ["canonical_name", "display_name", "provider", "external_id"]
     ordering = ["provider", "canonical_name"]
     date_hierarchy = "updated_at"
-    readonly_fields = ["id", "external_id", "created_at", "updated_at"]
+    # The long-context, off-peak and service-tier rates too: `load_catalog` writes them (and overwrites any edit), and
+    # pricing reads them in the shapes it writes (catalog/resolution.py `rates_for`), so one edited into another
+    # shape would break the pricing of every event of the model in every book.
+    readonly_fields = ["id", "external_id", "long_context", "off_peak", "service_tiers", "created_at", "updated_at"]
     list_per_page = 100
 
     def has_add_permission(self, request, *args):

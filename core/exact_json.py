@@ -17,7 +17,12 @@ import sys
 from decimal import Decimal, InvalidOperation
 
 import orjson
+from django import forms
+from django.core.exceptions import ValidationError
 from django.db import models
+from django.forms.fields import InvalidJSONInput, JSONString
+
+from core.serialization import DEPTH_MESSAGE, unstorable_message, unstorable_reason
 
 # orjson writes integers from -2**63 to 2**64 - 1; JSON holds any.
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
@@ -129,6 +134,47 @@ class ExactJSONDecoder(json.JSONDecoder):
         super().__init__(**kwargs)
 
 
+class StorableJSONFormField(forms.JSONField):
+    """The console's field for a JSON column: read by the API's reader (`loads`: exact numbers, NaN and keys given
+    twice refused) and held to what the API stores (`unstorable_reason`: NUL characters, numbers of more than 1000
+    digits, nesting beyond 64 levels). Django's own field raises on an out-of-range exponent, a very long integer or
+    deep nesting, and passes on what jsonb refuses: both would be a 500. Each is an error on the field here, and the
+    form shows the text as typed."""
+
+    def to_python(self, value):
+        if self.disabled:
+            return value
+        if value in self.empty_values:
+            return None
+        if isinstance(value, (list, dict, int, float, JSONString)):
+            return value
+        converted = self._parsed(value)
+        reason = unstorable_reason(converted)
+        if reason:
+            raise ValidationError(unstorable_message(reason), code="invalid")
+        return JSONString(converted) if isinstance(converted, str) else converted
+
+    def bound_data(self, data, initial):
+        if self.disabled:
+            return initial
+        if data is None:
+            return None
+        try:
+            value = self._parsed(data)
+        except ValidationError:
+            return InvalidJSONInput(data)
+        # An unstorable value may not even be writable again (orjson nests 254 levels): shown as typed.
+        return InvalidJSONInput(data) if unstorable_reason(value) else value
+
+    def _parsed(self, text: str):
+        try:
+            return loads(text)
+        except RecursionError:
+            raise ValidationError(DEPTH_MESSAGE, code="invalid") from None
+        except ValueError as error:  # malformed, NaN, a key twice, a number out of range
+            raise ValidationError(f"Enter a valid JSON: {error}", code="invalid") from None
+
+
 class ExactJSONField(models.JSONField):
     """A JSON column whose numbers are read and written exactly (`metadata`, `context`, ...): every model's JSON
     column is declared with it. Django has no setting for a JSONField's default encoder and decoder, and a plain
@@ -142,6 +188,9 @@ class ExactJSONField(models.JSONField):
         kwargs.setdefault("encoder", ExactJSONEncoder)
         kwargs.setdefault("decoder", ExactJSONDecoder)
         super().__init__(*args, **kwargs)
+
+    def formfield(self, **kwargs):
+        return super().formfield(**{"form_class": StorableJSONFormField, **kwargs})
 
     def deconstruct(self):
         name, _, args, kwargs = super().deconstruct()

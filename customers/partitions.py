@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
-from core.clock import MIN_YEAR
+from core.clock import MAX_YEAR, MIN_YEAR
 from core.hooks import Hooks
 from customers.models import ArchivedMonth, EventStatus, RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
 
@@ -95,10 +95,15 @@ def settle_window(now: datetime) -> tuple[datetime, datetime]:
 
 
 def parse_month(text: str) -> datetime:
-    """`YYYY-MM` as the first instant of that UTC month; ValueError otherwise."""
+    """`YYYY-MM` as the first instant of that UTC month; ValueError otherwise, and for a year outside
+    MIN_YEAR..MAX_YEAR: no event is dated there, and a month's partition ends at the next month, which for
+    9999-12 datetime cannot hold."""
     match = re.fullmatch(r"(\d{4})-(\d{2})", text.strip())
     if not match or not 1 <= int(match[2]) <= 12:
         raise ValueError(f"{text!r} is not a month (YYYY-MM).")
+    if not MIN_YEAR <= int(match[1]) <= MAX_YEAR:
+        raise ValueError(f"{text!r} is out of range: months run from {MIN_YEAR}-01 to {MAX_YEAR}-12, the years "
+                         f"an event's date may have.")
     return datetime(int(match[1]), int(match[2]), 1, tzinfo=UTC)
 
 

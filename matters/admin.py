@@ -9,7 +9,7 @@ from django.utils.html import format_html
 
 from accounts.admin_actions import act_on_rows, actor
 from accounts.admin_display import figure, format_value
-from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin
+from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, SameBookModelForm, ScopedInlineMixin
 from accounts.models import Book, Role
 from core import display
 from core.errors import ApiError
@@ -42,7 +42,9 @@ def service_check(check, **kwargs) -> None:
         raise forms.ValidationError([message.split(": ", 1)[-1] for message in messages])
 
 
-class MatterForm(forms.ModelForm):
+# On SameBookModelForm, as every console form: a form of its own replaces the admin's, so without it a rule of the
+# test book could point at a matter of the live book.
+class MatterForm(SameBookModelForm):
     def clean(self):
         cleaned = super().clean()
         book = cleaned.get("book") or getattr(self.instance, "book", None)
@@ -52,7 +54,7 @@ class MatterForm(forms.ModelForm):
         return cleaned
 
 
-class MatterRuleForm(forms.ModelForm):
+class MatterRuleForm(SameBookModelForm):
     def clean(self):
         cleaned = super().clean()
         rule = MatterRule(**{field: cleaned.get(field) or None

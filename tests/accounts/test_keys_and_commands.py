@@ -61,6 +61,24 @@ def test_publishable_key_with_a_scope_is_refused():
             "--scope", "ingest")
 
 
+def stored_rows() -> list[int]:
+    return [model.objects.count() for model in (Organization, Book, User, Membership, ApiKey)]
+
+
+@pytest.mark.parametrize("options, message", [
+    (["--type", "publishable", "--scope", "ingest"], "scope: Scopes apply to secret keys only."),
+    (["--type", "secret", "--name", "k" * 256], "--name: Ensure this value has at most 255 characters."),
+    (["--type", "secret", "--org", "O" * 256], "--org: Ensure this value has at most 255 characters."),
+    (["--type", "secret", "--email", f"{'e' * 250}@r.example"], "--email: Ensure this value has at most 254"),
+])
+def test_a_refused_key_stores_no_organization_user_or_membership(options, message):
+    before = stored_rows()
+    with pytest.raises(CommandError) as refusal:
+        run("create_api_key", "--org", "Refused Co", "--email", "r@r.example", "--role", "owner", *options)
+    assert stored_rows() == before
+    assert str(refusal.value).startswith(message)
+
+
 def test_revoke_api_key_records_when(client_for):
     client = client_for()
     run("revoke_api_key", client.raw_key)

@@ -7,6 +7,7 @@ from accounts.models import Membership
 from tests.billing.conftest import NOW
 from tests.billing.pools import pool_subscription, run_jobs, topup, use
 from tests.billing.support import create_strategies, create_subscription, recurring
+from tests.customers.test_admin import UNSTORABLE_JSON, posted_form
 from tests.factories import AgentFactory, PlanFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -58,6 +59,17 @@ def test_console_links_an_agent_to_a_plan_in_the_plans_book(operator, book, chai
     assert resp.status_code == 302, resp.content.decode()[:2000]
     link = PlanAgent.objects.get(plan_id=chain.plan["id"], agent=second)
     assert link.book_id == book.id
+
+
+@pytest.mark.parametrize("text", UNSTORABLE_JSON.values(), ids=UNSTORABLE_JSON.keys())
+def test_a_features_list_that_cannot_be_stored_is_a_form_error(operator, book, text):
+    plan = PlanFactory(book=book, name="Pro", features_list={"seats": 5})
+    url = f"/admin/billing/pricingplan/{plan.id}/change/"
+    resp = operator.post(url, posted_form(operator, url, features_list=text, name="Renamed"))
+    assert resp.status_code == 200  # the form again, with the text as typed
+    assert list(resp.context["adminform"].form.errors) == ["features_list"]
+    plan.refresh_from_db()
+    assert (plan.name, plan.features_list) == ("Pro", {"seats": 5})
 
 
 def test_console_hides_other_organizations_plans(operator, other_book):

@@ -3,7 +3,9 @@ import pytest
 from django.test import Client
 
 from catalog.models import ModelAlias, ServiceEntry
+from catalog.resolution import rates_for
 from accounts.services import member_ensure
+from tests.customers.test_admin import posted_form
 
 pytestmark = pytest.mark.django_db
 
@@ -28,6 +30,21 @@ def test_operator_searches_and_filters_the_catalog(org):
 def test_only_a_superuser_changes_catalog_rows(org):
     gpt = ServiceEntry.objects.get(provider="openai", canonical_name="gpt-4o")
     assert console_for(org).post(f"/admin/catalog/serviceentry/{gpt.id}/change/", {}).status_code == 403
+
+
+def test_a_superuser_cannot_edit_the_rates_pricing_reads_in_the_loaders_shapes(org):
+    # load_catalog writes them; pricing (catalog/resolution.py rates_for) reads them in its shapes only.
+    gpt = ServiceEntry.objects.get(provider="openai", canonical_name="gpt-4o")
+    shapes = (gpt.long_context, gpt.off_peak, gpt.service_tiers)
+    console = console_for(org, superuser=True)
+    url = f"/admin/catalog/serviceentry/{gpt.id}/change/"
+    broken = {"long_context": '[{"threshold": "many"}]', "off_peak": '{"input": "0.1"}',
+              "service_tiers": '{"batch": 5}', "is_active": ""}
+    resp = console.post(url, posted_form(console, url, **broken))
+    assert resp.status_code == 302  # the rest of the row is still the superuser's to change (deactivating it)
+    gpt.refresh_from_db()
+    assert (gpt.long_context, gpt.off_peak, gpt.service_tiers) == shapes and not gpt.is_active
+    rates_for(gpt)  # still priceable
 
 
 def test_model_aliases_of_other_organizations_are_invisible(org, book, other_book):

@@ -388,6 +388,14 @@ def test_an_operator_partitions_any_month_by_naming_it(api, llm):
         call_command("ledger_partitions", "ensure", "2031-13")
 
 
+@pytest.mark.parametrize("text", ["9999-12", "9001-01", "1899-12"])
+def test_a_month_outside_the_years_an_event_may_have_is_refused_and_creates_nothing(db, text):
+    before = ledger_partitions()
+    with pytest.raises(CommandError, match=f"'{text}' is out of range: months run from 1900-01 to 9000-12"):
+        call_command("ledger_partitions", "ensure", text, stdout=StringIO())
+    assert ledger_partitions() == before
+
+
 # --------------------------------------------------------------------------- detaching a month
 
 

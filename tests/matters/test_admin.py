@@ -6,7 +6,7 @@ from django.test import Client
 from accounts.models import User
 from accounts.services import member_ensure
 from matters.models import Matter, MatterAttribution, MatterRule
-from tests.factories import MatterFactory, MatterRuleFactory
+from tests.factories import MatterFactory, MatterRuleFactory, book_of
 
 pytestmark = pytest.mark.django_db
 
@@ -67,3 +67,24 @@ def test_a_responsible_user_outside_the_organization_is_refused_in_the_console(c
     assert resp.status_code == 200
     assert "Not a member of this organization." in resp.content.decode()
     assert not Matter.objects.exists()
+
+
+def test_a_rule_of_the_test_book_cannot_point_at_a_matter_of_the_live_book(console, book):
+    live_matter = MatterFactory(book=book_of(book.organization, "live"))
+    resp = console.post("/admin/matters/matterrule/add/", {"book": str(book.id), "matter": str(live_matter.id),
+                                                          "priority": "100", "agent_code": "agent-1"})
+    assert resp.status_code == 200  # the form again
+    assert resp.context["adminform"].form.errors["matter"] == [
+        "Must belong to the same book (organization, test or live) as this record."]
+    assert not MatterRule.objects.exists()
+
+
+def test_a_rule_moved_to_a_matter_of_the_live_book_is_refused(console, book):
+    rule = MatterRuleFactory(matter=MatterFactory(book=book), agent_code="agent-1")
+    live_matter = MatterFactory(book=book_of(book.organization, "live"))
+    resp = console.post(f"/admin/matters/matterrule/{rule.id}/change/", {
+        "matter": str(live_matter.id), "priority": "100", "agent_code": "agent-1"})
+    assert resp.status_code == 200
+    assert "matter" in resp.context["adminform"].form.errors
+    rule.refresh_from_db()
+    assert rule.matter.book_id == book.id
