@@ -383,7 +383,10 @@ def test_an_override_counts_the_events_it_may_price_before_it_takes_the_books_pr
 
     from accounts.book_generations import PRICE_LOCKS
     from customers import price_overrides
-    send(api, **GPT_4O, usageDate="2026-03-02T10:00:00Z")
+    from tests.factories import ServiceEntryFactory
+    # An entry of its own: a transactional test cannot count on the loaded catalog (an earlier one flushed it).
+    entry = ServiceEntryFactory(canonical_name="lock-llm", provider="testai", input_cost=D("0.000002"))
+    send(api, model="lock-llm", modelProvider="testai", inputTokens=1000, usageDate="2026-03-02T10:00:00Z")
     counted_in = []
     affected = price_overrides._affected
 
@@ -394,7 +397,7 @@ def test_an_override_counts_the_events_it_may_price_before_it_takes_the_books_pr
             counted_in.append(cursor.fetchone()[0])
         return affected(*args)
     monkeypatch.setattr(price_overrides, "_affected", counted)
-    override = create(api, serviceId=str(gpt_4o().pk), inputCost="0.000001")
+    override = create(api, serviceId=str(entry.pk), inputCost="0.000001")
     assert override["eventsAffected"] == 1
     assert api.delete(f"/v1/price-overrides/{override['id']}").status_code == 200
     assert counted_in and not any(counted_in)  # the counts, and the repricing jobs' reads after the commit
