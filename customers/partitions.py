@@ -28,12 +28,15 @@ its snapshot, taken after the commit, no longer finds the moved rows there; the 
 invoice's usage and a matter's cost then missed a back-filled month. With the lock, a statement either ends
 before the move starts (the move waits for it, and for its transaction) or starts after the move committed and
 plans with the new partition. A read of several statements from one snapshot (customers/usage_sums.py
-`ledger_snapshot`) locks the ledger before its snapshot is taken, so a move waits for the whole read. The move's work is the rows of one month that arrived since its last settle
-(recording asks for the settle after each batch that lands rows there), so readers wait milliseconds;
-`LOCK_TIMEOUT` bounds how long the move waits for reads in flight before it gives up until the next run.
-Detaching a month takes the same lock first, for the same reason.
+`ledger_snapshot`) locks the ledger before its snapshot is taken, so a move waits for the whole read. The move's
+work is the rows of one month that arrived since its last settle (recording asks for the settle after each batch
+that lands rows there), so readers wait milliseconds. A move asks for the lock for at most `MOVE_LOCK_TIMEOUT` at a
+time (the batches queued behind a waiting ask wait no longer) and asks again for a few seconds in all before it
+gives up until the next run. Detaching a month takes the same lock first, for the same reason (waiting at most
+`LOCK_TIMEOUT`: an operator runs it and is told to run it again).
 """
 import re
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -50,8 +53,15 @@ DEFAULT = f"{LEDGER}_default"
 LEGACY = f"{LEDGER}_legacy"
 MONTHS_AHEAD = 3  # beside the current month: a quarter of slack if the job stops running
 # How long a partition change waits for writers in flight before giving up until the next run: the
-# writes queued behind it wait at most this long.
+# writes queued behind it wait at most this long (an operator's detach).
 LOCK_TIMEOUT = "5s"
+# A move asks for the ledger's lock for at most MOVE_LOCK_TIMEOUT at a time, up to MOVE_LOCK_ATTEMPTS times
+# MOVE_LOCK_RETRY_SECONDS apart: the batches that queue behind a waiting ask wait at most MOVE_LOCK_TIMEOUT, while a
+# read in flight (a read of one snapshot holds the ledger's lock to its end) is still waited out, some seven seconds
+# in all.
+MOVE_LOCK_TIMEOUT = "100ms"
+MOVE_LOCK_ATTEMPTS = 20
+MOVE_LOCK_RETRY_SECONDS = 0.25
 
 _BOUND = re.compile(r"FOR VALUES FROM \((?:MINVALUE|'([^']+)')\) TO \((?:MAXVALUE|'([^']+)')\)")
 
@@ -172,14 +182,33 @@ def ledger_partitions_ensure(*, months=(), now: datetime | None = None, table: s
             missing |= set(_months_waiting(cursor, table, settle_window(now)))
     created = []
     for month in sorted(missing):
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL lock_timeout = '{LOCK_TIMEOUT}'")
-            # Reads and writes wait for the move and the move waits for them (module docstring, "Moves and
-            # readers"); under the lock, the catalog is current.
-            cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
-            if not any(p.covers(month) for p in ledger_partitions(cursor, table)):
+        def attach(cursor, month=month):
+            if not any(p.covers(month) for p in ledger_partitions(cursor, table)):  # under the lock, current
                 created.append(_attach_month(cursor, month, table))
+        # Reads and writes wait for the move and the move waits for them (module docstring, "Moves and readers").
+        _under_ledger_lock(table, attach)
     return created
+
+
+def _lock_wait_failed(error: OperationalError) -> bool:
+    return getattr(getattr(error, "__cause__", None), "sqlstate", None) == "55P03"  # lock_not_available
+
+
+def _under_ledger_lock(table: str, work) -> None:
+    """Run `work(cursor)` in a transaction that first takes the ledger's ACCESS EXCLUSIVE lock, asked for at most
+    MOVE_LOCK_TIMEOUT at a time (see there). Inside an outer transaction (a test) there is nothing to retry into:
+    it asks once. OperationalError when every ask timed out: nothing was changed, the next run tries again."""
+    for attempt in range(MOVE_LOCK_ATTEMPTS):
+        try:
+            with transaction.atomic(), connection.cursor() as cursor:
+                cursor.execute(f"SET LOCAL lock_timeout = '{MOVE_LOCK_TIMEOUT}'")
+                cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+                work(cursor)
+                return
+        except OperationalError as error:
+            if connection.in_atomic_block or not _lock_wait_failed(error) or attempt == MOVE_LOCK_ATTEMPTS - 1:
+                raise
+            time.sleep(MOVE_LOCK_RETRY_SECONDS)
 
 
 def ledger_partitions_settle(*, now: datetime, table: str = LEDGER) -> list[str]:

@@ -102,7 +102,7 @@ def test_a_month_moving_out_of_the_default_partition_waits_for_a_read_in_one_sna
     events = [record(api, rec("acme", "writer", "pages", f"1987-03-14T1{n}:00:00Z"))["results"]["success"][0]["eventId"]
               for n in range(2)]
     assert {partition_of(event_id) for event_id in events} == {partitions.DEFAULT}
-    monkeypatch.setattr(partitions, "LOCK_TIMEOUT", "200ms")
+    monkeypatch.setattr(partitions, "MOVE_LOCK_ATTEMPTS", 2)  # then it gives up, as it would after seconds
     cost = cost_selectors._cost
     fired, moves = [], []
 

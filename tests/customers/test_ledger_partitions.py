@@ -613,6 +613,42 @@ def test_the_command_lists_ensures_and_detaches(api, llm):
         call_command("ledger_partitions", "detach", "2011-06")
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_move_waiting_for_a_read_holds_recording_back_no_longer_than_one_short_ask(monkeypatch):
+    """A read of one snapshot holds the ledger's lock to its end, and a move waits for it; a batch queued behind the
+    move's waiting ask waited as long as the ask (5 seconds), so the move asks 100 ms at a time and asks again."""
+    import time
+
+    import psycopg
+    from django.db import connections
+
+    from customers import partitions
+
+    monkeypatch.setattr(partitions, "MOVE_LOCK_ATTEMPTS", 60)
+    settings = connection.settings_dict
+    login = dict(dbname=settings["NAME"], user=settings["USER"], password=settings["PASSWORD"],
+                 host=settings["HOST"], port=settings["PORT"])
+    moved = []
+    with psycopg.connect(**login) as reader, psycopg.connect(**login) as writer:
+        reader.execute(f"SELECT count(*) FROM {LEDGER}")  # a read transaction, open
+        def move():
+            try:
+                moved.extend(ledger_partitions_ensure(months=[month(1991, 5)]))
+            finally:
+                connections.close_all()
+        mover = threading.Thread(target=move)
+        mover.start()
+        time.sleep(0.4)  # the move is asking for the lock
+        started = time.monotonic()
+        writer.execute(f"LOCK TABLE {LEDGER} IN ROW EXCLUSIVE MODE")  # what a recording batch takes
+        waited = time.monotonic() - started
+        writer.rollback()
+        reader.rollback()
+        mover.join()
+    assert waited < 1.0
+    assert moved == [partition_name(month(1991, 5))]
+
+
 def test_detach_gives_way_to_reads_and_writes_in_flight_and_changes_nothing(db, monkeypatch):
     import psycopg
 
