@@ -16,7 +16,8 @@ from django.utils.html import format_html
 from catalog.models import ServiceEntry
 from accounts.admin_actions import act_on_rows, action_page, actor, submitted
 from accounts.admin_display import MonthsDateFilter, figure, presence_filter
-from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, visible_books
+from accounts.admin_scoping import (BookListFilter, BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin,
+                                   visible_books)
 from accounts.models import Book
 from core import clock, display
 from core.ids import uuid_or_none
@@ -330,7 +331,9 @@ class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         """The page, with the names of the agents its rows count (one read per book on the page). The rollup is
         caught up first, as every analytics read does: its rows lack the events recorded since the last catch-up
         (seconds ago, or since the workers stopped)."""
-        analytics_rollup_catch_up_books(books=visible_books(request.user))
+        books = visible_books(request.user)
+        chosen = uuid_or_none(request.GET.get(BookListFilter.parameter_name))
+        analytics_rollup_catch_up_books(books=books if chosen is None else books.filter(pk=chosen))
         changelist = super().get_changelist_instance(request)
         request.rollup_agents = _names(Agent, [(row.book_id, row.agent_id) for row in changelist.result_list])
         return changelist

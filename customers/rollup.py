@@ -24,10 +24,11 @@ so none of them sees the backlog change under it. Reads that need instants insid
 the same contributions over the events. Rows are written in key order, so concurrent writers lock
 shared rows in the same order (no deadlock).
 """
+import logging
 from collections.abc import Iterable, Sequence
 from uuid import UUID
 
-from django.db import connection, connections, transaction
+from django.db import DatabaseError, connection, connections, transaction
 
 from catalog.models import ServiceEntry
 from core.database import advisory_xact_lock, reading_one_snapshot
@@ -35,6 +36,8 @@ from core.jobs import BookFailures
 from core.replica import pin_to_primary, read_database
 from core.scoping import book_sql, owned
 from customers.models import Agent, RollupBacklog, Signal, UsageDailyRollup, UsageEvent
+
+logger = logging.getLogger("billing.rollup")
 
 EVENTS = UsageEvent._meta.db_table
 CATALOG = ServiceEntry._meta.db_table
@@ -269,9 +272,13 @@ def analytics_rollup_catch_up_all(*, now=None) -> int:
 
 def analytics_rollup_catch_up_books(*, books) -> None:
     """Catch up those of `books` (a queryset) that have a backlog: for a page that lists rollup rows of several books
-    (the console), as every analytics read catches its book up first."""
+    (the console), as every analytics read catches its book up first. A book whose catch-up fails is left as it is
+    (logged): the page lists its rollup as it stands, and the periodic job catches it up."""
     for book_id in RollupBacklog.objects.filter(book__in=books).values_list("book_id", flat=True).distinct():
-        analytics_rollup_catch_up(book_id=book_id)
+        try:
+            analytics_rollup_catch_up(book_id=book_id)
+        except DatabaseError:
+            logger.warning("rollup catch-up of book %s failed; listed as it stands", book_id, exc_info=True)
 
 
 def analytics_rollup_add(*, book, events: Iterable[UsageEvent]) -> None:

@@ -172,3 +172,24 @@ def test_an_agent_context_is_stored_with_its_exact_numbers(operator, book):
     assert resp.status_code == 302
     agent.refresh_from_db()
     assert agent.context == {"rate": Decimal("0.1000000000000000055511151231257827")}
+
+
+def test_usage_rollup_list_shows_the_rollup_as_it_stands_when_a_books_catch_up_fails(operator, book, monkeypatch):
+    from datetime import datetime, timezone
+
+    from django.db import OperationalError
+
+    from customers import rollup
+    from customers.models import RollupBacklog
+    from tests.factories import UsageEventFactory
+    listed = CustomerFactory(book=book, name="Listed customer")
+    UsageEventFactory(book=book, customer=listed, usage_date=datetime(2025, 3, 1, 9, tzinfo=timezone.utc))
+    rollup.analytics_rollup_catch_up(book_id=book.pk)
+    UsageEventFactory(book=book, usage_date=datetime(2025, 4, 1, 9, tzinfo=timezone.utc))
+
+    def failing(*, book_id):
+        raise OperationalError("canceling statement due to lock timeout")
+    monkeypatch.setattr(rollup, "analytics_rollup_catch_up", failing)
+    resp = operator.get("/admin/customers/usagedailyrollup/")
+    assert resp.status_code == 200 and "Listed customer" in resp.content.decode()
+    assert RollupBacklog.objects.filter(book=book).exists()  # the periodic job catches it up
