@@ -316,7 +316,7 @@ class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """Derived from the ledger and kept exact by customers/rollup.py."""
 
     # What fits a 1,366 px window; the signal, the unpriced events, the quantity and the book are on the row's page.
-    list_display = ["day", "grain", "customer", "agent", "model", "event_count", "cost", "model_events",
+    list_display = ["day", "grain", "customer", "agent", "model", "event_count", "priced_cost", "model_events",
                     "cost_of_model"]
     list_filter = ["grain"]
     search_fields = ["model", "customer__name", "customer__external_id"]
@@ -350,6 +350,15 @@ class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     @admin.display(description="Agent")
     def agent(self, row):
         return _name_of(row.agent_id, _names(Agent, [(row.book_id, row.agent_id)]))
+
+    # An event without a cost adds nothing to `cost`: a row of unpriced events alone read as free ($0.00).
+    @admin.display(description="Cost", ordering="cost")
+    def priced_cost(self, row):
+        cost = display.EMPTY if row.unpriced_count == row.event_count else display.price(row.cost)
+        if not row.unpriced_count:
+            return figure(cost)
+        return format_html("{}<br><small>{} unpriced</small>", figure(cost), display.quantity(row.unpriced_count))
+    priced_cost.csv_value = lambda row: row.cost
 
     # A multi-service event's figures go to the row of its first part's model; each model it names gets its events
     # and its parts' cost here (grains that keep the model only), so a second model's row does not read as unused.

@@ -193,3 +193,23 @@ def test_usage_rollup_list_shows_the_rollup_as_it_stands_when_a_books_catch_up_f
     resp = operator.get("/admin/customers/usagedailyrollup/")
     assert resp.status_code == 200 and "Listed customer" in resp.content.decode()
     assert RollupBacklog.objects.filter(book=book).exists()  # the periodic job catches it up
+
+
+def test_usage_rollup_list_counts_unpriced_events_beside_the_cost(operator, book):
+    """An event without a cost adds nothing to the row's cost: a row of unpriced events alone read as free."""
+    from datetime import datetime, timezone
+    from decimal import Decimal
+
+    from customers.rollup import analytics_rollup_catch_up
+    from tests.factories import UsageEventFactory
+    when = datetime(2025, 4, 1, 9, tzinfo=timezone.utc)
+    unpriced = CustomerFactory(book=book, name="Unpriced customer")
+    mixed = CustomerFactory(book=book, name="Mixed customer")
+    UsageEventFactory(book=book, customer=unpriced, usage_date=when, usage_cost=None)
+    signal = UsageEventFactory(book=book, customer=mixed, usage_date=when, usage_cost=Decimal("0.41")).signal
+    UsageEventFactory(book=book, customer=mixed, signal=signal, usage_date=when, usage_cost=None)
+    UsageEventFactory(book=book, customer=mixed, signal=signal, usage_date=when, usage_cost=None)
+    analytics_rollup_catch_up(book_id=book.pk)
+    page = operator.get("/admin/customers/usagedailyrollup/", {"grain__exact": "3"}).content.decode()
+    assert '<span class="console-number">-</span><br><small>1 unpriced</small>' in page
+    assert '<span class="console-number">$0.41</span><br><small>2 unpriced</small>' in page
