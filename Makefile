@@ -39,6 +39,7 @@ catalog: migrate
 # Environment variables pass through to the server (docs/operations.md), e.g. `PAYMENTS_LOCAL_CHECKOUT=1 make run`
 # for the development "mark as paid" checkout on pay-now pages (off by default; never where customers reach it).
 run: install
+	@$(BIN)/python -m config.port_free $(HOST) $(PORT)
 	@$(WITH_DATABASE) $(SUBMAKE) serve WITH_DATABASE=
 
 serve: catalog
