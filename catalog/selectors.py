@@ -2,7 +2,7 @@
 import uuid
 
 import django_filters
-from django.db.models import Q, QuerySet
+from django.db.models import Case, Q, QuerySet, Value, When
 
 from catalog.models import ServiceEntry
 from core.errors import BadRequest, NotFound
@@ -22,10 +22,17 @@ class ServiceFilter(django_filters.FilterSet):
         return queryset.filter(**{f"{name}__iexact": value}) if value else queryset
 
     def filter_search(self, queryset, name, value):
+        """Entries whose names hold the term, those named by it first, then those whose name starts with it: a
+        search for `gpt-4o` answered some forty other providers' deployments of it (`azure/eu/gpt-4o`) before
+        OpenAI's own entry. The listing's stable order within each."""
         term = value.strip()
         if not term:
             return queryset
-        return queryset.filter(Q(canonical_name__icontains=term) | Q(display_name__icontains=term))
+        rank = Case(When(Q(canonical_name__iexact=term) | Q(display_name__iexact=term), then=Value(0)),
+                    When(Q(canonical_name__istartswith=term) | Q(display_name__istartswith=term), then=Value(1)),
+                    default=Value(2))
+        return (queryset.filter(Q(canonical_name__icontains=term) | Q(display_name__icontains=term))
+                .annotate(search_rank=rank).order_by("search_rank", *queryset.query.order_by))
 
 
 def services_active() -> QuerySet:

@@ -113,6 +113,19 @@ def test_search_matches_canonical_or_display_name_case_insensitively(api):
     assert [e["canonicalName"] for e in display["data"]] == ["sms-us"]
 
 
+def test_a_search_lists_the_entry_it_names_first_then_names_starting_with_it(api):
+    """Some forty deployments of gpt-4o (`azure/eu/gpt-4o`) came before OpenAI's own entry."""
+    body = listing(api, search="GPT-4o", limit=100)
+    named = [(e["provider"], e["canonicalName"]) for e in body["data"] if e["canonicalName"] == "gpt-4o"]
+    assert ("openai", "gpt-4o") in named
+    assert [(e["provider"], e["canonicalName"]) for e in body["data"][:len(named)]] == named
+    ranks = [0 if e["canonicalName"].lower() == "gpt-4o" else 1 if e["canonicalName"].lower().startswith("gpt-4o")
+             else 2 for e in body["data"]]
+    assert ranks == sorted(ranks) and ranks[-1] == 2
+    again = listing(api, search="GPT-4o", limit=10, page=2)["data"]  # pages follow the same order
+    assert [e["id"] for e in again] == [e["id"] for e in body["data"][10:20]]
+
+
 @pytest.mark.parametrize("params, field", [
     ({"isApi": "yes"}, "isApi"), ({"limit": 0}, "limit"), ({"limit": 101}, "limit"), ({"limit": "ten"}, "limit"),
     ({"page": 0}, "page"), ({"page": "first"}, "page"),
