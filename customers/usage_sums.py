@@ -31,9 +31,8 @@ first moves the book's rollup backlog (events recorded since the last catch-up) 
 A caller that reads several times for one answer (a total, then a breakdown to subtract from it) opens
 `ledger_reads` around all of them.
 """
-from contextlib import contextmanager
-
 from collections.abc import Hashable, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
