@@ -1,6 +1,7 @@
 """Raw statements: whole rows of several models read side by side, the prepared statements of the hot path, and
 reads that must see one snapshot."""
 import functools
+import time
 from collections.abc import Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -65,8 +66,6 @@ def retry_while_reconnecting(write, *, seconds: float = RECONNECT_SECONDS):
     a new connection, then every 0.2 s until `seconds` have passed, and raise as before. For a kept connection the
     server dropped while it idled (`seconds=0`: one retry), and for the step after an effect the database cannot
     undo (an email sent), where a 503 would leave the record behind what happened."""
-    import time
-
     from django.db import InterfaceError, OperationalError
 
     deadline = time.monotonic() + seconds
@@ -105,6 +104,28 @@ def retried_on_deadlock(function):
                 if not victim or connection.in_atomic_block or attempt == DEADLOCK_ATTEMPTS:
                     raise
     return run
+
+
+LOCK_NOT_AVAILABLE = "55P03"  # a `lock_timeout` ran out
+
+
+def lock_wait_failed(error: OperationalError) -> bool:
+    """Whether `error` is a lock PostgreSQL did not grant within the statement's `lock_timeout`."""
+    return getattr(getattr(error, "__cause__", None), "sqlstate", None) == LOCK_NOT_AVAILABLE
+
+
+def retried_while_lock_busy(step, *, attempts: int, pause: float):
+    """Run `step()` (a transaction of its own that asks for a lock under a short `lock_timeout`) until it gets the
+    lock, at most `attempts` times `pause` seconds apart, and return its result: what queues behind a waiting ask waits
+    no longer than one ask, while the transactions ahead of it are still waited out. Inside an outer transaction (a
+    test) there is nothing to retry into: it runs once."""
+    for attempt in range(attempts):
+        try:
+            return step()
+        except OperationalError as error:
+            if connection.in_atomic_block or not lock_wait_failed(error) or attempt == attempts - 1:
+                raise
+            time.sleep(pause)
 
 
 def key_share_locked(model, ids) -> set:

@@ -96,8 +96,8 @@ def events_reprice_unpriced(*, book, progress: Progress = NO_PROGRESS) -> int:
 def events_price_in_chunks(book, events, progress: Progress = NO_PROGRESS, *, unprice: bool = False,
                            only=None) -> int:
     """Price `events` in chunks by id, one transaction each (rows locked); how many changed cost (`unprice`: as
-    `_price_and_save`; `only`: those of each chunk it keeps, when the query selects more than it may price). Each chunk reports its size to `progress` inside its transaction, so a job's count moves
-    with the work. A row another job holds (a re-pricing for an override) is waited for, not skipped: that job
+    `_price_and_save`; `only`: those of each chunk it keeps, when the query selects more than it may price). Each
+    chunk reports its size to `progress` inside its transaction, so a job's count moves with the work. A row another job holds (a re-pricing for an override) is waited for, not skipped: that job
     may have read the prices before this mapping or catalog load committed, and a skipped row would keep its null
     cost for good; once it is released, a row that job priced no longer matches and is left out. Goes on where an
     earlier run of the same work stopped (`progress.resumed`), and counts what that run changed."""

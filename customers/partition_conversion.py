@@ -41,8 +41,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from django.db import OperationalError, connection, transaction
+from django.db import connection, transaction
 
+from core.database import retried_while_lock_busy
 from customers.partitions import (
     KEYS,
     LEDGER,
@@ -82,20 +83,9 @@ def _is_partitioned(cursor, table: str) -> bool:
     return bool(row and row[0])
 
 
-def _lock_wait_failed(error: OperationalError) -> bool:
-    return getattr(getattr(error, "__cause__", None), "sqlstate", None) == "55P03"  # lock_not_available
-
-
 def _retrying(step):
-    """Run `step` (a transaction that asks for a lock under `lock_timeout`) until it gets the lock. Inside
-    an outer transaction (a test) there is nothing to retry into: it runs once."""
-    for attempt in range(SWITCH_ATTEMPTS):
-        try:
-            return step()
-        except OperationalError as error:
-            if connection.in_atomic_block or not _lock_wait_failed(error) or attempt == SWITCH_ATTEMPTS - 1:
-                raise
-            time.sleep(0.5)
+    """Run `step` (a transaction that asks for a lock under `lock_timeout`) until it gets the lock."""
+    return retried_while_lock_busy(step, attempts=SWITCH_ATTEMPTS, pause=0.5)
 
 
 @contextmanager

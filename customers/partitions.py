@@ -36,7 +36,6 @@ gives up until the next run. Detaching a month takes the same lock first, for th
 `LOCK_TIMEOUT`: an operator runs it and is told to run it again).
 """
 import re
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -44,6 +43,7 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
 from core.clock import MAX_YEAR, MIN_YEAR
+from core.database import retried_while_lock_busy
 from core.hooks import Hooks
 from customers.models import ArchivedMonth, EventStatus, RollupBacklog, UsageDailyRollup, UsageEvent, UsageEventKey
 
@@ -190,25 +190,16 @@ def ledger_partitions_ensure(*, months=(), now: datetime | None = None, table: s
     return created
 
 
-def _lock_wait_failed(error: OperationalError) -> bool:
-    return getattr(getattr(error, "__cause__", None), "sqlstate", None) == "55P03"  # lock_not_available
-
-
 def _under_ledger_lock(table: str, work) -> None:
     """Run `work(cursor)` in a transaction that first takes the ledger's ACCESS EXCLUSIVE lock, asked for at most
-    MOVE_LOCK_TIMEOUT at a time (see there). Inside an outer transaction (a test) there is nothing to retry into:
-    it asks once. OperationalError when every ask timed out: nothing was changed, the next run tries again."""
-    for attempt in range(MOVE_LOCK_ATTEMPTS):
-        try:
-            with transaction.atomic(), connection.cursor() as cursor:
-                cursor.execute(f"SET LOCAL lock_timeout = '{MOVE_LOCK_TIMEOUT}'")
-                cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
-                work(cursor)
-                return
-        except OperationalError as error:
-            if connection.in_atomic_block or not _lock_wait_failed(error) or attempt == MOVE_LOCK_ATTEMPTS - 1:
-                raise
-            time.sleep(MOVE_LOCK_RETRY_SECONDS)
+    MOVE_LOCK_TIMEOUT at a time (see there). OperationalError when every ask timed out: nothing was changed, the
+    next run tries again."""
+    def ask():
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL lock_timeout = '{MOVE_LOCK_TIMEOUT}'")
+            cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            work(cursor)
+    retried_while_lock_busy(ask, attempts=MOVE_LOCK_ATTEMPTS, pause=MOVE_LOCK_RETRY_SECONDS)
 
 
 def ledger_partitions_settle(*, now: datetime, table: str = LEDGER) -> list[str]:

@@ -258,13 +258,16 @@ def analytics_rollup_catch_up(*, book_id) -> int:
     return added
 
 
+def _books_with_backlog(backlog) -> list:
+    return sorted(backlog.values_list("book_id", flat=True).distinct())
+
+
 def analytics_rollup_catch_up_all(*, now=None) -> int:
     """Catch up every book with a backlog (the periodic job: nothing waits longer than its interval even
     if a task was lost); returns the number of events added."""
-    book_ids = RollupBacklog.objects.values_list("book_id", flat=True).distinct()
     added = 0
     failures = BookFailures("usage-rollup-catch-up")
-    for book_id in sorted(book_ids):
+    for book_id in _books_with_backlog(RollupBacklog.objects.all()):
         with failures.isolated(book_id):
             added += analytics_rollup_catch_up(book_id=book_id)
     return failures.finish(added)
@@ -274,7 +277,7 @@ def analytics_rollup_catch_up_books(*, books) -> None:
     """Catch up those of `books` (a queryset) that have a backlog: for a page that lists rollup rows of several books
     (the console), as every analytics read catches its book up first. A book whose catch-up fails is left as it is
     (logged): the page lists its rollup as it stands, and the periodic job catches it up."""
-    for book_id in RollupBacklog.objects.filter(book__in=books).values_list("book_id", flat=True).distinct():
+    for book_id in _books_with_backlog(RollupBacklog.objects.filter(book__in=books)):
         try:
             analytics_rollup_catch_up(book_id=book_id)
         except DatabaseError:

@@ -3,6 +3,7 @@ from django.db import OperationalError
 
 from accounts.models import Book
 from core import clock
+from core.database import lock_wait_failed
 from customers.backfill import events_reprice_start
 from customers.models import ArchivedMonth
 from customers.partitions import (
@@ -73,7 +74,7 @@ class Command(BaseCommand):
             except ValueError as error:
                 raise CommandError(str(error)) from error
             except OperationalError as error:
-                if getattr(error.__cause__, "sqlstate", None) != "55P03":  # not the lock's timeout
+                if not lock_wait_failed(error):
                     raise
                 raise CommandError("The ledger's reads or writes in flight kept its lock for longer than the "
                                    "timeout; nothing was changed: run it again.") from error
