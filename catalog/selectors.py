@@ -6,6 +6,7 @@ from django.db.models import Case, Q, QuerySet, Value, When
 
 from catalog.models import ServiceEntry
 from core.errors import BadRequest, NotFound
+from core.filtering import query_text_check
 
 
 class ServiceFilter(django_filters.FilterSet):
@@ -41,6 +42,7 @@ def services_active() -> QuerySet:
 
 
 def service_list(*, params) -> QuerySet:
+    query_text_check(params)
     data = params.copy()
     if "isApi" in data:
         data["isApi"] = str(data["isApi"]).strip().lower()

@@ -14,7 +14,9 @@ id and its access line, as every other does.
 A Content-Type whose charset Python knows but cannot decode text with (`base64`, `hex`, `zlib`: not text
 encodings; `punycode`, `undefined`: fail on any text) is marked the same way, its parameters taken off: Django takes
 any charset `codecs` can look up, and decoding the query string with one raised while it built the request, before
-any middleware, on every route (a 500)."""
+any middleware, on every route (a 500). So is a charset that decodes bytes into unpaired surrogates (`utf-7`,
+`unicode_escape`, `raw_unicode_escape`): a query parameter decoded with one reached a filter as text PostgreSQL
+cannot take (a 500), and neither is a charset a client sends to mean text."""
 import codecs
 import io
 
@@ -43,28 +45,34 @@ def refusal_error(environ) -> ApiError | None:
         return LengthRequired("A chunked request body cannot be read by this server (it does not mark where the body "
                               "ends); send the body with a Content-Length header.")
     if refusal == NOT_TEXT:
-        return BadRequest("Content-Type: its charset cannot decode text; send utf-8.", code="unsupported_charset")
+        return BadRequest("Content-Type: its charset does not decode to text this service can store; send utf-8.", code="unsupported_charset")
     return BadRequest("A request may not carry both Transfer-Encoding: chunked and Content-Length; send one of them.",
                       code="ambiguous_body_length")
 
 
 # Decoded with the request's charset before it is used: Django catches UnicodeDecodeError alone.
 _PROBE = b"a=1&b=%C3%A9"
+# The codecs that decode bytes into unpaired surrogates, whatever the error handler (`\\ud800`, `+2AA-`): found by
+# decoding such bytes with every codec Python has (tests/core/test_chunked_bodies.py does it again).
+SURROGATE_CODECS = frozenset({"utf-7", "unicode-escape", "raw-unicode-escape"})
 
 
 def _charset_refused(environ) -> str | None:
     """The Content-Type without its parameters when its charset is one Django would take (`codecs` knows it) but
     that decodes with another error than UnicodeDecodeError: not a text encoding (`base64`, `zlib`: LookupError)
-    or one that fails on any text (`punycode`, `undefined`: UnicodeError); else None. Read as Django reads it
+    or one that fails on any text (`punycode`, `undefined`: UnicodeError); or one of the `SURROGATE_CODECS`; else
+    None. Read as Django reads it
     (`charset*=` included)."""
     main, params = parse_header_parameters(environ.get("CONTENT_TYPE", ""))
     charset = params.get("charset")
     if not charset:
         return None
     try:
-        codecs.lookup(charset)
+        codec = codecs.lookup(charset)
     except LookupError:  # a name no codec has: Django ignores it
         return None
+    if codec.name in SURROGATE_CODECS:
+        return main
     for sample in (_PROBE, environ.get("QUERY_STRING", "").encode("latin-1", "replace")):
         try:
             sample.decode(charset)

@@ -4,7 +4,7 @@ from django import forms
 
 from core.clock import parse_instant
 from core.errors import BadRequest
-from core.serialization import QUERY_FALSE, QUERY_TRUE
+from core.serialization import QUERY_FALSE, QUERY_TRUE, text_problem
 
 
 class InstantField(forms.Field):
@@ -43,11 +43,22 @@ class StrictBooleanFilter(django_filters.Filter):
     field_class = StrictBooleanField
 
 
+def query_text_check(params) -> None:
+    """A 400 naming each query parameter whose text PostgreSQL cannot take as a parameter (a NUL character, an
+    unpaired surrogate: a 500 from the driver, not a miss)."""
+    problems = {}
+    for name, values in params.lists():
+        for value in values:
+            problem = text_problem(value)
+            if problem is not None:
+                problems.setdefault(name, problem)
+    if problems:
+        raise BadRequest([f"{name}: {problem}" for name, problem in sorted(problems.items())])
+
+
 def filtered(filterset_class, params, queryset):
     """`queryset` narrowed by the query parameters `filterset_class` declares; a bad value is a 400."""
-    bad = sorted({name for name, values in params.lists() if any("\x00" in value for value in values)})
-    if bad:  # PostgreSQL cannot compare text with NUL characters
-        raise BadRequest([f"{name}: Must not contain NUL characters." for name in bad])
+    query_text_check(params)
     filterset = filterset_class(params, queryset=queryset)
     if not filterset.is_valid():
         raise BadRequest([f"{name}: {message}" for name, messages in filterset.errors.items()

@@ -1,6 +1,7 @@
 """Chunked request bodies (`Transfer-Encoding: chunked`): read whole and handed to Django with their length, as
 gunicorn ends the stream where such a body ends (core/chunked_bodies.py). Through the WSGI application itself,
 as a server calls it; tests/test_embedded_database.py sends one through gunicorn."""
+import codecs
 import io
 import json
 
@@ -9,7 +10,7 @@ from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 
-from core.chunked_bodies import ChunkedBodies
+from core.chunked_bodies import SURROGATE_CODECS, ChunkedBodies
 from customers.models import Customer
 from tests.factories import CustomerFactory
 
@@ -122,3 +123,43 @@ def test_a_charset_that_is_not_a_text_encoding_is_a_400_naming_it(api, customer,
     assert status.startswith("200") and len(body) == 1
     status, _ = send("GET", "/v1/customers", "limit=5", b"", "application/json; charset=no-such-codec")
     assert status.startswith("200")  # a name no codec has is ignored, as Django ignores it
+
+
+@pytest.mark.parametrize(("charset", "query"), [("utf-7", "search=%2B2AA-"), ("UTF7", "search=%2B2AA-"),
+                                                ("unicode_escape", "search=%5Cud800"),
+                                                ("raw-unicode-escape", "externalId=%5CU0000dc00")])
+def test_a_charset_that_decodes_to_unpaired_surrogates_is_a_400(api, customer, charset, query):
+    # A query parameter decoded with one of these reached a filter as '\ud800', which the driver cannot send: a 500.
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/v1/customers", "QUERY_STRING": query, "SERVER_NAME": "testserver",
+               "SERVER_PORT": "80", "HTTP_HOST": "testserver", "wsgi.url_scheme": "http", "SERVER_PROTOCOL": "HTTP/1.1",
+               "REMOTE_ADDR": "127.0.0.1", "wsgi.errors": io.StringIO(), "wsgi.input": io.BytesIO(b""),
+               "CONTENT_LENGTH": "0", "CONTENT_TYPE": f"application/json; charset={charset}",
+               "HTTP_X_API_KEY": api.raw_key}
+    answered = []
+    body = json.loads(b"".join(APPLICATION(environ, lambda status, headers, *_: answered.append(status))))
+    assert answered[0].startswith("400") and body["code"] == "unsupported_charset", body
+
+
+def test_the_surrogate_codecs_are_every_codec_that_decodes_bytes_to_a_surrogate():
+    # The list is what decoding such bytes with every codec Python has finds; a new codec that does shows here.
+    import encodings
+    import encodings.aliases
+    import pkgutil
+    import re
+
+    names = set(encodings.aliases.aliases.values()) | {module.name for module in pkgutil.iter_modules(encodings.__path__)}
+    samples = [b"+2AA-", b"\\ud800", b"\\U0000d800", b"\xed\xa0\x80", b"\x00\xd8", b"\xd8\x00", b"\x00\x00\xd8\x00"]
+    found = set()
+    for name in names:
+        try:
+            codec = codecs.lookup(name)
+        except LookupError:
+            continue
+        for sample in samples:
+            try:
+                text = sample.decode(codec.name, "replace")
+            except Exception:
+                continue
+            if isinstance(text, str) and re.search("[\ud800-\udfff]", text):
+                found.add(codec.name)
+    assert found == SURROGATE_CODECS
