@@ -111,6 +111,7 @@ MIDDLEWARE = [
     "core.middleware.DatabaseUnavailableMiddleware",  # last: sees the views' exceptions first
 ]
 
+SESSION_ENGINE = "core.sessions"  # a cookie that is not a key this server made is no session
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 APPEND_SLASH = False

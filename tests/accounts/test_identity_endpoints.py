@@ -97,3 +97,9 @@ def test_an_invitation_whose_email_is_refused_answers_502_and_stores_nothing(org
     assert client.post("/v1/invitations", body, format="json").status_code == 201
     [email] = mail_to("new@acme.example")
     assert "/v1/invitations/accept/" in email.text and Invitation.objects.count() == 1
+
+
+def test_a_session_cookie_holding_a_nul_is_no_session_not_a_500(anonymous):
+    # `\000` in a quoted cookie is a NUL once parsed, and the session's lookup with it was a 500.
+    resp = anonymous.get("/v1/users/me", HTTP_COOKIE='sessionid="\\000AAAAAAAAAA"')
+    assert resp.status_code == 401, resp.content[:300]

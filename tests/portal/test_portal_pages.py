@@ -810,3 +810,16 @@ def test_the_page_shows_the_customers_plan_history_with_scheduled_changes(api, b
     assert [" ".join(entry.split()) for entry in entries] == [
         '2099-01-01: Pro plan &rarr; Scale plan <span class="badge upcoming">scheduled</span>',
         f"2025-03-17: {chain.plan['name']} &rarr; Pro plan"]
+
+
+@pytest.mark.parametrize("cookie", ['"\\000AAAAAAAAAA"', "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "abc\\351defghij", "short"])
+def test_a_session_cookie_this_server_never_set_is_no_session_and_the_link_opens(customer, create_session, cookie):
+    # Django's cookie parser turns a quoted `\000` into a NUL, and a NUL in the session lookup's parameter was a
+    # DataError: a 500 after the link was marked used, so the customer's link was spent on an error page.
+    session = create_session(customer)
+    client = browser()
+    resp = client.get(link_path(session), HTTP_COOKIE=f"sessionid={cookie}")
+    assert resp.status_code == 200, resp.content[:300]
+    assert re.fullmatch(r"[a-z0-9]{32}", client.cookies["sessionid"].value)
+    assert client.get("/portal/s/").status_code == 200
+    assert browser().get("/portal/s/", HTTP_COOKIE=f"sessionid={cookie}").status_code == 403
