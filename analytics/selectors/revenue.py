@@ -326,7 +326,7 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
             if units is not None:
                 counted_units[strategy.id] = (strategy, units)
             amount = fee_for_period(fee, frequency=strategy.terms.billing_frequency,
-                                    billing_cycle=subscription.billing_cycle, period_days=days) * recognized / days
+                                    billing_cycle=subscription.billing_cycle, period_days=days, covered=recognized)
             row(strategy).revenue += amount
             _add(figures, charge.figure, amount)
     for strategy, units in counted_units.values():

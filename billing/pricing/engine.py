@@ -62,27 +62,26 @@ def volume(quantity: Decimal, tiers: Sequence[Tier]) -> Decimal:
     return quantity * volume_tier(quantity, tiers).rate
 
 
-def credit_pool(quantity: Decimal, tiers: Sequence[Tier]) -> Decimal:
+def credit_pool(quantity: Decimal, tiers: Sequence[Tier], share: tuple[int, int] | None = None) -> Decimal:
     """Tier 1: the pool (upper = pool size, rate = the pool's flat price); tier 2 rate: per unit beyond.
-    The pool price is billed even with no usage."""
-    pool, overage = tiers[0], tiers[1]
-    return pool.rate + max(quantity - pool.upper, ZERO) * overage.rate
+    The pool price is billed even with no usage.
 
-
-def prorated_pool(tiers: Sequence[Tier], *, covered: int, period_days: int) -> tuple[Tier, Tier]:
-    """A credit pool's tiers for one side of a plan change (contract: "Plan changes"): pool units and pool
-    price x covered days / days in the period, exact (units are not rounded to whole units); the overage
-    rate is the side's own."""
+    `share`: (covered days, days in the period) of one side of a plan change (contract: "Plan changes"), whose
+    pool units and pool price are x covered / days, units exact (not rounded to whole units), beyond them the
+    side's own overage rate. Computed over the period's days with one division, last: prorated units taken
+    first (1,000 x 2 / 30 = 66.666...) left an exact half cent a hair below it, and the line rounded it down."""
     pool, overage = tiers[0], tiers[1]
-    units = pool.upper * covered / period_days
-    return Tier(ZERO, units, pool.rate * covered / period_days), Tier(units, None, overage.rate)
+    if share is None:
+        return pool.rate + max(quantity - pool.upper, ZERO) * overage.rate
+    covered, days = share
+    return (pool.rate * covered + max(quantity * days - pool.upper * covered, ZERO) * overage.rate) / days
 
 
 PRICING_MODELS: dict[str, Callable[[Decimal, "StrategyTerms"], Decimal]] = {
     "flat": lambda quantity, terms: flat(quantity, terms.rate),
     "graduated": lambda quantity, terms: graduated(quantity, terms.tiers),
     "volume": lambda quantity, terms: volume(quantity, terms.tiers),
-    "credit_pool": lambda quantity, terms: credit_pool(quantity, terms.tiers),
+    "credit_pool": lambda quantity, terms: credit_pool(quantity, terms.tiers, terms.pool_share),
 }
 
 
@@ -143,6 +142,8 @@ class StrategyTerms:
     minimum_commitment: Decimal
     billing_frequency: str
     strategy_id: str = ""
+    # A credit pool billed by one side of a plan change: (covered days, days in the period); see `credit_pool`.
+    pool_share: tuple[int, int] | None = None
 
     @classmethod
     def from_values(cls, *, charge_type: str, pricing_model: str | None = None, rate=None, tiers=(),
@@ -316,14 +317,23 @@ def agent_earned_within(quantity: Decimal, terms: StrategyTerms, *, period_quant
         return agent_earned(period_quantity, terms) * quantity / period_quantity
 
 
-def fee_for_period(fee: Decimal, *, frequency: str, billing_cycle: str, period_days: int) -> Decimal:
+def fee_for_period(fee: Decimal, *, frequency: str, billing_cycle: str, period_days: int,
+                   covered: int | None = None) -> Decimal:
     """A fee stated per `frequency` (monthly, yearly) for one whole period of the billing cycle: a yearly fee
     is a twelfth on a monthly cycle, a monthly one x12 on a yearly cycle, and a custom cycle pays by the day
-    (1/365 of the yearly amount per day)."""
-    yearly_fee = fee * 12 / MONTHS[frequency]
+    (1/365 of the yearly amount per day). With `covered` days fewer than the period's, that fee prorated
+    (contract: "fee x covered days / days in the period"); a period covered whole bills the whole fee.
+
+    One division, last: an amount whose exact value ends in a half cent keeps it, and the line rounds it up (a
+    yearly 121.00 for 9 of June's 30 days is 3.025; a twelfth taken first made it 3.0249999... and 3.02)."""
     if billing_cycle == "custom":
-        return yearly_fee * period_days / DAYS_PER_YEAR
-    return yearly_fee * MONTHS[billing_cycle] / 12
+        numerator, denominator = 12 * period_days, MONTHS[frequency] * DAYS_PER_YEAR
+    else:
+        numerator, denominator = MONTHS[billing_cycle], MONTHS[frequency]
+    if covered is not None and covered < period_days:
+        numerator, denominator = numerator * max(covered, 0), denominator * period_days
+    with localcontext(QUANTITY_ARITHMETIC):
+        return fee * numerator / denominator
 
 
 def covered_days(subscription: SubscriptionTerms, period: DaySpan) -> int:
@@ -332,19 +342,13 @@ def covered_days(subscription: SubscriptionTerms, period: DaySpan) -> int:
     return max((end - start).days, 0)
 
 
-def prorate(fee: Decimal, *, covered: int, period_days: int) -> Decimal:
-    """Contract: fee x covered days / days in the period; a period covered whole bills the whole fee."""
-    return fee if covered >= period_days else fee * covered / period_days
-
-
 def side_terms(terms: StrategyTerms, *, subscription: SubscriptionTerms, period: DaySpan) -> StrategyTerms:
     """A usage strategy as one side of a plan change bills it in `period`: a credit pool's units and price
     prorated by the days the side covers (contract: "Plan changes"); any other strategy, or a period no change
     splits, as it is (usage minimums and tier bounds are never prorated)."""
     if terms.charge_type != USAGE or terms.pricing_model != "credit_pool" or not subscription.split_by_change(period):
         return terms
-    return replace(terms, tiers=prorated_pool(terms.tiers, covered=covered_days(subscription, period),
-                                              period_days=period.days))
+    return replace(terms, pool_share=(covered_days(subscription, period), period.days))
 
 
 # --------------------------------------------------------------------------- charge types
@@ -400,13 +404,12 @@ class Charge:
 
     def _fee_line(self, terms: StrategyTerms, *, subscription: SubscriptionTerms, period: DaySpan) -> "Line":
         units = self.periodic_units(terms, seats=subscription.seats_count)
+        covered = covered_days(subscription, period)
         fee = fee_for_period(self.periodic_fee(terms, seats=subscription.seats_count),
                              frequency=terms.billing_frequency, billing_cycle=subscription.billing_cycle,
-                             period_days=period.days)
-        covered = covered_days(subscription, period)
+                             period_days=period.days, covered=covered)
         days = (covered, period.days) if covered < period.days else None
-        return Line(terms.charge_type, terms.strategy_id, Decimal(1) if units is None else units,
-                    prorate(fee, covered=covered, period_days=period.days), days)
+        return Line(terms.charge_type, terms.strategy_id, Decimal(1) if units is None else units, fee, days)
 
 
 class UsageCharge(Charge):

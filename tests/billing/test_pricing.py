@@ -1,6 +1,6 @@
 """The pricing engine (billing/pricing/engine.py): every model and charge type against hand-computed amounts,
 then properties that must hold for any tiers, quantities and invoice lines."""
-from datetime import date, datetime, timezone as dt_timezone
+from datetime import date, datetime, timedelta, timezone as dt_timezone
 from decimal import Decimal as D
 
 import pytest
@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 from billing.pricing.engine import (
     Discount, DaySpan, Line, StrategyTerms, SubscriptionTerms, Tier, agent_earned, covered_days, credit_pool,
-    fee_for_period, flat, graduated, invoice_totals, period_lines, price_quantity, prorate, strategy_line,
+    fee_for_period, flat, graduated, invoice_totals, period_lines, price_quantity, strategy_line,
     tier_errors, volume,
 )
 from core.money import to_cents
@@ -234,10 +234,26 @@ def test_recurring_fee_converts_frequency_then_prorates(terms, cycle, period, st
     assert to_cents(line.amount) == D(expected)
 
 
+def prorate(fee, *, covered, period_days):
+    return fee_for_period(fee, frequency="monthly", billing_cycle="monthly", period_days=period_days, covered=covered)
+
+
 def test_prorate_bills_the_whole_fee_for_a_whole_period_and_a_share_otherwise():
     assert prorate(D(62), covered=31, period_days=31) == D(62)
     assert prorate(D(62), covered=10, period_days=31) == D(20)
     assert prorate(D(62), covered=0, period_days=31) == D(0)
+
+
+@pytest.mark.parametrize("fee, frequency, cycle, covered, period_days, expected", [
+    ("121", "yearly", "monthly", 9, 30, "3.03"),      # 121 x 9 / 360 = 3.025 exactly: half up
+    ("121.00", "yearly", "monthly", 9, 30, "3.03"),
+    ("3", "monthly", "yearly", 1, 200, "0.18"),       # 36 x 1 / 200 = 0.18
+    ("365", "yearly", "custom", 3, 8, "3.00"),        # a custom period's fee: 8 days of 1/365, then 3 of 8
+])
+def test_a_fee_converted_then_prorated_keeps_an_exact_half_cent(fee, frequency, cycle, covered, period_days, expected):
+    # The twelfth first (121 / 12 = 10.0833...) then 9 / 30 gave 3.0249999..., which rounded to 3.02.
+    amount = fee_for_period(D(fee), frequency=frequency, billing_cycle=cycle, period_days=period_days, covered=covered)
+    assert to_cents(amount) == D(expected)
 
 
 # --------------------------------------------------------------------------- timezones
@@ -461,6 +477,24 @@ def test_a_prorated_fee_grows_with_covered_days_up_to_the_whole_fee(fee, period_
 
 
 @PROPERTY
+@given(fee=st.integers(min_value=1, max_value=300_000), frequency=st.sampled_from(["monthly", "yearly"]),
+       cycle=st.sampled_from(["monthly", "yearly", "custom"]), period_days=st.integers(min_value=1, max_value=366),
+       data=st.data())
+def test_a_prorated_fee_is_the_exact_fraction_rounded_half_up(fee, frequency, cycle, period_days, data):
+    from fractions import Fraction
+
+    from core.money import CENT
+    covered = data.draw(st.integers(min_value=0, max_value=period_days))
+    cents = D(fee) / 100
+    per_year = Fraction(cents) * 12 / {"monthly": 1, "yearly": 12}[frequency]
+    whole = per_year * period_days / 365 if cycle == "custom" else per_year * {"monthly": 1, "yearly": 12}[cycle] / 12
+    exact = whole * covered / period_days
+    half_up = int(exact * 100 + Fraction(1, 2))  # floor(x + 1/2): half up, x being positive
+    amount = fee_for_period(cents, frequency=frequency, billing_cycle=cycle, period_days=period_days, covered=covered)
+    assert to_cents(amount) == D(half_up) * CENT
+
+
+@PROPERTY
 @given(monthly_fee=rates, cycle=st.sampled_from(["monthly", "yearly", "custom"]),
        period_days=st.integers(min_value=1, max_value=366))
 def test_a_yearly_fee_bills_the_same_as_twelve_times_the_monthly_fee(monthly_fee, cycle, period_days):
@@ -504,6 +538,38 @@ def test_a_credit_pool_is_prorated_in_units_and_price_on_each_side_of_a_change(s
     assert (line.quantity, line.prorated_days) == (D(expected_quantity), days)
     # The engine keeps more digits than the default context the expectation is written in: equal to 25 places.
     assert abs(line.amount - expected_amount) < D("1e-25")
+
+
+def test_a_prorated_pool_keeps_an_exact_half_cent():
+    # June 2025 split on the 3rd: the old side covers 2 of 30 days. Pool 1,000 units for 60.00, then 0.30 each;
+    # 400.05 used: 60 x 2/30 = 4.00, (400.05 - 2000/30) x 0.30 = 100.015: 104.015 exactly, 104.02 half up. The
+    # prorated units taken first (66.666...) left 104.01499...9, rounded down to 104.01.
+    june = DaySpan(date(2025, 6, 1), date(2025, 7, 1))
+    old_side = SubscriptionTerms(start=date(2025, 5, 1), end=date(2025, 6, 3), ends_by_change=True)
+    pool = (Tier(D(0), D(1000), D(60)), Tier(D(1000), None, D("0.30")))
+    line = strategy_line(usage_terms("credit_pool", tiers=pool), subscription=old_side, period=june,
+                         quantity=D("400.05"))
+    assert (line.amount, to_cents(line.amount), line.prorated_days) == (D("104.015"), D("104.02"), (2, 30))
+
+
+@PROPERTY
+@given(units=st.integers(min_value=1, max_value=100_000), price=st.integers(min_value=0, max_value=1_000_000),
+       overage=st.integers(min_value=0, max_value=10_000), used=st.integers(min_value=0, max_value=10_000_000),
+       period_days=st.integers(min_value=28, max_value=31), data=st.data())
+def test_a_prorated_pool_is_the_exact_fraction_rounded_half_up(units, price, overage, used, period_days, data):
+    from fractions import Fraction
+
+    from core.money import CENT
+    covered = data.draw(st.integers(min_value=0, max_value=period_days - 1))
+    price_, overage_, used_ = D(price) / 100, D(overage) / 1000, D(used) / 100
+    exact = (Fraction(price_) * covered / period_days
+             + max(Fraction(used_) - Fraction(units) * covered / period_days, Fraction(0)) * Fraction(overage_))
+    period = DaySpan(date(2025, 1, 1), date(2025, 1, 1) + timedelta(days=period_days))
+    side = SubscriptionTerms(start=date(2024, 12, 1), end=date(2025, 1, 1) + timedelta(days=covered),
+                             ends_by_change=True)
+    pool = (Tier(D(0), D(units), price_), Tier(D(units), None, overage_))
+    line = strategy_line(usage_terms("credit_pool", tiers=pool), subscription=side, period=period, quantity=used_)
+    assert to_cents(line.amount) == D(int(exact * 100 + Fraction(1, 2))) * CENT
 
 
 def test_a_change_at_a_period_boundary_bills_the_pool_whole_and_never_the_new_plans_one_time_fee():
