@@ -182,8 +182,9 @@ def _change_status(subscription: Subscription, status: str, *, now: datetime) ->
         _set_period(subscription, period_in_force(subscription, now))
     if status == Status.ENDED:
         end = effective_end(subscription)
-        if subscription.start_date >= now:
-            _set_period(subscription, None)  # cancelled before it started
+        if subscription.start_date >= now:  # cancelled before it started: a life of no instant, billing nothing
+            subscription.end_date, subscription.is_forever = subscription.start_date, False
+            _set_period(subscription, None)
         elif end is None or end > now:
             subscription.end_date, subscription.is_forever = now, False
             _fit_period_to_end(subscription, end)
