@@ -252,6 +252,17 @@ CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "inte
 # --- Email: the file backend by default, so every message can be read back.
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or "django.core.mail.backends.filebased.EmailBackend"
 EMAIL_FILE_PATH = os.environ.get("EMAIL_FILE_PATH") or str(BASE_DIR / "var" / "mail")
+# The SMTP backend's server, read from the environment as every other setting is.
+EMAIL_HOST = os.environ.get("EMAIL_HOST") or "localhost"
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+# Django's SMTP backend waits without end unless this is set: a mail server that took the connection and stopped
+# answering held an invoice's send (committed, then mailed) until gunicorn killed the worker, a 502 for a write
+# that was stored. Sends are in requests (an invoice, an alert's confirmation), so a short wait.
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT_SECONDS", 10)
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL") or "billing@localhost"
 
 # --- Payments

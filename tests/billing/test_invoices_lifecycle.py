@@ -138,6 +138,29 @@ def test_an_email_that_fails_leaves_the_invoice_pending_until_sent_again(api, ja
     assert send(api, invoice)["status"] == "issued"
 
 
+def test_a_mail_server_that_stops_answering_is_a_200_saying_the_email_was_not_sent(api, january, settings):
+    # Django's SMTP backend waits without end unless EMAIL_TIMEOUT is set: a server that took the connection and
+    # never greeted held the request (the draft already finalized and committed) until gunicorn killed the worker.
+    import socket
+    import time
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = listener.getsockname()
+        assert settings.EMAIL_TIMEOUT == 10  # the default the settings give
+        settings.EMAIL_TIMEOUT = 1
+        _, invoice = january
+        started = time.monotonic()
+        resp = api.post(f"/v1/invoices/{invoice['id']}/send", {})  # the listener accepts, and says nothing
+        assert time.monotonic() - started < 10
+    finally:
+        listener.close()
+    assert resp.status_code == 200, resp.content
+    assert (resp.json()["success"], resp.json()["status"]) == (False, "pending")
+    assert get(api, invoice)["status"] == "pending"
+
+
 def test_a_subject_with_a_line_break_is_a_400_and_the_draft_stays_a_draft(api, january):
     _, invoice = january
     resp = api.post(f"/v1/invoices/{invoice['id']}/send", {"subject": "Invoice\nBcc: someone@else.example"})
