@@ -9,6 +9,7 @@ import uuid
 from functools import partial, wraps
 
 from django.conf import settings
+from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -143,8 +144,18 @@ def portal_open(request, token: str):
     (a valid one always opens) and only unknown tokens count against the caller's network (429 past
     LINK_TOKEN_FAILURE_LIMIT in a window, else 404); used, expired and revoked links do not count."""
     now = clock.now()
-    state, session = ((LinkState.UNKNOWN, None) if len(token) > MAX_TOKEN_LENGTH
-                      else portal_link_open(token=token, now=now))
+    if len(token) > MAX_TOKEN_LENGTH:
+        state, session = LinkState.UNKNOWN, None
+    else:
+        # The link is spent with the page it opens, or not at all: a database that stopped answering after the
+        # link was marked used (binding the browser, reading the page) left a 503 and a link that answered
+        # "already used" ever after. The browser session is stored here too; the cookie's answer saves it again.
+        with transaction.atomic():
+            state, session = portal_link_open(token=token, now=now)
+            if state is LinkState.OPENED:
+                _bind(request, session)
+                request.session.save()
+                return _home(request, session, now)
     if state is LinkState.UNKNOWN:
         retry_after = bad_link_token_retry_after(client_ip(request))
         if retry_after is not None:
@@ -152,9 +163,6 @@ def portal_open(request, token: str):
             response["Retry-After"] = str(retry_after)
             return response
         return _notice(request, "unknown", status=404)
-    if state is LinkState.OPENED:
-        _bind(request, session)
-        return _home(request, session, now)
     same_browser = state is LinkState.USED and request.session.get(SESSION_KEY) == str(session.pk)
     return _notice(request, state.value, status=410, session=session,
                    continue_url=reverse("portal-home") if same_browser else None)

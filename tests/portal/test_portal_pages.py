@@ -823,3 +823,24 @@ def test_a_session_cookie_this_server_never_set_is_no_session_and_the_link_opens
     assert re.fullmatch(r"[a-z0-9]{32}", client.cookies["sessionid"].value)
     assert client.get("/portal/s/").status_code == 200
     assert browser().get("/portal/s/", HTTP_COOKIE=f"sessionid={cookie}").status_code == 403
+
+
+def test_a_database_failing_while_the_link_opens_leaves_the_link_unused(customer, create_session, monkeypatch):
+    # The link used to be marked used (and committed) before its page was read: a database that stopped answering
+    # then was a 503 page, and every later open "already used". Now it is spent with its page or not at all.
+    from django.db import OperationalError
+
+    import portal.pages
+
+    session = create_session(customer)
+    real = portal.pages.home_context
+
+    def failing(*args, **kwargs):
+        raise OperationalError("server closed the connection unexpectedly")
+
+    monkeypatch.setattr(portal.pages, "home_context", failing)
+    assert browser().get(link_path(session)).status_code == 503
+    assert PortalSession.objects.get(pk=session["id"]).used_at is None
+    assert not Session.objects.exists()
+    monkeypatch.setattr(portal.pages, "home_context", real)
+    opened(session)
