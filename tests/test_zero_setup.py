@@ -11,7 +11,8 @@ in a fresh data directory (about 15 seconds, most of it migrating), then:
 No PostgreSQL program is on any PATH here: `make run` gets only the programs its recipes call, the pages' commands
 only those a reader needs besides a shell (`curl`, `jq`, `date`, `tail`, `grep`).
 
-The commands run as written, with three stand-ins a test needs: the server listens on a free port instead of 8000,
+The commands run as written, with three stand-ins a test needs: the server listens on a free port instead of 8000
+(exported as PORT, which the commands read, as a reader who chose another port does; a literal 8000 is replaced),
 `manage.py` reaches this module's server through DATABASE_URL (a reader's reaches `make run`'s var/postgres by
 default), and the pages' relative paths (`.venv`, `manage.py`, `var/mail`) resolve in a scratch directory where the
 server writes its email.
@@ -203,8 +204,10 @@ class Served:
         return code
 
     def bash(self, script: str) -> subprocess.CompletedProcess:
+        # PORT as a reader who ran `PORT=... make run` exports it: the pages' commands read it.
         return subprocess.run([shutil.which("bash"), "-c", script], cwd=self.scratch, capture_output=True, text=True,
-                              timeout=180, env=environment(DATABASE_URL=self.database_url, PATH=self.path))
+                              timeout=180, env=environment(DATABASE_URL=self.database_url, PATH=self.path,
+                                                           PORT=self.base.rsplit(":", 1)[1]))
 
     def mint_key(self, organization: str, email: str) -> str:
         minted = self.bash(f"{ROOT}/.venv/bin/python {ROOT}/manage.py create_api_key --org '{organization}' "
