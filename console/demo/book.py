@@ -100,7 +100,7 @@ PLANS = [
     ]),
     DemoPlan({"name": "Voice Credits", "description": f"{POOL_MINUTES} call minutes a month, then 0.20 a minute",
               "featuresList": {"languages": ["en", "es"]}}, "voice-agent", [
-        {"name": "Call minutes pool", "chargeType": "usage", "pricingModel": "credit_pool", "signal": "call_minutes",
+        {"name": "Voice credit pool", "chargeType": "usage", "pricingModel": "credit_pool", "signal": "call_minutes",
          "tiers": _tiers((0, POOL_MINUTES, "300"), (POOL_MINUTES, None, "0.20"))},
     ]),
     DemoPlan({"name": "Legal Review", "description": "Per reviewed document, reviewer seats in volume tiers",
