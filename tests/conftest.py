@@ -32,6 +32,22 @@ def _redis_database_of_this_worker() -> None:
 _redis_database_of_this_worker()
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_blocker):
+    """pytest-django's test databases, with every other session on this worker's database ended before they are
+    dropped: a thread a test started (a live server's request, a race between two connections) keeps its own
+    connection until the thread is collected, and one still open made the drop fail now and then ("being
+    accessed by other users"), leaving the database behind."""
+    yield
+    from django.db import connection, connections
+
+    with django_db_blocker.unblock():
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        connections.close_all()
+
+
 def _run_order(item) -> int:
     """pytest-django's order (database tests, then transactional ones, then the rest), with transactional
     tests that reload the initial data (`serialized_rollback`: the catalog) before the other transactional
