@@ -30,7 +30,7 @@ from customers.serializers import CustomerWriteIn
 from customers.services import customer_update
 from portal.presentation import home_context, profile_inputs, profile_submission
 from portal.selectors import customer_invoice, portal_session_live
-from portal.services import LinkState, portal_link_open
+from portal.services import LinkState, portal_link_consume, portal_link_find
 
 SESSION_KEY = "portal_session_id"  # in the Django session: the portal session this browser may use
 MAX_TOKEN_LENGTH = 128  # issued tokens have 43 characters; anything far longer is not looked up
@@ -144,18 +144,22 @@ def portal_open(request, token: str):
     (a valid one always opens) and only unknown tokens count against the caller's network (429 past
     LINK_TOKEN_FAILURE_LIMIT in a window, else 404); used, expired and revoked links do not count."""
     now = clock.now()
-    if len(token) > MAX_TOKEN_LENGTH:
-        state, session = LinkState.UNKNOWN, None
-    else:
-        # The link is spent with the page it opens, or not at all: a database that stopped answering after the
-        # link was marked used (binding the browser, reading the page) left a 503 and a link that answered
-        # "already used" ever after. The browser session is stored here too; the cookie's answer saves it again.
+    state, session = ((LinkState.UNKNOWN, None) if len(token) > MAX_TOKEN_LENGTH
+                      else portal_link_find(token=token, now=now))
+    if state is LinkState.OPENED:
+        # The page is read first, and the link spent after, with the browser's binding, in one transaction: a
+        # database that stopped answering while the page was read (or the link spent) leaves the link unused, where
+        # it used to leave a 503 and a link "already used" ever after. The page's reads stay outside that
+        # transaction, each figure from its own snapshot (core/database.py one_snapshot). Only the session's
+        # save again with the answer's cookie, after the commit, can still fail with the link spent.
+        response = _home(request, session, now)
         with transaction.atomic():
-            state, session = portal_link_open(token=token, now=now)
+            state = portal_link_consume(session=session, now=now)
             if state is LinkState.OPENED:
                 _bind(request, session)
                 request.session.save()
-                return _home(request, session, now)
+        if state is LinkState.OPENED:
+            return response
     if state is LinkState.UNKNOWN:
         retry_after = bad_link_token_retry_after(client_ip(request))
         if retry_after is not None:

@@ -71,27 +71,36 @@ class LinkState(Enum):
     UNKNOWN = "unknown"  # no such token
 
 
-def portal_link_open(*, token: str, now: datetime) -> tuple[LinkState, PortalSession | None]:
-    """Consume a link. The token alone identifies the session (any book), like a pay-now link: found by digest
-    and compared again in constant time."""
+def _link_state(session: PortalSession, now: datetime) -> LinkState:
+    """What opening this link now would be, as stored (OPENED: not used, revoked or expired yet)."""
+    if session.customer.deleted_at is not None or session.revoked_at is not None:
+        return LinkState.REVOKED
+    if now >= session.expires_at:
+        return LinkState.EXPIRED
+    if session.used_at is not None:
+        return LinkState.USED
+    return LinkState.OPENED
+
+
+def portal_link_find(*, token: str, now: datetime) -> tuple[LinkState, PortalSession | None]:
+    """The link's session and what opening it now would be, nothing written. The token alone identifies the
+    session (any book), like a pay-now link: found by digest and compared again in constant time."""
     digest = token_digest(token)
     session = (PortalSession.objects.select_related("customer", "book__organization")
                .filter(token_digest=digest).first())
     if session is None or not hmac.compare_digest(session.token_digest, digest):
         return LinkState.UNKNOWN, None
-    if session.customer.deleted_at is not None:
-        return LinkState.REVOKED, session
+    return _link_state(session, now), session
+
+
+def portal_link_consume(*, session: PortalSession, now: datetime) -> LinkState:
+    """Consume a link `portal_link_find` found openable: OPENED when this call consumed it, else what a concurrent
+    open (or a revoke, or the clock) made it meanwhile."""
     consumed = owned(PortalSession, session.book_id).filter(
         pk=session.pk, used_at__isnull=True, revoked_at__isnull=True, expires_at__gt=now,
     ).update(used_at=now, updated_at=now)  # 1: consumed now; 0: already used, revoked or expired
     session.refresh_from_db(fields=["used_at", "revoked_at", "updated_at"])
-    if consumed:
-        return LinkState.OPENED, session
-    if session.revoked_at is not None:
-        return LinkState.REVOKED, session
-    if now >= session.expires_at:
-        return LinkState.EXPIRED, session
-    return LinkState.USED, session
+    return LinkState.OPENED if consumed else _link_state(session, now)
 
 
 def browser_sessions_clear_expired(*, now: datetime) -> str:
