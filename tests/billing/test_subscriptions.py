@@ -312,17 +312,18 @@ def test_changelog_entries_have_the_documented_shape_newest_first(api, chain):
 
 
 def test_an_upcoming_subscription_ended_before_it_starts_never_bills_usage(api, book, frozen_now):
-    # Ending an upcoming subscription left its life [startDate, open): as the earliest-started (and first-made)
-    # subscription of the customer and agent it still took their usage, and the one that runs billed nothing.
+    # Ending an upcoming subscription left its life [startDate, open): as the earliest-started subscription of the
+    # customer and agent (July 1, the one that runs July 2) it still took their usage, and the one that runs
+    # billed nothing.
     from tests.billing.invoice_support import billing_chain, draft, event, usage
 
     chain = billing_chain(api, book, [usage("1.00")], start="2025-07-01T00:00:00Z", status="upcoming")
     cancelled = ok(api.patch(f"/v1/subscriptions/{chain.subscription['id']}", {"status": "ended"}))
     assert cancelled["status"] == "ended"
     assert cancelled["endDate"] == cancelled["startDate"] == "2025-07-01T00:00:00Z"
-    chain.subscription = create_subscription(api, chain, startDate="2025-07-01")
+    chain.subscription = create_subscription(api, chain, startDate="2025-07-02")
     frozen_now(datetime(2025, 8, 5, tzinfo=timezone.utc))
-    for day in range(1, 11):
+    for day in range(2, 12):
         for _ in range(5):
             event(chain, 1, f"2025-07-{day:02d}T10:00:00Z")
     invoice = draft(api, chain, ("2025-07-01T00:00:00Z", "2025-07-31T23:59:59Z"))
