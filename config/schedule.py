@@ -52,10 +52,15 @@ def job_named(name: str) -> ScheduledJob:
     raise KeyError(name)
 
 
+# A run not started this long after beat queued it is dropped by the worker: three of its intervals, at least five
+# minutes. Long enough that a busy queue delays a job rather than starving it, short enough that a worker back
+# after an hour finds a few runs of each job, not 360 webhook sweeps (a job acts only on what is due, so the newest
+# run does all that the dropped ones would have).
+def run_expiry_seconds(job: ScheduledJob) -> float:
+    return float(max(3 * job.every_seconds, 300))
+
+
 def beat_schedule() -> dict:
-    """Each run expires when the next one is due: a worker down for an hour otherwise found 360 webhook sweeps and
-    60 catch-ups queued, each doing what the last one did, in front of the usage follow-ups (a job acts only on
-    what is due, so the newest run does all that the dropped ones would have)."""
     return {job.name: {"task": "console.run_scheduled_job", "schedule": float(job.every_seconds), "args": [job.name],
-                       "options": {"expires": float(job.every_seconds)}}
+                       "options": {"expires": run_expiry_seconds(job)}}
             for job in SCHEDULED_JOBS}

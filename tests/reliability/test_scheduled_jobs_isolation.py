@@ -100,10 +100,11 @@ class _Lines:
         pass
 
 
-def test_a_scheduled_run_not_started_by_the_time_the_next_is_due_expires():
-    # Celery drops a message past its `expires` instead of running it: a worker back after an hour runs the newest
-    # of each job, not the 360 webhook sweeps beat queued meanwhile.
+def test_a_scheduled_run_not_started_within_three_intervals_expires():
+    # Celery drops a message past its `expires` instead of running it: a worker back after an hour runs a few of
+    # each job, not the 360 webhook sweeps beat queued meanwhile; a busy queue delays a job without starving it.
     from config.schedule import beat_schedule
 
-    assert {name: entry["options"]["expires"] for name, entry in beat_schedule().items()} == {
-        job.name: float(job.every_seconds) for job in SCHEDULED_JOBS}
+    expiries = {name: entry["options"]["expires"] for name, entry in beat_schedule().items()}
+    assert expiries == {job.name: float(max(3 * job.every_seconds, 300)) for job in SCHEDULED_JOBS}
+    assert expiries["webhook-deliveries"] == 300 and expiries["ledger-partitions"] == 3 * 3600
