@@ -1,8 +1,8 @@
 """The pricing engine: what a subscription's strategies charge for one billing period.
 
 Pure (STYLE.md §6): frozen dataclasses and `Decimal` in, exact `Decimal` out; no ORM, no clock, no
-settings, never float. Amounts stay exact (28 significant digits through divisions) until an invoice
-line is written; `invoice_totals` rounds each line once, half-up (contract: Rounding). The rules and
+settings, never float. Amounts stay exact (800 significant digits; a line that divides divides once, last) until
+an invoice line is written; `invoice_totals` rounds each line once, half-up (contract: Rounding). The rules and
 worked examples are in docs/decisions/pricing.md.
 """
 from dataclasses import dataclass, replace
