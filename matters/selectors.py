@@ -17,7 +17,7 @@ from core.errors import Unprocessable
 from core.money import EXACT_DIGITS, EXACT_PLACES, ZERO
 from core.scoping import get_owned, owned
 from customers.models import UsageEvent
-from customers.usage_sums import Sums, event_aggregates, event_sums
+from customers.usage_sums import Sums, event_aggregates, event_sums, ledger_snapshot
 from matters.models import Matter, MatterAttribution, MatterRule
 
 MATTER_DETAIL_EVENTS_CAP = 100  # spec §8: the detail lists the 100 most recent events
@@ -124,8 +124,12 @@ def matters_audit_summary(*, book, now: datetime, start_date: date | None = None
         raise Unprocessable(["endDate: Must not be before startDate."])
     start, end = clock.inclusive_days_window(start_date, end_date)
     events = owned(UsageEvent, book).filter(usage_date__gte=start, usage_date__lt=end)
-    per_matter = {row.key[0]: _cost_totals(row)
-                  for row in event_sums(events, by=("matter_attribution__matter",), measures=COST_MEASURES)}
+    # The sums and the matters they are shown under from one snapshot: a matter deleted between the two reads
+    # (its events Unassigned from then on) left its events in no row and the total short of the ledger.
+    with ledger_snapshot():
+        per_matter = {row.key[0]: _cost_totals(row)
+                      for row in event_sums(events, by=("matter_attribution__matter",), measures=COST_MEASURES)}
+        listed = list(owned(Matter, book).order_by("matter_number", "id"))
     empty = {"event_count": 0, "events_missing_cost": 0, "actual_cost": ZERO}
 
     def row(matter: Matter | None) -> AuditRow:
@@ -136,7 +140,7 @@ def matters_audit_summary(*, book, now: datetime, start_date: date | None = None
             status=matter.status if matter else None, event_count=totals["event_count"],
             events_missing_cost=totals["events_missing_cost"], cost=totals["actual_cost"])
 
-    matters = [row(matter) for matter in owned(Matter, book).order_by("matter_number", "id")]
+    matters = [row(matter) for matter in listed]
     unassigned = row(None)
     every_row = [*matters, unassigned]
     totals = AuditRow(matter_id=None, matter_number=None, name="Total", client_name=None, status=None,

@@ -118,3 +118,32 @@ def test_audit_covers_only_the_callers_organization(api, other_book, record):
     body = api.get("/v1/matters/audit", MARCH).json()
     assert body["matters"] == []
     assert body["totals"] == {"eventCount": 0, "eventsMissingCost": 0, "cost": "0"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_matter_deleted_between_the_audits_reads_keeps_its_events_in_one_row(api, book, record, monkeypatch):
+    # The sums were read, then the matters: a matter deleted in between (its events Unassigned from then on) was
+    # in neither read's row, and the total was 2 events short of the ledger. Both reads now share one snapshot.
+    from matters import selectors as matter_selectors
+    from tests.analytics.test_one_snapshot import in_another_connection
+
+    gone = MatterFactory(book=book, matter_number="G-1", name="Gone")
+    record(tag="G-1", cost="1", usage_date=day("2025-03-10"))
+    record(tag="G-1", cost="2", usage_date=day("2025-03-11"))
+    record(cost="0.5", usage_date=day("2025-03-12"))
+    sums, fired = matter_selectors.event_sums, []
+
+    def sums_then_a_delete(*args, **kwargs):
+        answer = sums(*args, **kwargs)
+        if not fired:
+            fired.append(True)
+            in_another_connection(lambda: api.delete(f"/v1/matters/{gone.id}"))
+        return answer
+    monkeypatch.setattr(matter_selectors, "event_sums", sums_then_a_delete)
+
+    body = api.get("/v1/matters/audit", MARCH).json()
+    assert fired
+    assert [(row["matterNumber"], row["eventCount"]) for row in body["matters"]] == [("G-1", 2)]
+    assert body["unassigned"]["eventCount"] == 1 and body["totals"]["eventCount"] == 3
+    after = api.get("/v1/matters/audit", MARCH).json()  # the next answer: the matter gone, its events Unassigned
+    assert (after["matters"], after["unassigned"]["eventCount"], after["totals"]["eventCount"]) == ([], 3, 3)
