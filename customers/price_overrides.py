@@ -221,4 +221,6 @@ def price_override_delete(*, book, override_id, created_by: str = "") -> Overrid
 
 
 def price_override_list(*, book):
-    return owned(PriceOverride, book).select_related("service")
+    """In the model's order, then by id: two overrides of one instant (both without effectiveFrom, made in one
+    microsecond) came back in either order, and a page by offset could show one twice and skip the other."""
+    return owned(PriceOverride, book).select_related("service").order_by(*PriceOverride._meta.ordering, "id")

@@ -220,6 +220,16 @@ def test_list_and_read_show_who_set_each_override_and_when(api):
     assert (row["discountPercent"], row["effectiveFrom"]) == ("12.5", "2026-01-01T00:00:00Z")
 
 
+def test_pages_of_overrides_of_one_instant_list_each_once_in_id_order(api):
+    # Ordered by effectiveFrom and createdAt alone, overrides equal on both came back in any order, and pages by
+    # offset could show one twice and skip another: the id ends the order.
+    made = [create(api, model=f"acme-llm-{n}", modelProvider="acme", inputCost="0.000001")["id"] for n in range(12)]
+    PriceOverride.objects.filter(pk__in=made).update(created_at=PriceOverride.objects.get(pk=made[0]).created_at)
+    paged = [row["id"] for offset in range(12) for row in api.get("/v1/price-overrides",
+                                                                 {"limit": 1, "offset": offset}).json()]
+    assert paged == sorted(made)
+
+
 @pytest.mark.parametrize("body, message", [
     ({}, "serviceId: Send a serviceId, or model and modelProvider, or modelProvider and discountPercent."),
     ({"model": "acme-llm"}, "modelProvider: This field is required with model."),
