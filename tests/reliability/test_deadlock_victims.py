@@ -57,6 +57,8 @@ def race(api, monkeypatch, holder_body, hook_name, contender):
 
     def holder():
         try:
+            with connections["default"].cursor() as cursor:
+                cursor.execute("SET deadlock_timeout = '60s'")  # see below: the contender finds the deadlock
             outcomes["holder"] = holder_body(world, invoice_id)
         finally:
             held.set()
@@ -68,15 +70,27 @@ def race(api, monkeypatch, holder_body, hook_name, contender):
         finally:
             connections.close_all()
 
-    first = threading.Thread(target=holder, name="holder")
-    first.start()
-    assert held.wait(20)
-    second = threading.Thread(target=contend)
-    second.start()
-    assert lock_waiters() == 1
-    release.set()
-    first.join(30)
-    second.join(60)
+    # Of two deadlocked sessions PostgreSQL rolls back the one whose deadlock check (made once, after waiting
+    # deadlock_timeout) finds the cycle. The contender waits first; the holder, released, waits at its commit some
+    # time later: on a loaded machine more than the default second later, after the contender's one check had
+    # found no cycle, and the holder was the victim. The contender (the live server's new connections) checks after
+    # 3 seconds, the holder after a minute.
+    database = connections["default"].settings_dict["NAME"]
+    with connections["default"].cursor() as cursor:
+        cursor.execute(f"ALTER DATABASE \"{database}\" SET deadlock_timeout = '3s'")
+    try:
+        first = threading.Thread(target=holder, name="holder")
+        first.start()
+        assert held.wait(20)
+        second = threading.Thread(target=contend)
+        second.start()
+        assert lock_waiters() == 1
+        release.set()
+        first.join(30)
+        second.join(60)
+    finally:
+        with connections["default"].cursor() as cursor:
+            cursor.execute(f"ALTER DATABASE \"{database}\" RESET deadlock_timeout")
     return outcomes
 
 
