@@ -5,8 +5,8 @@ import django_filters
 from django.db.models import Case, Q, QuerySet, Value, When
 
 from catalog.models import ServiceEntry
-from core.errors import BadRequest, NotFound
-from core.filtering import query_text_check
+from core.errors import NotFound
+from core.filtering import filtered
 
 
 class ServiceFilter(django_filters.FilterSet):
@@ -42,14 +42,10 @@ def services_active() -> QuerySet:
 
 
 def service_list(*, params) -> QuerySet:
-    query_text_check(params)
     data = params.copy()
     if "isApi" in data:
         data["isApi"] = str(data["isApi"]).strip().lower()
-    filterset = ServiceFilter(data, queryset=services_active())
-    if not filterset.is_valid():
-        raise BadRequest([f"{name}: {message}" for name, messages in filterset.errors.items() for message in messages])
-    return filterset.qs
+    return filtered(ServiceFilter, data, services_active())
 
 
 def service_get(*, service_id) -> ServiceEntry:

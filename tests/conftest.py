@@ -39,13 +39,10 @@ def django_db_setup(django_db_setup, django_db_blocker):
     connection until the thread is collected, and one still open made the drop fail now and then ("being
     accessed by other users"), leaving the database behind."""
     yield
-    from django.db import connection, connections
+    from tests.parallel import end_other_sessions
 
     with django_db_blocker.unblock():
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
-        connections.close_all()
+        end_other_sessions()
 
 
 def _run_order(item) -> int:

@@ -4,7 +4,33 @@ import threading
 import urllib.error
 import urllib.request
 
-from django.db import connection
+from django.db import connection, connections
+
+
+def in_another_connection(work) -> None:
+    """Run `work` on a thread of its own (its own connection, committing), and wait for it."""
+    failures = []
+
+    def run():
+        try:
+            work()
+        except BaseException as error:  # reported below
+            failures.append(error)
+        finally:
+            connections.close_all()
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    assert not failures, failures
+
+
+def end_other_sessions() -> None:
+    """End every other session on this connection's database (a thread's connection lives until the thread is
+    collected: one left open makes dropping the test database fail, "being accessed by other users")."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    connections.close_all()
 
 
 def in_parallel(calls: list) -> list:

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 from django.core.cache import cache
-from django.db import OperationalError, connections
+from django.db import OperationalError
 
 from analytics.selectors import cost as cost_selectors
 from billing.models import CreditGrant
@@ -19,25 +19,9 @@ from tests.billing.pools import balance, pool_subscription, run_jobs, topup, use
 from tests.billing.support import ok
 from tests.billing.test_credit_pool_topups import at
 from tests.customers.test_ledger_partitions import partition_of
+from tests.parallel import in_another_connection
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def in_another_connection(work):
-    """Run `work` on a thread of its own (its own connection, committing), and wait for it."""
-    failures = []
-
-    def run():
-        try:
-            work()
-        except BaseException as error:  # reported below
-            failures.append(error)
-        finally:
-            connections.close_all()
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join()
-    assert not failures, failures
 
 
 def test_the_null_plan_is_not_what_a_batch_committed_between_the_reads_leaves(api, client_for, ledger, plans,

@@ -2,6 +2,7 @@
 then properties that must hold for any tiers, quantities and invoice lines."""
 from datetime import date, datetime, timedelta, timezone as dt_timezone
 from decimal import Decimal as D
+from fractions import Fraction
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -11,7 +12,7 @@ from billing.pricing.engine import (
     fee_for_period, flat, graduated, invoice_totals, period_lines, price_quantity, strategy_line,
     tier_errors, volume,
 )
-from core.money import to_cents
+from core.money import CENT, to_cents
 
 UTC = dt_timezone.utc
 TIERS = (Tier(D(0), D(100), D("0.10")), Tier(D(100), None, D("0.05")))
@@ -19,6 +20,11 @@ THREE_TIERS = (Tier(D(0), D(10), D(1)), Tier(D(10), D(50), D("0.5")), Tier(D(50)
 POOL = (Tier(D(0), D(100), D(50)), Tier(D(100), None, D("0.75")))  # 100 units for 50.00, then 0.75 each
 JAN_2025 = DaySpan(date(2025, 1, 1), date(2025, 2, 1))
 FEB_2025 = DaySpan(date(2025, 2, 1), date(2025, 3, 1))
+
+
+def half_up_cents(exact: Fraction) -> D:
+    """An exact positive amount rounded half-up to cents, by integer arithmetic: floor(x + 1/2) cents."""
+    return D(int(exact * 100 + Fraction(1, 2))) * CENT
 
 
 def usage_terms(model, *, rate=None, tiers=(), minimum=None, strategy_id=""):
@@ -481,17 +487,13 @@ def test_a_prorated_fee_grows_with_covered_days_up_to_the_whole_fee(fee, period_
        cycle=st.sampled_from(["monthly", "yearly", "custom"]), period_days=st.integers(min_value=1, max_value=366),
        data=st.data())
 def test_a_prorated_fee_is_the_exact_fraction_rounded_half_up(fee, frequency, cycle, period_days, data):
-    from fractions import Fraction
-
-    from core.money import CENT
     covered = data.draw(st.integers(min_value=0, max_value=period_days))
     cents = D(fee) / 100
     per_year = Fraction(cents) * 12 / {"monthly": 1, "yearly": 12}[frequency]
     whole = per_year * period_days / 365 if cycle == "custom" else per_year * {"monthly": 1, "yearly": 12}[cycle] / 12
     exact = whole * covered / period_days
-    half_up = int(exact * 100 + Fraction(1, 2))  # floor(x + 1/2): half up, x being positive
     amount = fee_for_period(cents, frequency=frequency, billing_cycle=cycle, period_days=period_days, covered=covered)
-    assert to_cents(amount) == D(half_up) * CENT
+    assert to_cents(amount) == half_up_cents(exact)
 
 
 @PROPERTY
@@ -557,9 +559,6 @@ def test_a_prorated_pool_keeps_an_exact_half_cent():
        overage=st.integers(min_value=0, max_value=10_000), used=st.integers(min_value=0, max_value=10_000_000),
        period_days=st.integers(min_value=28, max_value=31), data=st.data())
 def test_a_prorated_pool_is_the_exact_fraction_rounded_half_up(units, price, overage, used, period_days, data):
-    from fractions import Fraction
-
-    from core.money import CENT
     covered = data.draw(st.integers(min_value=0, max_value=period_days - 1))
     price_, overage_, used_ = D(price) / 100, D(overage) / 1000, D(used) / 100
     exact = (Fraction(price_) * covered / period_days
@@ -569,7 +568,7 @@ def test_a_prorated_pool_is_the_exact_fraction_rounded_half_up(units, price, ove
                              ends_by_change=True)
     pool = (Tier(D(0), D(units), price_), Tier(D(units), None, overage_))
     line = strategy_line(usage_terms("credit_pool", tiers=pool), subscription=side, period=period, quantity=used_)
-    assert to_cents(line.amount) == D(int(exact * 100 + Fraction(1, 2))) * CENT
+    assert to_cents(line.amount) == half_up_cents(exact)
 
 
 def test_a_change_at_a_period_boundary_bills_the_pool_whole_and_never_the_new_plans_one_time_fee():

@@ -18,6 +18,7 @@ from catalog.models import ServiceEntry
 from accounts.models import Organization, User
 from accounts.services import api_key_mint, member_ensure
 from tests.factories import OrganizationFactory, book_of
+from tests.parallel import end_other_sessions
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # LiteLLM must not fetch its price map
 
@@ -68,18 +69,11 @@ def live_service(django_db_setup, django_db_blocker):
             # The server's request threads may still hold connections (each thread's own, closed only when the
             # thread is collected): left open, they made dropping the test database at the session's end fail
             # now and then ("being accessed by other users").
-            _end_other_sessions()
+            end_other_sessions()
             if own_database:
                 teardown_databases(own_database, verbosity=0)
             else:
                 _reset_database()
-
-
-def _end_other_sessions():
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
-    connections.close_all()
 
 
 def _reset_database():

@@ -125,7 +125,7 @@ def test_a_matter_deleted_between_the_audits_reads_keeps_its_events_in_one_row(a
     # The sums were read, then the matters: a matter deleted in between (its events Unassigned from then on) was
     # in neither read's row, and the total was 2 events short of the ledger. Both reads now share one snapshot.
     from matters import selectors as matter_selectors
-    from tests.analytics.test_one_snapshot import in_another_connection
+    from tests.parallel import in_another_connection
 
     gone = MatterFactory(book=book, matter_number="G-1", name="Gone")
     record(tag="G-1", cost="1", usage_date=day("2025-03-10"))
