@@ -501,14 +501,16 @@ def period_lines(strategies: Sequence[StrategyTerms], *, subscription: Subscript
 
     `usage` maps strategy_id to the period's total quantity (missing: 0). When the subscription has a
     `proratedAmount` and covers its first period only in part, that amount replaces the day-prorated
-    recurring and seat fees of the period with one `prorated` line, placed where the first of them was."""
+    recurring and seat fees of the period with one `prorated` line, placed where the first of them was; not on the
+    side of a plan change that ends inside the period, whose fees the contract prorates by the days it covers
+    (the amount priced the days to the period's end, which the side no longer covers)."""
     lines = [line for terms in strategies
              if (line := strategy_line(terms, subscription=subscription, period=period,
                                        quantity=usage.get(terms.strategy_id, ZERO))) is not None]
     first_fee = next((index for index, line in enumerate(lines) if charge_of(line.charge_type).period_fee), None)
     covered = covered_days(subscription, period)
     if subscription.prorated_amount is None or first_fee is None or not subscription.starts_in(period) \
-            or covered >= period.days:
+            or covered >= period.days or subscription.split_by_change(period):
         return lines
     override = Line(PRORATED, None, Decimal(1), subscription.prorated_amount, (covered, period.days))
     return [*lines[:first_fee], override,

@@ -179,6 +179,17 @@ def test_a_change_on_the_31st_leaves_one_day_to_the_new_plan_and_the_shorter_mon
     assert lines(acme.generate(new, ("2025-02-01T00:00:00Z", "2025-03-01T00:00:00Z"))) == [("recurring", 1, 62.0)]
 
 
+def test_a_change_inside_the_first_period_prorates_the_old_sides_fee_by_its_days_not_its_prorated_amount(acme):
+    small, _ = acme.plan(fee("62"))
+    large, _ = acme.plan(fee("93"))
+    # proratedAmount 20.00 priced January 22-31 (62 x 10/31); the change on the 27th leaves the old side the
+    # 22nd-26th: 62 x 5/31 = 10.00, and the new side the 27th-31st: 93 x 5/31 = 15.00.
+    old = subscribe(acme, small, "2025-01-22T00:00:00Z", proratedAmount=20)
+    new = ok(change(acme.api, old, large, effectiveAt="2025-01-27T00:00:00Z"), 201)
+    assert lines(acme.generate(old, ("2025-01-22T00:00:00Z", "2025-01-27T00:00:00Z"))) == [("recurring", 1, 10.0)]
+    assert lines(acme.generate(new, ("2025-01-27T00:00:00Z", "2025-02-01T00:00:00Z"))) == [("recurring", 1, 15.0)]
+
+
 def test_a_change_in_the_subscriptions_timezone_across_the_dst_change_splits_at_local_days(acme):
     small, _ = acme.plan(fee("31"), ("tickets", "1"))
     large, _ = acme.plan(fee("62"), ("tickets", "3"))
