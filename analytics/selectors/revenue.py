@@ -38,7 +38,7 @@ from core.money import SUMS, ZERO
 from core.scoping import owned
 from customers.models import Customer
 from customers.selectors import customer_get
-from customers.usage_sums import Scope, Sums, Window, grand_total, rollup_sums
+from customers.usage_sums import Scope, Sums, Window, grand_total, ledger_reads, rollup_sums
 
 HUNDRED = Decimal(100)
 FEE_AND_USAGE = ("usage", "recurring", "seat", "onetime")
@@ -372,7 +372,17 @@ def revenue_metrics(*, book, window: Window, customer: Customer | None = None,
                     subscription: Subscription | None = None,
                     period_limit: int | None = MAX_PERIODS_PER_READ) -> RevenueMetrics:
     """RevenueMetrics of the book, one customer or one subscription over `window`; a 422 when pricing it would walk
-    more than `period_limit` billing periods (None: no limit)."""
+    more than `period_limit` billing periods (None: no limit). Its reads (subscriptions, cost segments, the
+    quantities each subscription bills, the total, the invoices) share one snapshot of the ledger: read one by one,
+    a batch committed between them was in the window's quantity of a pool and not in its period's, and Agent-Earned
+    fell below what either moment gives."""
+    with ledger_reads(book):
+        return _revenue_metrics(book=book, window=window, customer=customer, subscription=subscription,
+                                period_limit=period_limit)
+
+
+def _revenue_metrics(*, book, window: Window, customer: Customer | None, subscription: Subscription | None,
+                     period_limit: int | None) -> RevenueMetrics:
     customer_id = subscription.customer_id if subscription is not None else (customer.pk if customer else None)
     scoped = owned(Subscription, book).filter(customer__is_internal=False).order_by("created_at", "id")
     if customer_id is not None:

@@ -110,3 +110,33 @@ def test_a_month_moving_out_of_the_default_partition_waits_for_a_read_in_one_sna
     partitions.ledger_partitions_ensure(months=[at("1987-03-01")])
     assert {partition_of(event_id) for event_id in events} == {"customers_usageevent_p1987_03"}
     assert get(api, COST, startDate="1987-03-14T06:00:00Z", endDate="1987-03-14T18:00:00Z")["eventCount"] == 2
+
+
+def test_revenue_counts_a_batch_committed_between_its_reads_in_none_of_them(api, client_for, ledger, plans,
+                                                                            monkeypatch):
+    """Revenue reads each subscription's cost, then the quantities it bills, then the book's total: a batch of 3
+    of Main's events committed after the first read was in the total (7 events) and not in Main's row (1), and a
+    pool's period quantity could count it while the window's did not."""
+    from analytics.selectors import revenue as revenue_selectors
+
+    late = client_for(email="late@example.com")
+    quantities = revenue_selectors.signal_quantities
+    fired = []
+
+    def quantities_after_a_batch(**kwargs):
+        if not fired:
+            fired.append(True)
+            in_another_connection(lambda: record(late, *(rec("acme", "writer", "pages", "2025-04-08T10:00:00Z")
+                                                        for _ in range(3))))
+        return quantities(**kwargs)
+    monkeypatch.setattr(revenue_selectors, "signal_quantities", quantities_after_a_batch)
+
+    body = get(api, "/v1/analytics/revenue", **APRIL)
+    assert fired
+    counts = {row["subscriptionId"]: row["eventCount"] for row in body["bySubscription"]}
+    assert counts == {plans.early["id"]: 1, plans.main["id"]: 1}
+    assert body["eventCount"] == 4  # the batch came after this answer's snapshot, in every read
+    after = get(api, "/v1/analytics/revenue", **APRIL)
+    assert {row["subscriptionId"]: row["eventCount"] for row in after["bySubscription"]} == {
+        plans.early["id"]: 1, plans.main["id"]: 4}
+    assert after["eventCount"] == 7
