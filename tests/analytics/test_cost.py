@@ -148,3 +148,26 @@ def test_a_window_of_partial_and_whole_months_counts_every_event_once(api, ledge
     assert rows(body, "byCustomer", "customerId") == {str(ledger.beta.id): (D("0.042"), 2),
                                                       str(ledger.acme.id): (D("0.006"), 4)}
     assert sum(row["eventCount"] for row in body["byDay"]) == 6
+
+
+def test_a_read_counts_the_events_its_catch_up_missed_in_the_rollups_days_as_in_its_partial_ones(api, ledger, plans,
+                                                                                                monkeypatch):
+    """A read catches the rollup up, then takes its snapshot: a batch committed in between is in the snapshot's
+    events (its partial days read them) and still in the backlog, not the rollup (its whole days read that). Such
+    a batch counted on April 1 afternoon and not on the 6th. The read adds its snapshot's backlog to the rollup's
+    days: here no catch-up at all runs, and every breakdown equals the caught-up answer."""
+    from customers import usage_sums
+    from customers.models import RollupBacklog
+
+    record(api, rec("acme", "writer", "pages", "2025-04-01T15:00:00Z"))
+    window = {"startDate": "2025-04-01T12:00:00Z", "endDate": "2025-04-30"}
+    monkeypatch.setattr(usage_sums, "analytics_rollup_catch_up", lambda **kwargs: 0)
+    missed = get(api, COST, **window)
+    assert RollupBacklog.objects.count() == 7  # every event waits
+    monkeypatch.undo()
+    caught_up = get(api, COST, **window)
+    assert not RollupBacklog.objects.exists()
+    assert missed == caught_up
+    assert (missed["eventCount"], money(missed["cost"])) == (5, D("0.048"))
+    assert {row["planId"]: row["eventCount"] for row in missed["byPlan"]} == {plans.early_plan: 2,
+                                                                            plans.main_plan: 1, None: 2}
