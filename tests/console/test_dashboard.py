@@ -142,13 +142,13 @@ def test_the_dashboard_opens_on_the_books_that_have_data(june, org, console):
 def test_the_dashboard_reads_each_figure_once(june, console, django_assert_max_num_queries):
     # A fixed number of statements, whatever the book holds: the figures' selectors (one call each; revenue
     # and credit balances read the terms in force and the subscriptions' claims once, billing.pricing), the
-    # rollup-backlog check each ledger read starts with (customers/rollup.py: one index probe when nothing is
-    # pending), which of the billed signals still exist (analytics/selectors/coverage.py), the session, the
+    # rollup-backlog checks each ledger read makes (customers/rollup.py before its snapshot, and
+    # customers/usage_sums.py `_rollup_sums` inside it: one index probe each when nothing is pending), which of the billed signals still exist (analytics/selectors/coverage.py), the session, the
     # permission checks of the app list and the pickers; and revenue's second read of the same kind, of the whole
     # billing periods the month to date cuts, for the signals priced through tiers (analytics/selectors/revenue.py).
     # The cost read checks the backlog once more here: inside the test's transaction its reads open no snapshot of
     # their own, so each of them checks too (customers/usage_sums.py `ledger_reads`).
-    with django_assert_max_num_queries(88):
+    with django_assert_max_num_queries(96):
         assert console.get("/admin/", {"environment": "test"}).status_code == 200
 
 
@@ -282,6 +282,6 @@ def test_a_past_month_reads_each_figure_once_too(may, console, django_assert_max
     # same selectors called once over another window. A whole past month cuts none of a calendar-monthly
     # subscription's periods, so it skips the whole-period read a month to date makes
     # (analytics/selectors/revenue.py).
-    with django_assert_max_num_queries(82):
+    with django_assert_max_num_queries(89):
         assert console.get("/admin/", {"environment": "test", "month": "2025-05"}).status_code == 200
 
