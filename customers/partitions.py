@@ -62,6 +62,10 @@ LOCK_TIMEOUT = "5s"
 MOVE_LOCK_TIMEOUT = "100ms"
 MOVE_LOCK_ATTEMPTS = 20
 MOVE_LOCK_RETRY_SECONDS = 0.25
+# Inside an outer transaction there is nothing to retry into (`retried_while_lock_busy`): the one ask waits what the
+# attempts would have in all. Past deadlock_timeout (1 s) an autovacuum of a ledger partition, which holds a lock a
+# move waits for, is cancelled for it; a 100 ms ask failed whenever one was running (a test now and then).
+MOVE_LOCK_TIMEOUT_ONCE = "7s"
 
 _BOUND = re.compile(r"FOR VALUES FROM \((?:MINVALUE|'([^']+)')\) TO \((?:MAXVALUE|'([^']+)')\)")
 
@@ -194,9 +198,11 @@ def _under_ledger_lock(table: str, work) -> None:
     """Run `work(cursor)` in a transaction that first takes the ledger's ACCESS EXCLUSIVE lock, asked for at most
     MOVE_LOCK_TIMEOUT at a time (see there). OperationalError when every ask timed out: nothing was changed, the
     next run tries again."""
+    once = connection.in_atomic_block
+
     def ask():
         with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL lock_timeout = '{MOVE_LOCK_TIMEOUT}'")
+            cursor.execute(f"SET LOCAL lock_timeout = '{MOVE_LOCK_TIMEOUT_ONCE if once else MOVE_LOCK_TIMEOUT}'")
             cursor.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
             work(cursor)
     retried_while_lock_busy(ask, attempts=MOVE_LOCK_ATTEMPTS, pause=MOVE_LOCK_RETRY_SECONDS)
