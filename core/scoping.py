@@ -11,6 +11,7 @@ import uuid
 from urllib.parse import quote
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DatabaseError
 from django.db.models import Model, QuerySet
 
 from core.errors import NotFound
@@ -59,3 +60,25 @@ def get_owned(model: type[Model], book, pk, queryset: QuerySet | None = None):
         return base.get(pk=pk)
     except (model.DoesNotExist, ValueError, DjangoValidationError):
         raise not_found(model)
+
+
+# What Django raises when an update-only save finds no row (django/db/models/base.py `_save_table`).
+_NO_ROW_UPDATED = ("Forced update did not affect any rows.", "Save with update_fields did not affect any rows.")
+
+
+def existing_row_save(instance: Model, update_fields: list[str] | None = None) -> None:
+    """Save changes to a row read earlier with an UPDATE only (of `update_fields`, else of every field). A row
+    deleted since it was read is the same 404 as an unknown id: a plain `save()` updating no row would INSERT it
+    again (the deleted record back, under its old id), and an update-only one raises a bare DatabaseError (a 500).
+    Callers lock the row first (`select_for_update(no_key=True)` in their transaction) so that a concurrent delete
+    waits for them; this covers a delete the lock cannot stop (one in the caller's own transaction)."""
+    try:
+        if update_fields is None:
+            instance.save(force_update=True)
+        else:
+            instance.save(update_fields=update_fields)
+    except DatabaseError as error:
+        # Only Django's own "no row" error: the driver's errors are subclasses, or carry other messages.
+        if type(error) is not DatabaseError or str(error) not in _NO_ROW_UPDATED:
+            raise
+        raise not_found(type(instance)) from None

@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError, RestrictedError
 
 from core.errors import BadRequest, Conflict
-from core.scoping import get_owned, owned
+from core.scoping import existing_row_save, get_owned, owned
 from customers.models import Agent, Customer, Signal
 from customers.selectors import customers_live
 
@@ -40,9 +40,14 @@ def conflict_from(error: IntegrityError, *, prefix: str = "") -> Conflict:
 
 
 def _save(instance, fields=None):
+    """Insert a new row (`fields` None) or update the listed fields of an existing one (404 when it is gone); a
+    clash with a unique constraint is a 409."""
     try:
         with transaction.atomic():
-            instance.save(update_fields=fields)
+            if fields is None:
+                instance.save()
+            else:
+                existing_row_save(instance, fields)
     except IntegrityError as error:
         raise conflict_from(error) from None
     return instance
@@ -61,8 +66,14 @@ def customer_create(*, book, data: dict) -> Customer:
     return _save(Customer(book=book, **data))
 
 
+@transaction.atomic
 def customer_update(*, book, customer_id, data: dict) -> Customer:
-    customer = get_owned(Customer, book, customer_id, queryset=customers_live(book=book))
+    """Change the fields in `data`. The row is held until commit, so a concurrent delete either waits or, having
+    committed first, makes this a 404 (no update of a deleted customer)."""
+    # FOR NO KEY UPDATE, the lock the UPDATE takes anyway: recording usage (FOR KEY SHARE, the events' foreign key)
+    # does not wait for it. A delete (FOR UPDATE) does; an update that waited for a delete finds no live row: 404.
+    customer = get_owned(Customer, book, customer_id,
+                         queryset=customers_live(book=book).select_for_update(no_key=True))
     return _save(customer, _assign(customer, data))
 
 
@@ -87,8 +98,10 @@ def agent_create(*, book, data: dict) -> Agent:
     return _save(Agent(book=book, **data))
 
 
+@transaction.atomic
 def agent_update(*, book, agent_id, data: dict) -> Agent:
-    agent = get_owned(Agent, book, agent_id)
+    """Change the fields in `data`; an agent deleted meanwhile is a 404 (the row is held as in `customer_update`)."""
+    agent = get_owned(Agent, book, agent_id, queryset=owned(Agent, book).select_for_update(no_key=True))
     return _save(agent, _assign(agent, data))
 
 
@@ -133,10 +146,12 @@ def signal_create(*, book, data: dict) -> Signal:
     return _save(_new_signal(book=book, agent=agent, fields=fields))
 
 
+@transaction.atomic
 def signal_update(*, book, signal_id, data: dict) -> Signal:
     """Renames or retypes a signal; shortName is not re-derived from a new name (events match on it).
-    `agentId` never changes: the same id is accepted (a client echoing the signal back), another is a 400."""
-    signal = get_owned(Signal, book, signal_id)
+    `agentId` never changes: the same id is accepted (a client echoing the signal back), another is a 400.
+    A signal deleted meanwhile is a 404 (the row is held as in `customer_update`)."""
+    signal = get_owned(Signal, book, signal_id, queryset=owned(Signal, book).select_for_update(no_key=True))
     fields = dict(data)
     agent_id = fields.pop("agent_id", None)
     if agent_id is not None and agent_id != signal.agent_id:

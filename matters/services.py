@@ -20,7 +20,7 @@ from django.db.models.functions import Now
 from accounts.models import Membership
 from core.errors import BadRequest, Conflict
 from core.progress import NO_PROGRESS, Progress
-from core.scoping import get_owned, owned
+from core.scoping import existing_row_save, get_owned, owned
 from jobs.models import Job, JobKind, JobStatus
 from jobs.services import (JobProgress, job_create, job_hand_over, job_hand_over_after_failure,
                            job_succeed)
@@ -43,10 +43,15 @@ def responsible_user_check(*, book, user_id: UUID | None) -> None:
         raise BadRequest(["responsibleUserId: Not a member of this organization."])
 
 
-def _save_matter(matter: Matter) -> Matter:
+def _save_matter(matter: Matter, *, existing: bool) -> Matter:
+    """Insert a new matter, or update an existing one with an UPDATE only (404 when it was deleted meanwhile,
+    never recreated); a taken matter number is a 409."""
     try:
         with transaction.atomic():
-            matter.save()
+            if existing:
+                existing_row_save(matter)
+            else:
+                matter.save()
     except IntegrityError:
         if not owned(Matter, matter.book_id).filter(matter_number=matter.matter_number).exclude(pk=matter.pk).exists():
             raise
@@ -59,17 +64,21 @@ def matter_create(*, book, matter_number: str, name: str, client_name: str, stat
     """A new matter; its number is unique per book (409 otherwise)."""
     responsible_user_check(book=book, user_id=responsible_user_id)
     return _save_matter(Matter(book=book, matter_number=matter_number, name=name, client_name=client_name,
-                               status=status, responsible_user_id=responsible_user_id))
+                               status=status, responsible_user_id=responsible_user_id), existing=False)
 
 
+@transaction.atomic
 def matter_update(*, book, matter_id, changes: dict) -> Matter:
-    """Change only the fields in `changes` (a PATCH body, snake_case); `responsible_user_id: None` clears."""
-    matter = get_owned(Matter, book, matter_id)
+    """Change only the fields in `changes` (a PATCH body, snake_case); `responsible_user_id: None` clears.
+    A matter deleted meanwhile is a 404: the row is held until commit (a concurrent delete waits, or committed
+    first and this reads nothing) and never inserted again."""
+    # FOR NO KEY UPDATE, the lock the UPDATE takes anyway: nothing waits for it that would not wait for the save.
+    matter = get_owned(Matter, book, matter_id, queryset=owned(Matter, book).select_for_update(no_key=True))
     if "responsible_user_id" in changes:
         responsible_user_check(book=book, user_id=changes["responsible_user_id"])
     for field, value in changes.items():
         setattr(matter, field, value)
-    return _save_matter(matter)
+    return _save_matter(matter, existing=True)
 
 
 @transaction.atomic
@@ -132,14 +141,17 @@ def matter_rule_create(*, book, matter_id, priority: int = 100, agent_code: str 
 @transaction.atomic
 def matter_rule_update(*, book, rule_id, changes: dict) -> MatterRule:
     """Change only the fields in `changes`; a matcher set to None is cleared, but one must remain (400).
-    Events already attributed keep their matter: rules only decide for events without one."""
+    Events already attributed keep their matter: rules only decide for events without one. A rule deleted
+    meanwhile is a 404, never recreated."""
+    # The rule is not locked before the matter: a matter's delete locks the matter, then its rules, and the
+    # opposite order here could deadlock with it. A rule deleted meanwhile is caught at the save instead.
     rule = get_owned(MatterRule, book, rule_id, queryset=owned(MatterRule, book).select_related("matter"))
     if "matter_id" in changes:
         rule.matter = _locked_matter(book=book, matter_id=changes.pop("matter_id"))
     for field, value in changes.items():
         setattr(rule, field, value)
     rule_matchers_check(rule)
-    rule.save()
+    existing_row_save(rule)
     return rule
 
 

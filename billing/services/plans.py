@@ -10,7 +10,7 @@ from billing.models import PlanAgent, PricingPlan, PricingStrategy, Subscription
 from core.errors import BadRequest, Conflict, NotFound
 from core.ids import uuid_or_none
 from core.money import to_exact
-from core.scoping import get_owned, owned
+from core.scoping import existing_row_save, get_owned, owned
 from core.serialization import decimal_text
 from customers.models import Agent
 
@@ -30,11 +30,16 @@ def plan_create(*, book, name: str, description: str = "", features_list: dict |
     return plan
 
 
+@transaction.atomic
 def plan_update(*, book, plan_id, **fields) -> PricingPlan:
-    plan = get_owned(PricingPlan, book, plan_id)
+    """Change the fields given. A plan deleted meanwhile is a 404, never recreated: the row is held until commit
+    (a concurrent delete waits, or committed first and this reads nothing) and saved with an UPDATE only."""
+    # FOR NO KEY UPDATE, the lock the UPDATE takes anyway: subscriptions and strategies created meanwhile (FOR KEY
+    # SHARE, their foreign key) do not wait for it; a delete (FOR UPDATE) does.
+    plan = get_owned(PricingPlan, book, plan_id, queryset=owned(PricingPlan, book).select_for_update(no_key=True))
     for field, value in fields.items():
         setattr(plan, field, value)
-    plan.save()
+    existing_row_save(plan)
     return plan
 
 
