@@ -21,7 +21,14 @@ class ServiceEntryAdmin(OperatorPermissionsMixin, admin.ModelAdmin):
     # pricing reads them in the shapes it writes (catalog/resolution.py `rates_for`), so one edited into another
     # shape would break the pricing of every event of the model in every book.
     readonly_fields = ["id", "external_id", "long_context", "off_peak", "service_tiers", "created_at", "updated_at"]
+    # The analytics rollup stores the model label made from these (customers/rollup.py `_MODEL_OF`): changing them
+    # on an entry with usage would split one model across two labels. Set when an entry is added, fixed after.
+    label_fields = ["canonical_name", "is_api"]
     list_per_page = 100
+
+    def get_readonly_fields(self, request, obj=None):
+        readonly = super().get_readonly_fields(request, obj)
+        return readonly if obj is None else [*readonly, *self.label_fields]
 
     def has_add_permission(self, request, *args):
         return request.user.is_superuser
