@@ -5,7 +5,7 @@ import stripe
 from django.conf import settings
 
 from core import exact_json
-from core.errors import ApiError, BadRequest
+from core.errors import ApiError, BadRequest, Unprocessable
 from core.serialization import unstorable_message, unstorable_reason
 
 logger = logging.getLogger("billing.payments")
@@ -30,8 +30,31 @@ def _bounded() -> None:
     stripe.max_network_retries = STRIPE_RETRIES
 
 
+# The smallest and largest amount Stripe charges in one payment, in minor units, for the currencies we know them
+# of (Stripe's "minimum and maximum charge amounts"): a Checkout session for less or more is refused with an
+# InvalidRequestError, so it is not asked for. Other currencies go to Stripe, and its refusal reads the same.
+CHECKOUT_AMOUNT_LIMITS_CENTS = {"usd": (50, 99_999_999)}  # USD 0.50 to USD 999,999.99
+
+# Stripe's answers that refuse this request itself (4xx: its parameters, the card): asking again gets the same
+# answer. Every other StripeError (no answer, 429, 5xx, a key it does not accept) is an outage of ours or theirs.
+REFUSALS = (stripe.InvalidRequestError, stripe.CardError)
+
+
 class PaymentProviderError(ApiError):
     status, code, code_shown = 502, "payment_provider_error", True
+
+
+class PaymentRefused(Unprocessable):
+    """The provider does not take this payment (an amount outside its limits, a parameter it refuses). Not a 5xx:
+    nothing is down, and trying again gets the same answer. 422 rather than 409: the request was understood and
+    cannot be carried out as it stands, with no competing change to resolve; the invoice stays payable otherwise."""
+    code, code_shown = "payment_refused", True
+
+
+def checkout_accepts(*, amount_cents: int, currency: str) -> bool:
+    """False for an amount outside Stripe's charge limits of a currency in CHECKOUT_AMOUNT_LIMITS_CENTS."""
+    limits = CHECKOUT_AMOUNT_LIMITS_CENTS.get(currency.lower())
+    return limits is None or limits[0] <= amount_cents <= limits[1]
 
 
 def is_configured() -> bool:
@@ -67,7 +90,13 @@ def verify_event(payload: bytes, signature_header: str) -> dict:
 
 def checkout_session_url(*, invoice_id: str, title: str, amount_cents: int, currency: str, customer_email: str,
                          success_url: str, cancel_url: str) -> str:
-    """A Checkout session for the amount due; its metadata names the invoice for the webhook."""
+    """A Checkout session for the amount due; its metadata names the invoice for the webhook. `PaymentRefused`
+    when Stripe does not take the amount (outside its known limits: Stripe is not called) or refuses the session;
+    `PaymentProviderError` when it does not answer."""
+    if not checkout_accepts(amount_cents=amount_cents, currency=currency):
+        logger.info("invoice %s: %s minor units of %s are outside Stripe's charge limits; no checkout session",
+                    invoice_id, amount_cents, currency)
+        raise PaymentRefused("The payment provider does not take a payment of this amount.")
     metadata = {"invoiceId": invoice_id}
     _bounded()
     try:
@@ -77,6 +106,10 @@ def checkout_session_url(*, invoice_id: str, title: str, amount_cents: int, curr
                                                        "product_data": {"name": title}}}],
             customer_email=customer_email or None, metadata=metadata, payment_intent_data={"metadata": metadata},
             success_url=success_url, cancel_url=cancel_url)
+    except REFUSALS as exc:
+        logger.warning("invoice %s: stripe refused the checkout session: %s %s (%s)", invoice_id,
+                       exc.__class__.__name__, exc.code or "", exc.user_message or exc)
+        raise PaymentRefused("The payment provider refused this payment.")
     except stripe.StripeError as exc:
         logger.warning("stripe checkout session failed: %s", exc.__class__.__name__)
         raise PaymentProviderError("The payment provider is unavailable; try again in a moment.")

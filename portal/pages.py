@@ -34,7 +34,8 @@ from portal.services import LinkState, portal_link_consume, portal_link_find
 
 SESSION_KEY = "portal_session_id"  # in the Django session: the portal session this browser may use
 MAX_TOKEN_LENGTH = 128  # issued tokens have 43 characters; anything far longer is not looked up
-OWED_STATES = ("checkout", "not_configured", "provider_down")  # pay pages that show an amount still due
+# Pay pages that show an amount still due.
+OWED_STATES = ("checkout", "not_configured", "not_payable_online", "provider_down")
 
 
 # --------------------------------------------------------------------------- checkout (pay-now and portal)
@@ -64,7 +65,8 @@ def _attempt(request) -> uuid.UUID:
 
 
 def _checkout(request, invoice, *, pay_url: str, pay_locally, back_url: str | None = None):
-    """GET: with STRIPE_SECRET_KEY, straight to a Stripe Checkout session for the amount due; without it, the
+    """GET: with STRIPE_SECRET_KEY, straight to a Stripe Checkout session for the amount due (an amount Stripe
+    does not take: the invoice and how to pay it otherwise, 422; Stripe not answering: 502); without it, the
     invoice and a note that online payment is not configured, or, only when PAYMENTS_LOCAL_CHECKOUT is on
     (development), a local checkout. POST (the local checkout, CSRF-protected): pay what is due; with the local
     checkout off it changes nothing and answers 403 (contract: Payments without Stripe)."""
@@ -86,6 +88,9 @@ def _checkout(request, invoice, *, pay_url: str, pay_locally, back_url: str | No
     if stripe_gateway.is_configured() and checkout != "cancelled":
         try:
             return redirect(checkout_url(invoice, pay_url=pay_url))
+        except stripe_gateway.PaymentRefused:
+            # Not an outage, and asking again gets the same answer: how to pay otherwise (PaymentRefused: why 422).
+            return page("not_payable_online", status=stripe_gateway.PaymentRefused.status)
         except stripe_gateway.PaymentProviderError:
             return page("provider_down", status=502)
     if not stripe_gateway.is_configured() and not local_checkout_enabled():

@@ -189,7 +189,8 @@ def invoice_for_pay_token(token: str) -> Invoice | None:
 
 
 def checkout_url(invoice: Invoice, *, pay_url: str) -> str:
-    """A Stripe Checkout session for what is still due."""
+    """A Stripe Checkout session for what is still due; `stripe_gateway.PaymentRefused` for an amount Stripe does
+    not take (below its minimum charge, above its maximum: Stripe is not asked) or a session it refuses."""
     return stripe_gateway.checkout_session_url(
         invoice_id=str(invoice.pk), title=f"Invoice {invoice.invoice_number}",
         amount_cents=to_minor_units(invoice.amount_due), currency=invoice.currency,
