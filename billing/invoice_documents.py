@@ -297,7 +297,9 @@ def invoice_pdf(view: InvoiceView) -> bytes:
         if view.pay_url:
             # Without a payment provider (nor the development checkout) the link shows the invoice and how to pay
             # it, not a checkout: the PDF does not promise one.
-            online = stripe_gateway.is_configured() or settings.PAYMENTS_LOCAL_CHECKOUT
+            # Nor for an amount Stripe does not take (the link shows how to pay it otherwise).
+            online = (stripe_gateway.pays_online(invoice.amount_due, invoice.currency)
+                      or (settings.PAYMENTS_LOCAL_CHECKOUT and not stripe_gateway.is_configured()))
             pdf.line_text(f"{'Pay online' if online else 'View online'}: {view.pay_url}")
         if seller and seller.payment_instructions:
             pdf.line_text(seller.payment_instructions)

@@ -1,11 +1,13 @@
 """The Stripe boundary: webhook signature checks, Checkout sessions and refunds. Nothing else talks to Stripe."""
 import logging
+from decimal import Decimal
 
 import stripe
 from django.conf import settings
 
 from core import exact_json
 from core.errors import ApiError, BadRequest, Unprocessable
+from core.money import to_minor_units
 from core.serialization import unstorable_message, unstorable_reason
 
 logger = logging.getLogger("billing.payments")
@@ -59,6 +61,11 @@ def checkout_accepts(*, amount_cents: int, currency: str) -> bool:
 
 def is_configured() -> bool:
     return bool(settings.STRIPE_SECRET_KEY)
+
+
+def pays_online(amount: Decimal, currency: str) -> bool:
+    """Whether Stripe is configured and takes this amount (what a pay button or a PDF may promise)."""
+    return is_configured() and checkout_accepts(amount_cents=to_minor_units(amount), currency=currency)
 
 
 def verify_event(payload: bytes, signature_header: str) -> dict:

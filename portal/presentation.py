@@ -44,8 +44,9 @@ class InvoiceRow:
 
 
 def invoice_rows(invoices: list[Invoice]) -> list[InvoiceRow]:
-    # Without online payment the button leads to the seller's payment instructions: it says so.
-    verb = "Pay" if stripe_gateway.is_configured() or local_checkout_enabled() else "How to pay"
+    # Without online payment (or for an amount Stripe does not take) the button leads to the seller's payment
+    # instructions: it says so.
+    local = local_checkout_enabled()
     refunded = selectors.refunded_by_invoice(invoices)
     rows = []
     for invoice in invoices:
@@ -57,7 +58,8 @@ def invoice_rows(invoices: list[Invoice]) -> list[InvoiceRow]:
             money(refunded[invoice.pk], invoice.currency) if invoice.pk in refunded else None, invoice.due_date,
             reverse("portal-invoice-pdf", args=[invoice.pk]),
             reverse("portal-invoice-pay", args=[invoice.pk]) if payable else None,
-            f"{verb} {money(invoice.amount_due, invoice.currency)}",
+            f"{'Pay' if local or stripe_gateway.pays_online(invoice.amount_due, invoice.currency) else 'How to pay'} "
+            f"{money(invoice.amount_due, invoice.currency)}",
             money(invoice.amount_paid, invoice.currency) if invoice.amount_paid > 0 and invoice.status not in (
                 InvoiceStatus.PAID, InvoiceStatus.REFUNDED) else None))
     return rows

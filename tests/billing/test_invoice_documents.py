@@ -75,6 +75,18 @@ def test_the_downloaded_pdf_shows_the_live_pay_link_and_a_paid_one_none(api, boo
     assert "Pay online" not in pdf_text(invoice_pdf(InvoiceView.of(Invoice.objects.get(pk=invoice["id"]))))
 
 
+def test_a_pdf_promises_online_payment_only_for_an_amount_stripe_takes(api, book, profiled, settings):
+    """Stripe charges at least USD 0.50 (billing/stripe_gateway.py): a 0.30 invoice's link shows how to pay it
+    otherwise, so its PDF says 'View online'; a 24.00 one says 'Pay online'."""
+    settings.PUBLIC_BASE_URL = "https://billing.example.com"
+    settings.STRIPE_SECRET_KEY = "sk_test_123"
+    for rate, label in (("0.30", "View online"), ("24", "Pay online")):
+        invoice = draft(api, billing_chain(api, book, [recurring(rate)]))
+        ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+        text = pdf_text(ok_pdf(api, invoice))
+        assert f"{label}: https://billing.example.com/pay/" in text, text
+
+
 def ok_pdf(api, invoice) -> bytes:
     resp = api.get(f"/v1/invoices/{invoice['id']}/pdf")
     assert resp.status_code == 200 and resp["Content-Type"] == "application/pdf"

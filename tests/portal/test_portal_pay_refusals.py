@@ -53,3 +53,12 @@ def test_when_stripe_is_down_pay_now_from_the_portal_still_says_try_again(api, b
     invoice = issued_invoice(api, book, customer, [recurring("24")])
     resp = opened(create_session(customer)).get(f"/portal/s/invoices/{invoice.id}/pay")
     assert resp.status_code == 502 and "try again" in html(resp) and len(calls) == 1
+
+
+def test_the_portal_offers_to_pay_online_only_an_amount_stripe_takes(api, book, customer, create_session,
+                                                                    stripe_fails_with):
+    stripe_fails_with(stripe.APIConnectionError("not asked by the list"))
+    issued_invoice(api, book, customer, [usage("0.10")], units=3)
+    issued_invoice(api, book, customer, [recurring("24")])
+    page = html(opened(create_session(customer)).get("/portal/s/"))
+    assert ">How to pay $0.30<" in page and ">Pay $24.00<" in page
