@@ -197,6 +197,10 @@ def credit_topup(*, book: Book, subscription_id, units: Decimal, idempotency_key
     a 409."""
     subscription = get_owned(Subscription, book, subscription_id)
     pool = _require_pool(subscription)
+    # The sync below settles the periods that have ended, for good: the book's batches still committing (begun
+    # before a period ended, dated in it) are in the ledger before it reads, as for the alert job that settles them
+    # otherwise (`credit_pool_alerts_evaluate`).
+    batches_in_flight_wait(book.pk)
     with transaction.atomic():
         credit_pool_sync(subscription=subscription, pool=pool, now=now)
         try:

@@ -1,0 +1,48 @@
+"""A top-up settles the pool's ended periods (billing/services/credit_pools.py `credit_topup`), and a settlement is
+final: a batch of the book still committing when it reads the ledger, begun before the period ended and dated in
+it, is waited for, as the alert job waits for it. Transactional: the batch commits from another connection."""
+import threading
+
+import pytest
+from django.db import connection, connections, transaction
+
+from accounts.book_generations import PRICE_LOCKS
+from billing.models import CreditGrant
+from tests.billing.pools import pool_subscription, topup, use
+from tests.billing.support import ok
+from tests.billing.test_credit_pool_topups import at
+from tests.row_races import lock_waiters
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_a_topup_after_the_period_ended_settles_it_with_the_batch_still_committing(api, chain, frozen_now):
+    """June: 130 units of a 100-unit pool, a 50-unit top-up bought on June 10. A batch of 20 units dated June 30
+    23:59:59 is still committing when a second top-up arrives on July 1 and settles June: June used 150 and drew
+    all 50 from the top-up. It settled at 130 and drew 30, leaving 20 units of June's top-up in every later
+    balance."""
+    subscription = pool_subscription(api, chain)
+    use(chain, 130)
+    ok(topup(api, subscription, 50, key="june"), 201)
+    frozen_now(at("2025-07-01T00:00:01"))
+    storing, waited = threading.Event(), []
+
+    def batch_in_flight():
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:  # what recording's insert holds until it commits
+                    cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
+                                   [PRICE_LOCKS, str(chain.customer.book_id)])
+                use(chain, 20, at=at("2025-06-30T23:59:59"))
+                storing.set()
+                waited.append(lock_waiters())  # the top-up waits for this batch (0 after 30 s: it did not)
+        finally:
+            connections.close_all()
+    thread = threading.Thread(target=batch_in_flight)
+    thread.start()
+    assert storing.wait(30)
+    ok(topup(api, subscription, 10, key="july"), 201)
+    thread.join()
+    assert waited == [1]
+    june = CreditGrant.objects.get(kind="period", period_start=at("2025-06-01"))
+    assert (june.consumed_units, june.topup_units_drawn) == (150, 50)
