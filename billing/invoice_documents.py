@@ -66,7 +66,12 @@ def unit_price(line: InvoiceLine) -> str:
     rate = strategy.unit_rate(line.quantity)
     if rate is None:
         return "tiered" if terms.get("tiers") else ""
-    return display.price(rate, currency)
+    price = display.price(rate, currency)
+    # A seat's rate is stated per its billingFrequency and converted to the cycle: "5 x $120.00" beside $50.00 on
+    # a monthly cycle read as a mistake; the rate says what it is a rate of.
+    if line.charge_type == "seat_based" and strategy.billing_frequency != line.invoice.subscription.billing_cycle:
+        price += f" a {'year' if strategy.billing_frequency == 'yearly' else 'month'}"
+    return price
 
 
 def line_note(line: InvoiceLine, currency: str) -> str:

@@ -150,6 +150,19 @@ def test_a_line_priced_at_one_rate_shows_it_as_its_unit_price(api, book):
     assert unit_price(line) == "tiered"  # 100 at $0.10 and 50 at $0.05
 
 
+def test_a_seat_rate_of_another_frequency_than_the_cycle_says_what_it_is_a_rate_of(api, book):
+    """5 seats at $120.00 a year on a monthly cycle bill $50.00 a month: the row read "5 x $120.00 = $50.00"."""
+    from billing.invoice_documents import unit_price
+    from tests.billing.invoice_support import seats
+
+    chain = billing_chain(api, book, [{**seats("120"), "billingFrequency": "yearly"}], seatsCount=5)
+    [line] = Invoice.objects.get(pk=draft(api, chain)["id"]).lines.all()
+    assert (line.quantity, unit_price(line), line.amount) == (5, "$120.00 a year", 50)
+    monthly = billing_chain(api, book, [seats("10")], seatsCount=5)
+    [line] = Invoice.objects.get(pk=draft(api, monthly)["id"]).lines.all()
+    assert (unit_price(line), line.amount) == ("$10.00", 50)
+
+
 @pytest.mark.parametrize("country, state, zip_code, city_line", [
     ("US", "TX", "78701", "Austin, TX 78701"), ("U.S.A.", "", "78701", "Austin, 78701"),
     ("PT", "", "1100-048", "1100-048 Austin"), ("", "TX", "", "Austin TX")])
