@@ -10,7 +10,7 @@ from core import clock
 from core.scoping import owned
 from controls.models import CapPeriod, CustomerAlert, Device, SpendCap
 from customers.models import CODING_AGENT_CODE, UsageEvent
-from customers.usage_sums import Sums, event_sums
+from customers.usage_sums import Sums, event_sums, ledger_snapshot
 
 COVERAGE_WINDOW = timedelta(days=7)
 WINDOWS = {CapPeriod.DAY: clock.day_window, CapPeriod.WEEK: clock.week_window, CapPeriod.MONTH: clock.month_window}
@@ -97,12 +97,16 @@ def customer_alert_list(*, book: Book) -> QuerySet:
 
 
 def spend_report(*, book: Book, now: datetime, period: str, customer_external_id: str | None = None) -> dict:
-    """Spend of the current UTC window of `period`: the whole team and, when asked, one developer."""
+    """Spend of the current UTC window of `period`: the whole team and, when asked, one developer, both from one
+    snapshot of the ledger (a batch committed between the two statements made a developer's spend exceed the
+    team's)."""
     start, end = period_window(period, now)
-    report = {"period": period, "window": {"start": start, "end": end}, "as_of": now,
-              "org": spend_totals(book=book, start=start, end=end), "dev": None}
-    if customer_external_id is not None:
-        dev = spend_totals(book=book, start=start, end=end, customer_external_id=customer_external_id)
+    with ledger_snapshot():
+        org = spend_totals(book=book, start=start, end=end)
+        dev = (None if customer_external_id is None
+               else spend_totals(book=book, start=start, end=end, customer_external_id=customer_external_id))
+    report = {"period": period, "window": {"start": start, "end": end}, "as_of": now, "org": org, "dev": None}
+    if dev is not None:
         report["dev"] = {"customer_external_id": customer_external_id, "spent_usd": dev.spent_usd,
                          "event_count": dev.event_count, "unpriced_event_count": dev.unpriced_event_count}
     return report

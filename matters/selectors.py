@@ -15,6 +15,7 @@ from django.db.models.functions import Coalesce
 from core import clock
 from core.errors import Unprocessable
 from core.money import EXACT_DIGITS, EXACT_PLACES, ZERO
+from core.pagination import PageWindow
 from core.scoping import get_owned, owned
 from customers.models import UsageEvent
 from customers.usage_sums import Sums, event_aggregates, event_sums, ledger_snapshot
@@ -63,9 +64,12 @@ class MatterDetail:
 
 
 def matter_detail(*, book, matter_id) -> MatterDetail:
-    matter = get_owned(Matter, book, matter_id, queryset=matter_list(book=book))
-    events = event_rows(book=book).filter(matter_attribution__matter=matter)[:MATTER_DETAIL_EVENTS_CAP]
-    return MatterDetail(matter=matter, events=list(events))
+    """The matter with its totals and its most recent events, both from one snapshot of the ledger: an event
+    filed under the matter between the two statements was in the list and not the totals (or the other way)."""
+    with ledger_snapshot():
+        matter = get_owned(Matter, book, matter_id, queryset=matter_list(book=book))
+        events = list(event_rows(book=book).filter(matter_attribution__matter=matter)[:MATTER_DETAIL_EVENTS_CAP])
+    return MatterDetail(matter=matter, events=events)
 
 
 def event_rows(*, book) -> QuerySet:
@@ -83,6 +87,37 @@ def event_totals(queryset: QuerySet) -> dict:
     """actual_cost, event_count and events_missing_cost over every event of the queryset."""
     [sums] = event_sums(queryset, measures=COST_MEASURES)
     return _cost_totals(sums)
+
+
+@dataclass(frozen=True)
+class EventPage:
+    """One page of a list of events read with the count and the totals of the whole list. It answers
+    `page_response` (core/pagination.py) as a queryset would, from what was read: `count()` is the list's count
+    and the slice is this page, so the envelope is built there as for every other list."""
+
+    events: list[UsageEvent]
+    offset: int
+    limit: int
+    totals: dict  # actual_cost, event_count and events_missing_cost over every event of the list
+
+    def count(self) -> int:
+        return self.totals["event_count"]
+
+    def __getitem__(self, rows: slice) -> list[UsageEvent]:
+        if rows.start < self.offset or rows.stop > self.offset + self.limit:
+            raise IndexError(f"rows {rows.start}-{rows.stop} are outside the page read ({self.offset}+{self.limit})")
+        return self.events[rows.start - self.offset:rows.stop - self.offset]
+
+
+def unassigned_page(*, book, window: PageWindow) -> EventPage:
+    """One page of the Unassigned events with the totals over all of them, the page's rows and the totals from one
+    snapshot of the ledger: an event recorded or assigned between the statements was in the rows and not in the
+    totals (or the other way)."""
+    events = unassigned_events(book=book)
+    with ledger_snapshot():
+        totals = event_totals(events)
+        rows = list(events[window.offset:window.offset + window.limit])
+    return EventPage(events=rows, offset=window.offset, limit=window.limit, totals=totals)
 
 
 def matter_rule_list(*, book) -> QuerySet:

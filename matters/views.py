@@ -9,7 +9,7 @@ from accounts.api import OrgApiView
 from accounts.models import KeyScope, Role
 from core import clock
 from core.openapi import ErrorOut
-from core.pagination import page_response
+from core.pagination import PageWindow, page_response
 from core.serialization import parse
 from matters import selectors, services
 from matters.audit_csv import audit_csv_response
@@ -85,9 +85,9 @@ class UnassignedEventListApi(MattersApiView):
 
         Events filed under no matter, as one page `{results, page, limit, totalPages, totalResults}`, with `totalCost`
         and `eventsMissingCost` over every unassigned event, not just the page."""
-        events = selectors.unassigned_events(book=self.book)
-        totals = UnassignedTotalsOut(selectors.event_totals(events)).data
-        return page_response(events, request.query_params, MatterEventRowOut, extra=totals)
+        page = selectors.unassigned_page(book=self.book, window=PageWindow.from_params(request.query_params))
+        totals = UnassignedTotalsOut(page.totals).data
+        return page_response(page, request.query_params, MatterEventRowOut, extra=totals)
 
 
 class MatterAssignApi(MattersApiView):

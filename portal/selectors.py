@@ -20,7 +20,7 @@ from core.clock import month_window
 from core.money import SUMS, ZERO
 from core.scoping import get_owned, owned
 from customers.models import Customer, Signal, UsageEvent
-from customers.usage_sums import event_sums
+from customers.usage_sums import event_sums, ledger_snapshot
 from portal.models import PortalSession
 
 PORTAL_INVOICE_LIMIT = 50
@@ -147,7 +147,9 @@ def customer_usage(*, book, customer: Customer, start: datetime, end: datetime, 
     """Daily events and quantity of the customer's usage from the period's start through today (days in
     `timezone`, the period's own; events dated later in the period are not drawn yet), and the totals per signal
     of the whole period, those events included (a pool row beside it counts them too), by the signal name each
-    event recorded (`event_sums`: one customer's period, and names the rollup does not keep)."""
+    event recorded (`event_sums`: one customer's period, and names the rollup does not keep). The days and the
+    totals are read from one snapshot of the ledger: a batch committed between the two statements was drawn in
+    the chart and not counted in the totals (or the other way)."""
     zone = ZoneInfo(timezone)
     first = start.astimezone(zone).date()
     today = now.astimezone(zone).date()
@@ -158,14 +160,16 @@ def customer_usage(*, book, customer: Customer, start: datetime, end: datetime, 
     period = owned(UsageEvent, book).filter(customer=customer, usage_date__gte=start, usage_date__lt=end)
     events = period.filter(usage_date__lt=until)
     measures = ("event_count", "quantity")
-    daily = {row.key[0]: row for row in event_sums(events.annotate(day=TruncDate("usage_date", tzinfo=zone)),
-                                                   by=("day",), measures=measures)}
+    with ledger_snapshot():
+        daily = {row.key[0]: row for row in event_sums(events.annotate(day=TruncDate("usage_date", tzinfo=zone)),
+                                                       by=("day",), measures=measures)}
+        by_signal = _usage_by_signal(book, period, measures)
     days = []
     for offset in range(max((last - first).days + 1, 0)):
         day = first + timedelta(days=offset)
         row = daily.get(day)
         days.append(UsageDay(day, row.event_count, row.quantity) if row else UsageDay(day, 0, ZERO))
-    return CustomerUsage(start, end, days, _usage_by_signal(book, period, measures))
+    return CustomerUsage(start, end, days, by_signal)
 
 
 def _usage_by_signal(book, events, measures) -> list[UsageTotal]:
