@@ -18,6 +18,7 @@ from accounts.admin_actions import act_on_rows, action_page, actor, submitted
 from accounts.admin_display import MonthsDateFilter, figure, presence_filter
 from accounts.admin_scoping import (BookListFilter, BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin,
                                    visible_books)
+from accounts.api import MONEY_ROLES
 from accounts.models import Book
 from core import clock, display
 from core.ids import uuid_or_none
@@ -430,4 +431,5 @@ class PriceOverrideAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             change = price_override_delete(book=override.book, override_id=override.pk, created_by=actor(request))
             return format_html("{} deleted; its {} events are priced again ({}).", override,
                                change.events_affected, job_link(change.job, "the job"))
-        act_on_rows(self, request, queryset.select_related("book", "service"), delete)
+        # The API's roles for the same operation (contract: Price overrides; owner, admin, finance).
+        act_on_rows(self, request, queryset.select_related("book", "service"), delete, roles=MONEY_ROLES)

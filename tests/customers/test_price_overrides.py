@@ -308,6 +308,19 @@ def test_the_console_lists_overrides_with_who_set_them_and_deletes_them_with_rep
     assert event_cost(event) == D("3.5")
 
 
+def test_a_console_member_without_a_money_role_cannot_delete_an_override(api, client, org):
+    """The API lets owners, admins and finance delete an override (which prices events again); the console's action
+    let any member do it."""
+    body = create(api, modelProvider="openai", discountPercent=20, effectiveFrom="2026-03-01T00:00:00Z")
+    user = User.objects.create_user(email="member@acme.example.com", password="pw", is_staff=True)
+    Membership.objects.create(user=user, organization=org, role="member")
+    client.force_login(user)
+    resp = client.post("/admin/catalog/priceoverride/", {"action": "delete_and_reprice",
+                                                         "_selected_action": [body["id"]]}, follow=True)
+    assert resp.status_code == 200
+    assert PriceOverride.objects.filter(pk=body["id"]).exists()
+
+
 @pytest.mark.parametrize("step", ["create", "delete"])
 def test_an_override_is_stored_or_deleted_only_with_its_repricing_job(api, monkeypatch, step):
     """The connection lost between the override and its job (a PostgreSQL restart): nothing of the change stays,
