@@ -18,6 +18,7 @@ import orjson
 from django.db.models import Case, F, Func, Q, QuerySet, TextField, Value, When
 from django.db.models.functions import Cast, Coalesce
 
+from core.spreadsheet import spreadsheet_safe
 from customers.selectors import usage_event_list
 
 EXPORT_PAGE = 5000  # events per statement: large enough that a million take 200 round trips
@@ -75,6 +76,10 @@ COLUMNS = (
     ("createdAt", _instant("created_at"), "str"),
 )
 COLUMN_NAMES = tuple(name for name, _, _ in COLUMNS)
+# The columns whose text a client chose (names, keys): in a file for a spreadsheet (the console's), one starting like
+# a formula is quoted (core/spreadsheet.py). Ids, instants, numbers and JSON never start so.
+_CLIENT_TEXT = [COLUMN_NAMES.index(name) for name in ("rawEventId", "customerExternalId", "agentCode", "signalName",
+                                                      "model", "modelProvider", "idempotencyKey")]
 _KEYSET = ("x_usage_date", "x_id")  # the page's last (usage_date, id), as text, for the next page
 
 
@@ -113,12 +118,21 @@ def events_pages(events: QuerySet, *, page_size: int | None = None) -> Iterator[
     return pages()
 
 
-def _csv_chunks(pages) -> Iterator[bytes]:
+def _spreadsheet_rows(rows: list[tuple]) -> list[list]:
+    rows = [list(row) for row in rows]
+    for row in rows:
+        for position in _CLIENT_TEXT:
+            if row[position] is not None:
+                row[position] = spreadsheet_safe(row[position])
+    return rows
+
+
+def _csv_chunks(pages, *, spreadsheet: bool = False) -> Iterator[bytes]:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMN_NAMES)
     for rows in pages:
-        writer.writerows(rows)  # None is written as an empty cell
+        writer.writerows(_spreadsheet_rows(rows) if spreadsheet else rows)  # None is written as an empty cell
         yield buffer.getvalue().encode()
         buffer.seek(0)
         buffer.truncate()
@@ -151,9 +165,11 @@ def _gzipped(chunks: Iterator[bytes]) -> Iterator[bytes]:
     yield compressor.flush()
 
 
-def export_bytes(pages: Iterator[list[tuple]], *, export_format: str, gzip: bool) -> Iterator[bytes]:
-    """The export's bytes, chunk by chunk (one per page of events)."""
-    chunks = _csv_chunks(pages) if export_format == "csv" else _jsonl_chunks(pages)
+def export_bytes(pages: Iterator[list[tuple]], *, export_format: str, gzip: bool,
+                 spreadsheet: bool = False) -> Iterator[bytes]:
+    """The export's bytes, chunk by chunk (one per page of events). `spreadsheet`: a CSV for people to open (the
+    console's), its client-chosen text quoted where a spreadsheet would run it; the API's file is data, as stored."""
+    chunks = _csv_chunks(pages, spreadsheet=spreadsheet) if export_format == "csv" else _jsonl_chunks(pages)
     return _gzipped(chunks) if gzip else chunks
 
 

@@ -194,6 +194,17 @@ def test_the_console_exports_every_matching_event_of_its_list(operator, api, oth
     assert rows[0]["quantity"] == "0.30000000000000004"
 
 
+def test_the_consoles_csv_quotes_a_name_a_spreadsheet_would_run_and_the_apis_keeps_it(operator, api, llm):
+    record_raw(api, rec(customer="=HYPERLINK(\"http://x.example\",\"a\")", idempotencyKey="-1+2"))
+    resp = operator.post("/admin/customers/usageevent/", {"action": "export_events_csv", "select_across": "1",
+                                                          "index": "0", "_selected_action": ["x"]})
+    [row] = list(csv.DictReader(io.StringIO(body_of(resp).decode())))
+    assert (row["customerExternalId"], row["idempotencyKey"]) == ("'=HYPERLINK(\"http://x.example\",\"a\")", "'-1+2")
+    assert row["quantity"] == "1" and row["agentCode"] == "a-1"
+    [row] = list(csv.DictReader(io.StringIO(body_of(api.get("/v1/events/export", {"format": "csv"})).decode())))
+    assert row["customerExternalId"] == '=HYPERLINK("http://x.example","a")'  # data for a warehouse, as stored
+
+
 def test_the_decision_record_lists_the_csv_columns_in_their_order():
     # Code reading an export by position goes by this list; it had fallen three columns behind.
     import re
