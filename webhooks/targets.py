@@ -15,7 +15,7 @@ import socket
 import ssl
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from django.conf import settings
 
@@ -49,6 +49,10 @@ def url_problems(url: str, *, livemode: bool) -> list[str]:
         return ["Must not carry a user name or password; authenticate deliveries by their signature."]
     if parts.fragment:
         return ["Must not have a #fragment."]
+    try:
+        _ascii_host(parts.hostname)
+    except UnicodeError:
+        return [f"{parts.hostname} is not a valid host name."]
     hostname = parts.hostname.rstrip(".").lower()
     if livemode and parts.scheme != "https" and not (settings.WEBHOOKS_ALLOW_PRIVATE_URLS and _private(hostname)):
         # Live events cross the internet signed but not hidden. Where private targets are allowed (a development or
@@ -109,13 +113,28 @@ def address_problem(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> s
     return None
 
 
+# Printable ASCII, kept as written in a request line; anything else in a path or query is percent-encoded.
+_REQUEST_LINE_SAFE = "".join(chr(code) for code in range(0x21, 0x7F))
+
+
+def _ascii_host(hostname: str) -> str:
+    """The host as DNS, TLS and the Host header take it: an internationalized name in its ASCII (IDNA) form
+    (`пример.рф` is `xn--e1afmkfd.xn--p1ai`); UnicodeError for a name that has none."""
+    if hostname.isascii():
+        return hostname
+    return hostname.encode("idna").decode("ascii")
+
+
 def target_of(url: str) -> Target:
+    """Where an attempt goes, every part as the wire takes it (a name or path beyond ASCII was written into the
+    request as it is, and every attempt failed on it)."""
     parts = urlsplit(url)
     default_port = 443 if parts.scheme == "https" else 80
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
-    return Target(parts.scheme, parts.hostname, parts.port or default_port, path)
+    return Target(parts.scheme, _ascii_host(parts.hostname), parts.port or default_port,
+                  quote(path, safe=_REQUEST_LINE_SAFE))
 
 
 def resolve_checked(host: str, port: int) -> str:

@@ -40,3 +40,13 @@ def test_an_answer_trickling_in_is_cut_at_the_attempts_timeout(trickling_receive
     with pytest.raises(TimeoutError):
         targets.post(trickling_receiver, b"{}", {}, timeout=1.0)
     assert time.monotonic() - started < 2.0  # the whole answer would take 24 seconds
+
+
+def test_an_internationalized_url_goes_out_in_the_form_the_wire_takes():
+    """`https://пример.рф/hook` was accepted and every attempt failed: the Host header and the request line went out
+    beyond ASCII (UnicodeEncodeError, recorded as an unexpected error, and the endpoint disabled in the end)."""
+    target = targets.target_of("https://пример.рф/crochets/é?q=ü")
+    assert (target.host, target.path) == ("xn--e1afmkfd.xn--p1ai", "/crochets/%C3%A9?q=%C3%BC")
+    assert targets.target_of("https://hooks.example.com/a%20b?x=1").path == "/a%20b?x=1"  # as written
+    assert targets.url_problems("https://пример.рф/hook", livemode=True) == []
+    assert targets.url_problems("https://ü..example/hook", livemode=True) == ["ü..example is not a valid host name."]
