@@ -20,7 +20,7 @@ from functools import partial
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Case, F, Q, Value, When
 from django.db.models.functions import Coalesce
 from rest_framework import serializers
 
@@ -118,12 +118,17 @@ def next_delay(delivery: WebhookDelivery) -> timedelta | None:
 
 
 def _record(delivery: WebhookDelivery, *, now: datetime, answer: targets.Answer | None, error: str,
-            final: bool = False, took: timedelta = timedelta(0)) -> WebhookAttempt:
+            final: bool = False, took: timedelta = timedelta(0)) -> WebhookAttempt | None:
+    """The attempt's outcome on record; None when the endpoint was deleted meanwhile (with its deliveries)."""
     succeeded = answer is not None and 200 <= answer.status < 300
     if answer is not None and not succeeded:
         error = f"Answered {answer.status}; only a 2xx answer is a delivery (redirects are not followed)."
     endpoint = delivery.endpoint
     with transaction.atomic():
+        # The endpoint's row first, as its delete locks it before its deliveries: taken after the delivery's, the
+        # outcome and a delete each waited for what the other held (a deadlock, and the delete's 500).
+        if not WebhookEndpoint.objects.select_for_update(no_key=True).filter(pk=endpoint.pk).exists():
+            return None
         attempt = WebhookAttempt.objects.create(
             book_id=delivery.book_id, delivery=delivery, number=delivery.attempts, succeeded=succeeded,
             response_status=answer.status if answer else None, response_body=answer.body_head if answer else "",
@@ -140,10 +145,16 @@ def _record(delivery: WebhookDelivery, *, now: datetime, answer: targets.Answer 
         else:
             pending.update(next_attempt_at=now + took + delay, updated_at=clock.now())
         if endpoint.enabled:
+            # `now` is when this attempt was claimed: an attempt claimed later that succeeded first (a receiver
+            # stalling this one for its timeout) leaves the endpoint healthy, not failing since this claim (which
+            # then disabled it at the next failure three quiet days on).
+            succeeded_since = Q(last_success_at__gte=now)
             WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
-                failing_since=Coalesce("failing_since", now), last_failure_at=now)
+                failing_since=Case(When(succeeded_since, then=F("failing_since")),
+                                   default=Coalesce("failing_since", Value(now))),
+                last_failure_at=now)
             endpoint.refresh_from_db(fields=["failing_since", "enabled"])
-            if endpoint.failing_since <= now - ENDPOINT_DISABLE_AFTER:
+            if endpoint.failing_since is not None and endpoint.failing_since <= now - ENDPOINT_DISABLE_AFTER:
                 endpoint_disable_failing(endpoint, now=now)
     return attempt
 

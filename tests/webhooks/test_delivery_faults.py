@@ -387,3 +387,24 @@ def test_a_test_send_to_an_endpoint_being_deleted_answers_404(api, receiver, boo
     deleting.join(10)
     sending.join(10)
     assert answers[0].status_code == 404, answers[0].content
+
+
+def test_a_failure_recorded_after_a_later_attempt_succeeded_leaves_the_endpoint_healthy(
+        api, endpoint, django_capture_on_commit_callbacks):
+    """Attempt 1 is claimed at t0 and its receiver stalls it to the timeout; attempt 2, claimed at t0 + 2 s, is
+    delivered first. Attempt 1's failure, written at t0 + 10 s, set the endpoint failing since t0: health
+    'failing' though the latest attempt succeeded, and disabled at the next failure three quiet days on."""
+    from webhooks import targets
+    from webhooks.delivery import _record
+    from webhooks.models import WebhookEndpoint
+
+    with django_capture_on_commit_callbacks(execute=False):  # two deliveries, no attempt yet
+        ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"), 202)
+        ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"), 202)
+    first, second = WebhookDelivery.objects.select_related("endpoint").order_by("created_at", "id")
+    first.attempts = second.attempts = 1
+    t0 = clock.now()
+    _record(second, now=t0 + timedelta(seconds=2), answer=targets.Answer(200, "", 12), error="")
+    _record(first, now=t0, answer=None, error="Timed out.")
+    assert WebhookEndpoint.objects.get(pk=endpoint["id"]).failing_since is None
+    assert ok(api.get(f"/v1/webhook-endpoints/{endpoint['id']}"))["health"] == "healthy"
