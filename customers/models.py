@@ -247,8 +247,9 @@ class RollupBacklog(models.Model):
 class ArchivedMonth(models.Model):
     """A UTC month whose events left the ledger (customers/partitions.py `ledger_partition_detach`): what is
     computed from the ledger no longer sees them, so the verifier compares no figure of such a month (a credit
-    pool's settled use, a draft's lines) and prunes no matter attribution while one exists. Kept after the
-    archive's table is dropped: its events are gone for good then."""
+    pool's settled use, a draft's lines), finds a matter attribution's event in the archive's table while it is
+    kept, and prunes no attribution once it was dropped. Kept after the archive's table is dropped: its events are
+    gone for good then."""
 
     month = models.DateTimeField(unique=True)  # the month's first instant
     archive = models.CharField(max_length=63)  # the table it became

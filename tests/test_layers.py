@@ -178,6 +178,7 @@ RAW_SQL_MODULES = {
     "customers/ledger.py": "the ledger insert",
     "customers/rollup.py": "the rollup's writes and its comparison with the ledger",
     "customers/verification.py": "the ledger verifier's checks of the keys and the backlog",
+    "matters/verification.py": "the ledger verifier's check of matter attributions against the ledger and archives",
     "customers/usage_sums.py": "the rollup's reads",
     "customers/partitions.py": "the ledger's monthly partitions (DDL)",
     "customers/partition_conversion.py": "converting a populated ledger to partitions (DDL)",

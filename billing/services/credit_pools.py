@@ -199,8 +199,11 @@ def credit_topup(*, book: Book, subscription_id, units: Decimal, idempotency_key
     pool = _require_pool(subscription)
     # The sync below settles the periods that have ended, for good: the book's batches still committing (begun
     # before a period ended, dated in it) are in the ledger before it reads, as for the alert job that settles them
-    # otherwise (`credit_pool_alerts_evaluate`).
-    batches_in_flight_wait(book.pk)
+    # otherwise (`credit_pool_alerts_evaluate`). A top-up in a running period settles nothing and waits for nothing.
+    end = subscription.current_period_end
+    if (end is not None and end <= now) or period_grants(subscription).filter(
+            settled_at__isnull=True, period_end__lte=now).exists():
+        batches_in_flight_wait(book.pk)
     with transaction.atomic():
         credit_pool_sync(subscription=subscription, pool=pool, now=now)
         try:
