@@ -24,21 +24,26 @@ from tests.parallel import in_another_connection
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def test_the_null_plan_is_not_what_a_batch_committed_between_the_reads_leaves(api, client_for, ledger, plans,
-                                                                              monkeypatch):
-    """byPlan's null plan is the total less the plans' rows: a batch of 3 of Main's events committed after the
-    total was read and before the plans' rows made the null plan -1 (and Main 4 of a total of 4)."""
-    late = client_for(email="late@example.com")
-    by_plan = cost_selectors._by_plan
-    fired = []
+def batch_committed_before_the_first_call(monkeypatch, module, name: str, client_for) -> list:
+    """`module.name` replaced so that its first call first commits, from another connection, a batch of 3 of
+    Main's events (acme, writer, pages, April 8); returns a list that holds True once it did."""
+    late, read, fired = client_for(email="late@example.com"), getattr(module, name), []
 
-    def by_plan_after_a_batch(**kwargs):
+    def after_a_batch(**kwargs):
         if not fired:
             fired.append(True)
             in_another_connection(lambda: record(late, *(rec("acme", "writer", "pages", "2025-04-08T10:00:00Z")
                                                         for _ in range(3))))
-        return by_plan(**kwargs)
-    monkeypatch.setattr(cost_selectors, "_by_plan", by_plan_after_a_batch)
+        return read(**kwargs)
+    monkeypatch.setattr(module, name, after_a_batch)
+    return fired
+
+
+def test_the_null_plan_is_not_what_a_batch_committed_between_the_reads_leaves(api, client_for, ledger, plans,
+                                                                              monkeypatch):
+    """byPlan's null plan is the total less the plans' rows: a batch of 3 of Main's events committed after the
+    total was read and before the plans' rows made the null plan -1 (and Main 4 of a total of 4)."""
+    fired = batch_committed_before_the_first_call(monkeypatch, cost_selectors, "_by_plan", client_for)
 
     body = get(api, COST, **APRIL)
     assert fired
@@ -119,17 +124,7 @@ def test_revenue_counts_a_batch_committed_between_its_reads_in_none_of_them(api,
     pool's period quantity could count it while the window's did not."""
     from analytics.selectors import revenue as revenue_selectors
 
-    late = client_for(email="late@example.com")
-    quantities = revenue_selectors.signal_quantities
-    fired = []
-
-    def quantities_after_a_batch(**kwargs):
-        if not fired:
-            fired.append(True)
-            in_another_connection(lambda: record(late, *(rec("acme", "writer", "pages", "2025-04-08T10:00:00Z")
-                                                        for _ in range(3))))
-        return quantities(**kwargs)
-    monkeypatch.setattr(revenue_selectors, "signal_quantities", quantities_after_a_batch)
+    fired = batch_committed_before_the_first_call(monkeypatch, revenue_selectors, "signal_quantities", client_for)
 
     body = get(api, "/v1/analytics/revenue", **APRIL)
     assert fired
