@@ -71,3 +71,18 @@ class Meanwhile:
         self.thread.join()
         assert not self.failures, self.failures
         return self.answers[0]
+
+
+def patch_during_delete(api: KeyClient, url: str, body: dict, *, model, pk, delete_status: int, signal=None):
+    """PATCH `url` with `body` on a thread of its own while the test's DELETE of the same row holds it (the DELETE
+    stopped at `signal` for the row, `pre_delete` unless given); checks the DELETE's answer and that the PATCH
+    waited on a lock, and returns the PATCH's answer."""
+    from django.db.models.signals import pre_delete
+
+    patch = Meanwhile(api, lambda client: client.patch(url, body))
+    waiting = []
+    with at_signal(signal or pre_delete, model, pk, lambda: waiting.append(patch.start_and_wait_for_a_lock())):
+        assert api.delete(url).status_code == delete_status
+    answer = patch.answer()
+    assert waiting == [1]
+    return answer

@@ -1,11 +1,11 @@
 """A PATCH of a customer, agent or signal meeting a DELETE of the same record: whichever commits first, the PATCH
 answers 404 like any unknown id once the record is deleted, never 200 or a 500 (spec §4)."""
 import pytest
-from django.db.models.signals import pre_delete, pre_save
+from django.db.models.signals import pre_save
 
 from customers.models import Agent, Customer, Signal
 from tests.factories import AgentFactory
-from tests.row_races import Meanwhile, at_signal
+from tests.row_races import at_signal, patch_during_delete
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -13,13 +13,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def test_a_customer_patch_arriving_during_its_delete_waits_for_it_and_is_404(api):
     customer_id = api.post("/v1/customers", {"name": "Globex", "externalId": "globex"}).json()["id"]
     url = f"/v1/customers/{customer_id}"
-    patch = Meanwhile(api, lambda client: client.patch(url, {"name": "Renamed"}))
-    waiting = []
     # The delete is a soft delete (a save of deletedAt): the PATCH starts once the delete holds the row.
-    with at_signal(pre_save, Customer, customer_id, lambda: waiting.append(patch.start_and_wait_for_a_lock())):
-        assert api.delete(url).status_code == 204
-    resp = patch.answer()
-    assert waiting == [1]
+    resp = patch_during_delete(api, url, {"name": "Renamed"}, model=Customer, pk=customer_id, delete_status=204,
+                               signal=pre_save)
     # It was a 200 that renamed the customer just deleted.
     assert resp.status_code == 404, resp.json()
     assert resp.json() == {"message": "Customer not found"}
@@ -30,12 +26,7 @@ def test_a_customer_patch_arriving_during_its_delete_waits_for_it_and_is_404(api
 def test_an_agent_patch_arriving_during_its_delete_waits_for_it_and_is_404(api):
     agent_id = api.post("/v1/agents", {"name": "Drafter", "agentCode": "drafter"}).json()["id"]
     url = f"/v1/agents/{agent_id}"
-    patch = Meanwhile(api, lambda client: client.patch(url, {"name": "Renamed"}))
-    waiting = []
-    with at_signal(pre_delete, Agent, agent_id, lambda: waiting.append(patch.start_and_wait_for_a_lock())):
-        assert api.delete(url).status_code == 204
-    resp = patch.answer()
-    assert waiting == [1]
+    resp = patch_during_delete(api, url, {"name": "Renamed"}, model=Agent, pk=agent_id, delete_status=204)
     # It was a 500: Django's "Save with update_fields did not affect any rows."
     assert resp.status_code == 404, resp.content
     assert resp.json() == {"message": "Agent not found"}
@@ -46,12 +37,7 @@ def test_a_signal_patch_arriving_during_its_delete_waits_for_it_and_is_404(api, 
     agent = AgentFactory(book=book)
     signal_id = api.post("/v1/signals", {"agentId": str(agent.id), "name": "Pages"}).json()["id"]
     url = f"/v1/signals/{signal_id}"
-    patch = Meanwhile(api, lambda client: client.patch(url, {"name": "Pages delivered"}))
-    waiting = []
-    with at_signal(pre_delete, Signal, signal_id, lambda: waiting.append(patch.start_and_wait_for_a_lock())):
-        assert api.delete(url).status_code == 204
-    resp = patch.answer()
-    assert waiting == [1]
+    resp = patch_during_delete(api, url, {"name": "Pages delivered"}, model=Signal, pk=signal_id, delete_status=204)
     assert resp.status_code == 404, resp.content  # was a 500, as for agents
     assert resp.json() == {"message": "Signal not found"}
     assert not Signal.objects.filter(pk=signal_id).exists()

@@ -1,11 +1,11 @@
 """A PATCH of a matter or a routing rule meeting a DELETE of the same record: the PATCH answers 404 like any unknown
 id once the record is deleted; the deleted record is never written back."""
 import pytest
-from django.db.models.signals import pre_delete, pre_save
+from django.db.models.signals import pre_save
 
 from matters.models import Matter, MatterRule
 from tests.factories import MatterFactory
-from tests.row_races import Meanwhile, at_signal
+from tests.row_races import Meanwhile, at_signal, patch_during_delete
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -14,12 +14,7 @@ def test_a_matter_patch_arriving_during_its_delete_waits_for_it_and_is_404(api):
     resp = api.post("/v1/matters", {"matterNumber": "2025-001", "name": "Smith v Jones", "clientName": "Smith"})
     matter_id = resp.json()["id"]
     url = f"/v1/matters/{matter_id}"
-    patch = Meanwhile(api, lambda client: client.patch(url, {"status": "closed"}))
-    waiting = []
-    with at_signal(pre_delete, Matter, matter_id, lambda: waiting.append(patch.start_and_wait_for_a_lock())):
-        assert api.delete(url).status_code == 200
-    resp = patch.answer()
-    assert waiting == [1]
+    resp = patch_during_delete(api, url, {"status": "closed"}, model=Matter, pk=matter_id, delete_status=200)
     # It was a 200: the save found no row to update and inserted the matter again.
     assert resp.status_code == 404, resp.json()
     assert resp.json() == {"message": "Matter not found"}
