@@ -14,6 +14,7 @@ from fpdf import FPDF
 from fpdf.enums import XPos, YPos
 
 from billing import stripe_gateway
+from billing.services.payments import local_checkout_enabled
 from billing.models import Invoice, InvoiceLine, InvoiceStatus
 from billing.pay_links import live_pay_token, pay_url
 from billing.pricing.periods import local_date, local_midnight
@@ -303,8 +304,7 @@ def invoice_pdf(view: InvoiceView) -> bytes:
             # Without a payment provider (nor the development checkout) the link shows the invoice and how to pay
             # it, not a checkout: the PDF does not promise one.
             # Nor for an amount Stripe does not take (the link shows how to pay it otherwise).
-            online = (stripe_gateway.pays_online(invoice.amount_due, invoice.currency)
-                      or (settings.PAYMENTS_LOCAL_CHECKOUT and not stripe_gateway.is_configured()))
+            online = stripe_gateway.pays_online(invoice.amount_due, invoice.currency) or local_checkout_enabled()
             pdf.line_text(f"{'Pay online' if online else 'View online'}: {view.pay_url}")
         if seller and seller.payment_instructions:
             pdf.line_text(seller.payment_instructions)
