@@ -97,6 +97,12 @@ def _scheduled_successor(book, subscription: Subscription, *, now: datetime) -> 
     if successor.status != Status.UPCOMING or successor.start_date <= now:
         raise Conflict(f"The plan already changed at {json_value(successor.start_date)}: this subscription continues "
                        f"as {successor.id}; change that subscription's plan instead.", code="plan_already_changed")
+    # A successor that scheduled a change of its own would leave that change's subscription without the one it
+    # continues: the later change is withdrawn first, in the reverse of the order they were made.
+    if successor.next_subscription_id is not None:
+        raise Conflict(f"Subscription {successor.id}, which the scheduled change starts, has a plan change of its own "
+                       f"scheduled (to subscription {successor.next_subscription_id}); withdraw that one first with "
+                       f"DELETE /v1/subscriptions/{successor.id}/change-plan.", code="plan_change_chained")
     # Its invoices and top-ups are records of their own: a successor that has any is never deleted.
     if owned(Invoice, book).filter(subscription=successor).exists() or \
             owned(CreditGrant, book).filter(subscription=successor, kind=CreditGrant.Kind.TOPUP).exists():
@@ -106,13 +112,30 @@ def _scheduled_successor(book, subscription: Subscription, *, now: datetime) -> 
     return successor
 
 
+def _end_before_change(subscription: Subscription, successor: Subscription) -> tuple[datetime | None, bool]:
+    """The endDate and isForever the subscription had before the change that scheduled `successor`, as its
+    changelog recorded them (an entry lists a field only when the change moved it). The successor's own end is
+    not it: a PATCH may have moved that since."""
+    entry = (subscription.changes.filter(kind=Kind.PLAN_CHANGE, changes__nextSubscriptionId__after=str(successor.id))
+             .order_by("-created_at", "-id").first())
+    if entry is None:  # a change made before the changelog recorded it: the term the successor took over
+        return successor.end_date, successor.is_forever
+    changes = entry.changes
+    end_date = subscription.end_date
+    if "endDate" in changes:
+        recorded = changes["endDate"]["before"]
+        end_date = None if recorded is None else datetime.fromisoformat(recorded)
+    is_forever = changes["isForever"]["before"] if "isForever" in changes else subscription.is_forever
+    return end_date, is_forever
+
+
 def _withdraw(subscription: Subscription, successor: Subscription, *, actor: str, reason: str,
               now: datetime) -> None:
-    """Undo a scheduled change: the old subscription runs on for the term the successor had taken over."""
+    """Undo a scheduled change: the old subscription gets back the end it had before the change."""
     previous_end = effective_end(subscription)
     before = {"endDate": json_value(subscription.end_date), "isForever": subscription.is_forever,
               "nextSubscriptionId": str(successor.id)}
-    subscription.end_date, subscription.is_forever = successor.end_date, successor.is_forever
+    subscription.end_date, subscription.is_forever = _end_before_change(subscription, successor)
     subscription.next_subscription = None
     _fit_period_to_end(subscription, previous_end)
     subscription.save()

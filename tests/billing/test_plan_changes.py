@@ -395,6 +395,42 @@ def test_a_scheduled_change_is_replaced_by_a_second_call_and_withdrawn_by_delete
     assert "no scheduled plan change" in error(acme.api.delete(f"/v1/subscriptions/{old['id']}/change-plan"), 404)
 
 
+def test_withdrawing_gives_the_old_subscription_its_own_end_back_not_the_one_the_new_side_was_given_since(
+        acme, frozen_now):
+    current, _ = acme.plan(fee("30"))
+    other, _ = acme.plan(fee("60"))
+    old = subscribe(acme, current, "2025-05-01T00:00:00Z")
+    pending = ok(change(acme.api, old, other, effectiveAt="2025-07-01T00:00:00Z"), 201)
+    shortened = ok(acme.api.patch(f"/v1/subscriptions/{pending['id']}", {"endDate": "2025-09-01T00:00:00Z"}))
+    assert (shortened["endDate"], shortened["isForever"]) == ("2025-09-01T00:00:00Z", False)
+
+    restored = ok(acme.api.delete(f"/v1/subscriptions/{old['id']}/change-plan"))
+    assert old["endDate"] is None
+    assert (restored["endDate"], restored["isForever"], restored["nextSubscriptionId"]) == (
+        None, old["isForever"], None)
+
+
+def test_a_change_whose_new_subscription_scheduled_one_of_its_own_is_withdrawn_after_that_one(acme, frozen_now):
+    first, _ = acme.plan(fee("30"))
+    second, _ = acme.plan(fee("60"))
+    third, _ = acme.plan(fee("90"))
+    old = subscribe(acme, first, "2025-05-01T00:00:00Z", endDate="2026-01-01T00:00:00Z")
+    middle = ok(change(acme.api, old, second, effectiveAt="2025-07-01T00:00:00Z"), 201)
+    last = ok(change(acme.api, middle, third, effectiveAt="2025-08-01T00:00:00Z"), 201)
+
+    for refused in (acme.api.delete(f"/v1/subscriptions/{old['id']}/change-plan"),
+                    change(acme.api, old, third, effectiveAt="2025-09-01T00:00:00Z")):
+        message = error(refused, 409)
+        assert middle["id"] in message and f"DELETE /v1/subscriptions/{middle['id']}/change-plan" in message
+    assert ok(acme.api.get(f"/v1/subscriptions/{old['id']}"))["nextSubscriptionId"] == middle["id"]
+    assert ok(acme.api.get(f"/v1/subscriptions/{last['id']}"))["previousSubscriptionId"] == middle["id"]
+
+    assert ok(acme.api.delete(f"/v1/subscriptions/{middle['id']}/change-plan"))["endDate"] == "2026-01-01T00:00:00Z"
+    restored = ok(acme.api.delete(f"/v1/subscriptions/{old['id']}/change-plan"))
+    assert (restored["endDate"], restored["nextSubscriptionId"]) == ("2026-01-01T00:00:00Z", None)
+    assert [acme.api.get(f"/v1/subscriptions/{row['id']}").status_code for row in (middle, last)] == [404, 404]
+
+
 def test_a_change_that_took_effect_can_no_longer_be_withdrawn_or_replaced(acme, frozen_now):
     current, _ = acme.plan(fee("30"))
     other, _ = acme.plan(fee("60"))
