@@ -102,10 +102,11 @@ def _schedule_errors(subscription: Subscription) -> list[str]:
     return errors
 
 
-def _refuse_overlap(book, subscription: Subscription) -> None:
+def _refuse_overlap(book, subscription: Subscription, *, ended_too: bool = False) -> None:
     """One live subscription per customer, plan and agent at a time: another upcoming or active one whose
-    [startDate, endDate) overlaps is a 409 (ended subscriptions never block)."""
-    if subscription.status == Status.ENDED:
+    [startDate, endDate) overlaps is a 409 (ended subscriptions never block). `ended_too`: check an ended one as
+    well (one created ended, whose life was never checked)."""
+    if subscription.status == Status.ENDED and not ended_too:
         return
     others = owned(Subscription, book).filter(
         customer_id=subscription.customer_id, plan_id=subscription.plan_id, agent_id=subscription.agent_id,
@@ -143,9 +144,15 @@ def subscription_create(*, book, now: datetime, actor: str, customer_id, plan_id
     errors = _schedule_errors(subscription)
     if errors:
         raise Unprocessable(errors)
-    _refuse_overlap(book, subscription)
     if subscription.status != Status.UPCOMING:
         _set_period(subscription, period_in_force(subscription, now))
+    if subscription.status == Status.ENDED:
+        # Created ended (an earlier contract entered afterwards): its life is what an operator's end gives it, and
+        # that life bills usage, so it must not overlap another one on the plan either.
+        _end_now(subscription, now=now)
+        _refuse_overlap(book, subscription, ended_too=True)
+    else:
+        _refuse_overlap(book, subscription)
     subscription.save()
     created = snapshot(subscription)
     changelog_add(subscription=subscription, kind=Kind.CREATED, actor=actor,
@@ -181,13 +188,20 @@ def _change_status(subscription: Subscription, status: str, *, now: datetime) ->
     if status == Status.ACTIVE and subscription.current_period_start is None:
         _set_period(subscription, period_in_force(subscription, now))
     if status == Status.ENDED:
-        end = effective_end(subscription)
-        if subscription.start_date >= now:  # cancelled before it started: a life of no instant, billing nothing
-            subscription.end_date, subscription.is_forever = subscription.start_date, False
-            _set_period(subscription, None)
-        elif end is None or end > now:
-            subscription.end_date, subscription.is_forever = now, False
-            _fit_period_to_end(subscription, end)
+        _end_now(subscription, now=now)
+
+
+def _end_now(subscription: Subscription, *, now: datetime) -> None:
+    """The life of a subscription made `ended`: it ends now unless it already ends earlier, and one that has not
+    started gets a life of no instant (its startDate), billing nothing. Left open, its life would run on, and as
+    the earliest-started subscription of the customer and agent it would take their usage from the one that runs."""
+    end = effective_end(subscription)
+    if subscription.start_date >= now:
+        subscription.end_date, subscription.is_forever = subscription.start_date, False
+        _set_period(subscription, None)
+    elif end is None or end > now:
+        subscription.end_date, subscription.is_forever = now, False
+        _fit_period_to_end(subscription, end)
 
 
 def _fit_period_to_end(subscription: Subscription, previous_end: datetime | None) -> None:

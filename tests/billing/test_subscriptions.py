@@ -328,3 +328,35 @@ def test_an_upcoming_subscription_ended_before_it_starts_never_bills_usage(api, 
             event(chain, 1, f"2025-07-{day:02d}T10:00:00Z")
     invoice = draft(api, chain, ("2025-07-01T00:00:00Z", "2025-07-31T23:59:59Z"))
     assert invoice["total"] == 50
+
+
+def test_a_subscription_created_ended_ends_now_and_never_takes_the_usage_of_the_one_that_runs(api, book, frozen_now):
+    # Created `ended` without an endDate, its life stayed open: as the earliest-started subscription of the customer
+    # and agent it billed, on no invoice ever drafted, every later event the running subscription should bill.
+    from tests.billing.invoice_support import billing_chain, draft, event, usage
+
+    chain = billing_chain(api, book, [usage("1.00")], start="2025-06-01T00:00:00Z")
+    running = chain.subscription
+    earlier = create_plan(api, chain.agent.id, name="Earlier contract")
+    ok(api.post(f"/v1/pricing-plans/{earlier['id']}/pricing-strategies",
+                [{"name": "tickets", "agentId": str(chain.agent.id), "chargeType": "usage", "pricingModel": "flat",
+                  "rate": 5, "signalId": str(chain.signal.id)}]), 201)
+    imported = create_subscription(api, chain, planId=earlier["id"], startDate="2025-01-01T00:00:00Z", status="ended")
+    assert (imported["status"], imported["endDate"], imported["isForever"]) == ("ended", "2025-06-10T12:00:00Z", False)
+
+    frozen_now(datetime(2025, 7, 5, tzinfo=timezone.utc))
+    for day in (11, 20, 30):
+        event(chain, 2, f"2025-06-{day}T10:00:00Z")
+    chain.subscription = running
+    assert draft(api, chain, ("2025-06-01T00:00:00Z", "2025-07-01T00:00:00Z"))["total"] == 6
+
+
+def test_a_subscription_created_ended_over_the_life_of_one_on_its_plan_is_a_409(api, chain, frozen_now):
+    running = create_subscription(api, chain, startDate="2025-03-01T00:00:00Z")
+    message = error(api.post("/v1/subscriptions", subscription_body(chain, status="ended")), 409)
+    assert running["id"] in message
+    before = create_subscription(api, chain, status="ended", endDate="2025-03-01T00:00:00Z")
+    assert (before["status"], before["endDate"]) == ("ended", "2025-03-01T00:00:00Z")
+    upcoming = create_subscription(api, chain, status="ended", startDate="2025-09-01T00:00:00Z",
+                                   planId=create_plan(api, chain.agent.id)["id"])
+    assert upcoming["endDate"] == upcoming["startDate"] == "2025-09-01T00:00:00Z"
