@@ -70,8 +70,13 @@ class SubscriptionUpdateIn(AllOptional, SubscriptionCreateIn):
     startDate = billingCycle = customCycleDays = customerId = None
 
 
-class SubscriptionInvoiceDatesIn(serializers.Serializer):
+class SubscriptionInvoiceDatesIn(RefusesFields, serializers.Serializer):
     """When future invoices are generated: from the next period on, never the current one."""
+
+    # The spec's fixed fields are refused on every PATCH of a subscription, this route's included (read as a way to
+    # move the period, they were dropped without a word).
+    refused = {"startDate": FIXED_AT_CREATION, "currentPeriodStart": FIXED_AT_CREATION,
+               "currentPeriodEnd": FIXED_AT_CREATION}
 
     billingDay = serializers.IntegerField(source="billing_day", min_value=1, max_value=31, required=False,
                                           allow_null=True)

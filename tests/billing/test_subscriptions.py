@@ -287,6 +287,15 @@ def test_invoice_dates_validation(api, chain, body, status):
     error(api.patch(f"/v1/subscriptions/{subscription['id']}/invoice-dates", body), status)
 
 
+def test_invoice_dates_with_the_fixed_period_fields_are_a_400_naming_them_and_change_nothing(api, chain, frozen_now):
+    subscription = create_subscription(api, chain)
+    resp = api.patch(f"/v1/subscriptions/{subscription['id']}/invoice-dates",
+                     {"billingDay": 15, "currentPeriodEnd": "2025-07-15T00:00:00Z", "startDate": "2025-02-01"})
+    message = error(resp, 400)
+    assert "currentPeriodEnd" in message and "startDate" in message
+    assert ok(api.get(f"/v1/subscriptions/{subscription['id']}"))["billingDay"] is None
+
+
 def test_invoice_dates_on_a_custom_cycle_or_an_ended_subscription_are_422(api, chain):
     custom = create_subscription(api, chain, billingCycle="custom", customCycleDays=14)
     assert error(api.patch(f"/v1/subscriptions/{custom['id']}/invoice-dates", {"billingDay": 3}),
