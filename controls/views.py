@@ -2,6 +2,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
 from accounts.api import ALL_SCOPES, OrgApiView
+from accounts.models import KeyScope
 from core import clock
 from core.openapi import ErrorOut
 from core.serialization import parse
@@ -88,7 +89,8 @@ class CoverageApi(SpendControlApi):
 
 
 class DeviceHeartbeatApi(SpendControlApi):
-    write_scopes = ALL_SCOPES  # a developer's machine checks in with an ingest-only key
+    # A developer's machine checks in with an ingest-only key; a legal key reads spend controls only (spec 5.5).
+    write_scopes = frozenset({KeyScope.FULL, KeyScope.INGEST})
     write_roles = None
 
     @extend_schema(request=HeartbeatIn, responses=DeviceOut,

@@ -46,6 +46,15 @@ def test_heartbeat_with_an_ingest_only_key_records_the_machine(ingest, frozen_no
     assert Device.objects.get(book=book).armed is True
 
 
+def test_a_legal_key_reads_spend_controls_and_cannot_check_in_a_machine(client_for, frozen_now, book):
+    legal = client_for(scope="legal", role="legal", email="counsel@acme.example.com")
+    resp = legal.post(HEARTBEAT, {"customerExternalId": ALICE, "deviceId": "laptop", "armed": False})
+    assert resp.status_code == 403 and "legal key" in resp.json()["message"]
+    assert not Device.objects.filter(book=book).exists()
+    assert legal.get(COVERAGE).status_code == 200
+    assert check(legal, ALICE)["allowed"] is True
+
+
 def test_a_second_heartbeat_updates_the_same_machine(ingest, frozen_now):
     heartbeat(ingest, ALICE, armed=True)
     frozen_now.moment = NOW + timedelta(hours=1)
