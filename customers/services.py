@@ -190,10 +190,13 @@ def signal_bulk_create(*, book, agent_id, items: list[dict]) -> list[Signal]:
 @transaction.atomic
 def signal_delete(*, book, signal_id) -> None:
     """Permanent delete; the signal's usage events stay, orphaned (signal null, they keep `signalName`).
-    409 while a pricing strategy prices the signal."""
+    409 while a pricing strategy prices the signal. Deleted strategies (soft-deleted, kept for their history) no
+    longer price anything and lose their reference to it as the events do: they blocked the delete for good, as a
+    deleted strategy cannot be changed."""
     signal = get_owned(Signal, book, signal_id, queryset=owned(Signal, book).select_for_update())
-    if signal.strategies.exists():
+    if signal.strategies.filter(deleted_at__isnull=True).exists():
         raise Conflict("The signal is priced by a pricing strategy; remove it from the strategy first.")
+    signal.strategies.filter(deleted_at__isnull=False).update(signal=None)
     try:
         with transaction.atomic():
             signal.delete()

@@ -144,6 +144,20 @@ def test_delete_of_a_signal_priced_by_a_strategy_is_409(api, book):
     assert Signal.objects.filter(pk=signal.pk).exists()
 
 
+def test_a_signal_whose_strategy_was_deleted_can_be_deleted(api, book):
+    # The deleted (soft-deleted) strategy kept it a 409 for good: nothing priced it, and a deleted strategy cannot
+    # be changed to let it go.
+    signal = SignalFactory(book=book)
+    plan = api.post("/v1/pricing-plans", {"name": "Plan", "agentId": str(signal.agent_id)}).json()
+    strategies = f"/v1/pricing-plans/{plan['id']}/pricing-strategies"
+    (strategy,) = api.post(strategies, [{"name": "Per page", "agentId": str(signal.agent_id), "chargeType": "usage",
+                                         "signalId": str(signal.id), "pricingModel": "flat", "rate": 1}]).json()
+    assert api.delete(f"{strategies}/{strategy['id']}").status_code == 204
+    assert api.delete(f"/v1/signals/{signal.id}").status_code == 204
+    assert not Signal.objects.filter(pk=signal.pk).exists()
+    assert PricingStrategy.objects.get(pk=strategy["id"]).signal_id is None
+
+
 def test_delete_then_agent_delete_succeeds(api, agent):
     created = api.post("/v1/signals", {"name": "Pages", "agentId": str(agent.id)}).json()
     assert api.delete(f"/v1/agents/{agent.id}").status_code == 409
