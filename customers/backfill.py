@@ -145,16 +145,51 @@ def events_unpriced_reasons(*, book, events: list[UsageEvent], how_to_map: str =
 REPRICED_FIELDS = ["usage_cost", "event_status", "services", "service", "priced_at_standard_tier"]
 
 
+def _stored_entries(event: UsageEvent) -> dict[tuple[str, str], str]:
+    """The catalog entry (id) that priced each model the event names, as stored with it; unpriced parts left out."""
+    if event.services is not None:
+        return {ServiceUsage.from_json(part).key: part["serviceId"] for part in event.services
+                if part.get("serviceId")}
+    if event.service_id is None or event.model is None or event.model_provider is None:
+        return {}
+    return {(event.model, event.model_provider): str(event.service_id)}
+
+
+def _price_lists_by_event(book, events: list[UsageEvent], parts_by_event: dict, *, pinned: bool):
+    """event -> the PriceList that prices it: the names resolved today with the book's overrides; `pinned`, each
+    model the event was priced with kept on the entry that priced it (only its unpriced parts resolved today)."""
+    pairs = {part.key for parts in parts_by_event.values() for part in parts}
+    resolved, overrides = resolve_prices(book=book, pairs=pairs)
+    today = PriceList(resolved, overrides)
+    if not pinned:
+        return lambda event: today
+    stored = {event.pk: _stored_entries(event) for event in events}
+    ids = {entry_id for entries in stored.values() for entry_id in entries.values()}
+    entries = {str(entry.pk): entry for entry in ServiceEntry.objects.filter(pk__in=ids)}
+    lists: dict[tuple, PriceList] = {}
+
+    def for_event(event: UsageEvent) -> PriceList:
+        kept = {pair: entries[entry_id] for pair, entry_id in stored[event.pk].items() if entry_id in entries}
+        signature = tuple(sorted((pair, str(entry.pk)) for pair, entry in kept.items()))
+        if signature not in lists:
+            lists[signature] = PriceList({**resolved, **kept}, overrides) if kept else today
+        return lists[signature]
+    return for_event
+
+
 def _price_and_save(book, events: list[UsageEvent], *, unprice: bool = False) -> int:
     """Price `events` again and write those whose cost changed; how many. With `unprice` (a price override was
     created or deleted), an event the book can no longer price (the override that priced it is gone) goes back to
     cost null, and so does one its new prices take past what an event may cost (MAX_EVENT_COST): recording refuses
-    such a record, and keeping the cost it had would show a price the book no longer has."""
+    such a record, and keeping the cost it had would show a price the book no longer has. The override prices the
+    event as it was priced: each model on the catalog entry that priced it, not on the one its name resolves to today
+    (an alias remapped since, or a catalog load that lists the name under an entry of its own now, moved its cost
+    for no reason the override gives)."""
     parts_by_event = {event.pk: _event_parts(event) for event in events}
-    prices = _price_list(book, parts_by_event)
+    prices_for = _price_lists_by_event(book, events, parts_by_event, pinned=unprice)
     changed = []
     for event in events:
-        priced = price_event(parts_by_event[event.pk], prices, at=event.usage_date)
+        priced = price_event(parts_by_event[event.pk], prices_for(event), at=event.usage_date)
         if priced.total is None and not unprice:
             continue
         services = priced.services_json() if event.services is not None else None

@@ -124,6 +124,29 @@ def test_a_model_the_catalog_lacks_is_priced_by_its_override_and_unpriced_again_
     assert api.get(f"/v1/price-overrides/{body['id']}").status_code == 404
 
 
+def test_an_override_prices_events_on_the_entry_that_priced_them_not_the_one_their_name_maps_to_today(api):
+    # Mapped to gpt-4o, then remapped to gpt-4o-mini (priced events keep their entry): an override of gpt-4o priced
+    # them again as gpt-4o-mini's, without the override, and moved them to that entry.
+    record = {"model": "house-llm", "modelProvider": "inhouse", "inputTokens": 1_000_000, "outputTokens": 100_000,
+              "usageDate": "2026-03-02T10:00:00Z"}
+    single = send(api, **record)
+    multi = send(api, services=[{k: v for k, v in record.items() if k != "usageDate"}],
+                 usageDate="2026-03-02T10:00:00Z")
+    mapping = {"model": "house-llm", "modelProvider": "inhouse"}
+    mini = ServiceEntry.objects.get(provider="openai", canonical_name="gpt-4o-mini")
+    assert api.post("/v1/events/map-model", {**mapping, "serviceId": str(gpt_4o().id)}).status_code in (200, 201)
+    assert api.post("/v1/events/map-model", {**mapping, "serviceId": str(mini.id)}).status_code == 200
+    assert [event_cost(entry) for entry in (single, multi)] == [D("3.5"), D("3.5")]  # $2.50 + $10 per million
+
+    body = create(api, serviceId=str(gpt_4o().id), inputCost="0.000001", effectiveFrom="2026-03-01T00:00:00Z")
+    assert body["eventsRepriced"] == 2
+    assert [event_cost(entry) for entry in (single, multi)] == [D("2"), D("2")]  # $1 negotiated + $10 per million
+    event = UsageEvent.objects.get(pk=single["eventId"])
+    assert event.service_id == gpt_4o().id
+    assert UsageEvent.objects.get(pk=multi["eventId"]).services[0]["serviceId"] == str(gpt_4o().id)
+    assert month_cost(api) == D("4")
+
+
 def test_a_known_model_the_catalog_cannot_price_gets_its_price_from_an_override(api):
     # Pegasus 1.5 is priced per video second, which the price data cannot express: its events wait unpriced, and
     # map-model refuses a known name. A unit price per second, with the seconds as the quantity, prices them.
