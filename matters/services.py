@@ -20,7 +20,7 @@ from django.db.models.functions import Now
 from accounts.models import Membership
 from core.errors import BadRequest, Conflict
 from core.progress import NO_PROGRESS, Progress
-from core.scoping import existing_row_save, get_owned, owned
+from core.scoping import existing_row_save, get_owned, not_found, owned
 from jobs.models import Job, JobKind, JobStatus
 from jobs.services import (JobProgress, job_create, job_hand_over, job_hand_over_after_failure,
                            job_succeed)
@@ -143,11 +143,7 @@ def matter_rule_update(*, book, rule_id, changes: dict) -> MatterRule:
     """Change only the fields in `changes`; a matcher set to None is cleared, but one must remain (400).
     Events already attributed keep their matter: rules only decide for events without one. A rule deleted
     meanwhile is a 404, never recreated."""
-    # The rule is not locked before the matter: a matter's delete locks the matter, then its rules, and the
-    # opposite order here could deadlock with it. A rule deleted meanwhile is caught at the save instead.
-    rule = get_owned(MatterRule, book, rule_id, queryset=owned(MatterRule, book).select_related("matter"))
-    if "matter_id" in changes:
-        rule.matter = _locked_matter(book=book, matter_id=changes.pop("matter_id"))
+    rule = _locked_rule(book=book, rule_id=rule_id, moving_to=changes.pop("matter_id", None))
     for field, value in changes.items():
         setattr(rule, field, value)
     rule_matchers_check(rule)
@@ -155,9 +151,33 @@ def matter_rule_update(*, book, rule_id, changes: dict) -> MatterRule:
     return rule
 
 
+def _locked_rule(*, book, rule_id, moving_to) -> MatterRule:
+    """The rule, locked, with its matter and the one it moves to (`moving_to`, set as its matter; 404 when absent)
+    locked before it, in id order: a matter's delete locks the matter, then its rules, so the opposite order could
+    deadlock with it. Unlocked, two PATCHes of one rule each wrote back the fields the other changed, and each checked
+    its matchers against the other's stale ones. A rule moved to another matter between the read that finds its
+    matter and the lock is read again; one deleted meanwhile is a 404."""
+    for _ in range(3):
+        matter_id = get_owned(MatterRule, book, rule_id).matter_id
+        wanted = {str(matter_id), *([str(moving_to)] if moving_to is not None else [])}
+        matters = {str(matter.pk): matter for matter in
+                   owned(Matter, book).select_for_update(no_key=True).filter(pk__in=wanted).order_by("pk")}
+        if moving_to is not None and str(moving_to) not in matters:
+            raise not_found(Matter)
+        rule = get_owned(MatterRule, book, rule_id,
+                         queryset=owned(MatterRule, book).select_for_update(no_key=True).select_related("matter"))
+        if str(rule.matter_id) in matters:
+            if moving_to is not None:
+                rule.matter = matters[str(moving_to)]
+            return rule
+    raise Conflict("The rule moved to another matter while this change waited; send it again.")
+
+
+@transaction.atomic
 def matter_rule_delete(*, book, rule_id) -> None:
-    """Delete a rule; events it already attributed keep their matter."""
-    get_owned(MatterRule, book, rule_id).delete()
+    """Delete a rule; events it already attributed keep their matter. The rule is locked first, so a PATCH
+    arriving meanwhile waits and finds it gone (404)."""
+    get_owned(MatterRule, book, rule_id, queryset=owned(MatterRule, book).select_for_update()).delete()
 
 
 # --------------------------------------------------------------------------- the rules applied to stored events
