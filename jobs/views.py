@@ -2,10 +2,11 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 
-from accounts.api import OrgApiView
+from accounts.api import SCOPE_MESSAGES, OrgApiView
 from accounts.models import KeyScope
+from core.errors import Forbidden
 from core.scoping import get_owned
-from jobs.models import Job
+from jobs.models import Job, JobKind
 from jobs.serializers import JobOut
 
 
@@ -23,4 +24,8 @@ class JobDetailApi(OrgApiView):
         after a catalog refresh), by the `jobId` it answered. `status` goes `queued`, `running`, then `succeeded`
         (with `result`) or `failed` (with `error`); `done` of `total` items are examined, `percent` of the way.
         Poll it every few seconds; a job of another book is a 404."""
-        return Response(JobOut(get_owned(Job, self.book, job_id)).data)
+        job = get_owned(Job, self.book, job_id)
+        # A legal key reaches matters, not usage events or pricing (spec 5.5): of the jobs, only a rules sweep.
+        if self.api_key.scope == KeyScope.LEGAL and job.kind != JobKind.MATTER_RULES_APPLY:
+            raise Forbidden(SCOPE_MESSAGES[KeyScope.LEGAL])
+        return Response(JobOut(job).data)

@@ -117,11 +117,18 @@ def test_a_job_of_another_book_is_not_found(api, other_api, client_for, llm):
     assert api.get("/v1/jobs/not-a-uuid").status_code == 404
 
 
-def test_a_legal_key_may_read_a_job_and_an_ingest_key_may_not(api, client_for, llm):
-    job_id = map_model(api, llm)["jobId"]
-    assert client_for(scope="legal").get(f"/v1/jobs/{job_id}").status_code == 200
-    refused = client_for(scope="ingest").get(f"/v1/jobs/{job_id}")
-    assert refused.status_code == 403 and "message" in refused.json()
+def test_a_legal_key_reads_a_rules_sweep_and_no_pricing_job_and_an_ingest_key_neither(api, client_for, llm):
+    # A legal key reaches matters, not usage events or pricing (spec 5.5): a map-model job's counts were a 200.
+    five_drafter_events_and_their_rule(api)
+    sweep_id = api.post("/v1/matter-rules/apply").json()["jobId"]
+    pricing_id = map_model(api, llm)["jobId"]
+    legal, ingest = client_for(scope="legal"), client_for(scope="ingest")
+    assert legal.get(f"/v1/jobs/{sweep_id}").status_code == 200
+    refused = legal.get(f"/v1/jobs/{pricing_id}")
+    assert refused.status_code == 403 and "legal key" in refused.json()["message"]
+    for job_id in (sweep_id, pricing_id):
+        refused = ingest.get(f"/v1/jobs/{job_id}")
+        assert refused.status_code == 403 and "message" in refused.json()
 
 
 def five_drafter_events_and_their_rule(api) -> dict:
