@@ -304,7 +304,8 @@ def invoice_pdf(view: InvoiceView) -> bytes:
             # Without a payment provider (nor the development checkout) the link shows the invoice and how to pay
             # it, not a checkout: the PDF does not promise one.
             # Nor for an amount Stripe does not take (the link shows how to pay it otherwise).
-            online = stripe_gateway.pays_online(invoice.amount_due, invoice.currency) or local_checkout_enabled()
+            online = (stripe_gateway.pays_online(invoice.amount_due, invoice.currency, livemode=invoice.book.livemode)
+                      or local_checkout_enabled())
             pdf.line_text(f"{'Pay online' if online else 'View online'}: {view.pay_url}")
         if seller and seller.payment_instructions:
             pdf.line_text(seller.payment_instructions)

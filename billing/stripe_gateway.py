@@ -63,9 +63,25 @@ def is_configured() -> bool:
     return bool(settings.STRIPE_SECRET_KEY)
 
 
-def pays_online(amount: Decimal, currency: str) -> bool:
-    """Whether Stripe is configured and takes this amount (what a pay button or a PDF may promise)."""
-    return is_configured() and checkout_accepts(amount_cents=to_minor_units(amount), currency=currency)
+# Stripe's key prefixes say the mode the key charges in (restricted keys included).
+_KEY_MODES = {"sk_live_": True, "rk_live_": True, "sk_test_": False, "rk_test_": False}
+
+
+def takes_mode(livemode: bool) -> bool:
+    """Whether the configured key charges in the mode of a book (live or test): a live key would take real money
+    for a test invoice, whose payment the webhook then refuses to record (an event's livemode must match the
+    invoice's book), and a test key cannot take a live customer's money. A key whose prefix names no mode is
+    trusted."""
+    key = settings.STRIPE_SECRET_KEY or ""
+    mode = next((live for prefix, live in _KEY_MODES.items() if key.startswith(prefix)), None)
+    return mode is None or mode == livemode
+
+
+def pays_online(amount: Decimal, currency: str, *, livemode: bool) -> bool:
+    """Whether Stripe is configured, charges in the book's mode and takes this amount (what a pay button or a PDF
+    may promise)."""
+    return (is_configured() and takes_mode(livemode)
+            and checkout_accepts(amount_cents=to_minor_units(amount), currency=currency))
 
 
 def verify_event(payload: bytes, signature_header: str) -> dict:
@@ -96,10 +112,15 @@ def verify_event(payload: bytes, signature_header: str) -> dict:
 
 
 def checkout_session_url(*, invoice_id: str, title: str, amount_cents: int, currency: str, customer_email: str,
-                         success_url: str, cancel_url: str) -> str:
+                         success_url: str, cancel_url: str, livemode: bool) -> str:
     """A Checkout session for the amount due; its metadata names the invoice for the webhook. `PaymentRefused`
-    when Stripe does not take the amount (outside its known limits: Stripe is not called) or refuses the session;
-    `PaymentProviderError` when it does not answer."""
+    when the key charges in the other mode than the invoice's book (`takes_mode`) or Stripe does not take the
+    amount (outside its known limits), Stripe not called, or when it refuses the session; `PaymentProviderError`
+    when it does not answer."""
+    if not takes_mode(livemode):
+        logger.warning("invoice %s: STRIPE_SECRET_KEY charges in %s mode, the invoice is in the %s book; no checkout "
+                       "session", invoice_id, "test" if livemode else "live", "live" if livemode else "test")
+        raise PaymentRefused("Online payment of this invoice is not available on this deployment.")
     if not checkout_accepts(amount_cents=amount_cents, currency=currency):
         logger.info("invoice %s: %s minor units of %s are outside Stripe's charge limits; no checkout session",
                     invoice_id, amount_cents, currency)

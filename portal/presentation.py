@@ -43,7 +43,7 @@ class InvoiceRow:
     paid: str | None = None
 
 
-def invoice_rows(invoices: list[Invoice]) -> list[InvoiceRow]:
+def invoice_rows(invoices: list[Invoice], *, livemode: bool) -> list[InvoiceRow]:
     # Without online payment (or for an amount Stripe does not take) the button leads to the seller's payment
     # instructions: it says so.
     local = local_checkout_enabled()
@@ -51,6 +51,7 @@ def invoice_rows(invoices: list[Invoice]) -> list[InvoiceRow]:
     rows = []
     for invoice in invoices:
         payable = invoice.status in PAYABLE and invoice.amount_due > 0
+        online = local or stripe_gateway.pays_online(invoice.amount_due, invoice.currency, livemode=livemode)
         rows.append(InvoiceRow(
             invoice.invoice_number, invoice.status, period_days(invoice), money(invoice.total, invoice.currency),
             money(invoice.amount_due, invoice.currency),
@@ -58,7 +59,7 @@ def invoice_rows(invoices: list[Invoice]) -> list[InvoiceRow]:
             money(refunded[invoice.pk], invoice.currency) if invoice.pk in refunded else None, invoice.due_date,
             reverse("portal-invoice-pdf", args=[invoice.pk]),
             reverse("portal-invoice-pay", args=[invoice.pk]) if payable else None,
-            f"{'Pay' if local or stripe_gateway.pays_online(invoice.amount_due, invoice.currency) else 'How to pay'} "
+            f"{'Pay' if online else 'How to pay'} "
             f"{money(invoice.amount_due, invoice.currency)}",
             money(invoice.amount_paid, invoice.currency) if invoice.amount_paid > 0 and invoice.status not in (
                 InvoiceStatus.PAID, InvoiceStatus.REFUNDED) else None))
@@ -266,7 +267,7 @@ def home_context(session: PortalSession, *, now: datetime, profile: list[Profile
         "session": session,
         "customer": customer,
         "business_name": book.organization.display_name,
-        "invoices": invoice_rows(invoices),
+        "invoices": invoice_rows(invoices, livemode=book.livemode),
         "invoice_limit_reached": len(invoices) == selectors.PORTAL_INVOICE_LIMIT,
         "subscriptions": subscription_rows(subscriptions),
         "plan_history": plan_history(subscriptions),

@@ -195,7 +195,7 @@ def checkout_url(invoice: Invoice, *, pay_url: str) -> str:
         invoice_id=str(invoice.pk), title=f"Invoice {invoice.invoice_number}",
         amount_cents=to_minor_units(invoice.amount_due), currency=invoice.currency,
         customer_email=invoice.customer.email, success_url=f"{pay_url}?checkout=success",
-        cancel_url=f"{pay_url}?checkout=cancelled")
+        cancel_url=f"{pay_url}?checkout=cancelled", livemode=invoice.book.livemode)
 
 
 class LocalCheckoutDisabled(Forbidden):

@@ -3,6 +3,7 @@ Stripe, a session Stripe refuses reads the same (422, how to pay otherwise), and
 (docs/decisions/invoices.md "Pay-now page"). Stripe is faked at its boundary, as in test_invoices_payments."""
 import logging
 import re
+from decimal import Decimal
 from types import SimpleNamespace
 
 import pytest
@@ -90,6 +91,22 @@ def test_an_amount_above_stripes_maximum_cannot_be_paid_online_and_stripe_is_not
     large = issue([recurring("1000000")])
     assert_cannot_be_paid_online(client.get(large.pay_path), "$1,000,000.00")
     assert stripe_calls == []
+
+
+@pytest.mark.parametrize("live_key", ["sk_live_123", "rk_live_123"])
+def test_a_live_stripe_key_takes_no_payment_for_an_invoice_of_the_test_book_and_stripe_is_not_asked(
+        issue, client, stripe_calls, settings, book, live_key):
+    # The customer paid real money at a live Checkout, and the webhook, whose livemode did not match the invoice's
+    # book, recorded nothing: the invoice stayed unpaid with its pay button, to be paid again.
+    assert book.livemode is False
+    invoice = issue([usage("0.10")], units=50)
+    settings.STRIPE_SECRET_KEY = live_key
+    assert_cannot_be_paid_online(client.get(invoice.pay_path), "$5.00")
+    assert stripe_calls == []
+    assert not stripe_gateway.pays_online(Decimal("5.00"), "usd", livemode=False)
+    assert stripe_gateway.pays_online(Decimal("5.00"), "usd", livemode=True)
+    settings.STRIPE_SECRET_KEY = "sk_test_123"
+    assert client.get(invoice.pay_path).status_code == 302 and len(stripe_calls) == 1
 
 
 def test_fifty_cents_still_goes_to_stripe(issue, client, stripe_calls):
