@@ -15,6 +15,7 @@ from decimal import Decimal
 from uuid import UUID
 
 from django.db.models import Q, Sum
+from django.db.models.functions import Least
 
 from billing.models import Invoice
 from core.clock import month_window
@@ -60,5 +61,6 @@ def invoiced_by_subscription(*, book, window: Window, customer_id=None,
     rows = (_invoices(book=book, window=window, customer_id=customer_id, subscription_id=subscription_id)
             .values("subscription_id")
             .annotate(billed=Sum("total", filter=Q(status__in=BILLED)),
-                      collected=Sum("amount_paid", filter=Q(status__in=COLLECTED))))
+                      # What was paid beyond the total is owed back to the customer, not collected.
+                      collected=Sum(Least("amount_paid", "total"), filter=Q(status__in=COLLECTED))))
     return {row["subscription_id"]: Invoiced(row["billed"] or ZERO, row["collected"] or ZERO) for row in rows}

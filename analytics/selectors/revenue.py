@@ -390,8 +390,13 @@ def _revenue_metrics(*, book, window: Window, customer: Customer | None, subscri
     # Every subscription of the customers in scope settles which one bills an event; those in the window report.
     timelines = terms_timelines(book=book, subscriptions=scoped)
     claims = billing_claims(timelines)
+    invoiced = invoiced_by_subscription(book=book, window=window, customer_id=customer_id,
+                                        subscription_id=subscription.pk if subscription is not None else None)
+    # A subscription reports where it runs, and where an invoice of it is dated: its last invoice is often issued
+    # after it ended, and without its row the rows' Billed and Collected fell short of the totals.
     subscriptions = [s for s in (t.subscription for t in timelines.values())
-                     if (subscription is None or s.pk == subscription.pk) and _meets(s, window)]
+                     if (subscription is None or s.pk == subscription.pk)
+                     and (_meets(s, window) or invoiced.get(s.pk, Invoiced()) != Invoiced())]
     if period_limit is not None:
         _check_read_size(subscriptions, window, period_limit)
     segments = book_segments(book=book, customer_id=customer_id)
@@ -420,8 +425,6 @@ def _revenue_metrics(*, book, window: Window, customer: Customer | None, subscri
         for name in FEE_AND_USAGE:
             setattr(metrics, name, getattr(metrics, name) + getattr(row, name))
         metrics.subscriptions.append(row)
-    invoiced = invoiced_by_subscription(book=book, window=window, customer_id=customer_id,
-                                        subscription_id=subscription.pk if subscription is not None else None)
     for row in metrics.subscriptions:
         figures = invoiced.get(row.subscription.id, Invoiced())
         row.billed, row.collected = figures.billed, figures.collected

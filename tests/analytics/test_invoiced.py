@@ -79,3 +79,36 @@ def test_all_variant_carries_the_three(api, sales, invoices):
     assert (money(body["runRate"]["mrr"]), money(body["committed"]["mrr"])) == (D("252.5"), D(182))
     assert {row["subscriptionId"] for row in body["runRate"]["breakdown"]} == {sales.gamma_sub["id"],
                                                                              sales.delta_sub["id"]}
+
+
+def _issued(book, subscription, status, total, issued, paid="0", start=datetime(2025, 3, 1, tzinfo=UTC)):
+    return Invoice.objects.create(book=book, customer_id=subscription.customer_id, subscription=subscription,
+                                  status=status, invoice_number=f"INV-{total}-{status}", period_start=start,
+                                  period_end=start + timedelta(days=31), total=D(total), amount_paid=D(paid),
+                                  issued_at=datetime.fromisoformat(issued))
+
+
+def test_a_subscription_that_ended_before_the_window_reports_the_invoice_dated_in_it(api, book, sales):
+    # Its last invoice issued after it ended (the end-of-period job's, on the next day): Billed counted it and no row
+    # did, so the rows fell short of the total.
+    gamma = Customer.objects.get(pk=sales.gamma.id)
+    ended = SubscriptionFactory(book=book, customer=gamma, status="ended", start_date=datetime(2025, 3, 1, tzinfo=UTC),
+                                end_date=datetime(2025, 5, 1, tzinfo=UTC))
+    _issued(book, ended, "issued", "100", "2025-05-01T00:05:00+00:00")
+    body = get(api, "/v1/analytics/revenue", **MAY)
+    rows = {row["subscriptionId"]: row for row in body["bySubscription"]}
+    assert money(rows[str(ended.id)]["billed"]) == D(100) and money(rows[str(ended.id)]["revenue"]) == D(0)
+    assert sum(money(row["billed"]) for row in body["bySubscription"]) == money(body["billed"]) == D(100)
+    alone = get(api, f"/v1/subscriptions/{ended.id}/revenue", **MAY)
+    assert money(alone["billed"]) == D(100) and [row["subscriptionId"] for row in alone["bySubscription"]] == [
+        str(ended.id)]
+
+
+def test_collected_leaves_out_what_was_paid_beyond_the_total(api, book, sales):
+    # Paid twice (two checkouts): the surplus is owed back to the customer, not collected.
+    delta = Subscription.objects.get(pk=sales.delta_sub["id"])
+    _issued(book, delta, "paid", "100", "2025-05-10T10:00:00+00:00", paid="200")
+    _issued(book, delta, "paid", "80", "2025-05-11T10:00:00+00:00", paid="70", start=datetime(2025, 4, 1, tzinfo=UTC))
+    body = get(api, "/v1/analytics/revenue", **MAY)
+    assert money(body["collected"]) == D(170)  # 100 of the 200, and 80 less a 10.00 refund
+    assert money(get(api, f"/v1/customers/{sales.delta.id}/revenue", **MAY)["collected"]) == D(170)
