@@ -388,7 +388,7 @@ def _revenue_metrics(*, book, window: Window, customer: Customer | None, subscri
     if customer_id is not None:
         scoped = scoped.filter(customer_id=customer_id)
     # Every subscription of the customers in scope settles which one bills an event; those in the window report.
-    timelines = terms_timelines(book=book, subscriptions=scoped)
+    timelines = terms_timelines(book=book, subscriptions=scoped, recognizing_revenue=True)
     claims = billing_claims(timelines)
     invoiced = invoiced_by_subscription(book=book, window=window, customer_id=customer_id,
                                         subscription_id=subscription.pk if subscription is not None else None)

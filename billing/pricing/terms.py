@@ -373,14 +373,18 @@ def billed_claims(invoice: Invoice) -> tuple | None:
                   datetime.fromisoformat(claim["end"])) for claim in invoice.billed_claims)
 
 
-def terms_timelines(*, book, subscriptions) -> dict[UUID, TermsTimeline]:
-    """Subscription id -> its timeline, for these subscriptions (two reads: strategies and live invoices)."""
+def terms_timelines(*, book, subscriptions, recognizing_revenue: bool = False) -> dict[UUID, TermsTimeline]:
+    """Subscription id -> its timeline, for these subscriptions (two reads: strategies and live invoices).
+    `recognizing_revenue`: for the revenue reads, where a refunded invoice is treated like a void one (spec: "A
+    `refunded` invoice ... is treated like `void` for revenue recognition"): its period is priced as if it had no
+    invoice, with the current terms and the claims of the one-subscription rule."""
     subscriptions = list(subscriptions)
     strategies = live_strategies(book=book, plan_ids={s.plan_id for s in subscriptions})
     invoiced = defaultdict(list)
+    ignored = (InvoiceStatus.VOID, InvoiceStatus.REFUNDED) if recognizing_revenue else (InvoiceStatus.VOID,)
     invoices = (owned(Invoice, book).filter(subscription_id__in=[s.pk for s in subscriptions])
-                .exclude(status=InvoiceStatus.VOID).only("id", "subscription_id", "period_start", "period_end",
-                                                        "pricing_terms", "status", "billed_claims"))
+                .exclude(status__in=ignored).only("id", "subscription_id", "period_start", "period_end",
+                                                 "pricing_terms", "status", "billed_claims"))
     current = {s.pk: current_terms(s, strategies) for s in subscriptions}
     for invoice in invoices:
         invoiced[invoice.subscription_id].append(

@@ -326,3 +326,28 @@ def test_months_that_cut_a_credit_pools_periods_add_up_to_the_periods(api, book,
                          earned("2025-05-01", "2025-05-31"))
     assert (march, april, may) == (D(160), D(160) + D(225), D(75))  # 320 x 60/120; + 300 x 30/40; 300 x 10/40
     assert march + april + may == earned("2025-03-01", "2025-05-31") == D(620)
+
+
+@pytest.mark.parametrize("ending", ["paid", "refunded", "void"])
+def test_a_refunded_invoice_is_treated_like_a_void_one_for_revenue_recognition(api, book, client, settings, ending):
+    # Spec: "A refunded invoice ... is treated like void for revenue recognition". Its captured terms priced its
+    # period's Agent-Earned as a paid invoice's do: 10 tickets at the captured 1.00 after the rate became 3.00.
+    from tests.billing.invoice_support import WEBHOOK_SECRET, billing_chain, draft, event, pay, usage
+
+    settings.STRIPE_WEBHOOK_SECRET, settings.STRIPE_SECRET_KEY = WEBHOOK_SECRET, ""
+    chain = billing_chain(api, book, [usage("1.00")])
+    event(chain, 10, "2025-01-10T12:00:00Z")
+    invoice = draft(api, chain)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    if ending == "void":
+        ok(api.post(f"/v1/invoices/{invoice['id']}/void", {}))
+    else:
+        assert pay(client, invoice).status_code == 200
+        if ending == "refunded":
+            payment = ok(api.get(f"/v1/invoices/{invoice['id']}"))["payments"][0]
+            ok(api.post(f"/v1/invoices/{invoice['id']}/payments/{payment['id']}/refund", {}), 201)
+    assert ok(api.get(f"/v1/invoices/{invoice['id']}"))["status"] == ending
+    (strategy,) = chain.strategies
+    ok(api.patch(f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies/{strategy['id']}", {"rate": "3.00"}))
+    january = get(api, "/v1/analytics/revenue", startDate="2025-01-01", endDate="2025-01-31")
+    assert money(january["agentEarned"]) == (D(10) if ending == "paid" else D(30))
