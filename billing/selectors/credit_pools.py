@@ -16,6 +16,7 @@ top-ups. The number is settled once on the period's grant (`CreditGrant.topup_un
 `credit_pool_sync`); until then reads compute it the same way. Reads therefore touch one period of the ledger.
 """
 import hashlib
+import time
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
@@ -237,6 +238,16 @@ def remaining_percent(remaining: Decimal, pool_size: Decimal) -> Decimal:
     return quantized(SUMS.divide(SUMS.multiply(remaining, HUNDRED), pool_size), PERCENT_PLACES)
 
 
+def _below(balance: CreditBalance, percent: Decimal) -> bool:
+    """Whether the balance is at or below `percent` of its pool, exactly: the shown remainingPercent is rounded to
+    two places, so 40 units left of a million read 0.00 and `belowPercent=0` ("at or past zero") listed them. A
+    pool share of 0 units is at zero, or past it by what it used."""
+    remaining, size = balance.remaining_units, balance.pool.size
+    if size <= 0:
+        return remaining <= 0 if percent >= 0 else remaining < 0
+    return SUMS.multiply(remaining, HUNDRED) <= SUMS.multiply(percent, size)
+
+
 def _annotated(book, now: datetime) -> QuerySet:
     """Subscriptions that have a pool, with what a balance row needs, each a correlated subquery on an index."""
     strategy = pool_strategies(book=book).filter(plan=OuterRef("plan"), agent=OuterRef("agent"))
@@ -331,7 +342,7 @@ def credit_balance_list(*, book, now: datetime, customer_id: UUID | None = None,
         subscriptions = subscriptions.filter(agent_id=agent_id)
     balances = _balances(book, subscriptions.order_by("created_at", "id"), now)
     if below_percent is not None:
-        balances = [balance for balance in balances if balance.remaining_percent <= below_percent]
+        balances = [balance for balance in balances if _below(balance, below_percent)]
     return sorted(balances, key=lambda balance: (balance.remaining_percent, balance.remaining_units))
 
 
@@ -362,17 +373,20 @@ def balance_cache_refresh(*, book_id) -> None:
     cache.set(_generation_key(book_id), uuid4().hex, None)
 
 
-def cached_read(*, book, what: str, compute):
-    """`compute()` (a JSON-ready answer) kept in the shared cache for 30 seconds per book and query. Without
-    one (no `REDIS_URL`: each web process has a cache of its own) every read computes: a top-up or a pause
-    change made through another process shows at once, and reads never go back in time from one process to
-    the next."""
+def cached_read(*, book, what: str, compute) -> tuple[object, int]:
+    """`compute()` (a JSON-ready answer) kept in the shared cache for 30 seconds per book and query, and how many
+    whole seconds ago it was computed (the answer's HTTP `Age`: a client keeping it `max-age=30` counts from the
+    computation, not from the read, so an answer is never used past 30 seconds old). Without a shared cache (no
+    `REDIS_URL`: each web process has a cache of its own) every read computes: a top-up or a pause change made
+    through another process shows at once, and reads never go back in time from one process to the next."""
     if not settings.CACHE_SHARED:
-        return compute()
+        return compute(), 0
     digest = hashlib.sha256(what.encode()).hexdigest()
-    key = f"credit-balances:{book.pk}:{cache.get(_generation_key(book.pk), '0')}:{digest}"
-    answer = cache.get(key)
-    if answer is None:
-        answer = compute()
-        cache.set(key, answer, CACHE_SECONDS)
-    return answer
+    # v2: an answer is held with when it was computed (a deploy never reads an older entry as one).
+    key = f"credit-balances:v2:{book.pk}:{cache.get(_generation_key(book.pk), '0')}:{digest}"
+    held = cache.get(key)
+    if held is None:
+        held = (compute(), time.time())
+        cache.set(key, held, CACHE_SECONDS)
+    answer, computed_at = held
+    return answer, min(CACHE_SECONDS, max(0, int(time.time() - computed_at)))

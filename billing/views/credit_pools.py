@@ -14,9 +14,12 @@ from core.serialization import decimal_text, parse
 BALANCE_CACHE_CONTROL = "private, max-age=30"
 
 
-def _cacheable(answer) -> Response:
+def _cacheable(read: tuple) -> Response:
+    answer, age = read
     response = Response(answer)
     response["Cache-Control"] = BALANCE_CACHE_CONTROL
+    if age:  # an answer from the shared cache: a private cache counts its 30 seconds from the computation
+        response["Age"] = str(age)
     return response
 
 

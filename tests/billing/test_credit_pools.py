@@ -10,6 +10,7 @@ from django.db.models import Sum
 from django.test import override_settings
 
 from billing.models import CreditGrant
+from billing.selectors.credit_pools import balance_cache_refresh
 from billing.tasks import usage_followup_task
 from core import redis_client
 from customers.models import UsageEvent
@@ -215,6 +216,20 @@ def test_below_percent_keeps_pools_with_that_percent_or_less_left(api, book, fro
     assert {names[row["subscriptionId"]] for row in rows} == expected
 
 
+def test_below_percent_zero_leaves_out_a_pool_with_units_left_that_reads_as_zero_percent(api, book, chain,
+                                                                                       frozen_now):
+    # 40 units left of a million read remainingPercent 0.00, and belowPercent=0 ("at or past zero") listed them.
+    subscription = pool_subscription(api, chain, strategy=pool_strategy(chain, size=1_000_000))
+    use(chain, 999_960)
+    (row,) = balances(api)["balances"]
+    assert (row["remainingUnits"], row["remainingPercent"]) == (40, 0)
+    assert balances(api, belowPercent="0")["balances"] == []
+    assert [row["subscriptionId"] for row in balances(api, belowPercent="0.01")["balances"]] == [subscription["id"]]
+    use(chain, 40)
+    balance_cache_refresh(book_id=book.pk)  # as the batch's follow-up does
+    assert [row["subscriptionId"] for row in balances(api, belowPercent="0")["balances"]] == [subscription["id"]]
+
+
 @pytest.mark.parametrize("params, field", [({"belowPercent": "100.5"}, "belowPercent"),
                                            ({"belowPercent": "-101"}, "belowPercent"),
                                            ({"belowPercent": "lots"}, "belowPercent"),
@@ -278,6 +293,23 @@ def test_with_the_cache_unreachable_the_follow_up_still_catches_up_and_balances_
     redis_client.reachable_again()
     usage_followup_task(str(book.pk))
     assert balance(api, subscription)["consumedUnits"] == 17
+
+
+def test_an_answer_from_the_cache_says_its_age_so_a_client_keeps_it_30_seconds_from_its_computation(
+        api, chain, frozen_now, monkeypatch):
+    # Without Age, an answer 29 seconds old in the shared cache was kept 30 seconds more by the client.
+    import billing.selectors.credit_pools as pools
+
+    subscription = pool_subscription(api, chain)
+    clock = {"now": 1_000_000.0}
+    monkeypatch.setattr(pools.time, "time", lambda: clock["now"])
+    url = f"/v1/subscriptions/{subscription['id']}/credit-balance"
+    fresh = api.get(url)
+    assert fresh["Cache-Control"] == "private, max-age=30" and not fresh.has_header("Age")
+    clock["now"] += 29.4
+    kept = api.get(url)
+    assert kept["Cache-Control"] == "private, max-age=30" and kept["Age"] == "29"
+    assert kept.json() == fresh.json()
 
 
 def test_without_a_shared_cache_every_read_computes(api, chain, frozen_now, settings):
