@@ -21,7 +21,7 @@ from django.db import IntegrityError, transaction
 from billing import stripe_gateway
 from billing.events import invoice_event, payment_event
 from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
-from billing.pay_links import pay_token_digest
+from billing.pay_links import pay_token_digest, pay_token_of
 from core.errors import BadRequest, Conflict, Forbidden
 from core.money import CENTS_LIMIT, ZERO, from_minor_units, to_minor_units
 from core.scoping import get_owned, owned
@@ -184,6 +184,10 @@ def invoice_for_pay_token(token: str) -> Invoice | None:
     invoice = (Invoice.objects.select_related("book__organization", "customer", "subscription")
                .filter(pay_token_digest=digest).first())
     if invoice is None or not hmac.compare_digest(invoice.pay_token_digest, digest):
+        return None
+    # The token is an HMAC under SECRET_KEY: one made under a key rotated since no longer opens anything (a
+    # leaked key's links are retired by rotating it; the next send mints a new link).
+    if not hmac.compare_digest(pay_token_of(invoice, invoice.pay_token_nonce), token):
         return None
     return invoice
 

@@ -477,6 +477,21 @@ def test_generate_with_usage_recorded_through_the_api(api, book, frozen_now):
     assert generate(api, chain, FEB).json()["total"] == 2.5
 
 
+def test_rotating_the_secret_key_retires_the_pay_link_and_the_next_send_mints_a_new_one(api, january, client,
+                                                                                       settings):
+    # The link kept opening (and taking payment) under the new key: only the token's digest was compared.
+    _, invoice = january
+    send(api, invoice)
+    old_path = sent_mail()[0].text.split("Pay now: ")[1].split()[0].split("127.0.0.1:8000")[-1]
+    assert client.get(old_path).status_code == 200
+    settings.SECRET_KEY = "a-rotated-secret-key-" + "x" * 40
+    assert client.get(old_path).status_code == 404
+    send(api, invoice)
+    new_path = sent_mail()[1].text.split("Pay now: ")[1].split()[0].split("127.0.0.1:8000")[-1]
+    assert new_path != old_path and client.get(new_path).status_code == 200
+    assert client.get(old_path).status_code == 404
+
+
 def test_voiding_retires_the_pay_link(api, january, client):
     # Retired, not forgotten: the link opens the voided page (410, docs), with nothing to pay.
     _, invoice = january
