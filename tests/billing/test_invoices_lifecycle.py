@@ -250,18 +250,18 @@ def test_an_invoice_sent_again_leads_with_what_is_still_due_and_says_when_it_is_
     _, invoice = january
     number = invoice["invoiceNumber"]
     send(api, invoice)
-    assert f"here is invoice {number} from Acme Agents: $24.00.\n" in sent_mail()[-1].text
+    assert f"Here is invoice {number} from Acme Agents: $24.00.\n" in sent_mail()[-1].text
     pay(client, invoice, 1000)
     send(api, invoice)
     mail = sent_mail()[-1]
     assert mail.subject == f"Invoice {number} from Acme Agents"
-    assert f"here is invoice {number} from Acme Agents: $24.00, of which $14.00 is still due.\n" in mail.text
+    assert f"Here is invoice {number} from Acme Agents: $24.00, of which $14.00 is still due.\n" in mail.text
     assert "$24.00, of which $14.00 is still due for 2025-01-01 to 2025-01-31, due 2025-07-10." in mail.html
     run_jobs("2025-07-11T00:00:00Z")
     send(api, invoice)
     mail = sent_mail()[-1]
     assert mail.subject == f"Overdue: Invoice {number} from Acme Agents"
-    assert (f"a reminder: invoice {number} from Acme Agents is overdue: $24.00, of which $14.00 is still due.\n"
+    assert (f"A reminder: invoice {number} from Acme Agents is overdue: $24.00, of which $14.00 is still due.\n"
             in mail.text)
     assert "is overdue (due 2025-07-10): $24.00, of which $14.00 is still due." in mail.html
 
