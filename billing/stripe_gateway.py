@@ -145,12 +145,25 @@ def checkout_session_url(*, invoice_id: str, title: str, amount_cents: int, curr
 
 
 def refund(*, payment_intent: str, amount_cents: int, idempotency_key: str) -> str:
-    """Refund part or all of a payment at Stripe; the idempotency key makes a retried call refund once."""
+    """Refund part or all of a payment at Stripe; the idempotency key makes a retried call refund once.
+    `PaymentRefused` (422) when Stripe refuses it, asking again getting the same answer; among them a key sent
+    before with another amount: a refund of this payment whose answer was lost (Stripe may have made it), which a
+    request with that amount records; `PaymentProviderError` (502) when Stripe does not answer."""
     _bounded()
     try:
         result = stripe.Refund.create(api_key=settings.STRIPE_SECRET_KEY, payment_intent=payment_intent,
                                       amount=amount_cents, idempotency_key=idempotency_key)
+    except stripe.IdempotencyError:
+        logger.warning("stripe refund: key %s was sent before with another amount", idempotency_key)
+        raise PaymentRefused("A refund of this payment with another amount was sent to Stripe and its answer was "
+                             "lost, so it may have been made there; send that refund again with the same amount to "
+                             "record it before refunding more.")
+    except REFUSALS as exc:
+        logger.warning("stripe refused the refund: %s %s (%s)", exc.__class__.__name__, exc.code or "",
+                       exc.user_message or exc)
+        raise PaymentRefused(f"Stripe refused the refund: {exc.user_message or exc}")
     except stripe.StripeError as exc:
         logger.warning("stripe refund failed: %s", exc.__class__.__name__)
-        raise PaymentProviderError(f"Stripe refused or did not answer the refund: {exc.user_message or exc}")
+        raise PaymentProviderError(f"Stripe did not answer the refund: {exc.user_message or exc}; nothing was "
+                                   "recorded here, and sending the same refund again refunds once.")
     return result.id

@@ -261,9 +261,12 @@ def refund_create(*, book, invoice_id, payment_id, now: datetime, amount: Decima
     if settings.STRIPE_SECRET_KEY and payment.provider == STRIPE:
         refund.provider_refund_id = stripe_gateway.refund(payment_intent=payment.provider_payment_id,
                                                           amount_cents=to_minor_units(amount),
-                                                          # A retried request refunds once at Stripe.
+                                                          # A retried request refunds once at Stripe; the
+                                                          # key leaves the amount out, so a refund of another
+                                                          # amount after one whose answer was lost is refused
+                                                          # by Stripe rather than made a second time.
                                                           idempotency_key=f"refund-{payment.pk}-"
-                                                                          f"{payment.refunded_amount}-{amount}")
+                                                                          f"{payment.refunded_amount}")
     refund.save()
     payment.refunded_amount += amount
     payment.status = PaymentStatus.REFUNDED if payment.refunded_amount == payment.amount \

@@ -21,7 +21,11 @@ from core.openapi import ErrorOut
 from core.pagination import has_more_response
 from core.serialization import parse
 
-PROVIDER_FAILED = OpenApiResponse(ErrorOut, description="Stripe refused or did not answer the refund.")
+PROVIDER_FAILED = OpenApiResponse(ErrorOut, description="Stripe did not answer the refund: nothing was recorded, and "
+                                                         "sending the same refund again refunds once.")
+PROVIDER_REFUSED = OpenApiResponse(ErrorOut, description="Stripe refused the refund (`payment_refused`), or one of "
+                                                          "another amount whose answer was lost must be sent again "
+                                                          "first; nothing was recorded.")
 
 
 def _full(book, invoice_id) -> dict:
@@ -123,7 +127,8 @@ class RefundCreateApi(OrgApiView):
 
     write_roles = MONEY_ROLES
 
-    @extend_schema(request=RefundCreateIn, responses={201: RefundCreatedOut, 502: PROVIDER_FAILED})
+    @extend_schema(request=RefundCreateIn, responses={201: RefundCreatedOut, 422: PROVIDER_REFUSED,
+                                                      502: PROVIDER_FAILED})
     def post(self, request, invoice_id, payment_id):
         """Refund a payment."""
         refund = refund_create(book=self.book, invoice_id=invoice_id, payment_id=payment_id, now=clock.now(),

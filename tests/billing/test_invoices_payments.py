@@ -343,15 +343,43 @@ def test_with_a_stripe_key_the_refund_goes_to_stripe_first(api, paid, settings, 
     assert params["idempotency_key"]
 
 
-def test_a_refund_stripe_refuses_records_nothing(api, paid, settings, monkeypatch):
+def test_a_refund_stripe_refuses_records_nothing_and_is_a_422_saying_why(api, paid, settings, monkeypatch):
+    # Not an outage: asking again gets the same answer (it was a 502 "refused or did not answer").
     settings.STRIPE_SECRET_KEY = "sk_test_123"
 
     def create(**params):
-        raise stripe.InvalidRequestError("charge already refunded", param="payment_intent")
+        raise stripe.InvalidRequestError("Charge ch_1 has already been refunded.", param="payment_intent")
     monkeypatch.setattr(stripe.Refund, "create", create)
     resp = api.post(refund_path(paid), {})
-    assert resp.status_code == 502 and resp.json()["code"] == "payment_provider_error"
+    assert resp.status_code == 422 and resp.json()["code"] == "payment_refused"
+    assert "already been refunded" in resp.json()["message"]
     assert Refund.objects.count() == 0 and full(api, paid)["status"] == "paid"
+
+
+def test_after_a_refund_whose_answer_was_lost_one_of_another_amount_is_refused_and_the_same_one_recorded_once(
+        api, paid, settings, monkeypatch):
+    # Stripe made the refund and its answer was lost (a 502, nothing recorded here). The next refund of 5 went out
+    # under a key of its own (the amount was part of it): a second refund at Stripe, the first never recorded.
+    settings.STRIPE_SECRET_KEY = "sk_test_123"
+    made, answers_lost = {}, [True]
+
+    def create(*, idempotency_key, amount, **params):  # Stripe's idempotency, as it keeps keys for 24 hours
+        if idempotency_key in made and made[idempotency_key][0] != amount:
+            raise stripe.IdempotencyError("Keys for idempotent requests can only be used with the same parameters "
+                                          "they were first used with.")
+        made.setdefault(idempotency_key, (amount, f"re_{len(made) + 1}"))
+        if answers_lost.pop() if answers_lost else False:
+            raise stripe.APIConnectionError("Network error: the read timed out.")
+        return SimpleNamespace(id=made[idempotency_key][1])
+    monkeypatch.setattr(stripe.Refund, "create", create)
+
+    lost = api.post(refund_path(paid), {"amount": "4"})
+    assert lost.status_code == 502 and "refunds once" in lost.json()["message"]
+    other = api.post(refund_path(paid), {"amount": "5"})
+    assert other.status_code == 422 and "same amount" in other.json()["message"]
+    assert ok(api.post(refund_path(paid), {"amount": "4"}), 201)["providerRefundId"] == "re_1"
+    assert len(made) == 1 and Refund.objects.count() == 1 and full(api, paid)["amountPaid"] == 20
+    assert ok(api.post(refund_path(paid), {"amount": "5"}), 201)["providerRefundId"] == "re_2"
 
 
 def test_a_payment_of_another_invoice_or_organization_is_404(api, paid, other_api, book):
