@@ -373,10 +373,13 @@ def test_a_subscription_of_another_organization_reads_as_404(acme, other_api):
 
 # --------------------------------------------------------------------------- scheduled changes
 
+def fee_plans(acme, *rates) -> list[dict]:
+    """A plan of one monthly fee for each rate."""
+    return [acme.plan(fee(rate))[0] for rate in rates]
+
+
 def test_a_scheduled_change_is_replaced_by_a_second_call_and_withdrawn_by_delete(acme, frozen_now):
-    current, _ = acme.plan(fee("30"))
-    first_choice, _ = acme.plan(fee("60"))
-    second_choice, _ = acme.plan(fee("90"))
+    current, first_choice, second_choice = fee_plans(acme, "30", "60", "90")
     old = subscribe(acme, current, "2025-05-01T00:00:00Z", endDate="2025-12-31T23:59:59Z")
     pending = ok(change(acme.api, old, first_choice, effectiveAt="2025-07-01T00:00:00Z"), 201)
     assert pending["endDate"] == "2026-01-01T00:00:00Z"  # the remaining term moves to the new plan
@@ -397,8 +400,7 @@ def test_a_scheduled_change_is_replaced_by_a_second_call_and_withdrawn_by_delete
 
 def test_withdrawing_gives_the_old_subscription_its_own_end_back_not_the_one_the_new_side_was_given_since(
         acme, frozen_now):
-    current, _ = acme.plan(fee("30"))
-    other, _ = acme.plan(fee("60"))
+    current, other = fee_plans(acme, "30", "60")
     old = subscribe(acme, current, "2025-05-01T00:00:00Z")
     pending = ok(change(acme.api, old, other, effectiveAt="2025-07-01T00:00:00Z"), 201)
     shortened = ok(acme.api.patch(f"/v1/subscriptions/{pending['id']}", {"endDate": "2025-09-01T00:00:00Z"}))
@@ -411,9 +413,7 @@ def test_withdrawing_gives_the_old_subscription_its_own_end_back_not_the_one_the
 
 
 def test_a_change_whose_new_subscription_scheduled_one_of_its_own_is_withdrawn_after_that_one(acme, frozen_now):
-    first, _ = acme.plan(fee("30"))
-    second, _ = acme.plan(fee("60"))
-    third, _ = acme.plan(fee("90"))
+    first, second, third = fee_plans(acme, "30", "60", "90")
     old = subscribe(acme, first, "2025-05-01T00:00:00Z", endDate="2026-01-01T00:00:00Z")
     middle = ok(change(acme.api, old, second, effectiveAt="2025-07-01T00:00:00Z"), 201)
     last = ok(change(acme.api, middle, third, effectiveAt="2025-08-01T00:00:00Z"), 201)
