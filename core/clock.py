@@ -108,6 +108,16 @@ def parse_window_end(value: str, *, field: str = "endDate") -> datetime:
     a timestamp is taken as is."""
     text = str(value).strip()
     parsed = parse_instant(text, field=field)
-    if "T" not in text and " " not in text:
+    if _is_date(text):
         parsed += timedelta(days=1)
     return parsed
+
+
+def _is_date(text: str) -> bool:
+    """Whether the text is a date alone: decided by parsing it as one, not by looking for its `T` (a timestamp may
+    separate date and time with `t` or another character, and was read as a date, a window a day too long)."""
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True

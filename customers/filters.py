@@ -86,7 +86,8 @@ class UsageEventFilter(django_filters.FilterSet):
     eventStatus = django_filters.ChoiceFilter(field_name="event_status", choices=EventStatus.choices)
     environment = django_filters.ChoiceFilter(field_name="environment", choices=Environment.choices)
     model = django_filters.CharFilter(field_name="model", lookup_expr="iexact")
-    idempotencyKey = django_filters.CharFilter(field_name="idempotency_key")
+    # Kept exactly as sent, as keys are stored (never trimmed: `run-1 ` is another key than `run-1`).
+    idempotencyKey = django_filters.CharFilter(field_name="idempotency_key", strip=False)
     startDate = WindowStartFilter(field_name="usage_date", label="startDate")
     endDate = WindowEndFilter(field_name="usage_date", label="endDate")
 

@@ -72,6 +72,8 @@ def test_events_filter_by_customer_status_and_dates(api, llm):
     assert ids("eventStatus=NEEDS_COST_BACKFILL") == ["beta"]
     assert ids("startDate=2025-01-11&endDate=2025-01-11") == ["beta"]  # a date-only end includes the day
     assert ids("startDate=2025-01-10T12:00:00Z&endDate=2025-01-11T12:00:00Z") == ["alpha"]  # timestamp end excl.
+    # A timestamp whose separator is a lowercase t was read as a date: the window ran to the next midnight.
+    assert ids("startDate=2025-01-10T12:00:00Z&endDate=2025-01-11t12:00:00Z") == ["alpha"]
     assert a["eventId"] in {row["id"] for row in api.get("/v1/events").json()}
 
 
@@ -92,3 +94,16 @@ def test_events_of_another_organization_or_book_are_invisible(api, other_api, cl
 @pytest.mark.parametrize("kwargs", [{"key_type": "publishable"}, {"scope": "ingest"}, {"scope": "legal"}])
 def test_events_need_a_full_secret_key(client_for, kwargs):
     assert client_for(**kwargs).get("/v1/events").status_code == 403
+
+
+def test_events_filter_by_an_idempotency_key_exactly_as_it_was_sent(api, llm):
+    # Keys are kept as sent, never trimmed; the filter trimmed the one it was given and found nothing.
+    spaced = record(api, idempotencyKey="run-1 ")
+    plain = record(api, idempotencyKey="run-1")
+    for key, event in (("run-1%20", spaced), ("run-1", plain)):
+        resp = api.get(f"/v1/events?idempotencyKey={key}")
+        assert [row["id"] for row in resp.json()] == [event["eventId"]] and resp["X-Total-Count"] == "1"
+        exported = api.get(f"/v1/events/export?idempotencyKey={key}")
+        body = b"".join(exported.streaming_content).decode()
+        assert exported.status_code == 200 and event["eventId"] in body
+        assert (key == "run-1") == (spaced["eventId"] not in body)
