@@ -250,8 +250,20 @@ class SameBookModelForm(forms.ModelForm):
                 self.add_error(field, self.instance.unique_error_message(model, named or constraint.fields))
 
 
+# Fields no console list may be filtered by, whatever model or relation leads to them: a filter is an oracle even
+# where the page hides the field (`?secret__startswith=whsec_A` answered, a character at a time, whether a webhook
+# endpoint's signing secret starts so); secrets, and the digests and nonces that stand for them.
+UNFILTERABLE_FIELDS = frozenset({"secret", "previous_secret", "digest", "token_digest", "pay_token_digest",
+                                 "pay_token_nonce", "password"})
+
+
 class ScopedAdminMixin(OperatorPermissionsMixin):
     form = SameBookModelForm
+
+    def lookup_allowed(self, lookup, value, request=None):
+        if UNFILTERABLE_FIELDS.intersection(lookup.split(models.constants.LOOKUP_SEP)):
+            return False
+        return super().lookup_allowed(lookup, value, request)
 
     class Media:
         css = {"all": ["console/console.css"]}

@@ -236,3 +236,17 @@ def test_logs_of_payments_refunds_and_subscription_changes_open_newest_first(con
         resp = console.get(url(model, "changelist"))
         ordering = resp.context["cl"].get_ordering(resp.wsgi_request, resp.context["cl"].queryset)
         assert ordering[0] == "-created_at", (model._meta.label, ordering)
+
+
+@pytest.mark.parametrize("lookup", ["secret__startswith", "previous_secret__regex", "secret"])
+def test_no_list_is_filtered_by_a_secret_the_page_hides(console_for, worlds, lookup):
+    # A filter is an oracle: `?secret__startswith=whsec_A` listed the endpoint and `whsec_B` did not, so any operator
+    # (a member too) read its signing secret a character at a time.
+    from webhooks.models import WebhookEndpoint
+
+    member = console_for(role="member")
+    for prefix in ("whsec_A", "whsec_AAAA", "whsec_B"):
+        resp = member.get(url(WebhookEndpoint, "changelist"), {lookup: prefix})
+        assert resp.status_code == 400, (prefix, resp.status_code)  # Django's refusal of a lookup it disallows
+    for model, lookup in ((WebhookEndpoint, "secret__isnull"), (User, "password__startswith")):
+        assert console_for().get(url(model, "changelist"), {lookup: "x"}).status_code == 400
