@@ -67,6 +67,12 @@ def may_act(user, organization_id, roles) -> bool:
     return role is not None and (roles is None or role in roles)
 
 
+def holds_role_somewhere(user, roles) -> bool:
+    """Whether the user has one of `roles` in some organization (superusers: always): what a page without a row
+    (a list, an add form) may offer, each row then checked with `may_act`."""
+    return user.is_superuser or any(role in roles for role in _roles(user).values())
+
+
 def organization_path(model) -> str | None:
     """The lookup from a row of `model` to its organization; None for global tables (the catalog)."""
     if model is Organization:

@@ -3,13 +3,15 @@
 what the services check (a member as responsible user, at least one matcher per rule), as in the API."""
 from django import forms
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html
 
 from accounts.admin_actions import act_on_rows, actor
 from accounts.admin_display import figure, format_value
-from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, SameBookModelForm, ScopedInlineMixin
+from accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, SameBookModelForm, ScopedInlineMixin,
+                                    holds_role_somewhere, may_act)
 from accounts.models import Book, Role
 from core import display
 from core.errors import ApiError
@@ -64,7 +66,33 @@ class MatterRuleForm(SameBookModelForm):
         return cleaned
 
 
-class MatterRuleInline(ScopedInlineMixin, admin.TabularInline):
+class MatterRolesMixin:
+    """Writes need a matters role (owner, admin, finance or legal) in the row's organization, as the matters
+    endpoints ask; every operator reads. Without it a member added, changed and deleted matters and rules (a delete
+    returns the matter's events to Unassigned)."""
+
+    def _may_write(self, request, obj=None) -> bool:
+        if obj is None or obj.book_id is None:
+            return holds_role_somewhere(request.user, MATTER_ROLES)
+        return may_act(request.user, obj.book.organization_id, MATTER_ROLES)
+
+    def has_add_permission(self, request, *args):
+        return super().has_add_permission(request, *args) and self._may_write(request, *args[:1])
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and self._may_write(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and self._may_write(request, obj)
+
+    def save_model(self, request, obj, form, change):
+        # A new row's book is chosen on the form: the role is the one in that book's organization.
+        if not self._may_write(request, obj):
+            raise PermissionDenied
+        super().save_model(request, obj, form, change)
+
+
+class MatterRuleInline(MatterRolesMixin, ScopedInlineMixin, admin.TabularInline):
     model = MatterRule
     form = MatterRuleForm
     extra = 0
@@ -80,7 +108,7 @@ def events_link(matter: Matter, text) -> str:
 
 
 @admin.register(Matter)
-class MatterAdmin(BookScopedAdmin):
+class MatterAdmin(MatterRolesMixin, BookScopedAdmin):
     form = MatterForm
     list_display = ["matter_number", "name", "client_name", "status", "book", "rule_count", "event_count",
                     "created_at"]
@@ -159,7 +187,7 @@ class MatterAdmin(BookScopedAdmin):
 
 
 @admin.register(MatterRule)
-class MatterRuleAdmin(BookScopedAdmin):
+class MatterRuleAdmin(MatterRolesMixin, BookScopedAdmin):
     form = MatterRuleForm
     list_display = ["matter", "priority", "agent_code", "customer_external_id", "signal_pattern"]  # 1,366 px
     list_select_related = ["matter", "book__organization"]

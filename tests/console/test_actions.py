@@ -12,7 +12,7 @@ from accounts.keys import key_digest
 from accounts.models import ApiKey, Membership
 from jobs.models import Job
 from customers.models import EventStatus
-from matters.models import MatterAttribution
+from matters.models import Matter, MatterAttribution, MatterRule
 from tests.billing.invoice_support import (JAN, WEBHOOK_SECRET, billing_chain, credit_pool, draft, pay, recurring,
                                            usage)
 from tests.billing.support import create_plan, create_strategies, ok
@@ -357,6 +357,28 @@ def test_apply_rules_needs_a_matters_role(console_for, book):
                   "apply_matter_rules", [matter])
     assert messages_of(resp) == [f"{book}: This needs the owner, admin, finance or legal role in its organization."]
     assert not MatterAttribution.objects.exists()
+
+
+def test_matters_and_rules_are_written_only_with_a_matters_role_and_read_by_every_operator(console_for, book):
+    # A member added, changed and deleted them (a delete returns the matter's events to Unassigned); the matters
+    # endpoints need the owner, admin, finance or legal role.
+    matter = MatterFactory(book=book)
+    rule = MatterRuleFactory(matter=matter, agent_code="contracts-bot")
+    member = console_for(role="member", email="m@acme.example.com")
+    for page in ("/admin/matters/matter/", f"/admin/matters/matter/{matter.pk}/change/", "/admin/matters/matterrule/"):
+        assert member.get(page).status_code == 200
+    assert member.get("/admin/matters/matter/add/").status_code == 403
+    assert member.get("/admin/matters/matterrule/add/").status_code == 403
+    assert member.post(f"/admin/matters/matter/{matter.pk}/delete/", {"post": "yes"}).status_code == 403
+    assert member.post(f"/admin/matters/matterrule/{rule.pk}/delete/", {"post": "yes"}).status_code == 403
+    deleted = member.post("/admin/matters/matter/", {"action": "delete_selected", "_selected_action": [matter.pk],
+                                                     "post": "yes"})
+    assert deleted.status_code in (302, 403)
+    assert Matter.objects.filter(pk=matter.pk).exists() and MatterRule.objects.filter(pk=rule.pk).exists()
+    legal = console_for(role="legal", email="l@acme.example.com")
+    assert legal.get("/admin/matters/matter/add/").status_code == 200
+    assert legal.post(f"/admin/matters/matterrule/{rule.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not MatterRule.objects.filter(pk=rule.pk).exists()
 
 
 def test_map_model_prefills_the_unknown_model_maps_it_and_prices_the_waiting_events(console, book):
