@@ -241,8 +241,9 @@ class ApiRequestLogAdmin(ReadOnlyAdminMixin, OrganizationScopedAdmin):
 
 
 @admin.register(Invitation)
-class InvitationAdmin(ReadOnlyAdminMixin, OrganizationScopedAdmin):
-    """Invitations are sent through the API (the token is emailed, never stored); deleting one withdraws it."""
+class InvitationAdmin(ManagedByOwnersMixin, ReadOnlyAdminMixin, OrganizationScopedAdmin):
+    """Invitations are sent through the API (the token is emailed, never stored); deleting one withdraws it, which
+    only an owner or admin of its organization may do, as only they invite."""
 
     deletable = True
     list_display = ["email", "organization", "role", "invited_by", "created_at", "expires_at", "accepted_at"]

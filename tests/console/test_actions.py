@@ -569,6 +569,23 @@ def test_members_are_added_and_deleted_only_by_those_who_manage_them(console_for
     assert "/admin/accounts/membership/add/" in owner.content.decode()
 
 
+def test_an_invitation_is_withdrawn_only_by_those_who_manage_members(console_for, org):
+    # Any role withdrew them; only an owner or admin invites.
+    from datetime import timedelta
+
+    from accounts.models import Invitation
+    from core import clock
+
+    invitation = Invitation.objects.create(organization=org, email="new@acme.example.com", digest="d" * 64,
+                                           expires_at=clock.now() + timedelta(days=7))
+    path = f"/admin/accounts/invitation/{invitation.pk}/delete/"
+    for role in ("finance", "member"):
+        assert console_for(role=role, email=f"{role}@acme.example.com").post(path, {"post": "yes"}).status_code == 403
+    assert Invitation.objects.filter(pk=invitation.pk).exists()
+    assert console_for(role="admin", email="ada@acme.example.com").post(path, {"post": "yes"}).status_code == 302
+    assert not Invitation.objects.filter(pk=invitation.pk).exists()
+
+
 @pytest.mark.parametrize("field, words", [("planId", "Plan"), ("currentPeriodEnd", "Current period end"),
                                           ("billingDay", "Billing day"), ("status", "Status"), ("Id", "Id")])
 def test_a_changelog_field_reads_as_words(field, words):
