@@ -8,14 +8,15 @@ from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.models import Group
+from django.forms.models import BaseInlineFormSet
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.template.response import TemplateResponse
 
 from accounts.admin_actions import act_on_rows, error_text
 from accounts.admin_display import presence_filter
-from accounts.admin_scoping import (OrganizationScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin,
-                                           is_operator, may_act, scoped)
+from accounts.admin_scoping import (OrganizationScopedAdmin, ReadOnlyAdminMixin, SameBookModelForm,
+                                           ScopedInlineMixin, is_operator, may_act, scoped)
 from accounts.models import (ApiKey, ApiRequestLog, Book, Environment, Invitation, KeyScope, KeyType,
                                    Membership, Organization, Role, User)
 from accounts.services import api_key_mint, api_key_revoke
@@ -60,8 +61,36 @@ class ManagedByOwnersMixin:
         return super().has_delete_permission(request, obj) and self._manages(request, obj)
 
 
+class MembershipInlineForm(SameBookModelForm):
+    """A member's row on the organization page keeps its person: moving it to another person handed them that
+    member's API keys and the requests logged under them."""
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk is not None and "user" in self.changed_data:
+            raise forms.ValidationError("A member's person cannot change: invite the new person, then remove this "
+                                        "member.")
+        return cleaned
+
+
+class MembershipInlineFormSet(BaseInlineFormSet):
+    """A member with API keys is not removed here: keys are revoked, never deleted (the request log points at them),
+    and removing the member deleted them with every request they logged. The membership's own page refuses it the
+    same way. (Checked on the formset: a row marked for deletion is not validated as a form.)"""
+
+    def clean(self):
+        super().clean()
+        for form in self.deleted_forms:
+            if form.instance.pk is not None and form.instance.api_keys.exists():
+                raise forms.ValidationError(f"{form.instance.user} has API keys, which are never deleted (the request "
+                                            "log points at them): revoke them on the API keys page instead of "
+                                            "removing the member.")
+
+
 class MembershipInline(ManagedByOwnersMixin, ScopedInlineMixin, admin.TabularInline):
     model = Membership
+    form = MembershipInlineForm
+    formset = MembershipInlineFormSet
     extra = 0
     autocomplete_fields = ["user"]
     fields = ["user", "role", "created_at"]

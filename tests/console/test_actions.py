@@ -569,6 +569,48 @@ def test_members_are_added_and_deleted_only_by_those_who_manage_them(console_for
     assert "/admin/accounts/membership/add/" in owner.content.decode()
 
 
+def _change_form_as_shown(client, path) -> dict:
+    """The POST a change page's Save sends with nothing edited: its form's and inlines' values as shown."""
+    page = client.get(path)
+    data = {}
+    form = page.context["adminform"].form
+    forms = [(form, "")] + [(row, f"{row.prefix}-") for inline in page.context["inline_admin_formsets"]
+                              for row in inline.formset.forms]
+    for inline in page.context["inline_admin_formsets"]:
+        management = inline.formset.management_form
+        data.update({f"{management.prefix}-{key}": value for key, value in management.initial.items()})
+    for each, prefix in forms:
+        for name, field in each.fields.items():
+            value = each.initial.get(name, field.initial)
+            if value is True:
+                data[prefix + name] = "on"
+            elif value not in (None, False, ""):
+                data[prefix + name] = getattr(value, "pk", value)
+    return data
+
+
+def test_the_organization_page_neither_removes_a_member_with_keys_nor_gives_their_row_to_another_person(
+        console_for, org):
+    # The inline removed the member and, with them, their keys and every logged request of those keys (the
+    # membership's own page refuses); changing the row's person handed them that member's keys.
+    from accounts.models import ApiKey, Membership, User
+    from accounts.services import api_key_mint, member_ensure
+
+    member = member_ensure(organization=org, email="kim@acme.example.com", role="member")
+    api_key_mint(membership=member, key_type="secret", environment="test", scope="full")
+    other = User.objects.create_user(email="lee@acme.example.com")
+    owner = console_for(role="owner", email="owner@acme.example.com")
+    path = f"/admin/accounts/organization/{org.pk}/change/"
+    data = _change_form_as_shown(owner, path)
+    row = next(key[:-len("-id")] for key, value in data.items() if key.endswith("-id") and value == member.pk)
+    for change in ({f"{row}-DELETE": "on"}, {f"{row}-user": other.pk}):
+        resp = owner.post(path, {**data, **change})
+        assert resp.status_code == 200 and resp.context["errors"], change  # the form again, with its error
+    assert Membership.objects.get(pk=member.pk).user.email == "kim@acme.example.com"
+    assert ApiKey.objects.filter(membership=member).count() == 1
+    assert owner.post(path, data).status_code == 302  # nothing edited: saved
+
+
 def test_an_invitation_is_withdrawn_only_by_those_who_manage_members(console_for, org):
     # Any role withdrew them; only an owner or admin invites.
     from datetime import timedelta
