@@ -178,7 +178,10 @@ def operator(client, org):
     return client
 
 
+# export_csv: every list's "Export selected rows as CSV" is the ledger's export here (the list's columns wrote "Why
+# unpriced" only for the rows of the page shown).
 @pytest.mark.parametrize("action, media_type", [("export_events_csv", "text/csv; charset=utf-8"),
+                                                ("export_csv", "text/csv; charset=utf-8"),
                                                 ("export_events_jsonl", "application/x-ndjson")])
 def test_the_console_exports_every_matching_event_of_its_list(operator, api, other_api, llm, action, media_type):
     record_raw(api, rec(customer="c-1", quantity="0.30000000000000004"), rec(customer="c-2"),
