@@ -119,6 +119,18 @@ def test_a_credit_pool_reads_its_balance_and_a_replayed_top_up_is_one_grant(clie
     assert conflict.value.status == 409 and "idempotencyKey" in str(conflict.value)
 
 
+def test_a_walk_yields_each_row_once_while_rows_are_created_ahead_of_it(client, service):
+    # Newest first, paged by offset: the customer created after the first page pushed the rest down one row, and the
+    # second page began with the first page's last row, yielded twice.
+    for number in range(5):
+        client.customers.create(name=f"Customer {number}", externalId=f"walk-{number}")
+    walk = iter(client.customers.iter(limit=2))
+    seen = [next(walk)["externalId"], next(walk)["externalId"]]
+    client.customers.create(name="Newest", externalId="walk-new")
+    seen += [row["externalId"] for row in walk]
+    assert len(seen) == len(set(seen)) and set(seen) >= {f"walk-{number}" for number in range(5)}
+
+
 def test_every_list_shape_is_paged_through_to_its_last_row(client, service):
     for number in range(5):
         client.customers.create(name=f"Customer {number}", externalId=f"ext-{number}")

@@ -281,10 +281,10 @@ class SyncTransport(Transport):
         return driven.result
 
     def walk(self, first_page: Plan) -> Iterator:
-        """Every item of the list whose first page `first_page` fetches, page after page."""
-        page = self.run(first_page)
+        """Every item of the list whose first page `first_page` fetches, page after page, each once (`_first_time`)."""
+        page, seen = self.run(first_page), set()
         while page is not None:
-            yield from page.items
+            yield from (item for item in page.items if _first_time(item, seen))
             page = self.run(page.next_plan())
 
     def send_once(self, method: str, path: str, *, params=None, body: Any = None) -> httpx.Response:
@@ -297,6 +297,19 @@ class SyncTransport(Transport):
     def close(self) -> None:
         if self._owns_client:
             self.http.close()
+
+
+def _first_time(item, seen: set) -> bool:
+    """Whether a walk has not yielded this item yet (by its `id`; an item without one always passes). Lists page by
+    offset, newest first: a row created while a walk goes on lands ahead of it and pushes the rows after it down, so
+    the next page began with the last row of the one before, yielded (and summed) twice."""
+    identity = item.get("id") if isinstance(item, dict) else getattr(item, "id", None)
+    if identity is None:
+        return True
+    if identity in seen:
+        return False
+    seen.add(identity)
+    return True
 
 
 class AsyncTransport(Transport):
@@ -317,10 +330,11 @@ class AsyncTransport(Transport):
         return driven.result
 
     async def walk(self, first_page: Plan) -> AsyncIterator:
-        page = await self.run(first_page)
+        page, seen = await self.run(first_page), set()
         while page is not None:
             for item in page.items:
-                yield item
+                if _first_time(item, seen):
+                    yield item
             page = await self.run(page.next_plan())
 
     async def send_once(self, method: str, path: str, *, params=None, body: Any = None) -> httpx.Response:
