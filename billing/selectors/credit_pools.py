@@ -277,6 +277,13 @@ def _needs_settling(subscription: Subscription, now: datetime) -> bool:
     return subscription.unsettled_ended or skipped or stored_ended
 
 
+def needs_settling(*, book, subscription_id, now: datetime) -> bool:
+    """Whether a sync of the subscription now settles an ended period (a balance row's `needs_settling`, one read):
+    what makes a writer wait for the book's batches still committing before it syncs."""
+    subscription = _annotated(book, now).filter(pk=subscription_id).first()
+    return subscription is not None and _needs_settling(subscription, now)
+
+
 def _balance(subscription: Subscription, plan_pool: Pool, pool: Pool, now: datetime,
              period_consumed: Decimal) -> CreditBalance:
     """`pool`: the running period's pool (`period_pool`)."""

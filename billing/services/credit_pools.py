@@ -20,8 +20,8 @@ from billing.models import CreditGrant, CreditPoolAlert, Subscription
 from billing.pricing.lines import pool_units
 from billing.pricing.terms import effective_end
 from billing.selectors.credit_pools import (HUNDRED, PERIOD, TOPUP, CreditBalance, Pool, balance_cache_refresh,
-                                            credit_balance_get, credit_balance_list, pending_settlements, period_grants,
-                                            period_pool, pool_for, timeline_of)
+                                            credit_balance_get, credit_balance_list, needs_settling,
+                                            pending_settlements, period_grants, period_pool, pool_for, timeline_of)
 from billing.services.changelog import Kind, changelog_add
 from accounts.models import Book
 from accounts.selectors import billing_recipients
@@ -200,9 +200,7 @@ def credit_topup(*, book: Book, subscription_id, units: Decimal, idempotency_key
     # The sync below settles the periods that have ended, for good: the book's batches still committing (begun
     # before a period ended, dated in it) are in the ledger before it reads, as for the alert job that settles them
     # otherwise (`credit_pool_alerts_evaluate`). A top-up in a running period settles nothing and waits for nothing.
-    end = subscription.current_period_end
-    if (end is not None and end <= now) or period_grants(subscription).filter(
-            settled_at__isnull=True, period_end__lte=now).exists():
+    if needs_settling(book=book, subscription_id=subscription.pk, now=now):
         batches_in_flight_wait(book.pk)
     with transaction.atomic():
         credit_pool_sync(subscription=subscription, pool=pool, now=now)
