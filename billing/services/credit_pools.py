@@ -160,6 +160,16 @@ def claims_pools_lock(*, book, pairs: Iterable[tuple]) -> None:
             pool_sync_lock(subscription_id)
 
 
+def customer_pools_lock(*, book, customer_id) -> list[tuple]:
+    """`claims_pools_lock` for every agent of the customer's subscriptions, returning their (customer id, agent id)
+    pairs: for a write that moves which subscription bills a period of the customer's usage without knowing through
+    which agent (a void releases the terms its invoice captured)."""
+    pairs = sorted(set(owned(Subscription, book).filter(customer_id=customer_id)
+                       .values_list("customer_id", "agent_id")), key=str)
+    claims_pools_lock(book=book, pairs=pairs)
+    return pairs
+
+
 def plan_pools_lock(*, book, plan_id) -> list[tuple]:
     """Before a plan's strategies change (which subscription bills an event follows them in every period no final
     invoice holds): the (customer id, agent id) pairs of its subscriptions whose pools have settled a period, their

@@ -25,6 +25,7 @@ from billing.pricing.lines import (billing_window, claims_counted_by, claims_doc
                                    priced_lines, totals)
 from billing.models import Invoice, InvoiceCounter, InvoiceLine, InvoiceStatus, Subscription
 from billing.pricing.periods import local_date, local_midnight
+from billing.services.credit_pools import credit_pools_follow_claims, customer_pools_lock
 from billing.pricing.terms import day_instant, effective_end, period_end_grown_back, period_in_force
 from core import clock
 from core.database import retried_on_deadlock, retry_while_reconnecting
@@ -374,7 +375,12 @@ def _mark_sent(book, invoice: Invoice, *, now: datetime) -> None:
 @transaction.atomic
 def invoice_void(*, book, invoice_id, now: datetime, reason: str = "") -> Invoice:
     """Drafts and unpaid pending, issued or overdue invoices become void (their number stays taken, the pay
-    link shows the voided page). Voiding twice changes nothing. Money received must be refunded first (400)."""
+    link shows the voided page). Voiding twice changes nothing. Money received must be refunded first (400).
+
+    The terms the invoice captured no longer hold its period, which is billed under the plan's terms of now: which
+    subscription bills its events may move, so the customer's settled pool periods from its start on settle again
+    (as after a plan change), their syncs held before the invoice's row."""
+    pairs = customer_pools_lock(book=book, customer_id=get_owned(Invoice, book, invoice_id).customer_id)
     invoice = _invoice_locked(book, invoice_id)
     if invoice.status == Status.VOID:
         return invoice
@@ -388,6 +394,9 @@ def invoice_void(*, book, invoice_id, now: datetime, reason: str = "") -> Invoic
     # link is no longer live (`live_pay_token`) and the pay page pays nothing on a void invoice.
     invoice.status, invoice.voided_at, invoice.void_reason = Status.VOID, now, reason
     invoice.save()
+    for customer_id, agent_id in pairs:
+        credit_pools_follow_claims(book=book, customer_id=customer_id, agent_id=agent_id, since=invoice.period_start,
+                                   now=now)
     invoice_event(invoice, EventType.INVOICE_VOIDED, now=now)
     return invoice
 

@@ -305,10 +305,12 @@ def subscription_update(*, book, subscription_id, now: datetime, actor: str, **c
     timezone take effect from the next period; an endDate is cut into the current period when earlier."""
     subscription = get_owned(Subscription, book, subscription_id)
     _customer_locked_quietly(book, subscription.customer_id)
-    # A new plan or agent moves which subscription bills the customer's usage through the old agent and the new one.
+    # A new plan or agent moves which subscription bills the customer's usage through the old agent and the new one;
+    # a new end (endDate, isForever, or `ended` ending it now) moves it through its agent from the earlier end on.
     claims_moved = {(subscription.customer_id, subscription.agent_id)}
     if "plan_id" in changes or "agent_id" in changes:
         claims_moved.add((subscription.customer_id, changes.get("agent_id", subscription.agent_id)))
+    if {"plan_id", "agent_id", "end_date", "is_forever", "status"} & set(changes):
         claims_pools_lock(book=book, pairs=claims_moved)
     subscription = (owned(Subscription, book).select_for_update(of=("self",)).select_related("plan", "agent")
                     .get(pk=subscription.pk))
@@ -337,12 +339,18 @@ def subscription_update(*, book, subscription_id, now: datetime, actor: str, **c
     if end_moved:  # its drafts follow the new end, as after a plan change (cut, voided or grown back)
         invoices_fit_to_end(book=book, subscription=subscription, now=now, previous_end=previous_end,
                             reason=f"Subscription endDate changed to {json_value(effective_end(subscription))}")
+    # Settled pool periods count the events their subscription bills now, as after a plan change: the new terms
+    # apply to every period no final invoice holds; a new end gives the events past the earlier end to the next
+    # subscription of the customer and agent, or takes them back.
+    claims_since = None
     if before["planId"] != str(subscription.plan_id) or before["agentId"] != str(subscription.agent_id):
-        # Settled pool periods count the events their subscription bills now (the new terms apply to every period
-        # no final invoice holds), as after a plan change.
+        claims_since = subscription.start_date
+    elif end_moved:
+        claims_since = min(end for end in (previous_end, effective_end(subscription)) if end is not None)
+    if claims_since is not None:
         for customer_id, agent_id in sorted(claims_moved, key=str):
-            credit_pools_follow_claims(book=book, customer_id=customer_id, agent_id=agent_id,
-                                       since=subscription.start_date, now=now)
+            credit_pools_follow_claims(book=book, customer_id=customer_id, agent_id=agent_id, since=claims_since,
+                                       now=now)
     _log_changes(subscription, before, snapshot(subscription), actor=actor, names=names)
     if before["planId"] != str(subscription.plan_id):
         subscription_event(subscription, EventType.SUBSCRIPTION_PLAN_CHANGED, now=now)

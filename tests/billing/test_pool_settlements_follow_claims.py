@@ -140,3 +140,56 @@ def test_a_strategy_added_to_an_earlier_subscriptions_plan_takes_its_settled_usa
     assert (grant.consumed_units, grant.topup_units_drawn, grant.settled_at) == (150, 50, at("2025-07-10T00:00:00"))
     assert balance(api, pooled)["remainingUnits"] == 100
     assert pool_findings(book) == []
+
+
+def test_a_void_releases_the_terms_its_invoice_captured_and_the_pool_gives_up_what_they_now_bill(
+        api, book, chain, frozen_now, django_capture_on_commit_callbacks):
+    other, earlier, pooled = settled_june_beside_an_earlier_subscription(api, chain, frozen_now)
+    period = {"customerId": str(chain.customer.id), "subscriptionId": earlier["id"],
+              "billingPeriodStart": "2025-06-01T00:00:00Z", "billingPeriodEnd": "2025-07-01T00:00:00Z"}
+    draft = ok(api.post("/v1/invoices/generate", period), 201)  # June under the recurring fee alone
+    with django_capture_on_commit_callbacks(execute=True):
+        create_strategies(api, other["id"], [flat_usage(chain, rate="1")])
+    # The draft holds June under the terms it captured: June's 150 units stay the pool's.
+    assert (june_grant(pooled).consumed_units, june_grant(pooled).topup_units_drawn) == (150, 50)
+    with django_capture_on_commit_callbacks(execute=True):
+        ok(api.post(f"/v1/invoices/{draft['id']}/void", {"reason": "bill the usage too"}))
+    # Void, June is billed under the plan's terms of now: the earlier subscription's flat usage takes the 150 units,
+    # so the pool consumed none of them and its top-up is whole again.
+    again = ok(api.post("/v1/invoices/generate", period), 201)
+    assert Decimal(str(again["total"])) == Decimal("155")  # 5 recurring + 150 x 1
+    assert (june_grant(pooled).consumed_units, june_grant(pooled).topup_units_drawn) == (0, 0)
+    assert balance(api, pooled)["remainingUnits"] == 150
+    assert pool_findings(book) == []
+
+
+def test_an_end_moved_into_the_past_gives_the_events_after_it_to_the_next_subscription_and_back(
+        api, book, chain, frozen_now, django_capture_on_commit_callbacks):
+    flat = create_plan(api, chain.agent.id, name="Flat")
+    create_strategies(api, flat["id"], [flat_usage(chain, rate="1")])
+    earlier = create_subscription(api, chain, planId=flat["id"], name="Earlier", startDate="2025-01-01T00:00:00Z")
+    pooled = pool_subscription(api, chain, start="2025-05-15T00:00:00Z")  # periods from the 15th to the 15th
+    ok(topup(api, pooled, 50), 201)
+    use(chain, 80, at=at("2025-06-03T10:00:00"))
+    use(chain, 70, at=at("2025-06-10T10:00:00"))
+    frozen_now(at("2025-06-20T00:00:00"))
+    run_jobs("2025-06-20T00:00:00Z")
+    grant = CreditGrant.objects.get(kind="period", subscription_id=pooled["id"], period_start=at("2025-05-15"))
+    # The earlier subscription bills the signal: the 150 units are its own, the pool's May 15 period consumed none.
+    assert (grant.consumed_units, grant.topup_units_drawn, grant.settled_at) == (0, 0, at("2025-06-20T00:00:00"))
+
+    def moved(end: str) -> tuple:
+        with django_capture_on_commit_callbacks(execute=True):
+            ok(api.patch(f"/v1/subscriptions/{earlier['id']}", {"endDate": end}))
+        grant.refresh_from_db()
+        [report] = ledger_verify(now=at("2025-06-20T01:00:00"), book=book)
+        assert report.findings.get("credit_pools", []) == []
+        return grant.consumed_units, grant.topup_units_drawn, balance(api, pooled)["remainingUnits"]
+
+    # Ended on June 5 (inside its current period), it bills June 3's 80 units; June 10's 70 are the pool's, within
+    # its 100 units (nothing drawn: the current period's 100 and the 50 topped up remain).
+    assert moved("2025-06-05T00:00:00Z") == (70, 0, 150)
+    # Ended at June 2, both: 150 units, 50 of them beyond the pool's 100 and drawn from the top-up.
+    assert moved("2025-06-02T00:00:00Z") == (150, 50, 100)
+    # Moved later again, to June 4: June 3's 80 units go back to the earlier subscription.
+    assert moved("2025-06-04T00:00:00Z") == (70, 0, 150)
