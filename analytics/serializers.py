@@ -17,10 +17,12 @@ def one_of(values) -> dict:
 # --------------------------------------------------------------------------- query parameters
 
 class AnalyticsWindowIn(serializers.Serializer):
-    """ISO 8601 dates (whole UTC days, inclusive) or timestamps (instants; endDate exclusive)."""
+    """ISO 8601 dates (whole UTC days, inclusive) or timestamps (instants; endDate exclusive, the last second of a
+    day meaning the following midnight, as an invoice's billingPeriodEnd: the window an invoice bills reads the same
+    written either place)."""
 
     startDate = InstantIn(source="start", required=False)
-    endDate = InstantIn(source="end", required=False)
+    endDate = InstantIn(source="end", period_end=True, required=False)
 
 
 class UsageAnalyticsQueryIn(AnalyticsWindowIn):
@@ -35,7 +37,7 @@ class UsageAnalyticsQueryIn(AnalyticsWindowIn):
 
 class CostAnalyticsQueryIn(AnalyticsWindowIn):
     startDate = InstantIn(source="start")
-    endDate = InstantIn(source="end")
+    endDate = InstantIn(source="end", period_end=True)
     customerId = UuidIn(required=False)
     subscriptionId = UuidIn(required=False)
     agentId = UuidIn(required=False)

@@ -104,12 +104,15 @@ def day_window(moment: datetime) -> tuple[datetime, datetime]:
 
 
 def parse_window_end(value: str, *, field: str = "endDate") -> datetime:
-    """The exclusive end of a window: a date-only value includes that whole day (next midnight);
-    a timestamp is taken as is."""
+    """The exclusive end of a window: a date-only value includes that whole day (next midnight), and so does the
+    last second of a day (`...T23:59:59`, as an invoice's billingPeriodEnd reads it); another timestamp is taken as
+    is."""
     text = str(value).strip()
     parsed = parse_instant(text, field=field)
     if _is_date(text):
         parsed += timedelta(days=1)
+    elif (parsed.hour, parsed.minute, parsed.second) == (23, 59, 59):
+        parsed = parsed.replace(microsecond=0) + timedelta(seconds=1)
     return parsed
 
 

@@ -68,7 +68,8 @@ class WindowStartFilter(django_filters.CharFilter):
 
 
 class WindowEndFilter(django_filters.CharFilter):
-    """An ISO 8601 date (that whole day included) or timestamp (exclusive)."""
+    """An ISO 8601 date (that whole day included) or timestamp (exclusive; the last second of a day, `...T23:59:59`,
+    means the following midnight)."""
 
     def filter(self, qs, value):
         if value in (None, ""):

@@ -171,3 +171,18 @@ def test_a_read_counts_the_events_its_catch_up_missed_in_the_rollups_days_as_in_
     assert (missed["eventCount"], money(missed["cost"])) == (5, D("0.048"))
     assert {row["planId"]: row["eventCount"] for row in missed["byPlan"]} == {plans.early_plan: 2,
                                                                             plans.main_plan: 1, None: 2}
+
+
+def test_an_end_written_as_the_last_second_of_a_day_means_the_following_midnight_as_on_an_invoice(api, ledger):
+    """`...T23:59:59Z` closes a window as a billingPeriodEnd does (contract.md, Periods): an event in that last
+    second counts, so the same window text reads the same events here as on an invoice."""
+    record(api, rec("acme", "writer", "pages", "2025-04-30T23:59:59.500Z", idempotencyKey="last-second"))
+    whole = get(api, COST, **APRIL)
+    written = get(api, COST, startDate="2025-04-01T00:00:00Z", endDate="2025-04-30T23:59:59Z")
+    assert written["window"] == whole["window"] == {"start": "2025-04-01T00:00:00Z", "end": "2025-05-01T00:00:00Z"}
+    assert (written["cost"], written["eventCount"]) == (whole["cost"], whole["eventCount"]) == (0.048, 5)
+    usage = get(api, "/v1/analytics/usage", startDate="2025-04-01T00:00:00Z", endDate="2025-04-30T23:59:59Z")
+    assert usage["summary"]["totalEvents"] == 5
+    listed = ok(api.get("/v1/events", {"startDate": "2025-04-30T00:00:00Z", "endDate": "2025-04-30T23:59:59Z",
+                                      "limit": 100}))
+    assert "last-second" in {row["idempotencyKey"] for row in listed}
