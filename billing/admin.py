@@ -42,7 +42,7 @@ from accounts.models import Book
 from core import clock, display
 from core.clock import MAX_YEAR, MIN_YEAR, YEAR_RANGE_MESSAGE
 from core.errors import ApiError, NotFound
-from core.money import EXACT_DIGITS, EXACT_PLACES
+from core.money import EXACT_IN_DIGITS, EXACT_IN_PLACES
 from core.scoping import owned
 from customers.admin import CustomerAdmin
 from customers.models import Agent, Customer, Signal
@@ -317,7 +317,7 @@ class NearlyEmptyPoolFilter(admin.SimpleListFilter):
 
 
 class TopUpForm(forms.Form):
-    units = forms.DecimalField(max_digits=EXACT_DIGITS, decimal_places=EXACT_PLACES,
+    units = forms.DecimalField(max_digits=EXACT_IN_DIGITS, decimal_places=EXACT_IN_PLACES,
                                help_text="Added to each selected subscription's pool; top-ups never expire.")
     note = forms.CharField(max_length=1000, required=False)
     idempotency_key = forms.CharField(max_length=200, widget=forms.HiddenInput)

@@ -5,7 +5,7 @@ from django.db.models import Q
 from core import display
 from core.exact_json import ExactJSONField
 from core.models import OrgOwned
-from core.money import ZERO, CentsField, ExactField, QuantityField, SumField
+from core.money import ZERO, CentsField, QuantityField, SumField, TermField
 
 
 class PricingPlan(OrgOwned):
@@ -68,8 +68,8 @@ class PricingStrategy(OrgOwned):
                                          default=BillingFrequency.MONTHLY)
     # [{"lower": "0", "upper": "100" | null, "rate": "0.10"}], decimals kept as strings (exact).
     tiers = ExactJSONField(default=list, blank=True)
-    rate = ExactField(null=True, blank=True)
-    minimum_commitment = ExactField(null=True, blank=True)
+    rate = TermField(null=True, blank=True)
+    minimum_commitment = TermField(null=True, blank=True)
     active = models.BooleanField(default=True)
     tags = ExactJSONField(default=list, blank=True)
     deleted_at = models.DateTimeField(null=True, blank=True)
@@ -115,7 +115,7 @@ class Subscription(OrgOwned):
     subscription_details = ExactJSONField(default=dict, blank=True)
     seats_count = models.PositiveIntegerField(default=0)
     custom_cycle_days = models.PositiveIntegerField(null=True, blank=True)
-    prorated_amount = ExactField(null=True, blank=True)
+    prorated_amount = TermField(null=True, blank=True)
     timezone = models.CharField(max_length=64, default="UTC")
     billing_day = models.PositiveSmallIntegerField(null=True, blank=True)
     invoice_memo = models.TextField(blank=True)
@@ -228,9 +228,9 @@ class Invoice(OrgOwned):
     period_start = models.DateTimeField()
     period_end = models.DateTimeField()
     # Settings an operator may change on a draft: percent and fixed discount, tax percent.
-    discount_percent = ExactField(default=0)
+    discount_percent = TermField(default=0)
     discount_fixed = CentsField(default=0)
-    tax_percent = ExactField(default=0)
+    tax_percent = TermField(default=0)
     memo = models.TextField(blank=True)
     # The plan's strategies, seats and proratedAmount as they were at the first generation
     # (billing.pricing.terms.PlanTerms.document): what every later pricing of this invoice uses.
@@ -402,7 +402,7 @@ class CreditGrant(OrgOwned):
     subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="credit_grants")
     kind = models.CharField(max_length=8, choices=Kind.choices)
     # A period grant: the pool size; a top-up: the units added.
-    units = ExactField()
+    units = TermField()
     # Period grants: the billing period [start, end) they refill, and once it has ended, what it drew from the
     # ledger and how many of those units were beyond the pool and came out of top-ups (settled once).
     period_start = models.DateTimeField(null=True, blank=True)

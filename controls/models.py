@@ -8,7 +8,7 @@ from django.db.models import Q
 
 from core.exact_json import ExactJSONField
 from core.models import OrgOwned
-from core.money import ExactField
+from core.money import ExactField, TermField
 from controls.sentences import cap_sentence
 
 DEFAULT_ALERT_THRESHOLDS = (50, 80, 100)
@@ -40,7 +40,7 @@ class SpendCap(OrgOwned):
     scope_value = models.CharField(max_length=255, null=True, blank=True,
                                    help_text="The developer's email (their customerExternalId) for a dev cap.")
     provider_scope = models.CharField(max_length=16, default=PROVIDER_SCOPE_ALL)
-    amount_usd = ExactField()
+    amount_usd = TermField()
     period = models.CharField(max_length=8, choices=CapPeriod.choices)
     mode = models.CharField(max_length=8, choices=CapMode.choices)
     cool_off_hours = models.PositiveIntegerField(null=True, blank=True)
@@ -77,7 +77,7 @@ class SpendCapAlert(OrgOwned):
     window_start = models.DateTimeField()
     window_end = models.DateTimeField()
     threshold_percent = models.PositiveIntegerField()
-    amount_usd = ExactField(help_text="The cap amount when the threshold was crossed.")
+    amount_usd = TermField(help_text="The cap amount when the threshold was crossed.")
     spent_usd = ExactField(help_text="Spend in the window when the crossing was seen.")
     recipients = ExactJSONField(default=list)
 
@@ -129,7 +129,7 @@ class CustomerAlert(OrgOwned):
 
     customer = models.ForeignKey("customers.Customer", on_delete=models.CASCADE, related_name="+")
     metric = models.CharField(max_length=8, choices=AlertMetric.choices)
-    threshold_usd = ExactField()
+    threshold_usd = TermField()
     window_mode = models.CharField(max_length=8, choices=WindowMode.choices)
     custom_start = models.DateTimeField(null=True, blank=True)
     custom_end = models.DateTimeField(null=True, blank=True, help_text="Exclusive end of a custom window.")
@@ -167,7 +167,7 @@ class CustomerAlertFiring(OrgOwned):
     window_end = models.DateTimeField()
     customer = models.ForeignKey("customers.Customer", on_delete=models.CASCADE, related_name="+")
     metric = models.CharField(max_length=8, choices=AlertMetric.choices)
-    threshold_usd = ExactField()
+    threshold_usd = TermField()
     value_usd = ExactField()
     recipient_email = models.EmailField(max_length=255)
 

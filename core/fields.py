@@ -10,7 +10,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from core.clock import MAX_YEAR, MIN_YEAR, YEAR_RANGE_MESSAGE
-from core.money import EXACT_DIGITS, EXACT_PLACES
+from core.money import EXACT_IN_DIGITS, EXACT_IN_PLACES
 from core.serialization import QUERY_FALSE, QUERY_TRUE, decimal_number, decimal_text, unstorable_reason
 
 
@@ -93,11 +93,12 @@ class QueryFlag(serializers.BooleanField):
 
 class DecimalIn(serializers.DecimalField):
     """An exact decimal input (a JSON number, which the parser reads as the Decimal it spells, or a decimal
-    string) at the stored precision: more decimal places or digits than that is a 400, never rounded."""
+    string), stored as written: by default up to 340 decimal places below 10^16 (core/money.py `EXACT_IN_PLACES`,
+    every digit a client prints for a float); more is a 400, never rounded."""
 
     def __init__(self, **kwargs):
-        kwargs.setdefault("max_digits", EXACT_DIGITS)
-        kwargs.setdefault("decimal_places", EXACT_PLACES)
+        kwargs.setdefault("max_digits", EXACT_IN_DIGITS)
+        kwargs.setdefault("decimal_places", EXACT_IN_PLACES)
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):

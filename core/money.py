@@ -4,6 +4,11 @@ from decimal import ROUND_HALF_UP, Context, Decimal, InvalidOperation
 from django.db import models
 
 EXACT_DIGITS, EXACT_PLACES = 28, 12
+# An exact input an operator writes (a strategy's rate, tier bounds and minimum, a proratedAmount, top-up units, a cap
+# or threshold, a percent) is taken as the client prints it, never rounded: up to 340 decimal places, as a quantity
+# (every binary float printed in full, down to the smallest), and below 10^16.
+EXACT_IN_PLACES, EXACT_IN_WHOLE_DIGITS = 340, 16
+EXACT_IN_DIGITS = EXACT_IN_PLACES + EXACT_IN_WHOLE_DIGITS
 CENTS_DIGITS, CENTS_PLACES = 14, 2
 CENT = Decimal("0.01")
 # What a cents column holds: an amount below 10^12.
@@ -74,6 +79,12 @@ def SumField(**kwargs) -> UnboundedDecimalField:
 def QuantityField(**kwargs) -> UnboundedDecimalField:
     """Quantities (an event's, an invoice line's, a pool's consumption): every digit a client sends, never
     rounded (docs/decisions/numbers.md "Quantities"). Unbounded like a sum, since sums of them are stored too."""
+    return UnboundedDecimalField(**kwargs)
+
+
+def TermField(**kwargs) -> UnboundedDecimalField:
+    """A value an operator writes (rates, tier bounds, minimums, caps, thresholds, top-up units, percents): stored
+    with every digit it was written with (`EXACT_IN_PLACES`), never rounded to 12 places."""
     return UnboundedDecimalField(**kwargs)
 
 

@@ -20,10 +20,10 @@ MONTHS = {"monthly": 1, "yearly": 12}
 DAYS_PER_YEAR = Decimal(365)  # a custom cycle bills fees by the day at 1/365 of the yearly fee
 HUNDRED = Decimal(100)
 # Pricing a quantity multiplies and adds without rounding: a period's quantity keeps every digit its events
-# carry (340 decimal places each, up to 309 integer digits each and a dozen more summed, core/money.py SUMS) and a
-# rate 28 digits, so a product holds under 700 significant digits, inside this precision. The line is rounded
-# once, to cents, when it is written.
-QUANTITY_ARITHMETIC = Context(prec=800)
+# carry (340 decimal places each, up to 309 integer digits each and a dozen more summed, core/money.py SUMS: about
+# 660 digits) and a rate or tier bound up to 356 (core/money.py EXACT_IN_DIGITS), so a product holds under 1,020
+# significant digits, inside this precision. The line is rounded once, to cents, when it is written.
+QUANTITY_ARITHMETIC = Context(prec=1100)
 
 
 @dataclass(frozen=True)

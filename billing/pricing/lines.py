@@ -17,7 +17,7 @@ from billing.pricing.terms import (PlanTerms, PricedStrategy, captured_terms, cu
                                    subscription_terms, terms_timelines)
 from billing.pricing.usage import claims_usage, window_claims
 from core import display
-from core.money import to_cents
+from core.money import to_cents, to_exact
 from core.scoping import owned
 from core.serialization import decimal_text
 
@@ -52,7 +52,8 @@ def pool_units(subscription: Subscription, start: datetime, end: datetime, pool_
     terms = subscription_terms(subscription)
     if not terms.split_by_change(period):
         return pool_size
-    return pool_size * engine.covered_days(terms, period) / period.days
+    # A share is a division, rarely finite: kept to the 12 places a grant's units always were.
+    return to_exact(pool_size * engine.covered_days(terms, period) / period.days)
 
 
 def invoice_terms(invoice: Invoice) -> PlanTerms:

@@ -9,12 +9,14 @@ from django.db.models.deletion import RestrictedError
 from billing.models import PlanAgent, PricingPlan, PricingStrategy, Subscription, SubscriptionStatus
 from core.errors import BadRequest, Conflict, NotFound
 from core.ids import uuid_or_none
-from core.money import to_exact
+from billing.pricing.engine import QUANTITY_ARITHMETIC
+from core.money import EXACT_IN_PLACES, quantized
 from core.scoping import existing_row_save, get_owned, owned
 from core.serialization import decimal_text
 from customers.models import Agent
 
 HUNDRED = Decimal(100)
+EXACT_IN_QUANTUM = Decimal(1).scaleb(-EXACT_IN_PLACES)
 LIVE_STATUSES = (SubscriptionStatus.UPCOMING, SubscriptionStatus.ACTIVE)
 
 
@@ -106,7 +108,7 @@ def plan_copy(*, book, plan_id, new_name: str | None = None, discount: Decimal =
     `discount` is a percent taken off every rate and tier rate of the copy (pool price and overage rate of a
     credit pool included), kept exact; tier bounds and minimum commitments are unchanged."""
     source = get_owned(PricingPlan, book, plan_id)
-    factor = (HUNDRED - discount) / HUNDRED
+    factor = QUANTITY_ARITHMETIC.divide(QUANTITY_ARITHMETIC.subtract(HUNDRED, discount), HUNDRED)  # exact
     copy = PricingPlan.objects.create(book=book, name=new_name or f"{source.name} (copy)"[:255],
                                       description=source.description, features_list=source.features_list,
                                       is_active=source.is_active)
@@ -119,7 +121,7 @@ def plan_copy(*, book, plan_id, new_name: str | None = None, discount: Decimal =
             signal_id=strategy.signal_id, pricing_model=strategy.pricing_model,
             billing_frequency=strategy.billing_frequency, minimum_commitment=strategy.minimum_commitment,
             active=strategy.active, tags=strategy.tags,
-            rate=None if strategy.rate is None else to_exact(strategy.rate * factor),
+            rate=None if strategy.rate is None else _discounted(strategy.rate, factor),
             tiers=[{**tier, "rate": _discounted_text(tier["rate"], factor)} for tier in strategy.tiers],
         )
         for strategy in strategies
@@ -127,7 +129,14 @@ def plan_copy(*, book, plan_id, new_name: str | None = None, discount: Decimal =
     return copy
 
 
+def _discounted(rate: Decimal, factor: Decimal) -> Decimal:
+    """The rate times the factor, every digit kept up to the places a written rate may have (a rate and a discount of
+    many places each could have more; only then is the last place rounded)."""
+    product = QUANTITY_ARITHMETIC.multiply(rate, factor)
+    return product if -product.as_tuple().exponent <= EXACT_IN_PLACES else quantized(product, EXACT_IN_QUANTUM)
+
+
 def _discounted_text(rate_text: str, factor: Decimal) -> str:
-    return decimal_text(to_exact(Decimal(rate_text) * factor))
+    return decimal_text(_discounted(Decimal(rate_text), factor))
 
 

@@ -168,12 +168,61 @@ def test_a_rate_and_tier_bounds_of_20_significant_digits_are_stored_and_returned
     assert exact(answered)["tiers"][1] == {"lower": D(BOUND_20_DIGITS), "upper": None, "rate": D(RATE_20_DIGITS)}
 
 
-def test_a_rate_beyond_12_decimal_places_is_a_400_naming_it(api, chain):
+@pytest.mark.parametrize("rate, units, billed", [
+    ("0.7364981736459815", "10", "7.36"),            # a float printed in full: 16 places, 10 units 7.364981736459815
+    (THIRTEEN_PLACES, "1", "1234567.12"),
+    ("1.2345678901234567e-05", "400000", "4.94"),  # 21 places: 4.9382715604938268
+])
+def test_a_rate_of_every_digit_a_client_prints_is_stored_and_priced_as_written(api, chain, search_api, rate, units,
+                                                                                billed):
+    """contract.md "Exact numbers in": a rate or tier bound is stored and priced as written, with the places a
+    client prints for a float (a 12-place cap refused `0.7364981736459815`); nothing is rounded before the line."""
+    [strategy] = ok(post_raw(api, f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies",
+                             raw_json([flat_usage(chain, rate="@rate")], rate=rate)), 201)
+    assert PricingStrategy.objects.get(pk=strategy["id"]).rate == D(rate)
+    assert exact(api.get(f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies/{strategy['id']}"))["rate"] == D(rate)
+    subscription = create_subscription(api, chain, startDate="2025-01-01T00:00:00Z")
+    recorded = ok(record_raw(api, {"customerExternalId": chain.customer.external_id, "agentCode": chain.agent.agent_code,
+                        "signalName": chain.signal.name, "model": search_api.canonical_name,
+                        "modelProvider": search_api.provider, "quantity": "@q", "usageDate": "2025-05-12T10:00:00Z"},
+                  q=units))
+    assert not recorded["results"]["failed"]
+    invoice = ok(api.post("/v1/invoices/generate", {"customerId": str(chain.customer.id),
+                                                    "subscriptionId": subscription["id"],
+                                                    "billingPeriodStart": "2025-05-01T00:00:00Z",
+                                                    "billingPeriodEnd": "2025-06-01T00:00:00Z"}), 201)
+    assert D(str(invoice["total"])) == D(billed)
+
+
+def test_a_rate_beyond_340_decimal_places_is_a_400_naming_it(api, chain):
     resp = post_raw(api, f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies",
-                    raw_json([flat_usage(chain, rate="@rate")], rate=THIRTEEN_PLACES))
+                    raw_json([flat_usage(chain, rate="@rate")], rate=BEYOND_ANY_FLOAT))
     assert resp.status_code == 400
-    assert resp.json()["message"] == ["[0].rate: Ensure that there are no more than 12 decimal places."]
+    assert resp.json()["message"] == ["[0].rate: Ensure that there are no more than 340 decimal places."]
     assert not PricingStrategy.objects.exists()
+
+
+def test_terms_beyond_10_to_the_16_are_a_400_naming_them(api, chain):
+    resp = post_raw(api, f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies",
+                    raw_json([flat_usage(chain, rate="@rate")], rate="12345678901234567.5"))
+    assert resp.status_code == 400
+    assert resp.json()["message"] == ["[0].rate: Ensure that there are no more than 16 digits before the decimal "
+                                      "point."]
+
+
+def test_a_top_up_a_cap_and_a_prorated_amount_keep_every_digit(api, chain):
+    from billing.models import CreditGrant, Subscription
+    from controls.models import SpendCap
+    from tests.billing.pools import pool_subscription, topup
+    subscription = pool_subscription(api, chain, proratedAmount=D("0.30000000000000004"))
+    assert Subscription.objects.get(pk=subscription["id"]).prorated_amount == D("0.30000000000000004")
+    ok(post_raw(api, f"/v1/subscriptions/{subscription['id']}/credit-topup",
+                raw_json({"units": "@u", "idempotencyKey": "t-1"}, u="0.016666666666666666")), 201)
+    assert CreditGrant.objects.get(kind="topup").units == D("0.016666666666666666")
+    cap = ok(post_raw(api, "/v1/control/caps", raw_json({"scope": "org", "providerScope": "all", "amountUsd": "@a",
+                                                         "period": "month", "mode": "enforce"},
+                                                        a="123.45678901234567")), 201)
+    assert SpendCap.objects.get(pk=cap["id"]).amount_usd == D("123.45678901234567")
 
 
 # --------------------------------------------------------------------------- answers
@@ -184,7 +233,7 @@ def test_cost_and_revenue_answers_carry_every_digit(api, chain, search_api):
     plan_id = chain.plan["id"]
     ok(api.post(f"/v1/pricing-plans/{plan_id}/pricing-strategies", [flat_usage(chain, rate="0.25")]), 201)
     create_subscription(api, chain, startDate="2025-01-01T00:00:00Z")
-    ok(record_raw(api, {"customerExternalId": chain.customer.external_id, "agentCode": chain.agent.agent_code,
+    recorded = ok(record_raw(api, {"customerExternalId": chain.customer.external_id, "agentCode": chain.agent.agent_code,
                         "signalName": chain.signal.name, "model": search_api.canonical_name,
                         "modelProvider": search_api.provider, "quantity": "@q", "usageDate": "2025-05-12T10:00:00Z"},
                   q=QUANTITY))
