@@ -15,7 +15,7 @@ from django.template.response import TemplateResponse
 
 from accounts.admin_actions import act_on_rows, error_text
 from accounts.admin_display import presence_filter
-from accounts.admin_scoping import (OrganizationScopedAdmin, ReadOnlyAdminMixin, SameBookModelForm,
+from accounts.admin_scoping import (OrganizationScopedAdmin, ReadOnlyAdminMixin, RefusedLookupsMixin, SameBookModelForm,
                                            ScopedInlineMixin, is_operator, may_act, scoped)
 from accounts.models import (ApiKey, ApiRequestLog, Book, Environment, Invitation, KeyScope, KeyType,
                                    Membership, Organization, Role, User)
@@ -135,7 +135,7 @@ class OrganizationAdmin(ManagedByOwnersMixin, OrganizationScopedAdmin):
 
 
 @admin.register(User)
-class UserAdmin(DjangoUserAdmin):
+class UserAdmin(RefusedLookupsMixin, DjangoUserAdmin):
     """Users of the organizations the operator sees; only superusers create or change accounts."""
 
     ordering = ["email"]

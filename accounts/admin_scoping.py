@@ -22,6 +22,7 @@ from django.forms.models import InlineForeignKeyField
 from accounts.admin_display import shown, shown_all
 from accounts.models import Book, Membership, Organization, User
 from core.ids import uuid_or_none
+from core.serialization import text_problem
 
 # Read once per user object (one request): every model's permission checks ask again.
 CONSOLE_ROLES_CACHE = "_console_roles"
@@ -263,19 +264,9 @@ UNFILTERABLE_FIELDS = frozenset({"secret", "previous_secret", "digest", "token_d
                                  "pay_token_nonce", "password"})
 
 
-class ScopedAdminMixin(OperatorPermissionsMixin):
-    form = SameBookModelForm
-
-    def lookup_allowed(self, lookup, value, request=None):
-        if UNFILTERABLE_FIELDS.intersection(lookup.split(models.constants.LOOKUP_SEP)):
-            return False
-        return super().lookup_allowed(lookup, value, request)
-
-    class Media:
-        css = {"all": ["console/console.css"]}
-
-    def get_queryset(self, request):
-        return scoped(super().get_queryset(request), request.user)
+class RefusedLookupsMixin:
+    """A list's filters and a search (the list's or an autocomplete's) that the database or Python cannot take are
+    refused as Django refuses any lookup it does not know, never a 500: on every console list, scoped or not."""
 
     def get_changelist_instance(self, request):
         """A filter value the database or Python cannot take (a NUL byte, a year past 9999, an address that is not
@@ -291,6 +282,28 @@ class ScopedAdminMixin(OperatorPermissionsMixin):
                 return super().get_changelist_instance(request)
         except (ValueError, OverflowError, DataError) as refusal:
             raise IncorrectLookupParameters(refusal) from refusal
+
+    def get_search_results(self, request, queryset, search_term):
+        """A search term PostgreSQL cannot compare (a NUL byte, an unpaired surrogate) finds nothing: the autocomplete
+        of a foreign key searches through here, outside the list's guard above."""
+        if search_term and text_problem(search_term):
+            return queryset.none(), False
+        return super().get_search_results(request, queryset, search_term)
+
+
+class ScopedAdminMixin(RefusedLookupsMixin, OperatorPermissionsMixin):
+    form = SameBookModelForm
+
+    def lookup_allowed(self, lookup, value, request=None):
+        if UNFILTERABLE_FIELDS.intersection(lookup.split(models.constants.LOOKUP_SEP)):
+            return False
+        return super().lookup_allowed(lookup, value, request)
+
+    class Media:
+        css = {"all": ["console/console.css"]}
+
+    def get_queryset(self, request):
+        return scoped(super().get_queryset(request), request.user)
 
     def response_action(self, request, queryset):
         """An action on a selection that names no record of this kind (a form edited by hand) is a warning on the

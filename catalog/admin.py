@@ -1,11 +1,11 @@
 from django.contrib import admin
 
 from catalog.models import ModelAlias, ServiceEntry
-from accounts.admin_scoping import BookScopedAdmin, OperatorPermissionsMixin, ReadOnlyAdminMixin
+from accounts.admin_scoping import BookScopedAdmin, OperatorPermissionsMixin, ReadOnlyAdminMixin, RefusedLookupsMixin
 
 
 @admin.register(ServiceEntry)
-class ServiceEntryAdmin(OperatorPermissionsMixin, admin.ModelAdmin):
+class ServiceEntryAdmin(RefusedLookupsMixin, OperatorPermissionsMixin, admin.ModelAdmin):
     """The global catalog: every operator reads it; `load_catalog` owns its rates (edits are overwritten on
     the next load, so only superusers may change rows, e.g. to deactivate one)."""
 

@@ -27,12 +27,27 @@ pytestmark = pytest.mark.django_db
     "/admin/customers/customer/?metadata=%00",
     "/admin/billing/invoice/?id__regex=(",
     "/admin/accounts/apirequestlog/?ip=abc",
+    # lists outside a book's scope: the catalog, the people
+    "/admin/catalog/serviceentry/?updated_at__year=9999&updated_at__month=12",
+    "/admin/catalog/serviceentry/?external_id=%00",
+    "/admin/catalog/serviceentry/?input_cost__gt=1e999999",
+    "/admin/accounts/user/?email=%00",
 ])
 def test_a_filter_value_that_means_nothing_is_the_lists_invalid_filter_notice(console, api, book, frozen_now,
                                                                               address):
     billing_chain(api, book, [recurring("10")])  # a row to list, and a subscription to filter
     resp = console.get(address)
     assert resp.status_code == 302 and resp["Location"].endswith("?e=1"), resp.status_code
+
+
+@pytest.mark.parametrize("target", ["app_label=customers&model_name=signal&field_name=agent",
+                                    "app_label=matters&model_name=matterrule&field_name=matter",
+                                    "app_label=accounts&model_name=membership&field_name=user",
+                                    "app_label=billing&model_name=planagent&field_name=agent"])
+def test_an_autocomplete_search_for_a_nul_finds_nothing(console, api, book, frozen_now, target):
+    billing_chain(api, book, [recurring("10")])
+    resp = console.get(f"/admin/autocomplete/?term=%00&{target}")
+    assert resp.status_code == 200 and resp.json()["results"] == []
 
 
 def test_a_refund_naming_no_payment_of_the_invoice_says_so(console, api, book, frozen_now):
