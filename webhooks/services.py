@@ -5,6 +5,7 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 
+from core import clock
 from core.errors import BadRequest, Conflict
 from core.scoping import get_owned, owned
 from webhooks import signing
@@ -51,7 +52,7 @@ def webhook_endpoint_update(*, book, endpoint_id, **changes) -> WebhookEndpoint:
     if changes.get("enabled") and not endpoint.enabled:
         endpoint.failing_since, endpoint.disabled_at, endpoint.disabled_reason = None, None, ""
     elif changes.get("enabled") is False and endpoint.enabled:
-        endpoint.disabled_reason = "Disabled by an operator."
+        endpoint.disabled_at, endpoint.disabled_reason = clock.now(), "Disabled by an operator."
     for field, value in changes.items():
         setattr(endpoint, field, value)
     endpoint.save()

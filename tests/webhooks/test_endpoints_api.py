@@ -53,6 +53,7 @@ def test_update_changes_the_listed_fields_and_refuses_others(api, receiver):
                            {"eventTypes": ["payment.succeeded"], "description": "payments", "enabled": False}))
     assert (updated["eventTypes"], updated["description"], updated["enabled"], updated["health"]) == (
         ["payment.succeeded"], "payments", False, "disabled")
+    assert updated["disabledAt"] is not None  # when the operator disabled it, as when deliveries did
     assert "secret" in error(api.patch(f"/v1/webhook-endpoints/{endpoint['id']}", {"secret": "whsec_x"}), 400)
 
 
