@@ -39,7 +39,7 @@ from billing.services.invoices import invoice_generate
 from core.errors import ApiError
 from core.money import SUMS, ZERO
 from core.scoping import owned
-from customers.models import UsageEvent
+from customers.models import Signal, UsageEvent
 from customers.partitions import archived_spans, overlaps_archive
 from customers.verification import Finding
 
@@ -130,6 +130,7 @@ def credit_pool_differences(*, book, now: datetime, repair: bool = False) -> lis
     drifted: dict = {}
     timelines: dict = {}
     archived = archived_spans()
+    signals = set(owned(Signal, book).values_list("pk", flat=True))
     for grant in grants:
         if overlaps_archive(grant.period_start, grant.period_end, archived):
             continue  # its period's events left the ledger: reading them as none would settle it again at 0
@@ -137,7 +138,9 @@ def credit_pool_differences(*, book, now: datetime, repair: bool = False) -> lis
             timelines[grant.subscription_id] = timeline_of(grant.subscription)
         plan_pool = pool_for(grant.subscription)  # None once the plan sells no pool: the invoice's may still say
         pool = period_pool(timelines[grant.subscription_id], grant.period_start, plan_pool)
-        if pool is None:
+        if pool is None or pool.signal_id not in signals:
+            # A pool of a signal deleted since: its events are orphans now (signal null), so the ledger no longer
+            # says what the period used; what it settled stays, as a final invoice's line of that signal does.
             continue
         # What the settlement read: the events recorded by the moment it was written. Usage recorded for the period
         # later does not move a settled period (docs/decisions/credit-pools.md), so it is no drift. An event is

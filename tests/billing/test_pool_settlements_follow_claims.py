@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from billing.models import CreditGrant
+from billing.models import CreditGrant, PricingStrategy
 from console.verification import ledger_verify
 from tests.billing.pools import balance, pool_strategy, pool_subscription, run_jobs, topup, use
 from tests.billing.support import create_plan, create_strategies, create_subscription, flat_usage, ok, recurring
@@ -193,3 +193,23 @@ def test_an_end_moved_into_the_past_gives_the_events_after_it_to_the_next_subscr
     assert moved("2025-06-02T00:00:00Z") == (150, 50, 100)
     # Moved later again, to June 4: June 3's 80 units go back to the earlier subscription.
     assert moved("2025-06-04T00:00:00Z") == (70, 0, 150)
+
+
+def test_a_settled_period_of_a_signal_deleted_since_is_no_drift(
+        api, book, chain, frozen_now, django_capture_on_commit_callbacks):
+    """Deleting the signal orphans its events (signal null): the ledger no longer says what the period used, and
+    what it settled stays, as the final invoice's line does; the verifier reported drift no repair could clear."""
+    pooled = settled_june(api, chain, frozen_now)
+    invoice = ok(api.post("/v1/invoices/generate", {"customerId": str(chain.customer.id),
+                                                    "subscriptionId": pooled["id"],
+                                                    "billingPeriodStart": "2025-06-01T00:00:00Z",
+                                                    "billingPeriodEnd": "2025-07-01T00:00:00Z"}), 201)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {"recipientEmail": "ap@example.com"}))
+    with django_capture_on_commit_callbacks(execute=True):
+        for strategy in PricingStrategy.objects.filter(signal=chain.signal, deleted_at__isnull=True):
+            assert api.delete(f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies/{strategy.pk}"
+                              ).status_code == 204
+        assert api.delete(f"/v1/signals/{chain.signal.id}").status_code == 204
+    [report] = ledger_verify(now=at("2025-07-10T01:00:00"), book=book)
+    assert report.findings.get("credit_pools", []) == [] and report.findings.get("final_invoices", []) == []
+    assert (june_grant(pooled).consumed_units, june_grant(pooled).topup_units_drawn) == (150, 50)
