@@ -325,8 +325,10 @@ def credit_pool_alerts_evaluate(*, book: Book, now: datetime, subscription_ids=N
 
     One read computes every balance; only pools with a grant to open, a period to settle or a stage newly
     passed are then locked and written, so a quiet evaluation costs three queries whatever the book holds."""
+    # A pool with no period running is still settled when one of its periods has ended unsettled: an ended
+    # subscription's last period, whose settlement makes its figures final as a running pool's ended periods are.
     balances = [balance for balance in credit_balance_list(book=book, now=now, subscription_ids=subscription_ids)
-                if not balance.no_active_period]
+                if not balance.no_active_period or balance.needs_settling]
     if any(balance.needs_settling for balance in balances):
         # A settlement is final: batches of the book still committing (begun before the period ended, dated in it)
         # are in the ledger before it reads (as for the end-of-period invoices, billing/services/invoices.py).
@@ -347,10 +349,15 @@ def credit_pool_alerts_evaluate(*, book: Book, now: datetime, subscription_ids=N
 
 
 def credit_pool_alerts_evaluate_all(*, now: datetime) -> str:
-    """Scheduled job (after the period rollover): settle ended periods and send the pool alerts due, every book."""
-    book_ids = (Subscription.objects.filter(current_period_start__lte=now, current_period_end__gt=now,
-                                            plan__strategies__pricing_model="credit_pool")
-                .values_list("book_id", flat=True).distinct())
+    """Scheduled job (after the period rollover): settle ended periods (an ended subscription's last one too) and
+    send the pool alerts due, every book."""
+    running = (Subscription.objects.filter(current_period_start__lte=now, current_period_end__gt=now,
+                                           plan__strategies__pricing_model="credit_pool")
+               .values_list("book_id", flat=True).distinct())
+    # and the books with an ended period not settled yet (an ended subscription's last one runs no more)
+    unsettled = (CreditGrant.objects.filter(kind=PERIOD, settled_at__isnull=True, period_end__lte=now)
+                 .values_list("book_id", flat=True).distinct())
+    book_ids = {*running, *unsettled}
     sent = 0
     failures = BookFailures("credit-pool-alerts")
     for book in Book.objects.select_related("organization").filter(id__in=book_ids).order_by("pk"):

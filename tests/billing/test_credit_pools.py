@@ -359,3 +359,26 @@ def test_a_pool_counts_decimal_quantities_exactly(api, chain, frozen_now):
     row = balance(api, subscription)
     assert (Decimal(str(row["consumedUnits"])), Decimal(str(row["remainingUnits"]))) == (Decimal("0.3"),
                                                                                           Decimal("99.7"))
+
+
+def test_the_last_period_of_an_ended_subscription_is_settled_and_usage_back_filled_after_moves_nothing(
+        api, chain, frozen_now):
+    """The alert job settles an ended subscription's last period as it settles a running pool's ended ones: a
+    settlement is final, so usage back-filled into it later leaves its top-up draw where it was (it was read again
+    from the ledger on every balance, and moved)."""
+    subscription = pool_subscription(api, chain, endDate="2025-07-01T00:00:00Z")
+    ok(topup(api, subscription, 50), 201)
+    use(chain, 130, at=datetime(2025, 6, 5, 10, tzinfo=timezone.utc))
+    frozen_now(datetime(2025, 7, 10, tzinfo=timezone.utc))
+    run_jobs("2025-07-10T00:00:00Z")
+    grant = CreditGrant.objects.get(kind="period", subscription_id=subscription["id"])
+    # 130 units of a 100-unit pool: 30 drawn from the 50 topped up.
+    assert (grant.consumed_units, grant.topup_units_drawn) == (130, 30) and grant.settled_at is not None
+    assert balance(api, subscription)["remainingUnits"] == 120  # a whole pool (no period running) and 20 topped up
+    use(chain, 20, at=datetime(2025, 6, 20, 10, tzinfo=timezone.utc))  # back-filled after the end
+    frozen_now(datetime(2025, 7, 11, tzinfo=timezone.utc))
+    run_jobs("2025-07-11T00:00:00Z")
+    cache.clear()
+    assert balance(api, subscription)["remainingUnits"] == 120
+    grant.refresh_from_db()
+    assert (grant.consumed_units, grant.topup_units_drawn) == (130, 30)
