@@ -82,8 +82,11 @@ def _requested_period(subscription: Subscription, start, end, *, now: datetime) 
     if (start is None) != (end is None):
         raise BadRequest(["billingPeriodStart, billingPeriodEnd: Send both, or neither for the current period."])
     if start is None:
-        if subscription.current_period_start is not None:
-            return subscription.current_period_start, subscription.current_period_end
+        stored_end = subscription.current_period_end
+        if subscription.current_period_start is not None and (stored_end is None or now < stored_end):
+            return subscription.current_period_start, stored_end
+        # Not stored yet, or ended and not rolled forward yet (the scheduled job rolls it, every few minutes or, with
+        # no scheduler running, never): the period in force now, not one already past.
         period = period_in_force(subscription, now)
         if period is None:
             raise Unprocessable(["subscriptionId: The subscription has no billing period (it ends before it starts)."])

@@ -172,6 +172,16 @@ def test_the_period_defaults_to_the_subscriptions_current_period(api, book, froz
     assert (invoice["periodStart"], invoice["periodEnd"]) == ("2025-05-15T00:00:00Z", "2025-06-15T00:00:00Z")
 
 
+def test_the_default_period_is_the_one_in_force_now_when_the_stored_one_has_ended(api, book, frozen_now):
+    """Spec §4 "default to current period": the stored period rolls forward only when the scheduled job runs (every
+    few minutes; never where no scheduler runs). Past its end, the default is the period in force now, not the one
+    already past (generating it would bill that period's fees again as current)."""
+    chain = billing_chain(api, book, [recurring("10")], start="2025-01-15T00:00:00Z")
+    frozen_now(datetime(2025, 7, 20, 12, tzinfo=timezone.utc))  # stored: May 15 to June 15, no job run since
+    invoice = draft(api, chain, period=None)
+    assert (invoice["periodStart"], invoice["periodEnd"]) == ("2025-07-15T00:00:00Z", "2025-08-15T00:00:00Z")
+
+
 def test_a_bare_date_period_runs_between_local_midnights(api, book):
     chain = billing_chain(api, book, [recurring("10")])
     invoice = draft(api, chain, ("2025-01-01", "2025-02-01"))
