@@ -161,6 +161,8 @@ def subscription_create(*, book, now: datetime, actor: str, customer_id, plan_id
                   changes={field: {"before": None, "after": created[field]} for field in CREATED_FIELDS
                            if created[field] is not None})
     subscription_event(subscription, EventType.SUBSCRIPTION_CREATED, now=now)
+    if subscription.status == Status.ENDED:  # no job will move it to ended: a receiver learns it ended here
+        subscription_event(subscription, EventType.SUBSCRIPTION_ENDED, now=now)
     if start < now:  # started earlier than another subscription of the customer's usage, it bills that usage now
         credit_pools_follow_claims(book=book, customer_id=customer.pk, agent_id=agent.pk, since=start, now=now)
     return subscription

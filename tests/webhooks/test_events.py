@@ -126,6 +126,15 @@ def test_creating_and_ending_a_subscription_are_reported(api, hooked, book):
     assert ended["data"]["status"] == "ended"
 
 
+def test_a_subscription_created_ended_is_reported_created_and_ended(api, hooked, book):
+    """No job moves it to ended later: the receiver learns it here, or never."""
+    chain = hooked.call(billing_chain, api, book, [recurring("20")], status="ended",
+                        endDate="2025-03-01T00:00:00Z")
+    assert only(hooked, "subscription.created")["data"]["status"] == "ended"
+    ended = only(hooked, "subscription.ended")
+    assert ended["data"] == as_json(api.get(f"/v1/subscriptions/{chain.subscription['id']}"))
+
+
 def test_a_subscription_reaching_its_end_date_is_reported_by_the_scheduled_job(api, hooked, book):
     chain = hooked.call(billing_chain, api, book, [recurring("20")], endDate="2025-03-01T00:00:00Z")
     hooked.call(call_command, "run_scheduled_jobs", "--now", "2025-03-02T00:00:00Z")
