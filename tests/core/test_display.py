@@ -70,3 +70,11 @@ def test_tiers_read_as_spans_and_prices(tiers, pool, expected):
                                             ("docs_ reviewed", "docs_ reviewed")])
 def test_a_machine_name_reads_as_words_beside_a_quantity(name, expected):
     assert display.unit(name) == expected
+
+
+@pytest.mark.parametrize("value, expected", [(D("-0.005"), "-$0.01"), (D("2512.124932158459"), "$2,512.12"),
+                                             (D("10.005"), "$10.01"), (None, "-")])
+def test_the_consoles_money_filter_writes_the_sign_before_the_currency_and_rounds_as_invoices(value, expected):
+    """The dashboard wrote a negative margin `$-0.01` (Django's floatformat after a `$`)."""
+    from django.template import Context, Template
+    assert Template("{% load display %}{{ value|money }}").render(Context({"value": value})) == expected
