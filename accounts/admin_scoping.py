@@ -260,8 +260,8 @@ class SameBookModelForm(forms.ModelForm):
 # Fields no console list may be filtered by, whatever model or relation leads to them: a filter is an oracle even
 # where the page hides the field (`?secret__startswith=whsec_A` answered, a character at a time, whether a webhook
 # endpoint's signing secret starts so); secrets, and the digests and nonces that stand for them.
-UNFILTERABLE_FIELDS = frozenset({"secret", "previous_secret", "digest", "token_digest", "pay_token_digest",
-                                 "pay_token_nonce", "password"})
+UNFILTERABLE_FIELDS = frozenset({"secret", "previous_secret", "earlier_secrets", "digest", "token_digest",
+                                 "pay_token_digest", "pay_token_nonce", "password"})
 
 
 class RefusedLookupsMixin:

@@ -28,7 +28,8 @@ class WebhookEndpointAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     search_fields = ["url", "description"]
     date_hierarchy = "created_at"
     list_select_related = ["book__organization"]
-    exclude = ["secret", "previous_secret", "event_types"]  # shown as `event_types_text` (empty: every type)
+    # The secrets are never shown; event types are shown as `event_types_text` (empty: every type).
+    exclude = ["secret", "previous_secret", "earlier_secrets", "event_types"]
     actions = ["send_test", "enable", "disable"]
 
     @admin.display(description="Health")

@@ -61,10 +61,13 @@ def envelope_body(event: WebhookEvent) -> bytes:
 
 
 def secrets_in_force(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
-    """The current secret, and after a rotation the previous one until it expires."""
+    """The current secret, and after a rotation the previous one until it expires (and those replaced before it,
+    each until its own expiry: a second rotation within the window does not cut the first one's short)."""
+    secrets = [endpoint.secret]
     if endpoint.previous_secret and endpoint.previous_secret_expires_at and endpoint.previous_secret_expires_at > now:
-        return [endpoint.secret, endpoint.previous_secret]
-    return [endpoint.secret]
+        secrets.append(endpoint.previous_secret)
+    secrets += [secret for secret, expires in endpoint.earlier_secrets if datetime.fromisoformat(expires) > now]
+    return secrets
 
 
 def delivery_attempt(delivery_id, *, now: datetime) -> WebhookAttempt | None:

@@ -42,6 +42,9 @@ class WebhookEndpoint(OrgOwned):
     # After a rotation the previous secret signs too, until it expires, so receivers can switch over.
     previous_secret = models.CharField(max_length=100, blank=True)
     previous_secret_expires_at = models.DateTimeField(null=True, blank=True)
+    # Secrets replaced before the previous one and still inside their window (rotated twice within it):
+    # [[secret, expiry as ISO 8601], ...]. Each keeps signing until its own expiry, as its rotation promised.
+    earlier_secrets = ExactJSONField(default=list, blank=True)
     # Health: the first failed attempt since the last delivered one; cleared by a success.
     failing_since = models.DateTimeField(null=True, blank=True)
     last_success_at = models.DateTimeField(null=True, blank=True)

@@ -77,6 +77,13 @@ def webhook_endpoint_rotate_secret(*, book, endpoint_id, now: datetime) -> Webho
     meanwhile carries both signatures)."""
     endpoint = get_owned(WebhookEndpoint, book, endpoint_id,
                          queryset=owned(WebhookEndpoint, book).select_for_update(no_key=True))
+    # Every replaced secret still inside its window keeps signing until its own expiry (a second rotation within
+    # 24 hours, say after the new secret leaked, must not break receivers still on the first one).
+    still_valid = [[secret, expires] for secret, expires in endpoint.earlier_secrets
+                   if datetime.fromisoformat(expires) > now]
+    if endpoint.previous_secret and endpoint.previous_secret_expires_at and endpoint.previous_secret_expires_at > now:
+        still_valid.append([endpoint.previous_secret, endpoint.previous_secret_expires_at.isoformat()])
+    endpoint.earlier_secrets = still_valid
     endpoint.previous_secret, endpoint.previous_secret_expires_at = endpoint.secret, now + ROTATED_SECRET_VALID_FOR
     endpoint.secret = signing.secret_new()
     endpoint.save()

@@ -140,6 +140,30 @@ def test_rotating_signs_with_both_secrets_for_24_hours(api, receiver, django_cap
     request.verified(rotated["secret"])
 
 
+def test_a_second_rotation_within_the_window_keeps_the_first_secret_signing_until_its_own_expiry(
+        api, receiver, django_capture_on_commit_callbacks, monkeypatch):
+    """Rotated twice an hour apart (the new secret leaked, say): receivers still on the first secret were promised
+    24 hours, so deliveries carry all three signatures until then, and the first one's lapses at its own expiry."""
+    from datetime import timedelta
+    from core import clock
+    start = clock.now()
+    monkeypatch.setattr(clock, "now", lambda: start)
+    endpoint = create_endpoint(api, receiver.url)
+    first = ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/rotate-secret"))
+    monkeypatch.setattr(clock, "now", lambda: start + timedelta(hours=1))
+    second = ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/rotate-secret"))
+    with django_capture_on_commit_callbacks(execute=True):
+        ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"), 202)
+    [request] = receiver.requests
+    assert len(request.headers["webhook-signature"].split(" ")) == 3
+    for secret in (endpoint["secret"], first["secret"], second["secret"]):
+        request.verified(secret)
+    monkeypatch.setattr(clock, "now", lambda: start + timedelta(hours=24, minutes=30))  # the original's 24 h are up
+    with django_capture_on_commit_callbacks(execute=True):
+        ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"), 202)
+    assert len(receiver.requests[-1].headers["webhook-signature"].split(" ")) == 2
+
+
 def test_a_disabled_endpoint_refuses_a_test_send(api, receiver):
     endpoint = create_endpoint(api, receiver.url, enabled=False)
     assert error(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"), 409)
