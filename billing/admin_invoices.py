@@ -113,6 +113,11 @@ class InvoiceInline(ReadOnlyInline):
     def amount_overpaid(self, invoice):
         return figure(overpaid(invoice))
 
+    @admin.display(description="Issued", ordering="issued_at")
+    def issued(self, invoice):
+        return display.day(invoice.issued_at)
+    issued.csv_value = lambda invoice: invoice.issued_at
+
     @admin.display(description="Amount due")
     def amount_due(self, invoice):
         return figure(amount_due(invoice))
@@ -155,14 +160,15 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     """Invoices in a list that fits a 1,366 px window, and each invoice as a page laid out like the document with
     its actions on it (billing/templates/admin/billing/invoice/document.html)."""
 
-    list_display = ["invoice_number", "customer", "subscription", "status", "period", "total", "amount_paid",
+    list_display = ["invoice_number", "customer", "subscription", "status", "period", "issued", "total", "amount_paid",
                     "amount_due", "amount_overpaid", "due_date"]
     column_labels = {"invoice_number": "Invoice", "amount_paid": "Paid"}
     list_filter = ["status", WaitingForPaymentFilter, OverpaidFilter, ("currency", CurrencyFilter),
-                   ("period_start", MonthsDateFilter), ("due_date", MonthsDateFilter)]
+                   ("issued_at", MonthsDateFilter), ("period_start", MonthsDateFilter), ("due_date", MonthsDateFilter)]
     search_fields = ["invoice_number", "customer__name", "customer__external_id", "subscription__name"]
-    csv_extra_columns = ["issued_at", "paid_at", "voided_at"]
-    date_hierarchy = "created_at"
+    csv_extra_columns = ["paid_at", "voided_at"]
+    # A month's invoices for month-end are those issued in it (drafts, not issued yet, drop out when one is chosen).
+    date_hierarchy = "issued_at"
     list_select_related = ["customer", "subscription", "book__organization"]
     # The pay link's token is derived from the nonce: neither is shown (the link itself is only in the email).
     exclude = ["pay_token_digest", "pay_token_nonce", "pricing_terms"]
@@ -175,10 +181,16 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         return period_cell(period_label(invoice))
     period.csv_value = lambda invoice: display.iso_interval(invoice.period_start, invoice.period_end)
 
+    @admin.display(description="Issued", ordering="issued_at")
+    def issued(self, invoice):
+        return display.day(invoice.issued_at)
+    issued.csv_value = lambda invoice: invoice.issued_at
+
     @admin.display(description="Amount due")
     def amount_due(self, invoice):
         return figure(amount_due(invoice))
-    amount_due.csv_value = lambda invoice: None if invoice.status == InvoiceStatus.VOID else to_cents(invoice.amount_due)
+    amount_due.csv_value = (lambda invoice: None if invoice.status == InvoiceStatus.VOID
+                            else to_cents(invoice.amount_due))
 
     @admin.display(description="Overpaid")
     def amount_overpaid(self, invoice):
