@@ -106,6 +106,11 @@ class DecimalIn(serializers.DecimalField):
             self.fail("invalid")
         return super().to_internal_value(data)
 
+    def quantize(self, value):
+        """As written: DRF pads a value to `decimal_places` (0.25 with 338 zeros after it, stored and sent so);
+        `validate_precision` has refused whatever has more places than allowed, so nothing is left to round."""
+        return value
+
 
 class _DecimalOut(serializers.Field):
     """Output only: a Decimal as the subclass's `render` writes it."""

@@ -526,6 +526,7 @@ def invoice_totals(line_amounts: Iterable[Decimal], *, discount: Discount | None
     of the subtotal after the discount) are computed from rounded amounts and rounded half-up once each."""
     subtotal = sum((to_cents(amount) for amount in line_amounts), ZERO)
     discount = discount or Discount()
-    discount_amount = min(to_cents(subtotal * discount.percent / HUNDRED + discount.amount), max(subtotal, ZERO))
-    tax = to_cents((subtotal - discount_amount) * tax_percent / HUNDRED)
+    with localcontext(QUANTITY_ARITHMETIC):  # a percent may have 340 places: 28 digits could cross a half cent
+        discount_amount = min(to_cents(subtotal * discount.percent / HUNDRED + discount.amount), max(subtotal, ZERO))
+        tax = to_cents((subtotal - discount_amount) * tax_percent / HUNDRED)
     return Totals(subtotal, discount_amount, tax, subtotal - discount_amount + tax)

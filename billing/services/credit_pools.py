@@ -28,6 +28,7 @@ from accounts.selectors import billing_recipients
 from core.emails import send_templated
 from core.database import advisory_xact_lock
 from core.errors import BadRequest, Conflict
+from core.money import SUMS
 from core.jobs import BookFailures
 from core.scoping import get_owned, owned
 from core.serialization import decimal_text
@@ -255,8 +256,8 @@ def credit_alerts_pause(*, book: Book, subscription_id, paused: bool, actor: str
 def stages_passed(*, remaining: Decimal, pool_size: Decimal) -> list[int]:
     """Stages the pool has used up: 50, 80 and 95 percent of the pool, and empty (remaining <= 0). Usage counts
     against the pool plus top-ups: a top-up pushes the stages back."""
-    used = pool_size - remaining
-    return [stage for stage in Stage.values if used * HUNDRED >= pool_size * stage]
+    used = SUMS.subtract(pool_size, remaining)  # exact: a pool size may have 356 digits, a remainder 649
+    return [stage for stage in Stage.values if SUMS.multiply(used, HUNDRED) >= SUMS.multiply(pool_size, stage)]
 
 
 def _alert_email(*, alert: CreditPoolAlert, balance: CreditBalance, organization) -> None:

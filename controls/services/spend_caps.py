@@ -13,7 +13,7 @@ from accounts.selectors import billing_recipients
 from core.emails import send_templated
 from core.errors import BadRequest, Conflict
 from core.jobs import BookFailures
-from core.money import ZERO
+from core.money import SUMS, ZERO
 from core.scoping import get_owned, owned
 from controls.events import spend_cap_threshold_crossed
 from controls.models import CapMode, CapScope, Device, SpendCap, SpendCapAlert
@@ -215,7 +215,7 @@ def _ladder(*, book: Book, caps: list[SpendCap], window: tuple, recipients: list
         else:
             spent = by_developer.get(cap.scope_value, ZERO)
         for threshold in cap.alert_thresholds:
-            if spent >= cap.amount_usd * threshold / 100:
+            if SUMS.multiply(spent, 100) >= SUMS.multiply(cap.amount_usd, threshold):  # exact, as the cap's own test
                 sent += _send_alert_once(book=book, cap=cap, threshold=threshold, spent=spent, window=window,
                                          recipients=recipients, now=now)
     return sent

@@ -245,3 +245,31 @@ def test_cost_and_revenue_answers_carry_every_digit(api, chain, search_api):
     revenue = api.get("/v1/analytics/revenue", window)
     assert re.search(rb'"agentEarned":3086419\.53086419725\b', revenue.content), revenue.content[:300]
     assert exact(revenue)["agentEarned"] == D("3086419.53086419725")
+
+
+def test_a_value_is_stored_with_the_places_it_was_written_with_not_padded(api, chain):
+    """`0.25` is stored and sent as 0.25: padded to the places a value may have, it went out with 338 zeros."""
+    [strategy] = ok(post_raw(api, f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies",
+                             raw_json([flat_usage(chain, rate="@rate")], rate="0.25")), 201)
+    assert str(PricingStrategy.objects.get(pk=strategy["id"]).rate) == "0.25"
+    assert b'"rate":0.25,' in api.get(f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies/{strategy['id']}"
+                                      ).content
+
+
+def test_a_percent_of_many_places_is_applied_exactly_before_the_cent_is_rounded():
+    """1000.04 at 12.4999999999999999999999999999% is 125.0049999...: 125.00. At Decimal's default 28 digits the
+    product rounded up to 12500.5 first, and the tax to 125.01."""
+    from billing.pricing.engine import Discount, invoice_totals
+    percent = D("12.4999999999999999999999999999")
+    assert invoice_totals([D("1000.04")], tax_percent=percent).tax == D("125.00")
+    assert invoice_totals([D("1000.04")], discount=Discount(percent=percent)).discount == D("125.00")
+
+
+def test_a_pool_stage_is_passed_exactly_for_a_pool_size_of_many_digits():
+    """Half of a pool of 1000.0000000000000000000000000001 is not used by 500.00000000000000000000000000004: at 28
+    digits both sides of the comparison rounded to 50000 and the 50% stage was recorded and emailed."""
+    from billing.services.credit_pools import stages_passed
+    size, used = D("1000.0000000000000000000000000001"), D("500.00000000000000000000000000004")
+    from core.money import SUMS
+    assert stages_passed(remaining=SUMS.subtract(size, used), pool_size=size) == []
+    assert stages_passed(remaining=SUMS.subtract(size, SUMS.multiply(size, D("0.5"))), pool_size=size) == [50]
