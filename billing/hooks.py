@@ -1,5 +1,5 @@
 """Work of the billing app that runs at a moment of a lower app (registered in config/hooks.py)."""
-from billing.models import Invoice, InvoiceStatus, Subscription, SubscriptionStatus
+from billing.models import CreditGrant, Invoice, InvoiceStatus, Subscription, SubscriptionStatus
 
 # The invoices whose usage is still read from the ledger: a draft's lines are refreshed from the events by
 # regenerating it and by the end-of-period job before it issues. Every other status has its lines stored.
@@ -15,11 +15,14 @@ def _named(rows, count: int) -> str:
 def refuse_detaching_a_billed_month(*, start, end) -> None:
     """customers' `ledger_month_detaching`, across every book: ValueError naming what still bills from the
     month [start, end): a draft invoice whose period overlaps it, or an active subscription whose current
-    billing period does (its invoice is yet to be generated from the events). Detaching it would take its
-    usage out of them without a word."""
+    billing period does (its invoice is yet to be generated from the events), or a credit pool's period not settled
+    yet (the pool-alert job settles it from the events). Detaching it would take its usage out of them without a
+    word."""
     drafts = Invoice.objects.filter(status__in=REFRESHED_FROM_EVENTS, period_start__lt=end, period_end__gt=start)
     current = Subscription.objects.filter(status=SubscriptionStatus.ACTIVE, current_period_start__lt=end,
                                           current_period_end__gt=start)
+    unsettled = CreditGrant.objects.filter(kind=CreditGrant.Kind.PERIOD, settled_at__isnull=True,
+                                           period_start__lt=end, period_end__gt=start)
     organization = "book__organization__name"
     reasons = []
     if count := drafts.count():
@@ -29,5 +32,9 @@ def refuse_detaching_a_billed_month(*, start, end) -> None:
         rows = list(current.order_by("current_period_start", "pk").values_list("name", organization)[:NAMED])
         reasons.append(f"the current billing period of {count} active subscription(s) covers it, "
                        f"{_named(rows, count)}: wait until those periods have ended and their invoices are final")
+    if count := unsettled.count():
+        rows = list(unsettled.order_by("period_start", "pk").values_list("subscription__name", organization)[:NAMED])
+        reasons.append(f"{count} credit pool period(s) not settled yet cover it, of {_named(rows, count)}: run the "
+                       "scheduled jobs (they settle every ended period) first")
     if reasons:
         raise ValueError(f"{start:%Y-%m} is still billed from the ledger: {'; '.join(reasons)}. Nothing was changed.")

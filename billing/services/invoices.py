@@ -375,6 +375,7 @@ def _mark_sent(book, invoice: Invoice, *, now: datetime) -> None:
 
 # --------------------------------------------------------------------------- void
 
+@retried_on_deadlock
 @transaction.atomic
 def invoice_void(*, book, invoice_id, now: datetime, reason: str = "") -> Invoice:
     """Drafts and unpaid pending, issued or overdue invoices become void (their number stays taken, the pay
@@ -382,8 +383,12 @@ def invoice_void(*, book, invoice_id, now: datetime, reason: str = "") -> Invoic
 
     The terms the invoice captured no longer hold its period, which is billed under the plan's terms of now: which
     subscription bills its events may move, so the customer's settled pool periods from its start on settle again
-    (as after a plan change), their syncs held before the invoice's row."""
-    pairs = customer_pools_lock(book=book, customer_id=get_owned(Invoice, book, invoice_id).customer_id)
+    (as after a plan change), their syncs held before the invoice's row; and the subscription's row before the
+    invoice's, as generating takes them (settling a pool again may write a grant that references it)."""
+    unlocked = get_owned(Invoice, book, invoice_id)
+    pairs = customer_pools_lock(book=book, customer_id=unlocked.customer_id)
+    list(owned(Subscription, book).select_for_update(of=("self",)).filter(pk=unlocked.subscription_id)
+         .values_list("pk", flat=True))
     invoice = _invoice_locked(book, invoice_id)
     if invoice.status == Status.VOID:
         return invoice

@@ -595,6 +595,24 @@ def test_detach_refuses_a_month_an_active_subscriptions_current_period_covers(ap
     call_command("ledger_partitions", "detach", "2030-12", stdout=StringIO())  # before the period
 
 
+def test_detach_refuses_a_month_a_credit_pool_period_not_settled_yet_covers(api, book, llm):
+    """An ended subscription's last pool period is settled by the next pool-alert job from the events; detached
+    before, its month's usage would be gone from that settlement (and the top-up draw given back)."""
+    from billing.models import CreditGrant
+    chain = billing_chain(api, book, [recurring("10")], start="2012-05-01T00:00:00Z", endDate="2012-06-01T00:00:00Z",
+                          status="ended")
+    CreditGrant.objects.create(book=book, subscription_id=chain.subscription["id"], kind="period", units=100,
+                               period_start=datetime(2012, 5, 1, tzinfo=UTC),
+                               period_end=datetime(2012, 6, 1, tzinfo=UTC))
+    ledger_partitions_ensure(months=[month(2012, 5)])
+    with pytest.raises(CommandError, match=r"2012-05 is still billed from the ledger: 1 credit pool period\(s\) "
+                                           r"not settled yet cover it, of Main \(Acme Agents\)"):
+        call_command("ledger_partitions", "detach", "2012-05")
+    assert partition_name(month(2012, 5)) in names()
+    CreditGrant.objects.update(settled_at=NOW, consumed_units=0, topup_units_drawn=0)
+    call_command("ledger_partitions", "detach", "2012-05", stdout=StringIO())  # settled: nothing reads it again
+
+
 def test_the_command_lists_ensures_and_detaches(api, llm):
     ledger_partitions_ensure(months=[month(2011, 6)])
     record(api, rec(llm, "2011-06-06T00:00:00Z"))
