@@ -111,9 +111,14 @@ def parse_window_end(value: str, *, field: str = "endDate") -> datetime:
     parsed = parse_instant(text, field=field)
     if _is_date(text):
         parsed += timedelta(days=1)
-    elif (parsed.hour, parsed.minute, parsed.second) == (23, 59, 59):
+    elif _last_second_of_a_day(text):  # as written, in its own offset (`...T23:59:59-07:00`), as InstantIn reads it
         parsed = parsed.replace(microsecond=0) + timedelta(seconds=1)
     return parsed
+
+
+def _last_second_of_a_day(text: str) -> bool:
+    written = parse_datetime(text)
+    return written is not None and (written.hour, written.minute, written.second) == (23, 59, 59)
 
 
 def _is_date(text: str) -> bool:

@@ -186,3 +186,9 @@ def test_an_end_written_as_the_last_second_of_a_day_means_the_following_midnight
     listed = ok(api.get("/v1/events", {"startDate": "2025-04-30T00:00:00Z", "endDate": "2025-04-30T23:59:59Z",
                                       "limit": 100}))
     assert "last-second" in {row["idempotencyKey"] for row in listed}
+    # Read in the offset written, as an invoice reads it: the last second of April 30 in UTC-7 is 06:59:59Z.
+    record(api, rec("acme", "writer", "pages", "2025-05-01T06:59:59.500Z", idempotencyKey="offset-last-second"))
+    window = {"startDate": "2025-04-30T00:00:00-07:00", "endDate": "2025-04-30T23:59:59-07:00"}
+    listed = ok(api.get("/v1/events", {**window, "limit": 100}))
+    assert "offset-last-second" in {row["idempotencyKey"] for row in listed}
+    assert get(api, COST, **window)["window"]["end"] == "2025-05-01T07:00:00Z"
