@@ -113,11 +113,6 @@ class InvoiceInline(ReadOnlyInline):
     def amount_overpaid(self, invoice):
         return figure(overpaid(invoice))
 
-    @admin.display(description="Issued", ordering="issued_at")
-    def issued(self, invoice):
-        return display.day(invoice.issued_at)
-    issued.csv_value = lambda invoice: invoice.issued_at
-
     @admin.display(description="Amount due")
     def amount_due(self, invoice):
         return figure(amount_due(invoice))

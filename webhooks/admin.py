@@ -54,14 +54,15 @@ class WebhookEndpointAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     @admin.action(description="Enable (healthy again; replay what it missed through the API)")
     def enable(self, request, queryset):
         def enable(endpoint):
-            services.webhook_endpoint_update(book=endpoint.book, endpoint_id=endpoint.pk, enabled=True)
+            services.webhook_endpoint_update(book=endpoint.book, endpoint_id=endpoint.pk, now=clock.now(), enabled=True)
             return f"{endpoint} enabled."
         act_on_rows(self, request, queryset, enable, roles=WEBHOOK_ROLES)
 
     @admin.action(description="Disable")
     def disable(self, request, queryset):
         def disable(endpoint):
-            services.webhook_endpoint_update(book=endpoint.book, endpoint_id=endpoint.pk, enabled=False)
+            services.webhook_endpoint_update(book=endpoint.book, endpoint_id=endpoint.pk, now=clock.now(),
+                                             enabled=False)
             return f"{endpoint} disabled."
         act_on_rows(self, request, queryset, disable, roles=WEBHOOK_ROLES)
 

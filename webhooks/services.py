@@ -5,7 +5,6 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import Exists, F, OuterRef, Q
 
-from core import clock
 from core.errors import BadRequest, Conflict
 from core.scoping import get_owned, owned
 from webhooks import signing
@@ -15,6 +14,10 @@ from webhooks.events import emit_to
 from webhooks.models import (DeliveryStatus, EventType, WebhookAttempt, WebhookDelivery, WebhookEndpoint,
                                    WebhookEvent)
 from webhooks.targets import url_problems
+
+# Replaced secrets still inside their 24 hours that sign beside the current and the previous one (rotated again
+# within the window): a header of up to five signatures.
+EARLIER_SECRETS_KEPT = 3
 
 REPLAY_MAX_EVENTS = 10_000
 
@@ -38,7 +41,7 @@ def webhook_endpoint_create(*, book, url: str, event_types: list[str], descripti
 
 
 @transaction.atomic
-def webhook_endpoint_update(*, book, endpoint_id, **changes) -> WebhookEndpoint:
+def webhook_endpoint_update(*, book, endpoint_id, now: datetime, **changes) -> WebhookEndpoint:
     """URL, event types, description, enabled. Enabling a disabled endpoint starts it afresh (healthy); the
     deliveries it missed come back with a replay."""
     # FOR NO KEY UPDATE: a change to the endpoint's settings does not wait for the transactions delivering to it
@@ -52,7 +55,7 @@ def webhook_endpoint_update(*, book, endpoint_id, **changes) -> WebhookEndpoint:
     if changes.get("enabled") and not endpoint.enabled:
         endpoint.failing_since, endpoint.disabled_at, endpoint.disabled_reason = None, None, ""
     elif changes.get("enabled") is False and endpoint.enabled:
-        endpoint.disabled_at, endpoint.disabled_reason = clock.now(), "Disabled by an operator."
+        endpoint.disabled_at, endpoint.disabled_reason = now, "Disabled by an operator."
     for field, value in changes.items():
         setattr(endpoint, field, value)
     endpoint.save()
@@ -83,7 +86,8 @@ def webhook_endpoint_rotate_secret(*, book, endpoint_id, now: datetime) -> Webho
                    if datetime.fromisoformat(expires) > now]
     if endpoint.previous_secret and endpoint.previous_secret_expires_at and endpoint.previous_secret_expires_at > now:
         still_valid.append([endpoint.previous_secret, endpoint.previous_secret_expires_at.isoformat()])
-    endpoint.earlier_secrets = still_valid
+    # At most a few (the newest): every one is a signature in each delivery's header, which receivers bound.
+    endpoint.earlier_secrets = still_valid[-EARLIER_SECRETS_KEPT:]
     endpoint.previous_secret, endpoint.previous_secret_expires_at = endpoint.secret, now + ROTATED_SECRET_VALID_FOR
     endpoint.secret = signing.secret_new()
     endpoint.save()

@@ -66,7 +66,7 @@ class WebhookEndpointDetailApi(WebhookApi):
         `url`, `eventTypes`, `description`, `enabled`. Enabling a disabled endpoint makes it healthy again;
         replay the events it missed."""
         data = parse(WebhookEndpointUpdateIn, request.data, partial=True)
-        endpoint = services.webhook_endpoint_update(book=self.book, endpoint_id=endpoint_id, **data)
+        endpoint = services.webhook_endpoint_update(book=self.book, endpoint_id=endpoint_id, now=clock.now(), **data)
         return Response(WebhookEndpointOut(endpoint).data)
 
     @extend_schema(responses={200: WebhookEndpointDeletedOut})

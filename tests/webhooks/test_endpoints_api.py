@@ -164,6 +164,19 @@ def test_a_second_rotation_within_the_window_keeps_the_first_secret_signing_unti
     assert len(receiver.requests[-1].headers["webhook-signature"].split(" ")) == 2
 
 
+def test_rotations_in_a_row_keep_at_most_five_signatures(api, receiver, django_capture_on_commit_callbacks):
+    """Each replaced secret is a signature in every delivery's header, which receivers bound: the current one, the
+    previous one and the three newest before it."""
+    endpoint = create_endpoint(api, receiver.url)
+    rotated = [ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/rotate-secret")) for _ in range(6)]
+    with django_capture_on_commit_callbacks(execute=True):
+        ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"), 202)
+    [request] = receiver.requests
+    assert len(request.headers["webhook-signature"].split(" ")) == 5
+    for secret in [rotated[-1]["secret"], *[earlier["secret"] for earlier in rotated[1:5]]]:
+        request.verified(secret)
+
+
 def test_a_disabled_endpoint_refuses_a_test_send(api, receiver):
     endpoint = create_endpoint(api, receiver.url, enabled=False)
     assert error(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"), 409)
