@@ -78,3 +78,29 @@ def test_concurrent_deliveries_of_one_payment_record_it_once(live_server, api, b
     assert all(status == 200 for status, _ in results)
     assert Payment.objects.count() == 1
     assert Invoice.objects.get(pk=invoice["id"]).status == "paid"
+
+
+def test_a_void_racing_generates_of_the_subscription_answers_no_5xx_and_leaves_the_pools_equal_to_the_ledger(
+        live_server, api, book):
+    """A void settles the customer's pools again (its period is billed under today's terms) while generates of the
+    same subscription hold its row and then its invoices: the void takes the pool locks, the subscription's row and
+    then the invoice's, as generating does, so neither waits for the other in a cycle (a deadlock retried or a 500),
+    and the pools and drafts agree with the ledger afterwards."""
+    from datetime import datetime, timezone
+    from io import StringIO
+    from django.core.management import call_command
+    from console.verification import ledger_verify
+    from tests.billing.invoice_support import FEB, credit_pool, draft, event
+    chain = billing_chain(api, book, [credit_pool(100, "50", "0.75")])
+    event(chain, 130, "2025-01-10T12:00:00Z")
+    call_command("run_scheduled_jobs", "--now", "2025-02-10T00:00:00Z", stdout=StringIO())
+    january = draft(api, chain, JAN)
+    period = {"customerId": str(chain.customer.id), "subscriptionId": chain.subscription["id"]}
+    requests = [api_request(f"{live_server.url}/v1/invoices/{january['id']}/void", api.raw_key, {"reason": "redo"}),
+                *[api_request(f"{live_server.url}/v1/invoices/generate", api.raw_key,
+                              {**period, "billingPeriodStart": FEB[0], "billingPeriodEnd": FEB[1]})] * 3]
+    results = in_parallel(requests)
+    assert all(status < 500 for status, _ in results), results
+    assert results[0][0] == 200 and Invoice.objects.get(pk=january["id"]).status == "void"
+    [report] = ledger_verify(now=datetime(2025, 2, 10, 1, tzinfo=timezone.utc), book=book)
+    assert report.findings.get("credit_pools", []) == [] and report.findings.get("draft_invoices", []) == []
