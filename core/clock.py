@@ -110,15 +110,18 @@ def parse_window_end(value: str, *, field: str = "endDate") -> datetime:
     text = str(value).strip()
     parsed = parse_instant(text, field=field)
     if _is_date(text):
-        parsed += timedelta(days=1)
-    elif _last_second_of_a_day(text):  # as written, in its own offset (`...T23:59:59-07:00`), as InstantIn reads it
-        parsed = parsed.replace(microsecond=0) + timedelta(seconds=1)
-    return parsed
+        return parsed + timedelta(days=1)
+    written = parse_datetime(text)  # the rule reads the time as written, in its own offset (`...T23:59:59-07:00`)
+    return parsed if written is None else closing_midnight(written.replace(tzinfo=written.tzinfo or UTC))
 
 
-def _last_second_of_a_day(text: str) -> bool:
-    written = parse_datetime(text)
-    return written is not None and (written.hour, written.minute, written.second) == (23, 59, 59)
+def closing_midnight(moment: datetime) -> datetime:
+    """An end written as the last second of a day (`...T23:59:59`, any fraction) is the following midnight, in the
+    offset it was written in (contract.md, Periods: a billingPeriodEnd; every window end reads it so); another end is
+    itself. Returned in UTC."""
+    if (moment.hour, moment.minute, moment.second) == (23, 59, 59):
+        moment = moment.replace(microsecond=0) + timedelta(seconds=1)
+    return moment.astimezone(UTC)
 
 
 def _is_date(text: str) -> bool:

@@ -63,11 +63,16 @@ def envelope_body(event: WebhookEvent) -> bytes:
 def secrets_in_force(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
     """The current secret, and after a rotation the previous one until it expires (and those replaced before it,
     each until its own expiry: a second rotation within the window does not cut the first one's short)."""
-    secrets = [endpoint.secret]
+    return [endpoint.secret, *(secret for secret, _ in replaced_secrets_in_force(endpoint, now))]
+
+
+def replaced_secrets_in_force(endpoint: WebhookEndpoint, now: datetime) -> list[list[str]]:
+    """`[secret, expiry (ISO 8601)]` of each replaced secret still inside its window, oldest first."""
+    replaced = [[secret, expires] for secret, expires in endpoint.earlier_secrets
+                if datetime.fromisoformat(expires) > now]
     if endpoint.previous_secret and endpoint.previous_secret_expires_at and endpoint.previous_secret_expires_at > now:
-        secrets.append(endpoint.previous_secret)
-    secrets += [secret for secret, expires in endpoint.earlier_secrets if datetime.fromisoformat(expires) > now]
-    return secrets
+        replaced.append([endpoint.previous_secret, endpoint.previous_secret_expires_at.isoformat()])
+    return replaced
 
 
 def delivery_attempt(delivery_id, *, now: datetime) -> WebhookAttempt | None:

@@ -8,7 +8,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from core.errors import BadRequest, Conflict
 from core.scoping import get_owned, owned
 from webhooks import signing
-from webhooks.delivery import ROTATED_SECRET_VALID_FOR, lease
+from webhooks.delivery import ROTATED_SECRET_VALID_FOR, lease, replaced_secrets_in_force
 from webhooks.dispatch import dispatch_on_commit
 from webhooks.events import emit_to
 from webhooks.models import (DeliveryStatus, EventType, WebhookAttempt, WebhookDelivery, WebhookEndpoint,
@@ -82,12 +82,8 @@ def webhook_endpoint_rotate_secret(*, book, endpoint_id, now: datetime) -> Webho
                          queryset=owned(WebhookEndpoint, book).select_for_update(no_key=True))
     # Every replaced secret still inside its window keeps signing until its own expiry (a second rotation within
     # 24 hours, say after the new secret leaked, must not break receivers still on the first one).
-    still_valid = [[secret, expires] for secret, expires in endpoint.earlier_secrets
-                   if datetime.fromisoformat(expires) > now]
-    if endpoint.previous_secret and endpoint.previous_secret_expires_at and endpoint.previous_secret_expires_at > now:
-        still_valid.append([endpoint.previous_secret, endpoint.previous_secret_expires_at.isoformat()])
     # At most a few (the newest): every one is a signature in each delivery's header, which receivers bound.
-    endpoint.earlier_secrets = still_valid[-EARLIER_SECRETS_KEPT:]
+    endpoint.earlier_secrets = replaced_secrets_in_force(endpoint, now)[-EARLIER_SECRETS_KEPT:]
     endpoint.previous_secret, endpoint.previous_secret_expires_at = endpoint.secret, now + ROTATED_SECRET_VALID_FOR
     endpoint.secret = signing.secret_new()
     endpoint.save()

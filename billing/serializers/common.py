@@ -1,6 +1,5 @@
 """Serializer pieces shared by the billing resources."""
 from collections.abc import Mapping
-from datetime import timedelta
 
 from django.utils.dateparse import parse_date, parse_datetime
 from drf_spectacular.types import OpenApiTypes
@@ -8,7 +7,7 @@ from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 from rest_framework.fields import empty
 
-from core.clock import MAX_YEAR, MIN_YEAR, UTC
+from core.clock import MAX_YEAR, MIN_YEAR, UTC, closing_midnight
 
 INT32_MAX = 2_147_483_647  # the largest value of a PositiveIntegerField column
 
@@ -48,9 +47,7 @@ class InstantIn(serializers.Field):
             moment = moment.replace(tzinfo=UTC)
         if not MIN_YEAR <= moment.astimezone(UTC).year <= MAX_YEAR:  # in UTC too, as core.clock.parse_instant
             self.fail("range")
-        if self.period_end and (moment.hour, moment.minute, moment.second) == (23, 59, 59):
-            moment = moment.replace(microsecond=0) + timedelta(seconds=1)
-        return moment.astimezone(UTC)
+        return closing_midnight(moment) if self.period_end else moment.astimezone(UTC)
 
     def to_representation(self, value):
         return value.isoformat()
