@@ -17,7 +17,8 @@ from django.db import transaction
 
 from accounts.book_generations import Generation, generation_now
 from billing.record_decoding import records_checked
-from billing.record_validation import InvalidRecord, RecordDraft
+from billing.record_validation import INVALID_RECORD, InvalidRecord, RecordDraft
+from billing.selectors.subscriptions import billed_customer_external_ids
 from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_prices
@@ -140,6 +141,20 @@ def _store(book, drafts: list[RecordDraft], priced_by_index: dict, *, now: datet
     return appended
 
 
+def _billed_customers_as_developers(book, drafts: list[RecordDraft]) -> list[tuple[RecordDraft, str]]:
+    """Records under the internal coding agent naming a customer the book bills, each with its failure message:
+    they fail alone, since storing one would mark the customer internal and take its subscriptions and invoices out
+    of every revenue figure (docs/decisions/usage-recording.md)."""
+    developer_ids = {d.customer_external_id for d in drafts if d.agent_code == CODING_AGENT_CODE}
+    if not developer_ids:
+        return []
+    billed = billed_customer_external_ids(book=book, external_ids=developer_ids)
+    return [(d, f"customerExternalId: '{d.customer_external_id}' is a billed customer (it has subscriptions or "
+                f"invoices); usage under {CODING_AGENT_CODE} is a developer's own and would make the customer "
+                "internal. Record it under the developer's own id.")
+            for d in drafts if d.agent_code == CODING_AGENT_CODE and d.customer_external_id in billed]
+
+
 # A batch is priced again when prices change between its pricing and its storing (customers.ledger.PricesMoved).
 # Each attempt reads what committed before it; more than a few in a row would mean prices changing without pause.
 PRICING_ATTEMPTS = 5
@@ -174,6 +189,12 @@ def _record(book, checked: list, *, now: datetime, generation: Generation, proce
         for item in checked if isinstance(item, InvalidRecord)
     }
     successes_by_index: dict[int, dict] = {}
+    refused = _billed_customers_as_developers(book, drafts)
+    if refused:
+        failures_by_index.update({d.index: {"index": d.index, **_echo(d), "code": INVALID_RECORD, "message": message,
+                                            "stored": False} for d, message in refused})
+        refused_indexes = {d.index for d, _ in refused}
+        drafts = [d for d in drafts if d.index not in refused_indexes]
     if drafts:
         # Priced before anything is written: an event costing more than the maximum is refused alone (not
         # stored, nothing provisioned for it), like an invalid record.

@@ -1,6 +1,3 @@
-from datetime import timedelta
-
-from django.utils.dateparse import parse_date
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -188,17 +185,9 @@ class WindowEndIn(InstantIn):
     `...T23:59:59` means the following midnight."""
 
     def to_internal_value(self, data):
-        end = super().to_internal_value(data)
-        if isinstance(data, str) and parse_date_only(data):
-            return end + timedelta(days=1)
-        return clock.period_end_instant(end)
-
-
-def parse_date_only(text: str) -> bool:
-    try:
-        return parse_date(text.strip()) is not None
-    except ValueError:
-        return False
+        end = super().to_internal_value(data)  # refuses what is not a date or timestamp
+        # Read as every window end is: the last second of a day in the offset it was written in.
+        return clock.parse_window_end(data, field=self.field_name) if isinstance(data, str) else end
 
 
 class CustomerAlertCreateIn(serializers.Serializer):

@@ -69,14 +69,6 @@ def parse_instant(value: str, *, field: str = "date") -> datetime:
     return parsed
 
 
-def period_end_instant(value, *, field: str = "endDate") -> datetime:
-    """A period end: `...T23:59:59` (the last second of a day) means the following midnight."""
-    parsed = parse_instant(value, field=field)
-    if (parsed.hour, parsed.minute, parsed.second) == (23, 59, 59):
-        parsed = parsed.replace(second=0, microsecond=0, minute=0, hour=0) + timedelta(days=1)
-    return parsed
-
-
 def day_start(day: date) -> datetime:
     return datetime.combine(day, time.min, tzinfo=UTC)
 

@@ -133,6 +133,9 @@ def subscription_create(*, book, now: datetime, actor: str, customer_id, plan_id
     customer = _customer_locked(book, customer_id)
     plan = get_owned(PricingPlan, book, plan_id)
     agent = _agent_for_customer(book, agent_id)
+    if customer.is_internal:  # a developer's own coding-agent usage is cost, never billed (contract.md)
+        raise BadRequest(["customerId: Internal coding-agent customers (developers) are never billed; a subscription "
+                          "needs a customer the book bills."])
     _require_link(book, plan, agent)
     if not plan.is_active:
         raise Unprocessable(["planId: The plan is inactive; activate it or choose another plan."])

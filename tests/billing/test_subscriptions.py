@@ -100,6 +100,15 @@ def test_a_deleted_customer_is_404(api, chain):
     error(api.post("/v1/subscriptions", subscription_body(chain)), 404)
 
 
+def test_an_internal_coding_agent_customer_takes_no_subscription(api, chain):
+    recorded = api.post("/v1/usage/record", {"records": [{"customerExternalId": chain.customer.external_id,
+                                                         "agentCode": "svc-coding-agent", "signalName": "session",
+                                                         "model": "gpt-4o", "modelProvider": "openai"}]})
+    assert recorded.status_code == 200 and recorded.json()["successful"] == 1, recorded.content
+    assert error(api.post("/v1/subscriptions", subscription_body(chain)), 400).startswith("customerId:")
+    assert not Subscription.objects.exists()
+
+
 def test_an_agent_not_linked_to_the_plan_is_400(api, book, chain):
     stranger = AgentFactory(book=book)
     assert error(api.post("/v1/subscriptions", subscription_body(chain, agentId=str(stranger.id))),

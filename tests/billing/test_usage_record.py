@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from billing.models import PricingPlan, Subscription
 from customers.models import Agent, Customer, Signal, UsageEvent
-from tests.factories import ServiceEntryFactory
+from tests.factories import ServiceEntryFactory, SubscriptionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -259,6 +259,21 @@ def test_coding_agent_usage_marks_its_customer_internal(api, llm):
          rec(llm, customerExternalId="cust-9"))
     assert Customer.objects.get(external_id="dev@acme.example").is_internal is True
     assert Customer.objects.get(external_id="cust-9").is_internal is False
+
+
+def test_coding_agent_usage_naming_a_billed_customer_fails_alone_and_leaves_it_billed(api, llm, book):
+    """A customer with a subscription stays billed: the record under the coding agent would take its invoices out
+    of every revenue figure, so it is refused alone and nothing of it is stored."""
+    subscribed = SubscriptionFactory(book=book, customer__external_id="ops@acme.example")
+    body = post(api, rec(llm, customerExternalId="ops@acme.example", agentCode="svc-coding-agent"),
+                rec(llm, customerExternalId="dev@acme.example", agentCode="svc-coding-agent")).json()
+    assert (body["successful"], body["failed"]) == (1, 1)
+    failure = body["results"]["failed"][0]
+    assert (failure["index"], failure["code"], failure["stored"]) == (0, "invalid_record", False)
+    assert failure["message"].startswith("customerExternalId: 'ops@acme.example' is a billed customer")
+    assert Customer.objects.get(pk=subscribed.customer_id).is_internal is False
+    assert not UsageEvent.objects.filter(customer_id=subscribed.customer_id).exists()
+    assert Customer.objects.get(external_id="dev@acme.example").is_internal is True
 
 
 def test_first_event_with_environment_sorts_its_signal_into_a_cost_category(api, llm):

@@ -78,7 +78,10 @@ def test_custom_window_keeps_its_range_with_a_date_only_end_inclusive(create, cu
 
 
 @pytest.mark.parametrize("end, stored", [("2025-03-31T23:59:59Z", "2025-04-01T00:00:00Z"),
-                                         ("2025-03-15T12:00:00Z", "2025-03-15T12:00:00Z")])
+                                         ("2025-03-15T12:00:00Z", "2025-03-15T12:00:00Z"),
+                                         # the last second of a day in the offset written, as analytics reads it
+                                         ("2025-03-31T23:59:59-05:00", "2025-04-01T05:00:00Z"),
+                                         ("2025-03-31T18:59:59-05:00", "2025-03-31T23:59:59Z")])
 def test_custom_end_timestamps_are_exclusive_with_the_last_second_meaning_midnight(create, customer, end, stored):
     body = create(watch(customer, windowMode="custom", customStartDate="2025-03-01T00:00:00Z", customEndDate=end))
     assert body["customEndDate"] == stored
