@@ -29,7 +29,8 @@ Rules (docs/decisions/catalog.md):
   (Anthropic: 2), else a 5-minute write's rate. Both count in the prompt.
 - Service tiers (`Usage.service_tier`: batch, flex, priority): the tier's own rates from the data at the request's
   long-context level; a kind without one costs, for batch, the provider's published share of the standard rate
-  (50% at OpenAI, Anthropic, Google), else the standard rate (`priced_at_standard` says so).
+  (50% at OpenAI, Anthropic, Google), else the standard rate (`priced_at_standard` says so); a cache rate neither
+  the tier nor the standard rates publish is the tier's input rate.
 - A book's price override (`RateOverride`, `with_override`) replaces the rates it names flat; a provider
   discount (`discounted`) takes a percentage off the cost.
 - Any other service (`cost_unit` request, minute, character, image, page, ...): `quantity x unit rate`;
@@ -208,6 +209,12 @@ def _standard_rates(rates: Rates, usage: Usage) -> tuple:
 
 def _rates_of_request(rates: Rates, prompt: int, at: datetime | None) -> tuple:
     """`_standard_rates` for a request of `prompt` tokens at `at`."""
+    return _resolved(rates, *_published_rates_of_request(rates, prompt, at))
+
+
+def _published_rates_of_request(rates: Rates, prompt: int, at: datetime | None) -> tuple:
+    """The standard rates the data publishes for a request of `prompt` tokens at `at` (its long-context tier, then
+    its off-peak window), None for a kind it leaves out, and whether the 1-hour rate is the tier's own."""
     input_rate, output_rate, cache_read_rate, cache_write_rate, cache_write_1h_rate = (
         rates.input, rates.output, rates.cache_read, rates.cache_write, rates.cache_write_1h)
     one_hour_from_level = cache_write_1h_rate is not None
@@ -225,6 +232,13 @@ def _rates_of_request(rates: Rates, prompt: int, at: datetime | None) -> tuple:
         output_rate = output_rate if off_peak.output is None else off_peak.output
         cache_read_rate = cache_read_rate if off_peak.cache_read is None else off_peak.cache_read
         cache_write_rate = cache_write_rate if off_peak.cache_write is None else off_peak.cache_write
+    return input_rate, output_rate, cache_read_rate, cache_write_rate, cache_write_1h_rate, one_hour_from_level
+
+
+def _resolved(rates: Rates, input_rate, output_rate, cache_read_rate, cache_write_rate, cache_write_1h_rate,
+              one_hour_from_level: bool) -> tuple:
+    """The five rates a request pays from those published: a cache rate left out is the input rate in effect; a
+    1-hour write without a rate of its level, the provider's multiple of that input rate, else a 5-minute write's."""
     cache_write_rate = input_rate if cache_write_rate is None else cache_write_rate
     if not one_hour_from_level and rates.cache_write_1h_share_of_input is not None and input_rate is not None:
         cache_write_1h_rate = WORKING.multiply(rates.cache_write_1h_share_of_input, input_rate)
@@ -265,18 +279,41 @@ def _effective_rates(rates: Rates, usage: Usage) -> tuple[tuple, tuple[bool, ...
             if match is not None:
                 own = (match.input, match.output, match.cache_read, match.cache_write, match.cache_write_1h)
     share = rates.batch_share if usage.service_tier == BATCH else None
+    if share is None:
+        return _tier_over_published(rates, usage, own)
     chosen, fallen_back = [], []
     for tier_rate, standard_rate in zip(own, standard):
         if tier_rate is not None:
             chosen.append(tier_rate)
             fallen_back.append(False)
-        elif share is not None and standard_rate is not None:
+        elif standard_rate is not None:
             chosen.append(WORKING.multiply(share, standard_rate))
             fallen_back.append(False)
         else:
             chosen.append(standard_rate)
             fallen_back.append(True)
     return tuple(chosen), tuple(fallen_back)
+
+
+def _tier_over_published(rates: Rates, usage: Usage, own: tuple) -> tuple[tuple, tuple[bool, ...]]:
+    """A tier without a published share of the standard rates (flex, priority; batch elsewhere): each kind at the
+    tier's own rate, else at the standard rate the data publishes (the event says so); then a cache rate neither
+    publishes is the input rate of this request, the tier's where it has one (cached tokens bill as ordinary input
+    of the tier, as LiteLLM prices them), as a standard request's is the standard input."""
+    *published, one_hour_from_level = _published_rates_of_request(rates, usage.prompt_tokens, usage.at)
+    merged = [tier_rate if tier_rate is not None else standard_rate for tier_rate, standard_rate in zip(own, published)]
+    fell = [tier_rate is None and standard_rate is not None for tier_rate, standard_rate in zip(own, published)]
+    one_hour_from_level = one_hour_from_level or own[4] is not None
+    # A kind resolved from another is at standard where that one is: a cache rate from the input rate; a 1-hour
+    # write from the input rate (the provider's multiple) or from a 5-minute write.
+    for kind in (2, 3):
+        if merged[kind] is None:
+            fell[kind] = fell[0]
+    if not one_hour_from_level and rates.cache_write_1h_share_of_input is not None and merged[0] is not None:
+        fell[4] = fell[0]
+    elif merged[4] is None:
+        fell[4] = fell[3]
+    return _resolved(rates, *merged, one_hour_from_level), tuple(fell)
 
 
 NOT_FALLEN_BACK = (False,) * 5

@@ -85,6 +85,19 @@ def test_a_service_tier_is_priced_at_that_tiers_rates(api, tier, expected, at_st
     assert event["usageCost"] == expected
 
 
+def test_cache_reads_of_a_tier_where_no_cache_price_is_published_bill_as_that_tiers_input(api):
+    # gpt-4o-2024-05-13 publishes no cached-input price at any tier: cached tokens are ordinary input, so on priority
+    # they bill at the $8.75 priority input rate, not the $5 standard one (as LiteLLM prices them).
+    entry = cost(api, model="gpt-4o-2024-05-13", modelProvider="openai", inputTokens=1_000_000,
+                 cacheReadTokens=1_000_000, outputTokens=100_000, serviceTier="priority")
+    assert entry["totalCostUsd"] == "20.125"  # 8.75 + 8.75 + 2.625 ($26.25 per million out)
+    event = UsageEvent.objects.get(pk=entry["eventId"])
+    assert event.priced_at_standard_tier is False
+    # The same on flex for gpt-5.4-pro: $15 flex input for both, $90 flex output.
+    assert cost(api, model="gpt-5.4-pro", modelProvider="openai", inputTokens=100_000, cacheReadTokens=100_000,
+                outputTokens=10_000, serviceTier="flex")["totalCostUsd"] == "3.9"
+
+
 def test_batch_without_rates_in_the_data_costs_the_providers_published_discount(api):
     # claude-mythos-preview has no batch rates in the data; Anthropic's Message Batches bill 50% of standard:
     # ($10 x 1M + $50 x 0.1M) / 2. gpt-4o's batch tier has no cache-read rate: 50% of the $1.25 standard one.
