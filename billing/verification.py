@@ -21,6 +21,11 @@ figures billing wrote down from the ledger.
   events the read missed, more is events it counted twice or that left the ledger. A finding has no repair: only
   voiding the invoice and generating the period again puts it right.
 
+- Events billed once: no two final invoices' kept claims overlap (the same customer, agent and signal in the same
+  instants); each invoice agrees with the ledger on its own, so this is the check that sees an event billed twice.
+- Invoice totals (every invoice but a void one): subtotal, discount, tax and total against its lines' amounts and
+  its settings.
+
 None compares a period that shares a day with a month archived out of the ledger (`ArchivedMonth`): its
 events are no longer there to compare with."""
 import logging
@@ -31,7 +36,7 @@ from django.conf import settings
 from django.db import transaction
 
 from billing.models import ChargeType, CreditGrant, Invoice, InvoiceStatus
-from billing.pricing.lines import billing_window, claims_of_document, invoice_terms, priced_lines
+from billing.pricing.lines import billing_window, claims_of_document, invoice_terms, priced_lines, totals
 from billing.pricing.usage import billed_usage, claims_usage
 from billing.selectors.credit_pools import PERIOD, period_pool, pool_for, timeline_of
 from billing.services.credit_pools import credit_pool_settle_again
@@ -120,6 +125,53 @@ def final_invoice_differences(*, book, now: datetime, repair: bool = False) -> l
                     f"{invoice.period_end:%Y-%m-%d}) line {line.position}",
                     f"{_plain(low)} units recorded before its lines read the ledger, {_plain(high)} by now",
                     f"{_plain(line.used_quantity)} counted", invoice.period_start))
+    return findings
+
+
+def events_billed_twice(*, book, now: datetime, repair: bool = False) -> list[Finding]:
+    """Final invoices whose kept claims overlap: the same agent's events on the same signal in the same instants
+    counted by two invoices of the customer. Each invoice agrees with the ledger on its own, so only this comparison
+    sees an event billed twice. No repair: only voiding one of them and generating its period again puts it right."""
+    findings = []
+    invoices = (owned(Invoice, book).filter(status__in=FINAL, billed_claims__isnull=False)
+                .order_by("period_start", "invoice_number"))
+    by_stream: dict[tuple, list] = {}
+    for invoice in invoices:
+        for claim in claims_of_document(invoice):
+            by_stream.setdefault((claim.customer_id, claim.agent_id, claim.signal_id), []).append((claim, invoice))
+    for held in by_stream.values():
+        held.sort(key=lambda pair: (pair[0].start, pair[0].end))
+        reaching = None  # the claim reaching furthest so far, and its invoice
+        for claim, invoice in held:
+            if reaching is not None and claim.start < reaching[0].end and reaching[1].pk != invoice.pk:
+                findings.append(Finding(
+                    f"invoices {reaching[1].invoice_number} and {invoice.invoice_number} (signal {claim.signal_id})",
+                    "each event on one invoice",
+                    f"both bill the events from {claim.start:%Y-%m-%d %H:%M} to "
+                    f"{min(claim.end, reaching[0].end):%Y-%m-%d %H:%M}", claim.start))
+            if reaching is None or claim.end > reaching[0].end:
+                reaching = (claim, invoice)
+    return findings
+
+
+def invoice_total_differences(*, book, now: datetime, repair: bool = False) -> list[Finding]:
+    """Every invoice but a void one: its subtotal, discount, tax and total against its lines' amounts and its
+    settings, by the one rule that totals an invoice. No repair: a final invoice is a document, and a draft is
+    totalled again by its next refresh."""
+    findings = []
+    invoices = (owned(Invoice, book).exclude(status=InvoiceStatus.VOID).prefetch_related("lines")
+                .order_by("period_start", "invoice_number"))
+    for invoice in invoices:
+        expected = totals([line.amount for line in invoice.lines.all()], discount_percent=invoice.discount_percent,
+                          discount_fixed=invoice.discount_fixed, tax_percent=invoice.tax_percent)
+        expected = (expected.subtotal, expected.discount, expected.tax, expected.total)
+        stored = (invoice.subtotal, invoice.discount, invoice.tax, invoice.total)
+        if expected != stored:
+            findings.append(Finding(
+                f"invoice {invoice.invoice_number} ({invoice.status}, {invoice.period_start:%Y-%m-%d} to "
+                f"{invoice.period_end:%Y-%m-%d}) totals",
+                "its lines give subtotal {:.2f}, discount {:.2f}, tax {:.2f}, total {:.2f}".format(*expected),
+                "subtotal {:.2f}, discount {:.2f}, tax {:.2f}, total {:.2f}".format(*stored), invoice.period_start))
     return findings
 
 

@@ -18,7 +18,8 @@ from operator import or_
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 
-from billing.verification import credit_pool_differences, draft_invoice_differences, final_invoice_differences
+from billing.verification import (credit_pool_differences, draft_invoice_differences, events_billed_twice,
+                                  final_invoice_differences, invoice_total_differences)
 from accounts.models import Book
 from console.models import LedgerDrift
 from core.jobs import BookFailures
@@ -54,6 +55,8 @@ CHECKS: dict[str, Callable[..., list[Finding]]] = {
     "credit_pools": credit_pool_differences,
     "draft_invoices": draft_invoice_differences,
     "final_invoices": final_invoice_differences,
+    "events_billed_once": events_billed_twice,
+    "invoice_totals": invoice_total_differences,
 }
 
 

@@ -8,6 +8,7 @@ from django.core.management import call_command
 
 from billing.models import Invoice
 from billing.services.invoices import final_invoices_keep_claims
+from customers.models import Customer
 from tests.billing.invoice_support import (FEB, JAN, amounts, billing_chain, credit_pool, draft, event,
                                            generate, onetime, recurring, seats, tiered, usage)
 from tests.billing.support import create_plan, create_strategies, error, ok
@@ -415,8 +416,11 @@ def test_a_strategy_added_later_does_not_take_the_events_another_subscriptions_i
 # --------------------------------------------------------------------------- errors and access
 
 def test_internal_coding_agent_customers_are_never_invoiced(api, book):
-    developer = CustomerFactory(book=book, email="dev@acme.example.com", is_internal=True)
+    # A subscription made before its customer became internal (a subscription for an internal customer is refused,
+    # as is coding-agent usage turning a subscribed customer internal; this is the last line of defence).
+    developer = CustomerFactory(book=book, email="dev@acme.example.com")
     chain = billing_chain(api, book, [recurring("10")], customer=developer)
+    Customer.objects.filter(pk=developer.pk).update(is_internal=True)
     assert "customerId" in error(generate(api, chain), 400)
     assert not Invoice.objects.exists()
 

@@ -387,3 +387,42 @@ def test_a_book_whose_ledger_lost_every_event_is_still_verified_and_its_drift_ke
     assert {"rollup", "idempotency_keys"} <= checks
     assert ledger_verify_all(now=NOW) == found  # kept until the figures agree again, not dropped with the events
 
+
+
+def _issued(api, chain, start, end):
+    invoice = api.post("/v1/invoices/generate", {"customerId": str(chain.customer.id),
+                                                 "subscriptionId": chain.subscription["id"],
+                                                 "billingPeriodStart": start, "billingPeriodEnd": end}).json()
+    assert api.post(f"/v1/invoices/{invoice['id']}/send", {}).status_code == 200
+    return Invoice.objects.get(pk=invoice["id"])
+
+
+def test_two_final_invoices_counting_the_same_events_are_drift_though_each_agrees_with_the_ledger(api, book):
+    chain = billing_chain(api, book, [{"chargeType": "usage", "pricingModel": "flat", "rate": "2"}],
+                          start="2026-09-01T00:00:00Z")
+    september = _issued(api, chain, "2026-09-01T00:00:00Z", "2026-10-01T00:00:00Z")
+    october = _issued(api, chain, "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z")
+    assert ledger_verify(now=NOW, book=book, checks=("events_billed_once",))[0].drift == 0
+    # Say October's claim reached back to September 20: the events of the last ten days of September are on both.
+    claims = [{**claim, "start": "2026-09-20T00:00:00+00:00"} for claim in october.billed_claims]
+    Invoice.objects.filter(pk=october.pk).update(billed_claims=claims)
+    [finding] = ledger_verify(now=NOW, book=book, checks=("events_billed_once",))[0].findings["events_billed_once"]
+    assert finding.subject == (f"invoices {september.invoice_number} and {october.invoice_number} "
+                               f"(signal {chain.signal.id})")
+    assert finding.derived == "both bill the events from 2026-09-20 00:00 to 2026-10-01 00:00"
+    Invoice.objects.filter(pk=october.pk).update(status="void")  # voiding one of them puts it right
+    assert ledger_verify(now=NOW, book=book, checks=("events_billed_once",))[0].drift == 0
+
+
+def test_an_invoice_whose_totals_its_lines_do_not_give_is_drift(api, book):
+    chain = billing_chain(api, book, [{"chargeType": "recurring", "rate": "100", "billingFrequency": "monthly"}],
+                          start="2026-10-01T00:00:00Z")
+    invoice = _issued(api, chain, "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z")
+    Invoice.objects.filter(pk=invoice.pk).update(discount_percent=D("10"), tax_percent=D("8.25"))
+    [finding] = ledger_verify(now=NOW, book=book, checks=("invoice_totals",))[0].findings["invoice_totals"]
+    assert finding.subject == f"invoice {invoice.invoice_number} (issued, 2026-10-01 to 2026-11-01) totals"
+    # 100.00 less 10% is 90.00; 8.25% tax on it is 7.425, 7.43 half-up
+    assert finding.ledger == "its lines give subtotal 100.00, discount 10.00, tax 7.43, total 97.43"
+    assert finding.derived == "subtotal 100.00, discount 0.00, tax 0.00, total 100.00"
+    Invoice.objects.filter(pk=invoice.pk).update(discount=D("10"), tax=D("7.43"), total=D("97.43"))
+    assert ledger_verify(now=NOW, book=book, checks=("invoice_totals",))[0].drift == 0
