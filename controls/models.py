@@ -48,6 +48,9 @@ class SpendCap(OrgOwned):
     created_by_user_id = models.CharField(max_length=64)
     # Start of the current cool-off of an enforce cap (the check that saw it reached); see check_for_developer.
     tripped_at = models.DateTimeField(null=True, blank=True)
+    # When an evaluation last judged its alert ladder (null: not yet, read as its creation). A window that ended after
+    # it had its last part judged by no run, so the next run judges it however late that is (controls/selectors.py).
+    judged_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["scope", "scope_value"]
@@ -138,6 +141,8 @@ class CustomerAlert(OrgOwned):
     # Rolling windows fire once per crossing: the firing of the current arming is keyed by this instant,
     # and it moves forward when an evaluation sees the value below the threshold after a firing.
     rolling_armed_at = models.DateTimeField(null=True, blank=True)
+    # When an evaluation last judged this watch (null: not yet, read as its creation), as a spend cap's `judged_at`.
+    judged_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

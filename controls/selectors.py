@@ -23,6 +23,18 @@ WINDOWS = {CapPeriod.DAY: clock.day_window, CapPeriod.WEEK: clock.week_window, C
 ENDED_WINDOW_GRACE = timedelta(hours=1)
 
 
+def ended_window_due(row, window_end: datetime, now: datetime) -> bool:
+    """Whether an evaluation at `now` judges, for a spend cap or a customer watch (`row`), a window that ended at
+    `window_end`: only if the row was as it is now before the window ended (one created or changed after never
+    watched it), then for ENDED_WINDOW_GRACE after the end (late batches dated into it), and however late when no
+    evaluation of the row has run since the window ended (`judged_at`; never judged: since its creation), since the
+    runs that would have judged its last part were lost (a worker or the broker down): a crossing is reported late
+    rather than never."""
+    if row.updated_at >= window_end:
+        return False
+    return now - window_end <= ENDED_WINDOW_GRACE or (row.judged_at or row.created_at) < window_end
+
+
 def period_window(period: str, moment: datetime) -> tuple[datetime, datetime]:
     """The UTC day, week (from Monday 00:00) or calendar month holding `moment`, half-open."""
     return WINDOWS[period](moment)

@@ -24,7 +24,7 @@ from core.scoping import get_owned, owned
 from controls.events import customer_alert_triggered
 from controls.metrics import customer_metric_value
 from controls.models import AlertMetric, CustomerAlert, CustomerAlertFiring, Notification, WindowMode
-from controls.selectors import ENDED_WINDOW_GRACE
+from controls.selectors import ended_window_due
 from controls.sentences import usd
 from customers.models import Customer
 
@@ -178,18 +178,17 @@ def current_window(alert: CustomerAlert, now: datetime) -> Window | None:
 
 
 def just_ended_window(alert: CustomerAlert, now: datetime) -> Window | None:
-    """The month or custom window that ended within ENDED_WINDOW_GRACE before `now`, if the watch was as it is now
-    before that window ended (created or last changed after it, it never watched that window: a month watch created
-    on April 1 says nothing of March); None otherwise (a rolling window never ends)."""
+    """The month or custom window that has ended, if an evaluation now still judges it (`ended_window_due`: the
+    watch was as it is now before it ended, and it ended within ENDED_WINDOW_GRACE or after the watch's last
+    evaluation; a month watch created on April 1 says nothing of March); None otherwise (a rolling window never
+    ends)."""
     if alert.window_mode == WindowMode.MONTH:
         window = _month(_month(now).start - timedelta(microseconds=1))
     elif alert.window_mode == WindowMode.CUSTOM and alert.custom_end <= now:
         window = _custom(alert)
     else:
         return None
-    if now - window.end > ENDED_WINDOW_GRACE or alert.updated_at >= window.end:
-        return None
-    return window
+    return window if ended_window_due(alert, window.end, now) else None
 
 
 def _fire(*, book: Book, alert: CustomerAlert, window: Window, value: Decimal, now: datetime) -> bool:
@@ -253,8 +252,12 @@ def customer_alerts_evaluate(*, book: Book, now: datetime) -> int:
     fired = 0
     alerts = owned(CustomerAlert, book).select_related("customer", "book__organization") \
         .filter(customer__deleted_at__isnull=True)
+    judged = []
     for alert in alerts:
         fired += customer_alert_evaluate(book=book, alert=alert, now=now)
+        judged.append(alert.pk)
+    # Only once every watch is judged: a run that fails midway leaves their ended windows due for the next one.
+    owned(CustomerAlert, book).filter(pk__in=judged).exclude(judged_at__gt=now).update(judged_at=now)
     return fired
 
 

@@ -17,7 +17,8 @@ from core.money import SUMS, ZERO
 from core.scoping import get_owned, owned
 from controls.events import spend_cap_threshold_crossed
 from controls.models import CapMode, CapScope, Device, SpendCap, SpendCapAlert
-from controls.selectors import ENDED_WINDOW_GRACE, period_window, spend_by_developer, spend_totals
+from controls.selectors import (ENDED_WINDOW_GRACE, ended_window_due, period_window, spend_by_developer,
+                                spend_totals)
 from controls.sentences import usd
 
 
@@ -194,14 +195,31 @@ def spend_caps_evaluate(*, book: Book, now: datetime) -> int:
     recipients = billing_recipients(book.organization)
     sent = 0
     for period in {cap.period for cap in caps}:
-        current = period_window(period, now)
-        ended = period_window(period, current[0] - timedelta(microseconds=1))
-        windows = [(current, [cap for cap in caps if cap.period == period])]
-        if now - ended[1] <= ENDED_WINDOW_GRACE:
-            windows.append((ended, [cap for cap in caps if cap.period == period and cap.updated_at < ended[1]]))
-        for window, judged in windows:
+        of_period = [cap for cap in caps if cap.period == period]
+        for window, judged in _windows_due(period, of_period, now):
             sent += _ladder(book=book, caps=judged, window=window, recipients=recipients, now=now)
+    # Only once every window is judged: a run that fails midway leaves them due for the next one.
+    owned(SpendCap, book).filter(pk__in=[cap.pk for cap in caps]).exclude(judged_at__gt=now).update(judged_at=now)
     return sent
+
+
+# At most this many ended windows of one period judged by a run that follows lost ones (a month of days).
+MOST_ENDED_WINDOWS = 31
+
+
+def _windows_due(period: str, caps: list[SpendCap], now: datetime) -> list[tuple[tuple, list[SpendCap]]]:
+    """The windows of `period` an evaluation at `now` judges, each with its caps: the one holding `now` for every
+    cap, and each that has ended and is still due for some (`ended_window_due`), newest first."""
+    window = period_window(period, now)
+    due = [(window, caps)]
+    for _ in range(MOST_ENDED_WINDOWS):
+        window = period_window(period, window[0] - timedelta(microseconds=1))
+        judged = [cap for cap in caps if ended_window_due(cap, window[1], now)]
+        if not judged and now - window[1] > ENDED_WINDOW_GRACE:
+            break  # the earlier windows ended before every cap's last judgement, or before it was as it is
+        if judged:
+            due.append((window, judged))
+    return due
 
 
 def _ladder(*, book: Book, caps: list[SpendCap], window: tuple, recipients: list[str], now: datetime) -> int:

@@ -190,6 +190,22 @@ def test_the_last_minutes_of_a_custom_range_are_judged_once_just_after_it_ends(c
         "custom:2025-03-01T00:00:00+00:00/2025-03-11T00:00:00+00:00"
 
 
+def test_a_month_crossed_before_the_jobs_stopped_fires_when_they_run_again_however_late(create_watch, customer,
+                                                                                       customer_usage, run_jobs):
+    """No evaluation ran from March 31, 23:50 to April 2 (a worker or broker outage): March's last minutes were
+    judged by no run, so the first run after judges March, however late; April's runs after that do not again."""
+    watched_since(create_watch(), utc(2025, 3, 1))
+    customer_usage(customer, "6", at=utc(2025, 3, 20))
+    run_jobs(utc(2025, 3, 31, 23, 50))
+    customer_usage(customer, "6", at=utc(2025, 3, 31, 23, 58))
+    run_jobs(utc(2025, 4, 2, 9))
+    [mail] = alert_mail()
+    assert CustomerAlertFiring.objects.get().window_key == "month:2025-03"
+    customer_usage(customer, "20", at=utc(2025, 3, 15))  # dated into March, after it was judged: no second firing
+    run_jobs(utc(2025, 4, 2, 9, 5))
+    assert CustomerAlertFiring.objects.count() == 1 and len(alert_mail()) == 1
+
+
 def watched_since(alert_id, moment):
     """The watch as created and last changed at `moment` (the model stamps the real time, not the test's clock)."""
     CustomerAlert.objects.filter(pk=alert_id).update(created_at=moment, updated_at=moment)

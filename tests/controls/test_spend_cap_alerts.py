@@ -130,6 +130,24 @@ def test_a_window_crossed_in_its_last_seconds_alerts_once_it_has_ended(run_jobs,
     assert SpendCapAlert.objects.filter(window_start__day=11).count() == 0  # ended a day ago
 
 
+def test_windows_crossed_before_the_jobs_stopped_alert_when_they_run_again_however_late(run_jobs, api, coding_usage,
+                                                                                      frozen_now):
+    """The worker or the broker was down from the last minutes of the 12th to the 15th: the days whose last part no
+    run judged are judged by the first run after, each once; a day judged before the outage is not judged again."""
+    frozen_now.moment = datetime(2025, 3, 12, 23, 50, tzinfo=timezone.utc)
+    create_cap(api, amountUsd=10, period="day", alertThresholds=[100])
+    SpendCap.objects.update(updated_at=datetime(2025, 3, 11, tzinfo=timezone.utc),
+                            created_at=datetime(2025, 3, 11, tzinfo=timezone.utc))
+    run_jobs(datetime(2025, 3, 12, 23, 50, tzinfo=timezone.utc))  # the last run before the outage
+    coding_usage(ALICE, "10", at=datetime(2025, 3, 12, 23, 59, 58, tzinfo=timezone.utc))
+    coding_usage(ALICE, "10", at=datetime(2025, 3, 14, 9, tzinfo=timezone.utc))
+    coding_usage(ALICE, "10", at=datetime(2025, 3, 11, 12, tzinfo=timezone.utc))  # back-filled into a judged day
+    run_jobs(datetime(2025, 3, 15, 8, tzinfo=timezone.utc))  # 32 hours after the 14th ended
+    assert sorted(alert.window_start.day for alert in SpendCapAlert.objects.all()) == [12, 14]
+    run_jobs(datetime(2025, 3, 15, 8, 5, tzinfo=timezone.utc))
+    assert SpendCapAlert.objects.count() == 2
+
+
 def test_a_dev_cap_counts_only_its_developers_spend(run_jobs, api, coding_usage):
     create_cap(api, amountUsd=1000, alertThresholds=[100])
     create_cap(api, scope="dev", scopeValue=ALICE, amountUsd=10, alertThresholds=[50])
