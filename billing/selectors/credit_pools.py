@@ -147,6 +147,8 @@ class Settlement:
     consumed: Decimal
     topup_drawn: Decimal
     grant_id: UUID | None  # None: no grant row exists for this period yet (a period the rollover skipped)
+    pool: Pool | None = None  # the period's pool, its size the period's share
+    remaining: Decimal = ZERO  # what the period closed with: its pool and the top-ups it could draw, less its use
 
 
 def topup_draw(*, consumed: Decimal, pool_size: Decimal, available: Decimal) -> Decimal:
@@ -208,7 +210,8 @@ def pending_settlements(subscription: Subscription, plan_pool: Pool, now: dateti
         size = pool_units(subscription, start, end, pool.size)
         taken = topup_draw(consumed=consumed, pool_size=size, available=available)
         drawn = SUMS.add(drawn, taken)
-        settlements.append(Settlement(start, end, size, consumed, taken, grant_id))
+        settlements.append(Settlement(start, end, size, consumed, taken, grant_id, replace(pool, size=size),
+                                      SUMS.subtract(SUMS.add(size, available), consumed)))
     return settlements
 
 
@@ -308,6 +311,17 @@ def _balance(subscription: Subscription, plan_pool: Pool, pool: Pool, now: datet
         remaining_percent=remaining_percent(remaining, pool.size),
         no_active_period=not active, implicit_full_pool=not (active and subscription.has_current_grant),
         needs_settling=needs_settling)
+
+
+def settled_balance(subscription: Subscription, settlement: Settlement, plan_pool: Pool) -> CreditBalance:
+    """The balance an ended period closed with, as its settlement writes it down: what the pool alerts judge of a
+    period that ended before an evaluation saw its last part."""
+    return CreditBalance(
+        subscription=subscription, pool=settlement.pool, plan_pool=plan_pool, period_start=settlement.start,
+        period_end=settlement.end, consumed_units=settlement.consumed, remaining_units=settlement.remaining,
+        overage_in_progress_units=settlement.pool.overage_units(settlement.consumed),
+        remaining_percent=remaining_percent(settlement.remaining, settlement.pool.size), no_active_period=False,
+        implicit_full_pool=False, needs_settling=False)
 
 
 def _balances(book, subscriptions: QuerySet, now: datetime) -> list[CreditBalance]:

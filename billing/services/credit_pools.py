@@ -21,7 +21,8 @@ from billing.pricing.lines import pool_units
 from billing.pricing.terms import effective_end
 from billing.selectors.credit_pools import (HUNDRED, PERIOD, TOPUP, CreditBalance, Pool, balance_cache_refresh,
                                             credit_balance_get, credit_balance_list, needs_settling,
-                                            pending_settlements, period_grants, period_pool, pool_for, timeline_of)
+                                            pending_settlements, period_grants, period_pool, pool_for, settled_balance,
+                                            timeline_of)
 from billing.services.changelog import Kind, changelog_add
 from accounts.models import Book
 from accounts.selectors import billing_recipients
@@ -58,9 +59,10 @@ def pool_sync_lock(subscription_id) -> None:
 
 @transaction.atomic
 def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
-                     recorded_by: dict | None = None) -> CreditGrant | None:
+                     recorded_by: dict | None = None, settled: list | None = None) -> CreditGrant | None:
     """Create the grant of the stored current period (refreshed to the pool's size while the period runs) and
-    settle every ended period, skipped ones included. `pool`: the pool the plan sells today, whole; a period
+    settle every ended period, skipped ones included (each first settlement added to `settled`, when given). `pool`:
+    the pool the plan sells today, whole; a period
     an invoice captured is measured against that invoice's pool (`period_pool`). Syncs of one subscription run one
     at a time, to the end of their transactions (an advisory lock of the subscription, not its row, which the
     period rollover needs): a top-up made while its period ran and committed after the rollover is seen by the
@@ -84,16 +86,18 @@ def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
         grant.save(update_fields=["period_end", "units", "consumed_units", "topup_units_drawn", "settled_at",
                                   "updated_at"])
     skipped = []
-    for settled in pending_settlements(subscription, pool, now, recorded_by):
+    for period in pending_settlements(subscription, pool, now, recorded_by):
         # Settled again by the verifier, a period keeps the instant its first settlement read the ledger at: the
         # next verification compares it with the same events.
-        values = {"units": settled.pool_size, "consumed_units": settled.consumed,
-                  "topup_units_drawn": settled.topup_drawn, "settled_at": (recorded_by or {}).get(settled.start, now)}
-        if settled.grant_id is None:
+        values = {"units": period.pool_size, "consumed_units": period.consumed,
+                  "topup_units_drawn": period.topup_drawn, "settled_at": (recorded_by or {}).get(period.start, now)}
+        if period.grant_id is None:
             skipped.append(CreditGrant(book_id=subscription.book_id, subscription=subscription, kind=PERIOD,
-                                       period_start=settled.start, period_end=settled.end, **values))
+                                       period_start=period.start, period_end=period.end, **values))
         else:
-            CreditGrant.objects.filter(pk=settled.grant_id, settled_at__isnull=True).update(**values)
+            CreditGrant.objects.filter(pk=period.grant_id, settled_at__isnull=True).update(**values)
+        if settled is not None and recorded_by is None:
+            settled.append(period)
     CreditGrant.objects.bulk_create(skipped, ignore_conflicts=True)
     return grant
 
@@ -214,7 +218,11 @@ def credit_topup(*, book: Book, subscription_id, units: Decimal, idempotency_key
     if needs_settling(book=book, subscription_id=subscription.pk, now=now):
         batches_in_flight_wait(book.pk)
     with transaction.atomic():
-        credit_pool_sync(subscription=subscription, pool=pool, now=now)
+        settled = []
+        credit_pool_sync(subscription=subscription, pool=pool, now=now, settled=settled)
+        # Periods it settled had their last part judged by no alert run yet (the alert job settles them otherwise).
+        _stages_alert(book=book, balances=[settled_balance(subscription, period, pool) for period in settled],
+                      now=now)
         try:
             with transaction.atomic():
                 grant = CreditGrant.objects.create(
@@ -276,48 +284,65 @@ def _alert_email(*, alert: CreditPoolAlert, balance: CreditBalance, organization
                  "reason": "the billing email" if organization.billing_email else "an owner or finance member"})
 
 
-def _evaluate_one(*, book: Book, subscription: Subscription, pool: Pool, now: datetime) -> bool:
-    """Record the stages this period newly passed; email the highest of them unless alerts are paused."""
+def _evaluate_one(*, book: Book, subscription: Subscription, pool: Pool, now: datetime) -> int:
+    """Record the stages each period newly passed, email the highest of each unless alerts are paused; how many
+    emails. The periods are the running one and those this evaluation settles: the last part of a period that ended
+    before an evaluation saw it (its last seconds, or a worker or broker outage) is judged once, with what the
+    period closed with."""
     with transaction.atomic():
-        credit_pool_sync(subscription=subscription, pool=pool, now=now)  # one sync of the subscription at a time
+        settled = []
+        credit_pool_sync(subscription=subscription, pool=pool, now=now, settled=settled)  # one sync at a time
+        balances = [settled_balance(subscription, period, pool) for period in settled]
         balance = credit_balance_get(book=book, subscription_id=subscription.pk, now=now)
-        if balance.no_active_period:
-            return False
-        recorded = set(owned(CreditPoolAlert, book).filter(subscription=subscription,
-                                                            period_start=balance.period_start)
-                       .values_list("stage", flat=True))
-        new = [stage for stage in stages_passed(remaining=balance.remaining_units, pool_size=balance.pool.size)
-               if stage not in recorded]
-        if not new:
-            return False
-        paused = balance.subscription.pool_alerts_paused
-        recipients = [] if paused else billing_recipients(book.organization)
-        emailed = None
-        passed = []
-        for stage in new:
-            # Spec §6: only the highest newly passed stage is emailed; lower ones are recorded as passed with it.
-            outcome = Outcome.PAUSED if paused else Outcome.EMAILED if stage == max(new) else Outcome.SUPERSEDED
-            try:
-                with transaction.atomic():
-                    alert = CreditPoolAlert.objects.create(
-                        book=book, subscription=subscription, period_start=balance.period_start,
-                        period_end=balance.period_end, stage=stage, outcome=outcome,
-                        used_percent=HUNDRED - balance.remaining_percent, remaining_units=balance.remaining_units,
-                        recipients=recipients if outcome == Outcome.EMAILED else [])
-            except IntegrityError:
-                continue
-            passed.append(stage)
-            if outcome == Outcome.EMAILED:
-                emailed = alert
-        if passed:
-            # Webhooks report every crossing, alerts paused or not (pausing stops the emails).
-            credit_pool_threshold_crossed(balance, stage=max(passed), passed=passed, now=now)
-        if emailed is None:
-            return False
+        if not balance.no_active_period:
+            balances.append(balance)
+        return _stages_alert(book=book, balances=balances, now=now)
+
+
+def _stages_alert(*, book: Book, balances: list[CreditBalance], now: datetime) -> int:
+    """Record and report the stages each balance's period newly passed; the emails sent after the commit."""
+    emailed = [(alert, balance) for balance in balances
+               if (alert := _stages_record(book=book, balance=balance, now=now)) is not None]
+    for alert, balance in emailed:
         # robust: a mail server failure is logged and does not stop the other alerts; the record stays.
-        transaction.on_commit(partial(_alert_email, alert=emailed, balance=balance, organization=book.organization),
+        transaction.on_commit(partial(_alert_email, alert=alert, balance=balance, organization=book.organization),
                               robust=True)
-        return True
+    return len(emailed)
+
+
+def _stages_record(*, book: Book, balance: CreditBalance, now: datetime) -> CreditPoolAlert | None:
+    """Record the stages the balance's period newly passed and report them (a webhook, paused or not); the alert
+    to email (the highest stage newly passed), None when there is none or alerts are paused."""
+    recorded = set(owned(CreditPoolAlert, book).filter(subscription=balance.subscription,
+                                                        period_start=balance.period_start)
+                   .values_list("stage", flat=True))
+    new = [stage for stage in stages_passed(remaining=balance.remaining_units, pool_size=balance.pool.size)
+           if stage not in recorded]
+    if not new:
+        return None
+    paused = balance.subscription.pool_alerts_paused
+    recipients = [] if paused else billing_recipients(book.organization)
+    emailed = None
+    passed = []
+    for stage in new:
+        # Spec §6: only the highest newly passed stage is emailed; lower ones are recorded as passed with it.
+        outcome = Outcome.PAUSED if paused else Outcome.EMAILED if stage == max(new) else Outcome.SUPERSEDED
+        try:
+            with transaction.atomic():
+                alert = CreditPoolAlert.objects.create(
+                    book=book, subscription=balance.subscription, period_start=balance.period_start,
+                    period_end=balance.period_end, stage=stage, outcome=outcome,
+                    used_percent=HUNDRED - balance.remaining_percent, remaining_units=balance.remaining_units,
+                    recipients=recipients if outcome == Outcome.EMAILED else [])
+        except IntegrityError:
+            continue
+        passed.append(stage)
+        if outcome == Outcome.EMAILED:
+            emailed = alert
+    if passed:
+        # Webhooks report every crossing, alerts paused or not (pausing stops the emails).
+        credit_pool_threshold_crossed(balance, stage=max(passed), passed=passed, now=now)
+    return emailed
 
 
 def credit_pool_alerts_evaluate(*, book: Book, now: datetime, subscription_ids=None) -> int:

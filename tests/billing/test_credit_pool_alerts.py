@@ -1,6 +1,7 @@
 """Credit-pool alert emails (spec §6): one per stage per billing period, only the highest newly passed stage, to
 the billing email or every owner and finance member, silenced while paused. Driven by `run_scheduled_jobs --now`
 and by the Celery task that usage recording enqueues; emails are read back from the file backend."""
+import json
 from datetime import datetime, timezone
 from uuid import UUID
 
@@ -10,6 +11,7 @@ from billing.models import CreditPoolAlert, SubscriptionChange
 from billing.selectors.credit_pools import pool_subscription_ids
 from billing.services.credit_pools import credit_pool_alerts_evaluate
 from billing.tasks import evaluate_credit_pool_alerts_task
+from webhooks.models import WebhookEvent
 from accounts.services import member_ensure
 from config.celery import app as celery_app
 from tests.billing.pools import another_chain, balance, pause, pool_subscription, run_jobs, topup, use
@@ -98,6 +100,29 @@ def test_a_new_period_sends_the_stages_again(jobs, api, chain, frozen_now):
     use(chain, 55, at=datetime(2025, 7, 3, tzinfo=timezone.utc))
     jobs("2025-07-03T12:00:00Z")
     assert states() == ["is 50% used", "is 50% used"]
+
+
+def test_stages_passed_in_a_periods_last_part_that_no_run_judged_are_alerted_when_it_is_settled(jobs, api, chain,
+                                                                                                 frozen_now):
+    """The pool emptied in June's last seconds and no evaluation ran before the period ended (the follow-up was due
+    after it, or the worker or broker was down): the run that settles June judges what June closed with, once."""
+    pool_subscription(api, chain)
+    use(chain, 60)
+    jobs()
+    use(chain, 45, at=datetime(2025, 6, 30, 23, 59, 58, tzinfo=timezone.utc))
+    jobs("2025-07-02T09:00:00Z")
+    assert states() == ["is 50% used", "is empty"]
+    june = datetime(2025, 6, 1, tzinfo=timezone.utc)
+    assert sorted(CreditPoolAlert.objects.filter(period_start=june).values_list("stage", "outcome")) == [
+        (50, "emailed"), (80, "superseded"), (95, "superseded"), (100, "emailed")]
+    assert CreditPoolAlert.objects.get(stage=100).remaining_units == -5
+    crossings = [json.loads(event.data_json) for event in
+                 WebhookEvent.objects.filter(type="credit_pool.threshold_crossed").order_by("created_at")]
+    assert [(data["periodStart"], data["stage"], data["stagesPassed"], data["remainingUnits"])
+            for data in crossings] == [("2025-06-01T00:00:00Z", 50, [50], 40),
+                                       ("2025-06-01T00:00:00Z", "empty", [80, 95, "empty"], -5)]
+    jobs("2025-07-02T09:05:00Z")
+    assert len(sent_mail()) == 2
 
 
 def test_a_top_up_pushes_the_stages_back(jobs, api, chain, frozen_now):
