@@ -10,7 +10,8 @@ again after the next delay of RETRY_DELAYS, or failed once they are used up (abo
 of a delivery carries the event's id as `webhook-id`.
 
 An endpoint whose attempts have all failed for ENDPOINT_DISABLE_AFTER is disabled (its pending deliveries
-fail) and the owners of its organization are emailed; one success clears its failing streak.
+fail) and the owners of its organization are emailed; one success clears its failing streak, and so does a silence
+longer than any back-off (STREAK_GAP: nothing was attempted, so nothing was learned of the endpoint).
 """
 import http.client
 import logging
@@ -21,7 +22,7 @@ from functools import partial
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Case, F, Q, Value, When
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Greatest
 from rest_framework import serializers
 
 from accounts.models import Membership, Role
@@ -39,6 +40,10 @@ RETRY_DELAYS = (timedelta(seconds=5), timedelta(minutes=5), timedelta(minutes=30
                 timedelta(hours=5), timedelta(hours=10), timedelta(hours=10), timedelta(hours=24),
                 timedelta(hours=24))
 ENDPOINT_DISABLE_AFTER = timedelta(days=3)
+# A failing endpoint with deliveries pending is attempted at least this often (the longest back-off, and an hour's
+# margin). A longer silence since its last failure is no evidence against it: nothing was attempted (none was due,
+# or this service's own worker or broker was down), so its failing streak starts again at the next failure.
+STREAK_GAP = max(RETRY_DELAYS) + timedelta(hours=1)
 ROTATED_SECRET_VALID_FOR = timedelta(hours=24)
 SWEEP_BATCH = 1000
 ERROR_MAX_CHARS = 500
@@ -159,8 +164,9 @@ def _record(delivery: WebhookDelivery, *, now: datetime, answer: targets.Answer 
             succeeded_since = Q(last_success_at__gte=now)
             WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
                 failing_since=Case(When(succeeded_since, then=F("failing_since")),
+                                   When(last_failure_at__lt=now - STREAK_GAP, then=Value(now)),
                                    default=Coalesce("failing_since", Value(now))),
-                last_failure_at=now)
+                last_failure_at=Greatest(Coalesce("last_failure_at", Value(now)), Value(now)))
             endpoint.refresh_from_db(fields=["failing_since", "enabled"])
             if endpoint.failing_since is not None and endpoint.failing_since <= now - ENDPOINT_DISABLE_AFTER:
                 endpoint_disable_failing(endpoint, now=now)

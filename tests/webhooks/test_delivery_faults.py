@@ -201,6 +201,23 @@ def test_retries_follow_the_back_off_then_the_delivery_fails_and_the_endpoint_is
     assert only_delivery(api, endpoint)["status"] == "delivered"
 
 
+def test_an_outage_of_this_service_does_not_count_against_a_failing_endpoint(api, endpoint, receiver,
+                                                                              django_capture_on_commit_callbacks):
+    """The endpoint failed once, then this service's worker and broker were down for four days (no attempt at all):
+    the first failure after is the start of a new streak, not the fourth day of the old one."""
+    receiver.stop()
+    test_send(api, endpoint, django_capture_on_commit_callbacks)
+    failing = ok(api.get(f"/v1/webhook-endpoints/{endpoint['id']}"))
+    assert failing["health"] == "failing"
+    back = clock.now() + timedelta(days=4)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sweep(back) == "1 handed over"  # the retry due four days ago, failing again
+    after = ok(api.get(f"/v1/webhook-endpoints/{endpoint['id']}"))
+    assert (after["enabled"], after["health"]) == (True, "failing")
+    assert datetime.fromisoformat(after["failingSince"].replace("Z", "+00:00")) == back
+    assert only_delivery(api, endpoint)["status"] == "pending" and mail_to(OWNER) == []
+
+
 def test_an_endpoint_disabled_by_its_operator_gets_no_new_events(api, endpoint, receiver, book,
                                                                 django_capture_on_commit_callbacks):
     ok(api.patch(f"/v1/webhook-endpoints/{endpoint['id']}", {"enabled": False}))
