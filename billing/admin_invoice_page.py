@@ -167,7 +167,9 @@ def invoice_page(invoice: Invoice, user) -> InvoicePage:
                             if invoice.status == InvoiceStatus.VOID else ""),
         period_ends=(period_days(invoice)[1]
                      if invoice.status == InvoiceStatus.DRAFT and invoice.period_end > clock.now() else ""),
-        usage_since_issued=[f"{display.quantity(late.recorded - late.billed)} {display.unit(late.signal_name)} (billed "
-                            f"{display.quantity(late.billed)}, recorded for the period now "
+        # "tickets resolved: 1 not on it", never "1 tickets resolved": a signal's name is not a noun to put in the
+        # plural.
+        usage_since_issued=[f"{display.unit(late.signal_name)}: {display.quantity(late.recorded - late.billed)} not "
+                            f"on it (billed {display.quantity(late.billed)}, recorded for the period now "
                             f"{display.quantity(late.recorded)})" for late in usage_recorded_since_issued(invoice)],
     )

@@ -26,6 +26,7 @@ from billing.selectors.credit_pools import (HUNDRED, PERIOD, TOPUP, CreditBalanc
 from billing.services.changelog import Kind, changelog_add
 from accounts.models import Book
 from accounts.selectors import billing_recipients
+from core import display
 from core.emails import send_templated
 from core.database import advisory_xact_lock
 from core.errors import BadRequest, Conflict
@@ -276,10 +277,13 @@ def _alert_email(*, alert: CreditPoolAlert, balance: CreditBalance, organization
         subject=f"{organization.display_name}: credit pool of {subscription.name} "
                 f"({subscription.customer.name}) {state}",
         context={"state": state, "subscription": subscription.name, "customer": subscription.customer.name,
-                 "plan": subscription.plan.name, "pool": decimal_text(pool.size),
-                 "consumed": decimal_text(balance.consumed_units), "remaining": decimal_text(balance.remaining_units),
-                 "percent": decimal_text(balance.remaining_percent),
-                 "overage_rate": decimal_text(pool.overage_rate), "period_start": balance.period_start,
+                 "subscription_id": subscription.pk,
+                 "plan": subscription.plan.name, "pool": display.quantity(pool.size),
+                 "consumed": display.quantity(balance.consumed_units),
+                 "remaining": display.quantity(abs(balance.remaining_units)),
+                 "overdrawn": balance.remaining_units < 0, "percent": display.percent(balance.remaining_percent),
+                 "overage_rate": display.price(pool.overage_rate) if pool.overage_rate is not None else None,
+                 "period_start": balance.period_start,
                  "period_end": balance.period_end, "organization": organization.display_name,
                  "reason": "the billing email" if organization.billing_email else "an owner or finance member"})
 

@@ -81,6 +81,10 @@ def test_only_the_highest_newly_passed_stage_is_emailed(jobs, api, chain, frozen
     assert states() == ["is 80% used", "is empty"]
 
 
+def subscription_id(chain) -> str:
+    return str(chain.customer.subscriptions.get().pk)
+
+
 def test_the_email_tells_the_countdown(jobs, api, chain, frozen_now):
     pool_subscription(api, chain)
     use(chain, 60)
@@ -88,9 +92,15 @@ def test_the_email_tells_the_countdown(jobs, api, chain, frozen_now):
     [mail] = sent_mail()
     assert "Remaining (top-ups included): 40 units (40% of the pool)" in mail.text
     assert "Consumed this period: 60 units" in mail.text
-    assert "bills at 0.75 per unit" in mail.text
+    assert "bills at $0.75 per unit" in mail.text
     assert "2025-06-01 00:00 to 2025-07-01 00:00 UTC" in mail.text
     assert mail.html and "<strong>is 50% used</strong>" in mail.html
+    assert f"POST /v1/subscriptions/{subscription_id(chain)}/credit-alerts-pause" in mail.text
+    use(chain, 1040.5)  # 1,000.5 units beyond the pool: said in words, grouped
+    jobs()
+    [empty] = [mail for mail in sent_mail() if mail.subject.endswith("is empty")]
+    assert "Remaining (top-ups included): none; 1,000.5 units used beyond the pool and its top-ups" in empty.text
+    assert "Consumed this period: 1,100.5 units" in empty.text
 
 
 def test_a_new_period_sends_the_stages_again(jobs, api, chain, frozen_now):

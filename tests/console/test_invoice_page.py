@@ -75,7 +75,7 @@ def test_usage_recorded_for_the_period_after_issue_is_named_on_the_page(console,
     event(chain, 5, "2025-02-02T12:00:00Z")  # February's: nothing to do with January's invoice
     page = console.get(page_of(invoice)).content.decode()
     assert "Usage recorded for this period after the invoice was issued is not on it" in page
-    assert f"<li>4 {chain.signal.name} (billed 8, recorded for the period now 12)</li>" in page
+    assert f"<li>{chain.signal.name}: 4 not on it (billed 8, recorded for the period now 12)</li>" in page
     assert Invoice.objects.get(pk=invoice.pk).total == Decimal("22.00")  # 20 + 8 x 0.25: the invoice is unchanged
     assert "void the invoice and generate the period again" in page
     Invoice.objects.filter(pk=invoice.pk).update(status="paid", amount_paid=Decimal("22.00"))

@@ -300,6 +300,9 @@ def test_the_page_charts_the_current_periods_usage_of_this_customer_only(book, c
     assert "Events per day (UTC days)</figcaption>" in usage_section  # the y axis's unit, in words
     assert "pages translated" in usage_section and ">17<" in usage_section  # the period's quantity
     assert "<script" not in page and "https://" not in page.split("</head>")[0]
+    clock_at(instant("2025-07-10T12:00:00Z"))  # July: nothing yet, said in words rather than an empty chart
+    july = html(client.get("/portal/s/")).split('id="usage"')[1].split("</section>")[0]
+    assert "No usage recorded in this period yet." in july and "<svg" not in july
 
 
 def test_the_usage_of_a_local_period_is_written_and_charted_in_its_local_days(api, book, customer, create_session,
