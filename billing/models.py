@@ -397,7 +397,7 @@ class CreditGrant(OrgOwned):
 
     class Kind(models.TextChoices):
         PERIOD = "period"
-        TOPUP = "topup"
+        TOPUP = "topup", "top-up"
 
     subscription = models.ForeignKey(Subscription, on_delete=models.CASCADE, related_name="credit_grants")
     kind = models.CharField(max_length=8, choices=Kind.choices)

@@ -105,7 +105,7 @@ def test_the_margin_shown_is_the_difference_of_the_revenue_and_cost_shown():
 def test_the_index_page_shows_the_figures_and_links_to_the_filtered_lists(june, book, console):
     page = console.get("/admin/", {"environment": "test"}).content.decode()
     for figure in ("$75.00", "$3.90", "$71.10", "94.80% of revenue", "all usage $4.65", "$95.00", "committed $30.00",
-                   "$30.00", "$20.00 due of $30.00", "15% left", "average ($7.50)"):
+                   "$30.00", "$20.00 still to collect of $30.00 billed", "15% left", "average ($7.50)"):
         assert figure in page, figure
     assert f'href="/admin/billing/invoice/?book={book.pk}&amp;status__exact=overdue">1</a>' in page
     assert f'href="/admin/billing/subscription/?book={book.pk}&amp;pool_left=20">1</a>' in page
@@ -128,6 +128,7 @@ def test_the_linked_lists_show_what_the_dashboard_counted(june, book, console):
 def test_the_dashboard_shows_the_chosen_book(june, console):
     live = console.get("/admin/", {"environment": "live"}).content.decode()  # nothing recorded there
     assert "Acme Agents · live books" in live and "$75.00" not in live
+    assert "nothing past its due date" in live and "$0.00 due of $0.00" not in live  # no overdue invoice
     assert "Acme Agents · test books" in console.get("/admin/", {"environment": "test"}).content.decode()
 
 
