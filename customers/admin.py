@@ -331,6 +331,8 @@ class UsageDailyRollupAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     list_display = ["day", "grain", "customer", "agent", "model", "event_count", "priced_cost", "model_events",
                     "cost_of_model"]
     list_filter = ["grain"]
+    # A day's own rows before the month's row that starts on it, rather than the two grains interleaved.
+    ordering = ["-day", "grain"]
     search_fields = ["model", "customer__name", "customer__external_id"]
     date_hierarchy = "day"
     list_select_related = ["customer", "book__organization"]
