@@ -280,7 +280,7 @@ class RefusedLookupsMixin:
                 return super().get_changelist_instance(request)
             with transaction.atomic(using=database):
                 return super().get_changelist_instance(request)
-        except (ValueError, OverflowError, DataError) as refusal:
+        except (ValueError, ArithmeticError, DataError) as refusal:  # decimal.Overflow is an ArithmeticError only
             raise IncorrectLookupParameters(refusal) from refusal
 
     def get_search_results(self, request, queryset, search_term):

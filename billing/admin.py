@@ -307,8 +307,9 @@ class NearlyEmptyPoolFilter(admin.SimpleListFilter):
             below = Decimal(self.value())
         except InvalidOperation:
             below = None
-        if below is None or not below.is_finite():  # NaN and Infinity compare with nothing
-            raise IncorrectLookupParameters(f"pool_left: {self.value()!r} is not a percent")
+        # NaN and Infinity compare with nothing; the API's belowPercent is -100 to 100 too.
+        if below is None or not below.is_finite() or not -100 <= below <= 100:
+            raise IncorrectLookupParameters(f"pool_left: {self.value()!r} is not a percent from -100 to 100")
         now = clock.now()
         books = Book.objects.filter(pk__in=queryset.values("book_id"))  # already scoped and filtered
         ids = [balance.subscription.pk for book in books

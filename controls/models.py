@@ -8,7 +8,7 @@ from django.db.models import Q
 
 from core.exact_json import ExactJSONField
 from core.models import OrgOwned
-from core.money import ExactField, TermField
+from core.money import SumField, TermField
 from controls.sentences import cap_sentence
 
 DEFAULT_ALERT_THRESHOLDS = (50, 80, 100)
@@ -81,7 +81,7 @@ class SpendCapAlert(OrgOwned):
     window_end = models.DateTimeField()
     threshold_percent = models.PositiveIntegerField()
     amount_usd = TermField(help_text="The cap amount when the threshold was crossed.")
-    spent_usd = ExactField(help_text="Spend in the window when the crossing was seen.")
+    spent_usd = SumField(help_text="Spend in the window when the crossing was seen.")
     recipients = ExactJSONField(default=list)
 
     class Meta:
@@ -173,7 +173,7 @@ class CustomerAlertFiring(OrgOwned):
     customer = models.ForeignKey("customers.Customer", on_delete=models.CASCADE, related_name="+")
     metric = models.CharField(max_length=8, choices=AlertMetric.choices)
     threshold_usd = TermField()
-    value_usd = ExactField()
+    value_usd = SumField()  # a sum of any number of events' exact amounts: unbounded
     recipient_email = models.EmailField(max_length=255)
 
     class Meta:

@@ -11,7 +11,7 @@ from decimal import Decimal
 from functools import partial
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 
 from accounts.models import Book, Membership
 from accounts.api import MONEY_ROLES
@@ -191,6 +191,17 @@ def just_ended_window(alert: CustomerAlert, now: datetime) -> Window | None:
     return window if ended_window_due(alert, window.end, now) else None
 
 
+TITLE_MAX_CHARS = Notification._meta.get_field("title").max_length
+
+
+def _title(name: str, what: str) -> str:
+    """`<customer>'s cost reached $10.50` within the title's column: a long customer name is cut, never the figure."""
+    room = TITLE_MAX_CHARS - len(what) - len("'s ")
+    if len(name) > room:
+        name = name[:max(room - 1, 0)] + "…"
+    return f"{name}'s {what}"[:TITLE_MAX_CHARS]
+
+
 def _fire(*, book: Book, alert: CustomerAlert, window: Window, value: Decimal, now: datetime) -> bool:
     """Insert the permanent firing of this window (False when it already exists), add the in-app notification
     and email the recipient on commit if they still hold a money role."""
@@ -205,7 +216,7 @@ def _fire(*, book: Book, alert: CustomerAlert, window: Window, value: Decimal, n
     link = customer_console_link(alert.customer)
     Notification.objects.create(
         book=book, alert=alert, firing=firing, link=link,
-        title=f"{alert.customer.name}'s {alert.metric} reached {_value_shown(value, alert.threshold_usd)}",
+        title=_title(alert.customer.name, f"{alert.metric} reached {_value_shown(value, alert.threshold_usd)}"),
         body=f"Watch threshold {usd(alert.threshold_usd)} {window_phrase(alert)}; window "
              f"{clock_text(window.start)} to {clock_text(window.end)} UTC. Emailed {alert.recipient_email}.")
     customer_alert_triggered(alert, firing, now=now)
@@ -254,7 +265,13 @@ def customer_alerts_evaluate(*, book: Book, now: datetime) -> int:
         .filter(customer__deleted_at__isnull=True)
     judged = []
     for alert in alerts:
-        fired += customer_alert_evaluate(book=book, alert=alert, now=now)
+        try:
+            with transaction.atomic():
+                fired += customer_alert_evaluate(book=book, alert=alert, now=now)
+        except (DataError, ArithmeticError):
+            # A value this watch cannot store or compute stops this watch alone, not the book's others after it.
+            logger.exception("watch %s of book %s not judged; the book's other watches are", alert.pk, book.pk)
+            continue
         judged.append(alert.pk)
     # Only once every watch is judged: a run that fails midway leaves their ended windows due for the next one.
     owned(CustomerAlert, book).filter(pk__in=judged).exclude(judged_at__gt=now).update(judged_at=now)

@@ -4,6 +4,7 @@ import pytest
 
 from billing.models import Payment, Refund, Subscription
 from tests.billing.invoice_support import billing_chain, draft, recurring
+from tests.billing.pools import another_chain, pool_strategy
 from tests.billing.support import create_plan, create_strategies, ok
 from tests.console.conftest import messages_of
 
@@ -37,6 +38,18 @@ def test_a_filter_value_that_means_nothing_is_the_lists_invalid_filter_notice(co
                                                                               address):
     billing_chain(api, book, [recurring("10")])  # a row to list, and a subscription to filter
     resp = console.get(address)
+    assert resp.status_code == 302 and resp["Location"].endswith("?e=1"), resp.status_code
+
+
+@pytest.mark.parametrize("percent", ["1e999999", "101", "-1e30"])
+def test_a_pool_left_beyond_a_percent_is_the_invalid_filter_notice(console, api, book, frozen_now, percent):
+    """With a credit pool to compare, 1e999999 overflowed the exact comparison (decimal.Overflow, a 500)."""
+    chain = another_chain(api, book)
+    create_strategies(api, chain.plan["id"], [pool_strategy(chain)])
+    ok(api.post("/v1/subscriptions", {"name": "Pool", "planId": chain.plan["id"], "agentId": str(chain.agent.id),
+                                      "customerId": str(chain.customer.id), "startDate": "2025-06-01T00:00:00Z"}),
+       201)
+    resp = console.get(f"/admin/billing/subscription/?pool_left={percent}")
     assert resp.status_code == 302 and resp["Location"].endswith("?e=1"), resp.status_code
 
 

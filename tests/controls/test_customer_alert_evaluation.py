@@ -206,6 +206,24 @@ def test_a_month_crossed_before_the_jobs_stopped_fires_when_they_run_again_howev
     assert CustomerAlertFiring.objects.count() == 1 and len(alert_mail()) == 1
 
 
+def test_a_long_customer_name_and_a_sum_past_any_column_still_fire(api, book, customer_usage, run_jobs):
+    """A title is cut at the customer's name, never the figure; a cost of 1.8 x 10^16 is stored as it is; and a
+    watch that could not be judged would stop no other watch of the book."""
+    long_named = CustomerFactory(book=book, name="A" * 240, external_id="long")
+    rich = CustomerFactory(book=book, name="Rich", external_id="rich")
+    for watched in (long_named, rich):
+        assert api.post(ALERTS, {"customerId": str(watched.id), "metric": "cost", "thresholdUsd": 10,
+                                 "windowMode": "month", "notifyEmail": OWNER}).status_code == 201
+    customer_usage(long_named, "10.5")
+    customer_usage(rich, "9000000000000000")
+    customer_usage(rich, "9000000000000000")
+    run_jobs()
+    titles = sorted(Notification.objects.values_list("title", flat=True))
+    assert titles[0].endswith("…'s cost reached $10.50") and len(titles[0]) == 255
+    assert titles[1] == "Rich's cost reached $18,000,000,000,000,000.00"
+    assert CustomerAlertFiring.objects.get(customer=rich).value_usd == Decimal("18000000000000000")
+
+
 def watched_since(alert_id, moment):
     """The watch as created and last changed at `moment` (the model stamps the real time, not the test's clock)."""
     CustomerAlert.objects.filter(pk=alert_id).update(created_at=moment, updated_at=moment)
