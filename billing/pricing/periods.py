@@ -45,7 +45,9 @@ def local_date(moment: datetime, timezone: str) -> date:
 def first_uncovered_day(end: datetime, timezone: str) -> date:
     """The first local day an exclusive end no longer touches: a day covered in part counts as covered."""
     day = local_date(end, timezone)
-    return day if end == datetime.combine(day, time.min, tzinfo=ZoneInfo(timezone)) else day + timedelta(days=1)
+    # Compared in UTC: an aware local midnight that a DST change skips or repeats never equals another zone's instant
+    # (PEP 495), so an end at such a day's start counted the day as touched.
+    return day if end == local_midnight(day, timezone) else day + timedelta(days=1)
 
 
 def _clamped_day(year: int, month: int, day: int) -> date:

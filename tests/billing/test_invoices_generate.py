@@ -155,6 +155,24 @@ def test_default_period_in_a_non_utc_time_zone_runs_local_midnight_to_local_midn
     assert amounts(invoice) == [("recurring", 20), ("usage", 2)]
 
 
+def test_a_period_ending_on_a_day_whose_midnight_a_dst_change_skips_counts_its_days_in_the_zone(api, book,
+                                                                                              frozen_now):
+    """Santiago's clocks skip September 7, 2025 00:00 (the day starts at 01:00, -03). Billing day 7, start August 17:
+    the cycle August 7 to September 7 has 31 days, the subscription covers 21 of them: 31.00 x 21/31 = 21.00 (the
+    end at 01:00 local was read as inside September 7: 22 of 32 days, 21.31). Ended at that day's start (a bare
+    endDate), September's period bills its 6 days of 30: 30.00 x 6/30 = 6.00."""
+    frozen_now(datetime(2025, 8, 20, 12, tzinfo=timezone.utc))
+    chain = billing_chain(api, book, [recurring("31")], start="2025-08-17", billingDay=7, timezone="America/Santiago")
+    invoice = draft(api, chain, period=None)
+    assert (invoice["periodStart"], invoice["periodEnd"]) == ("2025-08-17T04:00:00Z", "2025-09-07T04:00:00Z")
+    assert amounts(invoice) == [("recurring", 21)]
+    assert (invoice["lines"][0]["proratedDays"], invoice["lines"][0]["periodDays"]) == (21, 31)
+    ended = billing_chain(api, book, [recurring("30")], customer=CustomerFactory(book=book), start="2025-08-01",
+                          billingDay=1, timezone="America/Santiago", endDate="2025-09-07")
+    september = draft(api, ended, ("2025-09-01T04:00:00Z", "2025-10-01T03:00:00Z"))
+    assert amounts(september) == [("recurring", 6)]
+
+
 # --------------------------------------------------------------------------- periods
 
 def test_period_is_half_open_and_a_last_second_end_means_the_next_midnight(api, book):
