@@ -312,7 +312,7 @@ class InvoiceLine(OrgOwned):
     """One charge of an invoice (per strategy and signal), rounded once to cents half-up when written."""
 
     invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="lines")
-    position = models.PositiveIntegerField()  # a plan may hold more strategies than a smallint numbers
+    position = models.PositiveSmallIntegerField()  # a plan holds at most MOST_STRATEGIES_PER_PLAN strategies
     charge_type = models.CharField(max_length=16)  # a ChargeType, or `prorated` (a subscription's proratedAmount)
     strategy = models.ForeignKey(PricingStrategy, on_delete=models.SET_NULL, null=True, blank=True,
                                  related_name="invoice_lines")

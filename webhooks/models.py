@@ -92,13 +92,13 @@ class WebhookDelivery(OrgOwned):
     endpoint = models.ForeignKey(WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries")
     event = models.ForeignKey(WebhookEvent, on_delete=models.CASCADE, related_name="deliveries")
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
-    attempts = models.PositiveIntegerField(default=0)  # resends add to it without end
+    attempts = models.PositiveSmallIntegerField(default=0)  # at most MOST_ATTEMPTS (webhooks/services.py)
     # Pending: when the next attempt is due (an attempt in flight holds it a lease ahead); else null.
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     last_attempt_at = models.DateTimeField(null=True, blank=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
     # Attempts counted from this number on follow the retry schedule afresh (a resend or a replay re-arms it).
-    schedule_start = models.PositiveIntegerField(default=0)
+    schedule_start = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         verbose_name_plural = "webhook deliveries"
@@ -122,7 +122,7 @@ class WebhookAttempt(OrgOwned):
     """One POST of a delivery, as the delivery log shows it."""
 
     delivery = models.ForeignKey(WebhookDelivery, on_delete=models.CASCADE, related_name="attempt_log")
-    number = models.PositiveIntegerField()
+    number = models.PositiveSmallIntegerField()
     succeeded = models.BooleanField(default=False)
     response_status = models.PositiveSmallIntegerField(null=True, blank=True)
     response_body = models.TextField(blank=True, help_text="The first bytes of the answer.")

@@ -118,9 +118,16 @@ def webhook_delivery_resend(*, book, endpoint_id, delivery_id, now: datetime) ->
     endpoint = _enabled_endpoint(book, endpoint_id)
     delivery = get_owned(WebhookDelivery, book, delivery_id,
                          queryset=owned(WebhookDelivery, book).filter(endpoint=endpoint).select_for_update())
+    if delivery.attempts >= MOST_ATTEMPTS:
+        raise Conflict(f"This delivery was attempted {delivery.attempts:,} times, the most one delivery takes; it is "
+                       "not sent again.", code="delivery_attempts_exhausted")
     _rearm([delivery.pk], now=now)
     delivery.refresh_from_db()
     return delivery
+
+
+# Attempts are counted in a small integer: resends and replays of one delivery stop here, far past any retry schedule.
+MOST_ATTEMPTS = 30000
 
 
 def _rearm(delivery_ids: list, *, now: datetime) -> int:
@@ -129,7 +136,7 @@ def _rearm(delivery_ids: list, *, now: datetime) -> int:
     attempt_written = WebhookAttempt.objects.filter(delivery=OuterRef("pk"), number=OuterRef("attempts"))
     held = (Q(status=DeliveryStatus.PENDING, attempts__gt=0, last_attempt_at__gt=now - lease())
             & ~Exists(attempt_written))
-    count = WebhookDelivery.objects.filter(pk__in=delivery_ids).exclude(held).update(
+    count = WebhookDelivery.objects.filter(pk__in=delivery_ids, attempts__lt=MOST_ATTEMPTS).exclude(held).update(
         status=DeliveryStatus.PENDING, next_attempt_at=now, schedule_start=F("attempts"), updated_at=now)
     dispatch_on_commit(delivery_ids, now=now)
     return count

@@ -173,11 +173,25 @@ def _live_strategy(book, plan: PricingPlan, strategy_id) -> PricingStrategy:
 # write below settles again the pools of the customers and agents on the plan (billing/services/credit_pools.py
 # `plan_pools_lock`, taken first: before the rows these writes lock).
 
+# A plan's strategies become an invoice's lines, numbered in a small integer (with room for the prorated line): far
+# more than any price list holds.
+MOST_STRATEGIES_PER_PLAN = 1000
+
+
+def _refuse_past_the_most(book, plan: PricingPlan, adding: int, field: str) -> None:
+    """400 when `adding` more strategies would give the plan more than MOST_STRATEGIES_PER_PLAN live ones. Two writers
+    at once may both pass it; the lines' numbering has room for thirty times as many."""
+    if adding and _live_strategies(book, plan).count() + adding > MOST_STRATEGIES_PER_PLAN:
+        raise BadRequest([f"{field}: A plan holds at most {MOST_STRATEGIES_PER_PLAN:,} pricing strategies; delete "
+                          "some or use another plan."])
+
+
 @transaction.atomic
 def strategies_create(*, book, plan_id, items: list[dict], actor: str, now: datetime) -> list[PricingStrategy]:
     """Create every item or none; errors name the item (`[2].signalId: ...`)."""
     plan = get_owned(PricingPlan, book, plan_id)
     pools = plan_pools_lock(book=book, plan_id=plan.pk)
+    _refuse_past_the_most(book, plan, len(items), "strategies")
     drafts = [_new_draft(f"[{index}]", item) for index, item in enumerate(items)]
     _check(book, plan, drafts)
     created = [_write(book, plan, draft, actor=actor) for draft in drafts]
@@ -207,6 +221,7 @@ def strategies_batch(*, book, plan_id, new: list[dict], update: list[dict], acto
                 if strategy_id in ids[:index]]
     if repeated:
         raise BadRequest(repeated)
+    _refuse_past_the_most(book, plan, len(new), "strategies.new")
     rows = {row.pk: row for row in _live_strategies(book, plan).select_for_update().filter(pk__in=ids)}
     missing = [f"strategies.update[{index}].id: Pricing strategy not found." for index, strategy_id in enumerate(ids)
                if strategy_id not in rows]

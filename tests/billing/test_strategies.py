@@ -53,6 +53,20 @@ def test_create_is_all_or_nothing_and_errors_name_the_index(api, chain):
     assert not PricingStrategy.objects.exists()
 
 
+def test_a_plan_holds_at_most_so_many_strategies(api, chain, monkeypatch):
+    """An invoice numbers its lines (a plan's strategies) in a small integer: a plan past the most is refused whole,
+    by create and by a batch's `new` alike. The most is 1,000; three here."""
+    monkeypatch.setattr("billing.services.strategies.MOST_STRATEGIES_PER_PLAN", 3)
+    create_strategies(api, chain.plan["id"], [recurring(chain, rate=1), recurring(chain, rate=2)])
+    too_many = error(api.post(strategies_url(chain.plan["id"]), [recurring(chain), recurring(chain)]), 400)
+    assert too_many.startswith("strategies: A plan holds at most 3 pricing strategies")
+    batch = error(api.patch(strategies_url(chain.plan["id"]), {"strategies": {"new": [recurring(chain),
+                                                                                      recurring(chain)]}}), 400)
+    assert batch.startswith("strategies.new: A plan holds at most 3")
+    assert PricingStrategy.objects.filter(plan_id=chain.plan["id"]).count() == 2
+    create_strategies(api, chain.plan["id"], [recurring(chain, rate=3)])  # the third fits
+
+
 @pytest.mark.parametrize("item, field", [
     ({"chargeType": "usage", "pricingModel": "flat", "rate": 1}, "signalId"),
     ({"chargeType": "usage", "rate": 1, "with_signal": True}, "pricingModel"),

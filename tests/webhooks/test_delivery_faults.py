@@ -11,6 +11,7 @@ from kombu.exceptions import OperationalError
 from core import background, clock
 from webhooks import tasks
 from webhooks.delivery import RETRY_DELAYS
+from webhooks.services import MOST_ATTEMPTS
 from webhooks.events import emit
 from webhooks.models import WebhookDelivery, WebhookEvent
 from tests.billing.support import ok
@@ -216,6 +217,21 @@ def test_an_outage_of_this_service_does_not_count_against_a_failing_endpoint(api
     assert (after["enabled"], after["health"]) == (True, "failing")
     assert datetime.fromisoformat(after["failingSince"].replace("Z", "+00:00")) == back
     assert only_delivery(api, endpoint)["status"] == "pending" and mail_to(OWNER) == []
+
+
+def test_a_delivery_attempted_the_most_times_is_not_resent(api, endpoint, receiver,
+                                                           django_capture_on_commit_callbacks):
+    """Attempts are counted in a small integer: resends stop at the most, a 409 rather than a count that overflows
+    in the worker and leaves the delivery due for ever."""
+    test_send(api, endpoint, django_capture_on_commit_callbacks)
+    delivery = only_delivery(api, endpoint)
+    WebhookDelivery.objects.filter(pk=delivery["id"]).update(attempts=MOST_ATTEMPTS)
+    resp = api.post(f"/v1/webhook-endpoints/{endpoint['id']}/deliveries/{delivery['id']}/resend")
+    assert resp.status_code == 409 and resp.json()["code"] == "delivery_attempts_exhausted"
+    with django_capture_on_commit_callbacks(execute=True):
+        ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/replay", {"since": "2000-01-01T00:00:00Z"}), 202)
+    assert WebhookDelivery.objects.get(pk=delivery["id"]).attempts == MOST_ATTEMPTS  # a replay leaves it too
+    assert len(receiver.requests) == 1
 
 
 def test_an_endpoint_disabled_by_its_operator_gets_no_new_events(api, endpoint, receiver, book,
