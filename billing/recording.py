@@ -10,7 +10,7 @@ For a batch of up to 100 records, in one transaction:
    coalesced follow-up, billing/followup.py, and the `usage_ingested` hooks of the apps above billing).
 No query depends on the number of records.
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.db import transaction
@@ -18,7 +18,7 @@ from django.db import transaction
 from accounts.book_generations import Generation, generation_now
 from billing.record_decoding import records_checked
 from billing.record_validation import INVALID_RECORD, InvalidRecord, RecordDraft
-from billing.selectors.subscriptions import billed_customer_external_ids
+from billing.selectors.subscriptions import billed_customers_locked
 from billing.followup import usage_followup_schedule
 from catalog.event_pricing import PriceList, price_event
 from catalog.resolution import resolve_prices
@@ -113,9 +113,10 @@ def _sort_signals_into_cost_categories(book, drafts: list[RecordDraft], identiti
 
 
 def _store(book, drafts: list[RecordDraft], priced_by_index: dict, *, now: datetime, generation: Generation,
-           outcome: RecordingOutcome) -> list:
-    """Provision, append and attribute the batch in one transaction; its `Appended` results in the drafts' order
-    (`outcome.new_events`: the new ones, for the work after the commit)."""
+           outcome: RecordingOutcome) -> tuple[list, dict]:
+    """Provision, append and attribute the batch in one transaction; its `Appended` results in the order of the drafts
+    stored (`outcome.new_events`: the new ones, for the work after the commit), and the drafts refused (with their
+    messages): records under the coding agent naming a billed customer."""
     # A commit whose answer was lost answers what PostgreSQL did (core/postgresql): a 503 for a stored batch
     # would be sent again by the client, and stored twice without idempotency keys.
     with transaction.atomic():
@@ -127,6 +128,14 @@ def _store(book, drafts: list[RecordDraft], priced_by_index: dict, *, now: datet
             internal_external_ids={d.customer_external_id for d in drafts if d.agent_code == CODING_AGENT_CODE},
             generation=generation,
         )
+        refused = _billed_customers_as_developers(book, drafts, identities)
+        if refused:
+            billed = {identities.customer_ids[d.customer_external_id] for d, _ in refused.values()}
+            identities = replace(identities, newly_internal=tuple(pk for pk in identities.newly_internal
+                                                                   if pk not in billed))
+            drafts = [d for d in drafts if d.index not in refused]
+            if not drafts:
+                return [], refused
         rows = [_event_row(d, identities, priced_by_index[d.index], event_id, raw_event_id)
                 for d, event_id, raw_event_id in zip(drafts, time_ordered_uuids(len(drafts)),
                                                      random_uuids(len(drafts)))]
@@ -138,21 +147,22 @@ def _store(book, drafts: list[RecordDraft], priced_by_index: dict, *, now: datet
         outcome.new_events = [a.event for a in appended if not a.replayed]
         # Spec §4: tags and routing rules attach events to matters at record time.
         matters_attribute_new_events(book=book, events=outcome.new_events, generation=generation)
-    return appended
+    return appended, refused
 
 
-def _billed_customers_as_developers(book, drafts: list[RecordDraft]) -> list[tuple[RecordDraft, str]]:
-    """Records under the internal coding agent naming a customer the book bills, each with its failure message:
-    they fail alone, since storing one would mark the customer internal and take its subscriptions and invoices out
-    of every revenue figure (docs/decisions/usage-recording.md)."""
-    developer_ids = {d.customer_external_id for d in drafts if d.agent_code == CODING_AGENT_CODE}
-    if not developer_ids:
-        return []
-    billed = billed_customer_external_ids(book=book, external_ids=developer_ids)
-    return [(d, f"customerExternalId: '{d.customer_external_id}' is a billed customer (it has subscriptions or "
-                f"invoices); usage under {CODING_AGENT_CODE} is a developer's own and would make the customer "
-                "internal. Record it under the developer's own id.")
-            for d in drafts if d.agent_code == CODING_AGENT_CODE and d.customer_external_id in billed]
+def _billed_customers_as_developers(book, drafts: list[RecordDraft], identities) -> dict[int, tuple]:
+    """Records under the internal coding agent naming an existing customer the book bills, by index, each with its
+    failure message: they fail alone, since storing one would mark the customer internal and take its subscriptions and
+    invoices out of every revenue figure (docs/decisions/usage-recording.md). Only customers not internal yet are
+    looked at (`newly_internal`, almost always none): a developer's usual batch reads nothing more."""
+    if not identities.newly_internal:
+        return {}
+    billed = billed_customers_locked(book=book, customer_ids=identities.newly_internal)
+    return {d.index: (d, f"customerExternalId: '{d.customer_external_id}' is a billed customer (it has a "
+                         f"subscription); usage under {CODING_AGENT_CODE} is a developer's own and would make the "
+                         "customer internal. Record it under the developer's own id.")
+            for d in drafts if d.agent_code == CODING_AGENT_CODE
+            and identities.customer_ids[d.customer_external_id] in billed}
 
 
 # A batch is priced again when prices change between its pricing and its storing (customers.ledger.PricesMoved).
@@ -189,12 +199,6 @@ def _record(book, checked: list, *, now: datetime, generation: Generation, proce
         for item in checked if isinstance(item, InvalidRecord)
     }
     successes_by_index: dict[int, dict] = {}
-    refused = _billed_customers_as_developers(book, drafts)
-    if refused:
-        failures_by_index.update({d.index: {"index": d.index, **_echo(d), "code": INVALID_RECORD, "message": message,
-                                            "stored": False} for d, message in refused})
-        refused_indexes = {d.index for d, _ in refused}
-        drafts = [d for d in drafts if d.index not in refused_indexes]
     if drafts:
         # Priced before anything is written: an event costing more than the maximum is refused alone (not
         # stored, nothing provisioned for it), like an invalid record.
@@ -207,7 +211,10 @@ def _record(book, checked: list, *, now: datetime, generation: Generation, proce
             for d in drafts if not priced_by_index[d.index].storable})
         drafts = [d for d in drafts if priced_by_index[d.index].storable]
     if drafts:
-        appended = _store(book, drafts, priced_by_index, now=now, generation=generation, outcome=outcome)
+        appended, refused = _store(book, drafts, priced_by_index, now=now, generation=generation, outcome=outcome)
+        failures_by_index.update({d.index: {"index": d.index, **_echo(d), "code": INVALID_RECORD, "message": message,
+                                            "stored": False} for d, message in refused.values()})
+        drafts = [d for d in drafts if d.index not in refused]
         timestamps = clock.instants_text([result.event.usage_date for result in appended])
         for draft, result, timestamp in zip(drafts, appended, timestamps):
             event = result.event

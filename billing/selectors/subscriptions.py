@@ -1,6 +1,4 @@
-from django.db.models import Exists, OuterRef, Q
-
-from billing.models import Invoice, Subscription, SubscriptionChange
+from billing.models import Subscription, SubscriptionChange
 from customers.models import Customer
 from core.scoping import get_owned, owned
 
@@ -19,12 +17,12 @@ def subscription_changelog(*, book, subscription_id):
     return owned(SubscriptionChange, book).filter(subscription=subscription).order_by("-created_at", "-id")
 
 
-def billed_customer_external_ids(*, book, external_ids) -> set[str]:
-    """Of these external ids, those naming a customer (not deleted, not internal) with a subscription or an invoice:
-    a customer the book bills, which usage under the internal coding agent must not turn internal (that would take
-    its invoices out of every revenue figure after the fact)."""
-    return set(owned(Customer, book)
-               .filter(external_id__in=list(external_ids), deleted_at__isnull=True, is_internal=False)
-               .filter(Q(Exists(Subscription.objects.filter(customer=OuterRef("pk"))))
-                       | Q(Exists(Invoice.objects.filter(customer=OuterRef("pk")))))
-               .values_list("external_id", flat=True))
+def billed_customers_locked(*, book, customer_ids) -> set:
+    """Of these customers (not internal yet), the ids of those the book bills: with a subscription (an invoice has
+    one). Their rows are locked first, in id order, as `subscription_create` locks a customer before it checks it is
+    not internal: neither can pass its check while the other makes it false. For the rare batch that names an
+    existing customer under the internal coding agent, which must not turn a billed customer internal (that would
+    take its invoices out of every revenue figure after the fact)."""
+    ids = sorted(customer_ids, key=str)
+    list(owned(Customer, book).select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk", flat=True))
+    return set(owned(Subscription, book).filter(customer_id__in=ids).values_list("customer_id", flat=True))

@@ -366,6 +366,18 @@ def test_query_count_does_not_grow_with_the_batch(api, llm, search_api):
     assert queries_for(100, "big") == queries_for(1, "one")
 
 
+def test_a_developers_next_batch_costs_no_more_queries_than_a_customers(api, llm):
+    """The check that coding-agent usage names no billed customer reads only customers not internal yet: a developer
+    already marked, like any known customer, costs the usual batch's queries."""
+    def queries_for(**fields) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert post(api, rec(llm, **fields)).json()["successful"] == 1
+        return len(captured)
+
+    post(api, rec(llm, customerExternalId="dev@acme.example", agentCode="svc-coding-agent"), rec(llm))
+    assert queries_for(customerExternalId="dev@acme.example", agentCode="svc-coding-agent") == queries_for()
+
+
 def test_events_are_attributed_to_matters_at_record_time(api, llm, book):
     from matters.models import Matter, MatterAttribution, MatterRule
 
