@@ -8,7 +8,7 @@ evaluation (after ingestion and in the scheduled job, right after the period rol
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import partial
 
@@ -222,8 +222,8 @@ def credit_topup(*, book: Book, subscription_id, units: Decimal, idempotency_key
         settled = []
         credit_pool_sync(subscription=subscription, pool=pool, now=now, settled=settled)
         # Periods it settled had their last part judged by no alert run yet (the alert job settles them otherwise).
-        _stages_alert(book=book, balances=[settled_balance(subscription, period, pool) for period in settled],
-                      now=now)
+        _stages_alert(book=book, balances=[settled_balance(subscription, period, pool)
+                                           for period in _judged_late(subscription, settled, now)], now=now)
         try:
             with transaction.atomic():
                 grant = CreditGrant.objects.create(
@@ -296,11 +296,26 @@ def _evaluate_one(*, book: Book, subscription: Subscription, pool: Pool, now: da
     with transaction.atomic():
         settled = []
         credit_pool_sync(subscription=subscription, pool=pool, now=now, settled=settled)  # one sync at a time
-        balances = [settled_balance(subscription, period, pool) for period in settled]
+        balances = [settled_balance(subscription, period, pool) for period in _judged_late(subscription, settled, now)]
         balance = credit_balance_get(book=book, subscription_id=subscription.pk, now=now)
         if not balance.no_active_period:
             balances.append(balance)
         return _stages_alert(book=book, balances=balances, now=now)
+
+
+# A settled period is judged for alerts this long after its end at most: a worker or broker outage of days still
+# alerts; a period settled only now for another reason (a subscription entered afterwards for an earlier contract,
+# ended long ago) says nothing new to anyone.
+LATE_ALERTS_WITHIN = timedelta(days=7)
+
+
+def _judged_late(subscription: Subscription, settled: list, now: datetime) -> list:
+    """Of the periods a sync just settled, those whose stages are judged now: ended within LATE_ALERTS_WITHIN, after
+    the subscription was entered (a period over before it existed was judged by no one and is not news), with a pool
+    to use up (a share of 0 units, the old side of a plan change on its period's first day, passes no stage)."""
+    return [period for period in settled
+            if now - period.end <= LATE_ALERTS_WITHIN and period.end > subscription.created_at
+            and period.pool.size > 0]
 
 
 def _stages_alert(*, book: Book, balances: list[CreditBalance], now: datetime) -> int:

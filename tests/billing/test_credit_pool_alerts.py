@@ -7,7 +7,7 @@ from uuid import UUID
 
 import pytest
 
-from billing.models import CreditPoolAlert, SubscriptionChange
+from billing.models import CreditPoolAlert, Subscription, SubscriptionChange
 from billing.selectors.credit_pools import pool_subscription_ids
 from billing.services.credit_pools import credit_pool_alerts_evaluate
 from billing.tasks import evaluate_credit_pool_alerts_task
@@ -116,7 +116,8 @@ def test_stages_passed_in_a_periods_last_part_that_no_run_judged_are_alerted_whe
                                                                                                  frozen_now):
     """The pool emptied in June's last seconds and no evaluation ran before the period ended (the follow-up was due
     after it, or the worker or broker was down): the run that settles June judges what June closed with, once."""
-    pool_subscription(api, chain)
+    created = pool_subscription(api, chain)
+    Subscription.objects.filter(pk=created["id"]).update(created_at=datetime(2025, 5, 20, tzinfo=timezone.utc))
     use(chain, 60)
     jobs()
     use(chain, 45, at=datetime(2025, 6, 30, 23, 59, 58, tzinfo=timezone.utc))
@@ -133,6 +134,22 @@ def test_stages_passed_in_a_periods_last_part_that_no_run_judged_are_alerted_whe
                                        ("2025-06-01T00:00:00Z", "empty", [80, 95, "empty"], -5)]
     jobs("2025-07-02T09:05:00Z")
     assert len(sent_mail()) == 2
+
+
+def test_a_period_settled_long_after_it_ended_or_before_its_subscription_was_entered_alerts_nothing(
+        jobs, api, chain, frozen_now):
+    """The stages of a settled period are news within a week of its end, for a subscription that existed then: a
+    subscription entered afterwards for an earlier contract (created ended, its last period settled only now) or a
+    period settled after a longer silence records no late alert."""
+    created = pool_subscription(api, chain)  # entered "now" (the database's clock), after June 2025
+    use(chain, 150)
+    jobs("2025-07-02T09:00:00Z")
+    assert not CreditPoolAlert.objects.filter(period_start=datetime(2025, 6, 1, tzinfo=timezone.utc)).exists()
+    Subscription.objects.filter(pk=created["id"]).update(created_at=datetime(2025, 5, 20, tzinfo=timezone.utc))
+    use(chain, 150, at=datetime(2025, 7, 15, tzinfo=timezone.utc))
+    jobs("2025-08-09T00:00:00Z")  # July settled eight days after it ended
+    assert not CreditPoolAlert.objects.filter(period_start=datetime(2025, 7, 1, tzinfo=timezone.utc)).exists()
+    assert sent_mail() == []
 
 
 def test_a_top_up_pushes_the_stages_back(jobs, api, chain, frozen_now):
