@@ -24,7 +24,7 @@ from core.scoping import get_owned, owned
 from controls.events import customer_alert_triggered
 from controls.metrics import customer_metric_value
 from controls.models import AlertMetric, CustomerAlert, CustomerAlertFiring, Notification, WindowMode
-from controls.selectors import ended_window_due
+from controls.selectors import ended_window_due, judged_mark
 from controls.sentences import usd
 from customers.models import Customer
 
@@ -274,7 +274,7 @@ def customer_alerts_evaluate(*, book: Book, now: datetime) -> int:
             continue
         judged.append(alert.pk)
     # Only once every watch is judged: a run that fails midway leaves their ended windows due for the next one.
-    owned(CustomerAlert, book).filter(pk__in=judged).exclude(judged_at__gt=now).update(judged_at=now)
+    judged_mark(owned(CustomerAlert, book).filter(pk__in=judged), now)
     return fired
 
 

@@ -1,11 +1,12 @@
 """Writes of spend controls: caps and their ceiling rule, device heartbeats, the pre-tool-call check and the
 alert ladder. The API itself never blocks anything: armed machines act on the check's answer."""
+import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import partial
 
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.db.models import Max, Q
 
 from accounts.models import Book
@@ -17,9 +18,11 @@ from core.money import SUMS, ZERO
 from core.scoping import get_owned, owned
 from controls.events import spend_cap_threshold_crossed
 from controls.models import CapMode, CapScope, Device, SpendCap, SpendCapAlert
-from controls.selectors import (ENDED_WINDOW_GRACE, ended_window_due, period_window, spend_by_developer,
-                                spend_totals)
+from controls.selectors import (ENDED_WINDOW_GRACE, ended_window_due, judged_mark, period_window,
+                                spend_by_developer, spend_totals)
 from controls.sentences import usd
+
+logger = logging.getLogger("billing.controls")
 
 
 def _locked_org_cap(book: Book) -> SpendCap | None:
@@ -194,17 +197,25 @@ def spend_caps_evaluate(*, book: Book, now: datetime) -> int:
         return 0
     recipients = billing_recipients(book.organization)
     sent = 0
-    for period in {cap.period for cap in caps}:
+    judged_caps = []
+    for period in sorted({cap.period for cap in caps}):
         of_period = [cap for cap in caps if cap.period == period]
-        for window, judged in _windows_due(period, of_period, now):
-            sent += _ladder(book=book, caps=judged, window=window, recipients=recipients, now=now)
-    # Only once every window is judged: a run that fails midway leaves them due for the next one.
-    owned(SpendCap, book).filter(pk__in=[cap.pk for cap in caps]).exclude(judged_at__gt=now).update(judged_at=now)
+        try:
+            with transaction.atomic():
+                for window, judged in _windows_due(period, of_period, now):
+                    sent += _ladder(book=book, caps=judged, window=window, recipients=recipients, now=now)
+        except (DataError, ArithmeticError):
+            # A figure one period's caps cannot store or compute stops them alone, not the book's other periods.
+            logger.exception("spend caps of period %s in book %s not judged; the others are", period, book.pk)
+            continue
+        judged_caps += of_period
+    judged_mark(owned(SpendCap, book).filter(pk__in=[cap.pk for cap in judged_caps]), now)
     return sent
 
 
-# At most this many ended windows of one period judged by a run that follows lost ones (a month of days).
-MOST_ENDED_WINDOWS = 31
+# Ended windows are judged this long after their end at most, however many runs were lost: a month of days, the
+# last month, or the last few weeks.
+MOST_LATE = timedelta(days=31)
 
 
 def _windows_due(period: str, caps: list[SpendCap], now: datetime) -> list[tuple[tuple, list[SpendCap]]]:
@@ -212,8 +223,10 @@ def _windows_due(period: str, caps: list[SpendCap], now: datetime) -> list[tuple
     cap, and each that has ended and is still due for some (`ended_window_due`), newest first."""
     window = period_window(period, now)
     due = [(window, caps)]
-    for _ in range(MOST_ENDED_WINDOWS):
+    while True:
         window = period_window(period, window[0] - timedelta(microseconds=1))
+        if now - window[1] > MOST_LATE:
+            break
         judged = [cap for cap in caps if ended_window_due(cap, window[1], now)]
         if not judged and now - window[1] > ENDED_WINDOW_GRACE:
             break  # the earlier windows ended before every cap's last judgement, or before it was as it is
