@@ -26,7 +26,7 @@ figures billing wrote down from the ledger.
 - Invoice totals (every invoice but a void one): subtotal, discount, tax and total against its lines' amounts and
   its settings.
 
-None compares a period that shares a day with a month archived out of the ledger (`ArchivedMonth`): its
+None of those that read the ledger compares a period that shares a day with a month archived out of the ledger (`ArchivedMonth`): its
 events are no longer there to compare with."""
 import logging
 from datetime import datetime, timedelta
@@ -134,9 +134,10 @@ def events_billed_twice(*, book, now: datetime, repair: bool = False) -> list[Fi
     sees an event billed twice. No repair: only voiding one of them and generating its period again puts it right."""
     findings = []
     invoices = (owned(Invoice, book).filter(status__in=FINAL, billed_claims__isnull=False)
+                .only("id", "invoice_number", "subscription_id", "customer_id", "billed_claims")
                 .order_by("period_start", "invoice_number"))
     by_stream: dict[tuple, list] = {}
-    for invoice in invoices:
+    for invoice in invoices.iterator(chunk_size=500):
         for claim in claims_of_document(invoice):
             by_stream.setdefault((claim.customer_id, claim.agent_id, claim.signal_id), []).append((claim, invoice))
     for held in by_stream.values():
@@ -161,7 +162,7 @@ def invoice_total_differences(*, book, now: datetime, repair: bool = False) -> l
     findings = []
     invoices = (owned(Invoice, book).exclude(status=InvoiceStatus.VOID).prefetch_related("lines")
                 .order_by("period_start", "invoice_number"))
-    for invoice in invoices:
+    for invoice in invoices.iterator(chunk_size=500):  # a book's every invoice and line: never all in memory
         expected = totals([line.amount for line in invoice.lines.all()], discount_percent=invoice.discount_percent,
                           discount_fixed=invoice.discount_fixed, tax_percent=invoice.tax_percent)
         expected = (expected.subtotal, expected.discount, expected.tax, expected.total)
