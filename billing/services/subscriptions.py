@@ -135,7 +135,8 @@ def subscription_create(*, book, now: datetime, actor: str, customer_id, plan_id
     agent = _agent_for_customer(book, agent_id)
     if customer.is_internal:  # a developer's own coding-agent usage is cost, never billed (contract.md)
         raise BadRequest(["customerId: Internal coding-agent customers (developers) are never billed; a subscription "
-                          "needs a customer the book bills."])
+                          "needs a customer the book bills (a customer marked internal by mistake is unmarked on its "
+                          "console page)."])
     _require_link(book, plan, agent)
     if not plan.is_active:
         raise Unprocessable(["planId: The plan is inactive; activate it or choose another plan."])
