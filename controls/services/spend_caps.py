@@ -183,6 +183,10 @@ def _send_alert_once(*, book: Book, cap: SpendCap, threshold: int, spent: Decima
             spend_cap_threshold_crossed(cap, alert, now=now)
     except IntegrityError:
         return False
+    except DataError:
+        # A figure this alert cannot store stops this alert alone, not the book's other caps and windows.
+        logger.exception("spend cap %s of book %s: the %s%% alert could not be stored", cap.pk, book.pk, threshold)
+        return False
     # robust: a mail server failure is logged and does not stop the other books' alerts; the row stays.
     transaction.on_commit(partial(_alert_email, cap=cap, alert=alert, organization=book.organization), robust=True)
     return True
@@ -197,19 +201,12 @@ def spend_caps_evaluate(*, book: Book, now: datetime) -> int:
         return 0
     recipients = billing_recipients(book.organization)
     sent = 0
-    judged_caps = []
     for period in sorted({cap.period for cap in caps}):
         of_period = [cap for cap in caps if cap.period == period]
-        try:
-            with transaction.atomic():
-                for window, judged in _windows_due(period, of_period, now):
-                    sent += _ladder(book=book, caps=judged, window=window, recipients=recipients, now=now)
-        except (DataError, ArithmeticError):
-            # A figure one period's caps cannot store or compute stops them alone, not the book's other periods.
-            logger.exception("spend caps of period %s in book %s not judged; the others are", period, book.pk)
-            continue
-        judged_caps += of_period
-    judged_mark(owned(SpendCap, book).filter(pk__in=[cap.pk for cap in judged_caps]), now)
+        for window, judged in _windows_due(period, of_period, now):
+            sent += _ladder(book=book, caps=judged, window=window, recipients=recipients, now=now)
+    # Only once every window is judged: a run that fails midway leaves them due for the next one.
+    judged_mark(owned(SpendCap, book).filter(pk__in=[cap.pk for cap in caps]), now)
     return sent
 
 
