@@ -6,7 +6,7 @@ from decimal import Decimal
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
-from django.db.models import F
+from django.db.models import F, Q
 from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -57,7 +57,8 @@ class WaitingForPaymentFilter(admin.SimpleListFilter):
 
 
 class OverpaidFilter(admin.SimpleListFilter):
-    """Invoices that collected more than their total (paid twice): their surplus payment is to refund."""
+    """Invoices that collected more than their total (paid twice), or anything once void or refunded (a payment that
+    reached them afterwards): what they hold beyond what they bill is to refund (`Invoice.amount_overpaid`)."""
 
     title = "overpaid"
     parameter_name = "overpaid"
@@ -66,10 +67,12 @@ class OverpaidFilter(admin.SimpleListFilter):
         return [("yes", "Overpaid"), ("no", "Not overpaid")]
 
     def queryset(self, request, queryset):
+        overpaid = Q(amount_paid__gt=F("total")) | Q(status__in=[InvoiceStatus.VOID, InvoiceStatus.REFUNDED],
+                                                     amount_paid__gt=0)
         if self.value() == "yes":
-            return queryset.filter(amount_paid__gt=F("total"))
+            return queryset.filter(overpaid)
         if self.value() == "no":
-            return queryset.filter(amount_paid__lte=F("total"))
+            return queryset.exclude(overpaid)
         return queryset
 
 

@@ -304,7 +304,11 @@ class Invoice(OrgOwned):
 
     @property
     def amount_overpaid(self):
-        """Net collected beyond the total (paid twice, say): owed back until the surplus is refunded."""
+        """Net collected beyond the total (paid twice, say): owed back until the surplus is refunded. On a void or a
+        refunded invoice all of it: it owes nothing, so a payment that reached it afterwards (a checkout opened
+        before the void, a second tab) is owed back whole."""
+        if self.status in (InvoiceStatus.VOID, InvoiceStatus.REFUNDED):
+            return max(self.amount_paid, ZERO)
         return max(self.amount_paid - self.total, ZERO)
 
 

@@ -157,7 +157,10 @@ def stripe_event_handle(event: dict, *, now: datetime) -> WebhookOutcome:
         return WebhookOutcome(False, "the session collected nothing (amount_total 0)")
     with transaction.atomic():
         # The signed event names the invoice; its book follows from it (a webhook carries no API key).
-        invoice = Invoice.objects.select_for_update().select_related("book").filter(pk=invoice_id).first()
+        # `of`: the invoice's row alone; FOR UPDATE on the book's row as well would hold up every insert that refers to
+        # the book (their foreign-key checks) until this commits.
+        invoice = (Invoice.objects.select_for_update(of=("self",)).select_related("book").filter(pk=invoice_id)
+                   .first())
         if invoice is None:
             return WebhookOutcome(False, "no such invoice")
         if "livemode" in event and event["livemode"] is not invoice.book.livemode:
@@ -171,7 +174,9 @@ def stripe_event_handle(event: dict, *, now: datetime) -> WebhookOutcome:
     detail = "payment recorded" if created else "payment already recorded"
     if invoice.amount_overpaid > 0:
         # Shown in Stripe's webhook log, where an operator reconciling the two charges looks first.
-        detail += f"; the invoice is overpaid by {invoice.amount_overpaid} (refund the surplus payment)"
+        detail += (f"; the invoice is {invoice.status} and holds {invoice.amount_overpaid} (refund the payment)"
+                   if invoice.status in (Status.VOID, Status.REFUNDED)
+                   else f"; the invoice is overpaid by {invoice.amount_overpaid} (refund the surplus payment)")
     return WebhookOutcome(True, detail, payment, invoice)
 
 

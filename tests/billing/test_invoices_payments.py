@@ -11,6 +11,8 @@ import pytest
 import stripe
 from django.test import Client
 
+from accounts.models import User
+from accounts.services import member_ensure
 from billing.models import Invoice, Payment, Refund
 from billing.services.payments import LocalCheckoutDisabled, invoice_pay_locally
 from core import clock
@@ -183,14 +185,39 @@ def test_a_session_of_another_integration_is_acknowledged_and_ignored(api, issue
     assert full(api, issued)["payments"] == []
 
 
-def test_money_received_for_a_void_invoice_is_recorded_without_reviving_it(api, issued, client):
+def test_money_received_for_a_void_invoice_is_recorded_without_reviving_it(api, issued, client, org):
+    """A Checkout opened before the void and paid after it: the money is recorded, the invoice stays void, and all
+    of it is owed back (amountOverpaid, the webhook's detail, the console's Overpaid list, the pay page)."""
     ok(api.post(f"/v1/invoices/{issued.id}/void", {}))
-    pay(client, issued.invoice)
+    answer = pay(client, issued.invoice)
     body = full(api, issued)
     assert (body["status"], len(body["payments"])) == ("void", 1)
+    assert (body["amountPaid"], body["amountOverpaid"], body["amountDue"]) == (24, 24, 0)
+    assert "the invoice is void and holds 24.00 (refund the payment)" in answer.json()["detail"]
+    member_ensure(organization=org, email="ops@acme.example", role="owner")
+    User.objects.filter(email="ops@acme.example").update(is_staff=True)
+    console = Client()
+    console.force_login(User.objects.get(email="ops@acme.example"))
+    listed = console.get("/admin/billing/invoice/", {"overpaid": "yes"}).content.decode()
+    assert issued.invoice["invoiceNumber"] in listed
+    page = Client().get(issued.pay_path)
+    assert page.status_code == 410
+    assert "A payment of $24.00 reached this invoice after it was voided; it is owed back to you." in \
+        page.content.decode()
 
 
 # --------------------------------------------------------------------------- pay-now page
+
+def test_the_pay_link_of_an_invoice_of_nothing_says_nothing_is_due_not_paid(api, book):
+    """A usage-only plan with no usage bills 0.00: issued, never paid (no payment is recorded for it)."""
+    chain = billing_chain(api, book, [usage("1")])
+    invoice = draft(api, chain)
+    assert invoice["total"] == 0
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    pay_path = re.search(r"http://testserver(/pay/\S+)", sent_mail()[-1].text).group(1)
+    html = Client().get(pay_path).content.decode()
+    assert "Nothing is due on this invoice." in html and "is paid" not in html
+
 
 def test_without_a_stripe_key_the_pay_link_says_online_payment_is_not_configured(api, issued):
     page = Client().get(issued.pay_path)
