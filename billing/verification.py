@@ -42,7 +42,7 @@ from billing.selectors.credit_pools import PERIOD, period_pool, pool_for, timeli
 from billing.services.credit_pools import credit_pool_settle_again
 from billing.services.invoices import invoice_generate
 from core.errors import ApiError
-from core.money import SUMS, ZERO
+from core.money import SUMS, ZERO, sum_exactly
 from core.scoping import owned
 from customers.models import Signal, UsageEvent
 from customers.partitions import archived_spans, overlaps_archive
@@ -156,13 +156,30 @@ def events_billed_twice(*, book, now: datetime, repair: bool = False) -> list[Fi
 
 
 def invoice_total_differences(*, book, now: datetime, repair: bool = False) -> list[Finding]:
-    """Every invoice but a void one: its subtotal, discount, tax and total against its lines' amounts and its
-    settings, by the one rule that totals an invoice. No repair: a final invoice is a document, and a draft is
-    totalled again by its next refresh."""
+    """Every invoice: its amount paid against its payments net of their refunds, and each payment's refunded amount
+    against its refunds; but a void one, its subtotal, discount, tax and total against its lines' amounts and its
+    settings, by the one rule that totals an invoice. No repair: a final invoice is a document, a draft is
+    totalled again by its next refresh, and money is put right by a payment or a refund."""
     findings = []
-    invoices = (owned(Invoice, book).exclude(status=InvoiceStatus.VOID).prefetch_related("lines")
+    invoices = (owned(Invoice, book).prefetch_related("lines", "payments__refunds")
                 .order_by("period_start", "invoice_number"))
     for invoice in invoices.iterator(chunk_size=500):  # a book's every invoice and line: never all in memory
+        payments = list(invoice.payments.all())
+        for payment in payments:
+            refunded = sum_exactly(refund.amount for refund in payment.refunds.all())
+            if refunded != payment.refunded_amount:
+                findings.append(Finding(
+                    f"payment {payment.provider_payment_id} of invoice {invoice.invoice_number}",
+                    f"its refunds add up to {refunded:.2f}", f"refunded {payment.refunded_amount:.2f}",
+                    invoice.period_start))
+        collected = sum_exactly(payment.amount - payment.refunded_amount for payment in payments)
+        if collected != invoice.amount_paid:
+            findings.append(Finding(
+                f"invoice {invoice.invoice_number} ({invoice.status}) amount paid",
+                f"its payments net of refunds add up to {collected:.2f}", f"amount paid {invoice.amount_paid:.2f}",
+                invoice.period_start))
+        if invoice.status == InvoiceStatus.VOID:
+            continue
         expected = totals([line.amount for line in invoice.lines.all()], discount_percent=invoice.discount_percent,
                           discount_fixed=invoice.discount_fixed, tax_percent=invoice.tax_percent)
         expected = (expected.subtotal, expected.discount, expected.tax, expected.total)

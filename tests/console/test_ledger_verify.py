@@ -426,3 +426,17 @@ def test_an_invoice_whose_totals_its_lines_do_not_give_is_drift(api, book):
     assert finding.derived == "subtotal 100.00, discount 0.00, tax 0.00, total 100.00"
     Invoice.objects.filter(pk=invoice.pk).update(discount=D("10"), tax=D("7.43"), total=D("97.43"))
     assert ledger_verify(now=NOW, book=book, checks=("invoice_totals",))[0].drift == 0
+
+
+def test_an_invoice_whose_amount_paid_its_payments_do_not_give_is_drift(api, book, client, settings):
+    from tests.billing.invoice_support import WEBHOOK_SECRET, pay
+    settings.STRIPE_WEBHOOK_SECRET, settings.STRIPE_SECRET_KEY = WEBHOOK_SECRET, ""
+    chain = billing_chain(api, book, [{"chargeType": "recurring", "rate": "100", "billingFrequency": "monthly"}],
+                          start="2026-10-01T00:00:00Z")
+    invoice = _issued(api, chain, "2026-10-01T00:00:00Z", "2026-11-01T00:00:00Z")
+    assert pay(client, {"id": str(invoice.pk), "total": 100}).status_code == 200
+    assert ledger_verify(now=NOW, book=book, checks=("invoice_totals",))[0].drift == 0
+    Invoice.objects.filter(pk=invoice.pk).update(amount_paid=D("90"))
+    [finding] = ledger_verify(now=NOW, book=book, checks=("invoice_totals",))[0].findings["invoice_totals"]
+    assert finding.subject == f"invoice {invoice.invoice_number} (paid) amount paid"
+    assert (finding.ledger, finding.derived) == ("its payments net of refunds add up to 100.00", "amount paid 90.00")
