@@ -142,6 +142,8 @@ def stripe_event_handle(event: dict, *, now: datetime) -> WebhookOutcome:
     invoice records `amount_total` (cents) under its `payment_intent`; other events and sessions are
     acknowledged and ignored (Stripe would retry an error for days). A session of ours holding an amount,
     currency or id no Stripe event holds is a 400 and changes nothing."""
+    if event.get("type") == CHARGE_REFUNDED:
+        return _charge_refunded(event, now=now)
     if event.get("type") not in CHECKOUT_EVENTS:
         return WebhookOutcome(False, f"event type {event.get('type')!r} is not handled")
     session = (event.get("data") or {}).get("object") if isinstance(event.get("data"), dict) else None
@@ -245,6 +247,43 @@ def customer_invoice_pay_locally(*, book, customer_id, invoice_id, attempt: uuid
                             now=now)
 
 
+# A refund made on Stripe's side (its dashboard, a support agent): the charge says how much of it is refunded in all.
+CHARGE_REFUNDED = "charge.refunded"
+
+
+def _charge_refunded(event: dict, *, now: datetime) -> WebhookOutcome:
+    """`charge.refunded`: the charge's `amount_refunded` (cents, all refunds of it so far) against what the payment of
+    its `payment_intent` has recorded refunded; the difference is recorded as a refund made at Stripe. Refunds made
+    through this service are recorded before Stripe's event can be read (under the invoice's lock), so they leave no
+    difference; a replayed event finds none either. A charge of no payment of ours is acknowledged and ignored."""
+    charge = (event.get("data") or {}).get("object") if isinstance(event.get("data"), dict) else None
+    if not isinstance(charge, dict):
+        return WebhookOutcome(False, "the event has no data.object")
+    refunded_cents, payment_intent = charge.get("amount_refunded"), charge.get("payment_intent")
+    if refunded_cents.__class__ is not int or not 0 <= refunded_cents <= MAX_AMOUNT_CENTS:
+        raise BadRequest([f"data.object.amount_refunded: Must be a whole number of cents from 0 to "
+                          f"{MAX_AMOUNT_CENTS}."])
+    if not (isinstance(payment_intent, str) and PROVIDER_ID.fullmatch(payment_intent)):
+        return WebhookOutcome(False, "the charge names no payment intent")
+    with transaction.atomic():
+        found = Payment.objects.filter(provider=STRIPE, provider_payment_id=payment_intent).first()
+        if found is None:
+            return WebhookOutcome(False, "no payment of this charge")
+        invoice = (Invoice.objects.select_for_update(of=("self",)).select_related("book")
+                   .get(pk=found.invoice_id))  # the invoice first, as every writer of payments locks it
+        if "livemode" in event and event["livemode"] is not invoice.book.livemode:
+            return WebhookOutcome(False, "the event's livemode does not match the invoice's books")
+        payment = Payment.objects.select_for_update().get(pk=found.pk)
+        more = min(from_minor_units(refunded_cents), payment.amount) - payment.refunded_amount
+        if more <= 0:
+            return WebhookOutcome(True, "refund already recorded", payment, invoice)
+        refund = Refund(book_id=invoice.book_id, payment=payment, amount=more,
+                        reason="Refunded at Stripe (charge.refunded)")
+        refund.save()
+        _refund_apply(invoice, payment, more, now=now)
+    return WebhookOutcome(True, f"refund of {more} made at Stripe recorded", payment, invoice)
+
+
 # --------------------------------------------------------------------------- refunds
 
 @transaction.atomic
@@ -273,6 +312,13 @@ def refund_create(*, book, invoice_id, payment_id, now: datetime, amount: Decima
                                                           idempotency_key=f"refund-{payment.pk}-"
                                                                           f"{payment.refunded_amount}")
     refund.save()
+    _refund_apply(invoice, payment, amount, now=now)
+    return refund
+
+
+def _refund_apply(invoice: Invoice, payment: Payment, amount: Decimal, *, now: datetime) -> None:
+    """A refund of `amount` recorded: the payment's refunded amount grows, the invoice's net collected shrinks, and a
+    paid invoice whose payments are all refunded becomes `refunded`. Both rows held by the caller."""
     payment.refunded_amount += amount
     payment.status = PaymentStatus.REFUNDED if payment.refunded_amount == payment.amount \
         else PaymentStatus.PARTIALLY_REFUNDED
@@ -285,4 +331,3 @@ def refund_create(*, book, invoice_id, payment_id, now: datetime, amount: Decima
     payment_event(payment, EventType.PAYMENT_REFUNDED, now=now)
     if became_refunded:
         invoice_event(invoice, EventType.INVOICE_REFUNDED, now=now)
-    return refund

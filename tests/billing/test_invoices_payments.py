@@ -206,6 +206,33 @@ def test_money_received_for_a_void_invoice_is_recorded_without_reviving_it(api, 
         page.content.decode()
 
 
+def charge_refunded(payment_intent: str, amount_refunded: int, **charge) -> bytes:
+    """A `charge.refunded` event as Stripe sends it: the charge with all of its refunds so far, in cents."""
+    obj = {"id": "ch_test_1", "object": "charge", "amount": 2400, "amount_refunded": amount_refunded,
+           "currency": "usd", "payment_intent": payment_intent, "refunded": amount_refunded == 2400, **charge}
+    return json.dumps({"id": f"evt_test_{uuid.uuid4().hex}", "object": "event", "type": "charge.refunded",
+                       "livemode": False, "created": int(time.time()), "data": {"object": obj}}).encode()
+
+
+def test_a_refund_made_at_stripe_is_recorded_once_from_its_charge_event(api, issued, client):
+    """Refunded from Stripe's dashboard: the charge's `amount_refunded` (all its refunds so far) against what the
+    payment recorded; a replay, or the event of a refund this service made, records nothing more."""
+    pay(client, issued.invoice, payment_intent="pi_dashboard")
+    first = post_webhook(client, charge_refunded("pi_dashboard", 1000))
+    assert first.status_code == 200 and first.json()["detail"] == "refund of 10.00 made at Stripe recorded"
+    body = full(api, issued)
+    assert (body["status"], body["amountPaid"], body["payments"][0]["refundedAmount"]) == ("paid", 14, 10)
+    assert post_webhook(client, charge_refunded("pi_dashboard", 1000)).json()["detail"] == "refund already recorded"
+    payment_id = body["payments"][0]["id"]
+    ok(api.post(f"/v1/invoices/{issued.id}/payments/{payment_id}/refund", {"amount": 4}), 201)  # made here
+    assert post_webhook(client, charge_refunded("pi_dashboard", 1400)).json()["detail"] == "refund already recorded"
+    post_webhook(client, charge_refunded("pi_dashboard", 2400))  # the rest, at Stripe
+    body = full(api, issued)
+    assert (body["status"], body["amountPaid"], Refund.objects.count()) == ("refunded", 0, 3)
+    ignored = post_webhook(client, charge_refunded("pi_someone_else", 500)).json()
+    assert ignored["handled"] is False
+
+
 # --------------------------------------------------------------------------- pay-now page
 
 def test_the_pay_link_of_an_invoice_of_nothing_says_nothing_is_due_not_paid(api, book):
