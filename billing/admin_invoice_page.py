@@ -155,7 +155,8 @@ def invoice_page(invoice: Invoice, user) -> InvoicePage:
         period=period_label(invoice), facts=facts, lines=lines, totals=_totals(invoice, payments),
         payments=_payments(payments, currency),
         may_send=invoice.status in SENDABLE,
-        may_void=money_role and invoice.status in SENDABLE and invoice.amount_paid == 0,
+        may_void=(money_role and invoice.status in (*SENDABLE, InvoiceStatus.REFUNDED)
+                  and invoice.amount_paid == 0),
         may_record_payment=money_role and invoice.status in PAYABLE,
         may_refund=money_role and any(payment.refundable > 0 for payment in payments), money_role=money_role,
         amount_due=(display.EMPTY if invoice.status == InvoiceStatus.VOID

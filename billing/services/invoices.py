@@ -56,8 +56,9 @@ def _pay_token(invoice: Invoice) -> str:
     return token
 
 
-# Never voided: its payments are refunded instead (invoice_void).
-NEVER_VOIDED = (Status.PAID, Status.REFUNDED)
+# Never voided: its payments are refunded instead (invoice_void). A refunded invoice, its money given back, is voided
+# like an unpaid one, so that its period can be billed again.
+NEVER_VOIDED = (Status.PAID,)
 
 
 def void_first(invoice: Invoice) -> str:
@@ -378,8 +379,8 @@ def _mark_sent(book, invoice: Invoice, *, now: datetime) -> None:
 @retried_on_deadlock
 @transaction.atomic
 def invoice_void(*, book, invoice_id, now: datetime, reason: str = "") -> Invoice:
-    """Drafts and unpaid pending, issued or overdue invoices become void (their number stays taken, the pay
-    link shows the voided page). Voiding twice changes nothing. Money received must be refunded first (400).
+    """Drafts, unpaid pending, issued or overdue invoices and refunded ones become void (their number stays taken,
+    the pay link shows the voided page). Voiding twice changes nothing. Money received must be refunded first (400).
 
     The terms the invoice captured no longer hold its period, which is billed under the plan's terms of now: which
     subscription bills its events may move, so the customer's settled pool periods from its start on settle again

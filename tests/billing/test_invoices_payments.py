@@ -16,8 +16,8 @@ from accounts.services import member_ensure
 from billing.models import Invoice, Payment, Refund
 from billing.services.payments import LocalCheckoutDisabled, invoice_pay_locally
 from core import clock
-from tests.billing.invoice_support import (WEBHOOK_SECRET, billing_chain, draft, event, pay, pdf_text, post_webhook,
-                                           recurring, stripe_event, stripe_signature, usage)
+from tests.billing.invoice_support import (WEBHOOK_SECRET, billing_chain, draft, event, generate, pay, pdf_text,
+                                           post_webhook, recurring, stripe_event, stripe_signature, usage)
 from tests.billing.support import error, ok
 from tests.factories import book_of
 from tests.mail import sent_mail
@@ -355,6 +355,20 @@ def test_a_full_refund_moves_the_paid_invoice_to_refunded_and_keeps_the_records(
     [payment] = after["payments"]
     assert (payment["amount"], payment["refundedAmount"], payment["status"]) == (24, 24, "refunded")
     assert [refund["amount"] for refund in payment["refunds"]] == [24]
+
+
+def test_a_refunded_invoice_is_voided_and_its_period_billed_again(api, paid):
+    """Refunded in full because it billed the wrong amount: voided, its period is free for a new invoice (it held
+    the period for good). A paid invoice is still never voided."""
+    ok(api.post(refund_path(paid), {}), 201)
+    voided = ok(api.post(f"/v1/invoices/{paid.id}/void", {"reason": "billed the wrong plan"}))
+    assert voided["status"] == "void"
+    again = ok(generate(api, paid.chain), 201)
+    assert again["id"] != paid.id and again["status"] == "draft" and again["total"] == 24
+
+
+def test_a_paid_invoice_is_still_never_voided(api, paid):
+    assert "a paid invoice is not voided" in error(api.post(f"/v1/invoices/{paid.id}/void", {}), 400)
 
 
 def test_a_partial_refund_keeps_the_invoice_paid_with_less_collected(api, paid):
