@@ -220,10 +220,10 @@ def _sweep_candidates(book, ordered_rules: list[routing.Rule]):
 
 
 def _apply_rules_to_chunk(*, book, after_id: UUID | None, size: int,
-                          progress: Progress = NO_PROGRESS) -> tuple[int, list[UUID]]:
+                          progress: Progress = NO_PROGRESS) -> tuple[int, int, list[UUID]]:
     """Attribute by rule the next `size` never-attributed events (in id order, after `after_id`) that some
-    rule matches, and report them to `progress` in the same transaction. Returns (events assigned, ids of the
-    events examined)."""
+    rule matches, and report them to `progress` in the same transaction. Returns (events assigned, events the
+    engine matched, ids of the events examined)."""
     with transaction.atomic():
         # Lock the matters that have rules, so none is deleted (nor its rules changed by a concurrent
         # apply) while this chunk writes rows pointing at it; ingestion does not wait for this lock.
@@ -231,7 +231,7 @@ def _apply_rules_to_chunk(*, book, after_id: UUID | None, size: int,
              .select_for_update(no_key=True).order_by("id").values_list("id", flat=True))
         ordered_rules = _rules_in_order(book)
         if not ordered_rules:
-            return 0, []
+            return 0, 0, []
         candidates = _sweep_candidates(book, ordered_rules)
         if after_id is not None:
             candidates = candidates.filter(id__gt=after_id)
@@ -245,7 +245,7 @@ def _apply_rules_to_chunk(*, book, after_id: UUID | None, size: int,
         assigned = attributions_insert_if_absent(book=book, decisions=decisions)
         if chunk:
             progress.advance(len(chunk), through=chunk[-1][0], changed=assigned)
-        return assigned, [event_id for event_id, *_ in chunk]
+        return assigned, len(decisions), [event_id for event_id, *_ in chunk]
 
 
 def matter_rules_apply(*, book, events_per_call: int | None = None, time_budget_seconds: float | None = None) -> int:
@@ -269,13 +269,16 @@ def _sweep(*, book, events_per_call: int | None = None, time_budget_seconds: flo
     started = time.monotonic()
     # A job's background run goes on after the last event its earlier runs (the request's bounded part, a run
     # whose runner was lost) examined; its answer counts only what this call assigns.
-    assigned, examined, after_id = 0, 0, progress.resumed.after
-    while examined < events_per_call:
-        size = min(settings.MATTERS_APPLY_CHUNK_SIZE, events_per_call - examined)
-        chunk_assigned, examined_ids = _apply_rules_to_chunk(book=book, after_id=after_id, size=size,
-                                                             progress=progress)
+    # The bound counts the events the engine matched: candidates it turns down (a name with a character outside
+    # ASCII is offered to it whatever the pattern) stay candidates, and counted, calls made in turn would stop on the
+    # same ones and answer 0 with matching events still unassigned. The time budget bounds a call anyway.
+    assigned, matched, after_id = 0, 0, progress.resumed.after
+    while matched < events_per_call:
+        size = min(settings.MATTERS_APPLY_CHUNK_SIZE, events_per_call - matched)
+        chunk_assigned, chunk_matched, examined_ids = _apply_rules_to_chunk(book=book, after_id=after_id, size=size,
+                                                                            progress=progress)
         assigned += chunk_assigned
-        examined += len(examined_ids)
+        matched += chunk_matched
         if len(examined_ids) < size:
             return assigned, True
         if time.monotonic() - started >= budget:

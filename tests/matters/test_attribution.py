@@ -238,6 +238,21 @@ def test_apply_stops_after_the_per_call_bound_and_a_later_call_finishes(api, set
     assert [matter_of(event) for event in events] == [(matter["id"], "rule")] * 5
 
 
+def test_candidates_the_engine_turns_down_never_stop_a_call_before_the_matching_ones(api, settings, unattributed):
+    """Names outside ASCII are offered to the engine whatever the pattern (PostgreSQL's case-insensitive match is not
+    casefolding): counted against the per-call bound, calls made in turn stopped on the same four German names and
+    answered 0, the two matching events left unassigned."""
+    settings.MATTERS_APPLY_EVENTS_PER_CALL = 2
+    settings.MATTERS_APPLY_CHUNK_SIZE = 2
+    matter = new_matter(api, "2025-001")
+    for _ in range(4):
+        unattributed(signal="Vertragsprüfung")
+    matching = [unattributed(signal="contract review") for _ in range(2)]
+    new_rule(api, matter, signalPattern="review")
+    assert api.post("/v1/matter-rules/apply").json()["assigned"] == 2
+    assert [matter_of(event) for event in matching] == [(matter["id"], "rule")] * 2
+
+
 def test_apply_works_in_chunks_within_one_call(book, settings, unattributed):
     settings.MATTERS_APPLY_CHUNK_SIZE = 2
     matter = MatterFactory(book=book)
