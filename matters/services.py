@@ -88,13 +88,12 @@ def matter_delete(*, book, matter_id) -> tuple[int, int]:
     matter = get_owned(Matter, book, matter_id, queryset=owned(Matter, book).select_for_update())
     # The rows locked before they are counted: an assignment moving one of them elsewhere meanwhile is either done
     # (the row no longer the matter's) or waits, so the count is what the update returns to Unassigned.
-    held = list(owned(MatterAttribution, book).filter(matter=matter).select_for_update(of=("self",))
-                .values_list("pk", "event__usage_date"))
+    held = list(owned(MatterAttribution, book).filter(matter=matter).select_for_update().values_list("pk", flat=True))
+    attributions = owned(MatterAttribution, book).filter(pk__in=held)
     # The events returned are those in the ledger, as the matter's eventCount counts them: a row whose event left
     # with an archived month is returned too (found again if the month is restored) but is no event now.
-    events_returned = sum(1 for _, usage_date in held if usage_date is not None)
-    owned(MatterAttribution, book).filter(pk__in=[pk for pk, _ in held]).update(matter=None, source=None,
-                                                                                updated_at=Now())
+    events_returned = attributions.filter(event__usage_date__isnull=False).count()
+    attributions.update(matter=None, source=None, updated_at=Now())
     rules_deleted, _ = owned(MatterRule, book).filter(matter=matter).delete()
     matter.delete()
     return events_returned, rules_deleted
