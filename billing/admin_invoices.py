@@ -301,7 +301,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         now = clock.now()
         act_on_rows(self, request, queryset.order_by("invoice_number"), lambda invoice: _send(invoice, now))
 
-    @admin.action(description="Void the selected invoices (drafts and unpaid invoices)…")
+    @admin.action(description="Void the selected invoices (drafts, unpaid and refunded invoices)…")
     def void_invoices(self, request, queryset):
         form = submitted(request, VoidForm)
         if not (form.is_bound and form.is_valid()):

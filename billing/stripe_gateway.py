@@ -1,5 +1,6 @@
 """The Stripe boundary: webhook signature checks, Checkout sessions and refunds. Nothing else talks to Stripe."""
 import logging
+from datetime import datetime, timezone
 from decimal import Decimal
 
 import stripe
@@ -144,11 +145,12 @@ def checkout_session_url(*, invoice_id: str, title: str, amount_cents: int, curr
     return session.url
 
 
-def refund(*, payment_intent: str, amount_cents: int, idempotency_key: str) -> str:
+def refund(*, payment_intent: str, amount_cents: int, idempotency_key: str) -> tuple[str, datetime | None]:
     """Refund part or all of a payment at Stripe; the idempotency key makes a retried call refund once.
     `PaymentRefused` (422) when Stripe refuses it, asking again getting the same answer; among them a key sent
     before with another amount: a refund of this payment whose answer was lost (Stripe may have made it), which a
-    request with that amount records; `PaymentProviderError` (502) when Stripe does not answer."""
+    request with that amount records; `PaymentProviderError` (502) when Stripe does not answer. Returns the refund's
+    id and when Stripe made it (None when the answer does not say)."""
     _bounded()
     try:
         result = stripe.Refund.create(api_key=settings.STRIPE_SECRET_KEY, payment_intent=payment_intent,
@@ -166,4 +168,5 @@ def refund(*, payment_intent: str, amount_cents: int, idempotency_key: str) -> s
         logger.warning("stripe refund failed: %s", exc.__class__.__name__)
         raise PaymentProviderError(f"Stripe did not answer the refund: {exc.user_message or exc}; nothing was "
                                    "recorded here, and sending the same refund again refunds once.")
-    return result.id
+    created = getattr(result, "created", None)
+    return result.id, (datetime.fromtimestamp(created, timezone.utc) if isinstance(created, int) else None)

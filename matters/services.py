@@ -254,7 +254,7 @@ def _apply_rules_to_chunk(*, book, after_id: UUID | None, size: int,
 def matter_rules_apply(*, book, events_per_call: int | None = None, time_budget_seconds: float | None = None) -> int:
     """Sweep events that have no matter and no attribution history through the routing rules.
 
-    Works in chunks, each its own transaction, and stops after `events_per_call` candidate events
+    Works in chunks, each its own transaction, and stops after `events_per_call` events the engine matched
     (MATTERS_APPLY_EVENTS_PER_CALL) or once `time_budget_seconds` (MATTERS_APPLY_TIME_BUDGET_SECONDS)
     have passed; returns how many events it assigned, so a caller runs it again until it answers 0.
     Safe to run concurrently: each event is attributed at most once.

@@ -62,7 +62,7 @@ def invoice_rows(invoices: list[Invoice], *, livemode: bool) -> list[InvoiceRow]
             f"{'Pay' if online else 'How to pay'} "
             f"{money(invoice.amount_due, invoice.currency)}",
             money(invoice.amount_paid, invoice.currency) if invoice.amount_paid > 0 and invoice.status not in (
-                InvoiceStatus.PAID, InvoiceStatus.REFUNDED) else None))
+                InvoiceStatus.PAID, InvoiceStatus.REFUNDED, InvoiceStatus.VOID) else None))
     return rows
 
 

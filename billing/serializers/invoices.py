@@ -141,8 +141,8 @@ class InvoiceOut(InvoiceRowOut):
     taxTotal = DecimalNumber(source="tax", help_text="taxRate percent of (subtotal - discountTotal), rounded once")
     amountPaid = DecimalNumber(source="amount_paid", help_text="net collected: payments minus refunds")
     amountOverpaid = DecimalNumber(source="amount_overpaid",
-                                   help_text="amountPaid beyond the total (paid twice): owed back until refunded; "
-                                             "amountDue is then 0")
+                                   help_text="amountPaid beyond the total (paid twice), all of it on a void or "
+                                             "refunded invoice: owed back until refunded; amountDue is then 0")
     invoiceMemo = serializers.CharField(source="memo")
     lines = InvoiceLineOut(many=True)
     agentBreakdown = serializers.SerializerMethodField()

@@ -17,13 +17,15 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
+from accounts.models import Environment
 from billing import stripe_gateway
 from billing.events import invoice_event, payment_event
 from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
 from billing.pay_links import pay_token_digest, pay_token_of
 from core.errors import BadRequest, Conflict, Forbidden
-from core.money import CENTS_LIMIT, ZERO, from_minor_units, to_minor_units
+from core.money import CENTS_LIMIT, ZERO, from_minor_units, sum_exactly, to_minor_units
 from core.scoping import get_owned, owned
 from webhooks.models import EventType
 
@@ -249,6 +251,7 @@ def customer_invoice_pay_locally(*, book, customer_id, invoice_id, attempt: uuid
 
 # A refund made on Stripe's side (its dashboard, a support agent): the charge says how much of it is refunded in all.
 CHARGE_REFUNDED = "charge.refunded"
+MADE_AT_STRIPE = "Refunded at Stripe (charge.refunded)"
 
 
 def _charge_refunded(event: dict, *, now: datetime) -> WebhookOutcome:
@@ -260,25 +263,31 @@ def _charge_refunded(event: dict, *, now: datetime) -> WebhookOutcome:
     if not isinstance(charge, dict):
         return WebhookOutcome(False, "the event has no data.object")
     refunded_cents, payment_intent = charge.get("amount_refunded"), charge.get("payment_intent")
+    if not (isinstance(payment_intent, str) and PROVIDER_ID.fullmatch(payment_intent)):
+        return WebhookOutcome(False, "the charge names no payment intent")
+    # Another integration's charge on the same Stripe account is none of ours, whatever it holds.
+    payments = Payment.objects.filter(provider=STRIPE, provider_payment_id=payment_intent)
+    if isinstance(event.get("livemode"), bool):  # a test-mode refund never moves a live book's payment
+        live = Q(invoice__book__environment=Environment.LIVE)
+        payments = payments.filter(live if event["livemode"] else ~live)
+    found = list(payments.values_list("pk", "invoice_id")[:2])
+    if not found:
+        return WebhookOutcome(False, "no payment of this charge")
+    if len(found) > 1:  # ids are unique per book only: which book's payment Stripe refunded is not said
+        logger.warning("charge.refunded for %s matches payments of several books; none recorded", payment_intent)
+        return WebhookOutcome(False, "the charge's payment intent names payments of several books")
     if refunded_cents.__class__ is not int or not 0 <= refunded_cents <= MAX_AMOUNT_CENTS:
         raise BadRequest([f"data.object.amount_refunded: Must be a whole number of cents from 0 to "
                           f"{MAX_AMOUNT_CENTS}."])
-    if not (isinstance(payment_intent, str) and PROVIDER_ID.fullmatch(payment_intent)):
-        return WebhookOutcome(False, "the charge names no payment intent")
+    [(payment_pk, invoice_pk)] = found
     with transaction.atomic():
-        found = Payment.objects.filter(provider=STRIPE, provider_payment_id=payment_intent).first()
-        if found is None:
-            return WebhookOutcome(False, "no payment of this charge")
-        invoice = (Invoice.objects.select_for_update(of=("self",)).select_related("book")
-                   .get(pk=found.invoice_id))  # the invoice first, as every writer of payments locks it
-        if "livemode" in event and event["livemode"] is not invoice.book.livemode:
-            return WebhookOutcome(False, "the event's livemode does not match the invoice's books")
-        payment = Payment.objects.select_for_update().get(pk=found.pk)
+        # The invoice first, as every writer of payments locks it.
+        invoice = Invoice.objects.select_for_update(of=("self",)).select_related("book").get(pk=invoice_pk)
+        payment = Payment.objects.select_for_update().get(pk=payment_pk)
         more = min(from_minor_units(refunded_cents), payment.amount) - payment.refunded_amount
         if more <= 0:
             return WebhookOutcome(True, "refund already recorded", payment, invoice)
-        refund = Refund(book_id=invoice.book_id, payment=payment, amount=more,
-                        reason="Refunded at Stripe (charge.refunded)")
+        refund = Refund(book_id=invoice.book_id, payment=payment, amount=more, reason=MADE_AT_STRIPE)
         refund.save()
         _refund_apply(invoice, payment, more, now=now)
     return WebhookOutcome(True, f"refund of {more} made at Stripe recorded", payment, invoice)
@@ -303,14 +312,24 @@ def refund_create(*, book, invoice_id, payment_id, now: datetime, amount: Decima
         raise BadRequest([f"amount: Must be more than 0 and at most {refundable} (what is left of the payment)."])
     refund = Refund(book=book, payment=payment, amount=amount, reason=reason)
     if settings.STRIPE_SECRET_KEY and payment.provider == STRIPE:
-        refund.provider_refund_id = stripe_gateway.refund(payment_intent=payment.provider_payment_id,
-                                                          amount_cents=to_minor_units(amount),
-                                                          # A retried request refunds once at Stripe; the
-                                                          # key leaves the amount out, so a refund of another
-                                                          # amount after one whose answer was lost is refused
-                                                          # by Stripe rather than made a second time.
-                                                          idempotency_key=f"refund-{payment.pk}-"
-                                                                          f"{payment.refunded_amount}")
+        # Refunds a charge.refunded event recorded (made at Stripe, or made here with their answer lost) are left out
+        # of the key: a retry after a lost answer sends the key it was first sent with, and Stripe refunds once.
+        made_at_stripe = list(payment.refunds.filter(provider_refund_id__isnull=True, reason=MADE_AT_STRIPE))
+        made_here = payment.refunded_amount - sum_exactly(made.amount for made in made_at_stripe)
+        # A retried request refunds once at Stripe; the key leaves the amount out, so a refund of another amount
+        # after one whose answer was lost is refused by Stripe rather than made a second time.
+        provider_refund_id, made_at = stripe_gateway.refund(payment_intent=payment.provider_payment_id,
+                                                            amount_cents=to_minor_units(amount),
+                                                            idempotency_key=f"refund-{payment.pk}-{made_here}")
+        # The refund Stripe answers with may be one its charge.refunded event recorded already, after Stripe made it
+        # (this key's first try, its answer lost): that record is the refund, not a second one.
+        recorded = next((made for made in made_at_stripe if made_at is not None and made.amount == amount
+                         and made.created_at >= made_at), None)
+        if recorded is not None:
+            recorded.provider_refund_id = provider_refund_id
+            recorded.save(update_fields=["provider_refund_id", "updated_at"])
+            return recorded
+        refund.provider_refund_id = provider_refund_id
     refund.save()
     _refund_apply(invoice, payment, amount, now=now)
     return refund

@@ -110,7 +110,7 @@ class InvoiceSendApi(OrgApiView):
 
 
 class InvoiceVoidApi(OrgApiView):
-    """Void a draft or an unpaid invoice."""
+    """Void a draft, an unpaid invoice or a refunded one."""
 
     write_roles = MONEY_ROLES
 
@@ -138,7 +138,8 @@ class RefundCreateApi(OrgApiView):
 
 class StripeWebhookApi(APIView):
     """Stripe's payment notification: a signed `checkout.session.completed` records the payment of the
-    invoice named in `metadata.invoiceId`. No API key: the `Stripe-Signature` header authenticates it."""
+    invoice named in `metadata.invoiceId`, a `charge.refunded` a refund made at Stripe. No API key: the
+    `Stripe-Signature` header authenticates it."""
 
     authentication_classes = []
     permission_classes = []

@@ -206,12 +206,12 @@ def test_money_received_for_a_void_invoice_is_recorded_without_reviving_it(api, 
         page.content.decode()
 
 
-def charge_refunded(payment_intent: str, amount_refunded: int, **charge) -> bytes:
+def charge_refunded(payment_intent: str, amount_refunded, livemode=False, **charge) -> bytes:
     """A `charge.refunded` event as Stripe sends it: the charge with all of its refunds so far, in cents."""
     obj = {"id": "ch_test_1", "object": "charge", "amount": 2400, "amount_refunded": amount_refunded,
            "currency": "usd", "payment_intent": payment_intent, "refunded": amount_refunded == 2400, **charge}
     return json.dumps({"id": f"evt_test_{uuid.uuid4().hex}", "object": "event", "type": "charge.refunded",
-                       "livemode": False, "created": int(time.time()), "data": {"object": obj}}).encode()
+                       "livemode": livemode, "created": int(time.time()), "data": {"object": obj}}).encode()
 
 
 def test_a_refund_made_at_stripe_is_recorded_once_from_its_charge_event(api, issued, client):
@@ -229,8 +229,10 @@ def test_a_refund_made_at_stripe_is_recorded_once_from_its_charge_event(api, iss
     post_webhook(client, charge_refunded("pi_dashboard", 2400))  # the rest, at Stripe
     body = full(api, issued)
     assert (body["status"], body["amountPaid"], Refund.objects.count()) == ("refunded", 0, 3)
-    ignored = post_webhook(client, charge_refunded("pi_someone_else", 500)).json()
+    ignored = post_webhook(client, charge_refunded("pi_someone_else", "lots")).json()  # not ours, whatever it holds
     assert ignored["handled"] is False
+    live = post_webhook(client, charge_refunded("pi_dashboard", 2400, livemode=True)).json()  # a test-book payment
+    assert live["handled"] is False and live["detail"] == "no payment of this charge"
 
 
 # --------------------------------------------------------------------------- pay-now page
@@ -448,6 +450,30 @@ def test_after_a_refund_whose_answer_was_lost_one_of_another_amount_is_refused_a
     assert ok(api.post(refund_path(paid), {"amount": "4"}), 201)["providerRefundId"] == "re_1"
     assert len(made) == 1 and Refund.objects.count() == 1 and full(api, paid)["amountPaid"] == 20
     assert ok(api.post(refund_path(paid), {"amount": "5"}), 201)["providerRefundId"] == "re_2"
+
+
+def test_a_refund_whose_answer_was_lost_and_that_stripes_event_recorded_is_not_made_again_by_the_retry(
+        api, paid, settings, monkeypatch, client):
+    """Stripe made the refund of 4, its answer was lost (502), and its charge.refunded event recorded it. The retry
+    the 502 advises sends the key of the first try (refunds recorded from events are left out of it), so Stripe
+    answers with the same refund, which is linked to that record rather than recorded, or made, twice."""
+    settings.STRIPE_SECRET_KEY = "sk_test_123"
+    made, answers_lost = {}, [True]
+
+    def create(*, idempotency_key, amount, **params):  # Stripe's idempotency, as it keeps keys for 24 hours
+        made.setdefault(idempotency_key, (amount, f"re_{len(made) + 1}", int(time.time()) - 1))
+        if answers_lost.pop() if answers_lost else False:
+            raise stripe.APIConnectionError("Network error: the read timed out.")
+        return SimpleNamespace(id=made[idempotency_key][1], created=made[idempotency_key][2])
+    monkeypatch.setattr(stripe.Refund, "create", create)
+
+    assert api.post(refund_path(paid), {"amount": "4"}).status_code == 502
+    post_webhook(client, charge_refunded("pi_paid_1", 400))
+    retried = ok(api.post(refund_path(paid), {"amount": "4"}), 201)
+    assert (retried["providerRefundId"], len(made)) == ("re_1", 1)  # one refund at Stripe
+    assert Refund.objects.count() == 1 and full(api, paid)["amountPaid"] == 20
+    assert ok(api.post(refund_path(paid), {"amount": "5"}), 201)["providerRefundId"] == "re_2"  # a new one, made
+    assert Refund.objects.count() == 2 and full(api, paid)["amountPaid"] == 15
 
 
 def test_a_payment_of_another_invoice_or_organization_is_404(api, paid, other_api, book):

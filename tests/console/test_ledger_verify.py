@@ -10,7 +10,7 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 
-from billing.models import CreditGrant, Invoice, InvoiceLine
+from billing.models import CreditGrant, Invoice, InvoiceLine, Payment
 from billing.verification import READ_MARGIN
 from console.models import LedgerDrift
 from console.verification import ledger_verify, ledger_verify_all
@@ -440,3 +440,9 @@ def test_an_invoice_whose_amount_paid_its_payments_do_not_give_is_drift(api, boo
     [finding] = ledger_verify(now=NOW, book=book, checks=("invoice_totals",))[0].findings["invoice_totals"]
     assert finding.subject == f"invoice {invoice.invoice_number} (paid) amount paid"
     assert (finding.ledger, finding.derived) == ("its payments net of refunds add up to 100.00", "amount paid 90.00")
+    # A payment saying 5.00 refunded with no refund behind it (and the invoice's figure following it)
+    Invoice.objects.filter(pk=invoice.pk).update(amount_paid=D("95"))
+    payment = Payment.objects.get(invoice_id=invoice.pk)
+    Payment.objects.filter(pk=payment.pk).update(refunded_amount=D("5"))
+    [finding] = ledger_verify(now=NOW, book=book, checks=("invoice_totals",))[0].findings["invoice_totals"]
+    assert finding.subject == f"payment {payment.provider_payment_id} of invoice {invoice.invoice_number}"
