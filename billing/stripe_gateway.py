@@ -1,6 +1,5 @@
 """The Stripe boundary: webhook signature checks, Checkout sessions and refunds. Nothing else talks to Stripe."""
 import logging
-from datetime import datetime, timezone
 from decimal import Decimal
 
 import stripe
@@ -145,12 +144,12 @@ def checkout_session_url(*, invoice_id: str, title: str, amount_cents: int, curr
     return session.url
 
 
-def refund(*, payment_intent: str, amount_cents: int, idempotency_key: str) -> tuple[str, datetime | None]:
+def refund(*, payment_intent: str, amount_cents: int, idempotency_key: str) -> str:
     """Refund part or all of a payment at Stripe; the idempotency key makes a retried call refund once.
     `PaymentRefused` (422) when Stripe refuses it, asking again getting the same answer; among them a key sent
     before with another amount: a refund of this payment whose answer was lost (Stripe may have made it), which a
     request with that amount records; `PaymentProviderError` (502) when Stripe does not answer. Returns the refund's
-    id and when Stripe made it (None when the answer does not say)."""
+    id."""
     _bounded()
     try:
         result = stripe.Refund.create(api_key=settings.STRIPE_SECRET_KEY, payment_intent=payment_intent,
@@ -168,5 +167,17 @@ def refund(*, payment_intent: str, amount_cents: int, idempotency_key: str) -> t
         logger.warning("stripe refund failed: %s", exc.__class__.__name__)
         raise PaymentProviderError(f"Stripe did not answer the refund: {exc.user_message or exc}; nothing was "
                                    "recorded here, and sending the same refund again refunds once.")
-    created = getattr(result, "created", None)
-    return result.id, (datetime.fromtimestamp(created, timezone.utc) if isinstance(created, int) else None)
+    return result.id
+
+
+def charge_refunds(*, charge_id: str) -> list[tuple[str, int]]:
+    """Every refund of a charge at Stripe, as (refund id, amount in cents): what a `charge.refunded` event whose charge
+    does not list them refers to (Stripe's API versions since 2022-11-15 leave the list out). `PaymentProviderError`
+    (502) when Stripe does not answer."""
+    _bounded()
+    try:
+        listed = stripe.Refund.list(api_key=settings.STRIPE_SECRET_KEY, charge=charge_id, limit=100)
+    except stripe.StripeError as exc:
+        logger.warning("stripe refunds of %s not listed: %s", charge_id, exc.__class__.__name__)
+        raise PaymentProviderError(f"Stripe did not answer the list of the charge's refunds: {exc.user_message or exc}")
+    return [(refund.id, refund.amount) for refund in listed.auto_paging_iter()]

@@ -24,7 +24,7 @@ from billing import stripe_gateway
 from billing.events import invoice_event, payment_event
 from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
 from billing.pay_links import pay_token_digest, pay_token_of
-from core.errors import BadRequest, Conflict, Forbidden
+from core.errors import BadRequest, Conflict, Forbidden, ServiceUnavailable
 from core.money import CENTS_LIMIT, ZERO, from_minor_units, sum_exactly, to_minor_units
 from core.scoping import get_owned, owned
 from webhooks.models import EventType
@@ -255,14 +255,17 @@ MADE_AT_STRIPE = "Refunded at Stripe (charge.refunded)"
 
 
 def _charge_refunded(event: dict, *, now: datetime) -> WebhookOutcome:
-    """`charge.refunded`: the charge's `amount_refunded` (cents, all refunds of it so far) against what the payment of
-    its `payment_intent` has recorded refunded; the difference is recorded as a refund made at Stripe. Refunds made
-    through this service are recorded before Stripe's event can be read (under the invoice's lock), so they leave no
-    difference; a replayed event finds none either. A charge of no payment of ours is acknowledged and ignored."""
+    """`charge.refunded`: the refunds of the charge of one of our Stripe payments (its `payment_intent`) that are not
+    recorded yet, each recorded under its Stripe id ("Refunded at Stripe"): the ids the charge lists, else those
+    Stripe lists for it (with STRIPE_SECRET_KEY; a 503 when Stripe does not answer, which Stripe sends again). By id,
+    a refund made through this service is recorded once whichever of the two writes it first, and a retry after a
+    lost answer finds it recorded. Without STRIPE_SECRET_KEY no refund goes through Stripe from here, and the charge's
+    `amount_refunded` less what the payment recorded refunded is recorded as one refund. A charge of no payment of
+    ours is acknowledged and ignored."""
     charge = (event.get("data") or {}).get("object") if isinstance(event.get("data"), dict) else None
     if not isinstance(charge, dict):
         return WebhookOutcome(False, "the event has no data.object")
-    refunded_cents, payment_intent = charge.get("amount_refunded"), charge.get("payment_intent")
+    payment_intent = charge.get("payment_intent")
     if not (isinstance(payment_intent, str) and PROVIDER_ID.fullmatch(payment_intent)):
         return WebhookOutcome(False, "the charge names no payment intent")
     # Another integration's charge on the same Stripe account is none of ours, whatever it holds.
@@ -276,21 +279,62 @@ def _charge_refunded(event: dict, *, now: datetime) -> WebhookOutcome:
     if len(found) > 1:  # ids are unique per book only: which book's payment Stripe refunded is not said
         logger.warning("charge.refunded for %s matches payments of several books; none recorded", payment_intent)
         return WebhookOutcome(False, "the charge's payment intent names payments of several books")
-    if refunded_cents.__class__ is not int or not 0 <= refunded_cents <= MAX_AMOUNT_CENTS:
-        raise BadRequest([f"data.object.amount_refunded: Must be a whole number of cents from 0 to "
-                          f"{MAX_AMOUNT_CENTS}."])
+    refunds = _charge_refunds_listed(charge)
     [(payment_pk, invoice_pk)] = found
     with transaction.atomic():
         # The invoice first, as every writer of payments locks it.
         invoice = Invoice.objects.select_for_update(of=("self",)).select_related("book").get(pk=invoice_pk)
         payment = Payment.objects.select_for_update().get(pk=payment_pk)
-        more = min(from_minor_units(refunded_cents), payment.amount) - payment.refunded_amount
-        if more <= 0:
-            return WebhookOutcome(True, "refund already recorded", payment, invoice)
-        refund = Refund(book_id=invoice.book_id, payment=payment, amount=more, reason=MADE_AT_STRIPE)
-        refund.save()
-        _refund_apply(invoice, payment, more, now=now)
-    return WebhookOutcome(True, f"refund of {more} made at Stripe recorded", payment, invoice)
+        if refunds is None:  # no refund went through Stripe from here: the difference is Stripe's own
+            more = min(from_minor_units(_refunded_cents(charge)), payment.amount) - payment.refunded_amount
+            new = [(None, more)] if more > 0 else []
+        else:
+            known = set(owned(Refund, invoice.book_id).filter(provider_refund_id__in=[rid for rid, _ in refunds])
+                        .values_list("provider_refund_id", flat=True))
+            new = [(rid, from_minor_units(cents)) for rid, cents in refunds if rid not in known and cents > 0]
+        recorded = ZERO
+        for refund_id, amount in new:
+            amount = min(amount, payment.refundable)  # never past the payment (its check constraint referees too)
+            if amount <= 0:
+                logger.warning("refund %s at Stripe goes past payment %s; not recorded", refund_id, payment.pk)
+                continue
+            Refund.objects.create(book_id=invoice.book_id, payment=payment, amount=amount, reason=MADE_AT_STRIPE,
+                                  provider_refund_id=refund_id)
+            _refund_apply(invoice, payment, amount, now=now)
+            recorded += amount
+    if not recorded:
+        return WebhookOutcome(True, "refund already recorded", payment, invoice)
+    return WebhookOutcome(True, f"refund of {recorded} made at Stripe recorded", payment, invoice)
+
+
+def _refunded_cents(charge: dict) -> int:
+    cents = charge.get("amount_refunded")
+    if cents.__class__ is not int or not 0 <= cents <= MAX_AMOUNT_CENTS:
+        raise BadRequest([f"data.object.amount_refunded: Must be a whole number of cents from 0 to "
+                          f"{MAX_AMOUNT_CENTS}."])
+    return cents
+
+
+def _charge_refunds_listed(charge: dict) -> list[tuple[str, int]] | None:
+    """The charge's refunds as (id, cents): as the event lists them, else as Stripe lists them (a 503 when it does
+    not answer: Stripe sends the event again); None without STRIPE_SECRET_KEY (nothing to ask, and no refund went
+    through Stripe from here)."""
+    listed = charge.get("refunds")
+    data = listed.get("data") if isinstance(listed, dict) else None
+    if isinstance(data, list) and not listed.get("has_more") and all(
+            isinstance(item, dict) and isinstance(item.get("id"), str) and PROVIDER_ID.fullmatch(item["id"])
+            and item.get("amount").__class__ is int and 0 <= item["amount"] <= MAX_AMOUNT_CENTS for item in data):
+        return [(item["id"], item["amount"]) for item in data if item.get("status", "succeeded") == "succeeded"]
+    if not settings.STRIPE_SECRET_KEY:
+        return None
+    charge_id = charge.get("id")
+    if not (isinstance(charge_id, str) and PROVIDER_ID.fullmatch(charge_id)):
+        raise BadRequest(["data.object.id: Must be a Stripe id (letters, digits and underscores)."])
+    try:
+        return stripe_gateway.charge_refunds(charge_id=charge_id)
+    except stripe_gateway.PaymentProviderError:
+        raise ServiceUnavailable("Stripe did not answer the list of the charge's refunds; nothing was recorded. "
+                                 "Stripe sends the event again.", headers={"Retry-After": "60"})
 
 
 # --------------------------------------------------------------------------- refunds
@@ -312,22 +356,21 @@ def refund_create(*, book, invoice_id, payment_id, now: datetime, amount: Decima
         raise BadRequest([f"amount: Must be more than 0 and at most {refundable} (what is left of the payment)."])
     refund = Refund(book=book, payment=payment, amount=amount, reason=reason)
     if settings.STRIPE_SECRET_KEY and payment.provider == STRIPE:
-        # Refunds a charge.refunded event recorded (made at Stripe, or made here with their answer lost) are left out
+        # Refunds recorded from Stripe's events (made at Stripe, or made here with their answer lost) are left out
         # of the key: a retry after a lost answer sends the key it was first sent with, and Stripe refunds once.
-        made_at_stripe = list(payment.refunds.filter(provider_refund_id__isnull=True, reason=MADE_AT_STRIPE))
-        made_here = payment.refunded_amount - sum_exactly(made.amount for made in made_at_stripe)
+        made_here = payment.refunded_amount - sum_exactly(
+            payment.refunds.filter(reason=MADE_AT_STRIPE).values_list("amount", flat=True))
         # A retried request refunds once at Stripe; the key leaves the amount out, so a refund of another amount
         # after one whose answer was lost is refused by Stripe rather than made a second time.
-        provider_refund_id, made_at = stripe_gateway.refund(payment_intent=payment.provider_payment_id,
-                                                            amount_cents=to_minor_units(amount),
-                                                            idempotency_key=f"refund-{payment.pk}-{made_here}")
-        # The refund Stripe answers with may be one its charge.refunded event recorded already, after Stripe made it
-        # (this key's first try, its answer lost): that record is the refund, not a second one.
-        recorded = next((made for made in made_at_stripe if made_at is not None and made.amount == amount
-                         and made.created_at >= made_at), None)
+        provider_refund_id = stripe_gateway.refund(payment_intent=payment.provider_payment_id,
+                                                   amount_cents=to_minor_units(amount),
+                                                   idempotency_key=f"refund-{payment.pk}-{made_here}")
+        # Stripe's event may have recorded this very refund already (this key's first try, its answer lost): it is
+        # this request's refund, made here, and counts in the next refund's key.
+        recorded = owned(Refund, book).filter(provider_refund_id=provider_refund_id).first()
         if recorded is not None:
-            recorded.provider_refund_id = provider_refund_id
-            recorded.save(update_fields=["provider_refund_id", "updated_at"])
+            recorded.reason = reason
+            recorded.save(update_fields=["reason", "updated_at"])
             return recorded
         refund.provider_refund_id = provider_refund_id
     refund.save()

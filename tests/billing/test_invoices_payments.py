@@ -454,26 +454,53 @@ def test_after_a_refund_whose_answer_was_lost_one_of_another_amount_is_refused_a
 
 def test_a_refund_whose_answer_was_lost_and_that_stripes_event_recorded_is_not_made_again_by_the_retry(
         api, paid, settings, monkeypatch, client):
-    """Stripe made the refund of 4, its answer was lost (502), and its charge.refunded event recorded it. The retry
-    the 502 advises sends the key of the first try (refunds recorded from events are left out of it), so Stripe
-    answers with the same refund, which is linked to that record rather than recorded, or made, twice."""
+    """Stripe made the refund of 4, its answer was lost (502), and its charge.refunded event recorded it by its
+    Stripe id (listed from Stripe: the event's charge lists no refunds). The retry the 502 advises sends the key of
+    the first try (refunds recorded from events are left out of it), so Stripe answers with the same refund, found
+    recorded by its id: one refund at Stripe, one in the books. A dashboard refund is recorded by its id too."""
     settings.STRIPE_SECRET_KEY = "sk_test_123"
     made, answers_lost = {}, [True]
 
     def create(*, idempotency_key, amount, **params):  # Stripe's idempotency, as it keeps keys for 24 hours
-        made.setdefault(idempotency_key, (amount, f"re_{len(made) + 1}", int(time.time()) - 1))
+        if idempotency_key in made and made[idempotency_key][0] != amount:
+            raise stripe.IdempotencyError("Keys for idempotent requests can only be used with the same parameters "
+                                          "they were first used with.")
+        made.setdefault(idempotency_key, (amount, f"re_{len(made) + 1}"))
         if answers_lost.pop() if answers_lost else False:
             raise stripe.APIConnectionError("Network error: the read timed out.")
-        return SimpleNamespace(id=made[idempotency_key][1], created=made[idempotency_key][2])
+        return SimpleNamespace(id=made[idempotency_key][1])
+
+    dashboard = []
+
+    def listed(*, charge, **params):
+        refunds = [SimpleNamespace(id=refund_id, amount=amount) for amount, refund_id in made.values()] + dashboard
+        return SimpleNamespace(auto_paging_iter=lambda: iter(refunds))
     monkeypatch.setattr(stripe.Refund, "create", create)
+    monkeypatch.setattr(stripe.Refund, "list", listed)
 
     assert api.post(refund_path(paid), {"amount": "4"}).status_code == 502
-    post_webhook(client, charge_refunded("pi_paid_1", 400))
-    retried = ok(api.post(refund_path(paid), {"amount": "4"}), 201)
-    assert (retried["providerRefundId"], len(made)) == ("re_1", 1)  # one refund at Stripe
+    assert post_webhook(client, charge_refunded("pi_paid_1", 400)).json()["detail"] == \
+        "refund of 4.00 made at Stripe recorded"
+    retried = ok(api.post(refund_path(paid), {"amount": "4", "reason": "late delivery"}), 201)
+    assert (retried["providerRefundId"], retried["reason"], len(made)) == ("re_1", "late delivery", 1)
     assert Refund.objects.count() == 1 and full(api, paid)["amountPaid"] == 20
     assert ok(api.post(refund_path(paid), {"amount": "5"}), 201)["providerRefundId"] == "re_2"  # a new one, made
-    assert Refund.objects.count() == 2 and full(api, paid)["amountPaid"] == 15
+    dashboard.append(SimpleNamespace(id="re_dash", amount=300))
+    assert post_webhook(client, charge_refunded("pi_paid_1", 1200)).json()["detail"] == \
+        "refund of 3.00 made at Stripe recorded"
+    assert Refund.objects.count() == 3 and full(api, paid)["amountPaid"] == 12
+    assert post_webhook(client, charge_refunded("pi_paid_1", 1200)).json()["detail"] == "refund already recorded"
+
+
+def test_a_charge_event_stripe_cannot_list_the_refunds_of_is_a_503_stripe_sends_again(api, paid, settings,
+                                                                                    monkeypatch, client):
+    settings.STRIPE_SECRET_KEY = "sk_test_123"
+
+    def listed(**params):
+        raise stripe.APIConnectionError("Network error")
+    monkeypatch.setattr(stripe.Refund, "list", listed)
+    resp = post_webhook(client, charge_refunded("pi_paid_1", 400))
+    assert resp.status_code == 503 and Refund.objects.count() == 0
 
 
 def test_a_payment_of_another_invoice_or_organization_is_404(api, paid, other_api, book):
