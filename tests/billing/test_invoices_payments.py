@@ -426,14 +426,12 @@ def test_a_refund_stripe_refuses_records_nothing_and_is_a_422_saying_why(api, pa
     assert Refund.objects.count() == 0 and full(api, paid)["status"] == "paid"
 
 
-def test_after_a_refund_whose_answer_was_lost_one_of_another_amount_is_refused_and_the_same_one_recorded_once(
-        api, paid, settings, monkeypatch):
-    # Stripe made the refund and its answer was lost (a 502, nothing recorded here). The next refund of 5 went out
-    # under a key of its own (the amount was part of it): a second refund at Stripe, the first never recorded.
-    settings.STRIPE_SECRET_KEY = "sk_test_123"
+def stripe_refunds_with_the_first_answer_lost(monkeypatch) -> dict:
+    """Stripe's refunds as its idempotency keeps them for 24 hours, the first answer lost: {key: (cents, refund id)}
+    of the refunds made."""
     made, answers_lost = {}, [True]
 
-    def create(*, idempotency_key, amount, **params):  # Stripe's idempotency, as it keeps keys for 24 hours
+    def create(*, idempotency_key, amount, **params):
         if idempotency_key in made and made[idempotency_key][0] != amount:
             raise stripe.IdempotencyError("Keys for idempotent requests can only be used with the same parameters "
                                           "they were first used with.")
@@ -442,6 +440,15 @@ def test_after_a_refund_whose_answer_was_lost_one_of_another_amount_is_refused_a
             raise stripe.APIConnectionError("Network error: the read timed out.")
         return SimpleNamespace(id=made[idempotency_key][1])
     monkeypatch.setattr(stripe.Refund, "create", create)
+    return made
+
+
+def test_after_a_refund_whose_answer_was_lost_one_of_another_amount_is_refused_and_the_same_one_recorded_once(
+        api, paid, settings, monkeypatch):
+    # Stripe made the refund and its answer was lost (a 502, nothing recorded here). The next refund of 5 went out
+    # under a key of its own (the amount was part of it): a second refund at Stripe, the first never recorded.
+    settings.STRIPE_SECRET_KEY = "sk_test_123"
+    made = stripe_refunds_with_the_first_answer_lost(monkeypatch)
 
     lost = api.post(refund_path(paid), {"amount": "4"})
     assert lost.status_code == 502 and "refunds once" in lost.json()["message"]
@@ -459,23 +466,12 @@ def test_a_refund_whose_answer_was_lost_and_that_stripes_event_recorded_is_not_m
     the first try (refunds recorded from events are left out of it), so Stripe answers with the same refund, found
     recorded by its id: one refund at Stripe, one in the books. A dashboard refund is recorded by its id too."""
     settings.STRIPE_SECRET_KEY = "sk_test_123"
-    made, answers_lost = {}, [True]
-
-    def create(*, idempotency_key, amount, **params):  # Stripe's idempotency, as it keeps keys for 24 hours
-        if idempotency_key in made and made[idempotency_key][0] != amount:
-            raise stripe.IdempotencyError("Keys for idempotent requests can only be used with the same parameters "
-                                          "they were first used with.")
-        made.setdefault(idempotency_key, (amount, f"re_{len(made) + 1}"))
-        if answers_lost.pop() if answers_lost else False:
-            raise stripe.APIConnectionError("Network error: the read timed out.")
-        return SimpleNamespace(id=made[idempotency_key][1])
-
+    made = stripe_refunds_with_the_first_answer_lost(monkeypatch)
     dashboard = []
 
     def listed(*, charge, **params):
         refunds = [SimpleNamespace(id=refund_id, amount=amount) for amount, refund_id in made.values()] + dashboard
         return SimpleNamespace(auto_paging_iter=lambda: iter(refunds))
-    monkeypatch.setattr(stripe.Refund, "create", create)
     monkeypatch.setattr(stripe.Refund, "list", listed)
 
     assert api.post(refund_path(paid), {"amount": "4"}).status_code == 502
