@@ -23,18 +23,6 @@ WINDOWS = {CapPeriod.DAY: clock.day_window, CapPeriod.WEEK: clock.week_window, C
 ENDED_WINDOW_GRACE = timedelta(hours=1)
 
 
-# `judged_at` is written at most this often: it need only say whether a run came after a window's end, and a run that
-# finds it a little older judges an ended window once more, which alerts nothing twice.
-JUDGED_MARK_EVERY = timedelta(hours=1)
-
-
-def judged_mark(rows: QuerySet, now: datetime) -> None:
-    """Record that an evaluation at `now` judged these spend caps or watches (`judged_at`): one UPDATE, of the rows
-    not marked within JUDGED_MARK_EVERY (a run after every batch writes nothing most of the time); never moved back
-    (a late task carrying an earlier `now`)."""
-    rows.filter(Q(judged_at__isnull=True) | Q(judged_at__lt=now - JUDGED_MARK_EVERY)).update(judged_at=now)
-
-
 def ended_window_due(row, window_end: datetime, now: datetime) -> bool:
     """Whether an evaluation at `now` judges, for a spend cap or a customer watch (`row`), a window that ended at
     `window_end`: only if the row was as it is now before the window ended (one created or changed after never

@@ -222,8 +222,7 @@ def credit_topup(*, book: Book, subscription_id, units: Decimal, idempotency_key
         settled = []
         credit_pool_sync(subscription=subscription, pool=pool, now=now, settled=settled)
         # Periods it settled had their last part judged by no alert run yet (the alert job settles them otherwise).
-        _stages_alert(book=book, balances=[settled_balance(subscription, period, pool)
-                                           for period in _judged_late(subscription, settled, now)], now=now)
+        _stages_alert(book=book, balances=_late_balances(subscription, settled, pool, now), now=now)
         try:
             with transaction.atomic():
                 grant = CreditGrant.objects.create(
@@ -296,7 +295,7 @@ def _evaluate_one(*, book: Book, subscription: Subscription, pool: Pool, now: da
     with transaction.atomic():
         settled = []
         credit_pool_sync(subscription=subscription, pool=pool, now=now, settled=settled)  # one sync at a time
-        balances = [settled_balance(subscription, period, pool) for period in _judged_late(subscription, settled, now)]
+        balances = _late_balances(subscription, settled, pool, now)
         balance = credit_balance_get(book=book, subscription_id=subscription.pk, now=now)
         if not balance.no_active_period:
             balances.append(balance)
@@ -309,11 +308,12 @@ def _evaluate_one(*, book: Book, subscription: Subscription, pool: Pool, now: da
 LATE_ALERTS_WITHIN = timedelta(days=7)
 
 
-def _judged_late(subscription: Subscription, settled: list, now: datetime) -> list:
-    """Of the periods a sync just settled, those whose stages are judged now: ended within LATE_ALERTS_WITHIN, after
-    the subscription was entered (a period over before it existed was judged by no one and is not news), with a pool
-    to use up (a share of 0 units, the old side of a plan change on its period's first day, passes no stage)."""
-    return [period for period in settled
+def _late_balances(subscription: Subscription, settled: list, pool: Pool, now: datetime) -> list[CreditBalance]:
+    """What the periods a sync just settled closed with, of those whose stages are judged now: ended within
+    LATE_ALERTS_WITHIN, after the subscription was entered (a period over before it existed was judged by no one and
+    is not news), with a pool to use up (a share of 0 units, the old side of a plan change on its period's first day,
+    passes no stage)."""
+    return [settled_balance(subscription, period, pool) for period in settled
             if now - period.end <= LATE_ALERTS_WITHIN and period.end > subscription.created_at
             and period.pool.size > 0]
 

@@ -115,6 +115,12 @@ class WebhookOutcome:
     invoice: Invoice | None = None
 
 
+def _event_object(event: dict):
+    """The event's `data.object` (None when the event holds none)."""
+    data = event.get("data")
+    return data.get("object") if isinstance(data, dict) else None
+
+
 def _invoice_id(session: dict):
     metadata = session.get("metadata") if isinstance(session.get("metadata"), dict) else {}
     try:
@@ -148,7 +154,7 @@ def stripe_event_handle(event: dict, *, now: datetime) -> WebhookOutcome:
         return _charge_refunded(event, now=now)
     if event.get("type") not in CHECKOUT_EVENTS:
         return WebhookOutcome(False, f"event type {event.get('type')!r} is not handled")
-    session = (event.get("data") or {}).get("object") if isinstance(event.get("data"), dict) else None
+    session = _event_object(event)
     if not isinstance(session, dict):
         return WebhookOutcome(False, "the event has no data.object")
     if session.get("payment_status", "paid") != "paid":
@@ -249,7 +255,7 @@ def customer_invoice_pay_locally(*, book, customer_id, invoice_id, attempt: uuid
                             now=now)
 
 
-# A refund made on Stripe's side (its dashboard, a support agent): the charge says how much of it is refunded in all.
+# A refund made on Stripe's side (its dashboard, a support agent), or one made here whose answer was lost.
 CHARGE_REFUNDED = "charge.refunded"
 MADE_AT_STRIPE = "Refunded at Stripe (charge.refunded)"
 
@@ -262,7 +268,7 @@ def _charge_refunded(event: dict, *, now: datetime) -> WebhookOutcome:
     lost answer finds it recorded. Without STRIPE_SECRET_KEY no refund goes through Stripe from here, and the charge's
     `amount_refunded` less what the payment recorded refunded is recorded as one refund. A charge of no payment of
     ours is acknowledged and ignored."""
-    charge = (event.get("data") or {}).get("object") if isinstance(event.get("data"), dict) else None
+    charge = _event_object(event)
     if not isinstance(charge, dict):
         return WebhookOutcome(False, "the event has no data.object")
     payment_intent = charge.get("payment_intent")

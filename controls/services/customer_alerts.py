@@ -24,7 +24,8 @@ from core.scoping import get_owned, owned
 from controls.events import customer_alert_triggered
 from controls.metrics import customer_metric_value
 from controls.models import AlertMetric, CustomerAlert, CustomerAlertFiring, Notification, WindowMode
-from controls.selectors import ended_window_due, judged_mark
+from controls.selectors import ended_window_due
+from controls.services.judged import judged_mark
 from controls.sentences import usd
 from customers.models import Customer
 

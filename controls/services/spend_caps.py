@@ -18,8 +18,9 @@ from core.money import SUMS, ZERO
 from core.scoping import get_owned, owned
 from controls.events import spend_cap_threshold_crossed
 from controls.models import CapMode, CapScope, Device, SpendCap, SpendCapAlert
-from controls.selectors import (ENDED_WINDOW_GRACE, ended_window_due, judged_mark, period_window,
-                                spend_by_developer, spend_totals)
+from controls.selectors import (ENDED_WINDOW_GRACE, ended_window_due, period_window, spend_by_developer,
+                                spend_totals)
+from controls.services.judged import judged_mark
 from controls.sentences import usd
 
 logger = logging.getLogger("billing.controls")
@@ -194,8 +195,8 @@ def _send_alert_once(*, book: Book, cap: SpendCap, threshold: int, spent: Decima
 
 def spend_caps_evaluate(*, book: Book, now: datetime) -> int:
     """Send the alert-ladder emails due in this book: one per threshold crossed, per cap and window, in both
-    modes: the window holding `now`, and the one that ended within ENDED_WINDOW_GRACE before it for caps that
-    were as they are now before it ended. Returns how many were sent. Safe to run twice and concurrently."""
+    modes: the window holding `now`, and those that ended and are still due (`_windows_due`). Returns how many were
+    sent. Safe to run twice and concurrently."""
     caps = list(owned(SpendCap, book))
     if not caps:
         return 0
