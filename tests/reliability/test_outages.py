@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -162,6 +163,33 @@ def test_redis_stopped_while_batches_are_recorded_answers_every_batch_and_the_sw
     replay = shape.service.post("/usage/record", shape.key, batch("down-0"))  # nothing was doubled
     assert all(entry.get("replayed") for entry in replay["results"]["success"])
     assert events(shape) == before + 6 * RECORDS
+
+
+def test_a_spend_cap_crossed_while_redis_was_down_alerts_when_the_jobs_run_again_after_its_day_ended(shape):
+    """The crossing is recorded while Redis is down (the ladder's hand-over after the batch is lost) into a day that
+    has ended more than the hour's grace before the jobs run again: the day was judged by no run after its end, so
+    that run judges it, once; and every derived figure still equals the ledger."""
+    shape.service.post("/control/caps", shape.key, {"scope": "org", "providerScope": "all", "amountUsd": "0.001",
+                                                     "period": "day", "mode": "track", "alertThresholds": [100]},
+                       status=201)
+    yesterday = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - timedelta(days=1)
+    # The cap as it was before that day ended, and never judged since: what a worker down for a day leaves.
+    shape.cluster.on_primary("UPDATE controls_spendcap SET created_at = %s, updated_at = %s, judged_at = NULL",
+                             (yesterday, yesterday))
+    shape.broker.stop()
+    answer = shape.service.call("POST", "/usage/record", shape.key, {"records": [{
+        "customerExternalId": "dev@acme.example", "agentCode": "svc-coding-agent", "signalName": "session",
+        "model": "acme-llm-1", "modelProvider": "acmeai", "inputTokens": 1000, "outputTokens": 200,
+        "usageDate": (yesterday + timedelta(hours=12)).isoformat(), "idempotencyKey": "cap-crossed-while-down"}]},
+        status=None)
+    assert answer["successful"] == 1  # a 200: stored, whatever the broker
+    shape.broker.start()
+    jobs = {k: v for k, v in shape.settings.items() if k != "DATABASE_URL"}
+    for _ in range(2):  # run twice: the alert is sent once
+        manage(shape.cluster.primary_url, "run_scheduled_jobs", **jobs)
+    assert shape.cluster.on_primary("SELECT count(*) FROM controls_spendcapalert WHERE window_start = %s",
+                                    (yesterday,))[0] == 1
+    verified(shape)
 
 
 def test_the_worker_killed_and_redis_restarted_under_it_is_started_again_and_loses_nothing(shape):
