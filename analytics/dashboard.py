@@ -22,7 +22,7 @@ from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, CreditBalance, cr
 from billing.selectors.invoices import OverdueInvoices, overdue_invoices
 from accounts.models import Book
 from core.clock import MIN_YEAR, day_start, month_window
-from core.money import ZERO, to_cents
+from core.money import ZERO
 from customers.selectors import unpriced_event_count
 from customers.usage_sums import Window
 
@@ -54,18 +54,6 @@ class BookFigures:
         by_day = {row.key: row.cost for row in self.cost.by_day}
         return [DailyCost(day, by_day.get(day, ZERO)) for day in
                 (self.window.start + timedelta(days=offset) for offset in range(self.days))]
-
-    @property
-    def margin_shown(self) -> Decimal:
-        """The margin as the dashboard shows it: revenue less cost as shown, each in cents, so the three figures
-        add up on the page (the exact margin rounded on its own can be a cent off their difference)."""
-        return to_cents(self.revenue.revenue) - to_cents(self.revenue.cost)
-
-    @property
-    def margin_percent_shown(self) -> Decimal | None:
-        """The shown margin as a percent of the shown revenue; None without revenue."""
-        revenue = to_cents(self.revenue.revenue)
-        return None if not revenue else self.margin_shown * 100 / revenue
 
     @property
     def average_daily_revenue(self) -> Decimal:

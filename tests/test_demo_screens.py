@@ -38,6 +38,12 @@ def dollars(amount: Decimal) -> str:
     return f"${amount.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP):,.2f}"
 
 
+def price(amount: Decimal) -> str:
+    """A cost as the console prints it: every significant digit, at least two places."""
+    places = max(2, -amount.normalize().as_tuple().exponent)
+    return f"${amount:,.{places}f}"
+
+
 def units(amount: Decimal) -> str:
     return f"{amount.normalize():,f}" if amount != amount.to_integral_value() else f"{int(amount):,}"
 
@@ -131,13 +137,9 @@ def test_the_seeded_console_and_portal_show_the_books_figures(demo, screens):
     month = {"startDate": today.replace(day=1).isoformat()}
     revenue = demo.get("/v1/analytics/revenue", month)
     expect(figure(page, "revenue")).to_have_text(dollars(revenue["revenue"]))
-    expect(figure(page, "cost")).to_have_text(dollars(revenue["cost"]))
-    # The dashboard's margin is revenue less cost as shown, in cents (BookFigures.margin_shown): the exact margin
-    # rounded on its own can be a cent off their difference.
-    cents = Decimal("0.01")
-    shown_margin = (revenue["revenue"].quantize(cents, rounding=ROUND_HALF_UP)
-                    - revenue["cost"].quantize(cents, rounding=ROUND_HALF_UP))
-    expect(figure(page, "margin")).to_have_text(dollars(shown_margin).replace("$-", "-$"))
+    # Cost with every significant digit (the console's way with costs), the margin the API's, in cents.
+    expect(figure(page, "cost")).to_have_text(price(revenue["cost"]))
+    expect(figure(page, "margin")).to_have_text(dollars(revenue["margin"]).replace("$-", "-$"))
     run_rate = demo.get("/v1/analytics/mrr", {"variant": "runRate"})["mrr"]
     canonical = demo.get("/v1/analytics/mrr")["mrr"]
     assert run_rate > 0 and canonical > 0

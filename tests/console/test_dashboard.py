@@ -91,17 +91,6 @@ def test_the_figures_match_the_hand_computed_book(june, book):
     assert len(figures.daily_costs) == 10
 
 
-def test_the_margin_shown_is_the_difference_of_the_revenue_and_cost_shown():
-    """Revenue 10.004 shows $10.00 and cost 0.005 shows $0.01: the margin shows $9.99, not the exact 9.999
-    rounded on its own ($10.00), which would not add up on the page."""
-    from types import SimpleNamespace
-
-    figures = BookFigures(book=None, window=None, revenue=SimpleNamespace(revenue=D("10.004"), cost=D("0.005")),
-                          cost=None, mrr=None, overdue=None, pools_near_empty=[], unpriced_events=0)
-    assert figures.margin_shown == D("9.99")
-    assert round(figures.margin_percent_shown, 2) == D("99.90")  # of the revenue shown, $10.00
-
-
 def test_the_index_page_shows_the_figures_and_links_to_the_filtered_lists(june, book, console):
     page = console.get("/admin/", {"environment": "test"}).content.decode()
     for figure in ("$75.00", "$3.90", "$71.10", "94.80% of revenue", "all usage $4.65", "$95.00", "committed $30.00",
@@ -187,7 +176,7 @@ def test_a_past_month_is_read_whole_and_equals_the_revenue_api_for_its_days(may,
     figures = book_figures(book=book, now=NOW, month=month)
     assert (figures.window.start, figures.window.end) == (at("2025-05-01T00:00"), at("2025-06-01T00:00"))
     assert (figures.revenue.revenue, figures.revenue.cost, figures.revenue.margin) == (D("53"), D("2.6"), D("50.4"))
-    assert (figures.margin_shown, round(figures.margin_percent_shown, 2)) == (D("50.40"), D("95.09"))
+    assert round(figures.revenue.margin_percent, 2) == D("95.09")
     assert figures.cost.cost == D("2.9")
     assert round(figures.average_daily_revenue, 2) == D("1.71") and figures.days == 31
     assert [(cost.day.day, cost.cost) for cost in figures.daily_costs if cost.cost] == [
@@ -286,3 +275,20 @@ def test_a_past_month_reads_each_figure_once_too(may, console, django_assert_max
     with django_assert_max_num_queries(89):
         assert console.get("/admin/", {"environment": "test", "month": "2025-05"}).status_code == 200
 
+
+
+def test_a_cost_under_a_cent_shows_its_digits_and_the_margin_is_the_apis(june, api, console):
+    """April: the fee's whole month, 30.00, and one unit (0.50) of usage that cost 0.0035 (35 input tokens). Written
+    in cents the cost would read $0.00 beside a chart bar of $0.0035, and a margin percent of the figures in cents
+    (100.00%) would not be the API's marginPercent (30.4965 / 30.50 = 99.99%)."""
+    main, _ = june
+    record(api, {"customerExternalId": main.customer.external_id, "agentCode": main.agent.agent_code,
+                 "signalName": main.signal.name, "usageDate": "2025-04-10T10:00:00Z", "model": "dash-llm",
+                 "modelProvider": "testai", "inputTokens": 35, "outputTokens": 0, "quantity": 1})
+    revenue = revenue_api(api, "2025-04-01", "2025-04-30")
+    assert (revenue["revenue"], revenue["cost"], revenue["margin"]) == (D("30.5"), D("0.0035"), D("30.4965"))
+    assert round(revenue["marginPercent"], 2) == D("99.99")
+    page = console.get("/admin/", {"environment": "test", "month": "2025-04"}).content.decode()
+    for figure in ('<span class="value">$30.50</span>', '<span class="value">$0.0035</span>', "all usage $0.0035",
+                   "99.99% of revenue"):
+        assert figure in page, figure
