@@ -11,6 +11,9 @@ from core import display
 
 TENTH = Decimal("0.1")
 LEFT, RIGHT, TOP, BOTTOM = Decimal(44), Decimal(8), Decimal(10), Decimal(26)  # room for the axis labels
+# The y axis's labels are drawn right-aligned 6 px left of the plot in 11 px type: a wider label ("$0.0025",
+# "12,500") widens the left margin, at about 6.5 px a character (a digit is 0.55 em), or it is cut off.
+LABEL_GAP, CHARACTER_WIDTH = Decimal(8), Decimal("6.5")
 MAX_X_LABELS = 7
 MAX_BAR_WIDTH = Decimal(28)
 
@@ -100,7 +103,7 @@ def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 
     def amount(value: Decimal) -> str:
         return f"{number_label(value)} {unit_of_one if unit_of_one is not None and value == 1 else unit}"
 
-    plot_width, plot_height = Decimal(width) - LEFT - RIGHT, Decimal(height) - TOP - BOTTOM
+    plot_height = Decimal(height) - TOP - BOTTOM
     highest = max((Decimal(value) for _, value in points), default=Decimal(0))
     # A reference many times the highest bar would flatten every bar into the axis (a day's cost of $0.20 under a
     # day's revenue of $18.93): the scale stays the bars', and the reference is said in words instead.
@@ -108,6 +111,9 @@ def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 
     top = nice_ceiling(highest if reference is None or above else max(highest, reference))
     if whole:
         top = whole_ceiling(top)
+    y_labels = [(share, tick_prefix + number_label(top * Decimal(share) / 2)) for share in (0, 1, 2)]
+    left_margin = max(LEFT, LABEL_GAP + CHARACTER_WIDTH * max(len(label) for _, label in y_labels))
+    plot_width = Decimal(width) - left_margin - RIGHT
     slot = plot_width / max(len(points), 1)
     bar_width = max(min(slot * Decimal("0.7"), MAX_BAR_WIDTH), Decimal(1))
     labelled = _labelled_indexes(len(points))
@@ -115,18 +121,16 @@ def bar_chart(points: Sequence[tuple[str, Decimal]], *, unit: str, width: int = 
     for index, (label, value) in enumerate(points):
         value = Decimal(value)
         bar_height = plot_height * value / top
-        left = LEFT + slot * index
+        left = left_margin + slot * index
         bars.append(Bar(_px(left + (slot - bar_width) / 2), _px(TOP + plot_height - bar_height), _px(bar_width),
                         _px(bar_height), f"{label}: {amount(value)}"))
         if index in labelled:
             x_labels.append(Tick(_px(left + slot / 2), label))
-    y_ticks = [Tick(_px(TOP + plot_height * (1 - Decimal(share) / 2)),
-                    tick_prefix + number_label(top * Decimal(share) / 2))
-               for share in (0, 1, 2)]
+    y_ticks = [Tick(_px(TOP + plot_height * (1 - Decimal(share) / 2)), label) for share, label in y_labels]
     total = sum((Decimal(value) for _, value in points), Decimal(0))
     description = (f"{amount(total)} from {points[0][0]} to {points[-1][0]}" if points
                    else f"no {unit}")
     reference_y = (None if reference is None or above
                    else _px(TOP + plot_height - plot_height * max(reference, 0) / top))
-    return BarChart(width, height, bars, y_ticks, x_labels, _px(TOP + plot_height), LEFT,
+    return BarChart(width, height, bars, y_ticks, x_labels, _px(TOP + plot_height), _px(left_margin),
                     Decimal(width) - RIGHT, description, reference_y, above)

@@ -81,3 +81,14 @@ def test_a_reference_far_above_the_bars_leaves_the_scale_to_them():
                                                                                             ["0", "0.1", "0.2"])
     near = bar_chart([("Nov 1", D("2")), ("Nov 2", D("1"))], unit="USD", reference=D("7.5"))
     assert not near.reference_above and near.reference_y is not None and near.y_ticks[-1].label == "10"
+
+
+def test_a_wide_y_axis_label_widens_the_left_margin_so_it_is_not_cut_off():
+    """The dashboard's cost chart of a month costing tenths of a cent labelled its middle line `$0.0025` in a 44 px
+    margin, 6 px from the plot: the `$` fell outside the picture."""
+    narrow = bar_chart([("Nov 1", D(3)), ("Nov 2", D(1))], unit="USD", tick_prefix="$")
+    assert narrow.plot_left == LEFT
+    small = bar_chart([("Nov 1", D("0.0035")), ("Nov 2", D(0))], unit="USD", tick_prefix="$")
+    assert [tick.label for tick in small.y_ticks] == ["$0", "$0.0025", "$0.005"]
+    assert small.plot_left - 6 >= D("6.5") * len("$0.0025")  # the label's width at 11 px fits left of its anchor
+    assert small.bars[0].x >= small.plot_left and small.bars[-1].x + small.bars[-1].width <= small.plot_right
