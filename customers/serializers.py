@@ -8,7 +8,7 @@ from decimal import Decimal
 from rest_framework import serializers
 
 from core.clock import is_valid_timezone
-from core.fields import DecimalIn, DecimalText, Flag, JsonObjectIn, QueryFlag, Text, TextOut, UuidIn
+from core.fields import DecimalIn, DecimalText, Flag, JsonObjectIn, QueryFlag, Text, TextOut, UuidIn, refuse_unknown_fields
 from customers.models import CustomerStatus, SignalType
 
 NAME_MAX = 255
@@ -253,6 +253,12 @@ class PriceOverrideIn(serializers.Serializer):
                                               help_text="events dated at or after it are priced with the override; "
                                                         "omitted or null: events of every date")
     note = Text(max_length=2000, required=False, allow_blank=True, default="")
+
+    def validate(self, attrs):
+        # A misspelled `effectiveDate` ignored would leave the override in effect for every date, re-pricing the
+        # book's whole history; a misspelled rate would leave it unset.
+        refuse_unknown_fields(self)
+        return attrs
 
 
 class PriceOverrideOut(serializers.Serializer):

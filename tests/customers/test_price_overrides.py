@@ -232,6 +232,24 @@ def test_overrides_never_touch_invoices_revenue(api):
     assert D(str(revenue["agentEarned"])) == D("0")
 
 
+def test_an_override_changes_the_events_cost_and_never_an_invoice(api, book):
+    """2.00 a call on a plan: March's draft bills 1 call, 2.00, before and after a 20% discount re-prices the
+    event's cost from 3.5 to 2.8 (refreshing the draft reads the period again)."""
+    from tests.billing.invoice_support import billing_chain, generate, usage
+
+    chain = billing_chain(api, book, [usage("2.00")], start="2026-03-01T00:00:00Z")
+    entry = send(api, **GPT_4O, customerExternalId=chain.customer.external_id, agentCode=chain.agent.agent_code,
+                 signalName=chain.signal.name, usageDate="2026-03-02T10:00:00Z")
+    march = ("2026-03-01T00:00:00Z", "2026-04-01T00:00:00Z")
+    draft = generate(api, chain, march).json()
+    assert (draft["total"], event_cost(entry)) == (2.0, D("3.5"))
+    create(api, modelProvider="openai", discountPercent=20, effectiveFrom="2026-01-01T00:00:00Z")
+    assert event_cost(entry) == D("2.8")
+    again = generate(api, chain, march)
+    assert again.status_code == 200 and again.json()["id"] == draft["id"]
+    assert again.json()["total"] == 2.0 and [line["amount"] for line in again.json()["lines"]] == [2.0]
+
+
 def test_list_and_read_show_who_set_each_override_and_when(api):
     first = create(api, modelProvider="anthropic", discountPercent="12.5", effectiveFrom="2026-01-01T00:00:00Z")
     second = create(api, modelProvider="openai", discountPercent=10, effectiveFrom="2026-02-01T00:00:00Z")
@@ -264,6 +282,9 @@ def test_pages_of_overrides_of_one_instant_list_each_once_in_id_order(api):
     ({"modelProvider": "openai", "discountPercent": 10, "inputCost": "1"}, "discountPercent: A discount takes no rates"),
     ({"model": "acme-llm", "modelProvider": "acme", "inputCost": -1}, "inputCost:"),
     ({"model": "acme-llm", "modelProvider": "acme", "inputCost": "x"}, "inputCost:"),
+    # Ignored, a misspelled effectiveFrom would leave the override in effect for events of every date.
+    ({"model": "acme-llm", "modelProvider": "acme", "inputCost": "1", "effectiveDate": "2026-03-01T00:00:00Z"},
+     "effectiveDate: Not a field of this request"),
 ])
 def test_bad_overrides_are_400s_naming_the_field(api, body, message):
     resp = api.post("/v1/price-overrides", {"effectiveFrom": "2026-01-01T00:00:00Z", **body})
