@@ -1,5 +1,6 @@
 """Work of the billing app that runs at a moment of a lower app (registered in config/hooks.py)."""
 from billing.models import CreditGrant, Invoice, InvoiceStatus, Subscription, SubscriptionStatus
+from billing.selectors.subscriptions import billed_customers_locked
 
 # The invoices whose usage is still read from the ledger: a draft's lines are refreshed from the events by
 # regenerating it and by the end-of-period job before it issues. Every other status has its lines stored.
@@ -38,3 +39,14 @@ def refuse_detaching_a_billed_month(*, start, end) -> None:
                        "scheduled jobs (they settle every ended period) first")
     if reasons:
         raise ValueError(f"{start:%Y-%m} is still billed from the ledger: {'; '.join(reasons)}. Nothing was changed.")
+
+
+def refuse_marking_a_billed_customer_internal(*, book, customer_id) -> None:
+    """customers' `customer_marking_internal`: ValueError for a customer the book bills (it has a subscription).
+    Internal usage is cost, never revenue: the mark would take its issued and paid invoices out of Billed,
+    Collected, MRR and revenue after the fact, and refuse its next invoice. The customer's row is locked as
+    recording's own check locks it, so a subscription created meanwhile waits for this mark or sees it."""
+    if billed_customers_locked(book=book, customer_ids=[customer_id]):
+        raise ValueError("This customer has a subscription: an internal customer is never billed, and marking it "
+                         "would take its invoices out of every revenue figure. End and delete its subscriptions "
+                         "first, or record the developer's usage under another customer.")

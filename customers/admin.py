@@ -16,8 +16,8 @@ from django.utils.html import format_html
 from catalog.models import ServiceEntry
 from accounts.admin_actions import act_on_rows, action_page, actor, submitted
 from accounts.admin_display import MonthsDateFilter, figure, presence_filter
-from accounts.admin_scoping import (BookListFilter, BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin,
-                                   visible_books)
+from accounts.admin_scoping import (BookListFilter, BookScopedAdmin, ReadOnlyAdminMixin, SameBookModelForm,
+                                   ScopedInlineMixin, visible_books)
 from accounts.api import MONEY_ROLES
 from accounts.models import Book
 from core import clock, display
@@ -30,11 +30,26 @@ from catalog.models import PriceOverride
 from customers.models import Agent, Customer, RollupGrain, Signal, UsageDailyRollup, UsageEvent
 from customers.price_overrides import price_override_delete
 from customers.rollup import analytics_rollup_catch_up_books
-from customers.services import customer_delete
+from customers.services import customer_delete, customer_marking_internal
+
+
+class CustomerForm(SameBookModelForm):
+    def clean_is_internal(self):
+        """Ticking "Is internal" on a customer the book bills is refused (`customer_marking_internal`); clearing it
+        is always allowed. The admin's change view runs in one transaction, so the row lock the check takes holds
+        until the mark is saved."""
+        marked = self.cleaned_data.get("is_internal")
+        if marked and self.instance.pk and not self.instance._state.adding and "is_internal" in self.changed_data:
+            try:
+                customer_marking_internal.run(book=self.instance.book, customer_id=self.instance.pk)
+            except ValueError as refusal:
+                raise ValidationError(str(refusal)) from None
+        return marked
 
 
 @admin.register(Customer)
 class CustomerAdmin(BookScopedAdmin):
+    form = CustomerForm
     list_display = ["name", "external_id", "email", "status", "net_terms", "is_internal", "created_at"]
     list_filter = ["status", "is_internal", ("deleted_at", presence_filter("deleted", "Deleted", "Not deleted"))]
     search_fields = ["name", "external_id", "email", "billing_contact_email"]
@@ -100,6 +115,10 @@ class SignalAdmin(BookScopedAdmin):
     fields = ["id", "agent", "name", "short_name", "type", "cost_category", "book", "created_at", "updated_at"]
     readonly_fields = ["id", "book", "created_at", "updated_at"]
     autocomplete_fields = ["agent"]
+    # Usage finds a signal by its agent and short name: moved to another agent, the agent's next records would make
+    # a new signal that no plan bills (the API refuses another agentId). Disabled, as a book is, so the unique
+    # checks of (agent, name) still run.
+    OWNER_FIELDS = (*BookScopedAdmin.OWNER_FIELDS, "agent")
 
     def save_model(self, request, obj, form, change):
         obj.book = obj.agent.book  # a signal lives in its agent's book

@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError, RestrictedError
 
 from core.errors import BadRequest, Conflict
+from core.hooks import Hooks
 from core.scoping import existing_row_save, get_owned, owned
 from customers.models import Agent, Customer, Signal
 from customers.selectors import customers_live
@@ -23,6 +24,13 @@ UNIQUE_MESSAGES = {
 
 # Subscriptions in these states still bill (or will): their customer cannot be deleted.
 UNFINISHED_SUBSCRIPTION_STATUSES = ("upcoming", "active")
+
+
+# Called, inside the transaction that marks an existing customer internal by hand (the console's "Is internal"),
+# with `book` and `customer_id`; a registered function raises ValueError, saying why, when the customer must stay
+# billed (config/hooks.py registers billing's: a customer with a subscription, whose invoices an internal mark would
+# take out of every revenue figure). Recording guards its own marks (billing/recording.py).
+customer_marking_internal = Hooks("customer marking internal")
 
 
 def violated_constraint(error: IntegrityError) -> str | None:

@@ -213,3 +213,40 @@ def test_usage_rollup_list_counts_unpriced_events_beside_the_cost(operator, book
     page = operator.get("/admin/customers/usagedailyrollup/", {"grain__exact": "3"}).content.decode()
     assert '<span class="console-number">-</span><br><small>1 unpriced</small>' in page
     assert '<span class="console-number">$0.41</span><br><small>2 unpriced</small>' in page
+
+
+def test_a_billed_customer_cannot_be_marked_internal_in_the_console_and_an_unbilled_one_can(operator, book):
+    """An internal customer's usage is cost, never revenue: ticked on a customer with a subscription, "Is internal"
+    would take its invoices out of Billed, Collected, MRR and revenue after the fact (the API's recording refuses
+    the same mark)."""
+    billed = CustomerFactory(book=book, external_id="billed")
+    subscription_for(billed, status="active")
+    url = f"/admin/customers/customer/{billed.id}/change/"
+    resp = operator.post(url, posted_form(operator, url, is_internal="on"))
+    assert resp.status_code == 200  # the form again, with the reason
+    assert resp.context["adminform"].form.errors["is_internal"][0].startswith("This customer has a subscription")
+    billed.refresh_from_db()
+    assert not billed.is_internal
+    developer = CustomerFactory(book=book, external_id="dev@acme.example.com")
+    url = f"/admin/customers/customer/{developer.id}/change/"
+    assert operator.post(url, posted_form(operator, url, is_internal="on")).status_code == 302
+    developer.refresh_from_db()
+    assert developer.is_internal
+    resp = operator.post(url, {k: v for k, v in posted_form(operator, url).items() if k != "is_internal"})
+    assert resp.status_code == 302  # clearing the mark is always allowed
+    developer.refresh_from_db()
+    assert not developer.is_internal
+
+
+def test_a_signals_agent_is_shown_but_not_changed_in_the_console(operator, book):
+    """Usage finds a signal by its agent and name: moved to another agent, the next records of its agent would make
+    a new signal that no plan bills. The API refuses another agentId; the console shows the agent read-only."""
+    signal = SignalFactory(book=book, agent=AgentFactory(book=book))
+    other = AgentFactory(book=book)
+    url = f"/admin/customers/signal/{signal.id}/change/"
+    assert operator.get(url).context["adminform"].form.fields["agent"].disabled
+    resp = operator.post(url, posted_form(operator, url, agent=str(other.id), name="renamed"))
+    assert resp.status_code == 302
+    signal.refresh_from_db()
+    assert (signal.agent_id, signal.name) != (other.id, "renamed") and signal.name == "renamed"
+    assert not operator.get("/admin/customers/signal/add/").context["adminform"].form.fields["agent"].disabled
