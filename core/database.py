@@ -82,6 +82,13 @@ def retry_while_reconnecting(write, *, seconds: float = RECONNECT_SECONDS):
             retried = True
 
 
+def read_after_commit(read):
+    """`read()`, the read that builds a write's answer after the write committed, run again on a new connection
+    while PostgreSQL comes back (`retry_while_reconnecting`): a restart between the commit and the read would
+    otherwise answer 503 for a write that was stored, and the client would not know it was."""
+    return retry_while_reconnecting(read)
+
+
 # How often a transaction PostgreSQL chose as a deadlock's victim runs again before its error is the answer.
 DEADLOCK_ATTEMPTS = 3
 DEADLOCK_DETECTED = "40P01"

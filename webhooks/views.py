@@ -4,6 +4,7 @@ from rest_framework.response import Response
 
 from accounts.api import OrgApiView
 from core import clock
+from core.database import read_after_commit
 from core.errors import BadRequest
 from core.openapi import ErrorOut
 from core.pagination import has_more_response
@@ -90,6 +91,12 @@ class WebhookEndpointRotateSecretApi(WebhookApi):
         return Response(_with_secret(endpoint))
 
 
+def _delivery(book, delivery_id) -> dict:
+    """A delivery as the answer of a test or a resend, read after their commit."""
+    return read_after_commit(lambda: WebhookDeliveryOut(selectors.webhook_delivery_get(book=book,
+                                                                                     delivery_id=delivery_id)).data)
+
+
 class WebhookEndpointTestApi(WebhookApi):
     @extend_schema(request=None, responses={202: WebhookDeliveryOut, 409: DISABLED})
     def post(self, request, endpoint_id):
@@ -99,8 +106,7 @@ class WebhookEndpointTestApi(WebhookApi):
         log. 409 when the endpoint is disabled."""
         parse(WebhookNoFieldsIn, request.data)
         delivery = services.webhook_endpoint_test(book=self.book, endpoint_id=endpoint_id, now=clock.now())
-        return Response(WebhookDeliveryOut(selectors.webhook_delivery_get(book=self.book,
-                                                                          delivery_id=delivery.pk)).data, status=202)
+        return Response(_delivery(self.book, delivery.pk), status=202)
 
 
 class WebhookEndpointReplayApi(WebhookApi):
@@ -144,5 +150,4 @@ class WebhookDeliveryResendApi(WebhookApi):
         parse(WebhookNoFieldsIn, request.data)
         delivery = services.webhook_delivery_resend(book=self.book, endpoint_id=endpoint_id, delivery_id=delivery_id,
                                                     now=clock.now())
-        return Response(WebhookDeliveryOut(selectors.webhook_delivery_get(book=self.book,
-                                                                          delivery_id=delivery.pk)).data, status=202)
+        return Response(_delivery(self.book, delivery.pk), status=202)

@@ -16,6 +16,7 @@ from billing.services.payments import refund_create, stripe_event_handle
 from billing.stripe_gateway import verify_event
 from accounts.api import MONEY_ROLES, OrgApiView
 from core import clock
+from core.database import read_after_commit
 from core.filtering import filtered
 from core.openapi import ErrorOut
 from core.pagination import has_more_response
@@ -29,7 +30,8 @@ PROVIDER_REFUSED = OpenApiResponse(ErrorOut, description="Stripe refused the ref
 
 
 def _full(book, invoice_id) -> dict:
-    return InvoiceOut(invoice_get(book=book, invoice_id=invoice_id)).data
+    """The invoice in full: the answer of a read, and of generate, update and void after their commit."""
+    return read_after_commit(lambda: InvoiceOut(invoice_get(book=book, invoice_id=invoice_id)).data)
 
 
 class InvoiceListApi(OrgApiView):

@@ -3,13 +3,14 @@ failover) answers what PostgreSQL did, for every write (core/postgresql). Contra
 committed never answers 5xx. A 503 for a committed refund, strategy or webhook endpoint made the client send it
 again, and the second request stored a second one (a second refund, a fee billed twice, every event delivered
 twice). Usage batches have their own test in test_faults.py."""
+import psycopg
 import pytest
 from django.db import OperationalError, connections, transaction
 
-from billing.models import CreditGrant, Payment, PricingStrategy, Refund, Subscription
+from billing.models import CreditGrant, Invoice, Payment, PricingStrategy, Refund, Subscription
 from customers.models import Customer
 from tests.reliability.world import World
-from webhooks.models import WebhookEndpoint
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 
 class LoseTheNextCommitsAnswer:
@@ -155,3 +156,61 @@ def test_a_usage_batch_knows_its_transaction_without_a_round_trip_of_its_own(api
     assert api.post("/v1/usage/record", {"records": records}).status_code == 200
     assert asked_by and not any("_store" in frames for frames in asked_by)  # others asked; the batch did not
     assert wrapper.transaction_id_known is None
+
+
+class DropTheConnectionAfterTheNextCommit:
+    """The next commit is made and answered; then the server ends the connection's backend (a restart just after
+    it): the next statement on that connection fails, as the read that builds the write's answer would."""
+
+    def __init__(self, monkeypatch):
+        self.wrapper = connections["default"]
+        self.real_commit = self.wrapper._commit
+        self.fired = 0
+        monkeypatch.setattr(self.wrapper, "_commit", self._commit)
+
+    def _commit(self):
+        self.real_commit()
+        if not self.fired:
+            self.fired += 1
+            backend = self.wrapper.connection.info.backend_pid
+            with psycopg.connect(**self.wrapper.get_connection_params(), autocommit=True) as other:
+                other.execute("SELECT pg_terminate_backend(%s, 5000)", [backend])
+
+
+def _generate(world):
+    world.subscription
+    return ("/v1/invoices/generate", {"customerId": world.customer.id, "subscriptionId": world.subscription.id,
+                                      "billingPeriodStart": "2025-03-01T00:00:00Z",
+                                      "billingPeriodEnd": "2025-04-01T00:00:00Z"},
+            lambda: Invoice.objects.filter(subscription_id=world.subscription.id).count())
+
+
+def _void(world):
+    invoice = world.invoice
+    return (f"/v1/invoices/{invoice.id}/void", {},
+            lambda: Invoice.objects.filter(pk=invoice.id, status="void").count())
+
+
+def _webhook_test(world):
+    endpoint = world.webhook_endpoint
+    return (f"/v1/webhook-endpoints/{endpoint.id}/test", {},
+            lambda: WebhookDelivery.objects.filter(endpoint_id=endpoint.id).count())
+
+
+WRITES_READ_BACK = {"invoice generate": _generate, "invoice void": _void, "top-up": _top_up,
+                    "webhook test": _webhook_test}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("write", WRITES_READ_BACK.values(), ids=WRITES_READ_BACK.keys())
+def test_a_write_whose_answer_is_read_after_its_commit_answers_2xx_when_the_server_restarts_between(
+        api, monkeypatch, write):
+    """The answer of these writes is read after they committed (the invoice in full, the pool's balance, the
+    delivery). With the connection gone between the two, they answered 503 for what was stored; the read now runs
+    again on a new connection."""
+    path, body, stored = write(World(api))
+    dropped = DropTheConnectionAfterTheNextCommit(monkeypatch)
+    resp = api.post(path, body)
+    assert dropped.fired == 1
+    assert resp.status_code in (200, 201, 202), resp.content
+    assert stored() == 1
