@@ -6,7 +6,7 @@ from django.db.models import Case, Q, QuerySet, Value, When
 
 from catalog.models import ServiceEntry
 from core.errors import NotFound
-from core.filtering import filtered
+from core.filtering import StrictBooleanFilter, filtered
 
 
 class ServiceFilter(django_filters.FilterSet):
@@ -14,8 +14,7 @@ class ServiceFilter(django_filters.FilterSet):
 
     provider = django_filters.CharFilter(field_name="provider", method="filter_iexact")
     serviceType = django_filters.CharFilter(field_name="service_type", method="filter_iexact")
-    isApi = django_filters.TypedChoiceFilter(field_name="is_api", choices=[("true", "true"), ("false", "false")],
-                                             coerce=lambda value: value == "true")
+    isApi = StrictBooleanFilter(field_name="is_api")
     search = django_filters.CharFilter(method="filter_search")
 
     def filter_iexact(self, queryset, name, value):

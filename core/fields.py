@@ -73,8 +73,8 @@ class Flag(serializers.BooleanField):
 
 
 class QueryFlag(serializers.BooleanField):
-    """A boolean query parameter: `true` or `false` (or `1` / `0`), case-insensitive; anything else (`yes`, `on`)
-    is a 400 naming the parameter instead of a guess."""
+    """A boolean query parameter: `true` or `false`, case-insensitive; anything else (`1`, `yes`, `on`) is a 400
+    naming the parameter instead of a guess."""
 
     default_error_messages = {"invalid": "Must be true or false."}
 

@@ -24,7 +24,8 @@ class InstantFilter(django_filters.Filter):
 
 
 class StrictBooleanField(forms.Field):
-    """`true`/`false` (or `1`/`0`); anything else is an error instead of being silently ignored."""
+    """`true`/`false`, case-insensitive; anything else (`1`, `yes`) is an error instead of being silently
+    ignored."""
 
     TRUE, FALSE = QUERY_TRUE, QUERY_FALSE
 

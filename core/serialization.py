@@ -159,5 +159,6 @@ def unstorable_message(reason: tuple[str, str]) -> str:
     return f"{where}: {problem}" if where else problem
 
 
-# The words a query string's boolean takes (core/filtering.py's list filters read the same).
-QUERY_TRUE, QUERY_FALSE = frozenset({"true", "1"}), frozenset({"false", "0"})
+# The words a query string's boolean takes, in any case (core/filtering.py's list filters read the same): as a
+# body's boolean takes JSON true or false only, `1`, `0`, `yes` are a 400 naming the parameter, never a guess.
+QUERY_TRUE, QUERY_FALSE = frozenset({"true"}), frozenset({"false"})

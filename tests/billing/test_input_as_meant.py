@@ -151,11 +151,14 @@ def test_a_refused_flag_changes_nothing(api, book):
 
 
 @pytest.mark.parametrize("path, field", [("/v1/analytics/cost", "includePriorWindow"),
-                                         ("/v1/portal-sessions", "includeExpired")])
-def test_a_boolean_query_parameter_takes_true_or_false_only(api, path, field):
-    assert api.get(path, {field: "yes"}).status_code == 400
-    assert _refused_naming(api.get(path, {field: "yes"}), field) == f"{field}: Must be true or false."
+                                         ("/v1/portal-sessions", "includeExpired"), ("/v1/agents", "isActive"),
+                                         ("/v1/pricing-plans", "isActive"), ("/v1/services", "isApi")])
+@pytest.mark.parametrize("value", ["yes", "1", "0", "on"])
+def test_a_boolean_query_parameter_takes_true_or_false_only(api, path, field, value):
+    """As a body's boolean takes JSON true or false only, `1` and `0` included (contract.md "Booleans")."""
+    assert _refused_naming(api.get(path, {field: value}), field) == f"{field}: Must be true or false."
     assert api.get("/v1/portal-sessions", {"includeExpired": "true"}).status_code == 200
+    assert api.get("/v1/services", {"isApi": "False"}).status_code == 200  # the words in any case
 
 
 def test_every_boolean_a_request_reads_is_strict():
