@@ -107,9 +107,24 @@ def usage_followup_schedule(*, book_id: str, customer_ids: set[UUID | str]) -> N
         return
     broker_pause_end()  # Redis answered: the broker (the same server) takes the task even right after an outage
     if armed_due is None and not publish(FOLLOWUP_TASK, (book_id,), countdown=DELAY_SECONDS):
-        return  # not armed for anyone: the scheduled catch-up and pool jobs do this batch's follow-up
+        # No task behind the mark this batch set: left, it would keep the next batches from arming one for
+        # ARMED_SECONDS. Taken back (if still this batch's), the next batch arms a follow-up again; the scheduled
+        # catch-up and pool jobs do this batch's.
+        _disarm(client, book_id, repr(due))
+        return
     if not current_app.conf.task_always_eager:  # an eager task has already taken them
         _remember(book_id, due if armed_due is None else float(armed_due), customer_ids, known, now)  # not money
+
+
+# Deletes the mark only while it is the one this batch set (another batch may have armed a follow-up since).
+_DISARM = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+def _disarm(client, book_id: str, due_text: str) -> None:
+    try:
+        client.eval(_DISARM, 1, _armed_key(book_id), due_text)
+    except redis.RedisError:
+        logger.warning("usage follow-up mark left to expire: Redis unavailable", exc_info=True)
 
 
 def _remember(book_id: str, due: float, customer_ids, known: _ArmedFollowUp | None, now: float) -> None:

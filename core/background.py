@@ -137,14 +137,17 @@ class TaskRunner:
         if client is None:
             self.in_process.add(call, [call])
             return
+        marked = False
         if self.once_while_waiting:
             try:
                 if not client.set(self._mark(call), 1, nx=True, ex=self.MARK_SECONDS):
                     return  # the waiting call has not started: it takes this caller's work too
+                marked = True
                 broker_pause_end()
             except redis.RedisError:
                 pass  # published regardless: a run too many redoes work that is already done
-        publish(*call)
+        if not publish(*call) and marked:
+            self.taken(*call)  # no run waits behind the mark: the next caller publishes again
 
     def taken(self, task_path: str, task_args: Iterable = ()) -> None:
         """Called by a `once_while_waiting` task before it reads: a caller from now on asks for another run."""

@@ -292,11 +292,20 @@ def _fail_stale(jobs, *, now: datetime, error: str) -> int:
     return len(failing)
 
 
+# A queued job no runner has taken up yet is handed over again after this long, not JOBS_STALE_SECONDS: its message
+# was most likely never published (the broker was down when the request that made it committed), and a second
+# message for a job that is taken up meanwhile finds it running and does nothing (`job_take`).
+UNSTARTED_SECONDS = 60
+
+
 def jobs_housekeeping(*, now: datetime) -> dict:
     """Scheduled: start again the unfinished jobs that have not moved for JOBS_STALE_SECONDS (a lost worker, a
-    web process stopped while it ran one, a lost broker message), failing those taken up JOBS_MAX_ATTEMPTS
-    times already; delete finished jobs older than JOBS_KEEP_DAYS. Safe to run twice."""
-    stale = Job.objects.filter(status__in=[JobStatus.QUEUED, JobStatus.RUNNING], updated_at__lt=_stale_before(now))
+    web process stopped while it ran one, a lost broker message), or that no runner took up for UNSTARTED_SECONDS,
+    failing those taken up JOBS_MAX_ATTEMPTS times already; delete finished jobs older than JOBS_KEEP_DAYS. Safe
+    to run twice."""
+    stale = Job.objects.filter(
+        Q(status__in=[JobStatus.QUEUED, JobStatus.RUNNING], updated_at__lt=_stale_before(now))
+        | Q(status=JobStatus.QUEUED, attempts=0, updated_at__lt=now - timedelta(seconds=UNSTARTED_SECONDS)))
     again = "Items done so far stay done; starting the operation again does the rest."
     failed = _fail_stale(stale.filter(task_path=""), now=now,
                          error=f"Stopped: its runner was lost and it names no task to start again. {again}")

@@ -42,6 +42,26 @@ def test_the_first_batch_after_a_broker_outage_hands_its_follow_up_over_at_once(
     assert usage_followup_take(book_id=str(book.pk)) == ["c1", "c2"]
 
 
+def test_a_mark_armed_with_no_task_behind_it_is_taken_back_so_the_next_batch_arms_one(book, monkeypatch):
+    """Redis took the mark but the broker refused the task: left for ARMED_SECONDS, the mark kept every later batch
+    of the book from publishing a follow-up (pool alerts and the balance cache waited for the sweeps)."""
+    from kombu.exceptions import OperationalError
+
+    from core import background
+    published = []
+
+    def broker_down(args, countdown, retry):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+    monkeypatch.setattr(usage_followup_task, "apply_async", broker_down)
+    usage_followup_schedule(book_id=str(book.pk), customer_ids=["c1"])
+    assert redis_client().get(f"usage-followup:{book.pk}:armed") is None
+    background.broker_pause_end()
+    monkeypatch.setattr(usage_followup_task, "apply_async", lambda args, countdown, retry: published.append(args))
+    usage_followup_schedule(book_id=str(book.pk), customer_ids=["c2"])
+    assert published == [(str(book.pk),)]
+    assert usage_followup_take(book_id=str(book.pk)) == ["c1", "c2"]
+
+
 def test_a_committed_batch_is_in_the_rollup_once_its_follow_up_ran(api, book, models, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):  # Celery is eager in the suite: the task runs here
         record(api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z"),

@@ -64,3 +64,23 @@ def test_a_command_exiting_waits_for_the_run_the_thread_has_already_taken():
     assert finished == []
     coalescer.flush(wait_for_running=True)  # a command about to exit (run_scheduled_jobs)
     assert finished == ["retry"]
+
+
+def test_a_once_while_waiting_call_the_broker_refused_leaves_no_mark_behind(monkeypatch):
+    """The mark says a run waits and takes later callers' work too: with no task behind it (the broker refused the
+    publish), later callers skipped publishing for the mark's whole minute."""
+    from core import background
+    from core.background import TaskRunner
+    from core.redis_client import redis_client
+
+    runner = TaskRunner("test-once", once_while_waiting=True)
+    call = ("controls.tasks.evaluate_spend_caps_task", ("book-1",))
+    published = []
+    monkeypatch.setattr(background, "publish", lambda *args, **kwargs: published.append(args) and False)
+    runner.dispatch(*call)
+    assert published == [call] and not redis_client().exists(runner._mark(call))
+    monkeypatch.setattr(background, "publish", lambda *args, **kwargs: published.append(args) or True)
+    runner.dispatch(*call)
+    runner.dispatch(*call)  # a run waits: this caller's work is its
+    assert published == [call, call] and redis_client().exists(runner._mark(call))
+    runner.taken(*call)

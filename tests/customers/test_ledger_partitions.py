@@ -145,7 +145,7 @@ def test_a_back_fill_asks_for_one_settle_run_while_one_waits_and_anew_once_it_st
     import core.background
 
     asked = []
-    monkeypatch.setattr(core.background, "publish", lambda task_path, task_args=(): asked.append(task_path))
+    monkeypatch.setattr(core.background, "publish", lambda task_path, task_args=(): asked.append(task_path) or True)
     for day in ("2029-10-01", "2029-10-02", "2029-11-03"):
         with django_capture_on_commit_callbacks(execute=True):
             record(api, rec(llm, f"{day}T00:00:00Z"))
@@ -179,7 +179,7 @@ def test_with_redis_failing_a_batch_still_asks_for_its_run(api, llm, monkeypatch
 
     asked = []
     monkeypatch.setattr(core.background, "redis_client", lambda: Down())
-    monkeypatch.setattr(core.background, "publish", lambda task_path, task_args=(): asked.append(task_path))
+    monkeypatch.setattr(core.background, "publish", lambda task_path, task_args=(): asked.append(task_path) or True)
     for day in ("2029-10-01", "2029-10-02"):
         with django_capture_on_commit_callbacks(execute=True):
             body = record(api, rec(llm, f"{day}T00:00:00Z"))
@@ -192,7 +192,7 @@ def test_a_mark_left_by_a_lost_run_delays_nothing_the_hourly_job_settles(
     import core.background
     from core.redis_client import redis_client
 
-    monkeypatch.setattr(core.background, "publish", lambda task_path, task_args=(): None)  # the run is lost
+    monkeypatch.setattr(core.background, "publish", lambda task_path, task_args=(): True)  # published, then lost
     with django_capture_on_commit_callbacks(execute=True):
         body = record(api, rec(llm, "2029-10-05T00:00:00Z"))
     event_id = body["results"]["success"][0]["eventId"]

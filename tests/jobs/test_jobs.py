@@ -238,6 +238,24 @@ def test_housekeeping_restarts_a_job_whose_runner_was_lost_and_deletes_old_finis
     assert jobs_housekeeping(now=now) == {"restarted": 0, "failed": 0, "deleted": 0}
 
 
+def test_a_job_no_runner_took_up_is_handed_over_again_after_a_minute_not_ten(api, book, llm, settings):
+    """Made while the broker was down, its message was never published: left to JOBS_STALE_SECONDS, a price
+    override's repricing waited 10 to 15 minutes after Redis came back. A job some runner took up is its runner's
+    until it has not moved for JOBS_STALE_SECONDS."""
+    from jobs.services import UNSTARTED_SECONDS
+    settings.MAP_MODEL_INLINE_BACKFILL_LIMIT = 1
+    record_unknown(api, 3)
+    job_id = map_model(api, llm)["jobId"]  # its task is never sent here (the commit never comes): a lost message
+    now = clock.now()
+    assert jobs_housekeeping(now=now + timedelta(seconds=UNSTARTED_SECONDS - 1))["restarted"] == 0
+    taken = Job.objects.create(book=book, kind="cost_reprice", status="running", attempts=1, task_path="x.y")
+    Job.objects.filter(pk=taken.pk).update(updated_at=now)
+    assert jobs_housekeeping(now=now + timedelta(seconds=UNSTARTED_SECONDS + 1))["restarted"] == 1
+    job = job_of(api, job_id)
+    assert (job["status"], job["result"]) == ("succeeded", {"eventsPriced": 3})
+    assert Job.objects.get(pk=taken.pk).status == "running"
+
+
 def test_a_runner_that_stalled_past_its_job_reports_no_second_outcome(book, settings):
     """A runner stalled longer than JOBS_STALE_SECONDS: another one took the job up and finished it, or housekeeping
     gave it up. The stalled runner's outcome is not the job's: one job, one `job.succeeded` or `job.failed`."""
