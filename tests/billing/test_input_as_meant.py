@@ -125,6 +125,10 @@ BOOLEAN_BODIES = [
     ("post", "/v1/subscriptions", {"name": "Main"}, "isForever"),
     ("post", f"/v1/subscriptions/{SOME_ID}/credit-alerts-pause", {}, "paused"),
     ("post", "/v1/control/devices/heartbeat", {"customerExternalId": "dev@example.com", "deviceId": "d-1"}, "armed"),
+    ("patch", f"/v1/subscriptions/{SOME_ID}", {}, "isForever"),
+    ("post", "/v1/webhook-endpoints", {"url": "https://hooks.example.com/billing"}, "enabled"),
+    ("patch", f"/v1/webhook-endpoints/{SOME_ID}", {}, "enabled"),
+    ("patch", f"/v1/pricing-plans/{SOME_ID}/pricing-strategies/{SOME_ID}", {}, "active"),
 ]
 
 

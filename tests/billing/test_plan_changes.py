@@ -126,6 +126,28 @@ def test_an_upgrade_on_the_17th_of_a_30_day_month_splits_fees_seats_usage_and_th
     assert new_log[0]["actor"] == old_log[0]["actor"]
 
 
+def test_usage_minimums_and_tier_bounds_are_not_prorated_at_a_change(acme):
+    """Only fees and pools are prorated by covered days: each side's usage minimum raises its own usage whole.
+    Old side (June 1-16, 16 of 30 days): 30 tickets, minimum 100 at 0.10 = 10.00 (not 100 x 16/30 = 53.33 units).
+    New side (June 17-30): 10 tickets, minimum 50 at 0.20 = 10.00; tiers 0-20 at 0.50 then 0.25 on its other signal,
+    25 calls = 20 x 0.50 + 5 x 0.25 = 11.25 (the bound stays 20, not 20 x 14/30)."""
+    tickets, calls = acme.signals["tickets"], acme.signals["calls"]
+    minimum = lambda rate, units: {"chargeType": "usage", "pricingModel": "flat", "signalId": str(tickets.id),
+                                   "rate": rate, "minimumCommitment": units}
+    graduated = {"chargeType": "usage", "pricingModel": "graduated", "signalId": str(calls.id),
+                 "tiers": [{"lower": 0, "upper": 20, "rate": "0.50"}, {"lower": 20, "upper": None, "rate": "0.25"}]}
+    starter, _ = acme.plan(minimum("0.10", 100))
+    pro, _ = acme.plan(minimum("0.20", 50), graduated)
+    old = subscribe(acme, starter, "2025-05-01T00:00:00Z")
+    acme.record(("tickets", 30, "2025-06-05T09:00:00Z"), ("tickets", 10, "2025-06-20T09:00:00Z"),
+                ("calls", 25, "2025-06-21T09:00:00Z"))
+    new = ok(change(acme.api, old, pro, effectiveAt="2025-06-17T00:00:00Z"), 201)
+    before = acme.generate(old, ("2025-06-01T00:00:00Z", "2025-06-17T00:00:00Z"))
+    after = acme.generate(new, ("2025-06-17T00:00:00Z", "2025-07-01T00:00:00Z"))
+    assert (before["total"], after["total"]) == (10.0, 21.25)
+    assert [line["amount"] for line in after["lines"]] == [10.0, 11.25]
+
+
 def test_revenue_of_a_window_that_starts_on_the_day_of_a_change_keeps_the_old_sides_usage_of_that_morning(acme):
     """The old side covers no day of the change (the new side has the 17th), yet it bills the usage recorded
     before 12:00 on it, as its invoice does: a window from the 17th reports it (it read 0)."""
