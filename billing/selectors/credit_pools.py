@@ -186,13 +186,18 @@ def pending_settlements(subscription: Subscription, plan_pool: Pool, now: dateti
     against its own pool: `period_pool`), counting the events recorded by `now`, the instant a settlement is
     stamped with. `recorded_by`: period start -> the instant a period was settled at before, when the verifier
     settles it again; it counts the events recorded by then, as that settlement did (a settlement is final: usage
-    recorded for the period later does not move it)."""
+    recorded for the period later does not move it). Given `recorded_by`, only those periods are settled: a
+    first settlement is the alert job's or a top-up's, which wait for the book's batches still committing (a settle
+    again runs inside a caller's transaction, where it cannot wait, and would count a just-ended period without the
+    batch dated in it that is committing now, for good)."""
     grants = period_grants(subscription)
     drawn = grants.filter(settled_at__isnull=False, period_end__lte=now).aggregate(
         total=Sum("topup_units_drawn"))["total"] or ZERO
     periods = [(grant.period_start, grant.period_end, grant.pk)
                for grant in grants.filter(settled_at__isnull=True, period_end__lte=now)]
     periods += [(start, end, None) for start, end in _ungranted_periods(subscription, now)]
+    if recorded_by is not None:
+        periods = [period for period in periods if period[0] in recorded_by]
     topups = list(owned(CreditGrant, subscription.book_id).filter(subscription=subscription, kind=TOPUP)
                   .values_list("granted_at", "units"))
     settlements = []

@@ -213,3 +213,22 @@ def test_a_settled_period_of_a_signal_deleted_since_is_no_drift(
     [report] = ledger_verify(now=at("2025-07-10T01:00:00"), book=book)
     assert report.findings.get("credit_pools", []) == [] and report.findings.get("final_invoices", []) == []
     assert (june_grant(pooled).consumed_units, june_grant(pooled).topup_units_drawn) == (150, 50)
+
+
+def test_settling_again_leaves_a_period_that_just_ended_to_the_job_that_waits_for_batches_in_flight(
+        api, book, chain, frozen_now):
+    """July ended a few minutes ago and no alert job has settled it yet when a subscription created before the pool
+    moves June's claims. Settling June again inside that request's transaction cannot wait for the book's batches
+    still committing; settling July there too counted it without a batch dated in July that commits a moment later,
+    for good (the invoice, which waits, billed it). July is left to the alert job."""
+    pooled = settled_june(api, chain, frozen_now, start="2025-06-01T00:00:00Z")
+    frozen_now(at("2025-08-01T00:05:00"))
+    flat = create_plan(api, chain.agent.id, name="Flat")
+    create_strategies(api, flat["id"], [flat_usage(chain, rate="1")])
+    create_subscription(api, chain, planId=flat["id"], name="Earlier", startDate="2025-05-01T00:00:00Z")
+    assert june_grant(pooled).consumed_units == 0  # settled again: the flat plan bills June now
+    july = CreditGrant.objects.get(kind="period", subscription_id=pooled["id"], period_start=at("2025-07-01"))
+    assert july.settled_at is None
+    run_jobs("2025-08-01T00:05:00Z")
+    july.refresh_from_db()
+    assert july.settled_at == at("2025-08-01T00:05:00")
