@@ -13,7 +13,7 @@ from webhooks.dispatch import dispatch_on_commit
 from webhooks.events import emit_to
 from webhooks.models import (DeliveryStatus, EventType, WebhookAttempt, WebhookDelivery, WebhookEndpoint,
                                    WebhookEvent)
-from webhooks.targets import url_problems
+from webhooks.targets import resolved_problems, url_problems
 
 # Replaced secrets still inside their 24 hours that sign beside the current and the previous one (rotated again
 # within the window): a header of up to five signatures.
@@ -23,7 +23,7 @@ REPLAY_MAX_EVENTS = 10_000
 
 
 def _check_url(book, url: str) -> None:
-    problems = url_problems(url, livemode=book.livemode)
+    problems = url_problems(url, livemode=book.livemode) or resolved_problems(url)
     if problems:
         raise BadRequest([f"url: {problem}" for problem in problems])
 

@@ -137,6 +137,25 @@ def target_of(url: str) -> Target:
                   quote(path, safe=_REQUEST_LINE_SAFE))
 
 
+def resolved_problems(url: str) -> list[str]:
+    """At an endpoint's creation or a new URL (after `url_problems` found nothing): a host name that resolves now to
+    an address a delivery may not reach (`127.0.0.1.nip.io`) is refused now, as the address written in a URL is,
+    rather than accepted and failing at every attempt. A name that does not resolve (yet) is accepted; every name is
+    judged again at each attempt, since what it resolves to can change."""
+    if settings.WEBHOOKS_ALLOW_PRIVATE_URLS or _written_address(urlsplit(url).hostname) is not None:
+        return []
+    target = target_of(url)
+    try:
+        infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        return []
+    for text in dict.fromkeys(info[4][0] for info in infos):
+        problem = address_problem(ipaddress.ip_address(text.split("%")[0]))
+        if problem:
+            return [f"{target.host} resolves to {text}: {problem}"]
+    return []
+
+
 def resolve_checked(host: str, port: int) -> str:
     """The address to connect to: every address `host` resolves to must pass `address_problem`."""
     try:

@@ -57,6 +57,26 @@ def test_a_loopback_name_is_refused_at_create_naming_the_setting(api, settings, 
     assert ok(api.post("/v1/webhook-endpoints", {"url": f"http://{host}:8080/hooks"}), 201)
 
 
+def test_a_name_resolving_to_a_private_address_is_refused_at_create_and_one_that_does_not_resolve_accepted(
+        api, settings, monkeypatch):
+    import socket
+
+    from webhooks import targets
+
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    resolve = socket.getaddrinfo
+    monkeypatch.setattr(targets.socket, "getaddrinfo", lambda host, *args, **kwargs: resolve(
+        "10.1.2.3" if host == "127.0.0.1.nip.io" else host, *args, **kwargs))
+    message = error(api.post("/v1/webhook-endpoints", {"url": "https://127.0.0.1.nip.io/hook"}), 400)
+    assert message == ("url: 127.0.0.1.nip.io resolves to 10.1.2.3: 10.1.2.3 is a private address; webhook endpoints "
+                       "must be public (WEBHOOKS_ALLOW_PRIVATE_URLS=1 allows such targets in development).")
+
+    def unknown(host, *args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+    monkeypatch.setattr(targets.socket, "getaddrinfo", unknown)
+    assert ok(api.post("/v1/webhook-endpoints", {"url": "https://hooks.not-yet.example/hook"}), 201)
+
+
 def test_a_name_resolving_to_loopback_is_refused_at_the_attempt(api, quiet_receiver, monkeypatch,
                                                                  django_capture_on_commit_callbacks):
     import socket
@@ -64,9 +84,12 @@ def test_a_name_resolving_to_loopback_is_refused_at_the_attempt(api, quiet_recei
     from webhooks import targets
 
     resolve = socket.getaddrinfo
+    # Public when the endpoint is made; rebound to loopback by the time of the attempt.
+    monkeypatch.setattr(targets.socket, "getaddrinfo", lambda host, *args, **kwargs: resolve(
+        "93.184.215.14" if host == "hooks.rebound.example" else host, *args, **kwargs))
+    endpoint = create_endpoint(api, f"http://hooks.rebound.example:{quiet_receiver.port}/hooks")
     monkeypatch.setattr(targets.socket, "getaddrinfo", lambda host, *args, **kwargs: resolve(
         "127.0.0.1" if host == "hooks.rebound.example" else host, *args, **kwargs))
-    endpoint = create_endpoint(api, f"http://hooks.rebound.example:{quiet_receiver.port}/hooks")  # judged when resolved
     with django_capture_on_commit_callbacks(execute=True):
         ok(api.post(f"/v1/webhook-endpoints/{endpoint['id']}/test"), 202)
     [delivery] = deliveries(api, endpoint["id"])
