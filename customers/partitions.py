@@ -276,6 +276,7 @@ class Restored:
     rows: int  # events back in the ledger
     left_out: int  # archived events whose key a later event holds (recorded again since), or already back
     unpriced_books: list  # ids of the books whose restored events wait for a price (a reprice job each)
+    books: list  # ids of the books with events back (each re-priced under its price overrides)
 
 
 def key_sync_name(table: str = LEDGER) -> str:
@@ -347,14 +348,15 @@ def ledger_partition_restore(month: datetime, *, table: str = LEDGER) -> Restore
             f"RETURNING id, book_id, usage_date, event_status), "
             f"waiting AS (INSERT INTO {RollupBacklog._meta.db_table} (event_id, book_id, usage_date) "
             f"SELECT id, book_id, usage_date FROM restored ON CONFLICT DO NOTHING) "
-            f"SELECT count(*), array_agg(DISTINCT book_id) FILTER (WHERE event_status = %s) FROM restored",
+            f"SELECT count(*), array_agg(DISTINCT book_id) FILTER (WHERE event_status = %s), "
+            f"array_agg(DISTINCT book_id) FROM restored",
             [EventStatus.NEEDS_COST_BACKFILL])
-        rows, unpriced = cursor.fetchone()
+        rows, unpriced, books = cursor.fetchone()
         cursor.execute(f"DROP TABLE {archive}")
         if table == LEDGER:
             ArchivedMonth.objects.filter(month=month).delete()
     return Restored(month=month, archive=archive, rows=rows, left_out=archived_rows - rows,
-                    unpriced_books=list(unpriced or []))
+                    unpriced_books=list(unpriced or []), books=list(books or []))
 
 
 # Asked before a month leaves the ledger, with `start` and `end`, the month's bounds: a higher app's function

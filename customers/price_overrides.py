@@ -138,20 +138,43 @@ def _touched_by(target: Target):
 
 
 def events_reprice_for_override(*, book, target: Target, effective_from: datetime | None,
-                                progress: Progress = NO_PROGRESS) -> int:
+                                progress: Progress = NO_PROGRESS, until: datetime | None = None) -> int:
     """Price the events an override touches again, in chunks by id (one transaction each, rows locked), writing
     those whose cost changed; returns how many changed. Safe to run twice. A run taken up again goes on after
-    the last event an earlier run walked (every affected event is walked: none drops out once priced)."""
+    the last event an earlier run walked (every affected event is walked: none drops out once priced). `until`:
+    only events dated before it (a restored month's)."""
     events = _affected(book, target, effective_from)
+    if until is not None:
+        events = events.filter(usage_date__lt=until)
     progress.expect(progress.resumed.rest(events).count())
     return events_price_in_chunks(book, events, progress, unprice=True, only=_touched_by(target))
 
 
-def override_reprice_work(book, target: Target, effective_from: datetime | None):
+def override_reprice_work(book, target: Target, effective_from: datetime | None, until: datetime | None = None):
     def work(progress: Progress) -> dict:
-        return {"eventsRepriced": events_reprice_for_override(book=book, target=target,
-                                                              effective_from=effective_from, progress=progress)}
+        return {"eventsRepriced": events_reprice_for_override(book=book, target=target, effective_from=effective_from,
+                                                              progress=progress, until=until)}
     return work
+
+
+def restored_month_reprice_start(*, book, start: datetime, end: datetime, created_by: str = "") -> list:
+    """After a month [start, end) came back from its archive: price its events again under each override of the
+    book in force for them, a job each (queued). Overrides made while the month was archived found none of its
+    events, so they kept the prices of before. An override deleted meanwhile left no trace to go by: events it
+    priced keep its price (docs/operations.md)."""
+    jobs = []
+    for override in owned(PriceOverride, book).order_by("pk"):
+        since = start if override.effective_from is None else max(override.effective_from, start)
+        if since >= end:
+            continue
+        target = Target.of(override)
+        job = job_create(book=book, kind=JobKind.COST_OVERRIDE_REPRICE,
+                         task_path="customers.tasks.reprice_month_for_price_override_task",
+                         task_args=(book.pk, target.kind, target.first, target.second, since.isoformat(),
+                                    end.isoformat()), created_by=created_by)
+        job_start(job)
+        jobs.append(job)
+    return jobs
 
 
 def _affected_count(book, override: PriceOverride) -> int:

@@ -44,6 +44,18 @@ def reprice_for_price_override_task(book_id: str, kind: str, first: str, second:
     return result["eventsRepriced"] if result else 0
 
 
+@shared_task(name="customers.reprice_month_for_price_override", acks_late=True)
+def reprice_month_for_price_override_task(book_id: str, kind: str, first: str, second: str, since: str, until: str,
+                                          job_id: str | None = None) -> int:
+    """Price again the events dated in [since, until) that a price override touches (a month restored from its
+    archive), as the job `job_id`; returns how many changed cost. Safe to run twice."""
+    book = Book.objects.filter(pk=book_id).first()
+    work = override_reprice_work(book, Target(kind, first, second), datetime.fromisoformat(since),
+                                 until=datetime.fromisoformat(until))
+    result = job_run(job_id, work) if book is not None else None
+    return result["eventsRepriced"] if result else 0
+
+
 @shared_task(name="customers.ledger_partitions_settle", acks_late=True)
 def ledger_partitions_settle_task() -> list[str]:
     """Give the months of the settle window with rows waiting in the ledger's default partition their

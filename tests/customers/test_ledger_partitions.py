@@ -467,6 +467,27 @@ def test_a_restored_month_is_back_in_every_read_and_an_event_recorded_again_mean
         call_command("ledger_partitions", "restore", "2012-04")
 
 
+def test_a_restored_month_is_priced_under_the_overrides_made_while_it_was_archived(
+        api, llm, django_capture_on_commit_callbacks):
+    """An override made while the month was archived found none of its events (eventsAffected 0): restored, they
+    kept the old price while the same call recorded anew cost the override's. 1,000 x 0.000003 + 200 x 0.000015 =
+    0.006, 20% off 0.0048; an override from after the month has nothing there to price."""
+    ledger_partitions_ensure(months=[month(2012, 6)])
+    june = record(api, rec(llm, "2012-06-03T00:00:00Z"))
+    event_id = june["results"]["success"][0]["eventId"]
+    ledger_partition_detach(month(2012, 6), now=NOW)
+    made = api.post("/v1/price-overrides", {"modelProvider": llm.provider, "discountPercent": 20})
+    assert made.status_code == 201 and made.json()["eventsAffected"] == 0, made.json()
+    later = api.post("/v1/price-overrides", {"model": "other-llm", "modelProvider": "partai", "inputCost": "1",
+                                             "effectiveFrom": "2012-07-01T00:00:00Z"})
+    assert later.status_code == 201, later.json()
+    with django_capture_on_commit_callbacks(execute=True):
+        call_command("ledger_partitions", "restore", "2012-06", stdout=StringIO())
+    assert UsageEvent.objects.get(pk=event_id).usage_cost == D("0.0048")
+    assert Job.objects.filter(kind=JobKind.COST_OVERRIDE_REPRICE, status="succeeded",
+                              task_path__endswith="reprice_month_for_price_override_task").count() == 1
+
+
 def test_a_restored_archive_made_before_the_ledger_gained_a_column_takes_its_default(api, llm):
     ledger_partitions_ensure(months=[month(2012, 6)])
     event_id = record(api, rec(llm, "2012-06-03T00:00:00Z", serviceTier="batch"))["results"]["success"][0]["eventId"]

@@ -13,8 +13,10 @@ from customers.partitions import (
     ledger_partitions,
     ledger_partitions_ensure,
     ledger_partitions_maintain,
+    next_month,
     parse_month,
 )
+from customers.price_overrides import restored_month_reprice_start
 
 
 class Command(BaseCommand):
@@ -92,6 +94,9 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from error
         for book in Book.objects.filter(pk__in=restored.unpriced_books):
             events_reprice_start(book=book, created_by="ledger_partitions restore")
+        for book in Book.objects.filter(pk__in=restored.books):
+            restored_month_reprice_start(book=book, start=restored.month, end=next_month(restored.month),
+                                         created_by="ledger_partitions restore")
         left_out = (f"; {restored.left_out} left out (their idempotency key was recorded again after the detach, "
                     f"or they were back already)" if restored.left_out else "")
         self.stdout.write(f"restored {restored.month:%Y-%m}: {restored.rows} events back in the ledger with their "
