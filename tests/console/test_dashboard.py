@@ -18,7 +18,7 @@ from decimal import Decimal
 
 import pytest
 
-from analytics.dashboard import BookFigures, DashboardMonth, book_figures, dashboard_month, dashboard_months
+from analytics.dashboard import DashboardMonth, book_figures, dashboard_month, dashboard_months
 from billing.services.invoices import invoices_mark_overdue
 from customers.usage_sums import Window
 from tests.analytics.support import record
