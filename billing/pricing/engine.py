@@ -250,12 +250,15 @@ class SubscriptionTerms:
         return self.end is not None and period.start < self.end <= period.end
 
     def split_by_change(self, period: DaySpan) -> bool:
-        """The period is shared with the other side of a plan change: this side covers only part of it. A change
-        on the period's first day leaves the old side that day's instants before it and none of its days (the day
-        belongs to the new side): a share of 0 days."""
-        ended_by_change = self.ends_by_change and self.end is not None and period.start <= self.end <= period.end
-        changed = (self.starts_by_change and self.starts_in(period)) or ended_by_change
-        return changed and covered_days(self, period) < period.days
+        """The period is shared with the other side of a plan change: the change takes days of it from this side.
+        The change's local day belongs to the new side. The old side loses days when that day falls in the period
+        (on its first day: that day's instants before the change and none of its days, a share of 0 days); a change
+        on the day after the period's last, at its end or later that day, takes none of them. The new side lacks
+        days when its first day comes after the period's first. A period this side covers in part for another reason
+        (the subscription started or ends inside it) is not split: its pool is whole, as in any such period."""
+        ended_by_change = self.ends_by_change and self.end is not None and period.start <= self.end < period.end
+        started_by_change = self.starts_by_change and period.start < self.start < period.end
+        return (ended_by_change or started_by_change) and covered_days(self, period) < period.days
 
 
 @dataclass(frozen=True)

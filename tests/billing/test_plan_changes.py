@@ -126,6 +126,36 @@ def test_an_upgrade_on_the_17th_of_a_30_day_month_splits_fees_seats_usage_and_th
     assert new_log[0]["actor"] == old_log[0]["actor"]
 
 
+@pytest.mark.parametrize("effective_at", ["2025-04-01T00:00:00Z", "2025-04-01T10:00:00Z"])
+def test_a_change_at_a_period_end_leaves_the_pool_of_a_period_the_subscription_started_in_whole(acme, effective_at):
+    """March is the old side's first period, from March 11 (21 of 31 days: a pool is never prorated for a start
+    inside its period). A change at its end, or later on April 1 (that day is the new side's), splits nothing of
+    March: 95 units of a 100-unit pool bill the pool price, 100.00. The pool was prorated to 67.74 units for 67.74,
+    with 27.26 units of overage at 2.00: 122.26."""
+    credits = acme.signals["calls"]
+    starter, _ = acme.plan(pool(100, "100", "2", credits))
+    pro, _ = acme.plan(pool(100, "100", "2", credits))
+    old = subscribe(acme, starter, "2025-03-11T00:00:00Z")
+    acme.record(("calls", 95, "2025-03-20T00:00:00Z"))
+    ok(change(acme.api, old, pro, effectiveAt=effective_at), 201)
+    march = acme.generate(old, ("2025-03-11T00:00:00Z", "2025-04-01T00:00:00Z"))
+    assert lines(march) == [("usage", 95, 100.0)]
+
+
+def test_a_new_side_cut_by_its_end_date_bills_its_pool_whole_when_the_change_is_at_the_period_start(acme):
+    """The new side starts with April (the change at its first instant) and ends April 21 with the endDate it took
+    over: 20 of 30 days, cut by the end, not by the change. 50 units of a 100-unit pool bill 100.00, as the same
+    subscription without a change does; they billed 66.67 (20/30 of the pool's price)."""
+    credits = acme.signals["calls"]
+    starter, _ = acme.plan(pool(100, "100", "2", credits))
+    pro, _ = acme.plan(pool(100, "100", "2", credits))
+    old = subscribe(acme, starter, "2025-03-01T00:00:00Z", endDate="2025-04-21T00:00:00Z")
+    acme.record(("calls", 50, "2025-04-10T00:00:00Z"))
+    new = ok(change(acme.api, old, pro, effectiveAt="2025-04-01T00:00:00Z"), 201)
+    april = acme.generate(new, ("2025-04-01T00:00:00Z", "2025-04-21T00:00:00Z"))
+    assert lines(april) == [("usage", 50, 100.0)]
+
+
 def test_usage_minimums_and_tier_bounds_are_not_prorated_at_a_change(acme):
     """Only fees and pools are prorated by covered days: each side's usage minimum raises its own usage whole.
     Old side (June 1-16, 16 of 30 days): 30 tickets, minimum 100 at 0.10 = 10.00 (not 100 x 16/30 = 53.33 units).
