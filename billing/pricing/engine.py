@@ -230,6 +230,9 @@ class SubscriptionTerms:
     prorated_amount: Decimal | None = None
     starts_by_change: bool = False
     ends_by_change: bool = False
+    # The first instant is after the first day's local midnight (a plan change at 10:00): the old side holds that
+    # day's instants before it, so a period starting that day is shared although the day is this side's.
+    starts_inside_day: bool = False
 
     @classmethod
     def from_values(cls, *, start_date: datetime, end_date: datetime | None = None, is_forever: bool = False,
@@ -250,14 +253,16 @@ class SubscriptionTerms:
         return self.end is not None and period.start < self.end <= period.end
 
     def split_by_change(self, period: DaySpan) -> bool:
-        """The period is shared with the other side of a plan change: the change takes days of it from this side.
-        The change's local day belongs to the new side. The old side loses days when that day falls in the period
-        (on its first day: that day's instants before the change and none of its days, a share of 0 days); a change
-        on the day after the period's last, at its end or later that day, takes none of them. The new side lacks
-        days when its first day comes after the period's first. A period this side covers in part for another reason
-        (the subscription started or ends inside it) is not split: its pool is whole, as in any such period."""
+        """The period is one a plan change falls inside, shared by the two sides, and this side covers only part
+        of it. The change's local day belongs to the new side. The old side's period is split when that day falls
+        in it (on its first day after midnight: that day's instants before the change and none of its days, a share
+        of 0 days); a change at the period's end, or later on the next day, falls in the next period. The new side's
+        period is split when the change falls after the period's first instant. A period a side covers in part for
+        another reason alone (the subscription started inside it, or ends inside it) is not split: its pool is
+        whole, as in any such period."""
         ended_by_change = self.ends_by_change and self.end is not None and period.start <= self.end < period.end
-        started_by_change = self.starts_by_change and period.start < self.start < period.end
+        started_by_change = self.starts_by_change and period.start <= self.start < period.end and (
+            period.start < self.start or self.starts_inside_day)
         return (ended_by_change or started_by_change) and covered_days(self, period) < period.days
 
 

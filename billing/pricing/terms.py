@@ -330,11 +330,13 @@ def subscription_terms(subscription: Subscription) -> SubscriptionTerms:
         end_day = None
     else:
         end_day = local_date(end, end_zone) if changed_out else first_uncovered_day(end, end_zone)
-    return SubscriptionTerms(start=local_date(subscription.start_date, start_zone), end=end_day,
+    start_day = local_date(subscription.start_date, start_zone)
+    return SubscriptionTerms(start=start_day, end=end_day,
                              billing_cycle=subscription.billing_cycle, seats_count=Decimal(subscription.seats_count),
                              prorated_amount=subscription.prorated_amount,
                              starts_by_change=subscription.previous_subscription_id is not None,
-                             ends_by_change=changed_out)
+                             ends_by_change=changed_out,
+                             starts_inside_day=subscription.start_date != local_midnight(start_day, start_zone))
 
 
 def life_of(subscription: Subscription) -> tuple[datetime, datetime | None]:

@@ -142,18 +142,22 @@ def test_a_change_at_a_period_end_leaves_the_pool_of_a_period_the_subscription_s
     assert lines(march) == [("usage", 95, 100.0)]
 
 
-def test_a_new_side_cut_by_its_end_date_bills_its_pool_whole_when_the_change_is_at_the_period_start(acme):
-    """The new side starts with April (the change at its first instant) and ends April 21 with the endDate it took
-    over: 20 of 30 days, cut by the end, not by the change. 50 units of a 100-unit pool bill 100.00, as the same
-    subscription without a change does; they billed 66.67 (20/30 of the pool's price)."""
+@pytest.mark.parametrize("effective_at, amount", [("2025-04-01T00:00:00Z", 100.0), ("2025-04-01T10:00:00Z", 66.67)])
+def test_a_new_side_cut_by_its_end_date_bills_its_pool_whole_unless_the_change_falls_inside_the_period(
+        acme, effective_at, amount):
+    """The new side ends April 21 with the endDate it took over: it covers 20 of April's 30 days. Changed at April's
+    first instant, the change falls in no shared period: April is cut by the end alone, and 50 units of a 100-unit
+    pool bill 100.00, as without a change (they billed 66.67). Changed at 10:00 that day, the change falls inside
+    April (the old side holds its first ten hours): the new side's pool is prorated by the 20 days it covers,
+    100 x 20/30 = 66.67, the 50 units within its 66.67."""
     credits = acme.signals["calls"]
     starter, _ = acme.plan(pool(100, "100", "2", credits))
     pro, _ = acme.plan(pool(100, "100", "2", credits))
     old = subscribe(acme, starter, "2025-03-01T00:00:00Z", endDate="2025-04-21T00:00:00Z")
     acme.record(("calls", 50, "2025-04-10T00:00:00Z"))
-    new = ok(change(acme.api, old, pro, effectiveAt="2025-04-01T00:00:00Z"), 201)
-    april = acme.generate(new, ("2025-04-01T00:00:00Z", "2025-04-21T00:00:00Z"))
-    assert lines(april) == [("usage", 50, 100.0)]
+    new = ok(change(acme.api, old, pro, effectiveAt=effective_at), 201)
+    april = acme.generate(new, (effective_at, "2025-04-21T00:00:00Z"))
+    assert lines(april) == [("usage", 50, amount)]
 
 
 def test_usage_minimums_and_tier_bounds_are_not_prorated_at_a_change(acme):
