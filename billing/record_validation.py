@@ -165,11 +165,6 @@ def check_request_shape(body) -> list[dict]:
             elif single:
                 problems.append(f"records[{index}]: Send tokens inside each service of services (multi-service "
                                 f"shape), not at the top level beside it (got {', '.join(single)}).")
-            elif record.get("volume") is not None:
-                # The shapes' rule names a top-level volume as the single-service shape's; a record takes none (its
-                # count is quantity), but beside services it is the mixed shape, a 400 as the rule says.
-                problems.append(f"records[{index}]: volume belongs to the single-service shape; beside services "
-                                f"(multi-service shape) send the signal's count as quantity.")
         elif record.get("model") is None and record.get("modelProvider") is None:
             unknown = [f"{_shown(name)} (did you mean {field_meant(name, RECORD_FIELDS)}?)"
                        if field_meant(name, RECORD_FIELDS) else _shown(name)

@@ -60,18 +60,6 @@ def test_an_unknown_field_suggests_the_field_meant(api, llm, sent, meant):
     assert not UsageEvent.objects.exists()  # never stored dated now
 
 
-def test_a_top_level_volume_beside_services_is_the_mixed_shape_and_refuses_the_request(api, llm):
-    """The shapes' rule: multi-service is services[] "with top-level model/modelProvider/volume omitted", and both
-    shapes at once are a 400 with nothing stored. Alone (single-service), volume is a field no record takes."""
-    record = {"customerExternalId": "cust-1", "agentCode": "bot", "signalName": "runs", "volume": 3,
-              "services": [{"model": llm.canonical_name, "modelProvider": llm.provider, "inputTokens": 10}]}
-    resp = api.post("/v1/usage/record", {"records": [rec(llm), record]})
-    assert resp.status_code == 400
-    assert resp.json()["message"] == ["records[1]: volume belongs to the single-service shape; beside services "
-                                      "(multi-service shape) send the signal's count as quantity."]
-    assert not UsageEvent.objects.exists()
-
-
 def test_a_field_like_no_other_is_named_without_a_guess(api, llm):
     failure = post(api, rec(llm, customerTier="gold"))["results"]["failed"][0]
     assert failure["message"] == ["customerTier: Not a field of a usage record. Free-form data belongs in metadata."]
