@@ -23,12 +23,13 @@ REPLAY_MAX_EVENTS = 10_000
 
 
 def _check_url(book, url: str) -> None:
+    """The URL's own rules, then what its host name resolves to now: called before any transaction or row lock is
+    taken, since a resolver may take seconds."""
     problems = url_problems(url, livemode=book.livemode) or resolved_problems(url)
     if problems:
         raise BadRequest([f"url: {problem}" for problem in problems])
 
 
-@transaction.atomic
 def webhook_endpoint_create(*, book, url: str, event_types: list[str], description: str = "", enabled: bool = True,
                             created_by: str = "") -> WebhookEndpoint:
     """A new endpoint with a new signing secret (the caller shows it once)."""
@@ -40,16 +41,21 @@ def webhook_endpoint_create(*, book, url: str, event_types: list[str], descripti
     return endpoint
 
 
-@transaction.atomic
 def webhook_endpoint_update(*, book, endpoint_id, now: datetime, **changes) -> WebhookEndpoint:
     """URL, event types, description, enabled. Enabling a disabled endpoint starts it afresh (healthy); the
-    deliveries it missed come back with a replay."""
+    deliveries it missed come back with a replay. A URL is checked only when it changes: a client sending the
+    endpoint back whole can still disable an endpoint whose name now resolves to a refused address."""
+    if "url" in changes and changes["url"] != get_owned(WebhookEndpoint, book, endpoint_id).url:
+        _check_url(book, changes["url"])
+    return _endpoint_update(book=book, endpoint_id=endpoint_id, now=now, **changes)
+
+
+@transaction.atomic
+def _endpoint_update(*, book, endpoint_id, now: datetime, **changes) -> WebhookEndpoint:
     # FOR NO KEY UPDATE: a change to the endpoint's settings does not wait for the transactions delivering to it
     # (they hold it FOR KEY SHARE, webhooks/events.py), as a delete must.
     endpoint = get_owned(WebhookEndpoint, book, endpoint_id,
                          queryset=owned(WebhookEndpoint, book).select_for_update(no_key=True))
-    if "url" in changes:
-        _check_url(book, changes["url"])
     if "event_types" in changes:
         changes["event_types"] = list(dict.fromkeys(changes["event_types"]))
     if changes.get("enabled") and not endpoint.enabled:

@@ -14,12 +14,14 @@ import ipaddress
 import socket
 import ssl
 import time
+from concurrent.futures import ThreadPoolExecutor, TimeoutError as FuturesTimeout
 from dataclasses import dataclass
 from urllib.parse import quote, urlsplit
 
 from django.conf import settings
 
 RESPONSE_KEEP_BYTES = 1024
+RESOLVE_SECONDS = 2  # how long creating an endpoint waits for its host name to resolve
 USER_AGENT = "agentbilling-webhooks/1"
 
 
@@ -145,9 +147,14 @@ def resolved_problems(url: str) -> list[str]:
     if settings.WEBHOOKS_ALLOW_PRIVATE_URLS or _written_address(urlsplit(url).hostname) is not None:
         return []
     target = target_of(url)
+    # The system resolver has no timeout of its own: a name not answered within RESOLVE_SECONDS is accepted, as one
+    # that does not resolve is (the attempts judge it).
+    resolver = ThreadPoolExecutor(max_workers=1)
+    lookup = resolver.submit(socket.getaddrinfo, target.host, target.port, type=socket.SOCK_STREAM)
+    resolver.shutdown(wait=False)
     try:
-        infos = socket.getaddrinfo(target.host, target.port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError):
+        infos = lookup.result(timeout=RESOLVE_SECONDS)
+    except (socket.gaierror, UnicodeError, FuturesTimeout):
         return []
     for text in dict.fromkeys(info[4][0] for info in infos):
         problem = address_problem(ipaddress.ip_address(text.split("%")[0]))

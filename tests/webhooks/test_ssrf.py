@@ -77,6 +77,29 @@ def test_a_name_resolving_to_a_private_address_is_refused_at_create_and_one_that
     assert ok(api.post("/v1/webhook-endpoints", {"url": "https://hooks.not-yet.example/hook"}), 201)
 
 
+def test_an_endpoint_whose_name_now_resolves_privately_can_still_be_sent_back_whole_to_disable_it(
+        api, settings, monkeypatch):
+    """The URL is checked when it changes: the same URL sent back (a client echoing the endpoint) is no change,
+    so an operator can disable an endpoint whose name was rebound to a private address since."""
+    import socket
+
+    from webhooks import targets
+
+    settings.WEBHOOKS_ALLOW_PRIVATE_URLS = False
+    resolve = socket.getaddrinfo
+    answer = {"hooks.rebound.example": "93.184.215.14"}
+    monkeypatch.setattr(targets.socket, "getaddrinfo", lambda host, *args, **kwargs: resolve(
+        answer.get(host, host), *args, **kwargs))
+    url = "https://hooks.rebound.example/hooks"
+    endpoint = ok(api.post("/v1/webhook-endpoints", {"url": url}), 201)
+    answer["hooks.rebound.example"] = "10.1.2.3"
+    changed = ok(api.patch(f"/v1/webhook-endpoints/{endpoint['id']}", {"url": url, "enabled": False}))
+    assert changed["enabled"] is False
+    message = error(api.patch(f"/v1/webhook-endpoints/{endpoint['id']}",
+                              {"url": "https://hooks.rebound.example/other"}), 400)
+    assert "resolves to 10.1.2.3" in message
+
+
 def test_a_name_resolving_to_loopback_is_refused_at_the_attempt(api, quiet_receiver, monkeypatch,
                                                                  django_capture_on_commit_callbacks):
     import socket
