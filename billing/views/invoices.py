@@ -30,8 +30,12 @@ PROVIDER_REFUSED = OpenApiResponse(ErrorOut, description="Stripe refused the ref
 
 
 def _full(book, invoice_id) -> dict:
-    """The invoice in full: the answer of a read, and of generate, update and void after their commit."""
-    return read_after_commit(lambda: InvoiceOut(invoice_get(book=book, invoice_id=invoice_id)).data)
+    return InvoiceOut(invoice_get(book=book, invoice_id=invoice_id)).data
+
+
+def _full_after_commit(book, invoice_id) -> dict:
+    """The invoice in full as the answer of a write that committed (generate, update, void)."""
+    return read_after_commit(lambda: _full(book, invoice_id))
 
 
 class InvoiceListApi(OrgApiView):
@@ -57,7 +61,7 @@ class InvoiceGenerateApi(OrgApiView):
     def post(self, request):
         """Generate a draft invoice."""
         invoice, created = invoice_generate(book=self.book, now=clock.now(), **parse(InvoiceGenerateIn, request.data))
-        return Response(_full(self.book, invoice.pk), status=201 if created else 200)
+        return Response(_full_after_commit(self.book, invoice.pk), status=201 if created else 200)
 
 
 class InvoiceDetailApi(OrgApiView):
@@ -73,7 +77,7 @@ class InvoiceDetailApi(OrgApiView):
     def patch(self, request, invoice_id):
         """Update a draft invoice."""
         invoice = invoice_update(book=self.book, invoice_id=invoice_id, **parse(InvoiceUpdateIn, request.data))
-        return Response(_full(self.book, invoice.pk))
+        return Response(_full_after_commit(self.book, invoice.pk))
 
 
 class InvoicePdfApi(OrgApiView):
@@ -121,7 +125,7 @@ class InvoiceVoidApi(OrgApiView):
         """Void an invoice."""
         invoice = invoice_void(book=self.book, invoice_id=invoice_id, now=clock.now(),
                                **parse(InvoiceVoidIn, request.data))
-        return Response(_full(self.book, invoice.pk))
+        return Response(_full_after_commit(self.book, invoice.pk))
 
 
 class RefundCreateApi(OrgApiView):

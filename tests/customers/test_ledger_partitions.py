@@ -1,7 +1,7 @@
 """The usage ledger partitioned by UTC month of usage_date (customers/partitions.py,
 customers/partition_conversion.py, docs/decisions/ledger-partitions.md), on the real PostgreSQL."""
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 from decimal import Decimal
 from io import StringIO
@@ -11,6 +11,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from core import clock
+from catalog.models import PriceOverride
 from jobs.models import Job, JobKind
 from core.background import Coalescer, TaskRunner
 from config.schedule import job_named
@@ -475,17 +476,25 @@ def test_a_restored_month_is_priced_under_the_overrides_made_while_it_was_archiv
     ledger_partitions_ensure(months=[month(2012, 6)])
     june = record(api, rec(llm, "2012-06-03T00:00:00Z"))
     event_id = june["results"]["success"][0]["eventId"]
+    before = api.post("/v1/price-overrides", {"model": "other-llm", "modelProvider": "otherai", "inputCost": "1"})
+    assert before.status_code == 201, before.json()  # made before the detach: it saw the month's events
+    PriceOverride.objects.filter(pk=before.json()["id"]).update(created_at=NOW - timedelta(days=1))
     ledger_partition_detach(month(2012, 6), now=NOW)
     made = api.post("/v1/price-overrides", {"modelProvider": llm.provider, "discountPercent": 20})
     assert made.status_code == 201 and made.json()["eventsAffected"] == 0, made.json()
+    PriceOverride.objects.filter(pk=made.json()["id"]).update(created_at=NOW + timedelta(days=1))  # after the detach
     later = api.post("/v1/price-overrides", {"model": "other-llm", "modelProvider": "partai", "inputCost": "1",
                                              "effectiveFrom": "2012-07-01T00:00:00Z"})
     assert later.status_code == 201, later.json()
+    PriceOverride.objects.filter(pk=later.json()["id"]).update(created_at=NOW + timedelta(days=1))  # from July on
+    out = StringIO()
     with django_capture_on_commit_callbacks(execute=True):
-        call_command("ledger_partitions", "restore", "2012-06", stdout=StringIO())
+        call_command("ledger_partitions", "restore", "2012-06", stdout=out)
     assert UsageEvent.objects.get(pk=event_id).usage_cost == D("0.0048")
-    assert Job.objects.filter(kind=JobKind.COST_OVERRIDE_REPRICE, status="succeeded",
-                              task_path__endswith="reprice_month_for_price_override_task").count() == 1
+    [job] = Job.objects.filter(kind=JobKind.COST_OVERRIDE_REPRICE,
+                               task_path__endswith="reprice_month_for_price_override_task")
+    assert job.status == "succeeded" and job.task_args[1:3] == ["provider", "partai"]
+    assert f"1 price override(s) made while it was archived price its events again: jobs {job.pk}" in out.getvalue()
 
 
 def test_a_restored_archive_made_before_the_ledger_gained_a_column_takes_its_default(api, llm):
