@@ -1,5 +1,5 @@
 """The console's one formatter (core/display.py) in templates: `{% load display %}{{ value|percent }}`,
-`{{ value|money }}`, `{{ value|price }}`."""
+`{{ value|money }}`, `{{ value|figure }}`."""
 from decimal import Decimal
 
 from django import template
@@ -24,7 +24,12 @@ def money(value) -> str:
 
 
 @register.filter
-def price(value) -> str:
-    """`$0.000375`, `$3.90`: a cost or a rate with every significant digit, as the console's lists write an event's
-    cost (rounded to cents, a month's cost of $0.0035 would read as nothing)."""
-    return display.price(None if value is None else Decimal(value))
+def figure(value) -> str:
+    """A headline amount of exact digits (a month's cost, a margin): in cents, `$1,234.57`, unless cents would write
+    a nonzero amount as nothing, then with its significant digits, `$0.0035`, `-$0.004` (a month's cost of $0.0035
+    read $0.00 beside its chart bar)."""
+    if value is None:
+        return display.money(None)
+    exact = Decimal(value)
+    cents = to_cents(exact)
+    return display.price(exact) if exact and not cents else display.money(cents)

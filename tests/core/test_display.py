@@ -78,3 +78,12 @@ def test_the_consoles_money_filter_writes_the_sign_before_the_currency_and_round
     """The dashboard wrote a negative margin `$-0.01` (Django's floatformat after a `$`)."""
     from django.template import Context, Template
     assert Template("{% load display %}{{ value|money }}").render(Context({"value": value})) == expected
+
+
+def test_a_headline_figure_is_in_cents_unless_cents_would_write_a_nonzero_amount_as_nothing():
+    from decimal import Decimal as D
+
+    from core.templatetags.display import figure
+    assert [figure(D(value)) for value in ("1234.567891234567", "0.0035", "-0.004", "0", "-0.005", "0.01")] == [
+        "$1,234.57", "$0.0035", "-$0.004", "$0.00", "-$0.01", "$0.01"]
+    assert figure(None) == "-"

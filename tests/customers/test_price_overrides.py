@@ -232,9 +232,10 @@ def test_overrides_never_touch_invoices_revenue(api):
     assert D(str(revenue["agentEarned"])) == D("0")
 
 
-def test_an_override_changes_the_events_cost_and_never_an_invoice(api, book):
-    """2.00 a call on a plan: March's draft bills 1 call, 2.00, before and after a 20% discount re-prices the
-    event's cost from 3.5 to 2.8 (refreshing the draft reads the period again)."""
+def test_an_override_reprices_an_event_a_draft_bills_and_leaves_the_draft_as_it_was(api, book):
+    """2.00 a call on a plan: March's draft bills 1 call, 2.00. A 20% discount re-prices the event's cost from 3.5
+    to 2.8 while the draft exists (its repricing job writes the events the draft's claims hold); the draft, refreshed
+    after, is the same invoice with the same line."""
     from tests.billing.invoice_support import billing_chain, generate, usage
 
     chain = billing_chain(api, book, [usage("2.00")], start="2026-03-01T00:00:00Z")

@@ -238,7 +238,7 @@ def test_housekeeping_restarts_a_job_whose_runner_was_lost_and_deletes_old_finis
     assert jobs_housekeeping(now=now) == {"restarted": 0, "failed": 0, "deleted": 0}
 
 
-def test_a_job_no_runner_took_up_is_handed_over_again_after_a_minute_not_ten(api, book, llm, settings):
+def test_a_job_no_runner_took_up_for_a_minute_is_handed_over_by_the_next_housekeeping_not_after_ten(api, book, llm, settings):
     """Made while the broker was down, its message was never published: left to JOBS_STALE_SECONDS, a price
     override's repricing waited 10 to 15 minutes after Redis came back. A job some runner took up is its runner's
     until it has not moved for JOBS_STALE_SECONDS."""
