@@ -37,7 +37,8 @@ def webhook_endpoint_create(*, book, url: str, event_types: list[str], descripti
     endpoint = WebhookEndpoint(book=book, url=url, event_types=list(dict.fromkeys(event_types)),
                                description=description, enabled=enabled, secret=signing.secret_new(),
                                created_by=created_by[:64])
-    endpoint.save(force_insert=True)
+    with transaction.atomic():  # a commit whose answer is lost is asked about (core/postgresql), never redone
+        endpoint.save(force_insert=True)
     return endpoint
 
 
