@@ -13,7 +13,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from billing.admin_invoice_page import invoice_page
-from billing.invoice_documents import InvoiceView, invoice_pdf, period_label
+from billing.invoice_documents import InvoiceView, invoice_pdf, period_days, period_label
 from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, Refund
 from billing.services.invoices import invoice_send, invoice_void
 from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
@@ -119,6 +119,10 @@ class InvoiceInline(ReadOnlyInline):
     @admin.display(description="Amount due")
     def amount_due(self, invoice):
         return figure(amount_due(invoice))
+
+
+class SendForm(forms.Form):
+    """The confirmation of a send that finalizes drafts whose period has not ended (nothing to fill in)."""
 
 
 class VoidForm(forms.Form):
@@ -299,6 +303,17 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     @admin.action(description="Send the selected invoices (finalizing drafts) to their customers")
     def send_invoices(self, request, queryset):
         now = clock.now()
+        # A draft whose period is still running is finalized by the send with the usage recorded so far: asked
+        # first, as its page warns under its button (a filter of last month's drafts holds such periods too).
+        running = list(queryset.filter(status=InvoiceStatus.DRAFT, period_end__gt=now).order_by("invoice_number"))
+        if running and not submitted(request, SendForm).is_bound:
+            ends = "; ".join(f"{invoice} runs until {period_days(invoice)[1]}" for invoice in running[:10])
+            more = f" and {len(running) - 10} more" if len(running) > 10 else ""
+            return action_page(self, request, queryset, SendForm(), title="Send invoices whose period has not ended?",
+                               submit="Send", intro=f"{len(running)} of the selected drafts bill a period that has "
+                                                    f"not ended ({ends}{more}): sent now, they are finalized with the "
+                                                    f"usage recorded so far, and usage recorded after will not be "
+                                                    f"on them.")
         act_on_rows(self, request, queryset.order_by("invoice_number"), lambda invoice: _send(invoice, now))
 
     @admin.action(description="Void the selected invoices (drafts, unpaid and refunded invoices)…")

@@ -101,6 +101,11 @@ class DecimalIn(serializers.DecimalField):
         kwargs.setdefault("decimal_places", EXACT_IN_PLACES)
         super().__init__(**kwargs)
 
+    def validate_empty_values(self, data):
+        # Only JSON null is null. DRF reads a blank string as null for a nullable decimal, so a refund's
+        # `{"amount": ""}` refunded the whole payment and a tier's `"upper": ""` opened it: a blank is not a number.
+        return serializers.Field.validate_empty_values(self, data)
+
     def to_internal_value(self, data):
         if isinstance(data, (bool, float)):  # a float never comes from a request body: refuse, do not guess
             self.fail("invalid")

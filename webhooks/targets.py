@@ -121,8 +121,11 @@ _REQUEST_LINE_SAFE = "".join(chr(code) for code in range(0x21, 0x7F))
 
 def _ascii_host(hostname: str) -> str:
     """The host as DNS, TLS and the Host header take it: an internationalized name in its ASCII (IDNA) form
-    (`пример.рф` is `xn--e1afmkfd.xn--p1ai`); UnicodeError for a name that has none."""
+    (`пример.рф` is `xn--e1afmkfd.xn--p1ai`); UnicodeError for a name that has none, or a label DNS cannot carry
+    (empty, `a..com`, or longer than 63 characters: every attempt failed on it)."""
     if hostname.isascii():
+        if _written_address(hostname) is None and not hostname.startswith("["):
+            hostname.encode("idna")  # checks each label's length, as the resolver would
         return hostname
     return hostname.encode("idna").decode("ascii")
 
@@ -169,6 +172,8 @@ def resolve_checked(host: str, port: int) -> str:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
         raise TargetRefused(f"{host} does not resolve ({exc.strerror}).") from None
+    except UnicodeError:
+        raise TargetRefused(f"{host} is not a valid host name.") from None
     addresses = list(dict.fromkeys(info[4][0] for info in infos))
     for text in addresses:
         problem = address_problem(ipaddress.ip_address(text.split("%")[0]))

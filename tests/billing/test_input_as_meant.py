@@ -329,3 +329,22 @@ def test_a_record_without_either_shape_names_the_fields_it_carries_instead(api, 
         "records[0]: Send either model and modelProvider (single-service shape) or services (multi-service shape); "
         "neither was given. Fields this record carries that a record does not take: Model (did you mean model?), "
         "provider (did you mean modelProvider?)."]
+
+
+@pytest.mark.parametrize("field", ["upper", "minimumCommitment"])
+def test_a_blank_string_in_a_nullable_number_is_a_400_not_a_null(api, book, field):
+    """An open-ended tier and no minimum are JSON null; a blank string read as null made an open tier of a closed
+    one, silently."""
+    from tests.factories import AgentFactory
+    from tests.billing.support import create_plan
+    agent = AgentFactory(book=book)
+    plan = create_plan(api, agent.id)
+    strategy = {"name": "per page", "agentId": str(agent.id), "chargeType": "usage", "pricingModel": "graduated",
+                "tiers": [{"lower": 0, "upper": 100, "rate": "1"}, {"lower": 100, "upper": None, "rate": "0.5"}]}
+    if field == "upper":
+        strategy["tiers"][0]["upper"] = ""
+    else:
+        strategy["minimumCommitment"] = " "
+    resp = api.post(f"/v1/pricing-plans/{plan['id']}/pricing-strategies", [strategy])
+    assert resp.status_code == 400, resp.json()
+    assert any("A valid number is required." in line for line in resp.json()["message"]), resp.json()

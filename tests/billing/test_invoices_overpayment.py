@@ -117,6 +117,16 @@ def test_refunding_the_second_payment_clears_the_overpayment_and_keeps_the_invoi
     assert payment_of(body, "pi_tab_1")["refundedAmount"] == 0
 
 
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_a_blank_refund_amount_is_a_400_not_the_whole_payment(api, overpaid, blank):
+    """Only a missing amount (or JSON null) means "all that is left": a blank string is no number, and it refunded
+    the whole payment."""
+    second = payment_of(full(api, overpaid), "pi_tab_2")
+    resp = api.post(f"/v1/invoices/{overpaid.id}/payments/{second['id']}/refund", {"amount": blank})
+    assert resp.status_code == 400 and resp.json()["message"] == ["amount: A valid number is required."], resp.json()
+    assert payment_of(full(api, overpaid), "pi_tab_2")["refundedAmount"] == 0
+
+
 def test_refunding_part_of_the_surplus_leaves_the_rest_overpaid(api, overpaid):
     second = payment_of(full(api, overpaid), "pi_tab_2")
     ok(api.post(f"/v1/invoices/{overpaid.id}/payments/{second['id']}/refund", {"amount": "2.50"}), 201)

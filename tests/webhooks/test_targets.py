@@ -50,3 +50,12 @@ def test_an_internationalized_url_goes_out_in_the_form_the_wire_takes():
     assert targets.target_of("https://hooks.example.com/a%20b?x=1").path == "/a%20b?x=1"  # as written
     assert targets.url_problems("https://пример.рф/hook", livemode=True) == []
     assert targets.url_problems("https://ü..example/hook", livemode=True) == ["ü..example is not a valid host name."]
+
+
+@pytest.mark.parametrize("host", ["a" * 64 + ".example.com", "hooks..example.com", ".example.com"])
+def test_a_host_with_a_label_dns_cannot_carry_is_refused_at_create(host):
+    """An empty label or one past 63 characters was accepted, and every attempt then failed as an unexpected error
+    (UnicodeError from the resolver), logged with a traceback until the retries ran out."""
+    assert targets.url_problems(f"https://{host}/hook", livemode=True) == [f"{host} is not a valid host name."]
+    with pytest.raises(targets.TargetRefused, match="is not a valid host name"):
+        targets.resolve_checked(host, 443)
