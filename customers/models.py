@@ -46,7 +46,9 @@ class Customer(OrgOwned):
     status = models.CharField(max_length=16, choices=CustomerStatus.choices, default=CustomerStatus.ACTIVE)
     billing_contact_name = models.CharField(max_length=255, blank=True)
     billing_contact_email = models.EmailField(max_length=255, blank=True)
-    net_terms = models.PositiveIntegerField(default=30)
+    net_terms = models.PositiveIntegerField(default=30, help_text=(
+        "The customer's own record of its terms. An invoice's due date comes from its subscription's net terms "
+        "(PATCH /v1/subscriptions/{id} with netTerms), which this field does not change."))
     invoice_email_recipients = ExactJSONField(default=list, blank=True)
     metadata = ExactJSONField(default=dict, blank=True)
     # A developer whose internal coding-agent usage was recorded: never billed, never a watch target.
