@@ -18,7 +18,7 @@ from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, Refund
 from billing.services.invoices import invoice_send, invoice_void
 from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
 from accounts.admin_actions import act_on_rows, action_page, submitted
-from accounts.admin_display import MonthsDateFilter, figure, period_cell, presence_filter
+from accounts.admin_display import MonthsDateFilter, figure, format_value, period_cell, presence_filter
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act
 from accounts.api import MONEY_ROLES
 from core import clock, display
@@ -185,7 +185,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Issued", ordering="issued_at")
     def issued(self, invoice):
-        return display.day(invoice.issued_at)
+        return format_value("day", invoice.issued_at)  # on one line, as every day of a list
     issued.csv_value = lambda invoice: invoice.issued_at
 
     @admin.display(description="Amount due")
