@@ -1,5 +1,6 @@
 """The Stripe boundary: webhook signature checks, Checkout sessions and refunds. Nothing else talks to Stripe."""
 import logging
+import time
 from decimal import Decimal
 
 import stripe
@@ -84,6 +85,12 @@ def pays_online(amount: Decimal, currency: str, *, livemode: bool) -> bool:
             and checkout_accepts(amount_cents=to_minor_units(amount), currency=currency))
 
 
+def _signed_at(signature_header: str) -> int:
+    """The header's `t=` (verified by then: present and a whole number)."""
+    stamps = [part.split("=", 1)[1] for part in signature_header.split(",") if part.strip().startswith("t=")]
+    return int(stamps[0].strip()) if stamps else 0
+
+
 def verify_event(payload: bytes, signature_header: str) -> dict:
     """The event of a webhook request whose `Stripe-Signature` (t=..., v1=HMAC-SHA256 of "{t}.{body}" with
     STRIPE_WEBHOOK_SECRET) verifies, compared in constant time within the timestamp tolerance; 400 otherwise."""
@@ -98,6 +105,9 @@ def verify_event(payload: bytes, signature_header: str) -> dict:
                                               settings.STRIPE_WEBHOOK_SECRET, SIGNATURE_TOLERANCE_SECONDS)
     except (stripe.SignatureVerificationError, UnicodeDecodeError):
         raise BadRequest("Stripe-Signature does not verify.", code="invalid_signature")
+    if _signed_at(signature_header) > time.time() + SIGNATURE_TOLERANCE_SECONDS:
+        # Stripe's check bounds only the past: a signature dated ahead would stay replayable until then.
+        raise BadRequest("Stripe-Signature is dated in the future.", code="invalid_signature")
     try:
         # The API's reader (exact numbers, duplicate keys refused) and its checks of what could be stored.
         event = exact_json.loads(payload.decode("utf-8"))

@@ -90,6 +90,16 @@ def test_an_old_signed_event_is_refused(api, issued, client):
     assert full(api, issued)["payments"] == []
 
 
+def test_an_event_signed_with_a_time_ahead_of_the_clock_is_refused(api, issued, client):
+    """Stripe's check bounds a signature's age only: one dated a day ahead would stay valid, and replayable, until
+    a day after it."""
+    body = stripe_event(issued.id, 2400)
+    resp = post_webhook(client, body, stripe_signature(body, timestamp=int(time.time()) + 86400))
+    assert resp.status_code == 400 and resp.json()["code"] == "invalid_signature"
+    assert full(api, issued)["payments"] == []
+    assert post_webhook(client, body, stripe_signature(body, timestamp=int(time.time()) + 60)).status_code == 200
+
+
 def test_a_body_changed_after_signing_is_refused(api, issued, client):
     signed = stripe_event(issued.id, 100)
     tampered = signed.replace(b'"amount_total":100', b'"amount_total":2400')
