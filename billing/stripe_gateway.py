@@ -86,9 +86,10 @@ def pays_online(amount: Decimal, currency: str, *, livemode: bool) -> bool:
 
 
 def _signed_at(signature_header: str) -> int:
-    """The header's `t=` (verified by then: present and a whole number)."""
-    stamps = [part.split("=", 1)[1] for part in signature_header.split(",") if part.strip().startswith("t=")]
-    return int(stamps[0].strip()) if stamps else 0
+    """The header's timestamp, read exactly as Stripe's verification read it (the first part whose key is `t`):
+    called once that verification passed, so it is there and a whole number."""
+    parts = [part.split("=", 2) for part in signature_header.split(",")]
+    return int([part[1] for part in parts if part[0] == "t"][0])
 
 
 def verify_event(payload: bytes, signature_header: str) -> dict:

@@ -276,8 +276,7 @@ class Restored:
     rows: int  # events back in the ledger
     left_out: int  # archived events whose key a later event holds (recorded again since), or already back
     unpriced_books: list  # ids of the books whose restored events wait for a price (a reprice job each)
-    books: list  # ids of the books with events back
-    detached_at: datetime | None  # when the month left the ledger (price overrides made since never saw its events)
+    books: list  # ids of the books with events back (priced again under their price overrides)
 
 
 def key_sync_name(table: str = LEDGER) -> str:
@@ -354,12 +353,10 @@ def ledger_partition_restore(month: datetime, *, table: str = LEDGER) -> Restore
             [EventStatus.NEEDS_COST_BACKFILL])
         rows, unpriced, books = cursor.fetchone()
         cursor.execute(f"DROP TABLE {archive}")
-        detached_at = None
         if table == LEDGER:
-            detached_at = (ArchivedMonth.objects.filter(month=month).values_list("detached_at", flat=True).first())
             ArchivedMonth.objects.filter(month=month).delete()
     return Restored(month=month, archive=archive, rows=rows, left_out=archived_rows - rows,
-                    unpriced_books=list(unpriced or []), books=list(books or []), detached_at=detached_at)
+                    unpriced_books=list(unpriced or []), books=list(books or []))
 
 
 # Asked before a month leaves the ledger, with `start` and `end`, the month's bounds: a higher app's function

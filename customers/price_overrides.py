@@ -157,17 +157,14 @@ def override_reprice_work(book, target: Target, effective_from: datetime | None,
     return work
 
 
-def restored_month_reprice_start(*, book, start: datetime, end: datetime, detached_at: datetime | None,
-                                 created_by: str = "") -> list:
+def restored_month_reprice_start(*, book, start: datetime, end: datetime, created_by: str = "") -> list:
     """After a month [start, end) came back from its archive: price its events again under each override of the
-    book made since it left (`detached_at`; None: every override) and in force for them, a job each (queued). Those
-    overrides found none of its events, so they kept the prices of before; the others priced them already. An
-    override deleted meanwhile left no trace to go by: events it priced keep its price (docs/operations.md)."""
-    overrides = owned(PriceOverride, book).order_by("pk")
-    if detached_at is not None:
-        overrides = overrides.filter(created_at__gte=detached_at)
+    book in force for some of its days, a job each (queued). One made while the month was out found none of its
+    events; one made shortly before the detach may have had its job run after it. Pricing again under the others
+    changes nothing (safe to run twice), and which override saw the month is not recorded. An override deleted
+    meanwhile left no trace to go by: events it priced keep its price (docs/operations.md)."""
     jobs = []
-    for override in overrides:
+    for override in owned(PriceOverride, book).order_by("pk"):
         since = start if override.effective_from is None else max(override.effective_from, start)
         if since >= end:
             continue

@@ -22,6 +22,9 @@ from django.conf import settings
 
 RESPONSE_KEEP_BYTES = 1024
 RESOLVE_SECONDS = 2  # how long creating an endpoint waits for its host name to resolve
+# The lookups of endpoint creations, a few at a time: a resolver that hangs holds these threads, never more (a
+# creation whose lookup waits behind them past RESOLVE_SECONDS is accepted, its name judged at each attempt).
+_RESOLVER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="webhook-resolve")
 USER_AGENT = "agentbilling-webhooks/1"
 
 
@@ -152,9 +155,7 @@ def resolved_problems(url: str) -> list[str]:
     target = target_of(url)
     # The system resolver has no timeout of its own: a name not answered within RESOLVE_SECONDS is accepted, as one
     # that does not resolve is (the attempts judge it).
-    resolver = ThreadPoolExecutor(max_workers=1)
-    lookup = resolver.submit(socket.getaddrinfo, target.host, target.port, type=socket.SOCK_STREAM)
-    resolver.shutdown(wait=False)
+    lookup = _RESOLVER.submit(socket.getaddrinfo, target.host, target.port, type=socket.SOCK_STREAM)
     try:
         infos = lookup.result(timeout=RESOLVE_SECONDS)
     except (socket.gaierror, UnicodeError, FuturesTimeout):

@@ -491,10 +491,14 @@ def test_a_restored_month_is_priced_under_the_overrides_made_while_it_was_archiv
     with django_capture_on_commit_callbacks(execute=True):
         call_command("ledger_partitions", "restore", "2012-06", stdout=out)
     assert UsageEvent.objects.get(pk=event_id).usage_cost == D("0.0048")
-    [job] = Job.objects.filter(kind=JobKind.COST_OVERRIDE_REPRICE,
-                               task_path__endswith="reprice_month_for_price_override_task")
-    assert job.status == "succeeded" and job.task_args[1:3] == ["provider", "partai"]
-    assert f"1 price override(s) made while it was archived price its events again: jobs {job.pk}" in out.getvalue()
+    # The overrides in force for June price it again (the one from before the detach changes nothing); the one from
+    # July on has nothing there.
+    jobs = Job.objects.filter(kind=JobKind.COST_OVERRIDE_REPRICE,
+                              task_path__endswith="reprice_month_for_price_override_task").order_by("created_at")
+    assert [(job.status, job.task_args[1:3]) for job in jobs] == [
+        ("succeeded", ["model", "other-llm"]), ("succeeded", ["provider", "partai"])]
+    assert (f"2 price override(s) in force for the month price its events again: jobs {jobs[0].pk}, {jobs[1].pk}"
+            in out.getvalue())
 
 
 def test_a_restored_archive_made_before_the_ledger_gained_a_column_takes_its_default(api, llm):

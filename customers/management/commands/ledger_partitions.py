@@ -97,7 +97,6 @@ class Command(BaseCommand):
         repricing = [job for book in Book.objects.filter(pk__in=restored.books)
                      for job in restored_month_reprice_start(book=book, start=restored.month,
                                                              end=next_month(restored.month),
-                                                             detached_at=restored.detached_at,
                                                              created_by="ledger_partitions restore")]
         left_out = (f"; {restored.left_out} left out (their idempotency key was recorded again after the detach, "
                     f"or they were back already)" if restored.left_out else "")
@@ -105,5 +104,5 @@ class Command(BaseCommand):
                           f"idempotency keys, waiting for the analytics rollup{left_out}; table {restored.archive} "
                           f"dropped.")
         if repricing:
-            self.stdout.write(f"{len(repricing)} price override(s) made while it was archived price its events "
+            self.stdout.write(f"{len(repricing)} price override(s) in force for the month price its events "
                               f"again: jobs {', '.join(str(job.pk) for job in repricing)} (GET /v1/jobs/{{id}}).")
