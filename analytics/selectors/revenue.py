@@ -144,8 +144,13 @@ def _covered_span(subscription: Subscription, window: Window) -> Window | None:
     """The part of the window on the local days the subscription covers (its start day counts; its end is
     exclusive); None when they do not meet. Event attribution (instants) lies inside it."""
     terms, (start_zone, end_zone) = subscription_terms(subscription), life_timezones(subscription)
-    return window.clip(local_midnight(terms.start, start_zone),
-                       None if terms.end is None else local_midnight(terms.end, end_zone))
+    end = None if terms.end is None else local_midnight(terms.end, end_zone)
+    if end is not None and terms.ends_by_change:
+        # The change's day is the new side's, but never a day of an earlier period: after a timezone change that
+        # local day can begin before the period the change falls in (a change at 03:00 UTC on February 1 is still
+        # January 31 in Los Angeles), and January, in UTC, stays the old side's whole.
+        end = max(end, grid_cycle(subscription, life_of(subscription)[1])[0])
+    return window.clip(local_midnight(terms.start, start_zone), end)
 
 
 def _meets(subscription: Subscription, window: Window) -> bool:
@@ -285,11 +290,11 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
     def row(strategy: PricedStrategy) -> StrategyRevenue:
         return by_strategy.setdefault(strategy.id, StrategyRevenue(strategy))
 
-    side = subscription_terms(subscription)
     for index, unit in enumerate(units):
         # A period a plan change splits prices a credit pool at this side's share (units and price), as billed.
         cycle_start, cycle_end, timezone = grid_cycle(subscription, unit.start)
         period = DaySpan.from_instants(cycle_start, cycle_end, timezone)
+        side = subscription_terms(subscription, timezone)  # its end day counted in this period's timezone
         for strategy in unit.terms.strategies:
             if not strategy.is_usage:
                 continue

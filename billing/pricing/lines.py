@@ -29,6 +29,7 @@ class BillingWindow:
     start: datetime
     end: datetime
     fee_period: engine.DaySpan
+    timezone: str  # the one its days are counted in
 
 
 def billing_window(subscription: Subscription, start: datetime, end: datetime) -> BillingWindow:
@@ -42,14 +43,14 @@ def billing_window(subscription: Subscription, start: datetime, end: datetime) -
                           and end in (cycle_end, effective_end(subscription)) and end <= cycle_end)
     span_start, span_end = (cycle_start, cycle_end) if is_schedule_period else (start, end)
     return BillingWindow(start, end, engine.DaySpan(local_date(span_start, timezone),
-                                                    first_uncovered_day(span_end, timezone)))
+                                                    first_uncovered_day(span_end, timezone)), timezone)
 
 
 def pool_units(subscription: Subscription, start: datetime, end: datetime, pool_size: Decimal) -> Decimal:
     """The units a credit pool grants in the subscription's period `[start, end)`: the pool size, prorated by the
     days each side covers in a period a plan change splits (exact, as the invoice bills it)."""
-    period = billing_window(subscription, start, end).fee_period
-    terms = subscription_terms(subscription)
+    window = billing_window(subscription, start, end)
+    period, terms = window.fee_period, subscription_terms(subscription, window.timezone)
     if not terms.split_by_change(period):
         return pool_size
     # A share is a division, rarely finite: kept to the 12 places a grant's units always were.
@@ -130,7 +131,7 @@ def priced_lines(subscription: Subscription, window: BillingWindow, terms: PlanT
     by_id = {str(strategy.id): strategy for strategy in terms.strategies}
     existing = set(owned(PricingStrategy, subscription.book_id).filter(pk__in=[s.id for s in terms.strategies])
                    .values_list("pk", flat=True))
-    priced_subscription = replace(subscription_terms(subscription), seats_count=terms.seats_count,
+    priced_subscription = replace(subscription_terms(subscription, window.timezone), seats_count=terms.seats_count,
                                   prorated_amount=terms.prorated_amount)
     # A line of no strategy (a proratedAmount) names the agent the terms were written for, as the usage lines do
     # (after a PATCH of agentId an invoice's captured terms keep the old agent).

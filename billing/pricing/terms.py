@@ -318,14 +318,17 @@ def ends_by_change(subscription: Subscription) -> bool:
     return subscription.next_subscription_id is not None and effective_end(subscription) is not None
 
 
-def subscription_terms(subscription: Subscription) -> SubscriptionTerms:
+def subscription_terms(subscription: Subscription, period_zone: str | None = None) -> SubscriptionTerms:
     """The subscription as the pricing engine takes it: the local days it covers, `[startDate's day,
     endDate)`. The end is exclusive as stored (docs/decisions/plans-and-subscriptions.md); an end inside a
     day covers that day, as a start inside a day does, except the end of a plan change: the day the change
-    takes effect belongs to the new side only (contract: "Plan changes")."""
+    takes effect belongs to the new side only (contract: "Plan changes"). `period_zone`: the timezone of the
+    period being priced, which its end day is counted in (after a timezone change the last period's zone would
+    put a change made after an earlier period's end on that period's last day, and prorate it)."""
     end = effective_end(subscription)
     changed_out = ends_by_change(subscription)
     start_zone, end_zone = life_timezones(subscription)  # each day in its period's (a change applies from the next)
+    end_zone = period_zone or end_zone
     if end is None:
         end_day = None
     else:

@@ -160,6 +160,25 @@ def test_a_new_side_cut_by_its_end_date_bills_its_pool_whole_unless_the_change_f
     assert lines(april) == [("usage", 50, amount)]
 
 
+def test_after_a_timezone_change_a_change_made_after_a_period_ended_leaves_that_period_whole(acme, frozen_now):
+    """January in UTC; on January 25 the timezone becomes Los Angeles (from February on). The plan changes at
+    2025-02-01T03:00Z, after January's period ended, though it is still January 31 in Los Angeles. Counted in the
+    last period's timezone, the old side's end day fell on January's last day: its fee billed 30.00 of 31 and its
+    pool 96.77 of 100.00. January is whole: 31.00 and the pool's 100.00 for 50 units."""
+    credits = acme.signals["calls"]
+    frozen_now(datetime(2025, 1, 25, 12, tzinfo=UTC))
+    starter, _ = acme.plan(fee("31"), pool(100, "100", "2", credits))
+    pro, _ = acme.plan(fee("31"), pool(100, "100", "2", credits))
+    old = subscribe(acme, starter, "2025-01-01T00:00:00Z")
+    ok(acme.api.patch(f"/v1/subscriptions/{old['id']}/invoice-dates", {"timezone": "America/Los_Angeles"}))
+    acme.record(("calls", 50, "2025-01-20T00:00:00Z"))
+    frozen_now(datetime(2025, 2, 2, 12, tzinfo=UTC))
+    ok(change(acme.api, old, pro, effectiveAt="2025-02-01T03:00:00Z"), 201)
+    january = acme.generate(old, ("2025-01-01T00:00:00Z", "2025-02-01T00:00:00Z"))
+    assert lines(january) == [("recurring", 1, 31.0), ("usage", 50, 100.0)]
+    assert D(str(acme.revenue(old, "2025-01-01", "2025-01-31")["revenue"])) == D("131")  # revenue reads it alike
+
+
 def test_usage_minimums_and_tier_bounds_are_not_prorated_at_a_change(acme):
     """Only fees and pools are prorated by covered days: each side's usage minimum raises its own usage whole.
     Old side (June 1-16, 16 of 30 days): 30 tickets, minimum 100 at 0.10 = 10.00 (not 100 x 16/30 = 53.33 units).
