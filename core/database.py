@@ -65,7 +65,8 @@ def retry_while_reconnecting(write, *, seconds: float = RECONNECT_SECONDS):
     fails (a restart, a failover: OperationalError or InterfaceError outside any transaction), run it again at once on
     a new connection, then every 0.2 s until `seconds` have passed, and raise as before. For a kept connection the
     server dropped while it idled (`seconds=0`: one retry), and for the step after an effect the database cannot
-    undo (an email sent), where a 503 would leave the record behind what happened."""
+    undo (an email sent), where a 503 would leave the record behind what happened; and for the read that answers a
+    write already committed, where a 503 would tell the client that what was stored was not."""
     from django.db import InterfaceError, OperationalError
 
     deadline = time.monotonic() + seconds
@@ -80,13 +81,6 @@ def retry_while_reconnecting(write, *, seconds: float = RECONNECT_SECONDS):
             if retried:
                 time.sleep(0.2)
             retried = True
-
-
-def read_after_commit(read):
-    """`read()`, the read that builds a write's answer after the write committed, run again on a new connection
-    while PostgreSQL comes back (`retry_while_reconnecting`): a restart between the commit and the read would
-    otherwise answer 503 for a write that was stored, and the client would not know it was."""
-    return retry_while_reconnecting(read)
 
 
 # How often a transaction PostgreSQL chose as a deadlock's victim runs again before its error is the answer.

@@ -160,11 +160,21 @@ def resolved_problems(url: str) -> list[str]:
         infos = lookup.result(timeout=RESOLVE_SECONDS)
     except (socket.gaierror, UnicodeError, FuturesTimeout):
         return []
-    for text in dict.fromkeys(info[4][0] for info in infos):
+    refusal = _refused_address(target.host, _addresses(infos))
+    return [refusal] if refusal else []
+
+
+def _addresses(infos) -> list[str]:
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+def _refused_address(host: str, addresses: list[str]) -> str | None:
+    """Why `host` may not be reached: the first address it resolved to that `address_problem` refuses."""
+    for text in addresses:
         problem = address_problem(ipaddress.ip_address(text.split("%")[0]))
         if problem:
-            return [f"{target.host} resolves to {text}: {problem}"]
-    return []
+            return f"{host} resolves to {text}: {problem}" if text != host else problem
+    return None
 
 
 def resolve_checked(host: str, port: int) -> str:
@@ -175,11 +185,10 @@ def resolve_checked(host: str, port: int) -> str:
         raise TargetRefused(f"{host} does not resolve ({exc.strerror}).") from None
     except UnicodeError:
         raise TargetRefused(f"{host} is not a valid host name.") from None
-    addresses = list(dict.fromkeys(info[4][0] for info in infos))
-    for text in addresses:
-        problem = address_problem(ipaddress.ip_address(text.split("%")[0]))
-        if problem:
-            raise TargetRefused(f"{host} resolves to {text}: {problem}" if text != host else problem)
+    addresses = _addresses(infos)
+    refusal = _refused_address(host, addresses)
+    if refusal:
+        raise TargetRefused(refusal)
     if not addresses:
         raise TargetRefused(f"{host} does not resolve.")
     return addresses[0]

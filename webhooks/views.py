@@ -4,7 +4,7 @@ from rest_framework.response import Response
 
 from accounts.api import OrgApiView
 from core import clock
-from core.database import read_after_commit
+from core.database import retry_while_reconnecting
 from core.errors import BadRequest
 from core.openapi import ErrorOut
 from core.pagination import has_more_response
@@ -93,8 +93,8 @@ class WebhookEndpointRotateSecretApi(WebhookApi):
 
 def _delivery(book, delivery_id) -> dict:
     """A delivery as the answer of a test or a resend, read after their commit."""
-    return read_after_commit(lambda: WebhookDeliveryOut(selectors.webhook_delivery_get(book=book,
-                                                                                     delivery_id=delivery_id)).data)
+    return retry_while_reconnecting(
+        lambda: WebhookDeliveryOut(selectors.webhook_delivery_get(book=book, delivery_id=delivery_id)).data)
 
 
 class WebhookEndpointTestApi(WebhookApi):

@@ -28,7 +28,7 @@ from accounts.models import Book
 from accounts.selectors import billing_recipients
 from core import display
 from core.emails import send_templated
-from core.database import advisory_xact_lock, read_after_commit
+from core.database import advisory_xact_lock, retry_while_reconnecting
 from core.errors import BadRequest, Conflict
 from core.money import SUMS
 from core.jobs import BookFailures
@@ -237,7 +237,7 @@ def credit_topup(*, book: Book, subscription_id, units: Decimal, idempotency_key
             created = False
     if created:
         balance_cache_refresh(book_id=book.pk)
-    remaining = read_after_commit(
+    remaining = retry_while_reconnecting(
         lambda: credit_balance_get(book=book, subscription_id=subscription.pk, now=now).remaining_units)
     return TopUp(grant, created, remaining)
 

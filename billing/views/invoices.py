@@ -16,7 +16,7 @@ from billing.services.payments import refund_create, stripe_event_handle
 from billing.stripe_gateway import verify_event
 from accounts.api import MONEY_ROLES, OrgApiView
 from core import clock
-from core.database import read_after_commit
+from core.database import retry_while_reconnecting
 from core.filtering import filtered
 from core.openapi import ErrorOut
 from core.pagination import has_more_response
@@ -34,8 +34,9 @@ def _full(book, invoice_id) -> dict:
 
 
 def _full_after_commit(book, invoice_id) -> dict:
-    """The invoice in full as the answer of a write that committed (generate, update, void)."""
-    return read_after_commit(lambda: _full(book, invoice_id))
+    """The invoice in full as the answer of a write that committed (generate, update, void): read again on a new
+    connection while PostgreSQL comes back, or a restart between the commit and the read answers 503 for it."""
+    return retry_while_reconnecting(lambda: _full(book, invoice_id))
 
 
 class InvoiceListApi(OrgApiView):
