@@ -46,3 +46,51 @@ def test_a_topup_after_the_period_ended_settles_it_with_the_batch_still_committi
     assert waited == [1]
     june = CreditGrant.objects.get(kind="period", period_start=at("2025-06-01"))
     assert (june.consumed_units, june.topup_units_drawn) == (150, 50)
+
+
+def test_a_void_right_after_a_period_ended_leaves_that_periods_settlement_to_the_job_that_waits(api, chain, frozen_now):
+    """June is settled and invoiced; July (130 units of a 100-unit pool) has ended and no job has settled it yet. A
+    batch of 20 units dated July 31 23:59:59 is still committing when June's invoice is voided, which settles the
+    pools of its customer again inside its own transaction, where nothing waits for batches in flight. July is
+    left to the alert job, which waits: July used 150. Settled by the void, July was final at 130 while its invoice
+    billed 150."""
+    from console.verification import ledger_verify
+    from tests.billing.pools import run_jobs
+
+    subscription = pool_subscription(api, chain)  # June's period at the clock's June 10
+    ok(topup(api, subscription, 50), 201)  # which grants June its period
+    use(chain, 30, at=at("2025-06-10T10:00:00"))
+    frozen_now(at("2025-07-01T00:05:00"))
+    run_jobs("2025-07-01T00:05:00Z")
+    june = ok(api.post("/v1/invoices/generate", {
+        "customerId": str(chain.customer.id), "subscriptionId": subscription["id"],
+        "billingPeriodStart": "2025-06-01T00:00:00Z", "billingPeriodEnd": "2025-07-01T00:00:00Z"}), 201)
+    ok(api.post(f"/v1/invoices/{june['id']}/send", {"recipientEmail": "billing@client.example.com"}))
+    assert CreditGrant.objects.get(kind="period", period_start=at("2025-06-01")).settled_at is not None
+    frozen_now(at("2025-07-10T00:00:00"))
+    use(chain, 130, at=at("2025-07-05T10:00:00"))
+    frozen_now(at("2025-08-01T00:00:01"))
+    storing, done = threading.Event(), threading.Event()
+
+    def batch_in_flight():
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:  # what recording's insert holds until it commits
+                    cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
+                                   [PRICE_LOCKS, str(chain.customer.book_id)])
+                use(chain, 20, at=at("2025-07-31T23:59:59"))
+                storing.set()
+                done.wait(30)  # commits once the void has answered
+        finally:
+            connections.close_all()
+    thread = threading.Thread(target=batch_in_flight)
+    thread.start()
+    assert storing.wait(30)
+    ok(api.post(f"/v1/invoices/{june['id']}/void", {"reason": "reissued"}))
+    done.set()
+    thread.join()
+    assert CreditGrant.objects.get(kind="period", period_start=at("2025-07-01")).settled_at is None
+    run_jobs("2025-08-01T00:00:02Z")
+    assert CreditGrant.objects.get(kind="period", period_start=at("2025-07-01")).consumed_units == 150
+    [report] = ledger_verify(now=at("2025-08-01T01:00:00"), book=chain.customer.book)
+    assert report.findings.get("credit_pools", []) == []
