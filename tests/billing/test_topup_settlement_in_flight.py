@@ -16,6 +16,28 @@ from tests.row_races import lock_waiters
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+def batch_in_flight(chain, quantity, dated, *, hold) -> threading.Thread:
+    """A batch of `quantity` units dated `dated` on a thread of its own, stored and still committing (holding the
+    book's price lock, as recording's insert does) while `hold()` runs; returns once it is stored."""
+    storing = threading.Event()
+
+    def run():
+        try:
+            with transaction.atomic():
+                with connection.cursor() as cursor:  # what recording's insert holds until it commits
+                    cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
+                                   [PRICE_LOCKS, str(chain.customer.book_id)])
+                use(chain, quantity, at=dated)
+                storing.set()
+                hold()
+        finally:
+            connections.close_all()
+    thread = threading.Thread(target=run)
+    thread.start()
+    assert storing.wait(30)
+    return thread
+
+
 def test_a_topup_after_the_period_ended_settles_it_with_the_batch_still_committing(api, chain, frozen_now):
     """June: 130 units of a 100-unit pool, a 50-unit top-up bought on June 10. A batch of 20 units dated June 30
     23:59:59 is still committing when a second top-up arrives on July 1 and settles June: June used 150 and drew
@@ -25,22 +47,9 @@ def test_a_topup_after_the_period_ended_settles_it_with_the_batch_still_committi
     use(chain, 130)
     ok(topup(api, subscription, 50, key="june"), 201)
     frozen_now(at("2025-07-01T00:00:01"))
-    storing, waited = threading.Event(), []
-
-    def batch_in_flight():
-        try:
-            with transaction.atomic():
-                with connection.cursor() as cursor:  # what recording's insert holds until it commits
-                    cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
-                                   [PRICE_LOCKS, str(chain.customer.book_id)])
-                use(chain, 20, at=at("2025-06-30T23:59:59"))
-                storing.set()
-                waited.append(lock_waiters())  # the top-up waits for this batch (0 after 30 s: it did not)
-        finally:
-            connections.close_all()
-    thread = threading.Thread(target=batch_in_flight)
-    thread.start()
-    assert storing.wait(30)
+    waited = []
+    # The top-up waits for this batch (0 after 30 s: it did not).
+    thread = batch_in_flight(chain, 20, at("2025-06-30T23:59:59"), hold=lambda: waited.append(lock_waiters()))
     ok(topup(api, subscription, 10, key="july"), 201)
     thread.join()
     assert waited == [1]
@@ -70,22 +79,8 @@ def test_a_void_right_after_a_period_ended_leaves_that_periods_settlement_to_the
     frozen_now(at("2025-07-10T00:00:00"))
     use(chain, 130, at=at("2025-07-05T10:00:00"))
     frozen_now(at("2025-08-01T00:00:01"))
-    storing, done = threading.Event(), threading.Event()
-
-    def batch_in_flight():
-        try:
-            with transaction.atomic():
-                with connection.cursor() as cursor:  # what recording's insert holds until it commits
-                    cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, hashtext(%s))",
-                                   [PRICE_LOCKS, str(chain.customer.book_id)])
-                use(chain, 20, at=at("2025-07-31T23:59:59"))
-                storing.set()
-                done.wait(30)  # commits once the void has answered
-        finally:
-            connections.close_all()
-    thread = threading.Thread(target=batch_in_flight)
-    thread.start()
-    assert storing.wait(30)
+    done = threading.Event()
+    thread = batch_in_flight(chain, 20, at("2025-07-31T23:59:59"), hold=lambda: done.wait(30))  # until the void answered
     ok(api.post(f"/v1/invoices/{june['id']}/void", {"reason": "reissued"}))
     done.set()
     thread.join()
