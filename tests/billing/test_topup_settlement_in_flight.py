@@ -80,7 +80,8 @@ def test_a_void_right_after_a_period_ended_leaves_that_periods_settlement_to_the
     use(chain, 130, at=at("2025-07-05T10:00:00"))
     frozen_now(at("2025-08-01T00:00:01"))
     done = threading.Event()
-    thread = batch_in_flight(chain, 20, at("2025-07-31T23:59:59"), hold=lambda: done.wait(30))  # until the void answered
+    # Committed once the void has answered.
+    thread = batch_in_flight(chain, 20, at("2025-07-31T23:59:59"), hold=lambda: done.wait(30))
     ok(api.post(f"/v1/invoices/{june['id']}/void", {"reason": "reissued"}))
     done.set()
     thread.join()
