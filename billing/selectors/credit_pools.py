@@ -273,6 +273,8 @@ def _annotated(book, now: datetime) -> QuerySet:
                     Value(ZERO)),
                 unsettled_ended=Exists(period_grants.filter(settled_at__isnull=True, period_end__lte=now)),
                 has_current_grant=Exists(period_grants.filter(period_start=OuterRef("current_period_start"))),
+                current_grant_open=Exists(period_grants.filter(period_start=OuterRef("current_period_start"),
+                                                               settled_at__isnull=True)),
                 last_grant_end=Subquery(period_grants.filter(period_start__lt=OuterRef("current_period_start"))
                                         .order_by("-period_start").values("period_end")[:1]),
             ))
@@ -281,7 +283,9 @@ def _annotated(book, now: datetime) -> QuerySet:
 def _needs_settling(subscription: Subscription, now: datetime) -> bool:
     start, end = subscription.current_period_start, subscription.current_period_end
     skipped = start is not None and subscription.last_grant_end is not None and subscription.last_grant_end < start
-    stored_ended = end is not None and now >= end and not subscription.has_current_grant
+    # The stored period ended without its settlement: no grant yet, or one written before an end cut the period.
+    stored_ended = (end is not None and now >= end
+                    and (not subscription.has_current_grant or subscription.current_grant_open))
     return subscription.unsettled_ended or skipped or stored_ended
 
 

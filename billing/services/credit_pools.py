@@ -13,6 +13,7 @@ from decimal import Decimal
 from functools import partial
 
 from django.db import IntegrityError, transaction
+from django.db.models import F
 
 from accounts.book_generations import batches_in_flight_wait
 from billing.events import credit_pool_threshold_crossed
@@ -79,9 +80,10 @@ def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
                                     ignore_conflicts=True)
     grant = (owned(CreditGrant, subscription.book_id).select_for_update()
              .get(subscription=subscription, kind=PERIOD, period_start=start))
-    if now < end and (grant.period_end, grant.units, grant.settled_at) != (end, units, None):
-        # The running period's grant follows the pool's size, and its end when an endDate moved it; a period
-        # settled before its end grew back is open again.
+    if (grant.period_end, grant.units, grant.settled_at) != (end, units, None) and (now < end or not grant.settled_at):
+        # The stored period's grant follows the pool's size, and its end when an end moved it (an endDate, `ended`,
+        # a plan change: also once that end has passed, so the period settles at it); a period settled before its
+        # end grew back is open again.
         grant.period_end, grant.units = end, units
         grant.consumed_units = grant.topup_units_drawn = grant.settled_at = None
         grant.save(update_fields=["period_end", "units", "consumed_units", "topup_units_drawn", "settled_at",
@@ -137,6 +139,24 @@ def credit_pool_settle_again(*, subscription: Subscription, since: datetime, now
     transaction.on_commit(partial(balance_cache_refresh, book_id=subscription.book_id), robust=True)
 
 
+def _stored_period_grant_fit(subscription: Subscription) -> None:
+    """The grant of the subscription's stored period, not settled yet, ends where that period ends now and grants
+    its share of the pool: an end that cut the period (`ended`, an endDate, a plan change) makes it a period that
+    ends there, settled by the next alert job (which waits for the batches still committing) rather than at the
+    cycle's end weeks later. Nothing is settled here."""
+    start, end = subscription.current_period_start, subscription.current_period_end
+    if start is None or end is None:
+        return
+    grant = period_grants(subscription).filter(period_start=start, settled_at__isnull=True).first()
+    pool = pool_for(subscription) if grant is not None else None
+    if pool is None:
+        return
+    units = pool_units(subscription, start, end, period_pool(timeline_of(subscription), start, pool).size)
+    if (grant.period_end, grant.units) != (end, units):
+        grant.period_end, grant.units = end, units
+        grant.save(update_fields=["period_end", "units", "updated_at"])
+
+
 def credit_pools_follow_claims(*, book, customer_id, agent_id, since: datetime | None, now: datetime) -> None:
     """Which subscription bills an event moved from `since` on for the customer's usage through the agent (a plan
     change, a backdated subscription; None: anywhere in their lives, a plan or its strategies changed): every pool
@@ -146,6 +166,7 @@ def credit_pools_follow_claims(*, book, customer_id, agent_id, since: datetime |
     subscriptions = (owned(Subscription, book).filter(customer_id=customer_id, agent_id=agent_id)
                      .select_related("plan").order_by("pk"))
     for subscription in subscriptions:
+        _stored_period_grant_fit(subscription)
         grants, end = period_grants(subscription), effective_end(subscription)
         start = since if since is not None else subscription.start_date
         if grants.filter(settled_at__isnull=False, period_end__gt=start).exists() or (
@@ -403,7 +424,12 @@ def credit_pool_alerts_evaluate_all(*, now: datetime) -> str:
     # and the books with an ended period not settled yet (an ended subscription's last one runs no more)
     unsettled = (CreditGrant.objects.filter(kind=PERIOD, settled_at__isnull=True, period_end__lte=now)
                  .values_list("book_id", flat=True).distinct())
-    book_ids = {*running, *unsettled}
+    # and those whose stored period ended before its grant says (a grant written before an end moved it)
+    cut_short = (CreditGrant.objects.filter(kind=PERIOD, settled_at__isnull=True,
+                                            subscription__current_period_start=F("period_start"),
+                                            subscription__current_period_end__lte=now)
+                 .values_list("book_id", flat=True).distinct())
+    book_ids = {*running, *unsettled, *cut_short}
     sent = 0
     failures = BookFailures("credit-pool-alerts")
     for book in Book.objects.select_related("organization").filter(id__in=book_ids).order_by("pk"):

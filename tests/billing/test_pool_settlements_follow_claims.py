@@ -232,3 +232,60 @@ def test_settling_again_leaves_a_period_that_just_ended_to_the_job_that_waits_fo
     run_jobs("2025-08-01T00:05:00Z")
     july.refresh_from_db()
     assert july.settled_at == at("2025-08-01T00:05:00")
+
+
+# --------------------------------------------------------------------------- an end that cuts the running period
+
+def running_june_overdrawn(api, chain, frozen_now) -> dict:
+    """A 100-unit pool from June 1 with 50 top-up units granted on June 3 (the top-up opens June's grant, to July 1),
+    130 units used on June 5, the clock at June 10 12:00: June runs 30 units past its pool."""
+    subscription = pool_subscription(api, chain)
+    frozen_now(at("2025-06-03T00:00:00"))
+    ok(topup(api, subscription, 50), 201)
+    frozen_now(at("2025-06-10T12:00:00"))
+    use(chain, 130, at=at("2025-06-05T10:00:00"))
+    assert june_grant(subscription).period_end == at("2025-07-01")
+    return subscription
+
+
+def test_a_subscription_ended_mid_period_settles_its_last_period_at_its_end(api, book, chain, frozen_now):
+    subscription = running_june_overdrawn(api, chain, frozen_now)
+    ok(api.patch(f"/v1/subscriptions/{subscription['id']}", {"status": "ended"}))
+    # June ended at 12:00 on June 10: it takes the 30 units beyond its pool from the top-up now, not on July 1.
+    grant = june_grant(subscription)
+    assert (grant.period_end, grant.settled_at) == (at("2025-06-10T12:00:00"), None)
+    row = balance(api, subscription)
+    assert (row["noActivePeriod"], row["remainingUnits"]) == (True, 120)
+    frozen_now(at("2025-06-10T12:05:00"))
+    run_jobs("2025-06-10T12:05:00Z")
+    grant = june_grant(subscription)
+    assert (grant.consumed_units, grant.topup_units_drawn, grant.settled_at) == (130, 30, at("2025-06-10T12:05:00"))
+    assert pool_findings(book) == []
+
+
+def test_a_plan_change_in_the_past_settles_the_old_sides_cut_period(api, book, chain, frozen_now):
+    old = running_june_overdrawn(api, chain, frozen_now)
+    flat = create_plan(api, chain.agent.id, name="Flat")
+    create_strategies(api, flat["id"], [flat_usage(chain, rate="1")])
+    ok(api.post(f"/v1/subscriptions/{old['id']}/change-plan",
+                {"planId": flat["id"], "effectiveAt": "2025-06-07T00:00:00Z"}), 201)
+    # June 1-6 of 30 days: a pool of 100 x 6/30 = 20 units, so the 130 units of June 5 take 110 beyond it: the
+    # whole top-up of 50.
+    grant = june_grant(old)
+    assert (grant.period_end, grant.units, grant.settled_at) == (at("2025-06-07"), 20, None)
+    run_jobs("2025-06-10T12:00:00Z")
+    grant = june_grant(old)
+    assert (grant.units, grant.consumed_units, grant.topup_units_drawn) == (20, 130, 50)
+    assert pool_findings(book) == []
+
+
+def test_a_grant_left_at_its_cycles_end_by_an_earlier_end_is_settled_by_the_next_job(api, book, chain, frozen_now):
+    subscription = running_june_overdrawn(api, chain, frozen_now)
+    ok(api.patch(f"/v1/subscriptions/{subscription['id']}", {"status": "ended"}))
+    # As an end written before grants followed it left June's grant: to the cycle's end.
+    CreditGrant.objects.filter(kind="period", subscription_id=subscription["id"]).update(period_end=at("2025-07-01"))
+    frozen_now(at("2025-06-10T12:05:00"))
+    run_jobs("2025-06-10T12:05:00Z")
+    grant = june_grant(subscription)
+    assert (grant.period_end, grant.consumed_units, grant.topup_units_drawn) == (at("2025-06-10T12:00:00"), 130, 30)
+    assert pool_findings(book) == []
