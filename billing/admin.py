@@ -614,9 +614,11 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                     return HttpResponseRedirect(reverse("admin:billing_subscription_change", args=[replacement.pk]))
                 context["sides"] = subscription_plan_change_preview(**choice)
                 # What the period the change falls in bills without it, for finance to compare.
-                unchanged = subscription_periods_preview(
+                unchanged_periods = subscription_periods_preview(
                     book=subscription.book, subscription_id=subscription.pk, now=now,
                     moments=[side.period_start for side in context["sides"]])
+                unchanged = [side for period in unchanged_periods for side in period]
+                context["periods_compared"] = len(unchanged_periods)
                 without_change = sum((side.total for side in unchanged), Decimal(0))
                 with_change = sum((side.total for side in context["sides"]), Decimal(0))
                 context["shown_sides"] = [_side_shown(subscription, side) for side in context["sides"]]

@@ -287,17 +287,31 @@ def _side(book, subscription: Subscription, start: datetime, end: datetime, *, n
 
 
 def subscription_periods_preview(*, book, subscription_id, moments: list[datetime], now: datetime
-                                 ) -> list[SidePreview]:
-    """The invoices of the subscription's periods holding `moments` (each period once), as the subscription stands,
-    without a change: what a plan change's preview is compared with (the period it splits, or the two it lies
-    between). Generated and rolled back, as the preview, so a draft is priced as it would be refreshed and nothing
-    is kept."""
+                                 ) -> list[tuple[SidePreview, ...]]:
+    """The invoices of the subscription's periods holding `moments` (each period once, its invoices together), as the
+    subscription stands, without a change: what a plan change's preview is compared with (the period it splits, or
+    the two it lies between). A change it already has scheduled is part of how it stands: from that change on the
+    periods are its successor's, and a period that change cuts bills on both sides. Generated and rolled back, as
+    the preview, so a draft is priced as it would be refreshed and nothing is kept."""
     try:
         with transaction.atomic():
             subscription = owned(Subscription, book).select_related("plan").get(pk=subscription_id)
-            periods = dict.fromkeys((period.start, period.end) for period in
-                                    (period_in_force(subscription, moment) for moment in moments))
-            raise _Preview([_side(book, subscription, start, end, now=now) for start, end in periods])
+            successor = (owned(Subscription, book).select_related("plan").filter(pk=subscription.next_subscription_id)
+                         .first() if subscription.next_subscription_id is not None else None)
+            periods, seen = [], set()
+            for moment in sorted(moments):
+                side = successor if successor is not None and moment >= successor.start_date else subscription
+                period = period_in_force(side, moment)
+                if (side.pk, period.start) in seen:
+                    continue
+                windows = [(side, period.start, period.end)]
+                if side is subscription and successor is not None and period.end == successor.start_date:
+                    rest = period_in_force(successor, successor.start_date)  # the rest of the period: the successor's
+                    windows.append((successor, rest.start, rest.end))
+                seen.update((side.pk, start) for side, start, _ in windows)
+                periods.append(windows)
+            raise _Preview([tuple(_side(book, side, start, end, now=now) for side, start, end in windows)
+                            for windows in periods])
     except _Preview as preview:
         return preview.sides
 

@@ -82,6 +82,27 @@ def test_the_preview_compares_the_change_with_the_period_as_it_stands(console, c
     assert not Invoice.objects.exists()
 
 
+def test_the_comparison_counts_a_change_already_scheduled(console, api, chain):
+    """Pro (50/month) is scheduled from June 16; a change to Max (80/month) from June 11 replaces it. As June stands it
+    bills 20 x 15/30 = 10.00 on the old plan and 50 x 15/30 = 25.00 on Pro; with the new change 20 x 10/30 = 6.67
+    and 80 x 20/30 = 53.33."""
+    ok(api.post(f"/v1/subscriptions/{chain.subscription['id']}/change-plan",
+                {"planId": chain.pro["id"], "effectiveAt": "2025-06-16T00:00:00Z"}), 201)
+    max_plan = create_plan(api, chain.agent.id, name="Max")
+    create_strategies(api, max_plan["id"], [{"name": "max fee", "agentId": str(chain.agent.id), **recurring("80")}])
+    resp = console.post(page(chain), {"plan": max_plan["id"], "when": "at", "effective_at": "2025-06-11 00:00",
+                                      "preview": "Preview"})
+    assert resp.status_code == 200, resp.content[:400]
+    assert [(side.plan_name, side.total) for side, *_ in resp.context["unchanged_sides"]] == [
+        (chain.plan["name"], 10), ("Pro", 25)]
+    assert resp.context["comparison"] == {"without": "$35.00", "with": "$60.00", "difference": "$25.00"}
+    shown = " ".join(resp.content.decode().split())
+    assert "Preview: the period the change falls in" in shown
+    assert "Without the change the period bills $35.00;" in shown
+    assert not Invoice.objects.exists()
+    assert Subscription.objects.filter(customer_id=chain.customer.id).count() == 2  # the scheduled change is kept
+
+
 def test_a_confirm_without_a_preview_of_the_same_choice_previews_first(console, chain):
     resp = console.post(page(chain), {"plan": chain.pro["id"], "when": "next_period", "confirm": "Change plan",
                                       "previewed": "something else"})
