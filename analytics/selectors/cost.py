@@ -20,6 +20,7 @@ from analytics.selectors.usage import names_of, resolve_filters
 from analytics.selectors.window import prior_window
 from billing.models import Subscription
 from core.clock import day_start
+from core.money import SUMS, sum_exactly
 from core.scoping import get_owned, owned
 from customers.models import Agent, Signal
 from customers.usage_sums import (Scope, Segment, Sums, Window, grand_total, ledger_reads, orphaned, regroup,
@@ -65,7 +66,7 @@ def _by_plan(*, book, window: Window, scope: Scope, total: Sums, segments: list[
                            segments=segments, measures=("event_count", "cost"))["subscription"]
     by_plan = regroup(labelled, lambda row: (plan_of[row.key[0]],))
     orphans = Sums((None,), total.event_count - sum(row.event_count for row in by_plan),
-                   cost=total.cost - sum((row.cost for row in by_plan), Decimal(0)))
+                   cost=SUMS.subtract(total.cost, sum_exactly(row.cost for row in by_plan)))
     return _rows([*by_plan, *([orphans] if orphans.event_count else [])])
 
 

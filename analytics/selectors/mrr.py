@@ -20,7 +20,7 @@ from billing.models import Subscription, SubscriptionStatus
 from billing.pricing.attribution import billing_claims
 from billing.pricing.engine import charge_of
 from billing.pricing.terms import current_terms, live_strategies, terms_timelines
-from core.money import ZERO
+from core.money import SUMS, ZERO, sum_exactly
 from core.scoping import get_owned, owned
 from customers.models import Customer
 from customers.usage_sums import Window
@@ -38,7 +38,7 @@ class MrrRow:
 
     @property
     def total(self) -> Decimal:
-        return self.recurring + self.seat_based + self.usage
+        return sum_exactly((self.recurring, self.seat_based, self.usage))
 
 
 @dataclass
@@ -48,7 +48,7 @@ class Mrr:
 
     @property
     def mrr(self) -> Decimal:
-        return sum((row.total for row in self.breakdown), ZERO)
+        return sum_exactly(row.total for row in self.breakdown)
 
 
 # The row's column for each charge type's figure (`Charge.figure`); one-time fees are not monthly.
@@ -62,7 +62,7 @@ class CanonicalMrr:
 
     @property
     def arr(self) -> Decimal:
-        return self.mrr * 12
+        return SUMS.multiply(self.mrr, 12)
 
 
 @dataclass
@@ -115,7 +115,7 @@ def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscr
             quantity = usage.get((subscription.pk, strategy.signal_id)) if strategy.is_usage else None
             amount = charge.monthly(strategy.terms, seats=terms.seats_count, run_rate_quantity=quantity,
                                     committed=variant == COMMITTED)
-            setattr(row, column, getattr(row, column) + amount)
+            setattr(row, column, SUMS.add(getattr(row, column), amount))
         rows.append(row)
     rows.sort(key=lambda row: (-row.total, str(row.subscription.id)))
     return Mrr(variant, rows)

@@ -34,7 +34,7 @@ from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, gri
                                    subscription_terms, terms_timelines)
 from billing.selectors.subscriptions import subscription_get
 from core.errors import Unprocessable
-from core.money import SUMS, ZERO
+from core.money import SUMS, ZERO, sum_exactly
 from core.scoping import owned
 from customers.models import Customer
 from customers.selectors import customer_get
@@ -71,11 +71,11 @@ class RevenueFigures:
 
     @property
     def revenue(self) -> Decimal:
-        return self.usage + self.recurring + self.seat + self.onetime
+        return sum_exactly((self.usage, self.recurring, self.seat, self.onetime))
 
     @property
     def agent_earned_margin(self) -> Decimal:
-        return self.agent_earned - self.cost
+        return SUMS.subtract(self.agent_earned, self.cost)
 
     @property
     def agent_earned_margin_percent(self) -> Decimal | None:
@@ -83,7 +83,7 @@ class RevenueFigures:
 
     @property
     def margin(self) -> Decimal:
-        return self.revenue - self.cost
+        return SUMS.subtract(self.revenue, self.cost)
 
     @property
     def margin_percent(self) -> Decimal | None:
@@ -91,7 +91,7 @@ class RevenueFigures:
 
     @property
     def billed_margin(self) -> Decimal:
-        return self.billed - self.cost
+        return SUMS.subtract(self.billed, self.cost)
 
     @property
     def billed_margin_percent(self) -> Decimal | None:
@@ -99,14 +99,14 @@ class RevenueFigures:
 
     @property
     def collected_margin(self) -> Decimal:
-        return self.collected - self.cost
+        return SUMS.subtract(self.collected, self.cost)
 
     @property
     def collected_margin_percent(self) -> Decimal | None:
         return percent_of(self.collected_margin, self.collected)
 
     def add_sums(self, sums: Sums) -> None:
-        self.cost += sums.cost
+        self.cost = SUMS.add(self.cost, sums.cost)
         self.event_count += sums.event_count
         self.unpriced_count += sums.unpriced_count
 
@@ -309,8 +309,8 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
             _add(figures, charge.figure, earned)
             line = row(strategy)
             line.quantity = SUMS.add(line.quantity or ZERO, quantity)
-            line.agent_earned += earned
-            line.revenue += earned
+            line.agent_earned = SUMS.add(line.agent_earned, earned)
+            line.revenue = SUMS.add(line.revenue, earned)
     span = _covered_span(subscription, window)
     # What a subscription's start charges once; never for one a plan change started (contract: "Plan changes").
     if window.start <= subscription.start_date < window.end and subscription.previous_subscription_id is None:
@@ -319,7 +319,7 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
             fee = charge.opening_fee(strategy.terms)
             if fee is not None:
                 _add(figures, charge.figure, fee)
-                row(strategy).revenue += fee
+                row(strategy).revenue = SUMS.add(row(strategy).revenue, fee)
     counted_units = {}
     for terms, days, recognized in _fee_shares(timeline, span) if span is not None else ():
         for strategy in terms.strategies:
@@ -332,7 +332,7 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
                 counted_units[strategy.id] = (strategy, units)
             amount = fee_for_period(fee, frequency=strategy.terms.billing_frequency,
                                     billing_cycle=subscription.billing_cycle, period_days=days, covered=recognized)
-            row(strategy).revenue += amount
+            row(strategy).revenue = SUMS.add(row(strategy).revenue, amount)
             _add(figures, charge.figure, amount)
     for strategy, units in counted_units.values():
         line = row(strategy)
@@ -341,7 +341,7 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
 
 def _add(figures: SubscriptionRevenue, figure: str, amount: Decimal) -> None:
     """Add to the figure a charge type names (`Charge.figure`: recurring, seat, onetime, usage)."""
-    setattr(figures, figure, getattr(figures, figure) + amount)
+    setattr(figures, figure, SUMS.add(getattr(figures, figure), amount))
 
 
 # The billing periods one revenue read prices at most. Fees and usage are priced period by period in Python (tens
@@ -428,13 +428,13 @@ def _revenue_metrics(*, book, window: Window, customer: Customer | None, subscri
         row.add_sums(costs.get(str(s.id), Sums(())))
         _price_subscription(timelines[s.pk], units[s.pk], quantities, window, row, by_strategy)
         for name in FEE_AND_USAGE:
-            setattr(metrics, name, getattr(metrics, name) + getattr(row, name))
+            setattr(metrics, name, SUMS.add(getattr(metrics, name), getattr(row, name)))
         metrics.subscriptions.append(row)
     for row in metrics.subscriptions:
         figures = invoiced.get(row.subscription.id, Invoiced())
         row.billed, row.collected = figures.billed, figures.collected
-    metrics.billed = sum((figures.billed for figures in invoiced.values()), ZERO)
-    metrics.collected = sum((figures.collected for figures in invoiced.values()), ZERO)
+    metrics.billed = sum_exactly(figures.billed for figures in invoiced.values())
+    metrics.collected = sum_exactly(figures.collected for figures in invoiced.values())
     if subscription is not None:
         metrics.add_sums(costs.get(str(subscription.id), Sums(())))
     else:

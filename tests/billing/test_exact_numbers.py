@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 
 from billing.models import PricingStrategy
+from core.money import SUMS
 from customers.models import UsageEvent
 from tests.billing.support import create_subscription, flat_usage, ok, tiered
 from tests.factories import ServiceEntryFactory
@@ -245,6 +246,27 @@ def test_cost_and_revenue_answers_carry_every_digit(api, chain, search_api):
     revenue = api.get("/v1/analytics/revenue", window)
     assert re.search(rb'"agentEarned":3086419\.53086419725\b', revenue.content), revenue.content[:300]
     assert exact(revenue)["agentEarned"] == D("3086419.53086419725")
+
+
+def test_revenue_and_mrr_keep_every_digit_of_a_product_past_28(api, chain, search_api):
+    """98765.4321101765430000012346078901234567 units at a rate of 0.7364981736459815: Agent-Earned is their exact
+    product, 56 significant digits; adding it to a figure in the default context cut it to 28."""
+    quantity, rate = "98765.4321101765430000012346078901234567", "0.7364981736459815"
+    plan_id = chain.plan["id"]
+    ok(api.post(f"/v1/pricing-plans/{plan_id}/pricing-strategies", [flat_usage(chain, rate=rate)]), 201)
+    subscription = create_subscription(api, chain, startDate="2025-01-01T00:00:00Z")
+    recorded = ok(record_raw(api, {"customerExternalId": chain.customer.external_id,
+                                   "agentCode": chain.agent.agent_code, "signalName": chain.signal.name,
+                                   "model": search_api.canonical_name, "modelProvider": search_api.provider,
+                                   "quantity": "@q", "usageDate": "2025-05-12T10:00:00Z"}, q=quantity))
+    assert recorded["successful"] == 1
+    earned = SUMS.multiply(D(quantity), D(rate))
+    assert len(earned.as_tuple().digits) > 50
+    window = {"startDate": "2025-05-01", "endDate": "2025-05-31"}
+    revenue = exact(api.get("/v1/analytics/revenue", window))
+    assert (revenue["agentEarned"], revenue["revenue"]) == (earned, earned)
+    by_subscription = exact(api.get(f"/v1/subscriptions/{subscription['id']}/revenue", window))
+    assert [row["agentEarned"] for row in by_subscription["byStrategy"]] == [earned]
 
 
 def test_a_value_is_stored_with_the_places_it_was_written_with_not_padded(api, chain):
