@@ -136,10 +136,13 @@ class PoolRow:
     overage: str | None = None
 
 
-def _overage(balance, top_ups_left: Decimal) -> str | None:
+def _overage(balance, top_ups_left: Decimal, *, issued: bool) -> str | None:
+    """`issued`: the period's invoice is final already, and bills none of the usage recorded after it."""
     units = balance.overage_in_progress_units
     if units <= 0:
         return None
+    if issued:
+        return f"{display.quantity(units)} units beyond the pool, recorded after this period's invoice was issued"
     rate = balance.pool.overage_rate  # the pool's own tier 2, as the invoice prices it; None when it cannot say
     text = (f"{display.quantity(units)} units beyond the pool bill as overage on this period's invoice"
             + (f" ({display.price(rate)} each)" if rate is not None else ""))
@@ -160,7 +163,9 @@ def _not_current(balance, now: datetime) -> str | None:
 def pool_rows(*, book, customer: Customer, now: datetime) -> list[PoolRow]:
     """Balances of the customer's subscriptions whose plan sells a credit pool (none: the section is hidden)."""
     rows = []
-    for balance in credit_balance_list(book=book, now=now, customer_id=customer.pk):
+    balances = credit_balance_list(book=book, now=now, customer_id=customer.pk)
+    issued = selectors.periods_issued(book=book, customer=customer) if balances else set()
+    for balance in balances:
         subscription = balance.subscription
         period = (_local_days(balance.period_start, balance.period_end,
                               period_timezone(subscription, balance.period_start))
@@ -172,7 +177,8 @@ def pool_rows(*, book, customer: Customer, now: datetime) -> list[PoolRow]:
         rows.append(PoolRow(subscription.name, subscription.plan.name, display.quantity(balance.pool.size),
                             display.quantity(balance.consumed_units), display.quantity(balance.remaining_units),
                             balance.remaining_percent, min(max(balance.remaining_percent, Decimal(0)), Decimal(100)),
-                            period, split, _not_current(balance, now), _overage(balance, top_ups_left)))
+                            period, split, _not_current(balance, now),
+                            _overage(balance, top_ups_left, issued=(subscription.pk, balance.period_start) in issued)))
     return rows
 
 

@@ -69,6 +69,14 @@ def customer_invoices(*, book, customer: Customer) -> list[Invoice]:
                 .select_related("subscription").order_by("-created_at", "-id")[:PORTAL_INVOICE_LIMIT])
 
 
+def periods_issued(*, book, customer: Customer) -> set[tuple]:
+    """(subscription id, period start) of the customer's periods a final invoice bills (not a void one): usage
+    recorded for such a period afterwards is on no invoice (docs/decisions/invoices.md). One read."""
+    return set(owned(Invoice, book).filter(customer=customer)
+               .exclude(status__in=(InvoiceStatus.DRAFT, InvoiceStatus.VOID))
+               .values_list("subscription_id", "period_start"))
+
+
 def refunded_by_invoice(invoices: list[Invoice]) -> dict:
     """What was refunded of each invoice's payments, by invoice id (invoices without a refund left out); one read."""
     if not invoices:

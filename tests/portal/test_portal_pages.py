@@ -465,6 +465,26 @@ def test_an_overdrawn_pool_without_top_ups_says_what_bills_as_overage(api, book,
     assert "90.5 units beyond the pool bill as overage on this period's invoice ($0.20 each)<" in unescape(credits)
 
 
+def test_overage_recorded_after_the_periods_invoice_was_issued_is_not_said_to_bill_on_it(api, book, customer,
+                                                                                         create_session, clock_at):
+    """An invoice sent before its period ended bills the usage of its last refresh; usage recorded for the period
+    later is on no invoice (docs/decisions/invoices.md), so the page does not say it bills on this period's."""
+    client = opened(create_session(customer))
+    clock_at(instant("2025-06-10T12:00:00Z"))
+    chain = pool_chain(api, book, customer, size=2000, overage="0.20")
+    subscription = create_subscription(api, chain, startDate="2025-06-01T00:00:00Z")
+    UsageEventFactory(book=book, customer=customer, signal=chain.signal, quantity=Decimal("1900"),
+                      usage_date=instant("2025-06-05T10:00:00Z"))
+    invoice = ok(api.post("/v1/invoices/generate", {"customerId": str(customer.id),
+                                                     "subscriptionId": subscription["id"]}), 201)
+    ok(api.post(f"/v1/invoices/{invoice['id']}/send", {}))
+    UsageEventFactory(book=book, customer=customer, signal=chain.signal, quantity=Decimal("190.5"),
+                      usage_date=instant("2025-06-06T10:00:00Z"))
+    credits = unescape(html(client.get("/portal/s/")).split('id="credits"')[1].split("</section>")[0])
+    assert "90.5 units beyond the pool, recorded after this period's invoice was issued<" in credits
+    assert "bill as overage" not in credits
+
+
 def test_the_overage_note_is_the_invoices_own_figure_after_a_minimum_commitment(api, book, customer,
                                                                                 create_session, clock_at):
     """A minimumCommitment of 150 units bills 150 of 120 used: 50 units of overage on a pool of 100, which no
