@@ -72,8 +72,8 @@ class SubscriptionRow:
     plan: str
     status: str
     period: tuple[str, str] | None  # the current billing period as local days, inclusive
-    start: date
-    end: date | None
+    start: date  # its first local day
+    end: date | None  # its last local day (the day before an end at midnight), as the periods write their days
 
 
 def _local_days(start: datetime, end: datetime, timezone: str) -> tuple[str, str]:
@@ -87,9 +87,12 @@ def subscription_rows(subscriptions: list[Subscription]) -> list[SubscriptionRow
         if row.current_period_start and row.current_period_end:
             period = _local_days(row.current_period_start, row.current_period_end,
                                  period_timezone(row, row.current_period_start))
-        end = None if row.is_forever or row.end_date is None else local_date(row.end_date, row.timezone)
+        end = None
+        if not row.is_forever and row.end_date is not None and row.end_date > row.start_date:
+            last = row.end_date - timedelta(microseconds=1)
+            end = local_date(last, period_timezone(row, last))
         rows.append(SubscriptionRow(row.name, row.plan.name, row.status, period,
-                                    local_date(row.start_date, row.timezone), end))
+                                    local_date(row.start_date, period_timezone(row, row.start_date)), end))
     return rows
 
 

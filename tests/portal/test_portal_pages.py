@@ -485,6 +485,19 @@ def test_overage_recorded_after_the_periods_invoice_was_issued_is_not_said_to_bi
     assert "bill as overage" not in credits
 
 
+def test_a_subscription_row_names_its_last_day_as_its_periods_do(api, book, customer, create_session, clock_at):
+    """A life that ends at midnight starting July 1 in Los Angeles runs through June 30 there, as its period's days
+    and its pool row ("Ended 2025-06-30") say: "until 2025-07-01" was read as a day more."""
+    client = opened(create_session(customer))
+    clock_at(instant("2025-07-10T12:00:00Z"))
+    chain = pool_chain(api, book, customer, size=100, overage="0.75")
+    create_subscription(api, chain, startDate="2025-06-01T07:00:00Z", endDate="2025-07-01T07:00:00Z",
+                        timezone="America/Los_Angeles")
+    page = " ".join(unescape(html(client.get("/portal/s/"))).split())
+    assert 'since <span class="date">2025-06-01</span>, through <span class="date">2025-06-30</span>' in page
+    assert "Ended 2025-06-30" in page
+
+
 def test_the_overage_note_is_the_invoices_own_figure_after_a_minimum_commitment(api, book, customer,
                                                                                 create_session, clock_at):
     """A minimumCommitment of 150 units bills 150 of 120 used: 50 units of overage on a pool of 100, which no
