@@ -269,6 +269,15 @@ settled_consumption.csv_value = lambda grant: (
     grant.consumed_units if grant.kind != CreditGrant.Kind.TOPUP and grant.settled_at is not None else None)
 
 
+def _grant_period(grant: CreditGrant) -> str:
+    """A period grant's local days in the timezone of its period, as the subscription's periods are written (a
+    top-up has no period)."""
+    if grant.period_start is None:
+        return period_cell(display.EMPTY)
+    return period_cell(display.period(grant.period_start, grant.period_end,
+                                      period_timezone(grant.subscription, grant.period_start)))
+
+
 class CreditGrantInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
     model = CreditGrant
     extra = 0
@@ -278,7 +287,7 @@ class CreditGrantInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInli
 
     @admin.display(description="Period")
     def grant_period(self, grant):
-        return period_cell(display.period(grant.period_start, grant.period_end))
+        return _grant_period(grant)
 
     consumed = staticmethod(settled_consumption)
 
@@ -772,7 +781,7 @@ class CreditGrantAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Period", ordering="period_start")
     def grant_period(self, grant):
-        return period_cell(display.period(grant.period_start, grant.period_end))
+        return _grant_period(grant)
     grant_period.csv_value = lambda grant: display.iso_interval(grant.period_start, grant.period_end)
 
 
@@ -787,7 +796,8 @@ class CreditPoolAlertAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 
     @admin.display(description="Period", ordering="period_start")
     def alert_period(self, alert):
-        return period_cell(display.period(alert.period_start, alert.period_end, alert.subscription.timezone))
+        return period_cell(display.period(alert.period_start, alert.period_end,
+                                          period_timezone(alert.subscription, alert.period_start)))
     alert_period.csv_value = lambda alert: display.iso_interval(alert.period_start, alert.period_end)
 
 

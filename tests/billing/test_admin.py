@@ -96,6 +96,18 @@ def test_console_lists_credit_grants_and_pool_alerts(api, operator, chain, froze
     assert "console-key" in operator.get("/admin/billing/creditgrant/?q=console-key").content.decode()
 
 
+def test_a_grants_period_is_written_in_the_days_of_its_subscriptions_timezone(api, operator, chain, frozen_now):
+    """June 1 to July 1 at Los Angeles midnight: 2025-06-01 to 2025-06-30 there, as its subscription's current period;
+    read in UTC it was "2025-06-01 to 2025-07-01"."""
+    subscription = pool_subscription(api, chain, start="2025-06-01T07:00:00Z", timezone="America/Los_Angeles")
+    assert topup(api, subscription, 5).status_code == 201  # opens June's grant
+    listed = operator.get("/admin/billing/creditgrant/?kind__exact=period").content.decode()
+    inline = operator.get(f"/admin/billing/subscription/{subscription['id']}/change/").content.decode()
+    inline = inline.split('id="credit_grants-group"')[1].split('id="changes-group"')[0]
+    for shown in (listed, inline):
+        assert "2025-06-30" in shown and "2025-07-01" not in shown
+
+
 def test_a_one_time_fee_shows_no_billing_frequency(api, operator, chain):
     """Not "Onetime ... Monthly": a one-time fee is charged once."""
     fee, monthly = create_strategies(api, chain.plan["id"], [
