@@ -25,7 +25,7 @@ from billing.admin_invoices import InvoiceInline, ReadOnlyInline
 from billing.invoice_documents import bounds_days, period_label
 from billing.models import (ChargeType, CreditGrant, CreditPoolAlert, Invoice, PlanAgent, PricingPlan,
                             PricingStrategy, Subscription, SubscriptionChange)
-from billing.pricing.terms import period_timezone, periods_from
+from billing.pricing.terms import period_timezone, periods_from, stored_period_cycle_end
 from billing.selectors.credit_pools import NEAR_EMPTY_PERCENT, credit_balance_get, credit_balance_list
 from billing.selectors.invoices import customer_amounts_owed, usage_recorded_since_issued
 from billing.services.credit_pools import credit_alerts_pause, credit_topup
@@ -368,10 +368,11 @@ class ChangePlanForm(forms.Form):
         return data
 
     def effective_instant(self, now):
-        """The instant the choice means: now, the stored current period's end, or the chosen time."""
+        """The instant the choice means: now, the end of the stored current period's cycle (not where a change
+        already scheduled inside it cuts it: the new change replaces that one), or the chosen time."""
         when = self.cleaned_data["when"]
         if when == self.NEXT_PERIOD:
-            return self.subscription.current_period_end or now
+            return stored_period_cycle_end(self.subscription) or now
         return self.cleaned_data["effective_at"] if when == self.AT else now
 
     def fingerprint(self) -> str:

@@ -243,6 +243,15 @@ def period_holding(subscription: Subscription, moment: datetime) -> Period | Non
     return period_containing(_schedule(subscription, rules), moment, since=rules.since)
 
 
+def stored_period_cycle_end(subscription: Subscription) -> datetime | None:
+    """Where the stored current period's cycle ends on its grid: the next period's start, also when an end cut the
+    period short (a plan change scheduled inside it, which a new change replaces)."""
+    start = subscription.current_period_start
+    if start is None:
+        return None
+    return cycle_containing(schedule_of(subscription, at=start), start)[1]
+
+
 def periods_from(subscription: Subscription, moment: datetime) -> Iterator[Period]:
     """The subscription's periods from `moment` on (the first one starting there), each on the rules in force for
     it: a billingDay or timezone change may lie between two of them. Ends with the subscription's life."""

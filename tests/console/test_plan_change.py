@@ -103,6 +103,21 @@ def test_the_comparison_counts_a_change_already_scheduled(console, api, chain):
     assert Subscription.objects.filter(customer_id=chain.customer.id).count() == 2  # the scheduled change is kept
 
 
+def test_the_next_period_is_the_cycles_not_a_scheduled_changes(console, api, chain):
+    """Pro is scheduled from June 16, which cuts the stored period there; a change "at the start of the next billing
+    period" replaces it from July 1, the start of the next period on the grid."""
+    ok(api.post(f"/v1/subscriptions/{chain.subscription['id']}/change-plan",
+                {"planId": chain.pro["id"], "effectiveAt": "2025-06-16T00:00:00Z"}), 201)
+    max_plan = create_plan(api, chain.agent.id, name="Max")
+    create_strategies(api, max_plan["id"], [{"name": "max fee", "agentId": str(chain.agent.id), **recurring("80")}])
+    resp = console.post(page(chain), {"plan": max_plan["id"], "when": "next_period", "preview": "Preview"})
+    assert resp.status_code == 200, resp.content[:400]
+    old_side, new_side = resp.context["sides"]
+    assert (old_side.period_start.isoformat(), old_side.total) == ("2025-06-01T00:00:00+00:00", 20)
+    assert (new_side.period_start.isoformat(), new_side.plan_name, new_side.total) == (
+        "2025-07-01T00:00:00+00:00", "Max", 80)
+
+
 def test_a_confirm_without_a_preview_of_the_same_choice_previews_first(console, chain):
     resp = console.post(page(chain), {"plan": chain.pro["id"], "when": "next_period", "confirm": "Change plan",
                                       "previewed": "something else"})
