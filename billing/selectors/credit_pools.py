@@ -24,10 +24,10 @@ from uuid import UUID, uuid4
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Exists, OuterRef, QuerySet, Subquery, Sum, Value
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.functions import Coalesce
 
-from billing.models import ChargeType, CreditGrant, PricingModel, PricingStrategy, Subscription
+from billing.models import ChargeType, CreditGrant, Invoice, InvoiceStatus, PricingModel, PricingStrategy, Subscription
 from billing.pricing.engine import StrategyTerms, billed_quantity
 from billing.pricing.lines import pool_units
 from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, periods_from, priced_strategy,
@@ -44,6 +44,8 @@ PERCENT_PLACES = Decimal("0.01")
 NEAR_EMPTY_PERCENT = Decimal(20)
 CACHE_SECONDS = 30  # spec §8: credit balance reads may be cached up to 30 seconds, privately
 PERIOD, TOPUP = CreditGrant.Kind.PERIOD, CreditGrant.Kind.TOPUP
+# A credit-pool strategy in an invoice's captured terms (`PlanTerms` documents, billing/pricing/terms.py).
+CAPTURED_POOL = {"chargeType": ChargeType.USAGE.value, "pricingModel": PricingModel.CREDIT_POOL.value}
 
 
 @dataclass(frozen=True)
@@ -180,7 +182,7 @@ def _ungranted_periods(subscription: Subscription, now: datetime) -> list[tuple[
     return missing
 
 
-def pending_settlements(subscription: Subscription, plan_pool: Pool, now: datetime,
+def pending_settlements(subscription: Subscription, plan_pool: Pool | None, now: datetime,
                         recorded_by: dict | None = None) -> list[Settlement]:
     """Every ended period not settled yet, oldest first, with what it draws from top-ups (each period measured
     against its own pool: `period_pool`), counting the events recorded by `now`, the instant a settlement is
@@ -205,6 +207,8 @@ def pending_settlements(subscription: Subscription, plan_pool: Pool, now: dateti
     timelines = customer_timelines(book=subscription.book_id, subscriptions=[subscription]) if periods else {}
     for start, end, grant_id in sorted(periods, key=lambda period: period[0]):
         pool = period_pool(timelines[subscription.pk], start, plan_pool)
+        if pool is None:  # a period of no pool (the plan sells none now, and no invoice of it captured one)
+            continue
         # Counted as recorded by the instant the settlement is stamped with (`now` for a first one), which is what
         # the verifier compares it with: a batch recorded after the job's clock read, committed before its read of
         # the ledger, is late usage for it as for the verifier.
@@ -226,7 +230,9 @@ def pending_settlements(subscription: Subscription, plan_pool: Pool, now: dateti
 class CreditBalance:
     subscription: Subscription
     pool: Pool  # the running period's pool, its size the period's share (`pool_units`)
-    plan_pool: Pool  # the pool the plan sells today, whole: what a sync of the subscription starts from
+    # The pool the plan sells today, whole: what a sync of the subscription starts from; None when it sells none
+    # and the row is the pool of the running period's invoice, which captured one.
+    plan_pool: Pool | None
     period_start: datetime | None
     period_end: datetime | None
     consumed_units: Decimal
@@ -257,13 +263,19 @@ def _below(balance: CreditBalance, percent: Decimal) -> bool:
 
 
 def _annotated(book, now: datetime) -> QuerySet:
-    """Subscriptions that have a pool, with what a balance row needs, each a correlated subquery on an index."""
+    """Subscriptions that have a pool, with what a balance row needs, each a correlated subquery on an index: the
+    plan sells one, or the invoice of the stored period captured terms that sell one (its strategy replaced since:
+    the period is measured against the pool its invoice bills)."""
     strategy = pool_strategies(book=book).filter(plan=OuterRef("plan"), agent=OuterRef("agent"))
+    captured = (owned(Invoice, book).filter(subscription=OuterRef("pk"), period_start__lte=OuterRef("current_period_start"),
+                                            period_end__gt=OuterRef("current_period_start"),
+                                            pricing_terms__strategies__contains=[CAPTURED_POOL])
+                .exclude(status=InvoiceStatus.VOID))
     period_grants = CreditGrant.objects.filter(subscription=OuterRef("pk"), kind=PERIOD)
     per_subscription = CreditGrant.objects.filter(subscription=OuterRef("pk")).order_by().values("subscription")
     return (owned(Subscription, book).select_related("customer", "plan")
-            .annotate(pool_strategy_id=Subquery(strategy.values("pk")[:1]))
-            .filter(pool_strategy_id__isnull=False)
+            .annotate(pool_strategy_id=Subquery(strategy.values("pk")[:1]), pool_captured=Exists(captured))
+            .filter(Q(pool_strategy_id__isnull=False) | Q(pool_captured=True))
             .annotate(
                 topup_units=Coalesce(Subquery(per_subscription.filter(kind=TOPUP).annotate(total=Sum("units"))
                                               .values("total"), output_field=ExactField()), Value(ZERO)),
@@ -296,7 +308,7 @@ def needs_settling(*, book, subscription_id, now: datetime) -> bool:
     return subscription is not None and _needs_settling(subscription, now)
 
 
-def _balance(subscription: Subscription, plan_pool: Pool, pool: Pool, now: datetime,
+def _balance(subscription: Subscription, plan_pool: Pool | None, pool: Pool, now: datetime,
              period_consumed: Decimal) -> CreditBalance:
     """`pool`: the running period's pool (`period_pool`)."""
     active = has_active_period(subscription, now)
@@ -322,7 +334,7 @@ def _balance(subscription: Subscription, plan_pool: Pool, pool: Pool, now: datet
         needs_settling=needs_settling)
 
 
-def settled_balance(subscription: Subscription, settlement: Settlement, plan_pool: Pool) -> CreditBalance:
+def settled_balance(subscription: Subscription, settlement: Settlement, plan_pool: Pool | None) -> CreditBalance:
     """The balance an ended period closed with, as its settlement writes it down: what the pool alerts judge of a
     period that ended before an evaluation saw its last part."""
     return CreditBalance(
@@ -342,13 +354,16 @@ def _balances(book, subscriptions: QuerySet, now: datetime) -> list[CreditBalanc
 
 def _balances_in_snapshot(book, subscriptions: QuerySet, now: datetime) -> list[CreditBalance]:
     rows = list(subscriptions)
-    strategies = PricingStrategy.objects.select_related("signal").in_bulk({row.pool_strategy_id for row in rows})
-    pools = {pk: pool_of(strategy) for pk, strategy in strategies.items()}
-    rows = [row for row in rows if pools[row.pool_strategy_id]]
+    strategies = PricingStrategy.objects.select_related("signal").in_bulk(
+        {row.pool_strategy_id for row in rows if row.pool_strategy_id is not None})
+    pools = {None: None, **{pk: pool_of(strategy) for pk, strategy in strategies.items()}}
+    rows = [row for row in rows if pools[row.pool_strategy_id] or row.pool_captured]
     running = [row for row in rows if has_active_period(row, now)]
     timelines = customer_timelines(book=book, subscriptions=running) if running else {}
     running_pools = {row.pk: period_pool(timelines[row.pk], row.current_period_start, pools[row.pool_strategy_id])
                      for row in running}
+    # A row whose pool is only its running period's invoice's has none outside that period.
+    rows = [row for row in rows if pools[row.pool_strategy_id] or running_pools.get(row.pk)]
     consumed = billed_usage(book=book, windows={row: (row.current_period_start, row.current_period_end)
                                                 for row in running}, timelines=timelines)
     balances = []

@@ -59,21 +59,9 @@ def pool_sync_lock(subscription_id) -> None:
     advisory_xact_lock(_SYNC_LOCKS, str(subscription_id))
 
 
-@transaction.atomic
-def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
-                     recorded_by: dict | None = None, settled: list | None = None) -> CreditGrant | None:
-    """Create the grant of the stored current period (refreshed to the pool's size while the period runs) and
-    settle every ended period, skipped ones included (each first settlement added to `settled`, when given). `pool`:
-    the pool the plan sells today, whole; a period
-    an invoice captured is measured against that invoice's pool (`period_pool`). Syncs of one subscription run one
-    at a time, to the end of their transactions (an advisory lock of the subscription, not its row, which the
-    period rollover needs): a top-up made while its period ran and committed after the rollover is seen by the
-    settlement of that period, which waits for it. `recorded_by`: as `pending_settlements` takes it. Idempotent."""
+def _stored_period_grant(subscription: Subscription, running: Pool, now: datetime) -> CreditGrant:
+    """The grant of the stored period, made and kept at the pool's share of it (`running`: the period's pool)."""
     start, end = subscription.current_period_start, subscription.current_period_end
-    if start is None or end is None:
-        return None
-    pool_sync_lock(subscription.pk)
-    running = period_pool(timeline_of(subscription), start, pool)
     units = pool_units(subscription, start, end, running.size)  # a plan change's split period grants a share
     CreditGrant.objects.bulk_create([CreditGrant(book_id=subscription.book_id, subscription=subscription,
                                                  kind=PERIOD, units=units, period_start=start, period_end=end)],
@@ -88,6 +76,26 @@ def credit_pool_sync(*, subscription: Subscription, pool: Pool, now: datetime,
         grant.consumed_units = grant.topup_units_drawn = grant.settled_at = None
         grant.save(update_fields=["period_end", "units", "consumed_units", "topup_units_drawn", "settled_at",
                                   "updated_at"])
+    return grant
+
+
+@transaction.atomic
+def credit_pool_sync(*, subscription: Subscription, pool: Pool | None, now: datetime,
+                     recorded_by: dict | None = None, settled: list | None = None) -> CreditGrant | None:
+    """Create the grant of the stored current period (refreshed to the pool's size while the period runs) and
+    settle every ended period, skipped ones included (each first settlement added to `settled`, when given). `pool`:
+    the pool the plan sells today, whole (None: it sells none); a period
+    an invoice captured is measured against that invoice's pool (`period_pool`). Syncs of one subscription run one
+    at a time, to the end of their transactions (an advisory lock of the subscription, not its row, which the
+    period rollover needs): a top-up made while its period ran and committed after the rollover is seen by the
+    settlement of that period, which waits for it. `recorded_by`: as `pending_settlements` takes it. Idempotent."""
+    start, end = subscription.current_period_start, subscription.current_period_end
+    if start is None or end is None:
+        return None
+    pool_sync_lock(subscription.pk)
+    running = period_pool(timeline_of(subscription), start, pool)
+    # None: the plan sells no pool now and the stored period's invoice captured none (no grant for it).
+    grant = _stored_period_grant(subscription, running, now) if running is not None else None
     skipped = []
     for period in pending_settlements(subscription, pool, now, recorded_by):
         # Settled again by the verifier, a period keeps the instant its first settlement read the ledger at: the
@@ -415,6 +423,19 @@ def credit_pool_alerts_evaluate(*, book: Book, now: datetime, subscription_ids=N
     return sent
 
 
+def _settle_without_a_balance(*, book: Book, now: datetime) -> None:
+    """Settle the ended periods an evaluation left unsettled: those of subscriptions that have no balance row now
+    (their plan no longer sells a pool; a period whose invoice captured one is settled against it, `period_pool`).
+    No alert is judged for them."""
+    waiting = set(owned(CreditGrant, book).filter(kind=PERIOD, settled_at__isnull=True, period_end__lte=now)
+                  .values_list("subscription_id", flat=True))
+    if not waiting:
+        return
+    batches_in_flight_wait(book.pk)  # as for every first settlement
+    for subscription in owned(Subscription, book).filter(pk__in=waiting).order_by("pk"):
+        credit_pool_sync(subscription=subscription, pool=pool_for(subscription), now=now)
+
+
 def credit_pool_alerts_evaluate_all(*, now: datetime) -> str:
     """Scheduled job (after the period rollover): settle ended periods (an ended subscription's last one too) and
     send the pool alerts due, every book."""
@@ -429,10 +450,13 @@ def credit_pool_alerts_evaluate_all(*, now: datetime) -> str:
                                             subscription__current_period_start=F("period_start"),
                                             subscription__current_period_end__lte=now)
                  .values_list("book_id", flat=True).distinct())
+    unsettled = set(unsettled)
     book_ids = {*running, *unsettled, *cut_short}
     sent = 0
     failures = BookFailures("credit-pool-alerts")
     for book in Book.objects.select_related("organization").filter(id__in=book_ids).order_by("pk"):
         with failures.isolated(book.pk):
             sent += credit_pool_alerts_evaluate(book=book, now=now)
+            if book.pk in unsettled:
+                _settle_without_a_balance(book=book, now=now)
     return failures.finish(f"{sent} sent")

@@ -93,6 +93,35 @@ def test_a_new_pool_size_leaves_the_period_a_draft_captured_on_the_size_it_bills
     assert balance(api, subscription)["poolSizeUnits"] == 200  # July has no invoice yet: today's terms
 
 
+def test_a_pool_replaced_after_the_draft_captured_it_still_counts_down_that_period(api, book, chain, frozen_now):
+    """June's draft bills the pool (130 of 100 units: 30 of overage); the plan's pool is then replaced by a flat
+    price. June is measured against the pool its invoice bills: the balance answered 404 and left the list, and June
+    was never settled. July has no invoice and no pool."""
+    subscription = pool_subscription(api, chain)
+    ok(topup(api, subscription, 50), 201)
+    use(chain, 130, at=at("2025-06-05"))
+    ok(generate_june(api, chain, subscription), 201)
+    [pool] = ok(api.get(f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies"))["results"]
+    assert api.delete(f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies/{pool['id']}").status_code == 204
+    create_strategies(api, chain.plan["id"], [{"name": "per call", "agentId": str(chain.agent.id),
+                                               "chargeType": "usage", "signalId": str(chain.signal.id),
+                                               "pricingModel": "flat", "rate": "0.5"}])
+    cache.clear()
+    row = balance(api, subscription)
+    assert (row["poolSizeUnits"], row["consumedUnits"], row["remainingUnits"], row["overageInProgressUnits"]) == (
+        100, 130, 20, 30)
+    assert [listed["subscriptionId"] for listed in ok(api.get("/v1/credit-balances"))["balances"]] == [
+        subscription["id"]]
+    frozen_now(at("2025-07-01T00:05:00"))
+    run_jobs("2025-07-01T00:05:00Z")  # June's invoice issued, July rolled over
+    june = CreditGrant.objects.get(kind="period", period_start=at("2025-06-01"))
+    assert (june.units, june.consumed_units, june.topup_units_drawn) == (100, 130, 30)
+    cache.clear()
+    assert api.get(f"/v1/subscriptions/{subscription['id']}/credit-balance").status_code == 404
+    report = ledger_verify(now=at("2025-07-01T00:06:00"), book=book, checks=("credit_pools",))[0]
+    assert report.drift == 0, report.findings
+
+
 def test_the_running_grant_of_a_period_a_plan_change_splits_holds_its_share_once(api, book, chain, frozen_now):
     starter = pool_subscription(api, chain, start="2025-05-01T00:00:00Z",
                                 strategy=pool_strategy(chain, size=300, price=60, overage="0.5"))
