@@ -18,7 +18,7 @@ from analytics.selectors.coverage import signal_quantities
 from analytics.selectors.invoiced import canonical_mrr
 from billing.models import Subscription, SubscriptionStatus
 from billing.pricing.attribution import billing_claims
-from billing.pricing.engine import charge_of
+from billing.pricing.engine import answered, charge_of
 from billing.pricing.terms import current_terms, live_strategies, terms_timelines
 from core.money import SUMS, ZERO, sum_exactly
 from core.scoping import get_owned, owned
@@ -113,8 +113,8 @@ def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscr
             if column is None:
                 continue
             quantity = usage.get((subscription.pk, strategy.signal_id)) if strategy.is_usage else None
-            amount = charge.monthly(strategy.terms, seats=terms.seats_count, run_rate_quantity=quantity,
-                                    committed=variant == COMMITTED)
+            amount = answered(charge.monthly(strategy.terms, seats=terms.seats_count, run_rate_quantity=quantity,
+                                             committed=variant == COMMITTED))
             setattr(row, column, SUMS.add(getattr(row, column), amount))
         rows.append(row)
     rows.sort(key=lambda row: (-row.total, str(row.subscription.id)))

@@ -28,7 +28,7 @@ from analytics.selectors.coverage import book_segments, signal_quantities
 from analytics.selectors.invoiced import Invoiced, invoiced_by_subscription
 from billing.models import BillingCycle, Subscription
 from billing.pricing.attribution import Claim, billing_claims
-from billing.pricing.engine import DaySpan, charge_of, fee_for_period, side_terms
+from billing.pricing.engine import DaySpan, answered, charge_of, fee_for_period, side_terms
 from billing.pricing.periods import local_date, local_midnight
 from billing.pricing.terms import (PlanTerms, PricedStrategy, TermsTimeline, grid_cycle, life_of, life_timezones,
                                    subscription_terms, terms_timelines)
@@ -303,9 +303,9 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
             terms = side_terms(strategy.terms, subscription=side, period=period)
             if unit.is_cut and charge.earns_per_period(terms):  # its part of the whole, so windows add up
                 whole = quantities.get(_unit_key(subscription.pk, index, strategy.signal_id, whole=True), ZERO)
-                earned = charge.earned_within(quantity, terms, period_quantity=whole)
+                earned = answered(charge.earned_within(quantity, terms, period_quantity=whole))
             else:
-                earned = charge.earned(quantity, terms)
+                earned = answered(charge.earned(quantity, terms))
             _add(figures, charge.figure, earned)
             line = row(strategy)
             line.quantity = SUMS.add(line.quantity or ZERO, quantity)
@@ -330,8 +330,9 @@ def _price_subscription(timeline: TermsTimeline, units: list, quantities: dict, 
             units = charge.periodic_units(strategy.terms, seats=terms.seats_count)
             if units is not None:
                 counted_units[strategy.id] = (strategy, units)
-            amount = fee_for_period(fee, frequency=strategy.terms.billing_frequency,
-                                    billing_cycle=subscription.billing_cycle, period_days=days, covered=recognized)
+            amount = answered(fee_for_period(fee, frequency=strategy.terms.billing_frequency,
+                                             billing_cycle=subscription.billing_cycle, period_days=days,
+                                             covered=recognized))
             row(strategy).revenue = SUMS.add(row(strategy).revenue, amount)
             _add(figures, charge.figure, amount)
     for strategy, units in counted_units.values():

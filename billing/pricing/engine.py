@@ -24,6 +24,17 @@ HUNDRED = Decimal(100)
 # 660 digits) and a rate or tier bound up to 356 (core/money.py EXACT_IN_DIGITS), so a product holds under 1,020
 # significant digits, inside this precision. The line is rounded once, to cents, when it is written.
 QUANTITY_ARITHMETIC = Context(prec=1100)
+# A derived figure's quotient that does not terminate (a prorated fee, a share of a period's earnings in a revenue
+# figure) is answered at 28 significant digits (docs/decisions/numbers.md); every other amount whole.
+ANSWERED_QUOTIENT = Context(prec=28)
+
+
+def answered(amount: Decimal) -> Decimal:
+    """An amount as revenue and MRR answer it: a quotient that did not terminate (it fills QUANTITY_ARITHMETIC's
+    precision) cut to 28 significant digits, anything else (a product, a sum) with every digit."""
+    if len(amount.as_tuple().digits) >= QUANTITY_ARITHMETIC.prec:
+        return ANSWERED_QUOTIENT.plus(amount)
+    return amount
 
 
 @dataclass(frozen=True)
