@@ -271,7 +271,9 @@ def period_in_force(subscription: Subscription, moment: datetime) -> Period | No
     if end is not None and at >= end:
         at = max(end - MICROSECOND, subscription.start_date)
     rules = rules_at(subscription, at)
-    return period_as_of(_schedule(subscription, rules), moment, since=rules.since)
+    # `at`, not `moment`: before the start, the period holding the start. A successor of a plan change carries rules
+    # that may have taken effect before it starts, and the period as of that instant was one it does not run in.
+    return period_as_of(_schedule(subscription, rules), at, since=rules.since)
 
 
 def period_timezone(subscription: Subscription, period_start: datetime) -> str:

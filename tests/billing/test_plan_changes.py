@@ -371,6 +371,24 @@ def test_a_change_in_the_period_after_a_billing_day_change_measures_both_sides_a
     assert fee_total(following) == D("28.00")
 
 
+def test_a_scheduled_successor_after_a_billing_day_change_is_first_billed_from_its_own_start(acme, frozen_now):
+    """The billing day moves to 15 from Jul 1; a change is scheduled for Jul 15 12:00. The successor's current
+    period (its first, while upcoming) runs from its start to Aug 15: it had been [Jul 1, Jul 15), where the
+    successor does not run (its fee "0 of 14 days"), because the rules it carries took effect before it started."""
+    small, _ = acme.plan(fee("62"))
+    large, _ = acme.plan(fee("31"))
+    frozen_now(datetime(2025, 6, 10, tzinfo=UTC))
+    old = subscribe(acme, small, "2025-05-01T00:00:00Z")
+    ok(acme.api.patch(f"/v1/subscriptions/{old['id']}/invoice-dates", {"billingDay": 15}))
+    new = ok(change(acme.api, old, large, effectiveAt="2025-07-15T12:00:00Z"), 201)
+    assert new["status"] == "upcoming"
+    invoice = ok(acme.api.post("/v1/invoices/generate", {"customerId": str(acme.customer.id),
+                                                         "subscriptionId": new["id"]}), 201)
+    # The period on the grid from Jul 15 (the successor's life, from 12:00, is what its fee covers: every day of it).
+    assert (invoice["periodStart"], invoice["periodEnd"]) == ("2025-07-15T00:00:00Z", "2025-08-15T00:00:00Z")
+    assert fee_total(invoice) == D("31.00")  # Jul 15 to Aug 14: the period's 31 local days
+
+
 # --------------------------------------------------------------------------- refusals
 
 def test_a_change_into_a_period_a_finalized_invoice_bills_is_a_409_naming_it(acme):
