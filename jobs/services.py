@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from uuid import UUID
 
 from django.conf import settings
-from django.db import transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import F, Q
 from django.db.models.functions import Coalesce
 from django.utils.module_loading import import_string
@@ -136,11 +136,27 @@ def job_run(job, work: Callable[[Progress], dict]) -> dict | None:
     try:
         result = work(JobProgress(job))
     except Exception as exc:
+        if _connection_lost(exc) and job.attempts < settings.JOBS_MAX_ATTEMPTS:
+            # PostgreSQL went away under the run (a restart, a failover, a terminated backend): no failure of the
+            # work, which is idempotent. Queued again for its runner; when even that cannot be written, jobs
+            # housekeeping starts it again once it has not moved for JOBS_STALE_SECONDS.
+            connection.close()  # the broken one: the hand-over opens a new one
+            job_hand_over_after_failure(job)
+            return None
         job_fail(job, exc)
         logger.exception("job %s (%s of book %s) failed", job.pk, job.kind, job.book_id)
         return None
     job_succeed(job, result)
     return result
+
+
+def _connection_lost(exc: Exception) -> bool:
+    """Whether the run failed because its database connection broke (Django has closed it, or it is closed): not
+    a lock timeout or a statement the database refused, which fail the same way every time."""
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return False
+    held = connection.connection
+    return held is None or held.closed
 
 
 def job_run_inline(job: Job, work: Callable[[Progress], dict]) -> dict | None:

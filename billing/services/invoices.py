@@ -14,7 +14,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import F, Q
 
 from accounts.book_generations import batches_in_flight_wait
@@ -344,7 +344,14 @@ def invoice_send(*, book, invoice_id, now: datetime, recipient_email: str | None
             _refuse_out_of_date(invoice)
             _finalize(invoice, now=now, status=Status.PENDING)
         link = pay_url(_pay_token(invoice))
-    view = InvoiceView.of(invoice)
+    try:
+        # Read after the commit: on a new connection while PostgreSQL comes back (a restart answered 503 here for a
+        # committed finalization, and left it pending without its email).
+        view = retry_while_reconnecting(lambda: InvoiceView.of(invoice))
+    except DatabaseError:
+        logger.warning("invoice %s: finalized, its email not sent (the database was lost)", invoice.pk, exc_info=True)
+        return Delivery(invoice, "", to, failure=f"Invoice {invoice.invoice_number} could not be emailed because of "
+                                                 f"a fault on our side; it stays {invoice.status}. Send it again.")
     default_subject = f"Invoice {invoice.invoice_number} from {view.business_name}"
     if invoice.status == Status.OVERDUE:  # sent again as a reminder: the subject says so
         default_subject = f"Overdue: {default_subject}"

@@ -385,3 +385,28 @@ def test_an_override_job_stored_with_none_as_text_for_every_date_still_runs(api,
     assert jobs_housekeeping(now=clock.now())["restarted"] == 1
     assert job_of(api, job_id)["result"] == {"eventsRepriced": 1}
     assert UsageEvent.objects.get().usage_cost == Decimal("1.75")
+
+
+# --------------------------------------------------------------------------- a connection lost under a run
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_whose_connection_is_terminated_mid_run_goes_back_to_its_runner(book, monkeypatch):
+    """PostgreSQL terminated the runner's backend (a restart, a failover): no failure of the work, which would have
+    left the rest of an override's events at their old cost for good (a failed job is never started again, and the
+    same override is a 409). The job is queued again for its runner."""
+    import jobs.services
+    from tests.reliability.test_restarts_and_slow_providers import drop_kept_connection
+    job = Job.objects.create(book=book, kind="cost_reprice", status="queued", task_path="x.y")
+    handed_over = []
+    monkeypatch.setattr(jobs.services, "job_start", lambda job: handed_over.append(job.pk))
+
+    def work(progress):
+        drop_kept_connection()
+        return {"eventsRepriced": Job.objects.count()}  # the first statement after the restart
+
+    assert jobs.services.job_run(job.pk, work) is None
+    job.refresh_from_db()
+    assert (job.status, job.attempts, handed_over) == ("queued", 1, [job.pk])
+    assert jobs.services.job_run(job.pk, lambda progress: {"eventsRepriced": 3}) == {"eventsRepriced": 3}
+    job.refresh_from_db()
+    assert (job.status, job.attempts) == ("succeeded", 2)

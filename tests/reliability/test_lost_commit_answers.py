@@ -197,7 +197,13 @@ def _webhook_test(world):
             lambda: WebhookDelivery.objects.filter(endpoint_id=endpoint.id).count())
 
 
-WRITES_READ_BACK = {"invoice generate": _generate, "invoice void": _void, "top-up": _top_up,
+def _send(world):
+    invoice = world.invoice
+    return (f"/v1/invoices/{invoice.id}/send", {},
+            lambda: Invoice.objects.filter(pk=invoice.id, status="issued").count())
+
+
+WRITES_READ_BACK = {"invoice generate": _generate, "invoice void": _void, "invoice send": _send, "top-up": _top_up,
                     "webhook test": _webhook_test}
 
 
