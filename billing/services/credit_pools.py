@@ -147,22 +147,18 @@ def credit_pool_settle_again(*, subscription: Subscription, since: datetime, now
     transaction.on_commit(partial(balance_cache_refresh, book_id=subscription.book_id), robust=True)
 
 
-def _stored_period_grant_fit(subscription: Subscription) -> None:
+def _stored_period_grant_fit(subscription: Subscription, now: datetime) -> None:
     """The grant of the subscription's stored period, not settled yet, ends where that period ends now and grants
     its share of the pool: an end that cut the period (`ended`, an endDate, a plan change) makes it a period that
     ends there, settled by the next alert job (which waits for the batches still committing) rather than at the
     cycle's end weeks later. Nothing is settled here."""
-    start, end = subscription.current_period_start, subscription.current_period_end
-    if start is None or end is None:
+    start = subscription.current_period_start
+    if start is None or subscription.current_period_end is None or not period_grants(subscription).filter(
+            period_start=start, settled_at__isnull=True).exists():
         return
-    grant = period_grants(subscription).filter(period_start=start, settled_at__isnull=True).first()
-    pool = pool_for(subscription) if grant is not None else None
-    if pool is None:
-        return
-    units = pool_units(subscription, start, end, period_pool(timeline_of(subscription), start, pool).size)
-    if (grant.period_end, grant.units) != (end, units):
-        grant.period_end, grant.units = end, units
-        grant.save(update_fields=["period_end", "units", "updated_at"])
+    running = period_pool(timeline_of(subscription), start, pool_for(subscription))
+    if running is not None:
+        _stored_period_grant(subscription, running, now)
 
 
 def credit_pools_follow_claims(*, book, customer_id, agent_id, since: datetime | None, now: datetime) -> None:
@@ -174,7 +170,7 @@ def credit_pools_follow_claims(*, book, customer_id, agent_id, since: datetime |
     subscriptions = (owned(Subscription, book).filter(customer_id=customer_id, agent_id=agent_id)
                      .select_related("plan").order_by("pk"))
     for subscription in subscriptions:
-        _stored_period_grant_fit(subscription)
+        _stored_period_grant_fit(subscription, now)
         grants, end = period_grants(subscription), effective_end(subscription)
         start = since if since is not None else subscription.start_date
         if grants.filter(settled_at__isnull=False, period_end__gt=start).exists() or (
