@@ -90,3 +90,32 @@ def test_a_void_right_after_a_period_ended_leaves_that_periods_settlement_to_the
     assert CreditGrant.objects.get(kind="period", period_start=at("2025-07-01")).consumed_units == 150
     [report] = ledger_verify(now=at("2025-08-01T01:00:00"), book=chain.customer.book)
     assert report.findings.get("credit_pools", []) == []
+
+
+def test_a_period_an_end_cut_is_settled_by_the_job_that_waits_for_the_batch_still_committing(
+        api, book, chain, frozen_now):
+    """A 100-unit pool with a 50-unit top-up bought June 3, 130 units used, ended at June 10 12:00: the end fits
+    June's grant to the cut and settles nothing (it cannot wait inside its request). A batch of 20 units dated 11:59
+    is still committing when the job settles June: it waits, June used 150 and drew the whole top-up, and the pool
+    verifier finds no drift."""
+    from console.verification import ledger_verify
+    from tests.billing.pools import run_jobs
+
+    subscription = pool_subscription(api, chain)
+    frozen_now(at("2025-06-03T00:00:00"))
+    ok(topup(api, subscription, 50), 201)
+    frozen_now(at("2025-06-10T12:00:00"))
+    use(chain, 130, at=at("2025-06-05T10:00:00"))
+    ok(api.patch(f"/v1/subscriptions/{subscription['id']}", {"status": "ended"}))
+    june = CreditGrant.objects.get(kind="period", period_start=at("2025-06-01"))
+    assert (june.period_end, june.settled_at) == (at("2025-06-10T12:00:00"), None)
+    frozen_now(at("2025-06-10T12:05:00"))
+    waited = []
+    thread = batch_in_flight(chain, 20, at("2025-06-10T11:59:00"), hold=lambda: waited.append(lock_waiters()))
+    run_jobs("2025-06-10T12:05:00Z")
+    thread.join()
+    assert waited == [1]
+    june.refresh_from_db()
+    assert (june.consumed_units, june.topup_units_drawn) == (150, 50)
+    [report] = ledger_verify(now=at("2025-06-10T12:06:00"), book=book, checks=("credit_pools",))
+    assert report.drift == 0, report.findings
