@@ -1,6 +1,7 @@
 """Monthly recurring revenue (spec §4, `GET /v1/analytics/mrr`): the runRate and committed variants.
 
-Per active subscription (status `active`, internal customers left out), each as a month's worth:
+Per subscription active now (its status as the scheduled job makes it; internal customers left out), each as a
+month's worth:
 - recurring: every recurring fee, yearly ones divided by 12;
 - seatBased: the seat strategy's pricing model on max(seatsCount, minimumCommitment) seats, likewise
   monthly-normalized;
@@ -13,6 +14,8 @@ One-time fees are not recurring and never count. The canonical variant is the in
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
+
+from django.db.models import Q
 
 from analytics.selectors.coverage import signal_quantities
 from analytics.selectors.invoiced import canonical_mrr
@@ -94,7 +97,7 @@ def mrr_report(*, book, variant: str, now: datetime, customer_id=None,
 def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscription_id=None) -> Mrr:
     """runRate or committed MRR of the book's active subscriptions (the ids already resolved), with their
     current terms; runRate usage is what each subscription bills of the last 30 days."""
-    subscriptions = owned(Subscription, book).filter(status=SubscriptionStatus.ACTIVE, customer__is_internal=False)
+    subscriptions = owned(Subscription, book).filter(_running(now), customer__is_internal=False)
     if customer_id is not None:
         subscriptions = subscriptions.filter(customer_id=customer_id)
     if subscription_id is not None:
@@ -119,6 +122,14 @@ def mrr_breakdown(*, book, variant: str, now: datetime, customer_id=None, subscr
         rows.append(row)
     rows.sort(key=lambda row: (-row.total, str(row.subscription.id)))
     return Mrr(variant, rows)
+
+
+def _running(now: datetime) -> Q:
+    """The subscriptions active at `now`, as the scheduled job (`subscriptions_advance`) makes their status once it
+    runs: stored `active`, or `upcoming` with its startDate reached; neither once its end has passed. Between two
+    runs of the job the stored status lags behind an end or a start; MRR does not."""
+    started = Q(status=SubscriptionStatus.ACTIVE) | Q(status=SubscriptionStatus.UPCOMING, start_date__lte=now)
+    return started & ~Q(is_forever=False, end_date__lte=now)
 
 
 def _run_rate_usage(*, book, subscriptions: list[Subscription], now: datetime) -> dict[tuple, Decimal]:

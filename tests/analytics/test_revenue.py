@@ -226,6 +226,29 @@ def test_committed_mrr_replaces_usage_by_the_minimum_commitment(api, sales):
     assert money(body["mrr"]) == D(182)
 
 
+def test_mrr_counts_the_subscriptions_running_now_before_the_scheduled_job_moves_their_status(api, sales, frozen_now):
+    """delta's endDate is set to June 15 and epsilon starts (upcoming) on June 12; on June 20 no scheduled job has
+    run, so delta is still stored `active` and epsilon `upcoming`. MRR counts what runs on June 20: gamma and
+    epsilon (platform 31 + 5 seats x 6.20, no usage: committed 20 for gamma's minimum, 20 for epsilon's), not delta
+    (it bills 1200 / 12 = 100 a month while it runs)."""
+    ok(api.patch(f"/v1/subscriptions/{sales.delta_sub['id']}", {"endDate": "2025-06-15T00:00:00Z"}), 200)
+    epsilon = CustomerFactory(book=sales.gamma.book, name="Epsilon", external_id="epsilon")
+    epsilon_sub = ok(api.post("/v1/subscriptions", {"name": "Pro", "planId": sales.pro["id"],
+                                                    "agentId": str(sales.analyst.id), "customerId": str(epsilon.id),
+                                                    "billingDay": 1, "startDate": "2025-06-12T00:00:00Z"}), 201)
+    assert epsilon_sub["status"] == "upcoming"
+    frozen_now(datetime(2025, 6, 20, tzinfo=timezone.utc))
+    stored = {row["id"]: row["status"] for row in ok(api.get("/v1/subscriptions"), 200)}
+    assert (stored[sales.delta_sub["id"]], stored[epsilon_sub["id"]]) == ("active", "upcoming")
+
+    body = get(api, "/v1/analytics/mrr", variant="committed")
+    rows = mrr_rows(body)
+    assert set(rows) == {sales.gamma_sub["id"], epsilon_sub["id"]}
+    assert (rows[epsilon_sub["id"]]["total"], money(body["mrr"])) == (D(82), D(164))
+    body = get(api, "/v1/analytics/mrr", variant="committed", subscriptionId=sales.delta_sub["id"])
+    assert (body["breakdown"], money(body["mrr"])) == ([], D(0))
+
+
 def test_mrr_filters_by_customer_or_subscription(api, sales):
     body = get(api, "/v1/analytics/mrr", variant="runRate", customerId=str(sales.gamma.id))
     assert list(mrr_rows(body)) == [sales.gamma_sub["id"]] and money(body["mrr"]) == D(80)
