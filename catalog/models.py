@@ -6,7 +6,7 @@ from django.db import models
 from core import display
 from core.exact_json import ExactJSONField
 from core.models import OrgOwned
-from core.money import RateField
+from core.money import RateField, TermField
 
 
 class CatalogSource(models.TextChoices):
@@ -132,7 +132,8 @@ class PriceOverride(OrgOwned):
     service = models.ForeignKey(ServiceEntry, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     model = models.CharField(max_length=255, null=True, blank=True, help_text="Lowercase, trimmed, as events send it.")
     model_provider = models.CharField(max_length=100, null=True, blank=True)
-    discount_percent = models.DecimalField(max_digits=9, decimal_places=6, null=True, blank=True)
+    # A percent an operator writes: every digit kept (core/money.py EXACT_IN_PLACES), as an invoice's discount.
+    discount_percent = TermField(null=True, blank=True)
     input_cost = RateField(null=True, blank=True)
     output_cost = RateField(null=True, blank=True)
     cache_read_cost = RateField(null=True, blank=True)

@@ -240,7 +240,7 @@ class PriceOverrideIn(serializers.Serializer):
     model = Text(max_length=255, required=False, allow_null=True, default=None)
     modelProvider = Text(source="model_provider", max_length=100, required=False, allow_null=True,
                          default=None)
-    discountPercent = DecimalIn(source="discount_percent", max_digits=9, decimal_places=6, min_value=Decimal(0),
+    discountPercent = DecimalIn(source="discount_percent", min_value=Decimal(0),
                                 max_value=Decimal(100), required=False, allow_null=True, default=None,
                                 help_text="percent off the provider's list prices (20 = 20% off)")
     inputCost = _rate("input_cost")
