@@ -181,9 +181,13 @@ def _insert_sql(select: str, *, upsert: bool) -> str:
     if not upsert:
         return sql
     updates = ", ".join(f"{measure} = r.{measure} + EXCLUDED.{measure}" for measure in MEASURES)
+    # Emptied: every measure at zero, not only the counts. A deleted agent's or signal's events stay under its id
+    # where they were added, while a re-pricing takes them out and adds them back under null: that row holds the
+    # difference of costs without an event, and a later orphan's re-pricing took its counts to zero, not its cost.
+    emptied = " AND ".join(f"r.{measure} = 0" for measure in MEASURES)
     return (f"{sql} "
             f"ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}, updated_at = EXCLUDED.updated_at "
-            f"RETURNING r.id, r.event_count = 0 AND r.model_event_count = 0")
+            f"RETURNING r.id, {emptied}")
 
 
 def _upsert(where: str, params: Sequence, *, sign: int) -> list[UUID]:
