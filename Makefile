@@ -45,7 +45,7 @@ run: install
 serve: catalog
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 	PORT=$(PORT) exec $(BIN)/gunicorn config.wsgi:application --bind $(HOST):$(PORT) \
-		--workers $(WEB_CONCURRENCY) --timeout $(WEB_TIMEOUT) --graceful-timeout 10
+		--workers $(WEB_CONCURRENCY) --timeout $(WEB_TIMEOUT) --graceful-timeout 10 --config python:config.web_server
 
 worker: install
 	@$(WITH_DATABASE) $(SUBMAKE) work WITH_DATABASE=

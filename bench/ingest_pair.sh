@@ -80,6 +80,7 @@ if [ -z "${INSIDE_EMBEDDED:-}" ]; then
   worker=$!
 fi
 $bin/gunicorn config.wsgi:application --bind 127.0.0.1:"$port" --workers "${WEB_CONCURRENCY:-3}" --timeout 120 \
+  --config python:config.web_server \
   > "$logs/web.log" 2>&1 &
 web=$!
 for _ in $(seq 50); do curl -fsS "http://127.0.0.1:$port/healthz" > /dev/null 2>&1 && break; sleep 0.2; done

@@ -70,3 +70,17 @@ class Job(OrgOwned):
         if self.status == JobStatus.SUCCEEDED:
             return 100
         return percent_of(self.done, self.total)
+
+
+class PeriodicRun(models.Model):
+    """When a periodic job (config/schedule.py) is next due, for schedulers that share no broker: the web processes of
+    the zero-setup default each run one (config/in_process_schedule.py). A process runs a job only after moving its due
+    time on, in one statement (`jobs.periodic.periodic_run_claim`), so one process of the deployment runs each run.
+    Celery beat, with a broker, keeps its own schedule and does not read this table."""
+
+    name = models.CharField(max_length=100, primary_key=True)
+    due_at = models.DateTimeField(help_text="The next run is due at this instant.")
+    claimed_at = models.DateTimeField(help_text="When a process last took a run of the job.")
+
+    def __str__(self):
+        return f"{self.name} due {self.due_at:%Y-%m-%d %H:%M:%S}"

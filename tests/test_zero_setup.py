@@ -357,6 +357,46 @@ def test_the_readme_quickstart_runs_as_documented_after_the_quickstart(served):
     run_the_readme_quickstart(served)
 
 
+
+def test_make_run_runs_the_periodic_jobs_without_a_broker(served):
+    """Without REDIS_URL there is no Celery beat: the web processes run the periodic jobs (config/in_process_schedule.py).
+    Every job of the schedule is claimed by one of them soon after the start, and a run made due is run within a tick:
+    a subscription that starts while the server runs goes from upcoming to active with no worker and no command."""
+    import psycopg
+
+    from config.schedule import SCHEDULED_JOBS
+
+    key, base = served.mint_key("Scheduled", "scheduled@example.com"), f"{served.base}/v1"
+    status, _, body = request("POST", f"{base}/usage/record", key, {"records": [
+        {"customerExternalId": "cust-s", "agentCode": "planner", "signalName": "plans", "model": "gpt-4o-mini",
+         "modelProvider": "openai", "inputTokens": 10, "outputTokens": 0}]})
+    assert status == 200, body
+    (customer,), (agent,) = request("GET", f"{base}/customers", key)[2], request("GET", f"{base}/agents", key)[2]
+    status, _, plan = request("POST", f"{base}/pricing-plans", key, {"name": "Basic", "agentId": agent["id"]})
+    assert status == 201, plan
+    starts = time.time() + 3
+    status, _, subscription = request("POST", f"{base}/subscriptions", key, {
+        "name": "Basic", "planId": plan["id"], "agentId": agent["id"], "customerId": customer["id"],
+        "startDate": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(starts + 1))})
+    assert (status, subscription["status"]) == (201, "upcoming"), subscription
+
+    with psycopg.connect(served.database_url, autocommit=True) as database:
+        deadline, claimed = time.monotonic() + 60, set()
+        while not {job.name for job in SCHEDULED_JOBS} <= claimed and time.monotonic() < deadline:
+            time.sleep(0.5)
+            claimed = {name for (name,) in database.execute("SELECT name FROM jobs_periodicrun")}
+        assert claimed == {job.name for job in SCHEDULED_JOBS}
+        time.sleep(max(0.0, starts + 2 - time.time()))
+        database.execute("UPDATE jobs_periodicrun SET due_at = now() WHERE name = 'subscriptions_advance'")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        status, _, subscription = request("GET", f"{base}/subscriptions/{subscription['id']}", key)
+        if subscription["status"] == "active":
+            break
+        time.sleep(0.5)
+    assert subscription["status"] == "active", subscription
+
+
 # --- two writers at once
 
 def request(method: str, url: str, key: str, body=None) -> tuple[int, dict, object]:
