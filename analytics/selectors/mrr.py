@@ -7,7 +7,8 @@ month's worth:
   monthly-normalized;
 - usage, runRate: the pricing model on the actual usage of the last 30 days `[now - 30 days, now)` as it is
   (contract: MRR runRate), no minimum (Agent-Earned of those 30 days);
-- usage, committed: the pricing model on minimumCommitment units; 0 for a strategy without a minimum.
+- usage, committed: the pricing model on minimumCommitment units (none without a minimum: 0, but a credit pool's
+  price, billed every period used or not).
 One-time fees are not recurring and never count. The canonical variant is the invoices' (`invoiced.py`):
 `{mrr, arr}` with arr = 12 x mrr; `all` is the three together.
 """

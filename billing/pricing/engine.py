@@ -453,7 +453,9 @@ class UsageCharge(Charge):
 
     def monthly(self, terms, *, seats, run_rate_quantity, committed):
         if committed:
-            return price_quantity(terms.minimum_commitment, terms) if terms.minimum_commitment > 0 else ZERO
+            # What a period bills at its minimum usage (none without a minimum): a credit pool's price is billed
+            # every period, used or not (contract: "Tiers"), so it is committed; other models bill nothing at 0.
+            return price_quantity(terms.minimum_commitment, terms)
         return ZERO if run_rate_quantity is None else agent_earned(run_rate_quantity, terms)
 
 

@@ -218,12 +218,13 @@ def test_run_rate_mrr_counts_fees_a_month_and_the_last_30_days_of_usage(api, sal
 
 
 def test_committed_mrr_replaces_usage_by_the_minimum_commitment(api, sales):
-    """gamma: minimum 10 reports x 2.00 = 20.00; delta's pool has no minimum: 0."""
+    """gamma: minimum 10 reports x 2.00 = 20.00; delta's pool has no minimum, and its price (50.00) is billed every
+    period, used or not: 50.00."""
     body = get(api, "/v1/analytics/mrr", variant="committed")
     rows = mrr_rows(body)
     assert (rows[sales.gamma_sub["id"]]["usage"], rows[sales.gamma_sub["id"]]["total"]) == (D(20), D(82))
-    assert (rows[sales.delta_sub["id"]]["usage"], rows[sales.delta_sub["id"]]["total"]) == (D(0), D(100))
-    assert money(body["mrr"]) == D(182)
+    assert (rows[sales.delta_sub["id"]]["usage"], rows[sales.delta_sub["id"]]["total"]) == (D(50), D(150))
+    assert money(body["mrr"]) == D(232)
 
 
 def test_mrr_counts_the_subscriptions_running_now_before_the_scheduled_job_moves_their_status(api, sales, frozen_now):
@@ -253,7 +254,7 @@ def test_mrr_filters_by_customer_or_subscription(api, sales):
     body = get(api, "/v1/analytics/mrr", variant="runRate", customerId=str(sales.gamma.id))
     assert list(mrr_rows(body)) == [sales.gamma_sub["id"]] and money(body["mrr"]) == D(80)
     body = get(api, "/v1/analytics/mrr", variant="committed", subscriptionId=sales.delta_sub["id"])
-    assert list(mrr_rows(body)) == [sales.delta_sub["id"]] and money(body["mrr"]) == D(100)
+    assert list(mrr_rows(body)) == [sales.delta_sub["id"]] and money(body["mrr"]) == D(150)
 
 
 def test_mrr_leaves_out_subscriptions_that_are_not_active(api, sales, frozen_now):

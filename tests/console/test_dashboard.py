@@ -9,7 +9,7 @@
 
 Revenue = 30 x 10/30 (the fee's ten June days) + 30 x 0.50 + 50 (the pool) = 75.00; cost of customers' usage
 = 1.00 + 2.50 + 0.40 = 3.90, margin 71.10 (94.8%); all usage costs 4.65. MRR run rate = 30 + 15 + 50 = 95.00,
-committed = 30.00, canonical = the May invoice, 30.00.
+committed = 30 + the pool's 50.00 (billed every period, used or not) = 80.00, canonical = the May invoice, 30.00.
 """
 import json
 import re
@@ -80,7 +80,7 @@ def test_the_figures_match_the_hand_computed_book(june, book):
     assert (figures.revenue.revenue, figures.revenue.cost, figures.revenue.margin) == (D("75"), D("3.9"), D("71.1"))
     assert round(figures.revenue.margin_percent, 1) == D("94.8")
     assert figures.cost.cost == D("4.65")
-    assert (figures.mrr.run_rate.mrr, figures.mrr.committed.mrr, figures.mrr.canonical.mrr) == (D(95), D(30), D(30))
+    assert (figures.mrr.run_rate.mrr, figures.mrr.committed.mrr, figures.mrr.canonical.mrr) == (D(95), D(80), D(30))
     assert (figures.overdue.count, figures.overdue.total, figures.overdue.amount_due) == (1, D("30"), D("20"))
     assert [balance.subscription.name for balance in figures.pools_near_empty] == ["Pool"]
     assert figures.pools_near_empty[0].remaining_percent == D("15.00")
@@ -93,7 +93,7 @@ def test_the_figures_match_the_hand_computed_book(june, book):
 
 def test_the_index_page_shows_the_figures_and_links_to_the_filtered_lists(june, book, console):
     page = console.get("/admin/", {"environment": "test"}).content.decode()
-    for figure in ("$75.00", "$3.90", "$71.10", "94.80% of revenue", "all usage $4.65", "$95.00", "committed $30.00",
+    for figure in ("$75.00", "$3.90", "$71.10", "94.80% of revenue", "all usage $4.65", "$95.00", "committed $80.00",
                    "$30.00", "$20.00 still to collect of $30.00 billed", "15% left", "average ($7.50)"):
         assert figure in page, figure
     assert f'href="/admin/billing/invoice/?book={book.pk}&amp;status__exact=overdue">1</a>' in page
