@@ -1,8 +1,10 @@
 """Operator console for plans, strategies, subscriptions, credit grants and pool alerts.
 
-Strategies and subscriptions are read-only here: their rules (checks as a whole, the changelog, periods) live in
-the API's services. Plans' names and agent links are edited here. The subscription actions generate invoices, top
-up credits and pause pool alerts through the same services as the API.
+Strategies and subscriptions are not edited as rows here: their rules (checks as a whole, the changelog, periods)
+live in the API's services. A plan's page adds a strategy and the subscription list adds a subscription through
+pages that call the API's serializers and services (billing/admin_create_pages.py). Plans' names and agent links
+are edited here. The subscription actions generate invoices, top up credits and pause pool alerts through the same
+services as the API.
 """
 import re
 from datetime import datetime, timedelta
@@ -21,6 +23,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join, strip_tags
 from django.utils.safestring import mark_safe
 
+from billing.admin_create_pages import strategy_add_view, subscription_add_view, subscription_write_roles
 from billing.admin_invoices import InvoiceInline, ReadOnlyInline
 from billing.invoice_documents import bounds_days, period_label
 from billing.models import (ChargeType, CreditGrant, CreditPoolAlert, Invoice, PlanAgent, PricingPlan,
@@ -35,8 +38,8 @@ from billing.services.plan_changes import (subscription_change_plan, subscriptio
                                            subscription_plan_change_preview)
 from accounts.admin_display import format_value, period_cell, presence_filter, readable
 from accounts.admin_actions import act_on_rows, action_page, actor, error_text, idempotency_key, submitted
-from accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act,
-                                           organization_id_of)
+from accounts.admin_scoping import (BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, holds_role_somewhere,
+                                   is_operator, may_act, organization_id_of)
 from accounts.api import MONEY_ROLES
 from accounts.models import Book
 from core import clock, display
@@ -69,9 +72,11 @@ strategy_frequency.csv_value = lambda strategy: (None if strategy.charge_type ==
 
 
 class PricingStrategyInline(ReadOnlyAdminMixin, ScopedInlineMixin, admin.TabularInline):
-    """Strategies are checked as a whole and logged on subscriptions: edited through the API."""
+    """Strategies are checked as a whole and logged on subscriptions: not edited as rows here; the plan's "Add
+    pricing strategy" page (above the rows, with its hint) goes through the API's serializer and service."""
 
     model = PricingStrategy
+    template = "admin/billing/pricingplan/strategies_inline.html"
     extra = 0
     fields = ["name", "agent", "charge_type", "pricing_model", strategy_frequency, "rate", "tiers", "active",
               "deleted_at"]
@@ -133,6 +138,16 @@ class PricingPlanAdmin(BookScopedAdmin):
 
     def delete_model(self, request, obj):
         plan_delete(book=obj.book, plan_id=obj.pk)
+
+    def get_urls(self):
+        add_strategy = path("<path:object_id>/add-strategy/", self.admin_site.admin_view(self.add_strategy_view),
+                            name="billing_pricingplan_add_strategy")
+        return [add_strategy, *super().get_urls()]
+
+    def add_strategy_view(self, request, object_id):
+        """One strategy for the plan, as `POST /v1/pricing-plans/{planId}/pricing-strategies` (its serializer and
+        service); then the plan's page."""
+        return strategy_add_view(self, request, object_id)
 
 
 @admin.register(PricingStrategy)
@@ -533,6 +548,16 @@ class SubscriptionAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         credit_pool_left.csv_value = lambda subscription: getattr(self._pool_balance(request, subscription),
                                                                   "remaining_units", None)
         return [credit_pool_left if name == "credit_pool_left" else name for name in super().get_list_display(request)]
+
+    def has_add_permission(self, request, *args):
+        """The list's "Add subscription" leads to the console's page of `POST /v1/subscriptions` (`add_view`), for an
+        operator holding a role the API accepts in some organization; each book is checked again there."""
+        roles = subscription_write_roles()
+        return is_operator(request.user) and (roles is None or holds_role_somewhere(request.user, roles))
+
+    def add_view(self, request, form_url="", extra_context=None):
+        """Not a form of the row: the API's serializer and service create it (billing/admin_create_pages.py)."""
+        return subscription_add_view(self, request)
 
     def get_urls(self):
         change_plan = path("<path:object_id>/change-plan/", self.admin_site.admin_view(self.change_plan_view),

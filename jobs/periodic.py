@@ -2,22 +2,20 @@
 processes, config/in_process_schedule.py): the database decides which process runs it."""
 from datetime import datetime, timedelta
 
-from django.db import connection
-
 from jobs.models import PeriodicRun
-
-_TABLE = PeriodicRun._meta.db_table
-# One statement: a first claim inserts the row; a later one moves `due_at` on only while it is due. Concurrent
-# claimants queue on the row, and each after the first finds it no longer due and gets no row back.
-_CLAIM = (f"INSERT INTO {_TABLE} AS run (name, due_at, claimed_at) VALUES (%s, %s, %s) "
-          f"ON CONFLICT (name) DO UPDATE SET due_at = EXCLUDED.due_at, claimed_at = EXCLUDED.claimed_at "
-          f"WHERE run.due_at <= %s RETURNING run.name")
 
 
 def periodic_run_claim(*, name: str, every_seconds: float, now: datetime) -> bool:
     """True for the one caller that takes the run of job `name` due at `now` (a job never run is due); the job is
-    then next due `every_seconds` later. Commits at once outside a transaction: a claim is never rolled back by
-    the job it lets run (the job is safe to run again; a run lost with its process is the next one's to do)."""
-    with connection.cursor() as cursor:
-        cursor.execute(_CLAIM, [name, now + timedelta(seconds=every_seconds), now, now])
-        return cursor.fetchone() is not None
+    then next due `every_seconds` later. Outside a transaction each statement commits at once: a claim is never
+    rolled back by the job it lets run (the job is safe to run again; a run lost with its process is the next one's
+    to do).
+
+    The update moves the due time on only while it is due: concurrent claimants queue on the row, and each after
+    the first finds it no longer due and updates nothing. A job's first claim creates its row; of two creators at
+    once, the one whose insert loses on the primary key is not the one that created it."""
+    next_due = now + timedelta(seconds=every_seconds)
+    if PeriodicRun.objects.filter(name=name, due_at__lte=now).update(due_at=next_due, claimed_at=now):
+        return True
+    _, created = PeriodicRun.objects.get_or_create(name=name, defaults={"due_at": next_due, "claimed_at": now})
+    return created
