@@ -46,9 +46,9 @@ def subscription_write_roles():
 
 
 TIERS_HELP = ("One tier a line: lower, upper, rate (upper empty for the open-ended last tier), e.g. \"0, 1000, 0.002\" "
-              "then \"1000, , 0.0015\". Or the API's JSON: [{\"lower\": 0, \"upper\": 1000, \"rate\": 0.002}, "
-              "{\"lower\": 1000, \"upper\": null, \"rate\": 0.0015}]. A credit pool: \"0, pool size, pool price\" then "
-              "\"pool size, , overage rate\". Leave empty for a flat rate or a fee.")
+              "then \"1000, , 0.0015\"; or the tiers array as the API takes it (JSON, starting with \"[\"). A credit "
+              "pool: \"0, pool size, pool price\" then \"pool size, , overage rate\". Leave empty for a flat rate or "
+              "a fee.")
 
 
 class ApiForm(forms.Form):

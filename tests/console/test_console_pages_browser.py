@@ -180,3 +180,14 @@ def test_every_list_of_the_console_fits_1366_px(console_page, demo, operator):
         if sideways["page"] > 0 or sideways["boxes"]:
             too_wide[url] = sideways
     assert too_wide == {}, "\n".join(f"{url}: {found}" for url, found in too_wide.items())
+
+
+def test_the_pages_that_create_strategies_and_subscriptions_fit_1366_px(console_page, demo, tmp_path):
+    """The plan page's "Add pricing strategy" page and the subscription list's "Add subscription" page, over the demo
+    book: each fits the window and shows nothing raw, and each form offers what it creates from."""
+    page = console_page
+    plan = demo.get("/v1/pricing-plans")["results"][0]
+    text = check_page(page, f"/admin/billing/pricingplan/{plan['id']}/add-strategy/", "add-strategy", tmp_path)
+    assert "Tiers" in text and "Charge type" in text
+    text = check_page(page, "/admin/billing/subscription/add/", "add-subscription", tmp_path)
+    assert "Book" in text and "Demo Organization (test)" in text  # the book first, then its records
