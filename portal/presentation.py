@@ -56,7 +56,9 @@ def invoice_rows(invoices: list[Invoice], *, livemode: bool) -> list[InvoiceRow]
             invoice.invoice_number, invoice.status, period_days(invoice), money(invoice.total, invoice.currency),
             money(invoice.amount_due, invoice.currency),
             money(invoice.amount_overpaid, invoice.currency) if invoice.amount_overpaid > 0 else None,
-            money(refunded[invoice.pk], invoice.currency) if invoice.pk in refunded else None, invoice.due_date,
+            money(refunded[invoice.pk], invoice.currency) if invoice.pk in refunded else None,
+            # A void or refunded invoice is due never: its old due date read as money still owed.
+            None if invoice.status in (InvoiceStatus.VOID, InvoiceStatus.REFUNDED) else invoice.due_date,
             reverse("portal-invoice-pdf", args=[invoice.pk]),
             reverse("portal-invoice-pay", args=[invoice.pk]) if payable else None,
             f"{'Pay' if online else 'How to pay'} "

@@ -566,13 +566,16 @@ def test_the_return_url_is_escaped_in_the_page(customer, create_session):
 
 def test_a_draft_voided_before_it_was_finalized_is_not_the_customers(api, billed, customer, create_session):
     """Voided as a draft, it was never issued to the customer: the portal neither lists it nor serves its PDF. A
-    voided issued invoice stays listed (the customer holds it)."""
+    voided issued invoice stays listed (the customer holds it), due never: its old due date is not shown."""
+    due = ok(api.get(f"/v1/invoices/{billed.mine.id}"))["dueDate"]
+    assert html(opened(create_session(customer)).get("/portal/s/")).count(f'data-label="Due">{due[:10]}') == 1
     ok(api.post(f"/v1/invoices/{billed.draft.id}/void", {"reason": "made by mistake"}))
     ok(api.post(f"/v1/invoices/{billed.mine.id}/void", {"reason": "billed twice"}))
     client = opened(create_session(customer))
     page = html(client.get("/portal/s/"))
     assert billed.draft.invoice_number not in page
     assert billed.mine.invoiceNumber in page  # issued, then voided: listed as void
+    assert f'data-label="Due">{due[:10]}' not in page
     assert client.get(f"/portal/s/invoices/{billed.draft.id}/pdf").status_code == 404
 
 
