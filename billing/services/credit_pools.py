@@ -166,7 +166,12 @@ def credit_pools_follow_claims(*, book, customer_id, agent_id, since: datetime |
     change, a backdated subscription; None: anywhere in their lives, a plan or its strategies changed): every pool
     of theirs settles again what it settled from then on, so a settled period counts the events it now bills, as
     its invoice does, and draws on top-ups by that; a subscription that ended loses the grants of its periods past
-    its end, settled or not. The caller holds their pool syncs (`claims_pools_lock`)."""
+    its end, settled or not. The caller holds their pool syncs (`claims_pools_lock`).
+
+    Balances answered from the shared cache before such a write (a plan change, an end, a strategy's new pool, an
+    invoice's capture) would read the pools as they were for up to 30 seconds: a new cache generation starts when
+    the write commits, as for a top-up."""
+    transaction.on_commit(partial(balance_cache_refresh, book_id=book.pk), robust=True)
     subscriptions = (owned(Subscription, book).filter(customer_id=customer_id, agent_id=agent_id)
                      .select_related("plan").order_by("pk"))
     for subscription in subscriptions:
@@ -217,7 +222,9 @@ def plan_pools_lock(*, book, plan_id) -> list[tuple]:
 
 
 def plan_pools_follow(*, book, pairs: list[tuple], now: datetime) -> None:
-    """The pools of `plan_pools_lock`'s pairs settle again what the plan's new strategies moved."""
+    """The pools of `plan_pools_lock`'s pairs settle again what the plan's new strategies moved. Called after every
+    write of a plan's strategies: a running period's pool follows them too, so cached balances start anew."""
+    transaction.on_commit(partial(balance_cache_refresh, book_id=book.pk), robust=True)
     for customer_id, agent_id in pairs:
         credit_pools_follow_claims(book=book, customer_id=customer_id, agent_id=agent_id, since=None, now=now)
 

@@ -252,6 +252,23 @@ def test_balance_reads_are_private_and_cached_for_30_seconds(api, chain, frozen_
     assert balances(api)["balances"][0]["remainingUnits"] == 85
 
 
+def test_a_pool_changed_by_its_plan_shows_at_once_not_when_the_cached_answer_expires(
+        api, chain, frozen_now, django_capture_on_commit_callbacks):
+    """A balance read (and cached for 30 seconds), then the plan's pool grows from 100 to 250 units: the next read
+    answers the new pool, 250 - 10 = 240 left, not the cached 90 (the write's commit starts a new cache generation,
+    run here as the request's commit runs it)."""
+    subscription = pool_subscription(api, chain)
+    use(chain, 10)
+    assert (balance(api, subscription)["poolSizeUnits"], balance(api, subscription)["remainingUnits"]) == (100, 90)
+    (strategy,) = ok(api.get(f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies"))["results"]
+    with django_capture_on_commit_callbacks(execute=True):
+        ok(api.patch(f"/v1/pricing-plans/{chain.plan['id']}/pricing-strategies/{strategy['id']}",
+                     {"tiers": [{"lower": 0, "upper": 250, "rate": 50}, {"lower": 250, "upper": None, "rate": "0.75"}]}))
+    assert (balance(api, subscription)["poolSizeUnits"], balance(api, subscription)["remainingUnits"]) == (250, 240)
+    listed = balances(api)["balances"]
+    assert [(row["poolSizeUnits"], row["remainingUnits"]) for row in listed] == [(250, 240)]
+
+
 def test_recorded_usage_shows_once_its_follow_up_has_run(api, book, chain, frozen_now):
     # Contract "Derived figures": a balance counts an event within seconds of the answer that stored it, not when
     # a cached answer expires. The follow-up a batch arms (billing/followup.py, a few seconds later) starts a new
