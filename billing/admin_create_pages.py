@@ -158,7 +158,7 @@ class StrategyForm(ApiForm):
         by_agent = {agent.pk: [] for agent in agents}
         for signal in signals:
             by_agent[signal.agent_id].append((str(signal.pk), str(signal)))
-        # Grouped under their agent (the group's label is the agent's, which the page's script follows).
+        # Grouped under their agent; one of another agent than the chosen one is refused by the API's check.
         self.fields["signal"].choices = [("", "-"), *((str(agent), by_agent[agent.pk]) for agent in agents
                                                      if by_agent[agent.pk])]
 

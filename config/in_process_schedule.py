@@ -12,9 +12,8 @@ import time
 from django.conf import settings
 from django.db import DatabaseError, close_old_connections, connection
 
-from config.schedule import SCHEDULED_JOBS
+from config.schedule import SCHEDULED_JOBS, scheduled_job_run
 from core import clock
-from core.jobs import BooksFailed
 from jobs.periodic import periodic_run_claim
 
 logger = logging.getLogger("billing.jobs")
@@ -41,12 +40,9 @@ def periodic_jobs_run_due(*, now) -> list[str]:
         if not claimed:
             continue
         ran.append(job.name)
-        try:
-            job.run(now=now)
-        except BooksFailed as failed:  # the job ran every book; these failed (logged with their tracebacks)
-            logger.warning("scheduled job %s failed for %s book(s)", job.name, len(failed.book_ids))
-        except Exception:
-            logger.exception("scheduled job %s failed", job.name)
+        outcome = scheduled_job_run(job, now=now)
+        if outcome.failed_books:  # each book's failure was logged with its traceback by the job
+            logger.warning("scheduled job %s failed for %s book(s)", job.name, len(outcome.failed_books))
     return ran
 
 

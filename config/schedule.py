@@ -4,9 +4,14 @@
 Each job is a plain function `job(*, now)` that is safe to run twice (it acts only on what is due).
 Order matters for `run_scheduled_jobs`: statuses first, then billing, then alerts.
 """
+import logging
 from dataclasses import dataclass
 
 from django.utils.module_loading import import_string
+
+from core.jobs import BooksFailed
+
+logger = logging.getLogger("billing.jobs")
 
 
 @dataclass(frozen=True)
@@ -43,6 +48,24 @@ SCHEDULED_JOBS: list[ScheduledJob] = [
     # Jobs whose runner was lost are started again; finished ones are deleted after JOBS_KEEP_DAYS.
     ScheduledJob("jobs-housekeeping", "jobs.services.jobs_housekeeping", 300),
 ]
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    result: object = None  # what the job answered (for the books that failed too: what it did for the others)
+    failed_books: tuple = ()  # the books it failed for (each logged with its traceback by the job)
+    failed: bool = False  # it failed before reaching the books (logged here)
+
+
+def scheduled_job_run(job: ScheduledJob, *, now) -> JobOutcome:
+    """Run one periodic job as of `now`; a failure is logged, never raised, so the jobs after it still run."""
+    try:
+        return JobOutcome(job.run(now=now))
+    except BooksFailed as exc:
+        return JobOutcome(exc.result, tuple(exc.book_ids))
+    except Exception:
+        logger.exception("scheduled job %s failed", job.name)
+        return JobOutcome(failed=True)
 
 
 def job_named(name: str) -> ScheduledJob:

@@ -144,7 +144,7 @@ def credit_pool_settle_again(*, subscription: Subscription, since: datetime, now
     owned(CreditGrant, subscription.book_id).filter(pk__in=[grant.pk for grant in later]).update(settled_at=None)
     credit_pool_sync(subscription=subscription, pool=pool, now=now, recorded_by=recorded_by)
     # Balances read from the shared cache until then would show the settlements before (for up to 30 seconds).
-    transaction.on_commit(partial(balance_cache_refresh, book_id=subscription.book_id), robust=True)
+    _balances_refreshed_on_commit(subscription.book_id)
 
 
 def _stored_period_grant_fit(subscription: Subscription, now: datetime) -> None:
@@ -171,7 +171,16 @@ def credit_pools_follow_claims(*, book, customer_id, agent_id, since: datetime |
     Balances answered from the shared cache before such a write (a plan change, an end, a strategy's new pool, an
     invoice's capture) would read the pools as they were for up to 30 seconds: a new cache generation starts when
     the write commits, as for a top-up."""
-    transaction.on_commit(partial(balance_cache_refresh, book_id=book.pk), robust=True)
+    _balances_refreshed_on_commit(book.pk)
+    _pools_follow_claims(book=book, customer_id=customer_id, agent_id=agent_id, since=since, now=now)
+
+
+def _balances_refreshed_on_commit(book_id) -> None:
+    """Balances read from the shared cache start anew once the caller's writes commit (`balance_cache_refresh`)."""
+    transaction.on_commit(partial(balance_cache_refresh, book_id=book_id), robust=True)
+
+
+def _pools_follow_claims(*, book, customer_id, agent_id, since: datetime | None, now: datetime) -> None:
     subscriptions = (owned(Subscription, book).filter(customer_id=customer_id, agent_id=agent_id)
                      .select_related("plan").order_by("pk"))
     for subscription in subscriptions:
@@ -223,10 +232,10 @@ def plan_pools_lock(*, book, plan_id) -> list[tuple]:
 
 def plan_pools_follow(*, book, pairs: list[tuple], now: datetime) -> None:
     """The pools of `plan_pools_lock`'s pairs settle again what the plan's new strategies moved. Called after every
-    write of a plan's strategies: a running period's pool follows them too, so cached balances start anew."""
-    transaction.on_commit(partial(balance_cache_refresh, book_id=book.pk), robust=True)
+    write of a plan's strategies: a running period's pool follows them too, so cached balances start anew (once)."""
+    _balances_refreshed_on_commit(book.pk)
     for customer_id, agent_id in pairs:
-        credit_pools_follow_claims(book=book, customer_id=customer_id, agent_id=agent_id, since=None, now=now)
+        _pools_follow_claims(book=book, customer_id=customer_id, agent_id=agent_id, since=None, now=now)
 
 
 @dataclass(frozen=True)

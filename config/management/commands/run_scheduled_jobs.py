@@ -1,14 +1,9 @@
-import logging
-
 from django.core.management.base import BaseCommand, CommandError
 
 from core import clock
 from core.background import background_work_finish
 from core.errors import ApiError
-from core.jobs import BooksFailed
-from config.schedule import SCHEDULED_JOBS
-
-logger = logging.getLogger("billing.jobs")
+from config.schedule import SCHEDULED_JOBS, scheduled_job_run
 
 
 def _said(result) -> str:
@@ -34,19 +29,16 @@ class Command(BaseCommand):
             raise CommandError(str(exc.message))
         failed = []
         for job in SCHEDULED_JOBS:
-            try:
-                result = job.run(now=now)
-            except BooksFailed as exc:  # the job ran every book; these failed (logged with their tracebacks)
-                failed.append(f"{job.name} ({len(exc.book_ids)} book(s): {', '.join(map(str, exc.book_ids))})")
-                self.stdout.write(f"{job.name}: {_said(exc.result)}; "
-                                  f"FAILED for {len(exc.book_ids)} book(s)")
-                continue
-            except Exception:  # the job failed before reaching the books: the later jobs still run
-                logger.exception("scheduled job %s failed", job.name)
+            outcome = scheduled_job_run(job, now=now)
+            if outcome.failed_books:  # the job ran every book; these failed (logged with their tracebacks)
+                books = outcome.failed_books
+                failed.append(f"{job.name} ({len(books)} book(s): {', '.join(map(str, books))})")
+                self.stdout.write(f"{job.name}: {_said(outcome.result)}; FAILED for {len(books)} book(s)")
+            elif outcome.failed:  # before reaching the books (logged): the later jobs still run
                 failed.append(job.name)
                 self.stdout.write(f"{job.name}: FAILED")
-                continue
-            self.stdout.write(f"{job.name}: {_said(result)}")
+            else:
+                self.stdout.write(f"{job.name}: {_said(outcome.result)}")
         # Without a broker the jobs hand work (webhook retries, long jobs) to this process's threads: done before
         # the command exits, or the threads die with it.
         background_work_finish()
