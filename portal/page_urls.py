@@ -5,6 +5,7 @@ from portal import pages
 
 urlpatterns = [
     path("pay/<str:token>", pages.pay_page, name="pay"),
+    path("portal/", pages.portal_without_link, name="portal-without-link"),
     path("portal/s/", pages.portal_home, name="portal-home"),
     path("portal/s/profile", pages.portal_profile, name="portal-profile"),
     path("portal/s/invoices/<uuid:invoice_id>/pdf", pages.portal_invoice_pdf, name="portal-invoice-pdf"),

@@ -140,6 +140,13 @@ def _home(request, session, now, *, profile=None, status: int = 200):
     return render(request, "portal/home.html", context, status=status)
 
 
+@never_cache
+@require_GET
+def portal_without_link(request):
+    """`/portal/` itself, as a customer trims a link down to it: the portal opens only from a session's link."""
+    return _notice(request, "no_session", status=404)
+
+
 @csrf_exempt  # only GET opens a link: other methods get require_GET's 405, not the CSRF check's 403 page
 @never_cache
 @require_GET

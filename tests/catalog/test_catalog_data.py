@@ -204,7 +204,7 @@ def test_load_catalog_names_the_reviewed_corrections_and_what_changed(capsys):
     ServiceEntry.objects.filter(pk=sonnet.pk).update(long_context=[], context_window=200000)  # LiteLLM's data
     call_command("load_catalog")
     summary = capsys.readouterr().out.splitlines()[0]
-    assert "1 updated" in summary and "11 reviewed corrections applied" in summary
+    assert "1 updated" in summary and "its prices include 11 reviewed corrections of the price data" in summary
     assert "changed: anthropic/claude-sonnet-4-5 (long_context, context_window)" in summary
     call_command("load_catalog", verbosity=2)
     listed = capsys.readouterr().out

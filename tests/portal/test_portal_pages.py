@@ -127,6 +127,12 @@ def test_an_unknown_link_is_a_404_page(customer):
     assert resp.status_code == 404 and "not valid" in html(resp)
 
 
+def test_the_portal_without_a_link_is_a_page_that_says_how_to_open_it(customer):
+    resp = browser().get("/portal/")
+    assert resp.status_code == 404 and resp["Content-Type"].startswith("text/html")
+    assert "Open the billing portal with the link you were given" in html(resp)
+
+
 def test_a_link_opens_only_with_get(customer, create_session):
     # A real browser's POST carries no CSRF token: it must meet the 405 the docs promise, not the CSRF 403 page.
     session = create_session(customer)

@@ -30,7 +30,7 @@ class Command(BaseCommand):
                        f"{result.deactivated} deactivated")
         else:  # the usual run after the first: a line of zeros read as if nothing had loaded
             summary = f"catalog: already up to date, {result.unchanged} entries (none created, updated or deactivated)"
-        summary += f"; {len(reviewed)} reviewed corrections applied"
+        summary += f"; its prices include {len(reviewed)} reviewed corrections of the price data"
         if updated and len(updated) <= REPORTED_CHANGES:
             summary += "; changed: " + ", ".join(f"{external_id} ({', '.join(fields)})"
                                                  for external_id, fields in updated.items())
