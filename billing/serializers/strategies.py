@@ -26,7 +26,9 @@ class StrategyIn(serializers.Serializer):
                                            allow_null=True, default=None)
     billingFrequency = serializers.ChoiceField(source="billing_frequency", choices=BillingFrequency.choices,
                                                required=False, default=BillingFrequency.MONTHLY)
-    tiers = TierIn(many=True, required=False, allow_null=True, default=list)
+    # The list may be null (no tiers), a tier in it may not: `TierIn(many=True, allow_null=True)` passed allow_null
+    # on to each tier, and a null tier reached the tier rules.
+    tiers = serializers.ListSerializer(child=TierIn(), required=False, allow_null=True, default=list)
     rate = DecimalIn(min_value=ZERO, required=False, allow_null=True, default=None)
     minimumCommitment = DecimalIn(source="minimum_commitment", min_value=ZERO, required=False, allow_null=True,
                                   default=None)

@@ -110,6 +110,9 @@ def test_inconsistent_strategy_is_400_naming_the_field(api, chain, item, field):
                      {"lower": 20, "upper": None, "rate": 1}], "tiers"),
     ("credit_pool", [{"lower": 0, "upper": 100, "rate": 50}, {"lower": 100, "upper": 200, "rate": 1}],
      "tiers[1].upper"),
+    ("graduated", [None, {"lower": 10, "upper": None, "rate": "0.5"}], "tiers[0]"),
+    ("graduated", [{"lower": 0, "upper": 10, "rate": 1}, None], "tiers[1]"),
+    ("credit_pool", [None], "tiers[0]"),
 ])
 def test_broken_tiers_are_400_naming_the_tier(api, chain, model, tiers, field):
     assert f"[0].{field}:" in error(api.post(strategies_url(chain.plan["id"]), [tiered(chain, model, tiers)]), 400)
@@ -209,6 +212,12 @@ def test_patch_one_changes_it_and_checks_the_merged_strategy(api, chain):
     assert "signalId" in error(api.patch(url, {"chargeType": "recurring", "pricingModel": None, "rate": 5,
                                                "tiers": []}), 400)
     assert error(api.patch(url, {"tiers": [{"rate": 1}]}), 400).startswith("tiers[0].lower:")
+    assert error(api.patch(url, {"pricingModel": "graduated", "rate": None, "tiers": [None]}), 400).startswith(
+        "tiers[0]:")
+    batch = {"strategies": {"new": [tiered(chain, "volume", [None])],
+                            "update": [{"id": created["id"], "tiers": [TWO_TIERS[0], None]}]}}
+    message = error(api.patch(strategies_url(chain.plan["id"]), batch), 400)
+    assert "strategies.new[0].tiers[0]:" in message and "strategies.update[0].tiers[1]:" in message
 
 
 def test_batch_patch_creates_and_updates_in_one_call(api, chain):
