@@ -77,7 +77,13 @@ def _customers_key(book_id: str) -> str:
 
 
 def _run_in_process(book_id: str, customer_ids: set[str]) -> None:
-    import_string(FOLLOWUP_TASK)(book_id, sorted(customer_ids))
+    # Every web process runs its own follow-ups, and under steady load at the same moments: one that finds another's
+    # catch-up running leaves the backlog to the next run instead of queueing behind it to catch up the few
+    # batches that came meanwhile (one catch-up per process each time, each upserting most of the same keys).
+    # Armed again, so what it left is caught up by the next run even if no batch follows.
+    added = import_string(FOLLOWUP_TASK)(book_id, sorted(customer_ids), unless_busy=True)
+    if added is None:
+        in_process.add(book_id, ())
 
 
 # Without Redis: the follow-ups of this process's batches, run by a thread of the process.

@@ -25,14 +25,15 @@ def evaluate_credit_pool_alerts_task(book_id: str, subscription_ids: list[str] |
 
 
 @shared_task(name="billing.usage_followup", acks_late=True)
-def usage_followup_task(book_id: str, customer_ids: list[str] | None = None) -> int:
+def usage_followup_task(book_id: str, customer_ids: list[str] | None = None, *, unless_busy: bool = False
+                        ) -> int | None:
     """After usage was recorded (billing/followup.py: one run for the batches of a few seconds): let the
     next credit balance read compute (the batches' usage shows within seconds, not when a cached answer expires),
     add the book's pending events to the analytics rollup, then settle the credit pools of the customers
     the batches named. Idempotent: each pending event is added once, each pool stage emailed once."""
     customer_ids = sorted({*(customer_ids or ()), *usage_followup_take(book_id=book_id)})
     balance_cache_refresh(book_id=book_id)  # first: one cache write, whatever the catch-up takes or raises
-    added = analytics_rollup_catch_up(book_id=book_id)
+    added = analytics_rollup_catch_up(book_id=book_id, unless_busy=unless_busy)
     if customer_ids:
         evaluate_credit_pool_alerts_task(book_id, customer_ids=customer_ids)
     return added

@@ -149,6 +149,14 @@ def advisory_xact_lock(namespace: int, key: str) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [namespace, key])
 
 
+def advisory_xact_lock_if_free(namespace: int, key: str) -> bool:
+    """Take the lock `advisory_xact_lock` waits for if nobody holds it, to the end of the current transaction; False,
+    at once, if somebody does."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, hashtext(%s))", [namespace, key])
+        return cursor.fetchone()[0]
+
+
 _in_one_snapshot: ContextVar[bool] = ContextVar("in_one_snapshot", default=False)
 
 

@@ -31,7 +31,7 @@ from uuid import UUID
 from django.db import DatabaseError, connection, connections, transaction
 
 from catalog.models import ServiceEntry
-from core.database import advisory_xact_lock, reading_one_snapshot
+from core.database import advisory_xact_lock, advisory_xact_lock_if_free, reading_one_snapshot
 from core.jobs import BookFailures
 from core.replica import pin_to_primary, read_database
 from core.scoping import book_sql, owned
@@ -219,11 +219,16 @@ def _lock_book(book_id) -> None:
     advisory_xact_lock(_LOCK_NAMESPACE, str(book_id))
 
 
-def analytics_rollup_catch_up(*, book_id) -> int:
+def analytics_rollup_catch_up(*, book_id, unless_busy: bool = False) -> int | None:
     """Move the book's backlog into the rollup (one statement under the book's lock); returns the number
     of events added. Safe to run at any time and as often as wanted: a backlog row is added once. Inside a read of
     one snapshot (core/database.py `one_snapshot`) it does nothing: that read cannot see what it would add, and the
-    read's caller caught the rollup up before opening it."""
+    read's caller caught the rollup up before opening it.
+
+    `unless_busy`: None at once, nothing done, while another transaction holds the book's lock (a catch-up, a
+    re-pricing), instead of waiting for it and then catching up what came meanwhile. For a follow-up that runs
+    again soon: without a broker each web process runs its own follow-ups, and at the same moments
+    (billing/followup.py)."""
     if reading_one_snapshot():
         return 0
     if not owned(RollupBacklog, book_id).exists():
@@ -256,7 +261,11 @@ def analytics_rollup_catch_up(*, book_id) -> int:
            f"written AS ({_insert_sql(select, upsert=True)}) "
            f"SELECT count(*) FROM drained")
     with transaction.atomic():
-        _lock_book(book_id)
+        if unless_busy:
+            if not advisory_xact_lock_if_free(_LOCK_NAMESPACE, str(book_id)):
+                return None
+        else:
+            _lock_book(book_id)
         ((added,),) = execute(sql, [*book_params, *book_params, *params], group_by_hashing=True,
                               join_by_hashing=True)
     return added

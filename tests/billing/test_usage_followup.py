@@ -1,6 +1,10 @@
 """The coalesced follow-up of recorded usage (billing/followup.py): one task per book for many batches,
 which catches the analytics rollup up and settles the credit pools of the customers the batches named."""
+import threading
+from contextlib import contextmanager
+
 import pytest
+from django.db import connection, connections
 
 from billing.followup import CLOCK_MARGIN_SECONDS, DELAY_SECONDS, usage_followup_schedule, usage_followup_take
 from billing.tasks import usage_followup_task
@@ -170,4 +174,51 @@ def test_without_redis_the_follow_up_leaves_the_request_and_runs_in_the_process(
 
     without_redis.flush()
     assert not RollupBacklog.objects.filter(book=book).exists()
+    assert stored(book) == scanned(book)
+
+
+@contextmanager
+def _rollup_lock_held_elsewhere(book):
+    """Another connection holding the book's rollup lock (another web process's catch-up, a re-pricing)."""
+    from customers.rollup import _LOCK_NAMESPACE
+
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_lock(%s, hashtext(%s))", [_LOCK_NAMESPACE, str(book.pk)])
+                held.set()
+                release.wait(30)
+                cursor.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", [_LOCK_NAMESPACE, str(book.pk)])
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert held.wait(10)
+    try:
+        yield
+    finally:
+        release.set()
+        holder.join(10)
+
+
+def test_without_redis_a_follow_up_that_finds_the_rollup_busy_runs_again_later_instead_of_queueing(
+        api, book, models, without_redis, django_capture_on_commit_callbacks):
+    """Each web process runs its own follow-ups, and at the same moments: one that found another's catch-up running
+    waited for it, then caught up what came meanwhile, a catch-up per process each time. It leaves the backlog to
+    the next run, which it arms again."""
+    with django_capture_on_commit_callbacks(execute=True):
+        record(api, rec("acme", "writer", "pages", "2025-04-01T10:00:00Z"))
+    with connection.cursor() as cursor:
+        cursor.execute("SET lock_timeout = '3s'")  # waiting would fail here, not hang
+    with _rollup_lock_held_elsewhere(book):
+        without_redis.flush()
+        assert RollupBacklog.objects.filter(book=book).count() == 1
+        assert without_redis._due.keys() == {str(book.pk)}  # armed again
+
+    without_redis.flush()
+    assert not RollupBacklog.objects.filter(book=book).exists()
+    assert without_redis._due == {}
     assert stored(book) == scanned(book)
