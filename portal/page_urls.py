@@ -4,6 +4,7 @@ from django.urls import path
 from portal import pages
 
 urlpatterns = [
+    path("pay/", pages.pay_without_link, name="pay-without-link"),
     path("pay/<str:token>", pages.pay_page, name="pay"),
     path("portal/", pages.portal_without_link, name="portal-without-link"),
     path("portal/s/", pages.portal_home, name="portal-home"),

@@ -115,6 +115,14 @@ def pay_page(request, token: str):
                      pay_locally=partial(invoice_pay_locally, token=token))
 
 
+@never_cache
+@require_GET
+def pay_without_link(request):
+    """`/pay/` itself, a pay link cut short: the page of a link that is not valid (no token to count against the
+    caller's network)."""
+    return _pay_page(request, "unknown", status=404)
+
+
 # --------------------------------------------------------------------------- portal: the link
 
 def _notice(request, state: str, *, status: int, session=None, continue_url: str | None = None):

@@ -131,6 +131,9 @@ def test_the_portal_without_a_link_is_a_page_that_says_how_to_open_it(customer):
     resp = browser().get("/portal/")
     assert resp.status_code == 404 and resp["Content-Type"].startswith("text/html")
     assert "Open the billing portal with the link you were given" in html(resp)
+    resp = browser().get("/pay/")
+    assert resp.status_code == 404 and resp["Content-Type"].startswith("text/html")
+    assert "This payment link is not valid" in html(resp)
 
 
 def test_a_link_opens_only_with_get(customer, create_session):
