@@ -257,6 +257,13 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             if payment is None:
                 self.message_user(request, f"{invoice}: choose one of its payments to refund.", messages.ERROR)
                 return back
+            if data["amount"] is not None and data["amount"] > payment.refundable:
+                # Said before the page that asks "Refund ...?", which otherwise asked for an amount the refund
+                # then refused (the service refuses it all the same).
+                left = display.money(payment.refundable, invoice.currency)
+                self.message_user(request, f"{invoice}: amount: at most {left} of payment "
+                                           f"{payment.provider_payment_id} is left to refund.", messages.ERROR)
+                return back
         if (what in ("void", "refund") and request.POST.get("confirm") != "yes"
                 and may_act(request.user, invoice.book.organization_id, MONEY_ROLES)):
             # Money leaves or an invoice dies for good: one more page says exactly what will happen.
@@ -391,11 +398,22 @@ class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
 RefundedThroughFilter = presence_filter("refunded through", "The payment provider", "Recorded here only")
 
 
+@admin.display(description="Invoice", ordering="payment__invoice__invoice_number")
+def refund_invoice(refund) -> str:
+    return refund.payment.invoice.invoice_number
+
+
+@admin.display(description="Customer", ordering="payment__invoice__customer__name")
+def refund_customer(refund) -> str:
+    return refund.payment.invoice.customer.name
+
+
 @admin.register(Refund)
 class RefundAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
-    list_display = ["created_at", "payment", "amount", "provider_refund_id", "reason", "book"]
+    list_display = ["created_at", refund_invoice, refund_customer, "payment", "amount", "provider_refund_id", "reason",
+                    "book"]
     list_filter = ["payment__provider", ("provider_refund_id", RefundedThroughFilter)]
     search_fields = ["provider_refund_id", "payment__provider_payment_id", "payment__invoice__invoice_number"]
     date_hierarchy = "created_at"
     ordering = ["-created_at", "-id"]  # newest first, as every other console list (the API lists them in order)
-    list_select_related = ["payment", "book__organization"]
+    list_select_related = ["payment__invoice__customer", "book__organization"]

@@ -95,6 +95,23 @@ def page(chain) -> str:
     return f"/admin/billing/subscription/{chain.subscription['id']}/generate-invoice/"
 
 
+def test_a_refund_above_what_is_left_is_refused_before_the_page_that_asks_to_confirm_it(console, api, book,
+                                                                                          frozen_now):
+    chain = billing_chain(api, book, [recurring("20")])
+    january = issued(api, chain, JAN)
+    act(console, january, "payment", **{"payment-amount": "20.00", "payment-reference": "WIRE-1"})
+    payment = january.payments.get()
+    act(console, january, "refund", payment=str(payment.pk), **{"refund-amount": "5.00", "refund-reason": ""})
+    asked = console.post(f"/admin/billing/invoice/{january.pk}/act/refund/",
+                         {"payment": str(payment.pk), "refund-amount": "15.01", "refund-reason": ""}, follow=True)
+    page = asked.content.decode()
+    assert "Yes, refund" not in page
+    assert any("at most $15.00 of payment WIRE-1 is left to refund" in message for message in messages_of(asked))
+    assert payment.refunds.count() == 1
+    listed = console.get("/admin/billing/refund/").content.decode()
+    assert january.invoice_number in listed and chain.customer.name in listed
+
+
 def test_october_voided_is_generated_again_from_the_subscription_page(console, api, chain):
     event(chain, 40, "2025-10-10T12:00:00Z")
     event(chain, 7, "2025-09-30T23:00:00Z")  # September's and November's: not October's
