@@ -2,6 +2,7 @@
 the webhook, the scheduled jobs and the actions); the actions send, void, record payments received and refund
 through the same services as the API."""
 from decimal import Decimal
+from functools import partial
 
 from django import forms
 from django.contrib import admin, messages
@@ -15,6 +16,7 @@ from django.urls import path, reverse
 from billing.admin_invoice_page import invoice_page
 from billing.invoice_documents import InvoiceView, invoice_pdf, period_days, period_label
 from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, Refund
+from billing.selectors.invoices import InvoiceTotals, invoice_totals
 from billing.services.invoices import invoice_send, invoice_void
 from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
 from accounts.admin_actions import act_on_rows, action_page, submitted
@@ -31,6 +33,19 @@ from core.scoping import owned
 def overpaid(invoice) -> str:
     """The surplus, or a dash when there is none: the rare value stands out."""
     return display.money(invoice.amount_overpaid, invoice.currency) if invoice.amount_overpaid > 0 else display.EMPTY
+
+
+def _totals_line(totals: InvoiceTotals) -> str:
+    """`8 invoices: total $2,417.16, paid $1,588.50, due $828.66 (1 void left out)`."""
+    count = f"{totals.invoices} invoice{'s' if totals.invoices != 1 else ''}"
+    if totals.currency.upper() != display.DEFAULT_CURRENCY.upper():
+        count += f" in {totals.currency.upper()}"
+    notes = [f"{totals.void} void left out"] if totals.void else []
+    if totals.drafts:
+        notes.append(f"{totals.drafts} draft{'s' if totals.drafts != 1 else ''}, not sent yet")
+    money = partial(display.money, currency=totals.currency)
+    return (f"{count}: total {money(totals.total)}, paid {money(totals.paid)}, due {money(totals.due)}"
+            + (f" ({'; '.join(notes)})" if notes else ""))
 
 
 def amount_due(invoice) -> str:
@@ -177,6 +192,13 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
     inlines = []
     change_form_template = "admin/billing/invoice/document.html"
     actions = ["send_invoices", "void_invoices"]
+
+    def get_changelist_instance(self, request):
+        """The page, with what every invoice the filters select adds up to (all pages, one read): month-end
+        reads the totals, not the rows."""
+        changelist = super().get_changelist_instance(request)
+        changelist.totals_lines = [_totals_line(totals) for totals in invoice_totals(changelist.queryset)]
+        return changelist
 
     @admin.display(description="Period", ordering="period_start")
     def period(self, invoice):

@@ -1,9 +1,10 @@
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import Count, F, Prefetch, Q, Sum
+from django.db.models import Count, F, Prefetch, Q, Sum, Value
+from django.db.models.functions import Greatest
 
-from billing.models import PAYABLE, ChargeType, Invoice, InvoiceLine, InvoiceStatus, Payment
+from billing.models import PAYABLE, SETTLED, ChargeType, Invoice, InvoiceLine, InvoiceStatus, Payment
 from billing.pricing.usage import billed_usage
 from core.money import ZERO
 from core.scoping import get_owned, owned
@@ -21,6 +22,36 @@ def invoice_documents(*, book):
     return owned(Invoice, book).select_related("customer", "subscription", "book__organization").prefetch_related(
         Prefetch("lines", queryset=InvoiceLine.objects.select_related("agent").order_by("position")),
         Prefetch("payments", queryset=Payment.objects.prefetch_related("refunds").order_by("created_at", "id")))
+
+
+@dataclass(frozen=True)
+class InvoiceTotals:
+    """What a selection of invoices in one currency adds up to, void ones left out (they bill nothing): the
+    columns `total`, `amount_paid` (net of refunds) and `amount_due` of a list, summed over every page."""
+
+    currency: str
+    invoices: int
+    drafts: int
+    void: int
+    total: Decimal
+    paid: Decimal
+    due: Decimal
+
+
+def invoice_totals(invoices) -> list[InvoiceTotals]:
+    """The totals of `invoices` (a queryset, already scoped and filtered) per currency, in one read."""
+    live = ~Q(status=InvoiceStatus.VOID)
+    # Annotated under names of their own: `total=Sum("total")` would make F("total") below read the sum.
+    rows = (invoices.order_by().values("currency").annotate(
+        invoice_count=Count("id"), draft_count=Count("id", filter=Q(status=InvoiceStatus.DRAFT)),
+        void_count=Count("id", filter=Q(status=InvoiceStatus.VOID)),
+        summed_total=Sum("total", filter=live, default=ZERO), summed_paid=Sum("amount_paid", filter=live, default=ZERO),
+        # `Invoice.amount_due`: nothing once settled, never below zero.
+        summed_due=Sum(Greatest(F("total") - F("amount_paid"), Value(ZERO)), filter=~Q(status__in=SETTLED),
+                       default=ZERO))
+        .order_by("currency"))
+    return [InvoiceTotals(row["currency"], row["invoice_count"], row["draft_count"], row["void_count"],
+                          row["summed_total"], row["summed_paid"], row["summed_due"]) for row in rows]
 
 
 def invoice_get(*, book, invoice_id) -> Invoice:

@@ -295,3 +295,29 @@ def test_the_invoice_list_shows_every_invoice_waiting_for_payment_at_once(consol
     draft(api, chain, ("2025-04-01T00:00:00Z", "2025-04-30T23:59:59Z"))
     listed = console.get("/admin/billing/invoice/", {"payment": "waiting"}).context["cl"].result_list
     assert {invoice.pk for invoice in listed} == {waiting.pk, overdue.pk}
+
+
+def test_the_invoice_list_adds_up_every_invoice_its_filters_select(console, api, chain, monkeypatch):
+    """Month-end reads totals: what the selected invoices bill, collected and still owe, over every page of the
+    list (two rows a page here), void ones left out as they bill nothing."""
+    from billing.admin_invoices import InvoiceAdmin
+
+    monkeypatch.setattr(InvoiceAdmin, "list_per_page", 2)
+    issued(api, chain)  # 20.00 owed
+    february = issued(api, chain, FEB)
+    act(console, february, "payment", **{"payment-amount": "12.50", "payment-reference": "WIRE-1"})  # 7.50 owed
+    march = issued(api, chain, ("2025-03-01T00:00:00Z", "2025-03-31T23:59:59Z"))
+    Invoice.objects.filter(pk=march.pk).update(status="overdue")  # 20.00 owed
+    april = issued(api, chain, ("2025-04-01T00:00:00Z", "2025-04-30T23:59:59Z"))
+    act(console, april, "payment", **{"payment-amount": "20.00", "payment-reference": "WIRE-2"})
+    draft(api, chain, ("2025-05-01T00:00:00Z", "2025-05-31T23:59:59Z"))  # 20.00, as its row says
+    june = issued(api, chain, ("2025-06-01T00:00:00Z", "2025-06-30T23:59:59Z"))
+    act(console, june, "void", **{"void-reason": "billed by mistake"})
+
+    def totals(**filters):
+        return re.findall(r"<p>([^<]*invoices?[^<]*)</p>", console.get("/admin/billing/invoice/", filters)
+                          .content.decode().split('class="console-totals"')[1].split("</div>")[0])
+
+    assert totals() == ["6 invoices: total $100.00, paid $32.50, due $67.50 (1 void left out; 1 draft, not sent yet)"]
+    assert totals(status__exact="paid") == ["1 invoice: total $20.00, paid $20.00, due $0.00"]
+    assert totals(payment="waiting") == ["3 invoices: total $60.00, paid $12.50, due $47.50"]
