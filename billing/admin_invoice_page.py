@@ -7,12 +7,13 @@ from decimal import Decimal
 from urllib.parse import urlencode
 
 from django.urls import reverse
+from django.utils.html import format_html
 
 from billing.invoice_documents import (Seller, customer_contact_lines, line_note, period_days, period_label,
                                        received_and_refunded, unit_price)
 from billing.models import PAYABLE, ChargeType, Invoice, InvoiceLine, InvoiceStatus, Payment
 from billing.pricing.lines import claims_counted_by, claims_of_document
-from billing.selectors.invoices import usage_recorded_since_issued
+from billing.selectors.invoices import invoice_replacing, usage_recorded_since_issued
 from accounts.admin_scoping import may_act
 from accounts.api import MONEY_ROLES
 from core import clock, display
@@ -146,6 +147,10 @@ def invoice_page(invoice: Invoice, user) -> InvoicePage:
     if invoice.voided_at:
         facts.append(("Voided", f"{display.day(invoice.voided_at, timezone)}"
                                 f"{': ' + invoice.void_reason if invoice.void_reason else ''}"))
+        replacement = invoice_replacing(invoice)
+        if replacement is not None:
+            facts.append(("Replaced by", format_html('<a href="{}">{}</a>', reverse(
+                "admin:billing_invoice_change", args=[replacement.pk]), replacement.invoice_number)))
     if invoice.last_sent_at:
         facts.append(("Last sent", display.moment(invoice.last_sent_at)))
     payments = list(invoice.payments.prefetch_related("refunds"))

@@ -366,7 +366,7 @@ def _send(invoice, now) -> str:
 
 def _void(invoice, now, reason: str) -> str:
     invoice_void(book=invoice.book, invoice_id=invoice.pk, now=now, reason=reason)
-    return f"{invoice} voided."
+    return f"{invoice} voided: {reason}." if reason else f"{invoice} voided."
 
 
 def _invoice_of(payment):

@@ -54,6 +54,13 @@ def invoice_totals(invoices) -> list[InvoiceTotals]:
                           row["summed_total"], row["summed_paid"], row["summed_due"]) for row in rows]
 
 
+def invoice_replacing(voided: Invoice) -> Invoice | None:
+    """The invoice generated again for a void invoice's subscription and period (the newest one not void), if any."""
+    return (owned(Invoice, voided.book_id).filter(subscription_id=voided.subscription_id,
+                                                   period_start=voided.period_start, period_end=voided.period_end)
+            .exclude(status=InvoiceStatus.VOID).exclude(pk=voided.pk).order_by("-created_at", "-id").first())
+
+
 def invoice_get(*, book, invoice_id) -> Invoice:
     return get_owned(Invoice, book, invoice_id, queryset=invoice_documents(book=book))
 

@@ -112,7 +112,7 @@ def test_void_asks_for_a_reason_then_voids_drafts_and_refuses_paid_invoices(cons
     open_invoice.refresh_from_db()
     assert (open_invoice.status, open_invoice.void_reason, open_invoice.voided_at) == ("void", "billed twice", NOW)
     assert Invoice.objects.get(pk=paid.pk).status == "paid"
-    assert messages_of(resp)[0] == f"{open_invoice} voided."
+    assert messages_of(resp)[0] == f"{open_invoice} voided: billed twice."
     assert "a paid invoice is not voided, its payments are refunded" in messages_of(resp)[1]
 
 

@@ -151,7 +151,7 @@ def test_void_from_the_page_keeps_the_reason(console, api, chain):
     resp = act(console, invoice, "void", **{"void-reason": "billed twice"})
     invoice.refresh_from_db()
     assert (invoice.status, invoice.void_reason) == ("void", "billed twice")
-    assert messages_of(resp) == [f"{invoice} voided."]
+    assert messages_of(resp) == [f"{invoice} voided: billed twice."]
     assert "Void invoice" not in resp.content.decode() and "Record payment" not in resp.content.decode()
 
 
@@ -232,7 +232,7 @@ def test_the_invoices_history_says_who_recorded_refunded_and_voided_what(console
     # When, as the console writes instants (not Django's "Nov. 29, 2026, 5:12 p.m.").
     assert re.search(r"<th scope=\"row\">\d{4}-\d\d-\d\d \d\d:\d\d UTC</th>", history), history
     voided = LogEntry.objects.get(object_id=str(second.pk))
-    assert (voided.user, voided.change_message) == (owner, f"{second} voided.")
+    assert (voided.user, voided.change_message) == (owner, f"{second} voided: sent twice.")
 
 
 def test_money_actions_on_the_page_need_the_apis_roles(console_for, api, chain):

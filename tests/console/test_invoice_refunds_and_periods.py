@@ -155,6 +155,12 @@ def test_october_voided_is_generated_again_from_the_subscription_page(console, a
     assert LogEntry.objects.get(object_id=chain.subscription["id"]).change_message == (
         f"{again.invoice_number} (2025-10-01 to 2025-10-31) generated for {chain.subscription['name']}: draft, "
         "total $31.00.")
+    # The void invoice names the invoice that replaces it, and its history why it was voided.
+    void_page = console.get(f"/admin/billing/invoice/{october.pk}/change/").content.decode()
+    assert (f'<th scope="row">Replaced by</th><td><a href="/admin/billing/invoice/{again.pk}/change/">'
+            f'{again.invoice_number}</a></td>') in void_page
+    assert LogEntry.objects.get(object_id=str(october.pk)).change_message == (
+        f"{october.invoice_number} voided: late usage.")
 
     # The same period by its days finds the draft and re-prices it in place, as the API does.
     event(chain, 8, "2025-10-25T12:00:00Z")
