@@ -286,9 +286,11 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                 self.message_user(request, f"{invoice}: amount: at most {left} of payment "
                                            f"{payment.provider_payment_id} is left to refund.", messages.ERROR)
                 return back
-        if (what in ("void", "refund") and request.POST.get("confirm") != "yes"
+        beyond_due = what == "payment" and data["amount"] > invoice.amount_due
+        if ((what in ("void", "refund") or beyond_due) and request.POST.get("confirm") != "yes"
                 and may_act(request.user, invoice.book.organization_id, MONEY_ROLES)):
-            # Money leaves or an invoice dies for good: one more page says exactly what will happen.
+            # Money leaves, an invoice dies for good or a payment is more than is due (to be refunded then): one
+            # more page says exactly what will happen.
             return self._confirmation(request, invoice, what, data, payment)
         if what == "void":
             act_on_rows(self, request, [invoice], lambda row: _void(row, now, data["reason"]), roles=MONEY_ROLES)
@@ -307,9 +309,18 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         return back
 
     def _confirmation(self, request, invoice, what: str, data: dict, payment) -> TemplateResponse:
-        """The page that asks before a void or a refund from the invoice page, carrying what was typed."""
+        """The page that asks before a void, a refund or a payment beyond what is due from the invoice page, carrying
+        what was typed."""
         currency = invoice.currency
-        if what == "void":
+        if what == "payment":
+            due, beyond = invoice.amount_due, data["amount"] - invoice.amount_due
+            title, submit = (f"Record {display.money(data['amount'], currency)}, more than is due?",
+                             "Yes, record the payment")
+            facts = [f"Invoice {invoice} for {invoice.customer.name}: {display.money(due, currency)} due",
+                     f"Payment: {display.money(data['amount'], currency)} (reference {data['reference']})"]
+            consequence = (f"{display.money(beyond, currency)} more than is due will show as overpaid on the "
+                           f"invoice, to refund to the customer.")
+        elif what == "void":
             title, submit = f"Void {invoice}?", "Yes, void the invoice"
             facts = [f"Invoice {invoice} for {invoice.customer.name}: {display.money(invoice.total, currency)}",
                      f"Reason: {data['reason'] or '(none given)'}"]

@@ -321,3 +321,19 @@ def test_the_invoice_list_adds_up_every_invoice_its_filters_select(console, api,
     assert totals() == ["6 invoices: total $100.00, paid $32.50, due $67.50 (1 void left out; 1 draft, not sent yet)"]
     assert totals(status__exact="paid") == ["1 invoice: total $20.00, paid $20.00, due $0.00"]
     assert totals(payment="waiting") == ["3 invoices: total $60.00, paid $12.50, due $47.50"]
+
+
+def test_a_payment_beyond_what_is_due_is_asked_about_first(console, api, chain):
+    invoice = issued(api, chain)  # 20.00 due
+    asked = act(console, invoice, "payment", confirm=None, **{"payment-amount": "35.00", "payment-reference": "W-9"})
+    page = html.unescape(asked.content.decode())
+    assert "Record $35.00, more than is due?" in page and "$15.00 more than is due will show as overpaid" in page
+    assert not invoice.payments.exists()  # nothing recorded before the confirmation
+    act(console, invoice, "payment", **{"payment-amount": "35.00", "payment-reference": "W-9"})
+    invoice.refresh_from_db()
+    assert (invoice.status, invoice.amount_paid, invoice.amount_overpaid) == ("paid", Decimal("35.00"),
+                                                                             Decimal("15.00"))
+    # What is due, or less, is recorded without a question.
+    second = issued(api, chain, FEB)
+    act(console, second, "payment", confirm=None, **{"payment-amount": "20.00", "payment-reference": "W-10"})
+    assert second.payments.get().amount == Decimal("20.00")
