@@ -82,6 +82,7 @@ class InvoicePage:
     may_send: bool
     may_void: bool
     may_record_payment: bool
+    may_adjust: bool  # a draft's discount, tax and memo
     may_refund: bool
     money_role: bool  # the operator may void, record payments and refund here (owner, admin, finance)
     amount_due: str
@@ -163,6 +164,7 @@ def invoice_page(invoice: Invoice, user) -> InvoicePage:
         may_void=(money_role and invoice.status in (*SENDABLE, InvoiceStatus.REFUNDED)
                   and invoice.amount_paid == 0),
         may_record_payment=money_role and invoice.status in PAYABLE,
+        may_adjust=money_role and invoice.status == InvoiceStatus.DRAFT,
         may_refund=money_role and any(payment.refundable > 0 for payment in payments), money_role=money_role,
         amount_due=(display.EMPTY if invoice.status == InvoiceStatus.VOID
                     else display.money(invoice.amount_due, currency)),

@@ -12,22 +12,25 @@ from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from rest_framework.exceptions import ValidationError as ApiValidationError
 
 from billing.admin_invoice_page import invoice_page
 from billing.invoice_documents import InvoiceView, invoice_pdf, period_days, period_label
 from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, Refund
 from billing.selectors.invoices import InvoiceTotals, invoice_totals
-from billing.services.invoices import invoice_send, invoice_void
+from billing.serializers.invoices import InvoiceUpdateIn
+from billing.services.invoices import invoice_send, invoice_update, invoice_void
 from billing.services.payments import PROVIDER_ID_LENGTH, payment_record_received, refund_create
 from accounts.admin_actions import act_on_rows, action_page, submitted
 from accounts.admin_display import MonthsDateFilter, figure, format_value, period_cell, presence_filter
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act
 from accounts.api import MONEY_ROLES
 from core import clock, display
-from core.errors import EmailNotSent
+from core.errors import EmailNotSent, flatten_validation_errors
 from core.ids import uuid_or_none
 from core.money import CENTS_DIGITS, CENTS_PLACES, to_cents
 from core.scoping import owned
+from core.serialization import decimal_text, parse, unstorable_message, unstorable_reason
 
 
 def overpaid(invoice) -> str:
@@ -155,6 +158,30 @@ class PaymentForm(forms.Form):
             self.fields["amount"].initial = invoice.amount_due
 
 
+class AdjustForm(forms.Form):
+    """A draft's discount, tax rate and memo, read by the API's own serializer (`PATCH /v1/invoices/{id}`) and saved
+    by the same service: the same rules and the same exact decimals. A blank number leaves the invoice's as it is."""
+
+    discount_percent = forms.CharField(label="Discount (%)", required=False)
+    discount_fixed = forms.CharField(label="Discount (amount)", required=False)
+    tax_percent = forms.CharField(label="Tax rate (%)", required=False)
+    memo = forms.CharField(max_length=5000, required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                           help_text="Printed on the invoice; blank for none.")
+    API_NAMES = {"discount_percent": "discountPercent", "discount_fixed": "discountFixed", "tax_percent": "taxRate"}
+
+    def __init__(self, *args, invoice=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if invoice is not None and not self.is_bound:
+            for name in self.fields:
+                value = getattr(invoice, name)
+                self.fields[name].initial = decimal_text(value) if isinstance(value, Decimal) else value
+
+    def request_body(self) -> dict:
+        """The form as the API's request body."""
+        body = {api: self.cleaned_data[name] for name, api in self.API_NAMES.items() if self.cleaned_data[name]}
+        return {**body, "invoiceMemo": self.cleaned_data["memo"]}
+
+
 class RefundForm(forms.Form):
     amount = forms.DecimalField(max_digits=CENTS_DIGITS, decimal_places=CENTS_PLACES, min_value=Decimal("0.01"),
                                 required=False, help_text="Leave blank to refund what is left of each payment.")
@@ -236,7 +263,8 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         extra = {}
         if invoice is not None:
             extra = {"document": invoice_page(invoice, request.user), "forms": {
-                "void": VoidForm(prefix="void"), "payment": PaymentForm(prefix="payment", invoice=invoice)}}
+                "void": VoidForm(prefix="void"), "payment": PaymentForm(prefix="payment", invoice=invoice),
+                "adjust": AdjustForm(prefix="adjust", invoice=invoice)}}
         return super().change_view(request, object_id, form_url, {**(extra_context or {}), **extra})
 
     def pdf_view(self, request, object_id):
@@ -263,7 +291,8 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             return back
         forms_by_action = {"void": lambda: VoidForm(request.POST, prefix="void"),
                            "payment": lambda: PaymentForm(request.POST, prefix="payment", invoice=invoice),
-                           "refund": lambda: RefundForm(request.POST, prefix="refund", payment_count=1)}
+                           "refund": lambda: RefundForm(request.POST, prefix="refund", payment_count=1),
+                           "adjust": lambda: AdjustForm(request.POST, prefix="adjust")}
         if what not in forms_by_action:
             raise Http404(f"No invoice action {what!r}.")
         form = forms_by_action[what]()
@@ -292,7 +321,19 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             # Money leaves, an invoice dies for good or a payment is more than is due (to be refunded then): one
             # more page says exactly what will happen.
             return self._confirmation(request, invoice, what, data, payment)
-        if what == "void":
+        if what == "adjust":
+            body = form.request_body()
+            reason = unstorable_reason(body)  # as the API's JSON parser refuses what PostgreSQL cannot store
+            try:
+                if reason:
+                    raise ApiValidationError(unstorable_message(reason))
+                changes = parse(InvoiceUpdateIn, body)
+            except ApiValidationError as problem:
+                for message in flatten_validation_errors(problem.detail):
+                    self.message_user(request, f"{invoice}: {message}", messages.ERROR)
+                return back
+            act_on_rows(self, request, [invoice], lambda row: _adjust(row, changes), roles=MONEY_ROLES)
+        elif what == "void":
             act_on_rows(self, request, [invoice], lambda row: _void(row, now, data["reason"]), roles=MONEY_ROLES)
         elif what == "payment":
             def record(row):
@@ -373,6 +414,11 @@ def _send(invoice, now) -> str:
     if not delivery.sent:
         raise EmailNotSent(delivery.failure)  # the row's error message
     return f"{invoice} sent to {delivery.recipient} ({delivery.invoice.status})."
+
+
+def _adjust(invoice, changes: dict) -> str:
+    updated = invoice_update(book=invoice.book, invoice_id=invoice.pk, **changes)
+    return f"{invoice}: discount, tax and memo saved; total {display.money(updated.total, updated.currency)}."
 
 
 def _void(invoice, now, reason: str) -> str:

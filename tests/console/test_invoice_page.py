@@ -337,3 +337,30 @@ def test_a_payment_beyond_what_is_due_is_asked_about_first(console, api, chain):
     second = issued(api, chain, FEB)
     act(console, second, "payment", confirm=None, **{"payment-amount": "20.00", "payment-reference": "W-10"})
     assert second.payments.get().amount == Decimal("20.00")
+
+
+def test_a_drafts_discount_tax_and_memo_are_set_from_its_page_as_the_api_sets_them(console, api, chain):
+    from tests.billing.invoice_support import draft as draft_of
+
+    invoice = Invoice.objects.get(pk=draft_of(api, chain)["id"])  # 20.00
+    page = console.get(page_of(invoice)).content.decode()
+    assert "Discount, tax and memo" in page and 'name="adjust-tax_percent"' in page
+    resp = act(console, invoice, "adjust", confirm=None, **{
+        "adjust-discount_percent": "12.5", "adjust-discount_fixed": "1.00", "adjust-tax_percent": "8.25",
+        "adjust-memo": "Corrected: January's agreed discount"})
+    invoice.refresh_from_db()
+    # 20.00 - (2.50 + 1.00) = 16.50; tax 8.25% of 16.50 = 1.36125 -> 1.36; total 17.86
+    assert (invoice.discount, invoice.tax, invoice.total) == (Decimal("3.50"), Decimal("1.36"), Decimal("17.86"))
+    assert invoice.memo == "Corrected: January's agreed discount"
+    assert messages_of(resp) == [f"{invoice}: discount, tax and memo saved; total $17.86."]
+    assert api.get(f"/v1/invoices/{invoice.pk}").json()["total"] == 17.86
+    # The API's rules: a refusal names the field, nothing changes.
+    resp = act(console, invoice, "adjust", confirm=None, **{"adjust-tax_percent": "101", "adjust-memo": "x"})
+    assert any(message.startswith(f"{invoice}: taxRate:") for message in messages_of(resp)), messages_of(resp)
+    invoice.refresh_from_db()
+    assert (invoice.tax_percent, invoice.memo) == (Decimal("8.25"), "Corrected: January's agreed discount")
+    resp = act(console, invoice, "adjust", confirm=None, **{"adjust-memo": "nul \x00 byte"})
+    assert messages_of(resp) == [f"{invoice}: memo: Null characters are not allowed."]
+    # A sent invoice no longer offers it.
+    ok(api.post(f"/v1/invoices/{invoice.pk}/send", {}))
+    assert "Discount, tax and memo" not in console.get(page_of(invoice)).content.decode()
