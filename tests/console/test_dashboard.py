@@ -185,6 +185,8 @@ def test_a_past_month_is_read_whole_and_equals_the_revenue_api_for_its_days(may,
     answer = revenue_api(api, "2025-05-01", "2025-05-31")
     assert (answer["revenue"], answer["cost"], answer["margin"]) == (
         figures.revenue.revenue, figures.revenue.cost, figures.revenue.margin)
+    assert (figures.revenue.billed, figures.revenue.collected) == (D("30"), D("0")) == (answer["billed"],
+                                                                                      answer["collected"])
     cost = api.get("/v1/analytics/cost", {"startDate": "2025-05-01", "endDate": "2025-05-31"})
     assert json.loads(cost.content, parse_float=Decimal)["cost"] == figures.cost.cost
     # The figures that describe now do not follow the month.
@@ -213,6 +215,9 @@ def test_the_dashboard_shows_the_chosen_months_figures_and_says_which_are_now(ma
         assert figure in page, figure
     assert "$75.00" not in page and "this month" not in page
     assert page.count('class="bar"') == 31
+    # Billed and Collected as the revenue API counts them: May's invoice (30.00, issued May 31, not paid yet).
+    billed = page.split('data-figure="billed"')[1].split("</div>")[0]
+    assert "Billed in May 2025" in billed and "$30.00" in billed and "collected $0.00" in billed
     # MRR, overdue invoices, pools and unpriced events are marked "now", and the page says so in words.
     assert page.count('<span class="now"') == 5
     assert 'the figures marked "now"' in page and "2025-06-10 12:00 UTC" in page
