@@ -123,7 +123,10 @@ def _totals(invoice: Invoice, payments: list[Payment]) -> list[tuple[str, str, b
 
 def _payments(payments: list[Payment], currency: str) -> list[PagePayment]:
     return [PagePayment(
-        str(payment.pk), display.moment(payment.created_at), display.money(payment.amount, currency),
+        # The day an operator says the money arrived, else when the provider's payment was recorded.
+        str(payment.pk),
+        payment.received_on.isoformat() if payment.received_on else display.moment(payment.created_at),
+        display.money(payment.amount, currency),
         display.money(payment.refunded_amount, currency) if payment.refunded_amount else display.EMPTY,
         display.money(payment.refundable, currency) if payment.refundable > 0 else "",
         payment.get_status_display(), payment.provider, payment.provider_payment_id,

@@ -151,6 +151,8 @@ class PaymentForm(forms.Form):
     amount = forms.DecimalField(max_digits=CENTS_DIGITS, decimal_places=CENTS_PLACES, min_value=Decimal("0.01"))
     reference = forms.CharField(max_length=PROVIDER_ID_LENGTH,
                                 help_text="The transfer's or cheque's reference: recording it twice records it once.")
+    received_on = forms.DateField(label="Received on", required=False, widget=forms.DateInput(attrs={"type": "date"}),
+                                  help_text="The day the money arrived, as on the bank statement (blank: today).")
 
     def __init__(self, *args, invoice=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -338,7 +340,8 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
         elif what == "payment":
             def record(row):
                 payment, created = payment_record_received(book=row.book, invoice_id=row.pk, amount=data["amount"],
-                                                           reference=data["reference"], now=now)
+                                                           reference=data["reference"], now=now,
+                                                           received_on=data["received_on"])
                 shown = display.money(payment.amount, row.currency)
                 return (f"{row}: payment of {shown} ({payment.provider_payment_id}) recorded." if created else
                         f"{row}: the payment {payment.provider_payment_id} was recorded already, for {shown} "
@@ -450,8 +453,8 @@ def payment_currency(payment) -> str:
 
 @admin.register(Payment)
 class PaymentAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
-    list_display = ["created_at", "invoice", payment_customer, "amount", "refunded_amount", "status", "provider",
-                    "provider_payment_id", "book"]
+    list_display = ["created_at", "received_on", "invoice", payment_customer, "amount", "refunded_amount", "status",
+                    "provider", "provider_payment_id", "book"]
     list_filter = ["status", "provider"]
     search_fields = ["provider_payment_id", "invoice__invoice_number", "invoice__customer__name"]
     date_hierarchy = "created_at"

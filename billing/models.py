@@ -358,6 +358,10 @@ class Payment(OrgOwned):
     status = models.CharField(max_length=24, choices=PaymentStatus.choices, default=PaymentStatus.SUCCEEDED)
     provider = models.CharField(max_length=16)  # stripe | local (the development checkout page)
     provider_payment_id = models.CharField(max_length=255)
+    # The day money received outside the provider (a transfer, a cheque) arrived, as the operator recorded it:
+    # recorded on December 2, a wire of November 30 reconciles with November's bank statement. Null for a
+    # provider's payment, received when it was recorded (`created_at`).
+    received_on = models.DateField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]

@@ -128,6 +128,9 @@ class PaymentOut(serializers.Serializer):
     providerPaymentId = serializers.CharField(source="provider_payment_id")
     refunds = RefundOut(many=True)
     createdAt = serializers.DateTimeField(source="created_at")
+    receivedOn = serializers.DateField(source="received_on", allow_null=True,
+                                       help_text="the day money received outside the provider (a transfer, a cheque) "
+                                                 "arrived, as recorded; null for a provider's payment (createdAt)")
 
 
 class InvoiceOut(InvoiceRowOut):

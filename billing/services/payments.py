@@ -12,7 +12,7 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 
 from django.conf import settings
@@ -24,6 +24,7 @@ from billing import stripe_gateway
 from billing.events import invoice_event, payment_event
 from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, PaymentStatus, Refund
 from billing.pay_links import pay_token_digest, pay_token_of
+from billing.pricing.periods import local_date
 from core.errors import BadRequest, Conflict, Forbidden, ServiceUnavailable
 from core.money import CENTS_LIMIT, ZERO, from_minor_units, sum_exactly, to_minor_units
 from core.scoping import get_owned, owned
@@ -43,7 +44,7 @@ PROVIDER_ID = re.compile(rf"[A-Za-z0-9_]{{1,{PROVIDER_ID_LENGTH}}}")
 
 
 def payment_record(*, invoice: Invoice, amount: Decimal, provider: str, provider_payment_id: str,
-                   now: datetime) -> tuple[Payment, bool]:
+                   now: datetime, received_on: date | None = None) -> tuple[Payment, bool]:
     """Record money received for an invoice the caller holds locked; returns (payment, created).
 
     Money is recorded whatever the invoice's status (it was received); only a payable invoice moves, to
@@ -57,7 +58,8 @@ def payment_record(*, invoice: Invoice, amount: Decimal, provider: str, provider
     try:
         with transaction.atomic():
             payment = Payment.objects.create(book_id=invoice.book_id, invoice=invoice, amount=amount,
-                                             provider=provider, provider_payment_id=provider_payment_id)
+                                             provider=provider, provider_payment_id=provider_payment_id,
+                                             received_on=received_on)
     except IntegrityError:
         return owned(Payment, invoice.book_id).get(provider_payment_id=provider_payment_id), False
     invoice.amount_paid += amount
@@ -78,15 +80,21 @@ RECEIVED = "manual"  # the provider of money received outside Stripe (a transfer
 
 
 @transaction.atomic
-def payment_record_received(*, book, invoice_id, amount: Decimal, reference: str,
-                            now: datetime) -> tuple[Payment, bool]:
+def payment_record_received(*, book, invoice_id, amount: Decimal, reference: str, now: datetime,
+                            received_on: date | None = None) -> tuple[Payment, bool]:
     """Money received outside the payment provider (a bank transfer, a cheque), recorded by an operator against
     a sent, unpaid invoice; returns (payment, created). The transfer's reference is the payment's provider id, so
-    recording the same reference again finds the payment already recorded instead of adding it twice."""
+    recording the same reference again finds the payment already recorded instead of adding it twice.
+    `received_on`: the day the money arrived (default: today in the subscription's time zone), never after today
+    there; it is a record for reconciliation and moves no figure (the invoice is paid when it is recorded)."""
     invoice = get_owned(Invoice, book, invoice_id, queryset=owned(Invoice, book).select_for_update())
     reference = reference.strip()
     if not reference or len(reference) > PROVIDER_ID_LENGTH:
         raise BadRequest([f"reference: Must be 1 to {PROVIDER_ID_LENGTH} characters (the transfer's reference)."])
+    today = local_date(now, invoice.subscription.timezone)
+    if received_on is not None and received_on > today:
+        raise BadRequest([f"receivedOn: Must not be after today ({today.isoformat()}, "
+                          f"{invoice.subscription.timezone}): the day the money arrived."])
     recorded = owned(Payment, book).filter(provider_payment_id=reference).first()
     if recorded is None:
         if invoice.status not in PAYABLE:
@@ -96,7 +104,7 @@ def payment_record_received(*, book, invoice_id, amount: Decimal, reference: str
             raise BadRequest(["amount: Must be more than 0."])
         # A concurrent recording of the reference loses the insert and finds the winner's payment.
         recorded, created = payment_record(invoice=invoice, amount=amount, provider=RECEIVED,
-                                           provider_payment_id=reference, now=now)
+                                           provider_payment_id=reference, now=now, received_on=received_on or today)
         if created:
             return recorded, True
     if recorded.invoice_id != invoice.pk:

@@ -364,3 +364,30 @@ def test_a_drafts_discount_tax_and_memo_are_set_from_its_page_as_the_api_sets_th
     # A sent invoice no longer offers it.
     ok(api.post(f"/v1/invoices/{invoice.pk}/send", {}))
     assert "Discount, tax and memo" not in console.get(page_of(invoice)).content.decode()
+
+
+def test_a_payment_received_keeps_the_day_the_money_arrived(console, api, chain):
+    """A wire of the last day of a month, recorded days later, reconciles with that month's bank statement: the day
+    is kept on the payment (the API's `receivedOn`) and shown in its row; it is never after today, and moves no
+    figure (the invoice is paid when the payment is recorded)."""
+    invoice = issued(api, chain)
+    today = NOW.date()
+    late = act(console, invoice, "payment", **{"payment-amount": "5.00", "payment-reference": "WIRE-7",
+                                                "payment-received_on": (today + timedelta(days=1)).isoformat()})
+    assert messages_of(late) == [f"{invoice}: receivedOn: Must not be after today ({today.isoformat()}, UTC): the day "
+                                 "the money arrived."]
+    assert not Payment.objects.filter(invoice=invoice).exists()
+    earlier = (today - timedelta(days=3)).isoformat()
+    resp = act(console, invoice, "payment", **{"payment-amount": "20.00", "payment-reference": "WIRE-7",
+                                               "payment-received_on": earlier})
+    payment = Payment.objects.get(invoice=invoice)
+    assert payment.received_on.isoformat() == earlier
+    assert f"<tr><td>{earlier}</td>" in resp.content.decode()
+    invoice.refresh_from_db()
+    assert (invoice.status, invoice.paid_at) == ("paid", NOW)
+    [row] = api.get(f"/v1/invoices/{invoice.pk}").json()["payments"]
+    assert row["receivedOn"] == earlier
+    # Blank: today.
+    second = issued(api, chain, FEB)
+    act(console, second, "payment", **{"payment-amount": "1.00", "payment-reference": "WIRE-8"})
+    assert Payment.objects.get(provider_payment_id="WIRE-8").received_on == today
