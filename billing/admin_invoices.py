@@ -43,7 +43,7 @@ def _totals_line(totals: InvoiceTotals) -> str:
     count = f"{totals.invoices} invoice{'s' if totals.invoices != 1 else ''}"
     if totals.currency.upper() != display.DEFAULT_CURRENCY.upper():
         count += f" in {totals.currency.upper()}"
-    notes = [f"{totals.void} void left out"] if totals.void else []
+    notes = [f"{totals.void} void left out of the total"] if totals.void else []
     if totals.drafts:
         notes.append(f"{totals.drafts} draft{'s' if totals.drafts != 1 else ''}, not sent yet")
     money = partial(display.money, currency=totals.currency)
@@ -162,7 +162,8 @@ class PaymentForm(forms.Form):
 
 class AdjustForm(forms.Form):
     """A draft's discount, tax rate and memo, read by the API's own serializer (`PATCH /v1/invoices/{id}`) and saved
-    by the same service: the same rules and the same exact decimals. A blank number leaves the invoice's as it is."""
+    by the same service: the same rules and the same exact decimals. The form shows the draft's values, so a number
+    cleared is 0 (no discount, no tax)."""
 
     discount_percent = forms.CharField(label="Discount (%)", required=False)
     discount_fixed = forms.CharField(label="Discount (amount)", required=False)
@@ -180,7 +181,7 @@ class AdjustForm(forms.Form):
 
     def request_body(self) -> dict:
         """The form as the API's request body."""
-        body = {api: self.cleaned_data[name] for name, api in self.API_NAMES.items() if self.cleaned_data[name]}
+        body = {api: self.cleaned_data[name] or "0" for name, api in self.API_NAMES.items()}
         return {**body, "invoiceMemo": self.cleaned_data["memo"]}
 
 
@@ -317,7 +318,7 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
                 self.message_user(request, f"{invoice}: amount: at most {left} of payment "
                                            f"{payment.provider_payment_id} is left to refund.", messages.ERROR)
                 return back
-        beyond_due = what == "payment" and data["amount"] > invoice.amount_due
+        beyond_due = what == "payment" and invoice.status in PAYABLE and data["amount"] > invoice.amount_due
         if ((what in ("void", "refund") or beyond_due) and request.POST.get("confirm") != "yes"
                 and may_act(request.user, invoice.book.organization_id, MONEY_ROLES)):
             # Money leaves, an invoice dies for good or a payment is more than is due (to be refunded then): one

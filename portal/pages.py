@@ -115,6 +115,7 @@ def pay_page(request, token: str):
                      pay_locally=partial(invoice_pay_locally, token=token))
 
 
+@csrf_exempt  # as on the pay link: other methods get require_GET's 405, not the CSRF check's 403 page
 @never_cache
 @require_GET
 def pay_without_link(request):
@@ -148,10 +149,14 @@ def _home(request, session, now, *, profile=None, status: int = 200):
     return render(request, "portal/home.html", context, status=status)
 
 
+@csrf_exempt  # as on a portal link: other methods get require_GET's 405, not the CSRF check's 403 page
 @never_cache
 @require_GET
 def portal_without_link(request):
-    """`/portal/` itself, as a customer trims a link down to it: the portal opens only from a session's link."""
+    """`/portal/` itself, as a customer trims a link down to it: the portal opens only from a session's link, so a
+    browser that holds one goes to it (which says whether it has ended), any other reads how to open it."""
+    if request.session.get(SESSION_KEY):
+        return redirect("portal-home")
     return _notice(request, "no_session", status=404)
 
 

@@ -26,8 +26,9 @@ def invoice_documents(*, book):
 
 @dataclass(frozen=True)
 class InvoiceTotals:
-    """What a selection of invoices in one currency adds up to, void ones left out (they bill nothing): the
-    columns `total`, `amount_paid` (net of refunds) and `amount_due` of a list, summed over every page."""
+    """What a selection of invoices in one currency adds up to: the columns `total` (void ones left out: they bill
+    nothing), `amount_paid` (net of refunds; a void invoice's too, money received) and `amount_due` of a list, summed
+    over every page."""
 
     currency: str
     invoices: int
@@ -45,7 +46,7 @@ def invoice_totals(invoices) -> list[InvoiceTotals]:
     rows = (invoices.order_by().values("currency").annotate(
         invoice_count=Count("id"), draft_count=Count("id", filter=Q(status=InvoiceStatus.DRAFT)),
         void_count=Count("id", filter=Q(status=InvoiceStatus.VOID)),
-        summed_total=Sum("total", filter=live, default=ZERO), summed_paid=Sum("amount_paid", filter=live, default=ZERO),
+        summed_total=Sum("total", filter=live, default=ZERO), summed_paid=Sum("amount_paid", default=ZERO),
         # `Invoice.amount_due`: nothing once settled, never below zero.
         summed_due=Sum(Greatest(F("total") - F("amount_paid"), Value(ZERO)), filter=~Q(status__in=SETTLED),
                        default=ZERO))

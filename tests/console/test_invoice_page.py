@@ -318,8 +318,13 @@ def test_the_invoice_list_adds_up_every_invoice_its_filters_select(console, api,
         return re.findall(r"<p>([^<]*invoices?[^<]*)</p>", console.get("/admin/billing/invoice/", filters)
                           .content.decode().split('class="console-totals"')[1].split("</div>")[0])
 
-    assert totals() == ["6 invoices: total $100.00, paid $32.50, due $67.50 (1 void left out; 1 draft, not sent yet)"]
+    assert totals() == ["6 invoices: total $100.00, paid $32.50, due $67.50 (1 void left out of the total; 1 draft, "
+                        "not sent yet)"]
     assert totals(status__exact="paid") == ["1 invoice: total $20.00, paid $20.00, due $0.00"]
+    # Money that reached a void invoice (a checkout opened before the void) is money received: in the paid column's sum.
+    Invoice.objects.filter(pk=june.pk).update(amount_paid=Decimal("5.00"))
+    assert totals(status__exact="void") == ["1 invoice: total $0.00, paid $5.00, due $0.00 (1 void left out of the "
+                                            "total)"]
     assert totals(payment="waiting") == ["3 invoices: total $60.00, paid $12.50, due $47.50"]
 
 
@@ -361,6 +366,12 @@ def test_a_drafts_discount_tax_and_memo_are_set_from_its_page_as_the_api_sets_th
     assert (invoice.tax_percent, invoice.memo) == (Decimal("8.25"), "Corrected: January's agreed discount")
     resp = act(console, invoice, "adjust", confirm=None, **{"adjust-memo": "nul \x00 byte"})
     assert messages_of(resp) == [f"{invoice}: memo: Null characters are not allowed."]
+    # The form shows the draft's values: a number cleared is no discount, no tax.
+    act(console, invoice, "adjust", confirm=None, **{"adjust-discount_percent": "", "adjust-discount_fixed": "",
+                                                     "adjust-tax_percent": "8.25", "adjust-memo": ""})
+    invoice.refresh_from_db()
+    assert (invoice.discount, invoice.tax, invoice.total, invoice.memo) == (Decimal("0"), Decimal("1.65"),
+                                                                           Decimal("21.65"), "")
     # A sent invoice no longer offers it.
     ok(api.post(f"/v1/invoices/{invoice.pk}/send", {}))
     assert "Discount, tax and memo" not in console.get(page_of(invoice)).content.decode()

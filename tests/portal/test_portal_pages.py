@@ -134,6 +134,15 @@ def test_the_portal_without_a_link_is_a_page_that_says_how_to_open_it(customer):
     resp = browser().get("/pay/")
     assert resp.status_code == 404 and resp["Content-Type"].startswith("text/html")
     assert "This payment link is not valid" in html(resp)
+    assert browser().post("/portal/").status_code == browser().post("/pay/").status_code == 405
+
+
+def test_the_portal_without_a_link_takes_a_browser_holding_a_session_to_it(customer, create_session):
+    client = browser()
+    session = create_session(customer)
+    assert client.get(link_path(session)).status_code == 200
+    resp = client.get("/portal/")
+    assert resp.status_code == 302 and resp["Location"] == "/portal/s/"
 
 
 def test_a_link_opens_only_with_get(customer, create_session):
