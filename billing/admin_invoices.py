@@ -12,8 +12,8 @@ from django.http import Http404, HttpResponse, HttpResponseNotAllowed
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from rest_framework.exceptions import ValidationError as ApiValidationError
 
+from billing.admin_create_pages import ApiForm
 from billing.admin_invoice_page import invoice_page
 from billing.invoice_documents import InvoiceView, invoice_pdf, period_days, period_label
 from billing.models import PAYABLE, Invoice, InvoiceStatus, Payment, Refund
@@ -26,11 +26,11 @@ from accounts.admin_display import MonthsDateFilter, figure, format_value, perio
 from accounts.admin_scoping import BookScopedAdmin, ReadOnlyAdminMixin, ScopedInlineMixin, may_act
 from accounts.api import MONEY_ROLES
 from core import clock, display
-from core.errors import EmailNotSent, flatten_validation_errors
+from core.errors import EmailNotSent
 from core.ids import uuid_or_none
 from core.money import CENTS_DIGITS, CENTS_PLACES, to_cents
 from core.scoping import owned
-from core.serialization import decimal_text, parse, unstorable_message, unstorable_reason
+from core.serialization import decimal_text
 
 
 def overpaid(invoice) -> str:
@@ -160,7 +160,7 @@ class PaymentForm(forms.Form):
             self.fields["amount"].initial = invoice.amount_due
 
 
-class AdjustForm(forms.Form):
+class AdjustForm(ApiForm):
     """A draft's discount, tax rate and memo, read by the API's own serializer (`PATCH /v1/invoices/{id}`) and saved
     by the same service: the same rules and the same exact decimals. The form shows the draft's values, so a number
     cleared is 0 (no discount, no tax)."""
@@ -170,7 +170,8 @@ class AdjustForm(forms.Form):
     tax_percent = forms.CharField(label="Tax rate (%)", required=False)
     memo = forms.CharField(max_length=5000, required=False, widget=forms.Textarea(attrs={"rows": 3}),
                            help_text="Printed on the invoice; blank for none.")
-    API_NAMES = {"discount_percent": "discountPercent", "discount_fixed": "discountFixed", "tax_percent": "taxRate"}
+    API_FIELDS = {"discount_percent": "discountPercent", "discount_fixed": "discountFixed", "tax_percent": "taxRate",
+                  "memo": "invoiceMemo"}
 
     def __init__(self, *args, invoice=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -179,10 +180,11 @@ class AdjustForm(forms.Form):
                 value = getattr(invoice, name)
                 self.fields[name].initial = decimal_text(value) if isinstance(value, Decimal) else value
 
-    def request_body(self) -> dict:
-        """The form as the API's request body."""
-        body = {api: self.cleaned_data[name] or "0" for name, api in self.API_NAMES.items()}
-        return {**body, "invoiceMemo": self.cleaned_data["memo"]}
+    def api_body(self) -> dict:
+        """Every field, a cleared number as 0 and a cleared memo as empty (not left out, as `ApiForm` leaves out a
+        blank: here blank means none)."""
+        return {api_name: self.cleaned_data[name] or ("" if name == "memo" else "0")
+                for name, api_name in self.API_FIELDS.items()}
 
 
 class RefundForm(forms.Form):
@@ -325,14 +327,9 @@ class InvoiceAdmin(ReadOnlyAdminMixin, BookScopedAdmin):
             # more page says exactly what will happen.
             return self._confirmation(request, invoice, what, data, payment)
         if what == "adjust":
-            body = form.request_body()
-            reason = unstorable_reason(body)  # as the API's JSON parser refuses what PostgreSQL cannot store
-            try:
-                if reason:
-                    raise ApiValidationError(unstorable_message(reason))
-                changes = parse(InvoiceUpdateIn, body)
-            except ApiValidationError as problem:
-                for message in flatten_validation_errors(problem.detail):
+            changes = form.api_parse(InvoiceUpdateIn)
+            if changes is None:
+                for message in (problem for problems in form.errors.values() for problem in problems):
                     self.message_user(request, f"{invoice}: {message}", messages.ERROR)
                 return back
             act_on_rows(self, request, [invoice], lambda row: _adjust(row, changes), roles=MONEY_ROLES)

@@ -214,9 +214,13 @@ _BY_IDS_ADDED = f"e.id = ANY(%s) AND NOT EXISTS (SELECT 1 FROM {BACKLOG} b WHERE
 _LOCK_NAMESPACE = 7301
 
 
-def _lock_book(book_id) -> None:
-    """Hold the book's rollup lock until the surrounding transaction ends."""
+def _lock_book(book_id, *, wait: bool = True) -> bool:
+    """Hold the book's rollup lock until the surrounding transaction ends; `wait=False`: only if nobody holds it
+    (False, at once, if somebody does)."""
+    if not wait:
+        return advisory_xact_lock_if_free(_LOCK_NAMESPACE, str(book_id))
     advisory_xact_lock(_LOCK_NAMESPACE, str(book_id))
+    return True
 
 
 def analytics_rollup_catch_up(*, book_id, unless_busy: bool = False) -> int | None:
@@ -261,11 +265,8 @@ def analytics_rollup_catch_up(*, book_id, unless_busy: bool = False) -> int | No
            f"written AS ({_insert_sql(select, upsert=True)}) "
            f"SELECT count(*) FROM drained")
     with transaction.atomic():
-        if unless_busy:
-            if not advisory_xact_lock_if_free(_LOCK_NAMESPACE, str(book_id)):
-                return None
-        else:
-            _lock_book(book_id)
+        if not _lock_book(book_id, wait=not unless_busy):
+            return None
         ((added,),) = execute(sql, [*book_params, *book_params, *params], group_by_hashing=True,
                               join_by_hashing=True)
     return added
